@@ -1,0 +1,81 @@
+# Rebound: a durable job server with exact retry semantics.
+# `make` builds build/rebound; `make check` runs every test (normal + ASan/UBSan);
+# `make run` starts the server on ./rebound.db; `make bench` runs the benchmarks.
+
+CC      ?= cc
+O       ?= build
+PKGS    := libevent libevent_pthreads sqlite3 libpq jansson openssl
+WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parameter -Wno-format-truncation
+CFLAGS  ?= -O2 -g
+CFLAGS  += -std=c11 -D_GNU_SOURCE -pthread $(WARN) -Iinclude -Isrc -MMD -MP
+LDFLAGS += -pthread
+SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+
+LIB_SRC    := $(sort $(wildcard src/common/*.c src/policy/*.c src/config/*.c \
+                 src/store/*.c src/server/*.c src/client/*.c))
+POLICY_SRC := $(sort $(wildcard src/common/*.c src/policy/*.c))
+CLI_SRC    := $(sort $(wildcard src/cli/*.c))
+TEST_SRC   := $(sort $(wildcard tests/unit/test_*.c tests/server/test_*.c))
+TOOL_SRC   := $(sort $(wildcard tests/tools/*.c))
+BENCH_SRC  := $(sort $(wildcard bench/*.c))
+
+obj   = $(patsubst %.c,$(1)/obj/%.o,$(2))
+TESTS = $(patsubst %.c,$(1)/%,$(notdir $(TEST_SRC)))
+
+all: $(O)/rebound $(O)/librebound_policy.a tools
+
+# Debian packages first; then pkg-config's flags, cached for the run.
+$(O)/deps.mk: scripts/deps.sh
+	@mkdir -p $(O)
+	@scripts/deps.sh build
+	@printf 'PKG_CFLAGS := %s\nPKG_LIBS := %s\n' \
+	  "$$(pkg-config --cflags $(PKGS))" "$$(pkg-config --libs $(PKGS)) -lm" > $@
+-include $(O)/deps.mk
+
+define build_tree # $(1)=output dir, $(2)=extra flags
+$(1)/obj/%.o: %.c | $(O)/deps.mk
+	@mkdir -p $$(@D)
+	$$(CC) $$(CFLAGS) $(2) $$(PKG_CFLAGS) -c $$< -o $$@
+$(1)/librebound.a: $(call obj,$(1),$(LIB_SRC))
+	@rm -f $$@; ar rcs $$@ $$^
+$(1)/librebound_policy.a: $(call obj,$(1),$(POLICY_SRC))
+	@rm -f $$@; ar rcs $$@ $$^
+$(1)/rebound: $(call obj,$(1),$(CLI_SRC)) $(1)/librebound.a
+	$$(CC) $(2) $$(LDFLAGS) -o $$@ $$^ $$(PKG_LIBS)
+$(1)/tests/%: $(1)/obj/tests/unit/%.o $(1)/librebound.a
+	@mkdir -p $$(@D)
+	$$(CC) $(2) $$(LDFLAGS) -o $$@ $$^ $$(PKG_LIBS) -lcriterion
+$(1)/tests/%: $(1)/obj/tests/server/%.o $(1)/librebound.a
+	@mkdir -p $$(@D)
+	$$(CC) $(2) $$(LDFLAGS) -o $$@ $$^ $$(PKG_LIBS) -lcriterion
+$(1)/tools/%: $(1)/obj/tests/tools/%.o $(1)/librebound.a
+	@mkdir -p $$(@D)
+	$$(CC) $(2) $$(LDFLAGS) -o $$@ $$^ $$(PKG_LIBS)
+$(1)/bench/%: $(1)/obj/bench/%.o $(1)/librebound.a
+	@mkdir -p $$(@D)
+	$$(CC) $(2) $$(LDFLAGS) -o $$@ $$^ $$(PKG_LIBS)
+endef
+$(eval $(call build_tree,$(O),))
+$(eval $(call build_tree,$(O)/asan,$(SAN)))
+
+tools: $(patsubst tests/tools/%.c,$(O)/tools/%,$(TOOL_SRC))
+bench-bin: $(patsubst bench/%.c,$(O)/bench/%,$(BENCH_SRC))
+
+# One gate: unit + server tests, normal then sanitized, then the script suites.
+check: all bench-bin $(call TESTS,$(O)/tests) $(O)/asan/rebound $(call TESTS,$(O)/asan/tests)
+	@scripts/deps.sh test
+	@O=$(O) scripts/run-tests.sh
+
+run: $(O)/rebound
+	$(O)/rebound serve $(ARGS)
+
+bench: all bench-bin
+	@scripts/deps.sh bench
+	@O=$(O) bench/run.sh $(BENCH_ARGS)
+
+clean:
+	rm -rf $(O)
+
+.PHONY: all tools bench-bin check run bench clean
+.SECONDARY:
+-include $(shell find $(O) -name '*.d' 2>/dev/null)

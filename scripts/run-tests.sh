@@ -1,0 +1,36 @@
+#!/bin/sh
+# Runs every test suite: the Criterion binaries (normal, then ASan/UBSan builds),
+# then the script suites in tests/scripts/. Prints one closing tally.
+# Usage: O=build scripts/run-tests.sh [filter]   (filter: substring of a suite name)
+O=${O:-build}
+filter=${1:-}
+top=$(pwd)
+passed=0; failed=0; failed_names=""
+export ASAN_OPTIONS="abort_on_error=0:detect_leaks=1:allocator_may_return_null=1"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+
+run_suite() { # name, command...
+  name=$1; shift
+  case "$name" in *"$filter"*) ;; *) return ;; esac
+  echo "== $name"
+  if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); failed_names="$failed_names $name"; fi
+}
+
+for variant in "" asan; do
+  dir="$O${variant:+/$variant}"
+  for t in "$dir"/tests/test_*; do
+    [ -x "$t" ] || continue
+    REBOUND_BIN="$top/$dir/rebound" REBOUND_TOP="$top" \
+      run_suite "${variant:-normal}/$(basename "$t")" "$t" --jobs 2 --timeout 120
+  done
+done
+
+for s in tests/scripts/*.sh; do
+  [ -f "$s" ] || continue
+  REBOUND_BIN="$top/$O/rebound" REBOUND_TOP="$top" O="$O" run_suite "script/$(basename "$s" .sh)" sh "$s"
+done
+
+echo
+[ -n "$failed_names" ] && echo "failed suites:$failed_names"
+echo "suites: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,20 @@
+/* The `rebound` command line: one entry point per subcommand, and the few
+ * helpers they share. Exit codes: 0 success, 1 runtime failure (server
+ * unreachable, job not found, I/O), 2 bad usage or bad input. */
+#ifndef RB_CLI_CLI_H
+#define RB_CLI_CLI_H
+
+#include <stdio.h>
+
+enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
+
+/* Each subcommand: argv[0] is the subcommand's name. Returns the exit code. */
+int cmd_policy(int argc, char **argv);
+
+/* Prints "rebound: <message>" to stderr; returns code. */
+int cli_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* True when stdout is a terminal (for colour, bars and progress output). */
+int cli_isatty_out(void);
+
+#endif

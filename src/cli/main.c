@@ -1,0 +1,74 @@
+/* `rebound`: one binary, one table of subcommands. */
+#include "cli/cli.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifndef REBOUND_VERSION
+#define REBOUND_VERSION "0.1.0"
+#endif
+
+static int cmd_version(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    printf("rebound %s\n", REBOUND_VERSION);
+    return CLI_OK;
+}
+
+static int cmd_help(int argc, char **argv);
+
+static const struct command {
+    const char *name;
+    int (*fn)(int argc, char **argv);
+    const char *summary;
+} commands[] = {
+    {"policy", cmd_policy, "check or simulate a retry policy (any dialect)"},
+    {"version", cmd_version, "print the version"},
+    {"help", cmd_help, "show this list"},
+};
+
+static int cmd_help(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    printf("usage: rebound <command> [options]\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        printf("  %-10s %s\n", commands[i].name, commands[i].summary);
+    printf("\nrun 'rebound <command> --help' for a command's options\n");
+    return CLI_OK;
+}
+
+int cli_error(int code, const char *fmt, ...)
+{
+    va_list ap;
+    fputs("rebound: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    return code;
+}
+
+int cli_isatty_out(void)
+{
+    return isatty(STDOUT_FILENO);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        cmd_help(0, NULL);
+        return CLI_USAGE;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))
+        return cmd_help(0, NULL);
+    if (!strcmp(argv[1], "--version"))
+        return cmd_version(0, NULL);
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (!strcmp(argv[1], commands[i].name))
+            return commands[i].fn(argc - 1, argv + 1);
+    return cli_error(CLI_USAGE, "unknown command '%s' (see 'rebound help')", argv[1]);
+}
