@@ -1,0 +1,84 @@
+/* Rebound's configuration: one TOML file (plus an optional environment
+ * overlay), every setting with a built-in default. The schema, its validation
+ * and the policy lookup the server uses live behind this header. */
+#ifndef RB_CONFIG_CONFIG_H
+#define RB_CONFIG_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "common/error.h"
+#include "policy/policy.h"
+
+typedef struct rb_named_policy {
+    char *name; /* queue or job type; owned */
+    rb_policy policy;
+} rb_named_policy;
+
+typedef struct rb_config {
+    char *path; /* the base file read, NULL when none; owned */
+    struct {
+        char *listen;          /* "127.0.0.1:7419" */
+        char *http_listen;     /* "127.0.0.1:7420" */
+        char *password;        /* NULL or "" = no authentication */
+        char *tls_cert;        /* NULL = no TLS */
+        char *tls_key;
+        int64_t max_connections;   /* default 1024 */
+        int64_t max_job_bytes;     /* largest job / command line, default 1 MiB */
+        int64_t reserve_for_s;     /* default reserve_for, 1800 */
+        int64_t dead_retention_s;  /* default 180 days */
+        bool metrics_public;       /* /metrics without auth, default true */
+    } server;
+    struct {
+        char *url; /* SQLite path (default "./rebound.db") or postgres:// URL */
+    } storage;
+    rb_backoff_config backoff; /* tasker's [backoff] */
+    bool has_retry_default;    /* [retry] present */
+    rb_policy retry_default;   /* valid when has_retry_default */
+    rb_named_policy *queues;   /* [retry.queues.NAME] */
+    size_t n_queues;
+    rb_named_policy *jobtypes; /* [retry.jobtypes.NAME] */
+    size_t n_jobtypes;
+} rb_config;
+
+/* Fills cfg with the built-in defaults (no file). Release with
+ * rb_config_release(). */
+void rb_config_init(rb_config *cfg);
+void rb_config_release(rb_config *cfg);
+
+/* Loads path (NULL: defaults only) and, when env is non-NULL and non-empty,
+ * the overlay rebound.<env>.toml next to it, merged key by key (arrays replaced
+ * whole). On success returns 0 with *cfg filled (release it); on failure
+ * returns a negative code with err naming file, line, key and rule, and *cfg
+ * is left initialised to defaults (still to be released). */
+int rb_config_load(rb_config *cfg, const char *path, const char *env, rb_err *err);
+
+/* Which layer of the configuration a job's schedule came from. */
+typedef enum rb_policy_layer {
+    RB_LAYER_JOB,      /* the job's retry_policy field */
+    RB_LAYER_JOBTYPE,  /* [retry.jobtypes.T] */
+    RB_LAYER_QUEUE,    /* [retry.queues.Q] */
+    RB_LAYER_DEFAULT,  /* [retry] */
+    RB_LAYER_BUILTIN,  /* Faktory's 25 retries, Sidekiq backoff */
+} rb_policy_layer;
+
+const char *rb_policy_layer_name(rb_policy_layer l);
+
+/* The configured policy for a job type and queue (either may be NULL), by
+ * semantics.md §8: jobtype, then queue, then [retry], then built-in. The
+ * returned policy is borrowed from cfg (NULL means the built-in default). */
+const rb_policy *rb_config_policy_for(const rb_config *cfg, const char *jobtype,
+                                      const char *queue, rb_policy_layer *layer);
+
+/* The effective policy for a job (a JSON object in Faktory's job format):
+ * its "retry_policy" (top-level, else in "custom") if present, else the
+ * configured one; then the client's "retry" field applied as a bound
+ * (semantics.md §8). Fills *out (release it) and *layer. Returns 0, or a
+ * negative code with err naming the bad retry_policy field. cfg may be NULL
+ * (built-in defaults). */
+int rb_config_effective_policy(const rb_config *cfg, const json_t *job, rb_policy *out,
+                               rb_policy_layer *layer, rb_err *err);
+
+#endif
