@@ -120,6 +120,11 @@ void rb_backoff_config_release(rb_backoff_config *cfg);
 /* Deep copy; dst must be released after. */
 void rb_backoff_config_copy(rb_backoff_config *dst, const rb_backoff_config *src);
 
+/* No delay, computed, requested or overridden, is ever longer than this
+ * (100 years): exponentials and Sidekiq's c^4 saturate here when the policy
+ * has no smaller cap, so now + delay never overflows. */
+#define RB_POLICY_DELAY_LIMIT_MS INT64_C(3155760000000)
+
 /* The built-in default policy: Faktory's (25 retries, Sidekiq backoff). */
 void rb_policy_default(rb_policy *p);
 void rb_policy_release(rb_policy *p);
@@ -140,6 +145,12 @@ int rb_policy_parse_json(const json_t *v, const rb_backoff_config *sys, rb_polic
 /* Applies Faktory's `retry` field as the client's bound (semantics.md §8):
  * 0 -> a failure discards, -1 -> a failure is dead, N -> at most N retries. */
 void rb_policy_apply_client_retry(rb_policy *p, int64_t retry);
+
+/* The policy of a catch job spawned when orig is exhausted (FTL, semantics.md
+ * §4): retried indefinitely at orig's maximum backoff (fixed delay; 1 h when
+ * orig has no maximum), no catch of its own, no deadline, no non-retryable
+ * types. Fills *out (release it). */
+void rb_policy_for_catch(const rb_policy *orig, rb_policy *out);
 
 /* Decides what follows the failure of execution number `attempt` (1-based).
  * now_ms is the failure time, first_ms the job's first enqueue time (for the
@@ -164,6 +175,9 @@ struct rb_buf;
 void rb_policy_describe(const rb_policy *p, struct rb_buf *out);
 
 const char *rb_dialect_name(rb_dialect d);
+/* The dialect called name ("temporal", "tasker", "ftl", "faktory",
+ * "tutorial"); 0 and *d set, or RB_ENOENT. */
+int rb_dialect_from_name(const char *name, rb_dialect *d);
 const char *rb_outcome_name(rb_outcome o);
 const char *rb_source_name(rb_delay_source s);
 const char *rb_reason_name(rb_dead_reason r);
