@@ -1,0 +1,443 @@
+/* Rebound's load generator: drives Rebound (Faktory protocol v2) or beanstalkd
+ * with producer and worker threads, one blocking TCP_NODELAY connection each,
+ * and prints one figure per line ("workload.metric value") for bench/run.sh.
+ * Usage: loadgen --help. */
+#include <getopt.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common/timeutil.h"
+#include "lg_beanstalk.h"
+#include "lg_conn.h"
+#include "lg_faktory.h"
+#include "lg_proto.h"
+#include "lg_stats.h"
+
+typedef enum workload { WL_LIFECYCLE, WL_RETRIES, WL_DEPTH, WL_SCHED, WL_LATENCY } workload;
+static const char *const wl_names[] = {"lifecycle", "retries", "depth", "sched", "latency"};
+
+#define PREFILL_BATCH 1000
+
+static struct opts {
+    const lg_proto *proto;
+    const char *host;
+    int port;
+    workload wl;
+    int producers, workers;
+    long jobs;          /* jobs pushed and acked in the timed phase */
+    long prefill;       /* jobs waiting before the timed phase (depth) */
+    double rate;        /* pushes per second over all producers; 0 = flat out */
+    int64_t delay_ms;   /* sched: how far ahead scheduled jobs are due */
+    int64_t retry_ms;   /* sched: retry delay of the failing half */
+    int fail_pct;       /* retries: share of first attempts that fail */
+    int server_pid;     /* for RSS and CPU figures; 0 = none */
+    const char *data_dir; /* for bytes on disk; NULL = none */
+    int timeout_s;
+} O = {
+    .host = "127.0.0.1", .producers = 4, .workers = 8, .jobs = 100000,
+    .delay_ms = 1000, .retry_ms = 1000, .fail_pct = 10, .timeout_s = 600,
+};
+
+/* Shared between threads. Per-job arrays are indexed by seq; seqs at or
+ * above O.jobs are prefilled jobs (no timing kept). */
+static struct state {
+    unsigned run;                 /* makes jids unique per run */
+    long nseq;                    /* O.jobs + O.prefill */
+    _Atomic int64_t *sent_us;     /* monotonic time each push was sent */
+    _Atomic int64_t *due_ms;      /* sched: wall time each job is due */
+    int64_t *sample_us;           /* latency or lateness at fetch; INT64_MIN = none */
+    atomic_uchar *failed;         /* first attempt already failed */
+    atomic_long acked, fails, errors;
+    atomic_int done;
+    int64_t t0_us;
+    _Atomic int64_t t_end_us, t_push_end_us;
+    atomic_int producers_left;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+} S = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+
+typedef struct thread_arg {
+    lg_conn conn;
+    int idx;
+    pthread_t tid;
+} thread_arg;
+
+static void signal_main(void)
+{
+    pthread_mutex_lock(&S.mu);
+    pthread_cond_signal(&S.cv);
+    pthread_mutex_unlock(&S.mu);
+}
+
+static void note_error(void)
+{
+    atomic_fetch_add(&S.errors, 1);
+    signal_main();
+}
+
+/* Whether this job's first attempt is to fail. */
+static bool planned_failure(long seq)
+{
+    if (seq >= O.jobs)
+        return false;
+    if (O.wl == WL_RETRIES)
+        return seq % 100 < O.fail_pct;
+    if (O.wl == WL_SCHED)
+        return seq % 2 == 1; /* odd seqs: the retry half; even: scheduled */
+    return false;
+}
+
+static void *worker_main(void *arg)
+{
+    thread_arg *t = arg;
+    lg_job j;
+    while (!atomic_load(&S.done)) {
+        int rc = O.proto->fetch(&t->conn, &j);
+        if (rc == 0)
+            continue;
+        if (rc < 0)
+            goto out;
+        int64_t now_us = lg_mono_us(), wall_us = lg_wall_us();
+        long s = j.seq;
+        if (s < 0 || s >= S.nseq) {
+            fprintf(stderr, "loadgen: fetched a job not of this run: %s\n", j.id);
+            goto out;
+        }
+        if (planned_failure(s) && !atomic_exchange(&S.failed[s], 1)) {
+            int64_t delay = O.wl == WL_SCHED ? O.retry_ms : 0;
+            if (O.wl == WL_SCHED) /* whole seconds, as both servers get them */
+                atomic_store(&S.due_ms[s], rb_now_ms() + (delay + 999) / 1000 * 1000);
+            if (O.proto->fail(&t->conn, &j, delay) < 0)
+                goto out;
+            atomic_fetch_add(&S.fails, 1);
+            continue;
+        }
+        if (s < O.jobs)
+            S.sample_us[s] = O.wl == WL_SCHED ? wall_us - atomic_load(&S.due_ms[s]) * 1000
+                                              : now_us - atomic_load(&S.sent_us[s]);
+        if (O.proto->ack(&t->conn, &j) < 0)
+            goto out;
+        if (atomic_fetch_add(&S.acked, 1) + 1 == O.jobs) {
+            atomic_store(&S.t_end_us, lg_mono_us());
+            signal_main();
+        }
+    }
+    return NULL;
+out:
+    if (!atomic_load(&S.done))
+        note_error();
+    return NULL;
+}
+
+static void *producer_main(void *arg)
+{
+    thread_arg *t = arg;
+    for (long seq = t->idx; seq < O.jobs; seq += O.producers) {
+        if (O.rate > 0)
+            lg_sleep_until(S.t0_us + (int64_t)((double)seq * 1e6 / O.rate));
+        int64_t delay = O.wl == WL_SCHED && seq % 2 == 0 ? O.delay_ms : 0, due = 0;
+        atomic_store(&S.sent_us[seq], lg_mono_us());
+        if (delay > 0) /* beanstalkd's whole seconds: set before the job can run */
+            atomic_store(&S.due_ms[seq], rb_now_ms() + (delay + 999) / 1000 * 1000);
+        if (O.proto->push(&t->conn, S.run, seq, delay, &due) < 0) {
+            note_error();
+            return NULL;
+        }
+        if (delay > 0)
+            atomic_store(&S.due_ms[seq], due);
+        if (atomic_load(&S.done))
+            return NULL;
+    }
+    if (atomic_fetch_sub(&S.producers_left, 1) == 1) {
+        atomic_store(&S.t_push_end_us, lg_mono_us());
+        signal_main();
+    }
+    return NULL;
+}
+
+static void *prefill_main(void *arg)
+{
+    thread_arg *t = arg;
+    long batches = (O.prefill + PREFILL_BATCH - 1) / PREFILL_BATCH;
+    for (long b = t->idx; b < batches; b += O.producers) {
+        long first = O.jobs + b * PREFILL_BATCH;
+        long n = O.prefill - b * PREFILL_BATCH < PREFILL_BATCH ? O.prefill - b * PREFILL_BATCH
+                                                              : PREFILL_BATCH;
+        if (O.proto->push_many(&t->conn, S.run, first, n) < 0) {
+            note_error();
+            return NULL;
+        }
+    }
+    return NULL;
+}
+
+static void run_threads(thread_arg *ts, int n, void *(*fn)(void *))
+{
+    for (int i = 0; i < n; i++)
+        if (pthread_create(&ts[i].tid, NULL, fn, &ts[i]) != 0) {
+            fprintf(stderr, "loadgen: cannot start a thread\n");
+            exit(1);
+        }
+}
+
+static void join_threads(thread_arg *ts, int n)
+{
+    for (int i = 0; i < n; i++)
+        pthread_join(ts[i].tid, NULL);
+}
+
+static void print_ms(const char *metric, int64_t us)
+{
+    printf("%s.%s %.3f\n", wl_names[O.wl], metric, (double)us / 1000.0);
+}
+
+/* Fills the job queue with O.prefill jobs and prints the footprint figures. */
+static void prefill(thread_arg *prods)
+{
+    long long rss0 = O.server_pid ? lg_rss_bytes(O.server_pid) : -1;
+    long long disk0 = lg_dir_bytes(O.data_dir);
+    int64_t t0 = lg_mono_us();
+    run_threads(prods, O.producers, prefill_main);
+    join_threads(prods, O.producers);
+    if (atomic_load(&S.errors)) {
+        fprintf(stderr, "loadgen: prefill failed\n");
+        exit(1);
+    }
+    double secs = (double)(lg_mono_us() - t0) / 1e6;
+    printf("footprint.jobs %ld\n", O.prefill);
+    printf("footprint.prefill_jobs_per_s %.0f\n", (double)O.prefill / secs);
+    rb_buf body = RB_BUF_INIT;
+    lg_body(&body, S.run, O.jobs, "");
+    printf("footprint.body_bytes %zu\n", body.len);
+    rb_buf_release(&body);
+    if (rss0 >= 0) {
+        long long rss1 = lg_rss_bytes(O.server_pid);
+        printf("footprint.rss_mb %.1f\n", (double)rss1 / 1048576.0);
+        printf("footprint.rss_bytes_per_job %.0f\n", (double)(rss1 - rss0) / (double)O.prefill);
+    }
+    if (O.data_dir)
+        printf("footprint.disk_bytes_per_job %.0f\n",
+               (double)(lg_dir_bytes(O.data_dir) - disk0) / (double)O.prefill);
+    fflush(stdout);
+}
+
+static void report(long long cpu0)
+{
+    /* With jobs waiting beforehand (depth) the acks may reach the count
+     * before the last push: the phase ends when both are done. */
+    int64_t t_end = atomic_load(&S.t_end_us), t_push = atomic_load(&S.t_push_end_us);
+    double secs = (double)((t_end > t_push ? t_end : t_push) - S.t0_us) / 1e6;
+    double push_secs = (double)(atomic_load(&S.t_push_end_us) - S.t0_us) / 1e6;
+    const char *wl = wl_names[O.wl];
+    long fails = atomic_load(&S.fails);
+    printf("%s.jobs %ld\n", wl, O.jobs);
+    printf("%s.secs %.3f\n", wl, secs);
+    printf("%s.jobs_per_s %.0f\n", wl, (double)O.jobs / secs);
+    printf("%s.push_per_s %.0f\n", wl, (double)O.jobs / push_secs);
+    /* push + fetch + ack per job, fetch + fail per failure */
+    printf("%s.ops_per_s %.0f\n", wl, (double)(3 * O.jobs + 2 * fails) / secs);
+    if (fails)
+        printf("%s.fails %ld\n", wl, fails);
+    if (O.rate > 0)
+        printf("%s.rate_asked %.0f\n", wl, O.rate);
+    if (cpu0 >= 0) {
+        long long cpu = lg_cpu_us(O.server_pid) - cpu0;
+        printf("%s.server_cpu_s %.2f\n", wl, (double)cpu / 1e6);
+        printf("%s.server_cpu_us_per_job %.1f\n", wl, (double)cpu / (double)O.jobs);
+    }
+    int64_t *v = rb_xmalloc(sizeof *v * (size_t)(O.jobs ? O.jobs : 1));
+    size_t n = 0;
+    for (long i = 0; i < O.jobs; i++)
+        if (S.sample_us[i] != INT64_MIN)
+            v[n++] = S.sample_us[i];
+    lg_summary s = lg_summarize(v, n);
+    free(v);
+    if (O.wl == WL_SCHED) {
+        printf("%s.samples %zu\n", wl, s.n);
+        print_ms("late_min_ms", s.min);
+        print_ms("late_p50_ms", s.p50);
+        print_ms("late_p99_ms", s.p99);
+        print_ms("late_max_ms", s.max);
+    } else if (O.wl != WL_DEPTH) {
+        print_ms("lat_p50_ms", s.p50);
+        print_ms("lat_p99_ms", s.p99);
+        print_ms("lat_max_ms", s.max);
+    }
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+        "usage: loadgen --proto faktory|beanstalk --port P [options]\n"
+        "  --host H          server address (127.0.0.1)\n"
+        "  --workload W      lifecycle|retries|depth|sched|latency (lifecycle)\n"
+        "  --producers N     producer connections (4)\n"
+        "  --workers N       worker connections (8)\n"
+        "  --jobs N          jobs pushed and acked in the timed phase (100000)\n"
+        "  --prefill N       jobs waiting before the timed phase (depth; 0)\n"
+        "  --rate R          pushes per second over all producers (0 = flat out)\n"
+        "  --delay MS        sched: scheduled jobs are due MS ahead (1000)\n"
+        "  --retry-delay MS  sched: retry delay of the failing half (1000)\n"
+        "  --fail-pct P      retries: percent of first attempts failing (10)\n"
+        "  --server-pid PID  report server RSS and CPU\n"
+        "  --data-dir DIR    report the server's bytes on disk\n"
+        "  --timeout S       give up after S seconds (600)\n"
+        "Prints 'workload.metric value' lines. Whole-second delays keep the\n"
+        "two protocols comparable (beanstalkd delays are whole seconds).\n");
+}
+
+static long parse_num(const char *opt, const char *s, long lo, long hi)
+{
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (*s == '\0' || *end != '\0' || v < lo || v > hi) {
+        fprintf(stderr, "loadgen: %s: '%s' is not a number in %ld..%ld\n", opt, s, lo, hi);
+        exit(2);
+    }
+    return v;
+}
+
+static void parse_args(int argc, char **argv)
+{
+    static const struct option longs[] = {
+        {"proto", 1, 0, 'P'}, {"host", 1, 0, 'H'}, {"port", 1, 0, 'p'},
+        {"workload", 1, 0, 'w'}, {"producers", 1, 0, 'n'}, {"workers", 1, 0, 'c'},
+        {"jobs", 1, 0, 'j'}, {"prefill", 1, 0, 'f'}, {"rate", 1, 0, 'r'},
+        {"delay", 1, 0, 'd'}, {"retry-delay", 1, 0, 'R'}, {"fail-pct", 1, 0, 'F'},
+        {"server-pid", 1, 0, 's'}, {"data-dir", 1, 0, 'D'}, {"timeout", 1, 0, 't'},
+        {"help", 0, 0, 'h'}, {0, 0, 0, 0},
+    };
+    int ch;
+    bool wl_ok = true;
+    while ((ch = getopt_long(argc, argv, "h", longs, NULL)) != -1) {
+        switch (ch) {
+        case 'P':
+            O.proto = strcmp(optarg, "faktory") == 0     ? &lg_faktory
+                      : strcmp(optarg, "beanstalk") == 0 ? &lg_beanstalk
+                                                         : NULL;
+            if (!O.proto) {
+                fprintf(stderr, "loadgen: --proto: '%s' is not faktory or beanstalk\n", optarg);
+                exit(2);
+            }
+            break;
+        case 'H': O.host = optarg; break;
+        case 'p': O.port = (int)parse_num("--port", optarg, 1, 65535); break;
+        case 'w':
+            wl_ok = false;
+            for (int i = 0; i < (int)(sizeof wl_names / sizeof *wl_names); i++)
+                if (strcmp(optarg, wl_names[i]) == 0) {
+                    O.wl = (workload)i;
+                    wl_ok = true;
+                }
+            if (!wl_ok) {
+                fprintf(stderr, "loadgen: --workload: '%s' is not a workload\n", optarg);
+                exit(2);
+            }
+            break;
+        case 'n': O.producers = (int)parse_num("--producers", optarg, 1, 256); break;
+        case 'c': O.workers = (int)parse_num("--workers", optarg, 1, 256); break;
+        case 'j': O.jobs = parse_num("--jobs", optarg, 1, 100000000); break;
+        case 'f': O.prefill = parse_num("--prefill", optarg, 0, 100000000); break;
+        case 'r': O.rate = (double)parse_num("--rate", optarg, 0, 100000000); break;
+        case 'd': O.delay_ms = parse_num("--delay", optarg, 1, 3600000); break;
+        case 'R': O.retry_ms = parse_num("--retry-delay", optarg, 0, 3600000); break;
+        case 'F': O.fail_pct = (int)parse_num("--fail-pct", optarg, 0, 100); break;
+        case 's': O.server_pid = (int)parse_num("--server-pid", optarg, 1, INT_MAX); break;
+        case 'D': O.data_dir = optarg; break;
+        case 't': O.timeout_s = (int)parse_num("--timeout", optarg, 1, 86400); break;
+        case 'h': usage(stdout); exit(0);
+        default: usage(stderr); exit(2);
+        }
+    }
+    if (!O.proto || !O.port || optind != argc) {
+        usage(stderr);
+        exit(2);
+    }
+}
+
+static void connect_all(thread_arg *ts, int n, bool worker)
+{
+    for (int i = 0; i < n; i++) {
+        char wid[48];
+        snprintf(wid, sizeof wid, "bench-%08x-w%d", S.run, i);
+        ts[i].idx = i;
+        if (lg_conn_open(&ts[i].conn, O.host, O.port) < 0 ||
+            O.proto->hello(&ts[i].conn, worker ? wid : NULL) < 0)
+            exit(1);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    parse_args(argc, argv);
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    S.run = (unsigned)(lg_wall_us() ^ ((int64_t)getpid() << 20));
+    S.nseq = O.jobs + O.prefill;
+    S.sent_us = rb_xcalloc((size_t)O.jobs, sizeof *S.sent_us);
+    S.due_ms = rb_xcalloc((size_t)O.jobs, sizeof *S.due_ms);
+    S.sample_us = rb_xmalloc((size_t)O.jobs * sizeof *S.sample_us);
+    for (long i = 0; i < O.jobs; i++)
+        S.sample_us[i] = INT64_MIN;
+    S.failed = rb_xcalloc((size_t)O.jobs, sizeof *S.failed);
+
+    thread_arg *prods = rb_xcalloc((size_t)O.producers, sizeof *prods);
+    thread_arg *works = rb_xcalloc((size_t)O.workers, sizeof *works);
+    connect_all(prods, O.producers, false);
+    connect_all(works, O.workers, true);
+    if (O.prefill > 0)
+        prefill(prods);
+
+    long long cpu0 = O.server_pid ? lg_cpu_us(O.server_pid) : -1;
+    atomic_store(&S.producers_left, O.producers);
+    S.t0_us = lg_mono_us();
+    run_threads(works, O.workers, worker_main);
+    run_threads(prods, O.producers, producer_main);
+
+    int64_t deadline = S.t0_us + (int64_t)O.timeout_s * 1000000;
+    pthread_mutex_lock(&S.mu);
+    while ((atomic_load(&S.acked) < O.jobs || atomic_load(&S.producers_left) > 0) &&
+           !atomic_load(&S.errors) && lg_mono_us() < deadline) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += 1;
+        pthread_cond_timedwait(&S.cv, &S.mu, &ts);
+    }
+    pthread_mutex_unlock(&S.mu);
+    bool ok = atomic_load(&S.acked) >= O.jobs && atomic_load(&S.producers_left) == 0;
+    atomic_store(&S.done, 1);
+    atomic_store(&lg_quiet, 1); /* replies cut off by the shutdown are expected */
+    for (int i = 0; i < O.workers; i++) /* wakes workers blocked in FETCH */
+        shutdown(works[i].conn.fd, SHUT_RDWR);
+    if (!ok)
+        for (int i = 0; i < O.producers; i++)
+            shutdown(prods[i].conn.fd, SHUT_RDWR);
+    join_threads(works, O.workers);
+    join_threads(prods, O.producers);
+    if (!ok) {
+        fprintf(stderr, "loadgen: %s: %ld of %ld jobs done (%s)\n", wl_names[O.wl],
+                atomic_load(&S.acked), O.jobs,
+                atomic_load(&S.errors) ? "errors above" : "timed out");
+        return 1;
+    }
+    report(cpu0);
+
+    for (int i = 0; i < O.producers; i++)
+        lg_conn_close(&prods[i].conn);
+    for (int i = 0; i < O.workers; i++)
+        lg_conn_close(&works[i].conn);
+    free(prods);
+    free(works);
+    free(S.sent_us);
+    free(S.due_ms);
+    free(S.sample_us);
+    free(S.failed);
+    return 0;
+}
