@@ -43,7 +43,6 @@ static bool valid_verb(const char *s)
 
 static int backoff(const char *what, const char *tok, int64_t *ms, rb_err *err)
 {
-    char a[RB_DURATION_STRLEN];
     int rc = rb_duration_parse_ftl(tok, ms, err);
     if (rc) {
         rb_err_prefix(err, "ftl %s", what);
@@ -53,8 +52,8 @@ static int backoff(const char *what, const char *tok, int64_t *ms, rb_err *err)
         return rb_err_set(err, RB_EINVAL, "ftl %s: backoff must be at least 1s, got '%s'", what,
                           tok);
     if (*ms > FTL_MAX_BACKOFF_MS)
-        return rb_err_set(err, RB_EINVAL, "ftl %s: backoff must be at most 1d, got '%s' (%s)",
-                          what, tok, rb_duration_format(*ms, a, sizeof a));
+        return rb_err_set(err, RB_EINVAL, "ftl %s: backoff must be at most 1d, got '%s'", what,
+                          tok);
     return 0;
 }
 

@@ -113,13 +113,12 @@ static int parse(const char *s, bool ftl, int64_t *ms, rb_err *err)
         __int128 i, f;
         int fd;
         bool too_big = false;
-        if (!read_number(&p, !ftl, &i, &f, &fd, &too_big)) {
-            if (ftl && *p == '.')
-                return fail(err, RB_EPARSE, s, "fractions are not allowed");
+        if (!read_number(&p, !ftl, &i, &f, &fd, &too_big))
             return fail(err, RB_EPARSE, s, "expected a number");
-        }
         if (too_big)
             return fail(err, RB_ERANGE, s, "out of range");
+        if (ftl && *p == '.')
+            return fail(err, RB_EPARSE, s, "fractions are not allowed");
         if (*p == '\0' && ncomp == 0 && !ftl) { /* plain seconds */
             int rc = add_component(&acc, i, f, fd, 1000);
             if (rc)
