@@ -10,6 +10,7 @@ enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
 
 /* Each subcommand: argv[0] is the subcommand's name. Returns the exit code. */
 int cmd_policy(int argc, char **argv);
+int cmd_config(int argc, char **argv);
 
 /* Prints "rebound: <message>" to stderr; returns code. */
 int cli_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

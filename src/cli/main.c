@@ -26,6 +26,7 @@ static const struct command {
     const char *summary;
 } commands[] = {
     {"policy", cmd_policy, "check or simulate a retry policy (any dialect)"},
+    {"config", cmd_config, "validate and print the effective configuration"},
     {"version", cmd_version, "print the version"},
     {"help", cmd_help, "show this list"},
 };
