@@ -11,6 +11,15 @@ enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
 /* Each subcommand: argv[0] is the subcommand's name. Returns the exit code. */
 int cmd_policy(int argc, char **argv);
 int cmd_config(int argc, char **argv);
+/* Client commands (cmd_client.c, cmd_push*.c, cmd_jobs.c, cmd_mutate.c, cmd_queue.c). */
+int cmd_push(int argc, char **argv);
+int cmd_info(int argc, char **argv);
+int cmd_jobs(int argc, char **argv);
+int cmd_job(int argc, char **argv);
+int cmd_retry(int argc, char **argv);
+int cmd_kill(int argc, char **argv);
+int cmd_discard(int argc, char **argv);
+int cmd_queue(int argc, char **argv);
 
 /* Prints "rebound: <message>" to stderr; returns code. */
 int cli_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -27,6 +27,14 @@ static const struct command {
 } commands[] = {
     {"policy", cmd_policy, "check or simulate a retry policy (any dialect)"},
     {"config", cmd_config, "validate and print the effective configuration"},
+    {"push", cmd_push, "push a job, or import a JSON-lines file of jobs"},
+    {"info", cmd_info, "show the server's queues, sets and totals"},
+    {"jobs", cmd_jobs, "list jobs by state, queue and job type"},
+    {"job", cmd_job, "show one job with its attempt history and next retry"},
+    {"retry", cmd_retry, "enqueue a scheduled, retrying or dead job now"},
+    {"kill", cmd_kill, "move a scheduled or retrying job to dead"},
+    {"discard", cmd_discard, "delete a scheduled, retrying or dead job"},
+    {"queue", cmd_queue, "pause, resume or remove queues; show latency"},
     {"version", cmd_version, "print the version"},
     {"help", cmd_help, "show this list"},
 };

@@ -1,0 +1,211 @@
+/* Helpers shared by the client subcommands, and `rebound info`. */
+#include "cli/cmd_client.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "common/timeutil.h"
+#include "policy/duration.h"
+
+int cli_common_opt(cli_common *co, int opt, const char *arg)
+{
+    switch (opt) {
+    case CLI_OPT_URL: co->url = arg; return 1;
+    case CLI_OPT_JSON: co->json = 1; return 1;
+    default: return 0;
+    }
+}
+
+void cli_getopt_reset(void)
+{
+    optind = 0; /* GNU: 0 reinitialises the scanner */
+    opterr = 0; /* we report bad options ourselves */
+}
+
+int cli_bad_option(const char *cmd, int opt, char **argv)
+{
+    const char *word = argv[optind - 1];
+    if (opt == ':')
+        return cli_error(CLI_USAGE, "%s: option '%s' needs a value", cmd, word);
+    return cli_error(CLI_USAGE, "%s: unknown option '%s' (see 'rebound %s --help')", cmd, word,
+                     cmd);
+}
+
+rb_client *cli_connect(const cli_common *co)
+{
+    rb_err err = {0};
+    rb_client *c = rb_client_connect(co->url, NULL, &err);
+    if (!c) {
+        const char *url = co->url ? co->url : rb_client_default_url();
+        if (err.code == RB_EINVAL)
+            cli_error(CLI_USAGE, "%s", rb_err_msg(&err));
+        else if (strstr(err.msg, url) || err.code != RB_ECONN)
+            cli_error(CLI_FAIL, "%s", rb_err_msg(&err));
+        else
+            cli_error(CLI_FAIL, "%s (url %s)", rb_err_msg(&err), url);
+    }
+    return c;
+}
+
+int cli_call_error(const char *what, int rc, const rb_err *err, int bad_input_is_usage)
+{
+    if (rc == RB_EPROTO && bad_input_is_usage)
+        return cli_error(CLI_USAGE, "%s: rejected by the server: %s", what, rb_err_msg(err));
+    if (rc == RB_EPROTO)
+        return cli_error(CLI_FAIL, "%s: server error: %s", what, rb_err_msg(err));
+    return cli_error(rc == RB_EINVAL ? CLI_USAGE : CLI_FAIL, "%s: %s", what, rb_err_msg(err));
+}
+
+void cli_print_json(const json_t *v)
+{
+    char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+    if (s) {
+        puts(s);
+        free(s);
+    }
+}
+
+int64_t cli_json_time_ms(const json_t *v)
+{
+    int64_t ms = 0;
+    if (json_is_string(v)) {
+        if (rb_time_parse_rfc3339(json_string_value(v), &ms) != 0)
+            return 0;
+        return ms;
+    }
+    if (json_is_number(v)) {
+        double d = json_number_value(v);
+        /* Values beyond year 5138 in seconds are taken as milliseconds. */
+        return d > 1e11 ? (int64_t)d : (int64_t)(d * 1000.0);
+    }
+    return 0;
+}
+
+char *cli_format_when(int64_t ms, char *out, size_t n)
+{
+    if (ms == 0) {
+        snprintf(out, n, "-");
+        return out;
+    }
+    char t[RB_TIME_STRLEN], d[RB_DURATION_STRLEN];
+    rb_time_format(ms, t);
+    /* "2026-11-21T10:00:00.123Z" -> "2026-11-21 10:00:00Z" */
+    char *dot = strchr(t, '.');
+    if (dot)
+        strcpy(dot, "Z");
+    char *tee = strchr(t, 'T');
+    if (tee)
+        *tee = ' ';
+    int64_t delta = ms - rb_now_ms();
+    int64_t abs_s = (delta < 0 ? -delta : delta) / 1000;
+    rb_duration_format(abs_s * 1000, d, sizeof d);
+    if (abs_s == 0)
+        snprintf(out, n, "%s (now)", t);
+    else
+        snprintf(out, n, "%s (%s%s%s)", t, delta > 0 ? "in " : "", d, delta > 0 ? "" : " ago");
+    return out;
+}
+
+char *cli_ellipsize(const char *s, char *out, size_t n)
+{
+    size_t len = strlen(s);
+    if (len < n) {
+        memcpy(out, s, len + 1);
+    } else {
+        memcpy(out, s, n - 4);
+        strcpy(out + n - 4, "...");
+    }
+    return out;
+}
+
+/* ---- rebound info ------------------------------------------------------ */
+
+static const char info_usage[] =
+    "usage: rebound info [--url URL] [--json]\n"
+    "Shows the server's INFO: queue sizes, scheduled/retry/dead/working counts,\n"
+    "totals and connections. --json prints the server's JSON unchanged.\n";
+
+static json_int_t size_of(const json_t *tasks, const char *name)
+{
+    return json_integer_value(json_object_get(json_object_get(tasks, name), "size"));
+}
+
+static void print_info(const json_t *info, const char *addr)
+{
+    const json_t *fk = json_object_get(info, "faktory");
+    const json_t *srv = json_object_get(info, "server");
+    const json_t *tasks = json_object_get(fk, "tasks");
+    const json_t *queues = json_object_get(fk, "queues");
+    char up[RB_DURATION_STRLEN];
+    rb_duration_format((int64_t)json_integer_value(json_object_get(srv, "uptime")) * 1000, up,
+                       sizeof up);
+    const char *desc = json_string_value(json_object_get(srv, "description"));
+    const char *ver = json_string_value(json_object_get(srv, "faktory_version"));
+    printf("server     %s %s at %s, up %s, %lld connection(s)\n", desc ? desc : "?",
+           ver ? ver : "", addr, up,
+           (long long)json_integer_value(json_object_get(srv, "connections")));
+    json_int_t enqueued = 0;
+    const char *name;
+    json_t *v;
+    json_object_foreach((json_t *)queues, name, v)
+        enqueued += json_integer_value(v);
+    printf("jobs       %lld enqueued, %lld scheduled, %lld retries, %lld dead, %lld working\n",
+           (long long)enqueued, (long long)size_of(tasks, "Scheduled"),
+           (long long)size_of(tasks, "Retries"), (long long)size_of(tasks, "Dead"),
+           (long long)size_of(tasks, "Busy"));
+    printf("workers    %lld\n", (long long)size_of(tasks, "Workers"));
+    printf("totals     %lld enqueued, %lld processed, %lld failures\n",
+           (long long)json_integer_value(json_object_get(fk, "total_enqueued")),
+           (long long)json_integer_value(json_object_get(fk, "total_processed")),
+           (long long)json_integer_value(json_object_get(fk, "total_failures")));
+    if (json_object_size(queues) == 0) {
+        printf("queues     (none)\n");
+        return;
+    }
+    printf("queues\n");
+    size_t width = 5;
+    json_object_foreach((json_t *)queues, name, v)
+        if (strlen(name) > width)
+            width = strlen(name);
+    json_object_foreach((json_t *)queues, name, v)
+        printf("  %-*s  %lld\n", (int)width, name, (long long)json_integer_value(v));
+}
+
+int cmd_info(int argc, char **argv)
+{
+    static const struct option longopts[] = {CLI_COMMON_OPTIONS, {NULL, 0, NULL, 0}};
+    cli_common co = {0};
+    int opt;
+    cli_getopt_reset();
+    while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        if (cli_common_opt(&co, opt, optarg))
+            continue;
+        if (opt == CLI_OPT_HELP || opt == 'h') {
+            fputs(info_usage, stdout);
+            return CLI_OK;
+        }
+        return cli_bad_option("info", opt, argv);
+    }
+    if (optind < argc)
+        return cli_error(CLI_USAGE, "info: unexpected argument '%s'", argv[optind]);
+    rb_client *c = cli_connect(&co);
+    if (!c)
+        return CLI_FAIL;
+    rb_err err = {0};
+    json_t *info = NULL;
+    int rc = rb_client_info(c, &info, &err);
+    if (rc) {
+        rb_client_close(c);
+        return cli_call_error("info", rc, &err, 0);
+    }
+    if (co.json)
+        cli_print_json(info);
+    else
+        print_info(info, rb_client_addr(c));
+    json_decref(info);
+    rb_client_close(c);
+    return CLI_OK;
+}

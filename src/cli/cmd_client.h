@@ -1,0 +1,66 @@
+/* What the client subcommands (push, info, jobs, job, retry, kill, discard,
+ * queue) share: their common options, connecting, reporting call errors and
+ * printing times. */
+#ifndef RB_CLI_CMD_CLIENT_H
+#define RB_CLI_CMD_CLIENT_H
+
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "rebound/client.h"
+
+/* Options every client subcommand takes. */
+typedef struct cli_common {
+    const char *url; /* --url, else NULL (the environment's) */
+    int json;        /* --json */
+} cli_common;
+
+/* Long-option entries for --url, --json and --help, to splice into a
+ * getopt_long table; the values returned are these. */
+enum { CLI_OPT_URL = 0x100, CLI_OPT_JSON, CLI_OPT_HELP };
+#define CLI_COMMON_OPTIONS                                 \
+    {"url", required_argument, NULL, CLI_OPT_URL},         \
+    {"json", no_argument, NULL, CLI_OPT_JSON},             \
+    {"help", no_argument, NULL, CLI_OPT_HELP}
+
+/* Handles one of the common options in a getopt_long loop: returns 1 when opt
+ * was one (and stored it), 0 otherwise. */
+int cli_common_opt(cli_common *co, int opt, const char *arg);
+
+/* Connects to co->url (or the environment's URL). On failure prints the
+ * reason, which names the address, and returns NULL (exit with CLI_FAIL). */
+rb_client *cli_connect(const cli_common *co);
+
+/* Prints a failed call's message with context and returns the exit code:
+ * CLI_USAGE when the server rejected the request as bad input and
+ * bad_input_is_usage is set, CLI_FAIL otherwise. */
+int cli_call_error(const char *what, int rc, const rb_err *err, int bad_input_is_usage);
+
+/* Prints v as compact JSON and a newline on stdout. */
+void cli_print_json(const json_t *v);
+
+/* A time as a job field holds it (RFC 3339 text, or epoch seconds/ms as a
+ * number) in milliseconds; 0 when absent or unreadable. */
+int64_t cli_json_time_ms(const json_t *v);
+
+/* Writes "2026-11-21 10:00:00Z (in 4s)" / "(5m ago)" for ms into out (n bytes);
+ * "-" when ms is 0. Returns out. */
+char *cli_format_when(int64_t ms, char *out, size_t n);
+
+/* Shortens s into out (n bytes) with "..." when it is longer than n-1. */
+char *cli_ellipsize(const char *s, char *out, size_t n);
+
+/* getopt_long wrapper setup: resets the parser for a fresh argv. Use an
+ * optstring starting with ':' so a missing value returns ':'. */
+void cli_getopt_reset(void);
+
+/* Reports the option getopt_long() just refused (opt '?' or ':') for cmd and
+ * returns CLI_USAGE. */
+int cli_bad_option(const char *cmd, int opt, char **argv);
+
+/* `rebound push --file PATH` ('-' = stdin): PUSHB in batches of at most
+ * batch jobs; returns the exit code (cmd_push_file.c). */
+int cli_push_file(const cli_common *co, const char *path, size_t batch);
+
+#endif

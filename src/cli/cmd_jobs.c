@@ -1,0 +1,279 @@
+/* `rebound jobs` (a listing by state, queue and job type) and `rebound job JID`
+ * (one job with its attempt history and next retry). */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "cli/cmd_client.h"
+#include "policy/duration.h"
+
+static const char *const all_states[] = {"enqueued", "scheduled", "working", "retries", "dead"};
+#define NSTATES (sizeof all_states / sizeof all_states[0])
+
+static const char jobs_usage[] =
+    "usage: rebound jobs [--state S] [--queue Q] [--jobtype T] [--errtype E]\n"
+    "                    [--limit N] [--offset N] [--url URL] [--json]\n"
+    "Lists jobs. S is enqueued, scheduled, working, retries or dead; without\n"
+    "--state every state is listed (--limit then applies to each state).\n"
+    "--limit defaults to 50. --json prints {\"total\": N, \"jobs\": [...]}.\n"
+    "exit: 0 listed, 1 server unreachable or failed, 2 bad usage\n";
+
+enum { OPT_STATE = 0x300, OPT_QUEUE, OPT_JOBTYPE, OPT_ERRTYPE, OPT_LIMIT, OPT_OFFSET };
+
+static int valid_state(const char *s)
+{
+    for (size_t i = 0; i < NSTATES; i++)
+        if (!strcmp(s, all_states[i]))
+            return 1;
+    return 0;
+}
+
+/* The time that matters for a job in state: when it runs next, or when it
+ * was enqueued or failed. */
+static int64_t when_ms(const char *state, const json_t *job)
+{
+    const json_t *failure = json_object_get(job, "failure");
+    if (!strcmp(state, "scheduled"))
+        return cli_json_time_ms(json_object_get(job, "at"));
+    if (!strcmp(state, "retries")) {
+        int64_t t = cli_json_time_ms(json_object_get(failure, "next_at"));
+        return t ? t : cli_json_time_ms(json_object_get(job, "at"));
+    }
+    if (!strcmp(state, "dead"))
+        return cli_json_time_ms(json_object_get(failure, "failed_at"));
+    return cli_json_time_ms(json_object_get(job, "enqueued_at"));
+}
+
+static void print_row(const char *state, const json_t *job)
+{
+    char when[96], args[48];
+    char *a = json_dumps(json_object_get(job, "args"), JSON_COMPACT | JSON_ENCODE_ANY);
+    const json_t *failure = json_object_get(job, "failure");
+    json_int_t fails = failure ? json_integer_value(json_object_get(failure, "retry_count")) + 1
+                               : 0;
+    const char *jt = json_string_value(json_object_get(job, "jobtype"));
+    const char *q = json_string_value(json_object_get(job, "queue"));
+    printf("%-9s  %-24s  %-16s  %-10s  %5lld  %-38s  %s\n", state,
+           json_string_value(json_object_get(job, "jid")), jt ? jt : "?",
+           q ? q : "default", (long long)fails,
+           cli_format_when(when_ms(state, job), when, sizeof when),
+           cli_ellipsize(a ? a : "", args, sizeof args));
+    free(a);
+}
+
+int cmd_jobs(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        CLI_COMMON_OPTIONS,
+        {"state", required_argument, NULL, OPT_STATE},
+        {"queue", required_argument, NULL, OPT_QUEUE},
+        {"jobtype", required_argument, NULL, OPT_JOBTYPE},
+        {"errtype", required_argument, NULL, OPT_ERRTYPE},
+        {"limit", required_argument, NULL, OPT_LIMIT},
+        {"offset", required_argument, NULL, OPT_OFFSET},
+        {NULL, 0, NULL, 0},
+    };
+    cli_common co = {0};
+    rb_jobs_query q = {.limit = 50};
+    int opt;
+    cli_getopt_reset();
+    while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        if (cli_common_opt(&co, opt, optarg))
+            continue;
+        char *end;
+        switch (opt) {
+        case 'h':
+        case CLI_OPT_HELP: fputs(jobs_usage, stdout); return CLI_OK;
+        case OPT_STATE:
+            if (!valid_state(optarg))
+                return cli_error(CLI_USAGE,
+                                 "jobs: --state '%s' must be enqueued, scheduled, working, "
+                                 "retries or dead",
+                                 optarg);
+            q.state = optarg;
+            break;
+        case OPT_QUEUE: q.queue = optarg; break;
+        case OPT_JOBTYPE: q.jobtype = optarg; break;
+        case OPT_ERRTYPE: q.errtype = optarg; break;
+        case OPT_LIMIT:
+            q.limit = strtoll(optarg, &end, 10);
+            if (!*optarg || *end || q.limit < 1 || q.limit > 100000)
+                return cli_error(CLI_USAGE, "jobs: --limit '%s' must be 1-100000", optarg);
+            break;
+        case OPT_OFFSET:
+            q.offset = strtoll(optarg, &end, 10);
+            if (!*optarg || *end || q.offset < 0)
+                return cli_error(CLI_USAGE, "jobs: --offset '%s' must be >= 0", optarg);
+            break;
+        default: return cli_bad_option("jobs", opt, argv);
+        }
+    }
+    if (optind < argc)
+        return cli_error(CLI_USAGE, "jobs: unexpected argument '%s'", argv[optind]);
+    rb_client *c = cli_connect(&co);
+    if (!c)
+        return CLI_FAIL;
+    json_t *all = json_pack("{s:I, s:[]}", "total", (json_int_t)0, "jobs");
+    json_t *list = json_object_get(all, "jobs");
+    json_int_t total = 0;
+    int code = CLI_OK;
+    for (size_t i = 0; i < NSTATES; i++) {
+        if (q.state && strcmp(q.state, all_states[i]))
+            continue;
+        rb_jobs_query one = q;
+        one.state = all_states[i];
+        json_t *res = NULL;
+        rb_err err = {0};
+        int rc = rb_client_jobs(c, &one, &res, &err);
+        if (rc) {
+            code = cli_call_error("jobs", rc, &err, 0);
+            break;
+        }
+        total += json_integer_value(json_object_get(res, "total"));
+        json_array_extend(list, json_object_get(res, "jobs"));
+        json_decref(res);
+    }
+    rb_client_close(c);
+    if (code == CLI_OK) {
+        json_object_set_new(all, "total", json_integer(total));
+        if (co.json) {
+            cli_print_json(all);
+        } else if (json_array_size(list) == 0) {
+            printf("no jobs\n");
+        } else {
+            printf("%-9s  %-24s  %-16s  %-10s  %5s  %-38s  %s\n", "STATE", "JID", "JOBTYPE",
+                   "QUEUE", "FAILS", "WHEN", "ARGS");
+            size_t i;
+            json_t *e;
+            json_array_foreach(list, i, e) {
+                const char *st = json_string_value(json_object_get(e, "state"));
+                print_row(st ? st : "?", json_object_get(e, "job"));
+            }
+            printf("%zu shown of %lld\n", json_array_size(list), (long long)total);
+        }
+    }
+    json_decref(all);
+    return code;
+}
+
+/* ---- rebound job JID --------------------------------------------------- */
+
+static const char job_usage[] =
+    "usage: rebound job JID [--url URL] [--json]\n"
+    "Shows one job: its state, fields, every failed attempt (when, error,\n"
+    "decision, delay and where the delay came from) and the next retry.\n"
+    "--json prints the server's {\"state\", \"job\", \"history\", \"next_at\"}.\n"
+    "exit: 0 shown, 1 not found or server unreachable, 2 bad usage\n";
+
+static void print_field(const char *name, const char *value)
+{
+    printf("%-11s %s\n", name, value && *value ? value : "-");
+}
+
+static void print_job(const json_t *res)
+{
+    const json_t *job = json_object_get(res, "job");
+    const json_t *history = json_object_get(res, "history");
+    char buf[128];
+    print_field("jid", json_string_value(json_object_get(job, "jid")));
+    print_field("state", json_string_value(json_object_get(res, "state")));
+    print_field("jobtype", json_string_value(json_object_get(job, "jobtype")));
+    const char *q = json_string_value(json_object_get(job, "queue"));
+    print_field("queue", q ? q : "default");
+    char *args = json_dumps(json_object_get(job, "args"), JSON_COMPACT | JSON_ENCODE_ANY);
+    print_field("args", args);
+    free(args);
+    const json_t *pol = json_object_get(job, "retry_policy");
+    if (!pol)
+        pol = json_object_get(json_object_get(job, "custom"), "retry_policy");
+    if (pol) {
+        char *p = json_is_string(pol) ? NULL : json_dumps(pol, JSON_COMPACT);
+        print_field("policy", p ? p : json_string_value(pol));
+        free(p);
+    }
+    if (json_object_get(job, "retry")) {
+        snprintf(buf, sizeof buf, "%lld",
+                 (long long)json_integer_value(json_object_get(job, "retry")));
+        print_field("retry", buf);
+    }
+    print_field("created", cli_format_when(cli_json_time_ms(json_object_get(job, "created_at")),
+                                           buf, sizeof buf));
+    if (json_object_get(job, "enqueued_at"))
+        print_field("enqueued",
+                    cli_format_when(cli_json_time_ms(json_object_get(job, "enqueued_at")), buf,
+                                    sizeof buf));
+    snprintf(buf, sizeof buf, "%zu failed", json_array_size(history));
+    print_field("attempts", buf);
+    const json_t *next = json_object_get(res, "next_at");
+    print_field("next run", json_is_null(next) || !next
+                                ? "-"
+                                : cli_format_when(cli_json_time_ms(next), buf, sizeof buf));
+    if (json_array_size(history) == 0)
+        return;
+    printf("\nhistory\n  %3s  %-34s  %-8s  %-9s  %-16s  %s\n", "#", "AT", "OUTCOME", "DELAY",
+           "SOURCE", "ERROR");
+    size_t i;
+    json_t *h;
+    json_array_foreach((json_t *)history, i, h) {
+        char at[96], delay[RB_DURATION_STRLEN] = "-", err[160], src[40];
+        const json_t *d = json_object_get(h, "delay_ms");
+        if (json_is_integer(d))
+            rb_duration_format(json_integer_value(d), delay, sizeof delay);
+        const char *et = json_string_value(json_object_get(h, "errtype"));
+        const char *msg = json_string_value(json_object_get(h, "message"));
+        snprintf(err, sizeof err, "%s: %s", et ? et : "?", msg ? msg : "");
+        const char *source = json_string_value(json_object_get(h, "source"));
+        const char *reason = json_string_value(json_object_get(h, "reason"));
+        const char *outcome = json_string_value(json_object_get(h, "outcome"));
+        /* For a stop (dead, discard) the reason says why; for a retry the source. */
+        snprintf(src, sizeof src, "%s", outcome && strcmp(outcome, "retry") && reason
+                                            ? reason
+                                            : (source ? source : "-"));
+        printf("  %3lld  %-34s  %-8s  %-9s  %-16s  %s\n",
+               (long long)json_integer_value(json_object_get(h, "attempt")),
+               cli_format_when(cli_json_time_ms(json_object_get(h, "at")), at, sizeof at),
+               outcome ? outcome : "?", delay, src, err);
+    }
+}
+
+int cmd_job(int argc, char **argv)
+{
+    static const struct option longopts[] = {CLI_COMMON_OPTIONS, {NULL, 0, NULL, 0}};
+    cli_common co = {0};
+    int opt;
+    cli_getopt_reset();
+    while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        if (cli_common_opt(&co, opt, optarg))
+            continue;
+        if (opt == 'h' || opt == CLI_OPT_HELP) {
+            fputs(job_usage, stdout);
+            return CLI_OK;
+        }
+        return cli_bad_option("job", opt, argv);
+    }
+    if (optind >= argc)
+        return cli_error(CLI_USAGE, "job: missing JID (see 'rebound job --help')");
+    if (argc - optind > 1)
+        return cli_error(CLI_USAGE, "job: unexpected argument '%s'", argv[optind + 1]);
+    const char *jid = argv[optind];
+    rb_client *c = cli_connect(&co);
+    if (!c)
+        return CLI_FAIL;
+    json_t *res = NULL;
+    rb_err err = {0};
+    int rc = rb_client_job(c, jid, &res, &err);
+    rb_client_close(c);
+    if (rc)
+        return cli_call_error("job", rc, &err, 0);
+    if (!res)
+        return cli_error(CLI_FAIL, "job '%s' not found (done and discarded jobs are deleted)",
+                         jid);
+    if (co.json)
+        cli_print_json(res);
+    else
+        print_job(res);
+    json_decref(res);
+    return CLI_OK;
+}

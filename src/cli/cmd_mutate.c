@@ -1,0 +1,111 @@
+/* `rebound retry|kill|discard JID`: looks the job up with JOB, then moves it
+ * with MUTATE (requeue, kill, discard) filtered to its jid, from the set it is
+ * in (scheduled, retries or dead). */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "cli/cmd_client.h"
+
+typedef struct action {
+    const char *name;  /* the subcommand */
+    const char *cmd;   /* MUTATE's cmd */
+    const char *done;  /* past tense for the report */
+    const char *help;
+} action;
+
+static const action actions[] = {
+    {"retry", "requeue", "enqueued", "enqueue it now (from scheduled, retries or dead)"},
+    {"kill", "kill", "moved to dead", "move it to dead (from scheduled or retries)"},
+    {"discard", "discard", "discarded", "delete it (from scheduled, retries or dead)"},
+};
+
+static int run(const action *a, int argc, char **argv)
+{
+    static const struct option longopts[] = {CLI_COMMON_OPTIONS, {NULL, 0, NULL, 0}};
+    cli_common co = {0};
+    int opt;
+    cli_getopt_reset();
+    while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        if (cli_common_opt(&co, opt, optarg))
+            continue;
+        if (opt == 'h' || opt == CLI_OPT_HELP) {
+            printf("usage: rebound %s JID [--url URL] [--json]\n"
+                   "Finds the job and %s.\n"
+                   "exit: 0 done, 1 not found, not movable or server unreachable, 2 bad usage\n",
+                   a->name, a->help);
+            return CLI_OK;
+        }
+        return cli_bad_option(a->name, opt, argv);
+    }
+    if (optind >= argc)
+        return cli_error(CLI_USAGE, "%s: missing JID (see 'rebound %s --help')", a->name,
+                         a->name);
+    if (argc - optind > 1)
+        return cli_error(CLI_USAGE, "%s: unexpected argument '%s'", a->name, argv[optind + 1]);
+    const char *jid = argv[optind];
+
+    rb_client *c = cli_connect(&co);
+    if (!c)
+        return CLI_FAIL;
+    int code = CLI_OK;
+    json_t *res = NULL;
+    rb_err err = {0};
+    int rc = rb_client_job(c, jid, &res, &err);
+    if (rc) {
+        code = cli_call_error(a->name, rc, &err, 0);
+        goto out;
+    }
+    if (!res) {
+        code = cli_error(CLI_FAIL, "%s: job '%s' not found", a->name, jid);
+        goto out;
+    }
+    const char *state = json_string_value(json_object_get(res, "state"));
+    if (!state)
+        state = "?";
+    if (strcmp(state, "scheduled") && strcmp(state, "retries") && strcmp(state, "dead")) {
+        code = cli_error(CLI_FAIL,
+                         "%s: job '%s' is %s; only scheduled, retries and dead jobs can be "
+                         "changed",
+                         a->name, jid, state);
+        goto out;
+    }
+    if (!strcmp(a->cmd, "kill") && !strcmp(state, "dead")) {
+        code = cli_error(CLI_FAIL, "kill: job '%s' is already dead", jid);
+        goto out;
+    }
+    const char *jids[] = {jid};
+    rb_mutate m = {.cmd = a->cmd, .target = state, .jids = jids, .njids = 1};
+    rc = rb_client_mutate(c, &m, &err);
+    if (rc) {
+        code = cli_call_error(a->name, rc, &err, 0);
+        goto out;
+    }
+    if (co.json) {
+        json_t *j = json_pack("{s:s, s:s, s:s}", "jid", jid, "was", state, "action", a->cmd);
+        cli_print_json(j);
+        json_decref(j);
+    } else {
+        printf("job %s %s (was %s)\n", jid, a->done, state);
+    }
+out:
+    json_decref(res);
+    rb_client_close(c);
+    return code;
+}
+
+int cmd_retry(int argc, char **argv)
+{
+    return run(&actions[0], argc, argv);
+}
+
+int cmd_kill(int argc, char **argv)
+{
+    return run(&actions[1], argc, argv);
+}
+
+int cmd_discard(int argc, char **argv)
+{
+    return run(&actions[2], argc, argv);
+}
