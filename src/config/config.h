@@ -12,9 +12,21 @@
 #include "common/error.h"
 #include "policy/policy.h"
 
+/* Where a setting's value came from (`rebound config check`). */
+typedef enum rb_config_from {
+    RB_CFG_FROM_DEFAULT = 0, /* built in */
+    RB_CFG_FROM_BASE,        /* the base file */
+    RB_CFG_FROM_OVERLAY,     /* the environment overlay */
+    RB_CFG_FROM_BOTH,        /* a policy table with keys from both files */
+} rb_config_from;
+
+/* Room for the schema's keys in rb_config.key_from (see config/schema.h). */
+#define RB_CONFIG_MAX_KEYS 32
+
 typedef struct rb_named_policy {
     char *name; /* queue or job type; owned */
     rb_policy policy;
+    rb_config_from from; /* which file(s) it came from */
 } rb_named_policy;
 
 typedef struct rb_config {
@@ -41,6 +53,10 @@ typedef struct rb_config {
     size_t n_queues;
     rb_named_policy *jobtypes; /* [retry.jobtypes.NAME] */
     size_t n_jobtypes;
+    /* Added for `rebound config check`: */
+    char *overlay_path;                          /* overlay read, NULL when none; owned */
+    unsigned char key_from[RB_CONFIG_MAX_KEYS];  /* rb_config_from per schema entry */
+    rb_config_from retry_default_from;
 } rb_config;
 
 /* Fills cfg with the built-in defaults (no file). Release with
@@ -54,6 +70,26 @@ void rb_config_release(rb_config *cfg);
  * returns a negative code with err naming file, line, key and rule, and *cfg
  * is left initialised to defaults (still to be released). */
 int rb_config_load(rb_config *cfg, const char *path, const char *env, rb_err *err);
+
+/* The environment name to use: flag when non-NULL and non-empty, else
+ * $REBOUND_ENV when set and non-empty, else NULL. */
+const char *rb_config_env_name(const char *flag);
+
+/* The overlay path for base and env: rebound.<env>.toml in base's directory
+ * (the current directory when base is NULL). Caller frees. */
+char *rb_config_overlay_path(const char *base, const char *env);
+
+/* The configuration as JSON (new reference): {"files": {"base", "overlay"},
+ * "settings": {"server.listen": {"value", "from", "doc"}, ...},
+ * "retry": {"default": {"from", "policy"} or null, "queues": {NAME: ...},
+ * "jobtypes": {NAME: ...}}}. "from" is rb_config_from_name(). */
+json_t *rb_config_to_json(const rb_config *cfg);
+/* The same as annotated TOML text, each value followed by "# <from>",
+ * appended to out. */
+struct rb_buf;
+void rb_config_describe(const rb_config *cfg, struct rb_buf *out);
+/* "default", "base file", "overlay", "base file + overlay". */
+const char *rb_config_from_name(rb_config_from f);
 
 /* Which layer of the configuration a job's schedule came from. */
 typedef enum rb_policy_layer {

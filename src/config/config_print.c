@@ -1,0 +1,105 @@
+/* The effective configuration for people (annotated TOML) and programs
+ * (JSON), each value with where it came from. */
+#include <string.h>
+
+#include "common/buf.h"
+#include "config/config.h"
+#include "config/schema.h"
+
+static json_t *policy_json(const rb_policy *p, rb_config_from from)
+{
+    return json_pack("{s:s, s:o}", "from", rb_config_from_name(from), "policy",
+                     rb_policy_to_json(p));
+}
+
+static json_t *named_json(const rb_named_policy *v, size_t n)
+{
+    json_t *o = json_object();
+    for (size_t i = 0; i < n; i++)
+        json_object_set_new(o, v[i].name, policy_json(&v[i].policy, v[i].from));
+    return o;
+}
+
+json_t *rb_config_to_json(const rb_config *cfg)
+{
+    json_t *settings = json_object();
+    for (size_t i = 0; i < rb_config_schema_len; i++) {
+        const rb_config_key *k = &rb_config_schema[i];
+        json_object_set_new(settings, k->name,
+                            json_pack("{s:o, s:s, s:s}", "value", rb_config_key_json(cfg, k), "from",
+                                      rb_config_from_name((rb_config_from)cfg->key_from[i]),
+                                      "doc", k->doc));
+    }
+    json_t *retry = json_pack("{s:o, s:o, s:o}", "default",
+                              cfg->has_retry_default
+                                  ? policy_json(&cfg->retry_default, cfg->retry_default_from)
+                                  : json_null(),
+                              "queues", named_json(cfg->queues, cfg->n_queues), "jobtypes",
+                              named_json(cfg->jobtypes, cfg->n_jobtypes));
+    json_t *files = json_pack("{s:o, s:o}", "base", cfg->path ? json_string(cfg->path) : json_null(),
+                              "overlay",
+                              cfg->overlay_path ? json_string(cfg->overlay_path) : json_null());
+    return json_pack("{s:o, s:o, s:o}", "files", files, "settings", settings, "retry", retry);
+}
+
+/* The policy's description as comment lines. */
+static void policy_comment(const rb_policy *p, rb_buf *out)
+{
+    rb_buf d = RB_BUF_INIT;
+    rb_policy_describe(p, &d);
+    const char *s = rb_buf_str(&d);
+    while (*s) {
+        const char *nl = strchr(s, '\n');
+        size_t n = nl ? (size_t)(nl - s) : strlen(s);
+        rb_buf_adds(out, "#   ");
+        rb_buf_add(out, s, n);
+        rb_buf_addc(out, '\n');
+        s += n + (nl ? 1 : 0);
+    }
+    rb_buf_release(&d);
+}
+
+static void named_describe(const char *group, const rb_named_policy *v, size_t n, rb_buf *out)
+{
+    for (size_t i = 0; i < n; i++) {
+        rb_buf_printf(out, "\n[retry.%s.%s]  # %s\n", group, v[i].name,
+                      rb_config_from_name(v[i].from));
+        policy_comment(&v[i].policy, out);
+    }
+}
+
+void rb_config_describe(const rb_config *cfg, rb_buf *out)
+{
+    rb_buf_printf(out, "# effective configuration: base file %s, overlay %s\n",
+                  cfg->path ? cfg->path : "(none)", cfg->overlay_path ? cfg->overlay_path : "(none)");
+    const char *section = "";
+    size_t section_len = 0;
+    for (size_t i = 0; i < rb_config_schema_len; i++) {
+        const rb_config_key *k = &rb_config_schema[i];
+        const char *dot = strchr(k->name, '.');
+        size_t slen = (size_t)(dot - k->name);
+        if (section_len != slen || strncmp(section, k->name, slen)) {
+            rb_buf_printf(out, "\n[%.*s]\n", (int)slen, k->name);
+            section = k->name;
+            section_len = slen;
+        }
+        size_t start = out->len;
+        rb_buf_printf(out, "%s = ", dot + 1);
+        rb_config_key_format(cfg, k, out);
+        size_t width = out->len - start;
+        rb_buf_printf(out, "%*s  # %s\n", width < 40 ? (int)(40 - width) : 0, "",
+                      rb_config_from_name((rb_config_from)cfg->key_from[i]));
+    }
+    if (cfg->has_retry_default) {
+        rb_buf_printf(out, "\n[retry]  # %s\n", rb_config_from_name(cfg->retry_default_from));
+        policy_comment(&cfg->retry_default, out);
+    } else {
+        rb_policy builtin;
+        rb_policy_default(&builtin);
+        rb_buf_adds(out, "\n# [retry] not set: the built-in default applies  # default\n");
+        policy_comment(&builtin, out);
+        rb_policy_release(&builtin);
+    }
+    named_describe("queues", cfg->queues, cfg->n_queues, out);
+    named_describe("jobtypes", cfg->jobtypes, cfg->n_jobtypes, out);
+}

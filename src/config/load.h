@@ -1,0 +1,29 @@
+/* Internal to src/config: the files a configuration was read from, and the
+ * error format every schema message uses ("FILE:LINE: key 'k': rule"). */
+#ifndef RB_CONFIG_LOAD_H
+#define RB_CONFIG_LOAD_H
+
+#include "config/config.h"
+#include "config/toml.h"
+
+/* Origin tags set on the TOML trees (rb_toml_set_origin). */
+enum { RB_ORIGIN_BASE = 1, RB_ORIGIN_OVERLAY = 2 };
+
+typedef struct rb_config_files {
+    const char *base;    /* may be NULL */
+    const char *overlay; /* may be NULL */
+} rb_config_files;
+
+/* Sets err to "FILE:LINE: key 'key': <fmt>" (the file of origin) and returns code. */
+int rb_config_fail(const rb_config_files *f, int origin, int line, const char *key, rb_err *err,
+                   int code, const char *fmt, ...) __attribute__((format(printf, 7, 8)));
+
+/* The file tag of a whole value: the origin all its leaves share, or
+ * RB_CFG_FROM_BOTH. */
+rb_config_from rb_config_from_value(const rb_toml_value *v);
+
+/* Reads the [retry] table (value v of key `retry` written at line) into cfg. */
+int rb_config_load_retry(rb_config *cfg, const rb_config_files *f, const rb_toml_kv *retry,
+                         rb_err *err);
+
+#endif
