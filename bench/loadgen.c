@@ -14,6 +14,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "common/timeutil.h"
 #include "lg_beanstalk.h"
 #include "lg_conn.h"
@@ -273,6 +275,51 @@ static void report(long long cpu0)
     }
 }
 
+/* Adds the numeric leaves of obj to flat as "prefix.key" (recursive). */
+static void flatten(json_t *flat, const char *prefix, json_t *obj)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach(obj, k, v) {
+        char key[256];
+        snprintf(key, sizeof key, "%s%s%s", prefix, *prefix ? "." : "", k);
+        if (json_is_number(v))
+            json_object_set_new(flat, key, json_real(json_number_value(v)));
+        else if (json_is_object(v))
+            flatten(flat, key, v);
+    }
+}
+
+/* Faktory only: the numeric leaves of INFO's JSON ("server.command_count"
+ * ...), so the run can report what the server counted (commits, fsyncs). */
+static json_t *info_numbers(lg_conn *c)
+{
+    rb_buf_adds(&c->out, "INFO\r\n");
+    char *text = NULL;
+    if (lg_conn_flush(c) < 0 || fk_bulk(c, "INFO", &text) != 1)
+        return NULL;
+    json_t *info = json_loads(text, 0, NULL), *flat = json_object();
+    if (info)
+        flatten(flat, "", info);
+    json_decref(info);
+    return flat;
+}
+
+/* Prints "workload.info.KEY delta" for every INFO number that changed. */
+static void info_report(json_t *before, json_t *after)
+{
+    const char *k;
+    json_t *v;
+    if (!before || !after)
+        return;
+    json_object_foreach(after, k, v) {
+        json_t *b = json_object_get(before, k);
+        double d = json_real_value(v) - (b ? json_real_value(b) : 0);
+        if (d != 0 && !strstr(k, "uptime") && !strstr(k, "used_memory"))
+            printf("%s.info.%s %.0f\n", wl_names[O.wl], k, d);
+    }
+}
+
 static void usage(FILE *f)
 {
     fprintf(f,
@@ -395,6 +442,7 @@ int main(int argc, char **argv)
     if (O.prefill > 0)
         prefill(prods);
 
+    json_t *info0 = O.proto == &lg_faktory ? info_numbers(&prods[0].conn) : NULL;
     long long cpu0 = O.server_pid ? lg_cpu_us(O.server_pid) : -1;
     atomic_store(&S.producers_left, O.producers);
     S.t0_us = lg_mono_us();
@@ -428,6 +476,12 @@ int main(int argc, char **argv)
         return 1;
     }
     report(cpu0);
+    if (info0) {
+        json_t *info1 = info_numbers(&prods[0].conn);
+        info_report(info0, info1);
+        json_decref(info0);
+        json_decref(info1);
+    }
 
     for (int i = 0; i < O.producers; i++)
         lg_conn_close(&prods[i].conn);

@@ -1,0 +1,215 @@
+#!/bin/sh
+# `make bench`: the same load generator (build/bench/loadgen) against Rebound
+# and beanstalkd run three ways (in memory; binlog with its default fsync
+# interval; binlog with -f 0, fsync on every write), each workload on a fresh
+# server in a temp dir, then one table of figures and ratios, the targets,
+# and the micro-benchmarks.
+# Usage: O=build bench/run.sh [--quick] [--servers "rebound bs-mem bs-binlog bs-fsync"]
+#        [--jobs N] [--prefill N] [--raw FILE]
+set -u
+O=${O:-build}
+LG=$O/bench/loadgen
+MICRO=$O/bench/micro
+REBOUND=$O/rebound
+
+quick=0
+servers="rebound bs-mem bs-binlog bs-fsync"
+jobs=""; prefill=""; raw=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --quick) quick=1 ;;
+    --servers) servers=$2; shift ;;
+    --jobs) jobs=$2; shift ;;
+    --prefill) prefill=$2; shift ;;
+    --raw) raw=$2; shift ;;
+    -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
+    *) echo "run.sh: unknown option '$1'" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+if [ $quick = 1 ]; then
+  : "${jobs:=2000}" "${prefill:=5000}"
+  fsync_jobs=400; sched_jobs=1000; sched_rate=2000; lat_secs=1; timeout=60
+else
+  : "${jobs:=200000}" "${prefill:=1000000}"
+  fsync_jobs=10000; sched_jobs=20000; sched_rate=4000; lat_secs=5; timeout=600
+fi
+
+need="$LG $MICRO"
+case " $servers " in *" rebound "*) need="$need $REBOUND" ;; esac
+for bin in $need; do
+  [ -x "$bin" ] || { echo "run.sh: $bin is missing; run 'make O=$O bench-bin all' first" >&2; exit 1; }
+done
+case " $servers " in *" bs-"*)
+  command -v beanstalkd >/dev/null 2>&1 || { echo "run.sh: beanstalkd is not installed (scripts/deps.sh bench)" >&2; exit 1; } ;;
+esac
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/rebound-bench.XXXXXX")
+pid=""
+cleanup() {
+  [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+failures=0
+
+# Whether something listens on 127.0.0.1:$1 (reads /proc, needs no tools).
+listening() {
+  hex=$(printf '%04X' "$1")
+  grep -qi "0100007F:$hex 00000000:0000 0A" /proc/net/tcp 2>/dev/null
+}
+
+# Starts server $1 with its data in $2; sets pid and port, returns 1 on failure.
+start_server() {
+  name=$1; dir=$2
+  mkdir -p "$dir/data"
+  case "$name" in
+    rebound)
+      "$REBOUND" serve --listen 127.0.0.1:0 --db "$dir/data/rebound.db" \
+        --port-file "$dir/port" >"$dir/server.log" 2>&1 &
+      pid=$!
+      i=0
+      while [ ! -s "$dir/port" ] && kill -0 "$pid" 2>/dev/null && [ $i -lt 200 ]; do
+        sleep 0.05; i=$((i + 1))
+      done
+      port=$(cat "$dir/port" 2>/dev/null)
+      [ -n "$port" ] && return 0 ;;
+    bs-*)
+      case "$name" in
+        bs-mem) flags="" ;;
+        bs-binlog) flags="-b $dir/data" ;;
+        bs-fsync) flags="-b $dir/data -f 0" ;;
+      esac
+      try=0
+      while [ $try -lt 20 ]; do
+        port=$(awk -v s="$$$try" 'BEGIN { srand(s + systime()); print 20000 + int(rand() * 40000) }' 2>/dev/null ||
+               awk -v s="$$$try" 'BEGIN { srand(s); print 20000 + int(rand() * 40000) }')
+        try=$((try + 1))
+        listening "$port" && continue
+        # shellcheck disable=SC2086
+        beanstalkd -l 127.0.0.1 -p "$port" $flags >"$dir/server.log" 2>&1 &
+        pid=$!
+        i=0
+        while ! listening "$port" && kill -0 "$pid" 2>/dev/null && [ $i -lt 100 ]; do
+          sleep 0.05; i=$((i + 1))
+        done
+        listening "$port" && kill -0 "$pid" 2>/dev/null && return 0
+        kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; pid=""
+      done ;;
+  esac
+  echo "run.sh: $name did not start:" >&2
+  cat "$dir/server.log" >&2
+  return 1
+}
+
+stop_server() {
+  [ -n "$pid" ] && { kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; }
+  pid=""
+}
+
+# run SERVER WORKLOAD loadgen-options...: one workload on a fresh server;
+# appends "SERVER metric value" lines to $tmp/results.
+run() {
+  s=$1; wl=$2; shift 2
+  dir="$tmp/$s-$wl"
+  mkdir -p "$dir"
+  if ! start_server "$s" "$dir"; then
+    failures=$((failures + 1)); return 1
+  fi
+  case "$s" in rebound) proto=faktory ;; *) proto=beanstalk ;; esac
+  printf '  %-10s %-10s' "$s" "$wl" >&2
+  if "$LG" --proto "$proto" --port "$port" --workload "$wl" --server-pid "$pid" \
+       --data-dir "$dir/data" --timeout "$timeout" "$@" >"$dir/out" 2>"$dir/err"; then
+    awk -v s="$s" '{ print s, $1, $2 }' "$dir/out" >>"$tmp/results"
+    awk '/jobs_per_s|late_p99/ { printf " %s=%s", $1, $2 }' "$dir/out" >&2
+    echo >&2
+  else
+    echo " FAILED" >&2
+    sed 's/^/    /' "$dir/err" >&2
+    tail -5 "$dir/server.log" 2>/dev/null | sed 's/^/    server: /' >&2
+    failures=$((failures + 1))
+  fi
+  stop_server
+}
+
+# The value of metric $2 for server $1 (empty when not measured).
+val() { awk -v s="$1" -v m="$2" '$1 == s && $2 == m { print $3; exit }' "$tmp/results" 2>/dev/null; }
+
+: >"$tmp/results"
+start=$(date +%s)
+echo "bench: $(uname -srm), $(nproc) cores, $(date -u '+%Y-%m-%d %H:%M UTC'), mode $([ $quick = 1 ] && echo quick || echo full)" >&2
+echo "bench: jobs=$jobs (bs-fsync: $fsync_jobs) prefill=$prefill sched=$sched_jobs@${sched_rate}/s" >&2
+for s in $servers; do
+  n=$jobs; p=$prefill
+  [ "$s" = bs-fsync ] && { n=$fsync_jobs; [ $quick = 0 ] && p=0; }
+  run "$s" lifecycle --jobs "$n"
+  run "$s" retries --jobs "$n"
+  peak=$(val "$s" lifecycle.jobs_per_s)
+  if [ -n "$peak" ]; then
+    rate=$(awk -v p="$peak" 'BEGIN { r = int(p / 2); print r < 1 ? 1 : r }')
+    lj=$(awk -v r="$rate" -v t="$lat_secs" -v n="$n" 'BEGIN { j = int(r * t); if (j > n) j = n; print j < 100 ? 100 : j }')
+    run "$s" latency --jobs "$lj" --rate "$rate"
+  fi
+  run "$s" sched --jobs "$sched_jobs" --rate "$sched_rate"
+  # depth and footprint: -f 0 fsyncs every put, so a million-job prefill
+  # would take minutes; its footprint equals bs-binlog's.
+  [ "$p" -gt 0 ] && run "$s" depth --jobs "$n" --prefill "$p"
+done
+
+# The table: one row per figure, one column per server, then Rebound's ratios.
+"$MICRO" $([ $quick = 1 ] && echo --quick) >"$tmp/micro" 2>"$tmp/micro.err" || {
+  echo "run.sh: micro failed:" >&2; cat "$tmp/micro.err" >&2; failures=$((failures + 1)); }
+[ -n "$raw" ] && cp "$tmp/results" "$raw"
+awk -v servers="$servers" '
+  { v[$1, $2] = $3 }
+  function f(x) { return x == "" ? "–" : x }
+  function ratio(a, b) { return (a == "" || b == "" || b + 0 == 0) ? "–" : sprintf("%.2f", a / b) }
+  END {
+    n = split(servers, S, " ")
+    nm = split("lifecycle.jobs_per_s lifecycle.ops_per_s lifecycle.lat_p50_ms lifecycle.lat_p99_ms " \
+          "lifecycle.server_cpu_us_per_job retries.jobs_per_s retries.server_cpu_us_per_job " \
+          "depth.jobs_per_s depth.server_cpu_us_per_job sched.late_p50_ms sched.late_p99_ms sched.late_max_ms " \
+          "footprint.rss_bytes_per_job footprint.disk_bytes_per_job footprint.prefill_jobs_per_s " \
+          "latency.rate_asked latency.lat_p50_ms latency.lat_p99_ms latency.lat_max_ms", M, " ")
+    for (s = 1; s <= n; s++) v[S[s], "depth.vs_empty"] = ratio(v[S[s], "depth.jobs_per_s"], v[S[s], "lifecycle.jobs_per_s"])
+    printf "| figure |"; for (s = 1; s <= n; s++) printf " %s |", S[s]
+    printf " rebound / bs-mem | rebound / bs-fsync |\n|---|"
+    for (s = 1; s <= n + 2; s++) printf "---:|"
+    printf "\n"
+    for (i = 1; i <= nm; i++) {
+      m = M[i]
+      if (m == "depth.server_cpu_us_per_job") { row("depth.jobs_per_s / lifecycle.jobs_per_s", "depth.vs_empty") }
+      row(m, m)
+    }
+  }
+  function row(label, m,   s) {
+    printf "| %s |", label
+    for (s = 1; s <= n; s++) printf " %s |", f(v[S[s], m])
+    printf " %s | %s |\n", ratio(v["rebound", m], v["bs-mem", m]), ratio(v["rebound", m], v["bs-fsync", m])
+  }
+' "$tmp/results"
+
+# The targets (issue 5), judged on this run's figures.
+echo
+check() { # label, verdict
+  printf '%-58s %s\n' "$1" "$2"
+}
+rl=$(val rebound lifecycle.jobs_per_s); ml=$(val bs-mem lifecycle.jobs_per_s); fl=$(val bs-fsync lifecycle.jobs_per_s)
+rd=$(val rebound depth.jobs_per_s); rs=$(val rebound sched.late_p99_ms); rr=$(val rebound footprint.rss_bytes_per_job)
+judge() { # expression over a b -> PASS/MISS, or "not measured"
+  if [ -z "$2" ] || [ -z "$3" ]; then echo "not measured"; return; fi
+  awk -v a="$2" -v b="$3" "BEGIN { x = $1; print (x ? \"PASS\" : \"MISS\") }"
+}
+if case " $servers " in *" rebound "*) true ;; *) false ;; esac; then
+  check "lifecycle >= 1.0 x beanstalkd in memory ($rl vs ${ml:-–})" "$(judge 'a >= b' "$rl" "$ml")"
+  check "lifecycle >= 10 x beanstalkd -b -f 0 ($rl vs ${fl:-–})" "$(judge 'a >= 10 * b' "$rl" "$fl")"
+  check "depth within 10% of empty queue ($rd vs $rl)" "$(judge 'a >= 0.9 * b' "$rd" "$rl")"
+  check "scheduler lateness p99 <= 10 ms ($rs ms)" "$(judge 'a <= 10' "$rs" 0)"
+  check "server RSS <= 300 bytes per waiting job ($rr)" "$(judge 'a <= 300' "$rr" 0)"
+fi
+echo
+cat "$tmp/micro"
+echo "bench: done in $(( $(date +%s) - start )) s, $failures failure(s)" >&2
+[ "$failures" -eq 0 ]
