@@ -41,11 +41,12 @@ rb_client *cli_connect(const cli_common *co)
     if (!c) {
         const char *url = co->url ? co->url : rb_client_default_url();
         if (err.code == RB_EINVAL)
-            cli_error(CLI_USAGE, "%s", rb_err_msg(&err));
-        else if (strstr(err.msg, url) || err.code != RB_ECONN)
-            cli_error(CLI_FAIL, "%s", rb_err_msg(&err));
+            cli_error(CLI_USAGE, "bad url '%s': %s", url, rb_err_msg(&err));
+        else if (err.code == RB_ECONN || err.code == RB_ETIMEDOUT)
+            cli_error(CLI_FAIL, "%s (is the server running? see --url, FAKTORY_URL)",
+                      rb_err_msg(&err));
         else
-            cli_error(CLI_FAIL, "%s (url %s)", rb_err_msg(&err), url);
+            cli_error(CLI_FAIL, "%s", rb_err_msg(&err));
     }
     return c;
 }
