@@ -10,6 +10,7 @@ enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
 
 /* Each subcommand: argv[0] is the subcommand's name. Returns the exit code. */
 int cmd_policy(int argc, char **argv);
+int cmd_serve(int, char **);
 int cmd_config(int argc, char **argv);
 /* Client commands (cmd_client.c, cmd_push*.c, cmd_jobs.c, cmd_mutate.c, cmd_queue.c). */
 int cmd_push(int argc, char **argv);

@@ -35,6 +35,7 @@ static const struct command {
     {"kill", cmd_kill, "move a scheduled or retrying job to dead"},
     {"discard", cmd_discard, "delete a scheduled, retrying or dead job"},
     {"queue", cmd_queue, "pause, resume or remove queues; show latency"},
+    {"serve", cmd_serve, "run the job server"},
     {"version", cmd_version, "print the version"},
     {"help", cmd_help, "show this list"},
 };

@@ -1,0 +1,409 @@
+/* Inspection and administration: INFO, FLUSH, MUTATE, QUEUE, JOB, JOBS,
+ * WORKERS. */
+#include "server/cmds.h"
+
+#include <fnmatch.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/buf.h"
+#include "common/timeutil.h"
+#include "server/log.h"
+
+static long rss_mb(void)
+{
+    long pages = 0, rss = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (f) {
+        if (fscanf(f, "%ld %ld", &pages, &rss) != 2)
+            rss = 0;
+        fclose(f);
+    }
+    return rss * 4096 / (1024 * 1024);
+}
+
+static void add_queue_size(void *e, void *arg)
+{
+    rb_queue *q = e;
+    if (q->size > 0 || q->paused)
+        json_object_set_new(arg, q->name, json_integer((json_int_t)q->size));
+}
+
+void rb_cmd_info(rb_conn *c, char *arg)
+{
+    (void)arg;
+    rb_srv *srv = c->srv;
+    int64_t now = rb_now_ms();
+    char ts[RB_TIME_STRLEN], utc[16];
+    rb_time_format(now, ts);
+    snprintf(utc, sizeof utc, "%.8s UTC", ts + 11);
+    json_t *queues = json_object();
+    rb_table_each(&srv->jobs.queues, add_queue_size, queues);
+    json_t *info = json_pack(
+        "{s:s, s:s, s:{s:I, s:I, s:I, s:I, s:o, s:{s:{s:I}, s:{s:I}, s:{s:I}, s:{s:I}, s:{s:I}}},"
+        " s:{s:s, s:s, s:I, s:I, s:I, s:I}}",
+        "now", ts, "server_utc_time", utc, "faktory", "total_failures",
+        (json_int_t)srv->total_failures, "total_processed", (json_int_t)srv->total_processed,
+        "total_enqueued", (json_int_t)srv->jobs.enqueued, "total_queues",
+        (json_int_t)json_object_size(queues), "queues", queues, "tasks", "Scheduled", "size",
+        (json_int_t)srv->jobs.scheduled.size, "Retries", "size",
+        (json_int_t)srv->jobs.retries.size, "Dead", "size", (json_int_t)srv->jobs.dead.size,
+        "Busy", "size", (json_int_t)srv->jobs.working.size, "Workers", "size",
+        (json_int_t)srv->workers.size, "server", "description", "Rebound", "faktory_version",
+        "1.10.0", "uptime", (json_int_t)((now - srv->started_ms) / 1000), "connections",
+        (json_int_t)srv->conns.size, "command_count", (json_int_t)srv->command_count,
+        "used_memory_mb", (json_int_t)rss_mb());
+    rb_reply_json(c, info);
+}
+
+void rb_cmd_flush(rb_conn *c, char *arg)
+{
+    (void)arg;
+    rb_srv *srv = c->srv;
+    uint64_t seq = srv->jobs.next_seq;
+    rb_jobs_release(&srv->jobs);
+    rb_jobs_init(&srv->jobs);
+    srv->jobs.next_seq = seq;
+    srv->total_processed = srv->total_failures = 0;
+    rb_writer_clear(srv->writer);
+    rb_log(RB_LOG_INFO, "FLUSH: every job and counter deleted");
+    rb_srv_reply_after_commit(srv, c);
+}
+
+/* --- MUTATE --- */
+
+typedef struct mutation {
+    const char *cmd;
+    const char *jobtype, *pattern;
+    json_t *jids;
+    int64_t now;
+    size_t changed;
+} mutation;
+
+static bool matches(const mutation *m, const rb_job *j)
+{
+    if (m->pattern && fnmatch(m->pattern, j->json, 0) != 0)
+        return false;
+    if (m->jobtype) {
+        json_t *o = json_loads(j->json, 0, NULL);
+        bool same = o && !strcmp(m->jobtype, rb_srv_json_str(o, "jobtype") ? rb_srv_json_str(o, "jobtype") : "");
+        json_decref(o);
+        if (!same)
+            return false;
+    }
+    return true;
+}
+
+static void mutate_one(rb_srv *srv, mutation *m, rb_job *j)
+{
+    m->changed++;
+    if (!strcmp(m->cmd, "discard") || !strcmp(m->cmd, "clear")) {
+        rb_srv_forget(srv, j);
+        return;
+    }
+    if (!strcmp(m->cmd, "kill")) {
+        if (j->state == RB_JOB_DEAD)
+            return;
+        rb_jobs_set_state(&srv->jobs, j, RB_JOB_DEAD,
+                          m->now + srv->cfg.server.dead_retention_s * 1000);
+    } else { /* requeue */
+        j->flags = 0;
+        rb_srv_enqueue(srv, j, m->now, m->now);
+    }
+    rb_srv_persist(srv, j);
+}
+
+void rb_cmd_mutate(rb_conn *c, char *arg)
+{
+    rb_srv *srv = c->srv;
+    json_t *o = rb_cmd_json_arg(c, "MUTATE", arg, JSON_OBJECT);
+    if (!o)
+        return;
+    mutation m = {.cmd = rb_srv_json_str(o, "cmd"), .now = rb_now_ms()};
+    const char *target = rb_srv_json_str(o, "target");
+    json_t *filter = json_object_get(o, "filter");
+    int st = target ? rb_job_state_parse(target) : -1;
+    if (!m.cmd || (strcmp(m.cmd, "kill") && strcmp(m.cmd, "requeue") && strcmp(m.cmd, "discard") &&
+                   strcmp(m.cmd, "clear"))) {
+        rb_reply_err(c, "MUTATE: cmd must be kill, requeue, discard or clear");
+        goto out;
+    }
+    if (st != RB_JOB_SCHEDULED && st != RB_JOB_RETRIES && st != RB_JOB_DEAD) {
+        rb_reply_err(c, "MUTATE: target must be scheduled, retries or dead");
+        goto out;
+    }
+    if (filter && !json_is_null(filter)) {
+        if (!json_is_object(filter)) {
+            rb_reply_err(c, "MUTATE: filter must be an object");
+            goto out;
+        }
+        json_t *re = json_object_get(filter, "regexp"), *jt = json_object_get(filter, "jobtype");
+        m.jids = json_object_get(filter, "jids");
+        if ((re && !json_is_string(re)) || (jt && !json_is_string(jt)) ||
+            (m.jids && !json_is_array(m.jids))) {
+            rb_reply_err(c, "MUTATE: filter has jids (array), regexp (string), jobtype (string)");
+            goto out;
+        }
+        m.pattern = re && *json_string_value(re) ? json_string_value(re) : NULL;
+        m.jobtype = jt && *json_string_value(jt) ? json_string_value(jt) : NULL;
+        if (m.jids && json_array_size(m.jids) == 0)
+            m.jids = NULL;
+    }
+    if (!strcmp(m.cmd, "clear"))
+        m.pattern = m.jobtype = NULL, m.jids = NULL;
+    if (m.jids) {
+        size_t i;
+        json_t *v;
+        json_array_foreach(m.jids, i, v) {
+            rb_job *j = json_is_string(v) ? rb_jobs_find(&srv->jobs, json_string_value(v)) : NULL;
+            if (j && j->state == st && matches(&m, j))
+                mutate_one(srv, &m, j);
+        }
+    } else {
+        rb_list *l = rb_jobs_state_list(&srv->jobs, st);
+        for (rb_link *e = l->head, *next; e; e = next) {
+            next = e->next;
+            rb_job *j = rb_job_of_link(e);
+            if (matches(&m, j))
+                mutate_one(srv, &m, j);
+        }
+    }
+    rb_log(RB_LOG_INFO, "MUTATE %s %s: %zu jobs", m.cmd, target, m.changed);
+    rb_srv_reply_after_commit(srv, c);
+    rb_srv_kick(srv);
+out:
+    json_decref(o);
+}
+
+/* --- QUEUE --- */
+
+static void queue_set_paused(rb_srv *srv, rb_queue *q, bool paused)
+{
+    char key[256];
+    snprintf(key, sizeof key, "paused:%s", q->name);
+    q->paused = paused;
+    rb_writer_meta(srv->writer, key, paused ? "1" : NULL);
+}
+
+static void queue_remove(rb_srv *srv, rb_queue *q)
+{
+    for (int p = 0; p < RB_PRIORITIES; p++)
+        while (q->ready[p].head)
+            rb_srv_forget(srv, rb_job_of_link(q->ready[p].head));
+    if (q->paused)
+        queue_set_paused(srv, q, false);
+}
+
+typedef struct qop {
+    rb_srv *srv;
+    const char *verb;
+} qop;
+
+static void queue_apply(void *e, void *arg)
+{
+    qop *op = arg;
+    if (!strcmp(op->verb, "PAUSE"))
+        queue_set_paused(op->srv, e, true);
+    else if (!strcmp(op->verb, "RESUME"))
+        queue_set_paused(op->srv, e, false);
+    else
+        queue_remove(op->srv, e);
+}
+
+static double latency_s(const rb_queue *q, int64_t now)
+{
+    int64_t oldest = now;
+    for (int p = 0; p < RB_PRIORITIES; p++)
+        if (q->ready[p].head && rb_job_of_link(q->ready[p].head)->timer.at_ms < oldest)
+            oldest = rb_job_of_link(q->ready[p].head)->timer.at_ms;
+    return (double)(now - oldest) / 1000.0;
+}
+
+void rb_cmd_queue(rb_conn *c, char *arg)
+{
+    rb_srv *srv = c->srv;
+    char *save = NULL, *verb = strtok_r(arg, " \t", &save);
+    for (char *p = verb; p && *p; p++)
+        *p = (char)(*p >= 'a' && *p <= 'z' ? *p - 32 : *p);
+    if (!verb || (strcmp(verb, "PAUSE") && strcmp(verb, "RESUME") && strcmp(verb, "REMOVE") &&
+                  strcmp(verb, "LATENCY"))) {
+        rb_reply_err(c, "QUEUE: subcommand must be PAUSE, RESUME, REMOVE or LATENCY");
+        return;
+    }
+    char *names[256];
+    int n = 0;
+    for (char *q; (q = strtok_r(NULL, " \t", &save));) {
+        if (n == 256) {
+            rb_reply_err(c, "QUEUE: at most 256 queue names");
+            return;
+        }
+        names[n++] = q;
+    }
+    if (n == 0) {
+        rb_reply_err(c, "QUEUE %s: name at least one queue (or *)", verb);
+        return;
+    }
+    if (!strcmp(verb, "LATENCY")) {
+        json_t *out = json_object();
+        int64_t now = rb_now_ms();
+        for (int i = 0; i < n; i++) {
+            rb_queue *q = rb_jobs_queue(&srv->jobs, names[i], false);
+            json_object_set_new(out, names[i], json_real(q ? latency_s(q, now) : 0.0));
+        }
+        rb_reply_json(c, out);
+        return;
+    }
+    qop op = {srv, verb};
+    for (int i = 0; i < n; i++) {
+        if (!strcmp(names[i], "*")) {
+            rb_table_each(&srv->jobs.queues, queue_apply, &op);
+            continue;
+        }
+        rb_queue *q = rb_jobs_queue(&srv->jobs, names[i], strcmp(verb, "PAUSE") == 0);
+        if (q)
+            queue_apply(q, &op);
+    }
+    rb_log(RB_LOG_INFO, "QUEUE %s by a client", verb);
+    rb_srv_reply_after_commit(srv, c);
+    rb_srv_kick(srv);
+}
+
+/* --- JOB, JOBS --- */
+
+static json_t *job_view(const rb_job *j)
+{
+    json_t *v = json_pack("{s:s, s:o, s:I}", "state", rb_job_state_name(j->state), "job",
+                          json_loads(j->json, 0, NULL), "attempts", (json_int_t)j->attempts);
+    return v;
+}
+
+void rb_cmd_job(rb_conn *c, char *arg)
+{
+    json_t *o = rb_cmd_json_arg(c, "JOB", arg, JSON_OBJECT);
+    if (!o)
+        return;
+    const char *jid = rb_cmd_jid(c, "JOB", o);
+    if (jid) {
+        rb_job *j = rb_jobs_find(&c->srv->jobs, jid);
+        if (!j || j->state == RB_JOB_PENDING) {
+            rb_reply_null(c);
+        } else {
+            json_t *v = job_view(j);
+            json_t *h = j->history ? json_loads(j->history, 0, NULL) : NULL;
+            json_object_set_new(v, "history", h ? h : json_array());
+            char ts[RB_TIME_STRLEN];
+            bool timed = j->state == RB_JOB_SCHEDULED || j->state == RB_JOB_RETRIES;
+            json_object_set_new(v, "next_at",
+                                timed ? json_string(rb_time_format(j->timer.at_ms, ts)) : json_null());
+            if (j->state == RB_JOB_WORKING) {
+                json_object_set_new(v, "reserved_until",
+                                    json_string(rb_time_format(j->timer.at_ms, ts)));
+                json_object_set_new(v, "wid", j->wid ? json_string(j->wid) : json_null());
+            }
+            rb_reply_json(c, v);
+        }
+    }
+    json_decref(o);
+}
+
+typedef struct listing {
+    const char *queue, *jobtype, *errtype;
+    int64_t offset, limit, total;
+    json_t *jobs;
+} listing;
+
+static void list_one(listing *ls, const rb_job *j)
+{
+    if (ls->queue && strcmp(ls->queue, j->queue->name))
+        return;
+    if (ls->jobtype || ls->errtype) {
+        json_t *o = json_loads(j->json, 0, NULL);
+        const char *jt = rb_srv_json_str(o, "jobtype");
+        const char *et = rb_srv_json_str(json_object_get(o, "failure"), "errtype");
+        bool ok = (!ls->jobtype || (jt && !strcmp(jt, ls->jobtype))) &&
+                  (!ls->errtype || (et && !strcmp(et, ls->errtype)));
+        json_decref(o);
+        if (!ok)
+            return;
+    }
+    if (ls->total >= ls->offset && (int64_t)json_array_size(ls->jobs) < ls->limit)
+        json_array_append_new(ls->jobs, job_view(j));
+    ls->total++;
+}
+
+static void list_queue(listing *ls, const rb_queue *q)
+{
+    for (int p = RB_PRIORITIES - 1; p >= 0; p--)
+        for (rb_link *e = q->ready[p].head; e; e = e->next)
+            list_one(ls, rb_job_of_link(e));
+}
+
+static void list_queue_cb(void *e, void *arg)
+{
+    list_queue(arg, e);
+}
+
+void rb_cmd_jobs(rb_conn *c, char *arg)
+{
+    rb_srv *srv = c->srv;
+    json_t *o = rb_cmd_json_arg(c, "JOBS", arg, JSON_OBJECT);
+    if (!o)
+        return;
+    const char *state = rb_srv_json_str(o, "state");
+    int st = state ? rb_job_state_parse(state) : -1;
+    json_t *off = json_object_get(o, "offset"), *lim = json_object_get(o, "limit");
+    listing ls = {.queue = rb_srv_json_str(o, "queue"),
+                  .jobtype = rb_srv_json_str(o, "jobtype"),
+                  .errtype = rb_srv_json_str(o, "errtype"),
+                  .offset = off ? json_integer_value(off) : 0,
+                  .limit = lim ? json_integer_value(lim) : 50};
+    if (st < 0)
+        rb_reply_err(c, "JOBS: state must be scheduled, enqueued, working, retries or dead");
+    else if ((off && !json_is_integer(off)) || ls.offset < 0 || (lim && !json_is_integer(lim)) ||
+             ls.limit < 0 || ls.limit > 10000)
+        rb_reply_err(c, "JOBS: offset must be >= 0 and limit from 0 to 10000");
+    else {
+        ls.jobs = json_array();
+        if (st == RB_JOB_ENQUEUED) {
+            rb_queue *q = ls.queue ? rb_jobs_queue(&srv->jobs, ls.queue, false) : NULL;
+            if (q)
+                list_queue(&ls, q);
+            else if (!ls.queue)
+                rb_table_each(&srv->jobs.queues, list_queue_cb, &ls);
+        } else {
+            for (rb_link *e = rb_jobs_state_list(&srv->jobs, st)->head; e; e = e->next)
+                list_one(&ls, rb_job_of_link(e));
+        }
+        rb_reply_json(c, json_pack("{s:I, s:o}", "total", (json_int_t)ls.total, "jobs", ls.jobs));
+    }
+    json_decref(o);
+}
+
+void rb_cmd_workers(rb_conn *c, char *arg)
+{
+    rb_srv *srv = c->srv;
+    json_t *o = rb_cmd_json_arg(c, "WORKERS", arg, JSON_OBJECT);
+    if (!o)
+        return;
+    const char *cmd = rb_srv_json_str(o, "cmd"), *wid = rb_srv_json_str(o, "wid");
+    int sig = !cmd ? 0 : !strcmp(cmd, "quiet") ? RB_WORKER_QUIET
+                     : !strcmp(cmd, "terminate") ? RB_WORKER_TERMINATE : 0;
+    if (!sig) {
+        rb_reply_err(c, "WORKERS: cmd must be quiet or terminate");
+    } else if (wid) {
+        rb_worker *w = rb_srv_worker(srv, wid, false);
+        if (!w)
+            rb_reply_err(c, "WORKERS: unknown worker %s", wid);
+        else {
+            w->signal = sig;
+            rb_reply_ok(c);
+        }
+    } else {
+        for (size_t i = 0; i < srv->workers.nbuckets; i++)
+            for (rb_worker *w = srv->workers.buckets[i]; w; w = w->hnext)
+                w->signal = sig;
+        rb_reply_ok(c);
+    }
+    json_decref(o);
+}

@@ -1,0 +1,36 @@
+/* The command handlers, one per command (cmd_jobs.c: the work commands,
+ * cmd_admin.c: inspection and administration), and the helpers they share.
+ * Each handler either replies at once or marks the connection busy and
+ * replies when its commit is done. */
+#ifndef RB_SERVER_CMDS_H
+#define RB_SERVER_CMDS_H
+
+#include "server/srv.h"
+
+void rb_cmd_push(rb_conn *c, char *arg);
+void rb_cmd_pushb(rb_conn *c, char *arg);
+void rb_cmd_fetch(rb_conn *c, char *arg);
+void rb_cmd_ack(rb_conn *c, char *arg);
+void rb_cmd_fail(rb_conn *c, char *arg);
+void rb_cmd_snooze(rb_conn *c, char *arg);
+void rb_cmd_extend(rb_conn *c, char *arg);
+void rb_cmd_info(rb_conn *c, char *arg);
+void rb_cmd_flush(rb_conn *c, char *arg);
+void rb_cmd_mutate(rb_conn *c, char *arg);
+void rb_cmd_queue(rb_conn *c, char *arg);
+void rb_cmd_job(rb_conn *c, char *arg);
+void rb_cmd_jobs(rb_conn *c, char *arg);
+void rb_cmd_workers(rb_conn *c, char *arg);
+
+/* Parses arg as JSON of the given type (JSON_OBJECT, JSON_ARRAY, or -1 for
+ * any). On failure replies an error naming verb and returns NULL. */
+json_t *rb_cmd_json_arg(rb_conn *c, const char *verb, const char *arg, int want_type);
+/* o's "jid" string, or NULL after replying an error. Borrowed from o. */
+const char *rb_cmd_jid(rb_conn *c, const char *verb, const json_t *o);
+
+/* core.c: activate jids (PENDING jobs) after the commit, then reply bulk
+ * (taken over; NULL = +OK) or the storage error. jids and strings are
+ * taken over. */
+void rb_srv_push_reply(rb_srv *srv, rb_conn *c, char **jids, size_t n, char *bulk);
+
+#endif

@@ -1,0 +1,171 @@
+/* Client connections: the greeting, line framing with a length limit, one
+ * command at a time, waiting FETCHes, and closing (deferred while commits
+ * still refer to the connection). */
+#include "server/srv.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+
+#include "common/buf.h"
+#include "server/log.h"
+
+static void process(rb_conn *c);
+
+static void conn_free(rb_conn *c)
+{
+    free(c);
+}
+
+void rb_conn_unref(rb_conn *c)
+{
+    if (--c->refs == 0 && c->closed)
+        conn_free(c);
+}
+
+void rb_conn_stop_waiting(rb_conn *c)
+{
+    if (!c->waiting)
+        return;
+    c->waiting = false;
+    rb_list_remove(&c->srv->waiters, &c->wlink);
+    event_free(c->fetch_timeout);
+    c->fetch_timeout = NULL;
+    for (int i = 0; i < c->n_fetch_queues; i++)
+        free(c->fetch_queues[i]);
+    free(c->fetch_queues);
+    c->fetch_queues = NULL;
+    c->n_fetch_queues = 0;
+}
+
+void rb_conn_close(rb_conn *c)
+{
+    if (c->closed)
+        return;
+    rb_conn_stop_waiting(c);
+    c->closed = true;
+    rb_srv *srv = c->srv;
+    rb_list_remove(&srv->conns, &c->link);
+    if (c->worker && --c->worker->conns == 0) {
+        rb_table_del(&srv->workers, c->worker);
+        free(c->worker->wid);
+        free(c->worker);
+    }
+    c->worker = NULL;
+    if (c->bev) {
+        /* Best effort: flush a final reply (an error before closing). */
+        struct evbuffer *o = bufferevent_get_output(c->bev);
+        evutil_socket_t fd = bufferevent_getfd(c->bev);
+        while (evbuffer_get_length(o) > 0 && evbuffer_write(o, fd) > 0)
+            ;
+        bufferevent_free(c->bev);
+        c->bev = NULL;
+    }
+    if (c->refs == 0)
+        conn_free(c);
+}
+
+void rb_conn_done(rb_conn *c)
+{
+    c->busy = false;
+    if (!c->closed)
+        process(c);
+}
+
+static void on_fetch_timeout(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    rb_conn *c = arg;
+    rb_conn_stop_waiting(c);
+    rb_reply_null(c);
+    rb_conn_done(c);
+}
+
+void rb_conn_wait_fetch(rb_conn *c, char **queues, int n)
+{
+    c->busy = true;
+    c->waiting = true;
+    c->fetch_queues = queues;
+    c->n_fetch_queues = n;
+    rb_list_append(&c->srv->waiters, &c->wlink);
+    c->fetch_timeout = evtimer_new(c->srv->base, on_fetch_timeout, c);
+    struct timeval tv = {2, 0};
+    evtimer_add(c->fetch_timeout, &tv);
+}
+
+/* Runs buffered lines until the connection is busy or the input is empty. */
+static void process(rb_conn *c)
+{
+    size_t max = (size_t)c->srv->cfg.server.max_job_bytes;
+    while (!c->busy && !c->closed) {
+        struct evbuffer *in = bufferevent_get_input(c->bev);
+        size_t n;
+        char *line = evbuffer_readln(in, &n, EVBUFFER_EOL_CRLF);
+        if (!line) {
+            if (evbuffer_get_length(in) > max) {
+                rb_reply_err(c, "command line longer than %zu bytes", max);
+                rb_conn_close(c);
+            }
+            return;
+        }
+        if (n > max) {
+            free(line);
+            rb_reply_err(c, "command line longer than %zu bytes", max);
+            rb_conn_close(c);
+            return;
+        }
+        if (strlen(line) != n) {
+            free(line);
+            rb_reply_err(c, "command line contains a NUL byte");
+            continue;
+        }
+        c->refs++; /* the command may close c */
+        rb_command_run(c, line);
+        free(line);
+        rb_conn_unref(c);
+    }
+}
+
+static void on_read(struct bufferevent *bev, void *arg)
+{
+    (void)bev;
+    process(arg);
+}
+
+static void on_event(struct bufferevent *bev, short what, void *arg)
+{
+    (void)bev;
+    if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR))
+        rb_conn_close(arg);
+}
+
+void rb_conn_accept(rb_srv *srv, evutil_socket_t fd)
+{
+    if (srv->stopping || (int64_t)srv->conns.size >= srv->cfg.server.max_connections) {
+        char msg[64];
+        int n = snprintf(msg, sizeof msg, "-ERR too many connections: %zu\r\n", srv->conns.size);
+        ssize_t w = write(fd, msg, (size_t)n);
+        (void)w;
+        evutil_closesocket(fd);
+        return;
+    }
+    rb_conn *c = rb_xcalloc(1, sizeof *c);
+    c->srv = srv;
+    c->bev = bufferevent_socket_new(srv->base, fd, BEV_OPT_CLOSE_ON_FREE);
+    bufferevent_setcb(c->bev, on_read, NULL, on_event, c);
+    bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+    rb_list_append(&srv->conns, &c->link);
+    const char *pw = srv->cfg.server.password;
+    if (pw && *pw) {
+        c->iterations = 4000 + rb_rng_range(&srv->rng, 0, 4095);
+        snprintf(c->salt, sizeof c->salt, "%016llx",
+                 (unsigned long long)rb_rng_next(&srv->rng));
+        evbuffer_add_printf(bufferevent_get_output(c->bev), "+HI {\"v\":2,\"i\":%ld,\"s\":\"%s\"}\r\n",
+                            c->iterations, c->salt);
+    } else {
+        evbuffer_add_printf(bufferevent_get_output(c->bev), "+HI {\"v\":2}\r\n");
+    }
+}

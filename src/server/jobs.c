@@ -1,0 +1,170 @@
+/* The job indexes (see jobs.h). */
+#include "server/jobs.h"
+
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/buf.h"
+
+static const char *job_key(const void *e)
+{
+    return ((const rb_job *)e)->jid;
+}
+
+static const char *queue_key(const void *e)
+{
+    return ((const rb_queue *)e)->name;
+}
+
+void rb_jobs_init(rb_jobs *js)
+{
+    memset(js, 0, sizeof *js);
+    rb_table_init(&js->by_jid, offsetof(rb_job, hnext), job_key);
+    rb_table_init(&js->queues, offsetof(rb_queue, hnext), queue_key);
+    rb_heap_init(&js->timers);
+}
+
+static void free_job(void *e, void *arg)
+{
+    (void)arg;
+    rb_job *j = e;
+    free(j->json);
+    free(j->history);
+    free(j->wid);
+    free(j);
+}
+
+static void free_queue(void *e, void *arg)
+{
+    (void)arg;
+    rb_queue *q = e;
+    free(q->name);
+    free(q);
+}
+
+void rb_jobs_release(rb_jobs *js)
+{
+    rb_table_each(&js->by_jid, free_job, NULL);
+    rb_table_each(&js->queues, free_queue, NULL);
+    rb_table_release(&js->by_jid);
+    rb_table_release(&js->queues);
+    rb_heap_release(&js->timers);
+}
+
+rb_job *rb_job_new(const char *jid, char *json, rb_queue *q, int priority)
+{
+    size_t n = strlen(jid) + 1;
+    rb_job *j = rb_xcalloc(1, sizeof *j + n);
+    memcpy(j->jid, jid, n);
+    rb_heap_node_init(&j->timer);
+    j->json = json;
+    j->queue = q;
+    j->priority = (uint8_t)priority;
+    j->state = RB_JOB_PENDING;
+    return j;
+}
+
+rb_job *rb_jobs_find(const rb_jobs *js, const char *jid)
+{
+    return rb_table_get(&js->by_jid, jid);
+}
+
+void rb_jobs_add(rb_jobs *js, rb_job *j)
+{
+    rb_table_put(&js->by_jid, j);
+}
+
+rb_queue *rb_jobs_queue(rb_jobs *js, const char *name, bool create)
+{
+    rb_queue *q = rb_table_get(&js->queues, name);
+    if (q || !create)
+        return q;
+    q = rb_xcalloc(1, sizeof *q);
+    q->name = rb_xstrdup(name);
+    rb_table_put(&js->queues, q);
+    return q;
+}
+
+void rb_jobs_queue_free(rb_jobs *js, rb_queue *q)
+{
+    rb_table_del(&js->queues, q);
+    free_queue(q, NULL);
+}
+
+rb_list *rb_jobs_state_list(rb_jobs *js, rb_job_state st)
+{
+    switch (st) {
+    case RB_JOB_SCHEDULED: return &js->scheduled;
+    case RB_JOB_WORKING: return &js->working;
+    case RB_JOB_RETRIES: return &js->retries;
+    case RB_JOB_DEAD: return &js->dead;
+    default: return NULL;
+    }
+}
+
+static void unlink_state(rb_jobs *js, rb_job *j)
+{
+    if (j->state == RB_JOB_ENQUEUED) {
+        rb_list_remove(&j->queue->ready[j->priority - 1], &j->link);
+        j->queue->size--;
+        js->enqueued--;
+    } else if (j->state != RB_JOB_PENDING) {
+        rb_list_remove(rb_jobs_state_list(js, j->state), &j->link);
+    }
+    rb_heap_remove(&js->timers, &j->timer);
+}
+
+void rb_jobs_set_state(rb_jobs *js, rb_job *j, rb_job_state st, int64_t at_ms)
+{
+    unlink_state(js, j);
+    j->state = (uint8_t)st;
+    if (st == RB_JOB_PENDING)
+        return;
+    if (st == RB_JOB_ENQUEUED) {
+        rb_list_append(&j->queue->ready[j->priority - 1], &j->link);
+        j->queue->size++;
+        js->enqueued++;
+        j->timer.at_ms = at_ms;
+        return;
+    }
+    rb_list_append(rb_jobs_state_list(js, st), &j->link);
+    rb_heap_push(&js->timers, &j->timer, at_ms);
+}
+
+void rb_jobs_delete(rb_jobs *js, rb_job *j)
+{
+    unlink_state(js, j);
+    rb_table_del(&js->by_jid, j);
+    free_job(j, NULL);
+}
+
+rb_job *rb_queue_first(const rb_queue *q)
+{
+    for (int p = RB_PRIORITIES - 1; p >= 0; p--)
+        if (q->ready[p].head)
+            return rb_job_of_link(q->ready[p].head);
+    return NULL;
+}
+
+rb_job *rb_jobs_next_timer(const rb_jobs *js)
+{
+    rb_heap_node *n = rb_heap_top(&js->timers);
+    return n ? rb_container_of(n, rb_job, timer) : NULL;
+}
+
+static const char *const state_names[] = {"pending", "scheduled", "enqueued",
+                                          "working", "retries",   "dead"};
+
+const char *rb_job_state_name(rb_job_state st)
+{
+    return (unsigned)st < sizeof state_names / sizeof *state_names ? state_names[st] : "unknown";
+}
+
+int rb_job_state_parse(const char *s)
+{
+    for (int i = 1; i < (int)(sizeof state_names / sizeof *state_names); i++)
+        if (!strcmp(s, state_names[i]))
+            return i;
+    return -1;
+}

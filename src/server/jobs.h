@@ -1,0 +1,114 @@
+/* The job model and the in-memory indexes: a jid table, ready queues (one
+ * FIFO per queue and priority), one list per other state, and one timer heap
+ * for every deadline (scheduled time, retry time, reservation end, dead-job
+ * expiry). Pure data structures: no I/O, no clocks. */
+#ifndef RB_SERVER_JOBS_H
+#define RB_SERVER_JOBS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "server/heap.h"
+#include "server/list.h"
+#include "server/table.h"
+
+/* Stored as integers: never renumber (the database keeps them). */
+typedef enum rb_job_state {
+    RB_JOB_PENDING = 0,   /* pushed, its commit not yet done: invisible */
+    RB_JOB_SCHEDULED = 1, /* waiting for `at` (or snoozed) */
+    RB_JOB_ENQUEUED = 2,
+    RB_JOB_WORKING = 3,   /* reserved by a worker until timer.at_ms */
+    RB_JOB_RETRIES = 4,   /* failed, waiting for its retry time */
+    RB_JOB_DEAD = 5,      /* kept until timer.at_ms (retention) */
+} rb_job_state;
+
+#define RB_PRIORITIES 9
+
+enum {
+    RB_JOB_EXPIRED = 1,   /* its last reservation expired, not fetched since */
+    RB_JOB_REFETCHED = 2, /* the current reservation follows an expired one */
+};
+
+typedef struct rb_queue rb_queue;
+
+/* One job, compact: the job's JSON is one string, everything the indexes
+ * need is a field. Invariants: `link` is in queue->ready[priority-1] when
+ * ENQUEUED, in the state list when SCHEDULED/WORKING/RETRIES/DEAD, in no
+ * list when PENDING; `timer` is in the heap exactly when SCHEDULED, WORKING,
+ * RETRIES or DEAD (at_ms = run/lease-end/expiry); when ENQUEUED
+ * timer.at_ms is the enqueue time. */
+typedef struct rb_job {
+    rb_link link;
+    rb_heap_node timer;
+    void *hnext;      /* jid table chain */
+    rb_queue *queue;
+    char *json;       /* compact Faktory job JSON; owned */
+    char *history;    /* JSON array of failed attempts, or NULL; owned */
+    char *wid;        /* reservation holder (WORKING), or NULL; owned */
+    int64_t first_ms; /* first enqueue (policy deadline) */
+    uint64_t seq;     /* insertion order, persisted */
+    int32_t attempts; /* executions started (counted at FETCH) */
+    int32_t reserve_s; /* reservation length at FETCH */
+    uint8_t state, priority, flags;
+    char jid[];
+} rb_job;
+
+/* A named queue. Queues are created on first use and live until removed. */
+struct rb_queue {
+    void *hnext;
+    char *name;
+    rb_list ready[RB_PRIORITIES]; /* index priority-1; higher runs first */
+    size_t size;
+    bool paused;
+};
+
+typedef struct rb_jobs {
+    rb_table by_jid;
+    rb_table queues;
+    rb_list scheduled, working, retries, dead;
+    rb_heap timers;
+    uint64_t next_seq;
+    size_t enqueued;   /* jobs in all ready queues */
+} rb_jobs;
+
+void rb_jobs_init(rb_jobs *js);
+/* Frees every job and queue. */
+void rb_jobs_release(rb_jobs *js);
+
+/* A new PENDING job (not yet in the table): json is taken over. */
+rb_job *rb_job_new(const char *jid, char *json, rb_queue *q, int priority);
+/* Unlinks j from every index and frees it. */
+void rb_jobs_delete(rb_jobs *js, rb_job *j);
+
+rb_job *rb_jobs_find(const rb_jobs *js, const char *jid);
+void rb_jobs_add(rb_jobs *js, rb_job *j); /* into the jid table, state as is */
+
+/* The queue named name, created when create is true (else NULL if unknown). */
+rb_queue *rb_jobs_queue(rb_jobs *js, const char *name, bool create);
+/* Removes q (must be empty) and frees it. */
+void rb_jobs_queue_free(rb_jobs *js, rb_queue *q);
+
+/* Moves j to a state, unlinking it from the old one's indexes. at_ms: the
+ * deadline (SCHEDULED/WORKING/RETRIES/DEAD) or the enqueue time (ENQUEUED).
+ * Ignored for PENDING. */
+void rb_jobs_set_state(rb_jobs *js, rb_job *j, rb_job_state st, int64_t at_ms);
+
+/* The first ready job of q in priority order, or NULL. */
+rb_job *rb_queue_first(const rb_queue *q);
+
+/* The job whose deadline is earliest, or NULL. */
+rb_job *rb_jobs_next_timer(const rb_jobs *js);
+
+/* The list of a listable state (SCHEDULED, WORKING, RETRIES, DEAD), else NULL. */
+rb_list *rb_jobs_state_list(rb_jobs *js, rb_job_state st);
+
+const char *rb_job_state_name(rb_job_state st);
+/* Parses a state name as used by JOBS ("scheduled", ...); -1 if unknown. */
+int rb_job_state_parse(const char *s);
+
+static inline rb_job *rb_job_of_link(rb_link *l)
+{
+    return l ? rb_container_of(l, rb_job, link) : NULL;
+}
+
+#endif

@@ -1,0 +1,287 @@
+/* The server's lifecycle: configuration, recovery from the store, the
+ * listener, signals, and a graceful shutdown (stop accepting, tell workers
+ * to quiet, finish the commit in progress, exit). */
+#include "server/server.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include "common/buf.h"
+#include "common/timeutil.h"
+#include "server/log.h"
+#include "server/srv.h"
+
+/* --- recovery --- */
+
+static int load_job(void *arg, const rb_job_row *r)
+{
+    rb_srv *srv = arg;
+    if (r->state < RB_JOB_SCHEDULED || r->state > RB_JOB_DEAD || !r->jid || !r->json ||
+        !r->queue || rb_jobs_find(&srv->jobs, r->jid)) {
+        rb_log(RB_LOG_WARN, "skipping unreadable stored job %s", r->jid ? r->jid : "?");
+        return 0;
+    }
+    rb_queue *q = rb_jobs_queue(&srv->jobs, r->queue, true);
+    int prio = r->priority >= 1 && r->priority <= RB_PRIORITIES ? r->priority : 5;
+    rb_job *j = rb_job_new(r->jid, rb_xstrdup(r->json), q, prio);
+    j->history = r->history ? rb_xstrdup(r->history) : NULL;
+    j->wid = r->wid ? rb_xstrdup(r->wid) : NULL;
+    j->attempts = r->attempts;
+    j->reserve_s = r->reserve_s > 0 ? r->reserve_s : (int32_t)srv->cfg.server.reserve_for_s;
+    j->first_ms = r->first_ms;
+    j->seq = r->seq;
+    if (r->seq >= srv->jobs.next_seq)
+        srv->jobs.next_seq = r->seq + 1;
+    rb_jobs_add(&srv->jobs, j);
+    rb_jobs_set_state(&srv->jobs, j, (rb_job_state)r->state, r->due_ms);
+    return 0;
+}
+
+static int load_counter(void *arg, const char *name, int64_t value)
+{
+    rb_srv *srv = arg;
+    if (!strcmp(name, "total_processed"))
+        srv->total_processed = value;
+    else if (!strcmp(name, "total_failures"))
+        srv->total_failures = value;
+    return 0;
+}
+
+static int load_meta(void *arg, const char *key, const char *value)
+{
+    rb_srv *srv = arg;
+    (void)value;
+    if (!strncmp(key, "paused:", 7))
+        rb_jobs_queue(&srv->jobs, key + 7, true)->paused = true;
+    return 0;
+}
+
+/* --- events --- */
+
+static void on_writer(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    rb_srv *srv = arg;
+    rb_writer_reap(srv->writer);
+}
+
+static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int len,
+                      void *arg)
+{
+    (void)l;
+    (void)sa;
+    (void)len;
+    rb_conn_accept(arg, fd);
+}
+
+static void on_grace(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    rb_srv *srv = arg;
+    event_base_loopexit(srv->base, NULL);
+}
+
+static void on_signal(evutil_socket_t sig, short what, void *arg)
+{
+    (void)what;
+    rb_srv *srv = arg;
+    if (srv->stopping) {
+        rb_log(RB_LOG_WARN, "second signal: exiting now");
+        event_base_loopexit(srv->base, NULL);
+        return;
+    }
+    srv->stopping = true;
+    srv->quiet_all = RB_WORKER_QUIET;
+    rb_log(RB_LOG_INFO, "signal %d: shutting down (no new connections, workers told to quiet)",
+           (int)sig);
+    if (srv->listener) {
+        evconnlistener_free(srv->listener);
+        srv->listener = NULL;
+    }
+    /* Give connections a moment to finish their command and hear "quiet";
+     * with none open, stop at once. */
+    struct timeval tv = {0, srv->conns.size ? 500000 : 0};
+    srv->grace_ev = evtimer_new(srv->base, on_grace, srv);
+    evtimer_add(srv->grace_ev, &tv);
+}
+
+/* --- set-up --- */
+
+/* "HOST:PORT", "[V6]:PORT" or ":PORT" (all interfaces); port 0 = any free
+ * port. Returns 0 with ss and len filled, -1 when malformed. */
+static int parse_addr(const char *addr, struct sockaddr_storage *ss, int *len)
+{
+    memset(ss, 0, sizeof *ss);
+    const char *colon = strrchr(addr, ':');
+    if (!colon || colon - addr >= 256)
+        return -1;
+    char host[256], *end;
+    memcpy(host, addr, (size_t)(colon - addr));
+    host[colon - addr] = '\0';
+    long port = strtol(colon + 1, &end, 10);
+    if (!colon[1] || *end || port < 0 || port > 65535)
+        return -1;
+    char *h = host;
+    size_t hl = strlen(h);
+    if (hl >= 2 && h[0] == '[' && h[hl - 1] == ']') {
+        h[hl - 1] = '\0';
+        h++;
+    }
+    if (!*h || !strcmp(h, "localhost"))
+        h = *h ? "127.0.0.1" : "0.0.0.0";
+    struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
+    struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
+    if (inet_pton(AF_INET, h, &s4->sin_addr) == 1) {
+        s4->sin_family = AF_INET;
+        s4->sin_port = htons((uint16_t)port);
+        *len = sizeof *s4;
+    } else if (inet_pton(AF_INET6, h, &s6->sin6_addr) == 1) {
+        s6->sin6_family = AF_INET6;
+        s6->sin6_port = htons((uint16_t)port);
+        *len = sizeof *s6;
+    } else {
+        return -1;
+    }
+    return 0;
+}
+
+static int listen_on(rb_srv *srv, const char *addr, const char *port_file, rb_err *err)
+{
+    struct sockaddr_storage ss;
+    int len;
+    if (parse_addr(addr, &ss, &len))
+        return rb_err_set(err, RB_EINVAL, "listen address '%s' is not HOST:PORT", addr);
+    srv->listener = evconnlistener_new_bind(srv->base, on_accept, srv,
+                                            LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE |
+                                                LEV_OPT_CLOSE_ON_EXEC,
+                                            512, (struct sockaddr *)&ss, len);
+    if (!srv->listener)
+        return rb_err_set(err, RB_EIO, "cannot listen on '%s': %s", addr, strerror(errno));
+    struct sockaddr_storage bound;
+    socklen_t blen = sizeof bound;
+    getsockname(evconnlistener_get_fd(srv->listener), (struct sockaddr *)&bound, &blen);
+    int port = ntohs(bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
+                                                 : ((struct sockaddr_in *)&bound)->sin_port);
+    if (port_file) {
+        char tmp[4096];
+        snprintf(tmp, sizeof tmp, "%s.tmp", port_file);
+        FILE *f = fopen(tmp, "w");
+        if (!f || fprintf(f, "%d\n", port) < 0 || fclose(f) != 0 || rename(tmp, port_file) != 0)
+            return rb_err_set(err, RB_EIO, "cannot write port file '%s'", port_file);
+    }
+    rb_log(RB_LOG_INFO, "listening on %s (port %d)", addr, port);
+    return 0;
+}
+
+static void close_conns(rb_srv *srv)
+{
+    while (srv->conns.head)
+        rb_conn_close(rb_container_of(srv->conns.head, rb_conn, link));
+}
+
+static void free_worker(void *e, void *arg)
+{
+    (void)arg;
+    rb_worker *w = e;
+    free(w->wid);
+    free(w);
+}
+
+static const char *worker_key(const void *e)
+{
+    return ((const rb_worker *)e)->wid;
+}
+
+int rb_server_run(const rb_server_opts *o, rb_err *err)
+{
+    int rc = 0;
+    if (o->log_level) {
+        int l = rb_log_level_parse(o->log_level);
+        if (l < 0)
+            return rb_err_set(err, RB_EINVAL, "--log-level '%s' is not debug, info, warn or error",
+                              o->log_level);
+        rb_log_set_level((rb_log_level)l);
+    }
+    rb_srv *srv = rb_xcalloc(1, sizeof *srv);
+    srv->armed_ms = INT64_MAX;
+    srv->started_ms = rb_now_ms();
+    rb_jobs_init(&srv->jobs);
+    rb_table_init(&srv->workers, offsetof(rb_worker, hnext), worker_key);
+    rb_rng_seed_os(&srv->rng);
+    if ((rc = rb_config_load(&srv->cfg, o->config_path, o->env, err)))
+        goto out_cfg;
+    if (o->listen) {
+        free(srv->cfg.server.listen);
+        srv->cfg.server.listen = rb_xstrdup(o->listen);
+    }
+    if (o->db) {
+        free(srv->cfg.storage.url);
+        srv->cfg.storage.url = rb_xstrdup(o->db);
+    }
+    if (srv->cfg.server.reserve_for_s < 1)
+        srv->cfg.server.reserve_for_s = 1800;
+    if ((rc = rb_store_open(srv->cfg.storage.url, &srv->store, err)))
+        goto out_cfg;
+    rb_store_loader loader = {srv, load_job, load_counter, load_meta};
+    int64_t t0 = rb_mono_ms();
+    if ((rc = srv->store->ops->load(srv->store, &loader, err)))
+        goto out_store;
+    rb_log(RB_LOG_INFO, "recovered %zu jobs from %s in %lld ms", srv->jobs.by_jid.size,
+           srv->cfg.storage.url, (long long)(rb_mono_ms() - t0));
+    if (!(srv->writer = rb_writer_start(srv->store, err))) {
+        rc = err ? err->code : RB_EIO;
+        goto out_store;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    srv->base = event_base_new();
+    srv->writer_ev = event_new(srv->base, rb_writer_fd(srv->writer), EV_READ | EV_PERSIST,
+                               on_writer, srv);
+    event_add(srv->writer_ev, NULL);
+    srv->sigterm_ev = evsignal_new(srv->base, SIGTERM, on_signal, srv);
+    srv->sigint_ev = evsignal_new(srv->base, SIGINT, on_signal, srv);
+    event_add(srv->sigterm_ev, NULL);
+    event_add(srv->sigint_ev, NULL);
+    if ((rc = listen_on(srv, srv->cfg.server.listen, o->port_file, err)))
+        goto out_loop;
+    rb_srv_arm(srv);
+    rb_log(RB_LOG_INFO, "rebound started (store %s, %zu jobs)", srv->store->ops->name,
+           srv->jobs.by_jid.size);
+    event_base_dispatch(srv->base);
+
+out_loop:
+    if (srv->listener)
+        evconnlistener_free(srv->listener);
+    close_conns(srv);
+    rb_writer_free(srv->writer); /* finishes the commit in progress */
+    srv->writer = NULL;
+    if (srv->grace_ev)
+        event_free(srv->grace_ev);
+    if (srv->timer_ev)
+        event_free(srv->timer_ev);
+    event_free(srv->writer_ev);
+    event_free(srv->sigterm_ev);
+    event_free(srv->sigint_ev);
+    event_base_free(srv->base);
+    if (!rc)
+        rb_log(RB_LOG_INFO, "rebound stopped");
+out_store:
+    if (srv->writer)
+        rb_writer_free(srv->writer);
+    srv->store->ops->close(srv->store);
+out_cfg:
+    rb_config_release(&srv->cfg);
+    rb_jobs_release(&srv->jobs);
+    rb_table_each(&srv->workers, free_worker, NULL);
+    rb_table_release(&srv->workers);
+    free(srv);
+    return rc;
+}

@@ -1,0 +1,150 @@
+/* The server's internal state and the functions its files share: the loop
+ * (server.c), connections (conn.c), replies (proto.c), the state machine
+ * (core.c, fail.c) and the command handlers (cmd_*.c). Everything here runs
+ * on the event loop's thread. */
+#ifndef RB_SERVER_SRV_H
+#define RB_SERVER_SRV_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <event2/event.h>
+#include <event2/bufferevent.h>
+#include <event2/listener.h>
+#include <jansson.h>
+
+#include "config/config.h"
+#include "policy/rng.h"
+#include "server/jobs.h"
+#include "server/list.h"
+#include "server/table.h"
+#include "store/store.h"
+#include "store/writer.h"
+
+/* A worker process known by its HELLO wid. */
+typedef struct rb_worker {
+    void *hnext;
+    char *wid;
+    int64_t last_beat_ms;
+    int signal; /* 0, RB_WORKER_QUIET or RB_WORKER_TERMINATE: said at its next BEAT */
+    int conns;  /* open connections that said this wid */
+} rb_worker;
+
+enum { RB_WORKER_QUIET = 1, RB_WORKER_TERMINATE = 2 };
+
+typedef struct rb_srv rb_srv;
+
+/* One client connection. Commands run one at a time: while `busy` (a reply
+ * waits for a commit, or a FETCH waits for work) further lines stay
+ * buffered. The struct outlives the socket while commits still refer to it
+ * (refs > 0). */
+typedef struct rb_conn {
+    rb_link link;  /* in srv->conns */
+    rb_link wlink; /* in srv->waiters while a FETCH waits */
+    rb_srv *srv;
+    struct bufferevent *bev;
+    struct event *fetch_timeout;
+    char **fetch_queues; /* the waiting FETCH's queue names; owned */
+    int n_fetch_queues;
+    rb_worker *worker; /* from HELLO's wid, or NULL */
+    int refs;          /* pending commit completions */
+    bool hello_done, busy, waiting, closed;
+    long iterations;   /* password hashing, 0 without a password */
+    char salt[33];
+} rb_conn;
+
+struct rb_srv {
+    struct event_base *base;
+    rb_config cfg;
+    rb_store *store;
+    rb_writer *writer;
+    struct event *writer_ev, *timer_ev, *sigterm_ev, *sigint_ev, *grace_ev;
+    struct evconnlistener *listener;
+    rb_jobs jobs;
+    rb_rng rng;
+    rb_table workers;
+    rb_list conns;   /* every open connection */
+    rb_list waiters; /* connections in a waiting FETCH, oldest first */
+    int64_t started_ms;
+    int64_t armed_ms;  /* deadline the timer is set for, INT64_MAX when unset */
+    uint64_t command_count;
+    int64_t total_processed, total_failures;
+    int quiet_all;     /* shutting down: every BEAT is told this signal */
+    bool stopping;
+};
+
+/* --- proto.c: replies (no-ops on a closed connection) --- */
+void rb_reply_ok(rb_conn *c);
+void rb_reply_simple(rb_conn *c, const char *s);
+void rb_reply_bulk(rb_conn *c, const char *data, size_t len);
+void rb_reply_null(rb_conn *c);
+/* "-ERR <message>"; CR/LF in the message become spaces. */
+void rb_reply_err(rb_conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Replies a JSON value as a bulk string; takes over v. */
+void rb_reply_json(rb_conn *c, json_t *v);
+
+/* --- conn.c --- */
+void rb_conn_accept(rb_srv *srv, evutil_socket_t fd);
+/* The current command is complete: read and run the next buffered line. */
+void rb_conn_done(rb_conn *c);
+/* Drops a reference taken for a pending completion; frees a closed conn. */
+void rb_conn_unref(rb_conn *c);
+void rb_conn_close(rb_conn *c);
+/* Parks c in a waiting FETCH (queues taken over) for up to 2 s. */
+void rb_conn_wait_fetch(rb_conn *c, char **queues, int n);
+void rb_conn_stop_waiting(rb_conn *c);
+
+/* --- commands.c: the command table --- */
+/* Runs one command line (NUL-terminated, without its line ending). */
+void rb_command_run(rb_conn *c, char *line);
+
+/* --- core.c: the state machine over jobs + store --- */
+/* The job's row to the current batch. */
+void rb_srv_persist(rb_srv *srv, const rb_job *j);
+/* Deletes the job from memory and the store. */
+void rb_srv_forget(rb_srv *srv, rb_job *j);
+void rb_srv_persist_counters(rb_srv *srv);
+/* Makes j ENQUEUED now (setting enqueued_at), or SCHEDULED when at_ms is in
+ * the future. Does not persist. */
+void rb_srv_enqueue(rb_srv *srv, rb_job *j, int64_t at_ms, int64_t now);
+/* Hands ready jobs to waiting FETCHes. */
+void rb_srv_kick(rb_srv *srv);
+/* Re-arms the timer for the earliest deadline. */
+void rb_srv_arm(rb_srv *srv);
+/* Reserves the first ready job of the given queues for c, persisting it,
+ * and replies with it after the commit. Returns false when none is ready. */
+bool rb_srv_try_fetch(rb_srv *srv, rb_conn *c, char **queues, int n);
+/* Completes c's command after everything submitted so far is on disk:
+ * replies +OK, or the error. */
+void rb_srv_reply_after_commit(rb_srv *srv, rb_conn *c);
+rb_worker *rb_srv_worker(rb_srv *srv, const char *wid, bool create);
+/* Sets a top-level field of a job's JSON text (replacing it). */
+void rb_job_set_field(rb_job *j, const char *key, json_t *value);
+/* A fresh random jid (24 hex characters); caller frees. */
+char *rb_srv_new_jid(rb_srv *srv);
+
+/* --- fail.c --- */
+typedef struct rb_fail_input {
+    const char *errtype, *message;
+    json_t *backtrace;        /* array or NULL, borrowed */
+    bool non_retryable;
+    const char *retry_after;  /* NULL = none */
+    int64_t next_retry_delay_ms;
+} rb_fail_input;
+/* Runs a failure of working job j through its policy: retry, dead, discard
+ * or catch; persists the result. j may be freed (discard). */
+int rb_srv_fail_job(rb_srv *srv, rb_job *j, const rb_fail_input *in, int64_t now, rb_err *err);
+
+/* --- validate.c --- */
+/* Checks a pushed job (jid, jobtype, args, at, reserve_for, priority,
+ * retry_policy) and fills in created_at. Returns 0 or RB_EINVAL with err. */
+int rb_job_validate(rb_srv *srv, json_t *job, rb_err *err);
+/* Creates a PENDING job from a validated JSON object (persisted, activated
+ * after the commit). Fails with RB_EEXIST when the jid is taken. */
+int rb_srv_push(rb_srv *srv, json_t *job, rb_err *err);
+
+/* Reads an integer/string field, NULL/default when absent or mistyped. */
+const char *rb_srv_json_str(const json_t *o, const char *key);
+
+#endif

@@ -1,0 +1,133 @@
+/* PUSH's job validation (the reference server's rules plus Rebound's
+ * fields) and the creation of a pending job. */
+#include "server/srv.h"
+
+#include <string.h>
+
+#include "common/buf.h"
+#include "common/timeutil.h"
+#include "policy/policy.h"
+
+const char *rb_srv_json_str(const json_t *o, const char *key)
+{
+    return json_string_value(json_object_get(o, key));
+}
+
+/* Reads an optional integer field into *out; error when present but not an
+ * integer in [lo, hi]. */
+static int int_field(const json_t *job, const char *key, json_int_t lo, json_int_t hi,
+                     json_int_t *out, rb_err *err)
+{
+    json_t *v = json_object_get(job, key);
+    if (!v || json_is_null(v))
+        return 0;
+    if (!json_is_integer(v))
+        return rb_err_set(err, RB_EINVAL, "%s must be an integer", key);
+    json_int_t n = json_integer_value(v);
+    if (n < lo || n > hi)
+        return rb_err_set(err, RB_EINVAL, "%s must be between %lld and %lld, not %lld", key,
+                          (long long)lo, (long long)hi, (long long)n);
+    *out = n;
+    return 0;
+}
+
+static int valid_queue_name(const char *q)
+{
+    size_t n = strlen(q);
+    if (n == 0 || n > 200)
+        return 0;
+    for (; *q; q++)
+        if ((unsigned char)*q <= ' ' || *q == 0x7f)
+            return 0;
+    return 1;
+}
+
+int rb_job_validate(rb_srv *srv, json_t *job, rb_err *err)
+{
+    if (!json_is_object(job))
+        return rb_err_set(err, RB_EINVAL, "job must be a JSON object");
+    const char *jid = rb_srv_json_str(job, "jid");
+    if (!jid || strlen(jid) < 8)
+        return rb_err_set(err, RB_EINVAL, "jid must be a string of at least 8 characters");
+    const char *jobtype = rb_srv_json_str(job, "jobtype");
+    if (!jobtype || !*jobtype)
+        return rb_err_set(err, RB_EINVAL, "job %s: jobtype must be a non-empty string", jid);
+    if (!json_is_array(json_object_get(job, "args")))
+        return rb_err_set(err, RB_EINVAL, "job %s: args must be an array", jid);
+    json_t *q = json_object_get(job, "queue");
+    if (q && !json_is_null(q) && (!json_is_string(q) || !valid_queue_name(json_string_value(q))))
+        return rb_err_set(err, RB_EINVAL,
+                          "job %s: queue must be a non-empty name without spaces", jid);
+    json_t *at = json_object_get(job, "at");
+    if (at && !json_is_null(at)) {
+        int64_t ms;
+        if (!json_is_string(at))
+            return rb_err_set(err, RB_EINVAL, "job %s: at must be an RFC 3339 time string", jid);
+        if (*json_string_value(at) && rb_time_parse_rfc3339(json_string_value(at), &ms))
+            return rb_err_set(err, RB_EINVAL, "job %s: at '%s' is not an RFC 3339 time", jid,
+                              json_string_value(at));
+    }
+    json_int_t n;
+    int rc;
+    if ((rc = int_field(job, "reserve_for", 0, 86400, &n, err)) ||
+        (rc = int_field(job, "priority", 1, 9, &n, err)) ||
+        (rc = int_field(job, "retry", -1, 1000000, &n, err)) ||
+        (rc = int_field(job, "backtrace", 0, 1000, &n, err))) {
+        rb_err_prefix(err, "job %s", jid);
+        return rc;
+    }
+    json_t *custom = json_object_get(job, "custom");
+    if (custom && !json_is_null(custom) && !json_is_object(custom))
+        return rb_err_set(err, RB_EINVAL, "job %s: custom must be an object", jid);
+    rb_policy pol;
+    rb_policy_layer layer;
+    if ((rc = rb_config_effective_policy(&srv->cfg, job, &pol, &layer, err))) {
+        rb_err_prefix(err, "job %s: retry_policy", jid);
+        return rc;
+    }
+    rb_policy_release(&pol);
+    const char *created = rb_srv_json_str(job, "created_at");
+    if (!created || !*created) {
+        char ts[RB_TIME_STRLEN];
+        json_object_set_new(job, "created_at", json_string(rb_time_format(rb_now_ms(), ts)));
+    }
+    return 0;
+}
+
+void rb_srv_push_reply(rb_srv *srv, rb_conn *c, char **jids, size_t n, char *bulk);
+
+int rb_srv_push(rb_srv *srv, json_t *job, rb_err *err)
+{
+    int rc = rb_job_validate(srv, job, err);
+    if (rc)
+        return rc;
+    const char *jid = rb_srv_json_str(job, "jid");
+    if (rb_jobs_find(&srv->jobs, jid))
+        return rb_err_set(err, RB_EEXIST, "job %s already exists", jid);
+    int64_t now = rb_now_ms(), at_ms = now;
+    const char *at = rb_srv_json_str(job, "at");
+    if (at && *at)
+        rb_time_parse_rfc3339(at, &at_ms);
+    const char *qname = rb_srv_json_str(job, "queue");
+    if (!qname) {
+        qname = "default";
+        json_object_set_new(job, "queue", json_string(qname));
+    }
+    json_t *pv = json_object_get(job, "priority");
+    int prio = pv ? (int)json_integer_value(pv) : 5;
+    json_int_t rs = json_integer_value(json_object_get(job, "reserve_for"));
+    if (at_ms <= now) {
+        char ts[RB_TIME_STRLEN];
+        json_object_set_new(job, "enqueued_at", json_string(rb_time_format(now, ts)));
+    }
+    char *text = json_dumps(job, JSON_COMPACT);
+    rb_queue *q = rb_jobs_queue(&srv->jobs, qname, true);
+    rb_job *j = rb_job_new(jid, text, q, prio);
+    j->reserve_s = (int32_t)(rs > 0 ? rs : srv->cfg.server.reserve_for_s);
+    j->timer.at_ms = at_ms > now ? at_ms : now;
+    j->first_ms = at_ms > now ? 0 : now;
+    j->seq = srv->jobs.next_seq++;
+    rb_jobs_add(&srv->jobs, j);
+    rb_srv_persist(srv, j);
+    return 0;
+}

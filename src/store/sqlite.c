@@ -1,0 +1,264 @@
+/* The SQLite backend of the store: one table of job rows, one of counters,
+ * one of keys (paused queues). WAL with synchronous=FULL: a commit returns
+ * only once it is on disk. */
+#include "store/store.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "common/buf.h"
+
+enum { ST_PUT, ST_DEL, ST_COUNTER, ST_META_SET, ST_META_DEL, ST_N };
+
+typedef struct sqlite_store {
+    rb_store base;
+    sqlite3 *db;
+    sqlite3_stmt *st[ST_N];
+    char *path;
+    /* Test seam: while the file named by $REBOUND_FAULT_FILE exists, every
+     * commit fails as a full disk would. */
+    const char *fault_file;
+} sqlite_store;
+
+static const char *const stmt_sql[ST_N] = {
+    [ST_PUT] = "INSERT OR REPLACE INTO jobs(jid,state,queue,priority,seq,due_ms,first_ms,"
+               "attempts,wid,json,history,reserve_s) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
+    [ST_DEL] = "DELETE FROM jobs WHERE jid=?",
+    [ST_COUNTER] = "INSERT OR REPLACE INTO counters(name,value) VALUES(?,?)",
+    [ST_META_SET] = "INSERT OR REPLACE INTO meta(key,value) VALUES(?,?)",
+    [ST_META_DEL] = "DELETE FROM meta WHERE key=?",
+};
+
+static const char schema[] =
+    "CREATE TABLE IF NOT EXISTS jobs(jid TEXT PRIMARY KEY, state INTEGER NOT NULL,"
+    " queue TEXT NOT NULL, priority INTEGER NOT NULL, seq INTEGER NOT NULL,"
+    " due_ms INTEGER NOT NULL, first_ms INTEGER NOT NULL, attempts INTEGER NOT NULL,"
+    " wid TEXT, json TEXT NOT NULL, history TEXT, reserve_s INTEGER NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS counters(name TEXT PRIMARY KEY, value INTEGER NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);";
+
+static int db_error(sqlite_store *s, rb_err *err, const char *what)
+{
+    return rb_err_set(err, RB_ESTORE, "%s '%s': %s", what, s->path, sqlite3_errmsg(s->db));
+}
+
+static int exec(sqlite_store *s, const char *sql, rb_err *err)
+{
+    char *msg = NULL;
+    if (sqlite3_exec(s->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+        rb_err_set(err, RB_ESTORE, "sqlite '%s': %s", s->path, msg ? msg : "error");
+        sqlite3_free(msg);
+        return RB_ESTORE;
+    }
+    return 0;
+}
+
+/* Runs a prepared statement to completion and resets it. */
+static int step(sqlite_store *s, sqlite3_stmt *st, rb_err *err)
+{
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    if (rc != SQLITE_DONE)
+        return db_error(s, err, "write to");
+    return 0;
+}
+
+static void bind_text(sqlite3_stmt *st, int i, const char *v)
+{
+    if (v)
+        sqlite3_bind_text(st, i, v, -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(st, i);
+}
+
+static int sq_put_job(rb_store *base, const rb_job_row *r, rb_err *err)
+{
+    sqlite_store *s = (sqlite_store *)base;
+    sqlite3_stmt *st = s->st[ST_PUT];
+    bind_text(st, 1, r->jid);
+    sqlite3_bind_int(st, 2, r->state);
+    bind_text(st, 3, r->queue);
+    sqlite3_bind_int(st, 4, r->priority);
+    sqlite3_bind_int64(st, 5, (sqlite3_int64)r->seq);
+    sqlite3_bind_int64(st, 6, r->due_ms);
+    sqlite3_bind_int64(st, 7, r->first_ms);
+    sqlite3_bind_int(st, 8, r->attempts);
+    bind_text(st, 9, r->wid);
+    bind_text(st, 10, r->json);
+    bind_text(st, 11, r->history);
+    sqlite3_bind_int(st, 12, r->reserve_s);
+    return step(s, st, err);
+}
+
+static int sq_del_job(rb_store *base, const char *jid, rb_err *err)
+{
+    sqlite_store *s = (sqlite_store *)base;
+    bind_text(s->st[ST_DEL], 1, jid);
+    return step(s, s->st[ST_DEL], err);
+}
+
+static int sq_set_counter(rb_store *base, const char *name, int64_t value, rb_err *err)
+{
+    sqlite_store *s = (sqlite_store *)base;
+    bind_text(s->st[ST_COUNTER], 1, name);
+    sqlite3_bind_int64(s->st[ST_COUNTER], 2, value);
+    return step(s, s->st[ST_COUNTER], err);
+}
+
+static int sq_set_meta(rb_store *base, const char *key, const char *value, rb_err *err)
+{
+    sqlite_store *s = (sqlite_store *)base;
+    sqlite3_stmt *st = s->st[value ? ST_META_SET : ST_META_DEL];
+    bind_text(st, 1, key);
+    if (value)
+        bind_text(st, 2, value);
+    return step(s, st, err);
+}
+
+static int sq_clear(rb_store *base, rb_err *err)
+{
+    return exec((sqlite_store *)base, "DELETE FROM jobs; DELETE FROM counters; DELETE FROM meta;",
+                err);
+}
+
+static int sq_begin(rb_store *base, rb_err *err)
+{
+    return exec((sqlite_store *)base, "BEGIN IMMEDIATE", err);
+}
+
+static int sq_commit(rb_store *base, rb_err *err)
+{
+    sqlite_store *s = (sqlite_store *)base;
+    if (s->fault_file && access(s->fault_file, F_OK) == 0)
+        return rb_err_set(err, RB_ESTORE, "commit to '%s': injected fault (disk full)", s->path);
+    return exec(s, "COMMIT", err);
+}
+
+static void sq_rollback(rb_store *base)
+{
+    sqlite_store *s = (sqlite_store *)base;
+    if (!sqlite3_get_autocommit(s->db))
+        sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+}
+
+static const char *col_text(sqlite3_stmt *st, int i)
+{
+    return (const char *)sqlite3_column_text(st, i);
+}
+
+static int sq_load(rb_store *base, const rb_store_loader *l, rb_err *err)
+{
+    sqlite_store *s = (sqlite_store *)base;
+    sqlite3_stmt *st = NULL;
+    int rc = 0;
+    if (sqlite3_prepare_v2(s->db,
+                           "SELECT jid,state,queue,priority,seq,due_ms,first_ms,attempts,wid,json,"
+                           "history,reserve_s FROM jobs ORDER BY due_ms, seq",
+                           -1, &st, NULL) != SQLITE_OK)
+        return db_error(s, err, "read");
+    int sr;
+    while (rc == 0 && (sr = sqlite3_step(st)) == SQLITE_ROW) {
+        rb_job_row r = {
+            .jid = col_text(st, 0),
+            .state = sqlite3_column_int(st, 1),
+            .queue = col_text(st, 2),
+            .priority = sqlite3_column_int(st, 3),
+            .seq = (uint64_t)sqlite3_column_int64(st, 4),
+            .due_ms = sqlite3_column_int64(st, 5),
+            .first_ms = sqlite3_column_int64(st, 6),
+            .attempts = sqlite3_column_int(st, 7),
+            .wid = col_text(st, 8),
+            .json = col_text(st, 9),
+            .history = col_text(st, 10),
+            .reserve_s = sqlite3_column_int(st, 11),
+        };
+        rc = l->job(l->arg, &r);
+    }
+    if (rc == 0 && sr != SQLITE_DONE)
+        rc = db_error(s, err, "read");
+    sqlite3_finalize(st);
+    if (rc)
+        return rc;
+    if (sqlite3_prepare_v2(s->db, "SELECT name,value FROM counters", -1, &st, NULL) != SQLITE_OK)
+        return db_error(s, err, "read");
+    while (rc == 0 && sqlite3_step(st) == SQLITE_ROW)
+        rc = l->counter(l->arg, col_text(st, 0), sqlite3_column_int64(st, 1));
+    sqlite3_finalize(st);
+    if (rc)
+        return rc;
+    if (sqlite3_prepare_v2(s->db, "SELECT key,value FROM meta", -1, &st, NULL) != SQLITE_OK)
+        return db_error(s, err, "read");
+    while (rc == 0 && sqlite3_step(st) == SQLITE_ROW)
+        rc = l->meta(l->arg, col_text(st, 0), col_text(st, 1));
+    sqlite3_finalize(st);
+    return rc;
+}
+
+static void sq_close(rb_store *base)
+{
+    sqlite_store *s = (sqlite_store *)base;
+    if (!s)
+        return;
+    for (int i = 0; i < ST_N; i++)
+        sqlite3_finalize(s->st[i]);
+    sqlite3_close(s->db);
+    free(s->path);
+    free(s);
+}
+
+static const rb_store_ops sqlite_ops = {
+    .name = "sqlite",
+    .load = sq_load,
+    .begin = sq_begin,
+    .put_job = sq_put_job,
+    .del_job = sq_del_job,
+    .set_counter = sq_set_counter,
+    .set_meta = sq_set_meta,
+    .clear = sq_clear,
+    .commit = sq_commit,
+    .rollback = sq_rollback,
+    .close = sq_close,
+};
+
+int rb_store_sqlite_open(const char *path, rb_store **out, rb_err *err)
+{
+    sqlite_store *s = rb_xcalloc(1, sizeof *s);
+    s->base.ops = &sqlite_ops;
+    s->path = rb_xstrdup(path);
+    s->fault_file = getenv("REBOUND_FAULT_FILE");
+    int rc;
+    if (sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                        NULL) != SQLITE_OK) {
+        rc = db_error(s, err, "cannot open database");
+        goto fail;
+    }
+    sqlite3_busy_timeout(s->db, 5000);
+    if ((rc = exec(s, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;", err)) ||
+        (rc = exec(s, schema, err)))
+        goto fail;
+    for (int i = 0; i < ST_N; i++)
+        if (sqlite3_prepare_v2(s->db, stmt_sql[i], -1, &s->st[i], NULL) != SQLITE_OK) {
+            rc = db_error(s, err, "prepare");
+            goto fail;
+        }
+    *out = &s->base;
+    return 0;
+fail:
+    sq_close(&s->base);
+    return rc;
+}
+
+int rb_store_open(const char *url, rb_store **out, rb_err *err)
+{
+    if (!url || !*url)
+        return rb_err_set(err, RB_EINVAL, "empty storage url");
+    if (!strncmp(url, "postgres://", 11) || !strncmp(url, "postgresql://", 13))
+        return rb_err_set(err, RB_EINVAL, "storage '%s': postgresql is not supported yet", url);
+    if (!strncmp(url, "sqlite:", 7))
+        url += 7;
+    return rb_store_sqlite_open(url, out, err);
+}

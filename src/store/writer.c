@@ -1,0 +1,283 @@
+/* The group-commit writer thread (see writer.h). Invariant: a batch's
+ * completions run only after the batch's transaction has returned. */
+#include "store/writer.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "common/buf.h"
+
+enum op_kind { OP_PUT, OP_DEL, OP_COUNTER, OP_META, OP_CLEAR };
+
+typedef struct op {
+    enum op_kind kind;
+    rb_job_row row;  /* OP_PUT: strings point into blob */
+    char *blob;      /* owned copy of the strings */
+    const char *key; /* OP_DEL jid, OP_COUNTER name, OP_META key (into blob) */
+    const char *val; /* OP_META value or NULL */
+    int64_t num;
+} op;
+
+typedef struct done {
+    rb_writer_done_fn fn;
+    void *arg;
+} done;
+
+typedef struct batch {
+    op *ops;
+    size_t n_ops, cap_ops;
+    done *dones;
+    size_t n_dones, cap_dones;
+    int status;
+    rb_err err;
+    struct batch *next;
+} batch;
+
+struct rb_writer {
+    rb_store *store;
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    batch *cur;                 /* filled by the loop; guarded by mu */
+    batch *done_head, *done_tail; /* finished batches; guarded by mu */
+    int stop;
+    int efd;
+    uint64_t commits;
+};
+
+static batch *batch_new(void)
+{
+    return rb_xcalloc(1, sizeof(batch));
+}
+
+static void batch_free(batch *b)
+{
+    for (size_t i = 0; i < b->n_ops; i++)
+        free(b->ops[i].blob);
+    free(b->ops);
+    free(b->dones);
+    free(b);
+}
+
+static int apply(rb_store *s, batch *b, rb_err *err)
+{
+    int rc = s->ops->begin(s, err);
+    if (rc)
+        return rc;
+    for (size_t i = 0; i < b->n_ops && !rc; i++) {
+        op *o = &b->ops[i];
+        switch (o->kind) {
+        case OP_PUT: rc = s->ops->put_job(s, &o->row, err); break;
+        case OP_DEL: rc = s->ops->del_job(s, o->key, err); break;
+        case OP_COUNTER: rc = s->ops->set_counter(s, o->key, o->num, err); break;
+        case OP_META: rc = s->ops->set_meta(s, o->key, o->val, err); break;
+        case OP_CLEAR: rc = s->ops->clear(s, err); break;
+        }
+    }
+    if (!rc)
+        rc = s->ops->commit(s, err);
+    if (rc)
+        s->ops->rollback(s);
+    return rc;
+}
+
+static void *writer_main(void *arg)
+{
+    rb_writer *w = arg;
+    pthread_mutex_lock(&w->mu);
+    for (;;) {
+        while (!w->stop && w->cur->n_ops == 0 && w->cur->n_dones == 0)
+            pthread_cond_wait(&w->cv, &w->mu);
+        if (w->cur->n_ops == 0 && w->cur->n_dones == 0)
+            break; /* stopping and drained */
+        batch *b = w->cur;
+        w->cur = batch_new();
+        pthread_mutex_unlock(&w->mu);
+
+        b->status = b->n_ops ? apply(w->store, b, &b->err) : 0;
+
+        pthread_mutex_lock(&w->mu);
+        w->commits++;
+        if (w->done_tail)
+            w->done_tail->next = b;
+        else
+            w->done_head = b;
+        w->done_tail = b;
+        uint64_t one = 1;
+        ssize_t n = write(w->efd, &one, sizeof one);
+        (void)n; /* the counter cannot overflow in practice; a failed wake is retried next batch */
+    }
+    pthread_mutex_unlock(&w->mu);
+    return NULL;
+}
+
+rb_writer *rb_writer_start(rb_store *s, rb_err *err)
+{
+    rb_writer *w = rb_xcalloc(1, sizeof *w);
+    w->store = s;
+    w->cur = batch_new();
+    w->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (w->efd < 0) {
+        rb_err_set(err, RB_EIO, "eventfd: %s", strerror(errno));
+        goto fail;
+    }
+    pthread_mutex_init(&w->mu, NULL);
+    pthread_cond_init(&w->cv, NULL);
+    if (pthread_create(&w->thread, NULL, writer_main, w) != 0) {
+        rb_err_set(err, RB_EIO, "cannot start the writer thread");
+        pthread_mutex_destroy(&w->mu);
+        pthread_cond_destroy(&w->cv);
+        close(w->efd);
+        goto fail;
+    }
+    return w;
+fail:
+    batch_free(w->cur);
+    free(w);
+    return NULL;
+}
+
+int rb_writer_fd(const rb_writer *w)
+{
+    return w->efd;
+}
+
+int rb_writer_reap(rb_writer *w)
+{
+    uint64_t v;
+    while (read(w->efd, &v, sizeof v) > 0)
+        ;
+    pthread_mutex_lock(&w->mu);
+    batch *b = w->done_head;
+    w->done_head = w->done_tail = NULL;
+    pthread_mutex_unlock(&w->mu);
+    int ran = 0;
+    while (b) {
+        batch *next = b->next;
+        for (size_t i = 0; i < b->n_dones; i++, ran++)
+            b->dones[i].fn(b->dones[i].arg, b->status, b->status ? &b->err : NULL);
+        batch_free(b);
+        b = next;
+    }
+    return ran;
+}
+
+void rb_writer_free(rb_writer *w)
+{
+    if (!w)
+        return;
+    pthread_mutex_lock(&w->mu);
+    w->stop = 1;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    pthread_join(w->thread, NULL);
+    rb_writer_reap(w);
+    batch_free(w->cur);
+    pthread_mutex_destroy(&w->mu);
+    pthread_cond_destroy(&w->cv);
+    close(w->efd);
+    free(w);
+}
+
+uint64_t rb_writer_commits(const rb_writer *w)
+{
+    return w->commits; /* read racily: a statistic */
+}
+
+/* Appends o to the current batch and wakes the thread. */
+static void push_op(rb_writer *w, const op *o)
+{
+    pthread_mutex_lock(&w->mu);
+    batch *b = w->cur;
+    if (b->n_ops == b->cap_ops) {
+        b->cap_ops = b->cap_ops ? b->cap_ops * 2 : 16;
+        b->ops = rb_xrealloc(b->ops, b->cap_ops * sizeof *b->ops);
+    }
+    b->ops[b->n_ops++] = *o;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+/* Copies the strings in order into one blob; returns pointers into it. */
+static char *pack(const char **in, const char **out, int n)
+{
+    size_t total = 0;
+    for (int i = 0; i < n; i++)
+        total += in[i] ? strlen(in[i]) + 1 : 0;
+    char *blob = rb_xmalloc(total ? total : 1), *p = blob;
+    for (int i = 0; i < n; i++) {
+        if (!in[i]) {
+            out[i] = NULL;
+            continue;
+        }
+        size_t len = strlen(in[i]) + 1;
+        memcpy(p, in[i], len);
+        out[i] = p;
+        p += len;
+    }
+    return blob;
+}
+
+void rb_writer_put(rb_writer *w, const rb_job_row *row)
+{
+    op o = {.kind = OP_PUT, .row = *row};
+    const char *in[5] = {row->jid, row->queue, row->wid, row->json, row->history}, *out[5];
+    o.blob = pack(in, out, 5);
+    o.row.jid = out[0];
+    o.row.queue = out[1];
+    o.row.wid = out[2];
+    o.row.json = out[3];
+    o.row.history = out[4];
+    push_op(w, &o);
+}
+
+void rb_writer_del(rb_writer *w, const char *jid)
+{
+    op o = {.kind = OP_DEL};
+    const char *out[1];
+    o.blob = pack(&jid, out, 1);
+    o.key = out[0];
+    push_op(w, &o);
+}
+
+void rb_writer_counter(rb_writer *w, const char *name, int64_t value)
+{
+    op o = {.kind = OP_COUNTER, .num = value};
+    const char *out[1];
+    o.blob = pack(&name, out, 1);
+    o.key = out[0];
+    push_op(w, &o);
+}
+
+void rb_writer_meta(rb_writer *w, const char *key, const char *value)
+{
+    op o = {.kind = OP_META};
+    const char *in[2] = {key, value}, *out[2];
+    o.blob = pack(in, out, 2);
+    o.key = out[0];
+    o.val = out[1];
+    push_op(w, &o);
+}
+
+void rb_writer_clear(rb_writer *w)
+{
+    op o = {.kind = OP_CLEAR};
+    push_op(w, &o);
+}
+
+void rb_writer_then(rb_writer *w, rb_writer_done_fn fn, void *arg)
+{
+    pthread_mutex_lock(&w->mu);
+    batch *b = w->cur;
+    if (b->n_dones == b->cap_dones) {
+        b->cap_dones = b->cap_dones ? b->cap_dones * 2 : 16;
+        b->dones = rb_xrealloc(b->dones, b->cap_dones * sizeof *b->dones);
+    }
+    b->dones[b->n_dones++] = (done){fn, arg};
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}

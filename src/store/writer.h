@@ -1,0 +1,47 @@
+/* Group commit: the event loop appends store operations to the current batch;
+ * one writer thread commits a whole batch in one transaction while the loop
+ * fills the next, then reports back through a file descriptor. Completions
+ * run on the loop's thread, in submission order, after their batch is on
+ * disk (or failed). */
+#ifndef RB_STORE_WRITER_H
+#define RB_STORE_WRITER_H
+
+#include <stdint.h>
+
+#include "store/store.h"
+
+typedef struct rb_writer rb_writer;
+
+/* Called on the loop thread once every operation submitted before it has
+ * been committed (status 0) or the batch failed (status < 0, err says why;
+ * err is borrowed for the call). */
+typedef void (*rb_writer_done_fn)(void *arg, int status, const rb_err *err);
+
+/* Starts the writer thread on store s (borrowed; it must outlive the writer
+ * and not be used by anyone else meanwhile). Returns NULL with err set when
+ * the thread or its wake-up descriptor cannot be created. */
+rb_writer *rb_writer_start(rb_store *s, rb_err *err);
+
+/* Drains: commits whatever was submitted, stops the thread, runs the pending
+ * completions, and frees w. NULL is a no-op. */
+void rb_writer_free(rb_writer *w);
+
+/* The descriptor that becomes readable when batches have finished; the loop
+ * then calls rb_writer_reap(). */
+int rb_writer_fd(const rb_writer *w);
+/* Runs the completions of every finished batch. Returns how many ran. */
+int rb_writer_reap(rb_writer *w);
+
+/* Operations for the current batch. Everything is copied. */
+void rb_writer_put(rb_writer *w, const rb_job_row *row);
+void rb_writer_del(rb_writer *w, const char *jid);
+void rb_writer_counter(rb_writer *w, const char *name, int64_t value);
+void rb_writer_meta(rb_writer *w, const char *key, const char *value);
+void rb_writer_clear(rb_writer *w);
+/* Queues fn(arg, ...) to run when the operations submitted so far are done. */
+void rb_writer_then(rb_writer *w, rb_writer_done_fn fn, void *arg);
+
+/* Batches committed and failed so far (for INFO and tests). */
+uint64_t rb_writer_commits(const rb_writer *w);
+
+#endif
