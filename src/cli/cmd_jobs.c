@@ -46,18 +46,25 @@ static int64_t when_ms(const char *state, const json_t *job)
     return cli_json_time_ms(json_object_get(job, "enqueued_at"));
 }
 
-static void print_row(const char *state, const json_t *job)
+/* One JOBS entry {"state", "job", "attempts"?}. */
+static void print_row(const json_t *entry)
 {
     char when[96], args[48];
+    const char *state = json_string_value(json_object_get(entry, "state"));
+    const json_t *job = json_object_get(entry, "job");
+    if (!state)
+        state = "?";
     char *a = json_dumps(json_object_get(job, "args"), JSON_COMPACT | JSON_ENCODE_ANY);
     const json_t *failure = json_object_get(job, "failure");
-    json_int_t fails = failure ? json_integer_value(json_object_get(failure, "retry_count")) + 1
-                               : 0;
+    const json_t *att = json_object_get(entry, "attempts");
+    json_int_t tries = json_is_integer(att) ? json_integer_value(att)
+                       : failure ? json_integer_value(json_object_get(failure, "retry_count")) + 1
+                                 : 0;
     const char *jt = json_string_value(json_object_get(job, "jobtype"));
     const char *q = json_string_value(json_object_get(job, "queue"));
     printf("%-9s  %-24s  %-16s  %-10s  %5lld  %-38s  %s\n", state,
            json_string_value(json_object_get(job, "jid")), jt ? jt : "?",
-           q ? q : "default", (long long)fails,
+           q ? q : "default", (long long)tries,
            cli_format_when(when_ms(state, job), when, sizeof when),
            cli_ellipsize(a ? a : "", args, sizeof args));
     free(a);
@@ -144,13 +151,11 @@ int cmd_jobs(int argc, char **argv)
             printf("no jobs\n");
         } else {
             printf("%-9s  %-24s  %-16s  %-10s  %5s  %-38s  %s\n", "STATE", "JID", "JOBTYPE",
-                   "QUEUE", "FAILS", "WHEN", "ARGS");
+                   "QUEUE", "TRIES", "WHEN", "ARGS");
             size_t i;
             json_t *e;
-            json_array_foreach(list, i, e) {
-                const char *st = json_string_value(json_object_get(e, "state"));
-                print_row(st ? st : "?", json_object_get(e, "job"));
-            }
+            json_array_foreach(list, i, e)
+                print_row(e);
             printf("%zu shown of %lld\n", json_array_size(list), (long long)total);
         }
     }
