@@ -1,0 +1,56 @@
+#!/bin/sh
+# Runs `make bench`'s quick mode once (bench/run.sh --quick) to prove the
+# benchmark still works end to end: every workload completes against every
+# server and yields its figures. Asserts no timings.
+# Environment: O (build dir, default build), REBOUND_TOP (checkout).
+set -u
+top=${REBOUND_TOP:-$(pwd)}
+cd "$top" || exit 1
+O=${O:-build}
+export O
+servers="rebound"
+if command -v beanstalkd >/dev/null 2>&1; then
+  servers="rebound bs-mem bs-binlog bs-fsync"
+else
+  echo "bench_quick: beanstalkd is not installed (scripts/deps.sh bench): Rebound only"
+fi
+raw=$(mktemp "${TMPDIR:-/tmp}/bench-quick.XXXXXX")
+out=$(mktemp "${TMPDIR:-/tmp}/bench-quick.XXXXXX")
+trap 'rm -f "$raw" "$out"' EXIT
+
+if ! bench/run.sh --quick --servers "$servers" --raw "$raw" >"$out" 2>&1; then
+  cat "$out"
+  echo "bench_quick: bench/run.sh --quick failed"
+  exit 1
+fi
+
+fail=0
+# Each figure every workload must produce, per server (a number).
+for s in $servers; do
+  for m in lifecycle.jobs_per_s lifecycle.lat_p99_ms retries.jobs_per_s retries.fails \
+           latency.lat_p50_ms sched.late_p99_ms sched.samples depth.jobs_per_s \
+           footprint.rss_bytes_per_job footprint.disk_bytes_per_job; do
+    v=$(awk -v s="$s" -v m="$m" '$1 == s && $2 == m { print $3 }' "$raw")
+    case "$v" in
+      ''|*[!0-9.-]*) echo "bench_quick: $s: no figure for $m ('$v')"; fail=1 ;;
+    esac
+  done
+  # Every job was done: the retries run failed exactly 10% of first attempts.
+  jobs=$(awk -v s="$s" '$1 == s && $2 == "retries.jobs" { print $3 }' "$raw")
+  fails=$(awk -v s="$s" '$1 == s && $2 == "retries.fails" { print $3 }' "$raw")
+  [ -n "$jobs" ] && [ "$fails" = "$((jobs / 10))" ] ||
+    { echo "bench_quick: $s: $fails failures for $jobs jobs, not 10%"; fail=1; }
+  # The scheduler run saw every job come due.
+  n=$(awk -v s="$s" '$1 == s && $2 == "sched.jobs" { print $3 }' "$raw")
+  k=$(awk -v s="$s" '$1 == s && $2 == "sched.samples" { print $3 }' "$raw")
+  [ -n "$n" ] && [ "$n" = "$k" ] || { echo "bench_quick: $s: $k lateness samples for $n jobs"; fail=1; }
+done
+# The table, the targets and the micro-benchmarks were printed.
+grep -q '^| lifecycle.jobs_per_s |' "$out" || { echo "bench_quick: no table"; fail=1; }
+grep -q 'scheduler lateness p99' "$out" || { echo "bench_quick: no targets"; fail=1; }
+grep -q '^micro.policy_decide_faktory_per_s [0-9]' "$out" || { echo "bench_quick: no micro figures"; fail=1; }
+if [ $fail -ne 0 ]; then
+  cat "$out"
+  exit 1
+fi
+echo "bench_quick: ok ($servers; $(wc -l <"$raw") figures)"
