@@ -6,7 +6,9 @@
 #include "common/buf.h"
 #include "config/config.h"
 #include "config/load.h"
+#include "config/schema.h"
 #include "config/toml_json.h"
+#include "policy/dialect.h"
 
 /* The entry the policy engine's message is about: the key it starts with
  * ("max_attempts: ...") or quotes ("'max_attempts'"). NULL when none. */
@@ -35,6 +37,49 @@ static bool is_sub(const char *key, bool top)
     return top && (!strcmp(key, "queues") || !strcmp(key, "jobtypes"));
 }
 
+/* Every key a policy table may hold: each dialect's, plus the config's own. */
+static size_t policy_keys(const char **out, size_t cap, bool top)
+{
+    static const char *const own[] = {"dialect", "ftl", "faktory", NULL};
+    static const char *const subs[] = {"queues", "jobtypes", NULL};
+    const char *const *lists[] = {own,
+                                  rb_dialect_temporal_keys,
+                                  rb_dialect_tasker_keys,
+                                  rb_dialect_faktory_keys,
+                                  rb_dialect_tutorial_keys,
+                                  rb_dialect_ftl_keys,
+                                  top ? subs : NULL};
+    size_t n = 0;
+    for (size_t l = 0; l < sizeof lists / sizeof lists[0]; l++)
+        for (const char *const *k = lists[l]; k && *k && n < cap; k++)
+            out[n++] = *k;
+    return n;
+}
+
+/* An unknown key in a policy table, with the nearest known one. */
+static int check_keys(const rb_config_files *f, const char *name, const rb_toml_value *t, bool top,
+                      rb_err *err)
+{
+    const char *known[128];
+    size_t n = policy_keys(known, 128, top);
+    for (size_t i = 0; i < t->u.table.n; i++) {
+        const rb_toml_kv *kv = &t->u.table.items[i];
+        bool ok = false;
+        for (size_t k = 0; k < n && !ok; k++)
+            ok = !strcmp(known[k], kv->key);
+        if (!ok) {
+            rb_buf key = RB_BUF_INIT;
+            rb_buf_printf(&key, "%s.%s", name, kv->key);
+            int rc = rb_config_fail(f, kv->val->origin, kv->line, rb_buf_str(&key), err, RB_EINVAL,
+                                    "unknown policy key (did you mean '%s'?)",
+                                    rb_config_nearest(kv->key, known, n));
+            rb_buf_release(&key);
+            return rc;
+        }
+    }
+    return 0;
+}
+
 /* Which file(s) a policy table's keys came from. */
 static rb_config_from policy_from(const rb_toml_value *t, bool top)
 {
@@ -56,6 +101,9 @@ static int parse_policy(rb_config *cfg, const rb_config_files *f, const char *na
 {
     const rb_toml_kv *special = NULL, *other = NULL;
     size_t n = 0;
+    int rc = check_keys(f, name, t, top, err);
+    if (rc < 0)
+        return rc;
     for (size_t i = 0; i < t->u.table.n; i++) {
         const rb_toml_kv *kv = &t->u.table.items[i];
         if (is_sub(kv->key, top))
@@ -74,7 +122,6 @@ static int parse_policy(rb_config *cfg, const rb_config_files *f, const char *na
     }
     rb_buf key = RB_BUF_INIT;
     rb_err perr = {0};
-    int rc;
     if (special) {
         rb_buf_printf(&key, "%s.%s", name, special->key);
         if (n > 1) {
