@@ -34,21 +34,19 @@ int cli_bad_option(const char *cmd, int opt, char **argv)
                      cmd);
 }
 
-rb_client *cli_connect(const cli_common *co)
+int cli_connect(const cli_common *co, rb_client **out)
 {
     rb_err err = {0};
-    rb_client *c = rb_client_connect(co->url, NULL, &err);
-    if (!c) {
-        const char *url = co->url ? co->url : rb_client_default_url();
-        if (err.code == RB_EINVAL)
-            cli_error(CLI_USAGE, "bad url '%s': %s", url, rb_err_msg(&err));
-        else if (err.code == RB_ECONN || err.code == RB_ETIMEDOUT)
-            cli_error(CLI_FAIL, "%s (is the server running? see --url, FAKTORY_URL)",
-                      rb_err_msg(&err));
-        else
-            cli_error(CLI_FAIL, "%s", rb_err_msg(&err));
-    }
-    return c;
+    *out = rb_client_connect(co->url, NULL, &err);
+    if (*out)
+        return CLI_OK;
+    const char *url = co->url ? co->url : rb_client_default_url();
+    if (err.code == RB_EINVAL)
+        return cli_error(CLI_USAGE, "bad url '%s': %s", url, rb_err_msg(&err));
+    if (err.code == RB_ECONN || err.code == RB_ETIMEDOUT)
+        return cli_error(CLI_FAIL, "%s (is the server running? see --url, FAKTORY_URL)",
+                         rb_err_msg(&err));
+    return cli_error(CLI_FAIL, "%s", rb_err_msg(&err));
 }
 
 int cli_call_error(const char *what, int rc, const rb_err *err, int bad_input_is_usage)
@@ -192,9 +190,10 @@ int cmd_info(int argc, char **argv)
     }
     if (optind < argc)
         return cli_error(CLI_USAGE, "info: unexpected argument '%s'", argv[optind]);
-    rb_client *c = cli_connect(&co);
-    if (!c)
-        return CLI_FAIL;
+    rb_client *c;
+    int cc = cli_connect(&co, &c);
+    if (cc != CLI_OK)
+        return cc;
     rb_err err = {0};
     json_t *info = NULL;
     int rc = rb_client_info(c, &info, &err);

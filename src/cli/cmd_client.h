@@ -28,9 +28,10 @@ enum { CLI_OPT_URL = 0x100, CLI_OPT_JSON, CLI_OPT_HELP };
  * was one (and stored it), 0 otherwise. */
 int cli_common_opt(cli_common *co, int opt, const char *arg);
 
-/* Connects to co->url (or the environment's URL). On failure prints the
- * reason, which names the address, and returns NULL (exit with CLI_FAIL). */
-rb_client *cli_connect(const cli_common *co);
+/* Connects to co->url (or the environment's URL) into *out. Returns CLI_OK,
+ * or prints the reason (naming the address) and returns the exit code:
+ * CLI_USAGE for a malformed URL, CLI_FAIL otherwise. */
+int cli_connect(const cli_common *co, rb_client **out);
 
 /* Prints a failed call's message with context and returns the exit code:
  * CLI_USAGE when the server rejected the request as bad input and

@@ -119,9 +119,10 @@ int cmd_jobs(int argc, char **argv)
     }
     if (optind < argc)
         return cli_error(CLI_USAGE, "jobs: unexpected argument '%s'", argv[optind]);
-    rb_client *c = cli_connect(&co);
-    if (!c)
-        return CLI_FAIL;
+    rb_client *c;
+    int cc = cli_connect(&co, &c);
+    if (cc != CLI_OK)
+        return cc;
     json_t *all = json_pack("{s:I, s:[]}", "total", (json_int_t)0, "jobs");
     json_t *list = json_object_get(all, "jobs");
     json_int_t total = 0;
@@ -263,9 +264,10 @@ int cmd_job(int argc, char **argv)
     if (argc - optind > 1)
         return cli_error(CLI_USAGE, "job: unexpected argument '%s'", argv[optind + 1]);
     const char *jid = argv[optind];
-    rb_client *c = cli_connect(&co);
-    if (!c)
-        return CLI_FAIL;
+    rb_client *c;
+    int cc = cli_connect(&co, &c);
+    if (cc != CLI_OK)
+        return cc;
     json_t *res = NULL;
     rb_err err = {0};
     int rc = rb_client_job(c, jid, &res, &err);

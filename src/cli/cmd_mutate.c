@@ -46,9 +46,10 @@ static int run(const action *a, int argc, char **argv)
         return cli_error(CLI_USAGE, "%s: unexpected argument '%s'", a->name, argv[optind + 1]);
     const char *jid = argv[optind];
 
-    rb_client *c = cli_connect(&co);
-    if (!c)
-        return CLI_FAIL;
+    rb_client *c;
+    int cc = cli_connect(&co, &c);
+    if (cc != CLI_OK)
+        return cc;
     int code = CLI_OK;
     json_t *res = NULL;
     rb_err err = {0};

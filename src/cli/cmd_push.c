@@ -192,11 +192,10 @@ int cmd_push(int argc, char **argv)
         json_object_set_new(job, "custom", cv);
     }
 
-    rb_client *c = cli_connect(&co);
-    if (!c) {
-        code = CLI_FAIL;
+    rb_client *c;
+    code = cli_connect(&co, &c);
+    if (code != CLI_OK)
         goto out;
-    }
     rb_err err = {0};
     int rc = rb_client_push_json(c, job, &err);
     rb_client_close(c);

@@ -183,11 +183,9 @@ int cli_push_file(const cli_common *co, const char *path, size_t batch)
     im.progress = !co->json && isatty(STDERR_FILENO);
     int code = CLI_OK, failed = 0;
     rb_err err = {0};
-    im.c = cli_connect(co);
-    if (!im.c) {
-        code = CLI_FAIL;
+    code = cli_connect(co, &im.c);
+    if (code != CLI_OK)
         goto out;
-    }
     char *line = NULL;
     size_t cap = 0;
     ssize_t n;

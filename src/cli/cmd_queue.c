@@ -45,9 +45,10 @@ int cmd_queue(int argc, char **argv)
         if (!*names[i] || strpbrk(names[i], " \t\r\n"))
             return cli_error(CLI_USAGE, "queue %s: bad queue name '%s'", verb, names[i]);
 
-    rb_client *c = cli_connect(&co);
-    if (!c)
-        return CLI_FAIL;
+    rb_client *c;
+    int cc = cli_connect(&co, &c);
+    if (cc != CLI_OK)
+        return cc;
     rb_err err = {0};
     int rc, code = CLI_OK;
     if (latency) {

@@ -1,0 +1,130 @@
+#!/bin/sh
+# CLI suite: the client commands (push, push --file, info, jobs, job, retry,
+# kill, discard, queue) end to end against a real `rebound serve` on a free
+# port in a temp dir: human and --json output, and the exit codes.
+# Env: REBOUND_BIN (the binary). Exit 0 = pass.
+set -u
+bin=${REBOUND_BIN:-build/rebound}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/rebound-cli.XXXXXX")
+pid=
+cleanup() {
+  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+    kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+  fi
+  rm -rf "$tmp"
+}
+trap cleanup EXIT INT TERM
+
+passed=0; failed=0
+ok() { passed=$((passed + 1)); }
+bad() { failed=$((failed + 1)); echo "FAIL: $*"; echo "  stdout: $(head -c 600 "$tmp/out")"; echo "  stderr: $(head -c 600 "$tmp/err")"; }
+
+# run EXPECTED_EXIT ARGS...: runs rebound with --url, output in $tmp/out, $tmp/err
+run() {
+  want=$1; shift
+  "$bin" "$@" >"$tmp/out" 2>"$tmp/err"
+  got=$?
+  if [ "$got" -eq "$want" ]; then ok; else bad "rebound $* exited $got, want $want"; fi
+}
+# has FILE TEXT: FILE contains TEXT (fixed string)
+has() {
+  if grep -qF -- "$2" "$tmp/$1"; then ok; else bad "$1 lacks '$2'"; fi
+}
+hasnt() {
+  if grep -qF -- "$2" "$tmp/$1"; then bad "$1 has '$2'"; else ok; fi
+}
+
+printf '[server]\nlisten = "127.0.0.1:0"\nhttp_listen = "127.0.0.1:0"\n' >"$tmp/rebound.toml"
+"$bin" serve --listen 127.0.0.1:0 --db "$tmp/rebound.db" --port-file "$tmp/port" \
+  --config "$tmp/rebound.toml" >"$tmp/server.log" 2>&1 &
+pid=$!
+i=0
+while [ ! -s "$tmp/port" ]; do
+  kill -0 "$pid" 2>/dev/null || { echo "cli: rebound serve exited early"; cat "$tmp/server.log"; exit 1; }
+  i=$((i + 1)); [ "$i" -lt 300 ] || { echo "cli: no port file"; exit 1; }
+  sleep 0.1
+done
+port=$(cat "$tmp/port")
+U="tcp://127.0.0.1:$port"
+export FAKTORY_URL="$U"   # the environment's URL is used when --url is absent
+
+# --- usage errors: exit 2, one line naming the problem
+run 2 push;                          has err "missing JOBTYPE"
+run 2 push t '{"a":1}';              has err "must be a JSON array"
+run 2 push t '[1' ;                  has err "must be a JSON array"
+run 2 push t --policy 'ftl:0 5s';    has err "--policy"
+run 2 push t --priority 12;          has err "--priority"
+run 2 push t --at tomorrowish;       has err "--at"
+run 2 push t --bogus;                has err "unknown option '--bogus'"
+run 2 jobs --state nope;             has err "--state 'nope'"
+run 2 queue frobnicate default;      has err "unknown action"
+run 2 job;                           has err "missing JID"
+run 2 info --url 'http://x:1';       has err "scheme"
+
+# --- server unreachable: exit 1, the message names the address
+nobody="127.0.0.1:1"
+run 1 info --url "tcp://$nobody";    has err "$nobody"
+run 1 push t --url "tcp://$nobody";  has err "$nobody"
+
+# --- push, info, jobs, job
+run 0 push hello '[1,"two"]' --jid clijob-0001;  has out "pushed clijob-0001"
+run 0 push hello --url "$U" --queue low --json;  has out '"jid":"'
+run 0 push later '[]' --at 1h --jid clijob-later --policy 'ftl:3 5s 1m'
+has out "clijob-later"
+run 2 push hello --jid clijob-0001x --policy '{"nonsense": 1}'
+run 0 info;                          has out "2 enqueued, 1 scheduled"; has out "low"
+run 0 info --json;                   has out '"faktory"'; has out '"Scheduled":{"size":1}'
+run 0 jobs;                          has out "clijob-0001"; has out "clijob-later"; has out "3 shown of 3"
+run 0 jobs --state scheduled;        has out "clijob-later"; hasnt out "clijob-0001"
+run 0 jobs --queue low --json;       has out '"total":1'; hasnt out "clijob-0001"
+run 0 jobs --jobtype later --state dead; has out "no jobs"
+run 0 job clijob-later;              has out "scheduled"; has out "ftl:3 5s 1m"; has out "next run"
+run 0 job clijob-0001 --json;        has out '"state":"enqueued"'; has out '"args":[1,"two"]'
+run 1 job clijob-missing;            has err "not found"
+
+# --- retry / kill / discard
+run 1 kill clijob-missing;           has err "job 'clijob-missing' not found"
+run 1 discard clijob-0001;           has err "is enqueued"
+run 0 kill clijob-later;             has out "moved to dead (was scheduled)"
+run 0 job clijob-later --json;       has out '"state":"dead"'
+run 1 kill clijob-later;             has err "already dead"
+run 0 retry clijob-later --json;     has out '"was":"dead"'; has out '"action":"requeue"'
+run 0 job clijob-later;              has out "enqueued"
+run 0 push later2 --at 10m --jid clijob-later2
+run 0 discard clijob-later2;         has out "discarded (was scheduled)"
+run 1 job clijob-later2
+
+# --- queues
+run 0 queue pause low default;       has out "queue low paused"; has out "queue default paused"
+run 0 queue resume low --json;       has out '"action":"resume"'
+run 0 queue latency default;         has out "default"
+run 0 queue remove low;              has out "queue low removed"
+run 0 jobs --queue low --json;       has out '"total":0'
+
+# --- bulk import: 5 good lines, 4 bad ones, blank lines skipped
+cat >"$tmp/jobs.jsonl" <<'EOT'
+{"jobtype":"bulk","args":[1],"queue":"bulk"}
+{"jobtype":"bulk","args":[2],"queue":"bulk","jid":"bulk-jid-002"}
+{"jobtype":"bulk","args":[3],"queue":"bulk"
+
+{"jobtype":"bulk","args":[4],"queue":"bulk"}
+[1,2,3]
+{"jid":"bulk-nojobtype","args":[],"queue":"bulk"}
+{"jobtype":"bulk","args":[6],"queue":"bulk"}
+{"jobtype":"bulk","args":[7],"queue":"bulk","retry_policy":"ftl:0 5s","jid":"bulk-badpol"}
+{"jobtype":"bulk","args":[8],"queue":"bulk"}
+EOT
+run 2 push --file "$tmp/jobs.jsonl"
+has out "pushed 5 of 9"; has out "4 rejected"
+has out "line 3: invalid JSON"; has out "line 6: not a JSON object"
+has out "line 7 (jid bulk-nojobtype)"; has out "line 9 (jid bulk-badpol)"
+run 0 jobs --queue bulk --json;      has out '"total":5'; has out "bulk-jid-002"
+grep -v -e '^\[' -e nojobtype -e badpol -e '"args":\[3\],"queue":"bulk"$' "$tmp/jobs.jsonl" \
+  | sed -e 's/"queue":"bulk"/"queue":"bulk2"/' -e 's/bulk-jid-002/bulk-jid-102/' >"$tmp/good.jsonl"
+run 0 push --file - --json --batch 2 <"$tmp/good.jsonl"
+has out '"pushed":5'; has out '"rejected":[]'
+run 0 jobs --queue bulk2 --json;     has out '"total":5'
+run 2 push --file "$tmp/does-not-exist.jsonl"; has err "cannot open"
+
+echo "cli: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
