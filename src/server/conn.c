@@ -21,7 +21,7 @@ static void conn_free(rb_conn *c)
 
 void rb_conn_unref(rb_conn *c)
 {
-    if (--c->refs == 0 && c->closed)
+    if (--c->refs == 0 && c->closed && !c->bev)
         conn_free(c);
 }
 
@@ -40,6 +40,23 @@ void rb_conn_stop_waiting(rb_conn *c)
     c->n_fetch_queues = 0;
 }
 
+/* The output of a closed connection is drained: now free the socket. */
+static void on_drained(struct bufferevent *bev, void *arg)
+{
+    rb_conn *c = arg;
+    rb_list_remove(&c->srv->draining, &c->link);
+    bufferevent_free(bev);
+    c->bev = NULL;
+    if (c->refs == 0)
+        conn_free(c);
+}
+
+static void on_drain_event(struct bufferevent *bev, short what, void *arg)
+{
+    (void)what;
+    on_drained(bev, arg);
+}
+
 void rb_conn_close(rb_conn *c)
 {
     if (c->closed)
@@ -54,17 +71,23 @@ void rb_conn_close(rb_conn *c)
         free(c->worker);
     }
     c->worker = NULL;
+    if (c->bev && evbuffer_get_length(bufferevent_get_output(c->bev)) > 0 && !srv->stopping) {
+        /* Send the last reply (an error before closing) before the socket
+         * goes away; the write callback frees it once drained. */
+        bufferevent_disable(c->bev, EV_READ);
+        bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
+        bufferevent_setcb(c->bev, NULL, on_drained, on_drain_event, c);
+        rb_list_append(&srv->draining, &c->link);
+        return;
+    }
     if (c->bev) {
-        /* Best effort: flush a final reply (an error before closing). */
-        struct evbuffer *o = bufferevent_get_output(c->bev);
-        evutil_socket_t fd = bufferevent_getfd(c->bev);
-        while (evbuffer_get_length(o) > 0 && evbuffer_write(o, fd) > 0)
-            ;
         bufferevent_free(c->bev);
         c->bev = NULL;
     }
     if (c->refs == 0)
         conn_free(c);
+    if (srv->stopping && srv->conns.size == 0)
+        event_base_loopexit(srv->base, NULL); /* nobody left to tell: stop now */
 }
 
 void rb_conn_done(rb_conn *c)

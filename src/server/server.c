@@ -109,7 +109,7 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
     }
     /* Give connections a moment to finish their command and hear "quiet";
      * with none open, stop at once. */
-    struct timeval tv = {0, srv->conns.size ? 500000 : 0};
+    struct timeval tv = {srv->conns.size ? 1 : 0, 0};
     srv->grace_ev = evtimer_new(srv->base, on_grace, srv);
     evtimer_add(srv->grace_ev, &tv);
 }
@@ -186,6 +186,14 @@ static void close_conns(rb_srv *srv)
 {
     while (srv->conns.head)
         rb_conn_close(rb_container_of(srv->conns.head, rb_conn, link));
+    while (srv->draining.head) {
+        rb_conn *c = rb_container_of(srv->draining.head, rb_conn, link);
+        rb_list_remove(&srv->draining, &c->link);
+        bufferevent_free(c->bev);
+        c->bev = NULL;
+        if (c->refs == 0)
+            free(c);
+    }
 }
 
 static void free_worker(void *e, void *arg)

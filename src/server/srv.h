@@ -40,7 +40,7 @@ typedef struct rb_srv rb_srv;
  * buffered. The struct outlives the socket while commits still refer to it
  * (refs > 0). */
 typedef struct rb_conn {
-    rb_link link;  /* in srv->conns */
+    rb_link link;  /* in srv->conns, or srv->draining once closed */
     rb_link wlink; /* in srv->waiters while a FETCH waits */
     rb_srv *srv;
     struct bufferevent *bev;
@@ -66,6 +66,7 @@ struct rb_srv {
     rb_table workers;
     rb_list conns;   /* every open connection */
     rb_list waiters; /* connections in a waiting FETCH, oldest first */
+    rb_list draining; /* closed connections still sending their last reply */
     int64_t started_ms;
     int64_t armed_ms;  /* deadline the timer is set for, INT64_MAX when unset */
     uint64_t command_count;

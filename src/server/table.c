@@ -84,6 +84,8 @@ void rb_table_del(rb_table *t, void *e)
 void rb_table_each(const rb_table *t, void (*fn)(void *e, void *arg), void *arg)
 {
     for (size_t i = 0; i < t->nbuckets; i++)
-        for (void *e = t->buckets[i]; e; e = NEXT(t, e))
+        for (void *e = t->buckets[i], *next; e; e = next) {
+            next = NEXT(t, e);
             fn(e, arg);
+        }
 }

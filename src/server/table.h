@@ -21,7 +21,8 @@ void *rb_table_get(const rb_table *t, const char *k);
 void rb_table_put(rb_table *t, void *e);
 /* Removes e if present. */
 void rb_table_del(rb_table *t, void *e);
-/* Calls fn on every element (fn must not change the table). */
+/* Calls fn on every element. fn may free the element it is given (for
+ * teardown) but must not otherwise change the table. */
 void rb_table_each(const rb_table *t, void (*fn)(void *e, void *arg), void *arg);
 
 #endif

@@ -1,0 +1,441 @@
+/* Test harness for anything that talks to a real `rebound serve`: start the
+ * binary on port 0 in a fresh temporary directory, find its port, speak the
+ * wire protocol line by line, kill or restart it, clean up.
+ *
+ * Header-only (every function static) so any tests/server/test_*.c or CLI
+ * test can include it. The binary comes from $REBOUND_BIN, else
+ * build/rebound. Nothing here sleeps blindly: waits poll observable state
+ * with a deadline.
+ *
+ *   rbh_server s;
+ *   rbh_start(&s, NULL, NULL);             // temp dir, fresh database
+ *   rbh_conn *c = rbh_connect(&s, "w1");   // greeting read, HELLO sent (wid w1)
+ *   char *r = rbh_cmd(c, "PUSH %s", job);  // "+OK", "-ERR ...", bulk text, or "$-1"
+ *   free(r);
+ *   rbh_close(c);
+ *   rbh_stop(&s);                          // SIGTERM, wait, remove the directory
+ */
+#ifndef RB_TESTS_SERVER_HARNESS_H
+#define RB_TESTS_SERVER_HARNESS_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+
+#include <jansson.h>
+
+/* A running server. dir holds rebound.db, port (the port file), log
+ * (its stderr) and any file a test puts there (config). */
+typedef struct rbh_server {
+    pid_t pid;
+    int port;
+    char dir[256];
+    char db[320];
+    char log[320];
+    char config[320]; /* "" = no --config */
+    char *env_fault;  /* value for REBOUND_FAULT_FILE, or NULL */
+} rbh_server;
+
+/* One connection. */
+typedef struct rbh_conn {
+    int fd;
+    char buf[65536];
+    size_t len;
+    char greeting[512];
+} rbh_conn;
+
+static inline int64_t rbh_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static inline void rbh_sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static inline const char *rbh_bin(void)
+{
+    const char *b = getenv("REBOUND_BIN");
+    return b && *b ? b : "build/rebound";
+}
+
+/* Writes text to dir/name (e.g. a config file); returns the path in out. */
+static inline void rbh_write_file(const rbh_server *s, const char *name, const char *text,
+                                  char *out, size_t outlen)
+{
+    snprintf(out, outlen, "%s/%s", s->dir, name);
+    FILE *f = fopen(out, "w");
+    if (f) {
+        fputs(text, f);
+        fclose(f);
+    }
+}
+
+/* Prepares s with a new temporary directory (no process yet). */
+static inline void rbh_init(rbh_server *s)
+{
+    memset(s, 0, sizeof *s);
+    snprintf(s->dir, sizeof s->dir, "/tmp/rebound-test-XXXXXX");
+    if (!mkdtemp(s->dir)) {
+        perror("mkdtemp");
+        abort();
+    }
+    snprintf(s->db, sizeof s->db, "%s/rebound.db", s->dir);
+    snprintf(s->log, sizeof s->log, "%s/log", s->dir);
+}
+
+/* Starts the server in s->dir (s prepared by rbh_init, or stopped by
+ * rbh_kill for a restart on the same database). extra: NULL-terminated extra
+ * arguments or NULL. Returns 0 once the port file names the bound port, -1
+ * when the process exits or 10 s pass first. */
+static inline int rbh_launch(rbh_server *s, const char *const *extra)
+{
+    char portfile[320];
+    snprintf(portfile, sizeof portfile, "%s/port", s->dir);
+    unlink(portfile);
+    const char *argv[32];
+    int n = 0;
+    argv[n++] = rbh_bin();
+    argv[n++] = "serve";
+    argv[n++] = "--listen";
+    argv[n++] = "127.0.0.1:0";
+    argv[n++] = "--db";
+    argv[n++] = s->db;
+    argv[n++] = "--port-file";
+    argv[n++] = portfile;
+    if (s->config[0]) {
+        argv[n++] = "--config";
+        argv[n++] = s->config;
+    }
+    for (int i = 0; extra && extra[i] && n < 30; i++)
+        argv[n++] = extra[i];
+    argv[n] = NULL;
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        int fd = open(s->log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+        if (fd >= 0) {
+            dup2(fd, 2);
+            close(fd);
+        }
+        if (s->env_fault)
+            setenv("REBOUND_FAULT_FILE", s->env_fault, 1);
+        execv(argv[0], (char *const *)argv);
+        perror("execv");
+        _exit(127);
+    }
+    s->pid = pid;
+    int64_t deadline = rbh_now_ms() + 10000;
+    while (rbh_now_ms() < deadline) {
+        FILE *f = fopen(portfile, "r");
+        if (f) {
+            int port = 0;
+            int ok = fscanf(f, "%d", &port) == 1 && port > 0;
+            fclose(f);
+            if (ok) {
+                s->port = port;
+                return 0;
+            }
+        }
+        int st;
+        if (waitpid(pid, &st, WNOHANG) == pid) {
+            s->pid = 0;
+            return -1;
+        }
+        rbh_sleep_ms(5);
+    }
+    return -1;
+}
+
+/* rbh_init + rbh_launch; config (TOML text) is written to dir/rebound.toml
+ * when non-NULL. */
+static inline int rbh_start(rbh_server *s, const char *config, const char *const *extra)
+{
+    rbh_init(s);
+    if (config)
+        rbh_write_file(s, "rebound.toml", config, s->config, sizeof s->config);
+    return rbh_launch(s, extra);
+}
+
+/* Sends sig and waits for the process; returns its wait status (-1 if none). */
+static inline int rbh_kill(rbh_server *s, int sig)
+{
+    if (s->pid <= 0)
+        return -1;
+    kill(s->pid, sig);
+    int st = -1;
+    waitpid(s->pid, &st, 0);
+    s->pid = 0;
+    return st;
+}
+
+/* Stops the server (SIGTERM) if running and removes its directory. */
+static inline void rbh_stop(rbh_server *s)
+{
+    rbh_kill(s, SIGTERM);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", s->dir);
+    if (getenv("RBH_KEEP") == NULL && system(cmd) != 0)
+        fprintf(stderr, "harness: cannot remove %s\n", s->dir);
+}
+
+/* Reads one line (without CRLF) into out; -1 on EOF/error/10 s timeout. */
+static inline int rbh_readline(rbh_conn *c, char **out)
+{
+    int64_t deadline = rbh_now_ms() + 10000;
+    for (;;) {
+        char *nl = memchr(c->buf, '\n', c->len);
+        if (nl) {
+            size_t n = (size_t)(nl - c->buf);
+            *out = strndup(c->buf, n && c->buf[n - 1] == '\r' ? n - 1 : n);
+            memmove(c->buf, nl + 1, c->len - n - 1);
+            c->len -= n + 1;
+            return 0;
+        }
+        if (c->len == sizeof c->buf)
+            return -1;
+        struct pollfd p = {c->fd, POLLIN, 0};
+        int left = (int)(deadline - rbh_now_ms());
+        if (left <= 0 || poll(&p, 1, left) <= 0)
+            return -1;
+        ssize_t r = read(c->fd, c->buf + c->len, sizeof c->buf - c->len);
+        if (r <= 0)
+            return -1;
+        c->len += (size_t)r;
+    }
+}
+
+/* Reads one RESP reply: "+OK" / "+..." and "-ERR ..." as the line, a bulk
+ * string as its contents, a null as "$-1". NULL when the connection closed.
+ * Caller frees. Bulk strings larger than the buffer are not supported. */
+static inline char *rbh_reply(rbh_conn *c)
+{
+    char *line;
+    if (rbh_readline(c, &line))
+        return NULL;
+    if (line[0] != '$' || !strcmp(line, "$-1"))
+        return line;
+    long n = atol(line + 1);
+    free(line);
+    char *data = malloc((size_t)n + 1);
+    size_t got = 0;
+    while (got < (size_t)n + 2) {
+        if (c->len == 0) {
+            struct pollfd p = {c->fd, POLLIN, 0};
+            if (poll(&p, 1, 10000) <= 0)
+                break;
+            ssize_t r = read(c->fd, c->buf, sizeof c->buf);
+            if (r <= 0)
+                break;
+            c->len = (size_t)r;
+        }
+        size_t take = (size_t)n + 2 - got < c->len ? (size_t)n + 2 - got : c->len;
+        if (got < (size_t)n)
+            memcpy(data + got, c->buf, take > (size_t)n - got ? (size_t)n - got : take);
+        got += take;
+        memmove(c->buf, c->buf + take, c->len - take);
+        c->len -= take;
+    }
+    if (got < (size_t)n + 2) {
+        free(data);
+        return NULL;
+    }
+    data[n] = '\0';
+    return data;
+}
+
+/* Sends raw bytes; 0 or -1. */
+static inline int rbh_send(rbh_conn *c, const char *data, size_t n)
+{
+    while (n) {
+        ssize_t w = send(c->fd, data, n, MSG_NOSIGNAL);
+        if (w <= 0)
+            return -1;
+        data += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* Sends one printf-formatted command line (CRLF added) and returns the
+ * reply (see rbh_reply); NULL when the connection failed. Caller frees. */
+static inline char *rbh_cmd(rbh_conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static inline char *rbh_cmd(rbh_conn *c, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *line = NULL;
+    int n = vasprintf(&line, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return NULL;
+    char *full = malloc((size_t)n + 3);
+    memcpy(full, line, (size_t)n);
+    memcpy(full + n, "\r\n", 3);
+    free(line);
+    int rc = rbh_send(c, full, (size_t)n + 2);
+    free(full);
+    return rc ? NULL : rbh_reply(c);
+}
+
+/* Connects and reads the greeting, without HELLO. NULL on failure. */
+static inline rbh_conn *rbh_connect_raw(const rbh_server *s)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)s->port)};
+    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+        if (fd >= 0)
+            close(fd);
+        return NULL;
+    }
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    rbh_conn *c = calloc(1, sizeof *c);
+    c->fd = fd;
+    char *g;
+    if (rbh_readline(c, &g)) {
+        close(fd);
+        free(c);
+        return NULL;
+    }
+    snprintf(c->greeting, sizeof c->greeting, "%s", g);
+    free(g);
+    return c;
+}
+
+static inline void rbh_close(rbh_conn *c)
+{
+    if (c) {
+        close(c->fd);
+        free(c);
+    }
+}
+
+/* Connects, reads the greeting and says HELLO (with wid when non-NULL, no
+ * password). NULL when any step fails. */
+static inline rbh_conn *rbh_connect(const rbh_server *s, const char *wid)
+{
+    rbh_conn *c = rbh_connect_raw(s);
+    if (!c)
+        return NULL;
+    char *r = wid ? rbh_cmd(c, "HELLO {\"v\":2,\"wid\":\"%s\",\"hostname\":\"test\",\"pid\":1}", wid)
+                  : rbh_cmd(c, "HELLO {\"v\":2}");
+    bool ok = r && !strcmp(r, "+OK");
+    free(r);
+    if (!ok) {
+        rbh_close(c);
+        return NULL;
+    }
+    return c;
+}
+
+/* True when the server has closed c (reads EOF within 5 s). */
+static inline bool rbh_closed(rbh_conn *c)
+{
+    char *line;
+    while (rbh_readline(c, &line) == 0)
+        free(line);
+    return true;
+}
+
+/* Parses a reply as JSON (NULL when it is not JSON); frees reply. */
+static inline json_t *rbh_json(char *reply)
+{
+    json_t *v = reply ? json_loads(reply, JSON_DECODE_ANY, NULL) : NULL;
+    free(reply);
+    return v;
+}
+
+/* A JSON path lookup: rbh_get(v, "faktory.tasks.Dead.size"). Borrowed. */
+static inline json_t *rbh_get(json_t *v, const char *path)
+{
+    char key[128];
+    while (v && *path) {
+        size_t n = strcspn(path, ".");
+        snprintf(key, sizeof key, "%.*s", (int)n, path);
+        v = json_is_array(v) ? json_array_get(v, (size_t)atoi(key)) : json_object_get(v, key);
+        path += n + (path[n] == '.');
+    }
+    return v;
+}
+
+/* INFO's value at path as an integer (-1 when absent). */
+static inline long long rbh_info_int(rbh_conn *c, const char *path)
+{
+    json_t *v = rbh_json(rbh_cmd(c, "INFO"));
+    json_t *x = rbh_get(v, path);
+    long long n = x ? (long long)json_integer_value(x) : -1;
+    json_decref(v);
+    return n;
+}
+
+/* JOB {"jid":J}'s "state" (caller frees) or NULL when there is no such job. */
+static inline char *rbh_job_state(rbh_conn *c, const char *jid)
+{
+    json_t *v = rbh_json(rbh_cmd(c, "JOB {\"jid\":\"%s\"}", jid));
+    const char *st = json_string_value(json_object_get(v, "state"));
+    char *out = st ? strdup(st) : NULL;
+    json_decref(v);
+    return out;
+}
+
+/* Polls until the job's state equals want (NULL = gone) or timeout_ms
+ * passes. Returns true when reached. */
+static inline bool rbh_wait_state(rbh_conn *c, const char *jid, const char *want, int timeout_ms)
+{
+    int64_t deadline = rbh_now_ms() + timeout_ms;
+    do {
+        char *st = rbh_job_state(c, jid);
+        bool ok = want ? st && !strcmp(st, want) : !st;
+        free(st);
+        if (ok)
+            return true;
+        rbh_sleep_ms(10);
+    } while (rbh_now_ms() < deadline);
+    return false;
+}
+
+/* Sends a command and returns whether its reply equals want exactly. */
+static inline bool rbh_expect(rbh_conn *c, const char *want, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static inline bool rbh_expect(rbh_conn *c, const char *want, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *line = NULL;
+    int n = vasprintf(&line, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return false;
+    char *r = rbh_cmd(c, "%s", line);
+    bool ok = r && !strcmp(r, want);
+    if (!ok)
+        fprintf(stderr, "expected '%s' for '%.80s', got '%s'\n", want, line, r ? r : "(closed)");
+    free(line);
+    free(r);
+    return ok;
+}
+
+#endif
