@@ -526,6 +526,10 @@ static rb_toml_value *array(parser *p)
             p->i++;
             return a;
         }
+        if (peek(p, 0) < 0) {
+            fail_at(p, p->i, "unterminated array");
+            goto fail;
+        }
         rb_toml_value *v = value(p);
         if (!v)
             goto fail;
