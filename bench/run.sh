@@ -120,12 +120,31 @@ run() {
   fi
   case "$s" in rebound) proto=faktory ;; *) proto=beanstalk ;; esac
   printf '  %-10s %-10s' "$s" "$wl" >&2
+  # Group commit: count the server's fsyncs during the lifecycle run (perf
+  # tracepoints, when perf works here; neither server reports it itself).
+  perfpid=""
+  if [ "$wl" = lifecycle ] && [ -n "$perf" ]; then
+    perf stat -x, -e syscalls:sys_enter_fdatasync,syscalls:sys_enter_fsync -p "$pid" \
+      -o "$dir/perf" >/dev/null 2>&1 &
+    perfpid=$!
+    sleep 0.5 # perf attaches asynchronously
+  fi
   if "$LG" --proto "$proto" --port "$port" --workload "$wl" --server-pid "$pid" \
        --data-dir "$dir/data" --timeout "$timeout" "$@" >"$dir/out" 2>"$dir/err"; then
+    if [ -n "$perfpid" ]; then
+      kill -INT "$perfpid" 2>/dev/null; wait "$perfpid" 2>/dev/null
+      awk -F, '/syscalls:sys_enter_f/ { n += $1; seen = 1 }
+               END { if (seen) print "lifecycle.fsyncs", n }' "$dir/perf" >>"$dir/out" 2>/dev/null
+      awk '$1 == "lifecycle.jobs" { j = $2 } $1 == "lifecycle.fsyncs" { f = $2 }
+           END { if (f > 0) printf "lifecycle.requests_per_fsync %.2f\n", 3 * j / f }' \
+        "$dir/out" >"$dir/out2" && cat "$dir/out2" >>"$dir/out"
+      perfpid=""
+    fi
     awk -v s="$s" '{ print s, $1, $2 }' "$dir/out" >>"$tmp/results"
     awk '/jobs_per_s|late_p99/ { printf " %s=%s", $1, $2 }' "$dir/out" >&2
     echo >&2
   else
+    [ -n "$perfpid" ] && { kill -INT "$perfpid" 2>/dev/null; wait "$perfpid" 2>/dev/null; }
     echo " FAILED" >&2
     sed 's/^/    /' "$dir/err" >&2
     tail -5 "$dir/server.log" 2>/dev/null | sed 's/^/    server: /' >&2
@@ -138,6 +157,12 @@ run() {
 val() { awk -v s="$1" -v m="$2" '$1 == s && $2 == m { print $3; exit }' "$tmp/results" 2>/dev/null; }
 
 : >"$tmp/results"
+# perf counts fsyncs for the group-commit figure; without it that row is "–".
+perf=""
+if command -v perf >/dev/null 2>&1 &&
+   perf stat -x, -e syscalls:sys_enter_fdatasync -o /dev/null true >/dev/null 2>&1; then
+  perf=perf
+fi
 start=$(date +%s)
 echo "bench: $(uname -srm), $(nproc) cores, $(date -u '+%Y-%m-%d %H:%M UTC'), mode $([ $quick = 1 ] && echo quick || echo full)" >&2
 echo "bench: jobs=$jobs (bs-fsync: $fsync_jobs) prefill=$prefill sched=$sched_jobs@${sched_rate}/s" >&2
@@ -169,7 +194,7 @@ awk -v servers="$servers" '
   END {
     n = split(servers, S, " ")
     nm = split("lifecycle.jobs_per_s lifecycle.ops_per_s lifecycle.lat_p50_ms lifecycle.lat_p99_ms " \
-          "lifecycle.server_cpu_us_per_job retries.jobs_per_s retries.server_cpu_us_per_job " \
+          "lifecycle.server_cpu_us_per_job lifecycle.fsyncs lifecycle.requests_per_fsync retries.jobs_per_s retries.server_cpu_us_per_job " \
           "depth.jobs_per_s depth.server_cpu_us_per_job sched.late_p50_ms sched.late_p99_ms sched.late_max_ms " \
           "footprint.rss_bytes_per_job footprint.disk_bytes_per_job footprint.prefill_jobs_per_s " \
           "latency.rate_asked latency.lat_p50_ms latency.lat_p99_ms latency.lat_max_ms", M, " ")
