@@ -1,0 +1,389 @@
+/* Job lifecycle tests against the real server: PUSH/PUSHB validation,
+ * FETCH order (queues, priorities, pauses), scheduled jobs, ACK, FAIL
+ * through the policy (retry, dead, discard, catch, extension fields,
+ * trimming, history), SNOOZE, EXTEND and reservation expiry. */
+#include <criterion/criterion.h>
+
+#include "harness.h"
+
+static rbh_server S;
+static rbh_conn *C; /* worker w1 */
+
+static void start(void)
+{
+    cr_assert_eq(rbh_start(&S, NULL, NULL), 0, "server did not start (see %s)", S.log);
+    C = rbh_connect(&S, "w1");
+    cr_assert_not_null(C);
+}
+
+static void stop(void)
+{
+    rbh_close(C);
+    rbh_stop(&S);
+}
+
+TestSuite(jobs, .init = start, .fini = stop, .timeout = 30);
+
+#define PUSH_OK(...) cr_assert(rbh_expect(C, "+OK", "PUSH " __VA_ARGS__))
+
+/* FETCHes from queues and returns the job's jid (caller frees), or NULL. */
+static char *fetch_jid(rbh_conn *c, const char *queues)
+{
+    json_t *j = rbh_json(rbh_cmd(c, "FETCH %s", queues));
+    const char *jid = json_string_value(json_object_get(j, "jid"));
+    char *out = jid ? strdup(jid) : NULL;
+    json_decref(j);
+    return out;
+}
+
+static void expect_fetch(rbh_conn *c, const char *queues, const char *want)
+{
+    char *jid = fetch_jid(c, queues);
+    cr_assert(jid && !strcmp(jid, want), "fetched %s, wanted %s", jid ? jid : "nothing", want);
+    free(jid);
+}
+
+static json_t *job_info(const char *jid)
+{
+    return rbh_json(rbh_cmd(C, "JOB {\"jid\":\"%s\"}", jid));
+}
+
+Test(jobs, push_fetch_ack_keeps_unknown_fields)
+{
+    PUSH_OK("{\"jid\":\"keep-0001\",\"jobtype\":\"email\",\"args\":[1,\"x\"],\"priority\":5,"
+            "\"retry\":25,\"custom\":{\"a\":[1]},\"zzz\":{\"nested\":true}}");
+    json_t *j = rbh_json(rbh_cmd(C, "FETCH default"));
+    cr_assert_not_null(j);
+    cr_assert_str_eq(json_string_value(json_object_get(j, "jobtype")), "email");
+    cr_assert(json_is_true(rbh_get(j, "zzz.nested")), "unknown field lost");
+    cr_assert_eq(json_integer_value(rbh_get(j, "custom.a.0")), 1);
+    cr_assert_not_null(json_object_get(j, "enqueued_at"));
+    cr_assert_not_null(json_object_get(j, "created_at"));
+    cr_assert_str_eq(json_string_value(json_object_get(j, "queue")), "default");
+    json_decref(j);
+    cr_assert_eq(rbh_info_int(C, "faktory.tasks.Busy.size"), 1);
+    cr_assert(rbh_expect(C, "+OK", "ACK {\"jid\":\"keep-0001\"}"));
+    cr_assert_eq(rbh_info_int(C, "faktory.total_processed"), 1);
+    cr_assert_eq(rbh_info_int(C, "faktory.tasks.Busy.size"), 0);
+    cr_assert(rbh_expect(C, "$-1", "JOB {\"jid\":\"keep-0001\"}"));
+    cr_assert(rbh_expect(C, "+OK", "ACK {\"jid\":\"never-existed\"}"));
+}
+
+Test(jobs, push_validation_errors)
+{
+    struct { const char *job, *err; } cases[] = {
+        {"{\"jid\":\"short\",\"jobtype\":\"a\",\"args\":[]}", "-ERR jid must be a string of at least 8 characters"},
+        {"{\"jobtype\":\"a\",\"args\":[]}", "-ERR jid must be a string of at least 8 characters"},
+        {"{\"jid\":\"val-00001\",\"args\":[]}", "-ERR job val-00001: jobtype must be a non-empty string"},
+        {"{\"jid\":\"val-00001\",\"jobtype\":\"a\"}", "-ERR job val-00001: args must be an array"},
+        {"{\"jid\":\"val-00001\",\"jobtype\":\"a\",\"args\":{}}", "-ERR job val-00001: args must be an array"},
+        {"{\"jid\":\"val-00001\",\"jobtype\":\"a\",\"args\":[],\"at\":\"tomorrow\"}", "-ERR job val-00001: at 'tomorrow' is not an RFC 3339 time"},
+        {"{\"jid\":\"val-00001\",\"jobtype\":\"a\",\"args\":[],\"reserve_for\":86401}", "-ERR job val-00001: reserve_for must be between 0 and 86400, not 86401"},
+        {"{\"jid\":\"val-00001\",\"jobtype\":\"a\",\"args\":[],\"reserve_for\":\"1\"}", "-ERR job val-00001: reserve_for must be an integer"},
+        {"{\"jid\":\"val-00001\",\"jobtype\":\"a\",\"args\":[],\"priority\":10}", "-ERR job val-00001: priority must be between 1 and 9, not 10"},
+        {"{\"jid\":\"val-00001\",\"jobtype\":\"a\",\"args\":[],\"queue\":\"a b\"}", "-ERR job val-00001: queue must be a non-empty name without spaces"},
+        {"{\"jid\":\"val-00001\",\"jobtype\":\"a\",\"args\":[],\"custom\":1}", "-ERR job val-00001: custom must be an object"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        cr_assert(rbh_expect(C, cases[i].err, "PUSH %s", cases[i].job));
+    char *r = rbh_cmd(C, "PUSH {\"jid\":\"val-00001\",\"jobtype\":\"a\",\"args\":[],\"retry_policy\":\"ftl:bogus\"}");
+    cr_assert(r && strstr(r, "-ERR job val-00001: retry_policy") == r, "got %s", r);
+    free(r);
+    r = rbh_cmd(C, "PUSH {\"jid\":\"val-00001\",\"jobtype\":\"a\",\"args\":[],\"custom\":{\"retry_policy\":{\"nonsense\":1}}}");
+    cr_assert(r && strstr(r, "-ERR job val-00001: retry_policy") == r, "got %s", r);
+    free(r);
+    cr_assert_eq(rbh_info_int(C, "faktory.total_enqueued"), 0, "a rejected push changed state");
+    PUSH_OK("{\"jid\":\"val-00001\",\"jobtype\":\"a\",\"args\":[]}");
+    cr_assert(rbh_expect(C, "-ERR job val-00001 already exists",
+                         "PUSH {\"jid\":\"val-00001\",\"jobtype\":\"a\",\"args\":[]}"));
+}
+
+Test(jobs, pushb_reports_rejected_jobs)
+{
+    json_t *r = rbh_json(rbh_cmd(C, "PUSHB [{\"jid\":\"pb-000001\",\"jobtype\":\"a\",\"args\":[]},"
+                                    "{\"jid\":\"bad\",\"jobtype\":\"a\",\"args\":[]},"
+                                    "{\"jid\":\"pb-000002\",\"jobtype\":\"a\",\"args\":[],\"queue\":\"q2\"},7]"));
+    cr_assert(json_is_object(r));
+    cr_assert_eq(json_object_size(r), 2);
+    cr_assert_str_eq(json_string_value(json_object_get(r, "bad")),
+                     "jid must be a string of at least 8 characters");
+    cr_assert_str_eq(json_string_value(json_object_get(r, "#3")), "job must be a JSON object");
+    json_decref(r);
+    cr_assert(rbh_expect(C, "{}", "PUSHB []"));
+    expect_fetch(C, "q2 default", "pb-000002");
+    expect_fetch(C, "q2 default", "pb-000001");
+}
+
+Test(jobs, fetch_checks_queues_in_order_and_skips_paused)
+{
+    PUSH_OK("{\"jid\":\"ord-00001\",\"jobtype\":\"a\",\"args\":[],\"queue\":\"low\"}");
+    PUSH_OK("{\"jid\":\"ord-00002\",\"jobtype\":\"a\",\"args\":[],\"queue\":\"high\"}");
+    cr_assert(rbh_expect(C, "+OK", "QUEUE PAUSE high"));
+    expect_fetch(C, "high low", "ord-00001");
+    cr_assert(rbh_expect(C, "+OK", "QUEUE RESUME high"));
+    expect_fetch(C, "high low", "ord-00002");
+}
+
+Test(jobs, priority_higher_first_fifo_within)
+{
+    PUSH_OK("{\"jid\":\"pri-00001\",\"jobtype\":\"a\",\"args\":[],\"priority\":1}");
+    PUSH_OK("{\"jid\":\"pri-00002\",\"jobtype\":\"a\",\"args\":[]}");
+    PUSH_OK("{\"jid\":\"pri-00003\",\"jobtype\":\"a\",\"args\":[],\"priority\":9}");
+    PUSH_OK("{\"jid\":\"pri-00004\",\"jobtype\":\"a\",\"args\":[],\"priority\":5}");
+    PUSH_OK("{\"jid\":\"pri-00005\",\"jobtype\":\"a\",\"args\":[],\"priority\":9}");
+    const char *order[] = {"pri-00003", "pri-00005", "pri-00002", "pri-00004", "pri-00001"};
+    for (int i = 0; i < 5; i++)
+        expect_fetch(C, "default", order[i]);
+}
+
+Test(jobs, empty_fetch_waits_then_null)
+{
+    int64_t t0 = rbh_now_ms();
+    cr_assert(rbh_expect(C, "$-1", "FETCH nothing-here"));
+    cr_assert(rbh_now_ms() - t0 >= 1500, "FETCH returned before waiting");
+}
+
+Test(jobs, waiting_fetch_gets_a_job_pushed_meanwhile)
+{
+    rbh_conn *w = rbh_connect(&S, "w2");
+    cr_assert_eq(rbh_send(w, "FETCH later\r\n", 13), 0);
+    /* The worker is parked; push from another connection. */
+    PUSH_OK("{\"jid\":\"late-0001\",\"jobtype\":\"a\",\"args\":[],\"queue\":\"later\"}");
+    json_t *j = rbh_json(rbh_reply(w));
+    cr_assert_str_eq(json_string_value(json_object_get(j, "jid")), "late-0001");
+    json_decref(j);
+    rbh_close(w);
+}
+
+Test(jobs, scheduled_job_becomes_fetchable_at_its_time)
+{
+    char at[64];
+    time_t t = time(NULL) + 1;
+    strftime(at, sizeof at, "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));
+    PUSH_OK("{\"jid\":\"sch-00001\",\"jobtype\":\"a\",\"args\":[],\"at\":\"%s\"}", at);
+    cr_assert_eq(rbh_info_int(C, "faktory.tasks.Scheduled.size"), 1);
+    char *jid = NULL;
+    for (int i = 0; i < 5 && !jid; i++) /* each FETCH waits up to 2 s */
+        jid = fetch_jid(C, "default");
+    cr_assert_str_eq(jid, "sch-00001");
+    free(jid);
+    cr_assert_eq(rbh_info_int(C, "faktory.tasks.Scheduled.size"), 0);
+    /* a past `at` is enqueued at once */
+    PUSH_OK("{\"jid\":\"sch-00002\",\"jobtype\":\"a\",\"args\":[],\"at\":\"2001-01-01T00:00:00Z\"}");
+    expect_fetch(C, "default", "sch-00002");
+}
+
+Test(jobs, fail_retries_with_failure_hash_and_history)
+{
+    PUSH_OK("{\"jid\":\"fail-0001\",\"jobtype\":\"a\",\"args\":[],\"backtrace\":2}");
+    expect_fetch(C, "default", "fail-0001");
+    cr_assert(rbh_expect(C, "+OK", "FAIL {\"jid\":\"fail-0001\",\"errtype\":\"Boom\",\"message\":\"it broke\","
+                                   "\"backtrace\":[\"l1\",\"l2\",\"l3\"]}"));
+    json_t *v = job_info("fail-0001");
+    cr_assert_str_eq(json_string_value(json_object_get(v, "state")), "retries");
+    cr_assert_eq(json_integer_value(rbh_get(v, "job.failure.retry_count")), 0);
+    cr_assert_eq(json_integer_value(rbh_get(v, "job.failure.remaining")), 25);
+    cr_assert_str_eq(json_string_value(rbh_get(v, "job.failure.errtype")), "Boom");
+    cr_assert_str_eq(json_string_value(rbh_get(v, "job.failure.message")), "it broke");
+    cr_assert_eq(json_array_size(rbh_get(v, "job.failure.backtrace")), 2);
+    cr_assert_not_null(json_string_value(rbh_get(v, "job.failure.failed_at")));
+    cr_assert_not_null(json_string_value(rbh_get(v, "job.failure.next_at")));
+    cr_assert_str_eq(json_string_value(rbh_get(v, "history.0.outcome")), "retry");
+    cr_assert_str_eq(json_string_value(rbh_get(v, "history.0.source")), "computed");
+    long long delay = json_integer_value(rbh_get(v, "history.0.delay_ms"));
+    cr_assert(delay >= 15000 && delay <= 44000, "sidekiq first delay %lld", delay);
+    cr_assert_eq(json_integer_value(rbh_get(v, "history.0.attempt")), 1);
+    json_decref(v);
+    cr_assert_eq(rbh_info_int(C, "faktory.total_failures"), 1);
+    cr_assert_eq(rbh_info_int(C, "faktory.tasks.Retries.size"), 1);
+    /* not working any more: a second FAIL is refused */
+    cr_assert(rbh_expect(C, "-ERR Job not found fail-0001", "FAIL {\"jid\":\"fail-0001\"}"));
+    cr_assert(rbh_expect(C, "-ERR Job not found nope-nope", "FAIL {\"jid\":\"nope-nope\"}"));
+}
+
+Test(jobs, fail_input_is_trimmed)
+{
+    PUSH_OK("{\"jid\":\"trim-0001\",\"jobtype\":\"a\",\"args\":[]}");
+    expect_fetch(C, "default", "trim-0001");
+    char et[300];
+    memset(et, 'E', 250);
+    et[250] = '\0';
+    cr_assert(rbh_expect(C, "+OK", "FAIL {\"jid\":\"trim-0001\",\"errtype\":\"%s\",\"message\":\"\","
+                                   "\"backtrace\":[\"x\"]}", et));
+    json_t *v = job_info("trim-0001");
+    cr_assert_eq(strlen(json_string_value(rbh_get(v, "job.failure.errtype"))), 100);
+    cr_assert_str_eq(json_string_value(rbh_get(v, "job.failure.message")), "unknown");
+    cr_assert_eq(json_array_size(rbh_get(v, "job.failure.backtrace")), 0, "no backtrace setting: none kept");
+    json_decref(v);
+}
+
+Test(jobs, client_retry_bound_zero_discards_minus_one_kills)
+{
+    PUSH_OK("{\"jid\":\"rt0-00001\",\"jobtype\":\"a\",\"args\":[],\"retry\":0}");
+    PUSH_OK("{\"jid\":\"rtm-00001\",\"jobtype\":\"a\",\"args\":[],\"retry\":-1}");
+    expect_fetch(C, "default", "rt0-00001");
+    expect_fetch(C, "default", "rtm-00001");
+    cr_assert(rbh_expect(C, "+OK", "FAIL {\"jid\":\"rt0-00001\",\"errtype\":\"E\"}"));
+    cr_assert(rbh_expect(C, "+OK", "FAIL {\"jid\":\"rtm-00001\",\"errtype\":\"E\"}"));
+    cr_assert(rbh_expect(C, "$-1", "JOB {\"jid\":\"rt0-00001\"}"));
+    char *st = rbh_job_state(C, "rtm-00001");
+    cr_assert_str_eq(st, "dead");
+    free(st);
+    cr_assert_eq(rbh_info_int(C, "faktory.tasks.Dead.size"), 1);
+}
+
+Test(jobs, fail_extensions_retryable_false_and_overrides)
+{
+    PUSH_OK("{\"jid\":\"ext-00001\",\"jobtype\":\"a\",\"args\":[]}");
+    PUSH_OK("{\"jid\":\"ext-00002\",\"jobtype\":\"a\",\"args\":[]}");
+    PUSH_OK("{\"jid\":\"ext-00003\",\"jobtype\":\"a\",\"args\":[]}");
+    expect_fetch(C, "default", "ext-00001");
+    expect_fetch(C, "default", "ext-00002");
+    expect_fetch(C, "default", "ext-00003");
+    cr_assert(rbh_expect(C, "+OK", "FAIL {\"jid\":\"ext-00001\",\"errtype\":\"E\",\"retryable\":false}"));
+    json_t *v = job_info("ext-00001");
+    cr_assert_str_eq(json_string_value(json_object_get(v, "state")), "dead");
+    cr_assert_str_eq(json_string_value(rbh_get(v, "history.0.outcome")), "dead");
+    json_decref(v);
+
+    cr_assert(rbh_expect(C, "+OK", "FAIL {\"jid\":\"ext-00002\",\"errtype\":\"E\",\"retry_after\":\"7\"}"));
+    v = job_info("ext-00002");
+    cr_assert_str_eq(json_string_value(rbh_get(v, "history.0.source")), "server_requested");
+    cr_assert_eq(json_integer_value(rbh_get(v, "history.0.delay_ms")), 7000);
+    json_decref(v);
+
+    /* next_retry_delay: the job comes back after 0.2 s */
+    cr_assert(rbh_expect(C, "+OK", "FAIL {\"jid\":\"ext-00003\",\"errtype\":\"E\",\"next_retry_delay\":0.2}"));
+    v = job_info("ext-00003");
+    cr_assert_str_eq(json_string_value(rbh_get(v, "history.0.source")), "override");
+    cr_assert_eq(json_integer_value(rbh_get(v, "history.0.delay_ms")), 200);
+    json_decref(v);
+    expect_fetch(C, "default", "ext-00003");
+    v = job_info("ext-00003");
+    cr_assert_eq(json_integer_value(json_object_get(v, "attempts")), 2);
+    json_decref(v);
+
+    cr_assert(rbh_expect(C, "-ERR FAIL: retryable must be true or false",
+                         "FAIL {\"jid\":\"ext-00003\",\"retryable\":\"no\"}"));
+    cr_assert(rbh_expect(C, "-ERR FAIL: next_retry_delay must be a number of seconds",
+                         "FAIL {\"jid\":\"ext-00003\",\"next_retry_delay\":\"5\"}"));
+    cr_assert(rbh_expect(C, "-ERR FAIL: retry_after must be seconds or an HTTP-date",
+                         "FAIL {\"jid\":\"ext-00003\",\"retry_after\":[1]}"));
+}
+
+Test(jobs, job_retry_policy_applies_and_exhausts_to_dead)
+{
+    /* FTL: 1 retry after 1 s min; use next_retry_delay to keep it fast */
+    PUSH_OK("{\"jid\":\"pol-00001\",\"jobtype\":\"a\",\"args\":[],\"retry_policy\":\"ftl:1 1s 1s\"}");
+    expect_fetch(C, "default", "pol-00001");
+    cr_assert(rbh_expect(C, "+OK", "FAIL {\"jid\":\"pol-00001\",\"errtype\":\"E\"}"));
+    json_t *v = job_info("pol-00001");
+    cr_assert_eq(json_integer_value(rbh_get(v, "history.0.delay_ms")), 1000);
+    cr_assert_eq(json_integer_value(rbh_get(v, "job.failure.remaining")), 1);
+    json_decref(v);
+    expect_fetch(C, "default", "pol-00001");
+    cr_assert(rbh_expect(C, "+OK", "FAIL {\"jid\":\"pol-00001\",\"errtype\":\"E\"}"));
+    v = job_info("pol-00001");
+    cr_assert_str_eq(json_string_value(json_object_get(v, "state")), "dead");
+    cr_assert_str_eq(json_string_value(rbh_get(v, "history.1.reason")), "exhausted");
+    cr_assert_eq(json_array_size(json_object_get(v, "history")), 2);
+    json_decref(v);
+}
+
+Test(jobs, catch_job_carries_the_original)
+{
+    PUSH_OK("{\"jid\":\"cat-00001\",\"jobtype\":\"charge\",\"args\":[42],\"queue\":\"billing\","
+            "\"custom\":{\"retry_policy\":\"//ftl:retry 0 catch notify_failure\"}}");
+    expect_fetch(C, "billing", "cat-00001");
+    cr_assert(rbh_expect(C, "+OK", "FAIL {\"jid\":\"cat-00001\",\"errtype\":\"Declined\",\"message\":\"card\"}"));
+    char *st = rbh_job_state(C, "cat-00001");
+    cr_assert_str_eq(st, "dead");
+    free(st);
+    json_t *cj = rbh_json(rbh_cmd(C, "FETCH billing"));
+    cr_assert_not_null(cj);
+    cr_assert_str_eq(json_string_value(json_object_get(cj, "jobtype")), "notify_failure");
+    cr_assert_str_eq(json_string_value(rbh_get(cj, "args.0.jid")), "cat-00001");
+    cr_assert_str_eq(json_string_value(rbh_get(cj, "args.0.jobtype")), "charge");
+    cr_assert_eq(json_integer_value(rbh_get(cj, "args.0.args.0")), 42);
+    cr_assert_str_eq(json_string_value(rbh_get(cj, "args.0.error.errtype")), "Declined");
+    cr_assert_str_eq(json_string_value(rbh_get(cj, "args.0.error.message")), "card");
+    cr_assert_str_eq(json_string_value(rbh_get(cj, "custom.catch_of")), "cat-00001");
+    /* the catch job itself retries (indefinitely) */
+    const char *cjid = json_string_value(json_object_get(cj, "jid"));
+    cr_assert(rbh_expect(C, "+OK", "FAIL {\"jid\":\"%s\",\"errtype\":\"E\"}", cjid));
+    st = rbh_job_state(C, cjid);
+    cr_assert_str_eq(st, "retries");
+    free(st);
+    json_decref(cj);
+}
+
+Test(jobs, snooze_reschedules_without_consuming_an_attempt)
+{
+    PUSH_OK("{\"jid\":\"snz-00001\",\"jobtype\":\"a\",\"args\":[]}");
+    expect_fetch(C, "default", "snz-00001");
+    cr_assert(rbh_expect(C, "+OK", "SNOOZE {\"jid\":\"snz-00001\",\"seconds\":1}"));
+    char *st = rbh_job_state(C, "snz-00001");
+    cr_assert_str_eq(st, "scheduled");
+    free(st);
+    json_t *v = job_info("snz-00001");
+    cr_assert_eq(json_integer_value(json_object_get(v, "attempts")), 0);
+    json_decref(v);
+    expect_fetch(C, "default", "snz-00001"); /* waits for it */
+    v = job_info("snz-00001");
+    cr_assert_eq(json_integer_value(json_object_get(v, "attempts")), 1);
+    json_decref(v);
+    cr_assert(rbh_expect(C, "-ERR SNOOZE: seconds must be an integer from 0 to 31536000",
+                         "SNOOZE {\"jid\":\"snz-00001\",\"seconds\":-1}"));
+    cr_assert(rbh_expect(C, "-ERR SNOOZE: job zzzzzzzz not found", "SNOOZE {\"jid\":\"zzzzzzzz\",\"seconds\":1}"));
+    cr_assert(rbh_expect(C, "+OK", "SNOOZE {\"jid\":\"snz-00001\",\"seconds\":0}"));
+    cr_assert(rbh_expect(C, "-ERR SNOOZE: job snz-00001 is not working (it is enqueued)",
+                         "SNOOZE {\"jid\":\"snz-00001\",\"seconds\":1}"));
+}
+
+Test(jobs, extend_and_reservation_expiry)
+{
+    PUSH_OK("{\"jid\":\"res-00001\",\"jobtype\":\"a\",\"args\":[],\"reserve_for\":1,"
+            "\"retry_policy\":{\"dialect\":\"temporal\",\"initial_interval\":\"100ms\",\"maximum_attempts\":0}}");
+    expect_fetch(C, "default", "res-00001");
+    cr_assert(rbh_expect(C, "+OK", "EXTEND {\"jid\":\"res-00001\",\"reserve_for\":60}"));
+    json_t *v = job_info("res-00001");
+    cr_assert_not_null(json_object_get(v, "reserved_until"));
+    json_decref(v);
+    cr_assert(rbh_expect(C, "-ERR EXTEND: reserve_for must be an integer from 1 to 86400",
+                         "EXTEND {\"jid\":\"res-00001\",\"reserve_for\":0}"));
+    cr_assert(rbh_expect(C, "+OK", "EXTEND {\"jid\":\"res-00001\",\"reserve_for\":1}"));
+    /* the reservation expires: ReservationExpired through the policy */
+    cr_assert(rbh_wait_state(C, "res-00001", "enqueued", 5000) ||
+              rbh_wait_state(C, "res-00001", "retries", 100));
+    v = job_info("res-00001");
+    cr_assert_str_eq(json_string_value(rbh_get(v, "history.0.errtype")), "ReservationExpired");
+    json_decref(v);
+    /* a late ACK from the original worker completes it (nobody re-fetched it) */
+    cr_assert(rbh_expect(C, "+OK", "ACK {\"jid\":\"res-00001\"}"));
+    cr_assert(rbh_expect(C, "$-1", "JOB {\"jid\":\"res-00001\"}"));
+    cr_assert(rbh_expect(C, "-ERR EXTEND: job res-00001 not found", "EXTEND {\"jid\":\"res-00001\",\"reserve_for\":5}"));
+}
+
+Test(jobs, late_ack_after_another_worker_took_the_job_is_refused)
+{
+    PUSH_OK("{\"jid\":\"own-00001\",\"jobtype\":\"a\",\"args\":[],\"reserve_for\":1,"
+            "\"retry_policy\":{\"dialect\":\"temporal\",\"initial_interval\":\"100ms\",\"maximum_attempts\":0}}");
+    expect_fetch(C, "default", "own-00001");
+    rbh_conn *w2 = rbh_connect(&S, "w2");
+    char *jid = NULL;
+    for (int i = 0; i < 5 && !jid; i++)
+        jid = fetch_jid(w2, "default"); /* after the expiry and the retry delay */
+    cr_assert_str_eq(jid, "own-00001");
+    free(jid);
+    cr_assert(rbh_expect(C, "-ERR job own-00001 is reserved by another worker", "ACK {\"jid\":\"own-00001\"}"));
+    cr_assert(rbh_expect(C, "-ERR job own-00001 is reserved by another worker",
+                         "FAIL {\"jid\":\"own-00001\",\"errtype\":\"late\"}"));
+    char *st = rbh_job_state(C, "own-00001");
+    cr_assert_str_eq(st, "working");
+    free(st);
+    /* the holder may ACK on any of its connections */
+    rbh_conn *w2b = rbh_connect(&S, "w2");
+    cr_assert(rbh_expect(w2b, "+OK", "ACK {\"jid\":\"own-00001\"}"));
+    rbh_close(w2b);
+    rbh_close(w2);
+}
