@@ -1,0 +1,186 @@
+/* Administration tests against the real server: MUTATE (every command,
+ * target and filter, and its errors), QUEUE PAUSE/RESUME/REMOVE/LATENCY,
+ * JOBS listings, WORKERS and FLUSH. */
+#include <criterion/criterion.h>
+
+#include "harness.h"
+
+static rbh_server S;
+static rbh_conn *C;
+
+static void start(void)
+{
+    cr_assert_eq(rbh_start(&S, NULL, NULL), 0, "server did not start (see %s)", S.log);
+    C = rbh_connect(&S, "adm");
+    cr_assert_not_null(C);
+}
+
+static void stop(void)
+{
+    rbh_close(C);
+    rbh_stop(&S);
+}
+
+TestSuite(admin, .init = start, .fini = stop, .timeout = 30);
+
+/* Pushes n jobs "<prefix>-NNNN" of jobtype jt, scheduled an hour ahead. */
+static void push_scheduled(const char *prefix, const char *jt, int n)
+{
+    char at[64];
+    time_t t = time(NULL) + 3600;
+    strftime(at, sizeof at, "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));
+    for (int i = 0; i < n; i++)
+        cr_assert(rbh_expect(C, "+OK",
+                             "PUSH {\"jid\":\"%s-%04d\",\"jobtype\":\"%s\",\"args\":[],\"at\":\"%s\"}",
+                             prefix, i, jt, at));
+}
+
+/* Pushes, fetches and fails a job with retry -1 so it is dead. */
+static void make_dead(const char *jid, const char *jt)
+{
+    cr_assert(rbh_expect(C, "+OK", "PUSH {\"jid\":\"%s\",\"jobtype\":\"%s\",\"args\":[],\"retry\":-1,\"queue\":\"dq\"}", jid, jt));
+    json_t *j = rbh_json(rbh_cmd(C, "FETCH dq"));
+    cr_assert_str_eq(json_string_value(json_object_get(j, "jid")), jid);
+    json_decref(j);
+    cr_assert(rbh_expect(C, "+OK", "FAIL {\"jid\":\"%s\",\"errtype\":\"Err%s\"}", jid, jt));
+}
+
+Test(admin, mutate_errors)
+{
+    cr_assert(rbh_expect(C, "-ERR MUTATE: cmd must be kill, requeue, discard or clear",
+                         "MUTATE {\"cmd\":\"explode\",\"target\":\"dead\"}"));
+    cr_assert(rbh_expect(C, "-ERR MUTATE: target must be scheduled, retries or dead",
+                         "MUTATE {\"cmd\":\"kill\",\"target\":\"working\"}"));
+    cr_assert(rbh_expect(C, "-ERR MUTATE: target must be scheduled, retries or dead",
+                         "MUTATE {\"cmd\":\"kill\"}"));
+    cr_assert(rbh_expect(C, "-ERR MUTATE: filter must be an object",
+                         "MUTATE {\"cmd\":\"kill\",\"target\":\"dead\",\"filter\":[]}"));
+    cr_assert(rbh_expect(C, "-ERR MUTATE: filter has jids (array), regexp (string), jobtype (string)",
+                         "MUTATE {\"cmd\":\"kill\",\"target\":\"dead\",\"filter\":{\"jids\":\"x\"}}"));
+    cr_assert(rbh_expect(C, "-ERR MUTATE: argument must be a JSON object", "MUTATE 3"));
+}
+
+Test(admin, mutate_kill_requeue_discard_with_filters)
+{
+    push_scheduled("alpha", "A", 3);
+    push_scheduled("beta", "B", 2);
+    cr_assert_eq(rbh_info_int(C, "faktory.tasks.Scheduled.size"), 5);
+    /* kill by jobtype */
+    cr_assert(rbh_expect(C, "+OK", "MUTATE {\"cmd\":\"kill\",\"target\":\"scheduled\",\"filter\":{\"jobtype\":\"B\"}}"));
+    cr_assert_eq(rbh_info_int(C, "faktory.tasks.Dead.size"), 2);
+    cr_assert_eq(rbh_info_int(C, "faktory.tasks.Scheduled.size"), 3);
+    /* requeue by jids */
+    cr_assert(rbh_expect(C, "+OK", "MUTATE {\"cmd\":\"requeue\",\"target\":\"scheduled\",\"filter\":{\"jids\":[\"alpha-0001\",\"nope\"]}}"));
+    char *st = rbh_job_state(C, "alpha-0001");
+    cr_assert_str_eq(st, "enqueued");
+    free(st);
+    /* discard by pattern (glob over the job JSON) */
+    cr_assert(rbh_expect(C, "+OK", "MUTATE {\"cmd\":\"discard\",\"target\":\"scheduled\",\"filter\":{\"regexp\":\"*alpha-0002*\"}}"));
+    cr_assert(rbh_expect(C, "$-1", "JOB {\"jid\":\"alpha-0002\"}"));
+    cr_assert_eq(rbh_info_int(C, "faktory.tasks.Scheduled.size"), 1);
+    /* a jid filter on the wrong target changes nothing */
+    cr_assert(rbh_expect(C, "+OK", "MUTATE {\"cmd\":\"discard\",\"target\":\"retries\",\"filter\":{\"jids\":[\"alpha-0000\"]}}"));
+    st = rbh_job_state(C, "alpha-0000");
+    cr_assert_str_eq(st, "scheduled");
+    free(st);
+    /* requeue from dead */
+    cr_assert(rbh_expect(C, "+OK", "MUTATE {\"cmd\":\"requeue\",\"target\":\"dead\",\"filter\":{\"jids\":[\"beta-0000\"]}}"));
+    st = rbh_job_state(C, "beta-0000");
+    cr_assert_str_eq(st, "enqueued");
+    free(st);
+    /* clear ignores the filter */
+    cr_assert(rbh_expect(C, "+OK", "MUTATE {\"cmd\":\"clear\",\"target\":\"dead\",\"filter\":{\"jobtype\":\"nothing\"}}"));
+    cr_assert_eq(rbh_info_int(C, "faktory.tasks.Dead.size"), 0);
+}
+
+Test(admin, mutate_on_retries_and_dead)
+{
+    make_dead("dead-0001", "X");
+    make_dead("dead-0002", "Y");
+    cr_assert_eq(rbh_info_int(C, "faktory.tasks.Dead.size"), 2);
+    cr_assert(rbh_expect(C, "+OK", "MUTATE {\"cmd\":\"discard\",\"target\":\"dead\",\"filter\":{\"jobtype\":\"X\"}}"));
+    cr_assert(rbh_expect(C, "$-1", "JOB {\"jid\":\"dead-0001\"}"));
+    cr_assert(rbh_expect(C, "+OK", "PUSH {\"jid\":\"retr-0001\",\"jobtype\":\"R\",\"args\":[],\"queue\":\"rq\"}"));
+    json_t *j = rbh_json(rbh_cmd(C, "FETCH rq"));
+    json_decref(j);
+    cr_assert(rbh_expect(C, "+OK", "FAIL {\"jid\":\"retr-0001\",\"errtype\":\"E\"}"));
+    cr_assert(rbh_expect(C, "+OK", "MUTATE {\"cmd\":\"kill\",\"target\":\"retries\"}"));
+    char *st = rbh_job_state(C, "retr-0001");
+    cr_assert_str_eq(st, "dead");
+    free(st);
+}
+
+Test(admin, queue_commands)
+{
+    cr_assert(rbh_expect(C, "-ERR QUEUE: subcommand must be PAUSE, RESUME, REMOVE or LATENCY", "QUEUE FREEZE q"));
+    cr_assert(rbh_expect(C, "-ERR QUEUE PAUSE: name at least one queue (or *)", "QUEUE PAUSE"));
+    for (int i = 0; i < 3; i++)
+        cr_assert(rbh_expect(C, "+OK", "PUSH {\"jid\":\"que-%05d\",\"jobtype\":\"a\",\"args\":[],\"queue\":\"%s\"}",
+                             i, i < 2 ? "q1" : "q2"));
+    cr_assert(rbh_expect(C, "+OK", "QUEUE PAUSE *"));
+    cr_assert(rbh_expect(C, "$-1", "FETCH q1 q2"));
+    cr_assert(rbh_expect(C, "+OK", "QUEUE RESUME q2 unknown-queue"));
+    json_t *j = rbh_json(rbh_cmd(C, "FETCH q1 q2"));
+    cr_assert_str_eq(json_string_value(json_object_get(j, "jid")), "que-00002");
+    json_decref(j);
+    json_t *lat = rbh_json(rbh_cmd(C, "QUEUE LATENCY q1 none"));
+    cr_assert(json_is_number(json_object_get(lat, "q1")));
+    cr_assert(json_number_value(json_object_get(lat, "q1")) >= 0);
+    cr_assert(json_number_value(json_object_get(lat, "none")) == 0);
+    json_decref(lat);
+    cr_assert(rbh_expect(C, "+OK", "QUEUE REMOVE q1"));
+    cr_assert_eq(rbh_info_int(C, "faktory.total_enqueued"), 0);
+    cr_assert(rbh_expect(C, "$-1", "JOB {\"jid\":\"que-00000\"}"));
+    cr_assert(rbh_expect(C, "+OK", "queue resume *"));
+}
+
+Test(admin, jobs_listing_with_filters)
+{
+    cr_assert(rbh_expect(C, "-ERR JOBS: state must be scheduled, enqueued, working, retries or dead", "JOBS {}"));
+    cr_assert(rbh_expect(C, "-ERR JOBS: offset must be >= 0 and limit from 0 to 10000",
+                         "JOBS {\"state\":\"dead\",\"limit\":-1}"));
+    for (int i = 0; i < 5; i++)
+        cr_assert(rbh_expect(C, "+OK", "PUSH {\"jid\":\"lst-%05d\",\"jobtype\":\"%s\",\"args\":[],\"queue\":\"%s\"}",
+                             i, i % 2 ? "odd" : "even", i < 3 ? "la" : "lb"));
+    json_t *v = rbh_json(rbh_cmd(C, "JOBS {\"state\":\"enqueued\"}"));
+    cr_assert_eq(json_integer_value(json_object_get(v, "total")), 5);
+    json_decref(v);
+    v = rbh_json(rbh_cmd(C, "JOBS {\"state\":\"enqueued\",\"queue\":\"la\",\"jobtype\":\"even\"}"));
+    cr_assert_eq(json_integer_value(json_object_get(v, "total")), 2);
+    cr_assert_str_eq(json_string_value(rbh_get(v, "jobs.0.job.jid")), "lst-00000");
+    cr_assert_str_eq(json_string_value(rbh_get(v, "jobs.1.job.jid")), "lst-00002");
+    cr_assert_str_eq(json_string_value(rbh_get(v, "jobs.0.state")), "enqueued");
+    json_decref(v);
+    v = rbh_json(rbh_cmd(C, "JOBS {\"state\":\"enqueued\",\"queue\":\"la\",\"offset\":1,\"limit\":1}"));
+    cr_assert_eq(json_integer_value(json_object_get(v, "total")), 3);
+    cr_assert_eq(json_array_size(json_object_get(v, "jobs")), 1);
+    cr_assert_str_eq(json_string_value(rbh_get(v, "jobs.0.job.jid")), "lst-00001");
+    json_decref(v);
+    make_dead("lst-dead1", "Z");
+    v = rbh_json(rbh_cmd(C, "JOBS {\"state\":\"dead\",\"errtype\":\"ErrZ\"}"));
+    cr_assert_eq(json_integer_value(json_object_get(v, "total")), 1);
+    json_decref(v);
+    v = rbh_json(rbh_cmd(C, "JOBS {\"state\":\"dead\",\"errtype\":\"Other\"}"));
+    cr_assert_eq(json_integer_value(json_object_get(v, "total")), 0);
+    json_decref(v);
+}
+
+Test(admin, flush_deletes_everything)
+{
+    push_scheduled("flush", "A", 2);
+    make_dead("fl-dead01", "D");
+    cr_assert(rbh_expect(C, "+OK", "PUSH {\"jid\":\"fl-enq001\",\"jobtype\":\"a\",\"args\":[]}"));
+    cr_assert(rbh_expect(C, "+OK", "FLUSH"));
+    cr_assert_eq(rbh_info_int(C, "faktory.total_enqueued"), 0);
+    cr_assert_eq(rbh_info_int(C, "faktory.tasks.Scheduled.size"), 0);
+    cr_assert_eq(rbh_info_int(C, "faktory.tasks.Dead.size"), 0);
+    cr_assert_eq(rbh_info_int(C, "faktory.total_failures"), 0);
+    cr_assert(rbh_expect(C, "$-1", "JOB {\"jid\":\"fl-enq001\"}"));
+    /* and it stays flushed after a restart */
+    rbh_close(C);
+    rbh_kill(&S, SIGKILL);
+    cr_assert_eq(rbh_launch(&S, NULL), 0);
+    C = rbh_connect(&S, "adm");
+    cr_assert_eq(rbh_info_int(C, "faktory.tasks.Dead.size"), 0);
+    cr_assert_eq(rbh_info_int(C, "faktory.total_enqueued"), 0);
+}
