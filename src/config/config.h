@@ -66,9 +66,13 @@ void rb_config_release(rb_config *cfg);
 
 /* Loads path (NULL: defaults only) and, when env is non-NULL and non-empty,
  * the overlay rebound.<env>.toml next to it, merged key by key (arrays replaced
- * whole). On success returns 0 with *cfg filled (release it); on failure
- * returns a negative code with err naming file, line, key and rule, and *cfg
- * is left initialised to defaults (still to be released). */
+ * whole); pass rb_config_env_name(flag) to honour $REBOUND_ENV. cfg need not
+ * be initialised (its old contents are not released). On success returns 0
+ * with *cfg filled (release it); on failure returns a negative code with err
+ * naming file, line, key and rule ("FILE:LINE: key 'k': rule"; TOML syntax
+ * errors "FILE:LINE:COL: what"; RB_EIO "cannot read 'FILE': ..." for a missing
+ * base or requested overlay file), and *cfg is left initialised to defaults
+ * (still to be released). */
 int rb_config_load(rb_config *cfg, const char *path, const char *env, rb_err *err);
 
 /* The environment name to use: flag when non-NULL and non-empty, else

@@ -33,13 +33,12 @@ static bool read_all(const char *path, rb_buf *out)
 static const char *corpus(void)
 {
     const char *top = getenv("REBOUND_TOP");
-    const char *cands[3];
+    const char *cands[2];
     char a[1024];
     snprintf(a, sizeof a, "%s/../shared/toml-test/tests", top ? top : ".");
     cands[0] = a;
     cands[1] = "../shared/toml-test/tests";
-    cands[2] = "/work/shared/toml-test/tests";
-    for (size_t i = 0; i < 3; i++) {
+    for (size_t i = 0; i < 2; i++) {
         char list[1100];
         snprintf(list, sizeof list, "%s/files-toml-1.0.0", cands[i]);
         FILE *f = fopen(list, "r");
