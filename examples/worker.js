@@ -16,7 +16,9 @@ let attempts = 0;
 faktory.register("flaky", async () => {
   attempts++;
   console.log(`flaky: attempt ${attempts} fails at ${new Date().toISOString()}`);
-  throw new Error(`flaky failed (attempt ${attempts})`);
+  const err = new Error(`flaky failed (attempt ${attempts})`);
+  err.code = "FlakyError"; // sent as the failure's errtype
+  throw err;
 });
 
 faktory
