@@ -2,6 +2,7 @@
  * engine parses SPEC and policy_out.c prints. */
 #include "cli/cli.h"
 #include "cli/policy_out.h"
+#include "config/config.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -11,6 +12,8 @@ static const char usage[] =
     "usage: rebound policy check SPEC [--json]\n"
     "       rebound policy simulate SPEC [--failures N] [--errtype T] [--retry-after S]\n"
     "                                    [--seed S] [--json]\n"
+    "       rebound policy simulate [SPEC] --config FILE --jobtype T [--queue Q] [--retry N]\n"
+    "                                    [--env NAME] [...]   (the effective policy for a job)\n"
     "SPEC: a JSON object ({\"maximum_attempts\": 5}, {\"dialect\": \"tasker\", ...}),\n"
     "      an FTL directive ('ftl:10 5s 1m', '//ftl:retry 10 5s 1m catch verb'),\n"
     "      or 'faktory:N'\n";
@@ -60,14 +63,85 @@ static int policy_check(int argc, char **argv)
     return CLI_OK;
 }
 
+/* `policy simulate --config`: the job a stock client would push. */
+struct job_opts {
+    const char *config, *env, *jobtype, *queue;
+    bool has_retry;
+    long long retry;
+};
+
+/* Simulates the policy semantics.md §8 gives a job of jobtype/queue under the
+ * config file (SPEC, when given, plays the job's own retry_policy field). */
+static int simulate_for_job(const char *spec, const struct job_opts *j, cli_sim_opts *o)
+{
+    if (!j->jobtype)
+        return cli_error(CLI_USAGE, "policy simulate: --config needs --jobtype T");
+    rb_config cfg;
+    rb_err err = {0};
+    if (rb_config_load(&cfg, j->config, rb_config_env_name(j->env), &err) != 0) {
+        rb_config_release(&cfg);
+        return cli_error(err.code == RB_EIO ? CLI_FAIL : CLI_USAGE, "%s", rb_err_msg(&err));
+    }
+    json_t *jobj = json_pack("{s:s, s:s}", "jobtype", j->jobtype, "queue",
+                             j->queue ? j->queue : "default");
+    if (j->has_retry)
+        json_object_set_new(jobj, "retry", json_integer(j->retry));
+    if (spec) {
+        json_error_t jerr;
+        json_t *v = spec[0] == '{' ? json_loads(spec, 0, &jerr) : json_string(spec);
+        if (!v) {
+            json_decref(jobj);
+            rb_config_release(&cfg);
+            return cli_error(CLI_USAGE, "SPEC: invalid JSON at column %d: %s", jerr.column,
+                             jerr.text);
+        }
+        json_object_set_new(jobj, "retry_policy", v);
+    }
+    rb_policy p;
+    rb_policy_layer layer;
+    int rc = rb_config_effective_policy(&cfg, jobj, &p, &layer, &err);
+    json_decref(jobj);
+    if (rc != 0) {
+        rb_config_release(&cfg);
+        return cli_error(CLI_USAGE, "%s", rb_err_msg(&err));
+    }
+    char source[512];
+    const char *file = j->config ? j->config : "built-in defaults";
+    switch (layer) {
+    case RB_LAYER_JOB: snprintf(source, sizeof source, "the job's retry_policy"); break;
+    case RB_LAYER_JOBTYPE:
+        snprintf(source, sizeof source, "[retry.jobtypes.%s] in %s", j->jobtype, file);
+        break;
+    case RB_LAYER_QUEUE:
+        snprintf(source, sizeof source, "[retry.queues.%s] in %s", j->queue ? j->queue : "default",
+                 file);
+        break;
+    case RB_LAYER_DEFAULT: snprintf(source, sizeof source, "[retry] in %s", file); break;
+    default: snprintf(source, sizeof source, "built-in default (Faktory's)"); break;
+    }
+    if (j->has_retry) {
+        size_t n = strlen(source);
+        snprintf(source + n, sizeof source - n, "; bounded by the job's retry %lld", j->retry);
+    }
+    o->source = source;
+    rc = cli_simulate_policy(stdout, &p, o);
+    rb_policy_release(&p);
+    rb_config_release(&cfg);
+    return rc;
+}
+
 static int policy_simulate(int argc, char **argv)
 {
     const char *spec = NULL;
     cli_sim_opts o = {0};
+    struct job_opts job = {0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         bool takes_value = !strcmp(a, "--failures") || !strcmp(a, "--errtype") ||
-                           !strcmp(a, "--retry-after") || !strcmp(a, "--seed");
+                           !strcmp(a, "--retry-after") || !strcmp(a, "--seed") ||
+                           !strcmp(a, "--config") || !strcmp(a, "--env") ||
+                           !strcmp(a, "--jobtype") || !strcmp(a, "--queue") ||
+                           !strcmp(a, "--retry");
         if (takes_value && i + 1 >= argc)
             return cli_error(CLI_USAGE, "policy simulate: %s needs a value", a);
         if (!strcmp(a, "--json")) {
@@ -88,6 +162,22 @@ static int policy_simulate(int argc, char **argv)
             if (parse_u64(a, argv[++i], &o.seed))
                 return CLI_USAGE;
             o.seeded = true;
+        } else if (!strcmp(a, "--config")) {
+            job.config = argv[++i];
+        } else if (!strcmp(a, "--env")) {
+            job.env = argv[++i];
+        } else if (!strcmp(a, "--jobtype")) {
+            job.jobtype = argv[++i];
+        } else if (!strcmp(a, "--queue")) {
+            job.queue = argv[++i];
+        } else if (!strcmp(a, "--retry")) {
+            char *end;
+            errno = 0;
+            long long r = strtoll(argv[++i], &end, 10);
+            if (!*argv[i] || *end || errno || r < -1)
+                return cli_error(CLI_USAGE, "--retry: must be an integer >= -1, got '%s'", argv[i]);
+            job.retry = r;
+            job.has_retry = true;
         } else if (a[0] == '-' && a[1] == '-') {
             return cli_error(CLI_USAGE, "policy simulate: unknown option '%s'", a);
         } else if (spec) {
@@ -96,6 +186,8 @@ static int policy_simulate(int argc, char **argv)
             spec = a;
         }
     }
+    if (job.config || job.jobtype || job.queue || job.has_retry || job.env)
+        return simulate_for_job(spec, &job, &o);
     if (!spec)
         return cli_error(CLI_USAGE, "policy simulate: missing SPEC (see 'rebound policy --help')");
     rb_policy p;

@@ -118,8 +118,13 @@ int cli_simulate_policy(FILE *out, const rb_policy *p, const cli_sim_opts *o)
     rb_simulation sim;
     rb_policy_simulate(p, &f, o->failures, rb_now_ms(), &rng, &sim);
     if (o->json) {
-        print_json(out, rb_simulation_to_json(p, &sim));
+        json_t *root = rb_simulation_to_json(p, &sim);
+        if (o->source)
+            json_object_set_new(root, "policy_source", json_string(o->source));
+        print_json(out, root);
     } else {
+        if (o->source)
+            fprintf(out, "policy from: %s\n", o->source);
         cli_print_policy(out, p, false);
         fprintf(out, "seed:        %llu\n\n", (unsigned long long)seed);
         print_table(out, &sim);

@@ -18,6 +18,9 @@ typedef struct cli_sim_opts {
     bool seeded;             /* seed given: reproducible output */
     uint64_t seed;
     bool json;
+    /* Where the policy came from (e.g. "[retry.jobtypes.email] in rebound.toml");
+     * NULL = a SPEC on the command line. Printed as "source". */
+    const char *source;
 } cli_sim_opts;
 
 /* `policy check`'s output for p. */

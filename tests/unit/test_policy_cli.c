@@ -260,3 +260,108 @@ Test(policy_cli, bad_input_exits_2_with_one_line)
     cr_assert(strstr(r.out, "usage: rebound policy check SPEC"));
     run_free(&r);
 }
+
+/* `policy simulate --config`: the effective policy for a job (semantics.md §8). */
+static char *write_config(const char *text)
+{
+    static char path[64];
+    snprintf(path, sizeof path, "/tmp/rebound-policy-cli-XXXXXX");
+    int fd = mkstemp(path);
+    cr_assert_neq(fd, -1);
+    FILE *f = fdopen(fd, "w");
+    fputs(text, f);
+    fclose(f);
+    return path;
+}
+
+static const char layered_config[] =
+    "[retry]\ndialect = \"temporal\"\ninitial_interval = \"2s\"\n"
+    "[retry.queues.bulk]\nfaktory = 3\n"
+    "[retry.jobtypes.send_email]\nftl = \"10 5s 1m\"\n";
+
+static json_t *simulate_json(const char *cfg, const char *jobtype, const char *queue,
+                             const char *retry)
+{
+    run r = retry ? rebound("simulate", "--config", cfg, "--jobtype", jobtype, "--queue", queue,
+                            "--retry", retry, "--seed", "1", "--json", NULL)
+                  : rebound("simulate", "--config", cfg, "--jobtype", jobtype, "--queue", queue,
+                            "--seed", "1", "--json", NULL);
+    cr_assert_eq(r.rc, 0, "%s", r.err);
+    json_t *root = json_loads(r.out, 0, NULL);
+    cr_assert_not_null(root, "%s", r.out);
+    run_free(&r);
+    return root;
+}
+
+static const char *jstr(json_t *o, const char *k)
+{
+    const char *s = json_string_value(json_object_get(o, k));
+    cr_assert_not_null(s, "no string %s", k);
+    return s;
+}
+
+Test(policy_cli, config_layers_in_precedence_order)
+{
+    char *cfg = write_config(layered_config);
+    char want[128];
+
+    /* job type beats queue: FTL 10 retries -> 11 attempts, dead */
+    json_t *root = simulate_json(cfg, "send_email", "bulk", NULL);
+    snprintf(want, sizeof want, "[retry.jobtypes.send_email] in %s", cfg);
+    cr_assert_str_eq(jstr(root, "policy_source"), want);
+    cr_assert_eq(json_array_size(json_object_get(root, "attempts")), 11);
+    cr_assert_str_eq(jstr(root, "final"), "dead");
+    json_decref(root);
+
+    /* queue next: faktory 3 -> 4 attempts */
+    root = simulate_json(cfg, "resize", "bulk", NULL);
+    snprintf(want, sizeof want, "[retry.queues.bulk] in %s", cfg);
+    cr_assert_str_eq(jstr(root, "policy_source"), want);
+    cr_assert_eq(json_array_size(json_object_get(root, "attempts")), 4);
+    json_decref(root);
+
+    /* then [retry]: temporal, unlimited, first delay 2 s */
+    root = simulate_json(cfg, "resize", "default", NULL);
+    snprintf(want, sizeof want, "[retry] in %s", cfg);
+    cr_assert_str_eq(jstr(root, "policy_source"), want);
+    cr_assert_str_eq(jstr(root, "final"), "unlimited");
+    json_t *first = json_array_get(json_object_get(root, "attempts"), 0);
+    cr_assert_eq(json_integer_value(json_object_get(first, "delay_ms")), 2000);
+    json_decref(root);
+    unlink(cfg);
+}
+
+Test(policy_cli, config_client_retry_bounds_the_schedule)
+{
+    char *cfg = write_config(layered_config);
+    /* a stock client's retry 25 caps the unlimited temporal policy at 26 runs */
+    json_t *root = simulate_json(cfg, "resize", "default", "25");
+    cr_assert_eq(json_array_size(json_object_get(root, "attempts")), 26);
+    cr_assert_str_eq(jstr(root, "final"), "dead");
+    cr_assert(strstr(jstr(root, "policy_source"), "bounded by the job's retry 25"));
+    json_decref(root);
+    /* retry 0: the first failure discards */
+    root = simulate_json(cfg, "send_email", "default", "0");
+    cr_assert_eq(json_array_size(json_object_get(root, "attempts")), 1);
+    cr_assert_str_eq(jstr(root, "final"), "discard");
+    json_decref(root);
+    unlink(cfg);
+}
+
+Test(policy_cli, config_errors_exit_with_one_line)
+{
+    char *cfg = write_config("[retry]\nftl = \"0 5s\"\n");
+    run r = rebound("simulate", "--config", cfg, "--jobtype", "x", NULL);
+    cr_assert_eq(r.rc, 2, "%s", r.err);
+    cr_assert(strstr(r.err, "retry count is 0"), "%s", r.err);
+    run_free(&r);
+    unlink(cfg);
+    r = rebound("simulate", "--config", "/nonexistent/rebound.toml", "--jobtype", "x", NULL);
+    cr_assert_eq(r.rc, 1, "%s", r.err);
+    cr_assert(strstr(r.err, "/nonexistent/rebound.toml"), "%s", r.err);
+    run_free(&r);
+    r = rebound("simulate", "--config", "/nonexistent/rebound.toml", NULL);
+    cr_assert_eq(r.rc, 2);
+    cr_assert(strstr(r.err, "--jobtype"), "%s", r.err);
+    run_free(&r);
+}
