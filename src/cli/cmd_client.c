@@ -156,8 +156,8 @@ static void print_info(const json_t *info, const char *addr)
            (long long)size_of(tasks, "Retries"), (long long)size_of(tasks, "Dead"),
            (long long)size_of(tasks, "Busy"));
     printf("workers    %lld\n", (long long)size_of(tasks, "Workers"));
-    printf("totals     %lld enqueued, %lld processed, %lld failures\n",
-           (long long)json_integer_value(json_object_get(fk, "total_enqueued")),
+    /* total_enqueued is Faktory's current count, not a running total. */
+    printf("totals     %lld processed, %lld failures\n",
            (long long)json_integer_value(json_object_get(fk, "total_processed")),
            (long long)json_integer_value(json_object_get(fk, "total_failures")));
     if (json_object_size(queues) == 0) {
