@@ -145,10 +145,13 @@ static void process(rb_conn *c)
             rb_reply_err(c, "command line contains a NUL byte");
             continue;
         }
-        c->refs++; /* the command may close c */
+        c->refs++; /* the command may close c: keep the struct until we look */
         rb_command_run(c, line);
         free(line);
+        bool gone = c->closed;
         rb_conn_unref(c);
+        if (gone)
+            return;
     }
 }
 

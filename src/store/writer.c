@@ -42,7 +42,8 @@ struct rb_writer {
     pthread_t thread;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    batch *cur;                 /* filled by the loop; guarded by mu */
+    batch *open;                /* being filled by the loop; loop-only, no lock */
+    batch *cur;                 /* sealed, waiting for the thread; guarded by mu */
     batch *done_head, *done_tail; /* finished batches; guarded by mu */
     int stop;
     int efd;
@@ -120,6 +121,7 @@ rb_writer *rb_writer_start(rb_store *s, rb_err *err)
     rb_writer *w = rb_xcalloc(1, sizeof *w);
     w->store = s;
     w->cur = batch_new();
+    w->open = batch_new();
     w->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (w->efd < 0) {
         rb_err_set(err, RB_EIO, "eventfd: %s", strerror(errno));
@@ -137,6 +139,7 @@ rb_writer *rb_writer_start(rb_store *s, rb_err *err)
     return w;
 fail:
     batch_free(w->cur);
+    batch_free(w->open);
     free(w);
     return NULL;
 }
@@ -170,6 +173,7 @@ void rb_writer_free(rb_writer *w)
 {
     if (!w)
         return;
+    rb_writer_seal(w);
     pthread_mutex_lock(&w->mu);
     w->stop = 1;
     pthread_cond_signal(&w->cv);
@@ -177,6 +181,7 @@ void rb_writer_free(rb_writer *w)
     pthread_join(w->thread, NULL);
     rb_writer_reap(w);
     batch_free(w->cur);
+    batch_free(w->open);
     pthread_mutex_destroy(&w->mu);
     pthread_cond_destroy(&w->cv);
     close(w->efd);
@@ -188,16 +193,42 @@ uint64_t rb_writer_commits(const rb_writer *w)
     return w->commits; /* read racily: a statistic */
 }
 
-/* Appends o to the current batch and wakes the thread. */
+/* Appends o to the open batch (the thread does not see it until sealed). */
 static void push_op(rb_writer *w, const op *o)
 {
-    pthread_mutex_lock(&w->mu);
-    batch *b = w->cur;
+    batch *b = w->open;
     if (b->n_ops == b->cap_ops) {
         b->cap_ops = b->cap_ops ? b->cap_ops * 2 : 16;
         b->ops = rb_xrealloc(b->ops, b->cap_ops * sizeof *b->ops);
     }
     b->ops[b->n_ops++] = *o;
+}
+
+void rb_writer_seal(rb_writer *w)
+{
+    batch *o = w->open;
+    if (o->n_ops == 0 && o->n_dones == 0)
+        return;
+    pthread_mutex_lock(&w->mu);
+    batch *c = w->cur;
+    if (c->n_ops == 0 && c->n_dones == 0) {
+        w->cur = o; /* the common case: hand the whole batch over */
+        w->open = c;
+    } else {
+        if (c->n_ops + o->n_ops > c->cap_ops) {
+            c->cap_ops = c->n_ops + o->n_ops;
+            c->ops = rb_xrealloc(c->ops, c->cap_ops * sizeof *c->ops);
+        }
+        memcpy(c->ops + c->n_ops, o->ops, o->n_ops * sizeof *o->ops);
+        c->n_ops += o->n_ops;
+        if (c->n_dones + o->n_dones > c->cap_dones) {
+            c->cap_dones = c->n_dones + o->n_dones;
+            c->dones = rb_xrealloc(c->dones, c->cap_dones * sizeof *c->dones);
+        }
+        memcpy(c->dones + c->n_dones, o->dones, o->n_dones * sizeof *o->dones);
+        c->n_dones += o->n_dones;
+        o->n_ops = o->n_dones = 0; /* the blobs moved with the ops */
+    }
     pthread_cond_signal(&w->cv);
     pthread_mutex_unlock(&w->mu);
 }
@@ -271,13 +302,11 @@ void rb_writer_clear(rb_writer *w)
 
 void rb_writer_then(rb_writer *w, rb_writer_done_fn fn, void *arg)
 {
-    pthread_mutex_lock(&w->mu);
-    batch *b = w->cur;
+    batch *b = w->open;
     if (b->n_dones == b->cap_dones) {
         b->cap_dones = b->cap_dones ? b->cap_dones * 2 : 16;
         b->dones = rb_xrealloc(b->dones, b->cap_dones * sizeof *b->dones);
     }
     b->dones[b->n_dones++] = (done){fn, arg};
-    pthread_cond_signal(&w->cv);
-    pthread_mutex_unlock(&w->mu);
+    rb_writer_seal(w);
 }

@@ -22,7 +22,7 @@ typedef void (*rb_writer_done_fn)(void *arg, int status, const rb_err *err);
  * the thread or its wake-up descriptor cannot be created. */
 rb_writer *rb_writer_start(rb_store *s, rb_err *err);
 
-/* Drains: commits whatever was submitted, stops the thread, runs the pending
+/* Drains: seals and commits whatever was submitted, stops the thread, runs the pending
  * completions, and frees w. NULL is a no-op. */
 void rb_writer_free(rb_writer *w);
 
@@ -32,14 +32,20 @@ int rb_writer_fd(const rb_writer *w);
 /* Runs the completions of every finished batch. Returns how many ran. */
 int rb_writer_reap(rb_writer *w);
 
-/* Operations for the current batch. Everything is copied. */
+/* Operations for the open batch, which the thread does not see until it is
+ * sealed: the operations of one request always commit together, in one
+ * transaction, with the completion that answers it. Everything is copied. */
 void rb_writer_put(rb_writer *w, const rb_job_row *row);
 void rb_writer_del(rb_writer *w, const char *jid);
 void rb_writer_counter(rb_writer *w, const char *name, int64_t value);
 void rb_writer_meta(rb_writer *w, const char *key, const char *value);
 void rb_writer_clear(rb_writer *w);
-/* Queues fn(arg, ...) to run when the operations submitted so far are done. */
+/* Queues fn(arg, ...) to run when the operations submitted so far are done,
+ * and seals the open batch. */
 void rb_writer_then(rb_writer *w, rb_writer_done_fn fn, void *arg);
+/* Hands the open batch to the writer thread (for work that no reply waits
+ * on, such as timer-driven changes). No-op when it is empty. */
+void rb_writer_seal(rb_writer *w);
 
 /* Batches committed and failed so far (for INFO and tests). */
 uint64_t rb_writer_commits(const rb_writer *w);

@@ -190,14 +190,34 @@ static inline int rbh_kill(rbh_server *s, int sig)
     return st;
 }
 
-/* Stops the server (SIGTERM) if running and removes its directory. */
-static inline void rbh_stop(rbh_server *s)
+/* Stops the server (SIGTERM) if running and removes its directory (kept
+ * when $RBH_KEEP is set). Returns 0 when the server exited with status 0 and
+ * its log shows no sanitizer report (a leak or a bad access under ASan),
+ * -1 otherwise (the log is printed to stderr, the directory kept). */
+static inline int rbh_stop(rbh_server *s)
 {
-    rbh_kill(s, SIGTERM);
-    char cmd[300];
+    int rc = 0;
+    if (s->pid > 0) {
+        int st = rbh_kill(s, SIGTERM);
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+            rc = -1;
+    }
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "grep -qE 'ERROR: [A-Za-z]+Sanitizer|runtime error:' '%s' 2>/dev/null",
+             s->log);
+    if (s->log[0] && system(cmd) == 0)
+        rc = -1;
+    if (rc) {
+        fprintf(stderr, "harness: the server in %s did not exit cleanly; its log:\n", s->dir);
+        snprintf(cmd, sizeof cmd, "cat '%s' >&2", s->log);
+        if (system(cmd) != 0)
+            fprintf(stderr, "(no log)\n");
+        return rc;
+    }
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", s->dir);
     if (getenv("RBH_KEEP") == NULL && system(cmd) != 0)
         fprintf(stderr, "harness: cannot remove %s\n", s->dir);
+    return 0;
 }
 
 /* Reads one line (without CRLF) into out; -1 on EOF/error/10 s timeout. */

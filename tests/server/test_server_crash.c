@@ -28,7 +28,7 @@ static void start(void)
 
 static void stop(void)
 {
-    rbh_stop(&S);
+    cr_assert_eq(rbh_stop(&S), 0, "the server did not exit cleanly");
 }
 
 TestSuite(crash, .init = start, .fini = stop, .timeout = 180);

@@ -19,7 +19,7 @@ static void start(void)
 static void stop(void)
 {
     rbh_close(C);
-    rbh_stop(&S);
+    cr_assert_eq(rbh_stop(&S), 0, "the server did not exit cleanly");
 }
 
 TestSuite(jobs, .init = start, .fini = stop, .timeout = 30);

@@ -16,7 +16,7 @@ static void start(void)
 
 static void stop(void)
 {
-    rbh_stop(&S);
+    cr_assert_eq(rbh_stop(&S), 0, "the server did not exit cleanly");
 }
 
 TestSuite(protocol, .init = start, .fini = stop, .timeout = 30);
@@ -146,7 +146,7 @@ Test(protocol, beat_and_workers_signals)
 
 Test(protocol, too_long_line_is_an_error_and_closes)
 {
-    rbh_stop(&S);
+    cr_assert_eq(rbh_stop(&S), 0);
     cr_assert_eq(rbh_start(&S, "[server]\nmax_job_bytes = 2048\n", NULL), 0);
     rbh_conn *c = rbh_connect(&S, NULL);
     char big[4096];
@@ -178,7 +178,7 @@ static void pwdhash(const char *pw, const char *salt, long iters, char out[65])
 
 Test(protocol, password_authentication)
 {
-    rbh_stop(&S);
+    cr_assert_eq(rbh_stop(&S), 0);
     cr_assert_eq(rbh_start(&S, "[server]\npassword = \"s3cret\"\n", NULL), 0);
     rbh_conn *c = rbh_connect_raw(&S);
     json_t *hi = json_loads(c->greeting + 4, 0, NULL);
