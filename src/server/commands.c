@@ -143,6 +143,7 @@ static void cmd_hello(rb_conn *c, char *arg)
         c->worker->conns++;
     }
     c->hello_done = true;
+    bufferevent_set_timeouts(c->bev, NULL, NULL); /* identified: no idle limit */
     json_decref(o);
     rb_reply_ok(c);
 }

@@ -164,8 +164,8 @@ static void on_read(struct bufferevent *bev, void *arg)
 static void on_event(struct bufferevent *bev, short what, void *arg)
 {
     (void)bev;
-    if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR))
-        rb_conn_close(arg);
+    if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT))
+        rb_conn_close(arg); /* a timeout only before HELLO */
 }
 
 void rb_conn_accept(rb_srv *srv, evutil_socket_t fd)
@@ -183,6 +183,8 @@ void rb_conn_accept(rb_srv *srv, evutil_socket_t fd)
     c->bev = bufferevent_socket_new(srv->base, fd, BEV_OPT_CLOSE_ON_FREE);
     bufferevent_setcb(c->bev, on_read, NULL, on_event, c);
     bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+    struct timeval hello_within = {RB_HELLO_TIMEOUT_S, 0};
+    bufferevent_set_timeouts(c->bev, &hello_within, NULL);
     rb_list_append(&srv->conns, &c->link);
     const char *pw = srv->cfg.server.password;
     if (pw && *pw) {

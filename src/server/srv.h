@@ -86,6 +86,8 @@ void rb_reply_err(rb_conn *c, const char *fmt, ...) __attribute__((format(printf
 void rb_reply_json(rb_conn *c, json_t *v);
 
 /* --- conn.c --- */
+/* A connection that has not said HELLO within this many seconds is closed. */
+#define RB_HELLO_TIMEOUT_S 10
 void rb_conn_accept(rb_srv *srv, evutil_socket_t fd);
 /* The current command is complete: read and run the next buffered line. */
 void rb_conn_done(rb_conn *c);
