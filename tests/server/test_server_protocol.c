@@ -229,3 +229,42 @@ Test(protocol, sigterm_quiets_workers_then_exits_cleanly)
     free(state);
     rbh_close(c);
 }
+
+Test(protocol, too_many_connections_is_refused)
+{
+    cr_assert_eq(rbh_stop(&S), 0);
+    cr_assert_eq(rbh_start(&S, "[server]\nmax_connections = 2\n", NULL), 0);
+    rbh_conn *a = rbh_connect(&S, NULL), *b = rbh_connect(&S, NULL);
+    cr_assert(a && b);
+    rbh_conn *c = rbh_connect_raw(&S);
+    cr_assert_not_null(c);
+    cr_assert_str_eq(c->greeting, "-ERR too many connections: 2");
+    cr_assert_null(rbh_reply(c));
+    rbh_close(c);
+    rbh_close(b);
+    /* a slot is free again once the server has seen b go */
+    bool ok = false;
+    for (int i = 0; i < 200 && !ok; i++) {
+        c = rbh_connect_raw(&S);
+        ok = c && !strcmp(c->greeting, "+HI {\"v\":2}");
+        rbh_close(c);
+        if (!ok)
+            rbh_sleep_ms(10);
+    }
+    cr_assert(ok, "no connection accepted after one closed");
+    rbh_close(a);
+}
+
+Test(protocol, bad_command_line_options_exit_2)
+{
+    const char *const bad_level[] = {"--log-level", "loud", NULL};
+    rbh_server t;
+    rbh_init(&t);
+    cr_assert_eq(rbh_launch(&t, bad_level), -1, "started with --log-level loud");
+    snprintf(t.log, sizeof t.log, "%s", "");
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "%s serve --listen nonsense --db %s/x.db 2>/dev/null", rbh_bin(), t.dir);
+    int st = system(cmd);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 2, "status %d", st);
+    cr_assert_eq(rbh_stop(&t), 0);
+}
