@@ -1,0 +1,193 @@
+/* Unit tests of the server's data structures: the timer heap (order, FIFO
+ * ties, removal from the middle), the intrusive table, the job indexes
+ * (priorities, state moves) and the group-commit writer on a real SQLite
+ * file. */
+#include <criterion/criterion.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/buf.h"
+#include "server/heap.h"
+#include "server/jobs.h"
+#include "server/table.h"
+#include "store/store.h"
+#include "store/writer.h"
+
+Test(heap, pops_in_deadline_order_fifo_on_ties_and_removes_any_node)
+{
+    enum { N = 500 };
+    rb_heap h;
+    rb_heap_init(&h);
+    rb_heap_node n[N];
+    for (int i = 0; i < N; i++) {
+        rb_heap_node_init(&n[i]);
+        rb_heap_push(&h, &n[i], (i * 7919) % 50); /* many equal deadlines */
+    }
+    for (int i = 0; i < N; i += 3) /* remove a third, from anywhere */
+        rb_heap_remove(&h, &n[i]);
+    rb_heap_remove(&h, &n[0]); /* removing twice is a no-op */
+    int64_t last_at = -1;
+    uint64_t last_seq = 0;
+    int popped = 0;
+    rb_heap_node *t;
+    while ((t = rb_heap_top(&h))) {
+        cr_assert(t->at_ms > last_at || (t->at_ms == last_at && t->seq > last_seq),
+                  "out of order at %d", popped);
+        cr_assert_neq((t - n) % 3, 0, "a removed node came out");
+        last_at = t->at_ms;
+        last_seq = t->seq;
+        rb_heap_remove(&h, t);
+        cr_assert_eq(t->idx, RB_HEAP_NONE);
+        popped++;
+    }
+    cr_assert_eq(popped, N - (N + 2) / 3);
+    rb_heap_release(&h);
+}
+
+typedef struct item {
+    void *next;
+    char key[16];
+} item;
+
+static const char *item_key(const void *e)
+{
+    return ((const item *)e)->key;
+}
+
+Test(table, put_get_del_through_growth)
+{
+    rb_table t;
+    rb_table_init(&t, offsetof(item, next), item_key);
+    enum { N = 5000 };
+    item *it = calloc(N, sizeof *it);
+    for (int i = 0; i < N; i++) {
+        snprintf(it[i].key, sizeof it[i].key, "k%d", i);
+        rb_table_put(&t, &it[i]);
+    }
+    cr_assert_eq(t.size, N);
+    for (int i = 0; i < N; i += 2)
+        rb_table_del(&t, &it[i]);
+    for (int i = 0; i < N; i++)
+        cr_assert_eq(rb_table_get(&t, it[i].key), i % 2 ? &it[i] : NULL);
+    cr_assert_null(rb_table_get(&t, "missing"));
+    rb_table_release(&t);
+    free(it);
+}
+
+Test(jobs_index, priorities_fifo_and_state_moves)
+{
+    rb_jobs js;
+    rb_jobs_init(&js);
+    rb_queue *q = rb_jobs_queue(&js, "q", true);
+    cr_assert_eq(rb_jobs_queue(&js, "q", false), q);
+    cr_assert_null(rb_jobs_queue(&js, "other", false));
+    int prios[] = {1, 5, 9, 5, 9};
+    const char *jids[] = {"j0", "j1", "j2", "j3", "j4"};
+    for (int i = 0; i < 5; i++) {
+        rb_job *j = rb_job_new(jids[i], rb_xstrdup("{}"), q, prios[i]);
+        rb_jobs_add(&js, j);
+        rb_jobs_set_state(&js, j, RB_JOB_ENQUEUED, i);
+    }
+    cr_assert_eq(q->size, 5);
+    const char *order[] = {"j2", "j4", "j1", "j3", "j0"};
+    for (int i = 0; i < 5; i++) {
+        rb_job *j = rb_queue_first(q);
+        cr_assert_str_eq(j->jid, order[i]);
+        rb_jobs_set_state(&js, j, RB_JOB_WORKING, 1000 - i);
+    }
+    cr_assert_eq(js.enqueued, 0);
+    cr_assert_eq(js.working.size, 5);
+    cr_assert_str_eq(rb_jobs_next_timer(&js)->jid, "j0"); /* earliest lease end */
+    rb_jobs_delete(&js, rb_jobs_find(&js, "j0"));
+    cr_assert_null(rb_jobs_find(&js, "j0"));
+    cr_assert_str_eq(rb_jobs_next_timer(&js)->jid, "j3");
+    rb_jobs_set_state(&js, rb_jobs_find(&js, "j3"), RB_JOB_DEAD, 5000);
+    cr_assert_eq(js.dead.size, 1);
+    cr_assert_str_eq(rb_jobs_next_timer(&js)->jid, "j1");
+    cr_assert_eq(rb_job_state_parse("retries"), RB_JOB_RETRIES);
+    cr_assert_eq(rb_job_state_parse("pending"), -1);
+    rb_jobs_release(&js);
+}
+
+static int done_calls, done_status;
+
+static void on_done(void *arg, int status, const rb_err *err)
+{
+    (void)arg;
+    (void)err;
+    done_calls++;
+    done_status = status;
+}
+
+typedef struct seen {
+    int jobs, counter_value;
+    char first_jid[32];
+} seen;
+
+static int see_job(void *arg, const rb_job_row *r)
+{
+    seen *s = arg;
+    if (s->jobs++ == 0)
+        snprintf(s->first_jid, sizeof s->first_jid, "%s", r->jid);
+    return 0;
+}
+
+static int see_counter(void *arg, const char *name, int64_t v)
+{
+    if (!strcmp(name, "c"))
+        ((seen *)arg)->counter_value = (int)v;
+    return 0;
+}
+
+static int see_meta(void *arg, const char *k, const char *v)
+{
+    (void)arg;
+    (void)k;
+    (void)v;
+    return 0;
+}
+
+Test(writer, commits_batches_and_runs_completions_in_order)
+{
+    char dir[] = "/tmp/rebound-unit-XXXXXX", path[64];
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/w.db", dir);
+    rb_store *s;
+    rb_err err = {0};
+    cr_assert_eq(rb_store_open(path, &s, &err), 0, "%s", err.msg);
+    rb_writer *w = rb_writer_start(s, &err);
+    cr_assert_not_null(w);
+    for (int i = 0; i < 100; i++) {
+        char jid[32];
+        snprintf(jid, sizeof jid, "jid-%03d", i);
+        rb_job_row r = {.jid = jid, .state = 2, .queue = "q", .priority = 5, .seq = (uint64_t)i,
+                        .due_ms = i, .json = "{}", .reserve_s = 30};
+        rb_writer_put(w, &r);
+        if (i % 10 == 0)
+            rb_writer_del(w, jid);
+        rb_writer_then(w, on_done, NULL);
+    }
+    rb_writer_counter(w, "c", 42);
+    rb_writer_then(w, on_done, NULL);
+    while (done_calls < 101) /* completions run on this thread */
+        if (rb_writer_reap(w) == 0)
+            usleep(1000);
+    cr_assert_eq(done_status, 0);
+    rb_writer_free(w);
+    s->ops->close(s);
+
+    cr_assert_eq(rb_store_open(path, &s, &err), 0);
+    seen sn = {0};
+    rb_store_loader l = {&sn, see_job, see_counter, see_meta};
+    cr_assert_eq(s->ops->load(s, &l, &err), 0);
+    cr_assert_eq(sn.jobs, 90);
+    cr_assert_str_eq(sn.first_jid, "jid-001");
+    cr_assert_eq(sn.counter_value, 42);
+    s->ops->close(s);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
+}
