@@ -387,3 +387,29 @@ Test(jobs, late_ack_after_another_worker_took_the_job_is_refused)
     rbh_close(w2b);
     rbh_close(w2);
 }
+
+Test(jobs, config_policies_by_jobtype_and_queue_with_the_client_bound)
+{
+    rbh_close(C);
+    cr_assert_eq(rbh_stop(&S), 0);
+    cr_assert_eq(rbh_start(&S, "[retry.jobtypes.send_email]\nftl = \"10 5s 1m\"\n"
+                               "[retry.queues.slow]\nftl = \"2 7s 1m\"\n", NULL), 0);
+    C = rbh_connect(&S, "w1");
+    PUSH_OK("{\"jid\":\"cfg-00001\",\"jobtype\":\"send_email\",\"args\":[],\"retry\":25}");
+    PUSH_OK("{\"jid\":\"cfg-00002\",\"jobtype\":\"other\",\"args\":[],\"queue\":\"slow\"}");
+    PUSH_OK("{\"jid\":\"cfg-00003\",\"jobtype\":\"send_email\",\"args\":[],\"retry\":0}");
+    expect_fetch(C, "default slow", "cfg-00001");
+    expect_fetch(C, "default slow", "cfg-00003");
+    expect_fetch(C, "default slow", "cfg-00002");
+    for (int i = 1; i <= 3; i++)
+        cr_assert(rbh_expect(C, "+OK", "FAIL {\"jid\":\"cfg-%05d\",\"errtype\":\"E\"}", i));
+    json_t *v = job_info("cfg-00001");
+    cr_assert_eq(json_integer_value(rbh_get(v, "history.0.delay_ms")), 5000, "jobtype policy");
+    cr_assert_eq(json_integer_value(rbh_get(v, "job.failure.remaining")), 10);
+    json_decref(v);
+    v = job_info("cfg-00002");
+    cr_assert_eq(json_integer_value(rbh_get(v, "history.0.delay_ms")), 7000, "queue policy");
+    json_decref(v);
+    /* retry 0 from the client: discarded whatever the schedule says */
+    cr_assert(rbh_expect(C, "$-1", "JOB {\"jid\":\"cfg-00003\"}"));
+}
