@@ -28,9 +28,4 @@ json_t *rb_cmd_json_arg(rb_conn *c, const char *verb, const char *arg, int want_
 /* o's "jid" string, or NULL after replying an error. Borrowed from o. */
 const char *rb_cmd_jid(rb_conn *c, const char *verb, const json_t *o);
 
-/* core.c: activate jids (PENDING jobs) after the commit, then reply bulk
- * (taken over; NULL = +OK) or the storage error. jids and strings are
- * taken over. */
-void rb_srv_push_reply(rb_srv *srv, rb_conn *c, char **jids, size_t n, char *bulk);
-
 #endif

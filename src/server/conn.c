@@ -76,6 +76,8 @@ void rb_conn_close(rb_conn *c)
          * goes away; the write callback frees it once drained. */
         bufferevent_disable(c->bev, EV_READ);
         bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
+        struct timeval give_up = {5, 0}; /* a peer that never reads */
+        bufferevent_set_timeouts(c->bev, NULL, &give_up);
         bufferevent_setcb(c->bev, NULL, on_drained, on_drain_event, c);
         rb_list_append(&srv->draining, &c->link);
         return;

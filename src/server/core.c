@@ -39,9 +39,7 @@ void rb_srv_persist(rb_srv *srv, const rb_job *j)
 void rb_srv_forget(rb_srv *srv, rb_job *j)
 {
     rb_writer_del(srv->writer, j->jid);
-    rb_queue *q = j->queue;
     rb_jobs_delete(&srv->jobs, j);
-    (void)q;
 }
 
 void rb_srv_persist_counters(rb_srv *srv)
@@ -183,9 +181,6 @@ void rb_srv_reply_after_commit(rb_srv *srv, rb_conn *c)
     rb_writer_then(srv->writer, on_commit, pending_new(srv, c));
 }
 
-/* Used by the push handlers: activate jids after the commit, reply bulk
- * (taken over; NULL = +OK). */
-void rb_srv_push_reply(rb_srv *srv, rb_conn *c, char **jids, size_t n, char *bulk);
 void rb_srv_push_reply(rb_srv *srv, rb_conn *c, char **jids, size_t n, char *bulk)
 {
     pending *p = pending_new(srv, c);

@@ -121,6 +121,11 @@ bool rb_srv_try_fetch(rb_srv *srv, rb_conn *c, char **queues, int n);
 /* Completes c's command after everything submitted so far is on disk:
  * replies +OK, or the error. */
 void rb_srv_reply_after_commit(rb_srv *srv, rb_conn *c);
+/* For PUSH/PUSHB: after the commit, makes the PENDING jobs named by jids
+ * visible (enqueued or scheduled) and replies bulk (NULL: +OK); on a failed
+ * commit drops them and replies the error. jids, its strings and bulk are
+ * taken over. */
+void rb_srv_push_reply(rb_srv *srv, rb_conn *c, char **jids, size_t n, char *bulk);
 rb_worker *rb_srv_worker(rb_srv *srv, const char *wid, bool create);
 /* Sets a top-level field of a job's JSON text (replacing it). */
 void rb_job_set_field(rb_job *j, const char *key, json_t *value);

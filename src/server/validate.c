@@ -94,8 +94,6 @@ int rb_job_validate(rb_srv *srv, json_t *job, rb_err *err)
     return 0;
 }
 
-void rb_srv_push_reply(rb_srv *srv, rb_conn *c, char **jids, size_t n, char *bulk);
-
 int rb_srv_push(rb_srv *srv, json_t *job, rb_err *err)
 {
     int rc = rb_job_validate(srv, job, err);
