@@ -33,7 +33,7 @@ if [ $quick = 1 ]; then
   fsync_jobs=400; sched_jobs=1000; sched_rate=2000; lat_secs=1; timeout=60
 else
   : "${jobs:=200000}" "${prefill:=1000000}"
-  fsync_jobs=10000; sched_jobs=20000; sched_rate=4000; lat_secs=5; timeout=600
+  fsync_jobs=10000; sched_jobs=20000; sched_rate=2000; lat_secs=5; timeout=600
 fi
 
 need="$LG $MICRO"
