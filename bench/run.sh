@@ -22,7 +22,7 @@ while [ $# -gt 0 ]; do
     --jobs) jobs=$2; shift ;;
     --prefill) prefill=$2; shift ;;
     --raw) raw=$2; shift ;;
-    -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown option '$1'" >&2; exit 2 ;;
   esac
   shift
