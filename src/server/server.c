@@ -250,7 +250,14 @@ int rb_server_run(const rb_server_opts *o, rb_err *err)
         goto out_store;
     }
     signal(SIGPIPE, SIG_IGN);
-    srv->base = event_base_new();
+    /* The changelist folds the add/remove of EV_WRITE around each reply
+     * into one epoll_ctl (or none) per loop iteration. */
+    struct event_config *ecfg = event_config_new();
+    event_config_set_flag(ecfg, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
+    srv->base = event_base_new_with_config(ecfg);
+    event_config_free(ecfg);
+    if (!srv->base)
+        srv->base = event_base_new();
     srv->writer_ev = event_new(srv->base, rb_writer_fd(srv->writer), EV_READ | EV_PERSIST,
                                on_writer, srv);
     event_add(srv->writer_ev, NULL);

@@ -3,8 +3,10 @@
  * only once it is on disk. */
 #include "store/store.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <sqlite3.h>
@@ -21,7 +23,18 @@ typedef struct sqlite_store {
     /* Test seam: while the file named by $REBOUND_FAULT_FILE exists, every
      * commit fails as a full disk would. */
     const char *fault_file;
+    /* Checkpoints run on their own thread and connection, so that copying
+     * the WAL into the database never stalls a commit. */
+    pthread_t ckpt_thread;
+    pthread_mutex_t ckpt_mu;
+    pthread_cond_t ckpt_cv;
+    int ckpt_stop, ckpt_started;
+    unsigned commits_since_ckpt; /* guarded by ckpt_mu */
 } sqlite_store;
+
+/* Commits between checkpoints (and a checkpoint at least every second when
+ * anything was committed). */
+#define CKPT_EVERY_COMMITS 500
 
 static const char *const stmt_sql[ST_N] = {
     [ST_PUT] = "INSERT OR REPLACE INTO jobs(jid,state,queue,priority,seq,due_ms,first_ms,"
@@ -36,7 +49,7 @@ static const char schema[] =
     "CREATE TABLE IF NOT EXISTS jobs(jid TEXT PRIMARY KEY, state INTEGER NOT NULL,"
     " queue TEXT NOT NULL, priority INTEGER NOT NULL, seq INTEGER NOT NULL,"
     " due_ms INTEGER NOT NULL, first_ms INTEGER NOT NULL, attempts INTEGER NOT NULL,"
-    " wid TEXT, json TEXT NOT NULL, history TEXT, reserve_s INTEGER NOT NULL);"
+    " wid TEXT, json TEXT NOT NULL, history TEXT, reserve_s INTEGER NOT NULL) WITHOUT ROWID;"
     "CREATE TABLE IF NOT EXISTS counters(name TEXT PRIMARY KEY, value INTEGER NOT NULL);"
     "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);";
 
@@ -135,7 +148,14 @@ static int sq_commit(rb_store *base, rb_err *err)
     sqlite_store *s = (sqlite_store *)base;
     if (s->fault_file && access(s->fault_file, F_OK) == 0)
         return rb_err_set(err, RB_ESTORE, "commit to '%s': injected fault (disk full)", s->path);
-    return exec(s, "COMMIT", err);
+    int rc = exec(s, "COMMIT", err);
+    if (rc == 0 && s->ckpt_started) {
+        pthread_mutex_lock(&s->ckpt_mu);
+        if (++s->commits_since_ckpt >= CKPT_EVERY_COMMITS)
+            pthread_cond_signal(&s->ckpt_cv);
+        pthread_mutex_unlock(&s->ckpt_mu);
+    }
+    return rc;
 }
 
 static void sq_rollback(rb_store *base)
@@ -198,11 +218,51 @@ static int sq_load(rb_store *base, const rb_store_loader *l, rb_err *err)
     return rc;
 }
 
+static void *ckpt_main(void *arg)
+{
+    sqlite_store *s = arg;
+    sqlite3 *db = NULL;
+    if (sqlite3_open_v2(s->path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+        sqlite3_close(db);
+        return NULL; /* the writer's own connection still checkpoints at close */
+    }
+    sqlite3_busy_timeout(db, 1000);
+    sqlite3_exec(db, "PRAGMA synchronous=FULL", NULL, NULL, NULL);
+    pthread_mutex_lock(&s->ckpt_mu);
+    while (!s->ckpt_stop) {
+        if (s->commits_since_ckpt < CKPT_EVERY_COMMITS) {
+            struct timespec until;
+            clock_gettime(CLOCK_REALTIME, &until);
+            until.tv_sec += 1;
+            pthread_cond_timedwait(&s->ckpt_cv, &s->ckpt_mu, &until);
+        }
+        if (s->ckpt_stop || s->commits_since_ckpt == 0)
+            continue;
+        s->commits_since_ckpt = 0;
+        pthread_mutex_unlock(&s->ckpt_mu);
+        /* PASSIVE: copies what it can without blocking the writer */
+        sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+        pthread_mutex_lock(&s->ckpt_mu);
+    }
+    pthread_mutex_unlock(&s->ckpt_mu);
+    sqlite3_close(db);
+    return NULL;
+}
+
 static void sq_close(rb_store *base)
 {
     sqlite_store *s = (sqlite_store *)base;
     if (!s)
         return;
+    if (s->ckpt_started) {
+        pthread_mutex_lock(&s->ckpt_mu);
+        s->ckpt_stop = 1;
+        pthread_cond_signal(&s->ckpt_cv);
+        pthread_mutex_unlock(&s->ckpt_mu);
+        pthread_join(s->ckpt_thread, NULL);
+        pthread_mutex_destroy(&s->ckpt_mu);
+        pthread_cond_destroy(&s->ckpt_cv);
+    }
     for (int i = 0; i < ST_N; i++)
         sqlite3_finalize(s->st[i]);
     sqlite3_close(s->db);
@@ -237,7 +297,8 @@ int rb_store_sqlite_open(const char *path, rb_store **out, rb_err *err)
         goto fail;
     }
     sqlite3_busy_timeout(s->db, 5000);
-    if ((rc = exec(s, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;", err)) ||
+    if ((rc = exec(s, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
+                      " PRAGMA wal_autocheckpoint=0; PRAGMA cache_size=-16384;", err)) ||
         (rc = exec(s, schema, err)))
         goto fail;
     for (int i = 0; i < ST_N; i++)
@@ -245,6 +306,15 @@ int rb_store_sqlite_open(const char *path, rb_store **out, rb_err *err)
             rc = db_error(s, err, "prepare");
             goto fail;
         }
+    pthread_mutex_init(&s->ckpt_mu, NULL);
+    pthread_cond_init(&s->ckpt_cv, NULL);
+    if (pthread_create(&s->ckpt_thread, NULL, ckpt_main, s) == 0) {
+        s->ckpt_started = 1;
+    } else {
+        pthread_mutex_destroy(&s->ckpt_mu);
+        pthread_cond_destroy(&s->ckpt_cv);
+        exec(s, "PRAGMA wal_autocheckpoint=1000", NULL); /* no thread: checkpoint inline */
+    }
     *out = &s->base;
     return 0;
 fail:

@@ -20,6 +20,7 @@ typedef struct op {
     const char *key; /* OP_DEL jid, OP_COUNTER name, OP_META key (into blob) */
     const char *val; /* OP_META value or NULL */
     int64_t num;
+    int skip;        /* a later op of the batch makes this one useless */
 } op;
 
 typedef struct done {
@@ -64,13 +65,41 @@ static void batch_free(batch *b)
     free(b);
 }
 
+/* Marks every counter write that a later one in the same batch overwrites
+ * (ACK and FAIL write both counters each time: only the last values matter).
+ * One pass from the end over a handful of distinct names. */
+static void mark_superseded(batch *b)
+{
+    const char *seen[8];
+    int n = 0;
+    for (size_t i = b->n_ops; i-- > 0;) {
+        op *o = &b->ops[i];
+        if (o->kind == OP_CLEAR) {
+            n = 0;
+            continue;
+        }
+        if (o->kind != OP_COUNTER)
+            continue;
+        int dup = 0;
+        for (int k = 0; k < n && !dup; k++)
+            dup = !strcmp(seen[k], o->key);
+        if (dup)
+            o->skip = 1;
+        else if (n < 8)
+            seen[n++] = o->key;
+    }
+}
+
 static int apply(rb_store *s, batch *b, rb_err *err)
 {
     int rc = s->ops->begin(s, err);
     if (rc)
         return rc;
+    mark_superseded(b);
     for (size_t i = 0; i < b->n_ops && !rc; i++) {
         op *o = &b->ops[i];
+        if (o->skip)
+            continue;
         switch (o->kind) {
         case OP_PUT: rc = s->ops->put_job(s, &o->row, err); break;
         case OP_DEL: rc = s->ops->del_job(s, o->key, err); break;
@@ -219,13 +248,15 @@ void rb_writer_seal(rb_writer *w)
             c->cap_ops = c->n_ops + o->n_ops;
             c->ops = rb_xrealloc(c->ops, c->cap_ops * sizeof *c->ops);
         }
-        memcpy(c->ops + c->n_ops, o->ops, o->n_ops * sizeof *o->ops);
+        if (o->n_ops)
+            memcpy(c->ops + c->n_ops, o->ops, o->n_ops * sizeof *o->ops);
         c->n_ops += o->n_ops;
         if (c->n_dones + o->n_dones > c->cap_dones) {
             c->cap_dones = c->n_dones + o->n_dones;
             c->dones = rb_xrealloc(c->dones, c->cap_dones * sizeof *c->dones);
         }
-        memcpy(c->dones + c->n_dones, o->dones, o->n_dones * sizeof *o->dones);
+        if (o->n_dones)
+            memcpy(c->dones + c->n_dones, o->dones, o->n_dones * sizeof *o->dones);
         c->n_dones += o->n_dones;
         o->n_ops = o->n_dones = 0; /* the blobs moved with the ops */
     }

@@ -19,10 +19,30 @@ static void start(void)
 static void stop(void)
 {
     rbh_close(C);
-    cr_assert_eq(rbh_stop(&S), 0, "the server did not exit cleanly");
+    rbh_stop(&S); /* after finish() this only removes what is left */
 }
 
 TestSuite(jobs, .init = start, .fini = stop, .timeout = 30);
+
+/* Criterion ignores assertion failures in .fini, so every test ends by
+ * stopping the server and asserting that it exited cleanly (status 0, no
+ * sanitizer report in its log). */
+static void finish(void)
+{
+    rbh_close(C);
+    C = NULL;
+    cr_assert_eq(rbh_stop(&S), 0, "the server did not exit cleanly (log above)");
+    S.pid = 0;
+}
+
+#define SERVER_TEST(name) \
+    static void body_##name(void); \
+    Test(jobs, name) \
+    { \
+        body_##name(); \
+        finish(); \
+    } \
+    static void body_##name(void)
 
 #define PUSH_OK(...) cr_assert(rbh_expect(C, "+OK", "PUSH " __VA_ARGS__))
 
@@ -48,7 +68,7 @@ static json_t *job_info(const char *jid)
     return rbh_json(rbh_cmd(C, "JOB {\"jid\":\"%s\"}", jid));
 }
 
-Test(jobs, push_fetch_ack_keeps_unknown_fields)
+SERVER_TEST(push_fetch_ack_keeps_unknown_fields)
 {
     PUSH_OK("{\"jid\":\"keep-0001\",\"jobtype\":\"email\",\"args\":[1,\"x\"],\"priority\":5,"
             "\"retry\":25,\"custom\":{\"a\":[1]},\"zzz\":{\"nested\":true}}");
@@ -69,7 +89,7 @@ Test(jobs, push_fetch_ack_keeps_unknown_fields)
     cr_assert(rbh_expect(C, "+OK", "ACK {\"jid\":\"never-existed\"}"));
 }
 
-Test(jobs, push_validation_errors)
+SERVER_TEST(push_validation_errors)
 {
     struct { const char *job, *err; } cases[] = {
         {"{\"jid\":\"short\",\"jobtype\":\"a\",\"args\":[]}", "-ERR jid must be a string of at least 8 characters"},
@@ -98,7 +118,7 @@ Test(jobs, push_validation_errors)
                          "PUSH {\"jid\":\"val-00001\",\"jobtype\":\"a\",\"args\":[]}"));
 }
 
-Test(jobs, pushb_reports_rejected_jobs)
+SERVER_TEST(pushb_reports_rejected_jobs)
 {
     json_t *r = rbh_json(rbh_cmd(C, "PUSHB [{\"jid\":\"pb-000001\",\"jobtype\":\"a\",\"args\":[]},"
                                     "{\"jid\":\"bad\",\"jobtype\":\"a\",\"args\":[]},"
@@ -114,7 +134,7 @@ Test(jobs, pushb_reports_rejected_jobs)
     expect_fetch(C, "q2 default", "pb-000001");
 }
 
-Test(jobs, fetch_checks_queues_in_order_and_skips_paused)
+SERVER_TEST(fetch_checks_queues_in_order_and_skips_paused)
 {
     PUSH_OK("{\"jid\":\"ord-00001\",\"jobtype\":\"a\",\"args\":[],\"queue\":\"low\"}");
     PUSH_OK("{\"jid\":\"ord-00002\",\"jobtype\":\"a\",\"args\":[],\"queue\":\"high\"}");
@@ -124,7 +144,7 @@ Test(jobs, fetch_checks_queues_in_order_and_skips_paused)
     expect_fetch(C, "high low", "ord-00002");
 }
 
-Test(jobs, priority_higher_first_fifo_within)
+SERVER_TEST(priority_higher_first_fifo_within)
 {
     PUSH_OK("{\"jid\":\"pri-00001\",\"jobtype\":\"a\",\"args\":[],\"priority\":1}");
     PUSH_OK("{\"jid\":\"pri-00002\",\"jobtype\":\"a\",\"args\":[]}");
@@ -136,14 +156,14 @@ Test(jobs, priority_higher_first_fifo_within)
         expect_fetch(C, "default", order[i]);
 }
 
-Test(jobs, empty_fetch_waits_then_null)
+SERVER_TEST(empty_fetch_waits_then_null)
 {
     int64_t t0 = rbh_now_ms();
     cr_assert(rbh_expect(C, "$-1", "FETCH nothing-here"));
     cr_assert(rbh_now_ms() - t0 >= 1500, "FETCH returned before waiting");
 }
 
-Test(jobs, waiting_fetch_gets_a_job_pushed_meanwhile)
+SERVER_TEST(waiting_fetch_gets_a_job_pushed_meanwhile)
 {
     rbh_conn *w = rbh_connect(&S, "w2");
     cr_assert_eq(rbh_send(w, "FETCH later\r\n", 13), 0);
@@ -155,7 +175,7 @@ Test(jobs, waiting_fetch_gets_a_job_pushed_meanwhile)
     rbh_close(w);
 }
 
-Test(jobs, scheduled_job_becomes_fetchable_at_its_time)
+SERVER_TEST(scheduled_job_becomes_fetchable_at_its_time)
 {
     char at[64];
     time_t t = time(NULL) + 1;
@@ -173,7 +193,7 @@ Test(jobs, scheduled_job_becomes_fetchable_at_its_time)
     expect_fetch(C, "default", "sch-00002");
 }
 
-Test(jobs, fail_retries_with_failure_hash_and_history)
+SERVER_TEST(fail_retries_with_failure_hash_and_history)
 {
     PUSH_OK("{\"jid\":\"fail-0001\",\"jobtype\":\"a\",\"args\":[],\"backtrace\":2}");
     expect_fetch(C, "default", "fail-0001");
@@ -201,7 +221,7 @@ Test(jobs, fail_retries_with_failure_hash_and_history)
     cr_assert(rbh_expect(C, "-ERR Job not found nope-nope", "FAIL {\"jid\":\"nope-nope\"}"));
 }
 
-Test(jobs, fail_input_is_trimmed)
+SERVER_TEST(fail_input_is_trimmed)
 {
     PUSH_OK("{\"jid\":\"trim-0001\",\"jobtype\":\"a\",\"args\":[]}");
     expect_fetch(C, "default", "trim-0001");
@@ -217,7 +237,7 @@ Test(jobs, fail_input_is_trimmed)
     json_decref(v);
 }
 
-Test(jobs, client_retry_bound_zero_discards_minus_one_kills)
+SERVER_TEST(client_retry_bound_zero_discards_minus_one_kills)
 {
     PUSH_OK("{\"jid\":\"rt0-00001\",\"jobtype\":\"a\",\"args\":[],\"retry\":0}");
     PUSH_OK("{\"jid\":\"rtm-00001\",\"jobtype\":\"a\",\"args\":[],\"retry\":-1}");
@@ -232,7 +252,7 @@ Test(jobs, client_retry_bound_zero_discards_minus_one_kills)
     cr_assert_eq(rbh_info_int(C, "faktory.tasks.Dead.size"), 1);
 }
 
-Test(jobs, fail_extensions_retryable_false_and_overrides)
+SERVER_TEST(fail_extensions_retryable_false_and_overrides)
 {
     PUSH_OK("{\"jid\":\"ext-00001\",\"jobtype\":\"a\",\"args\":[]}");
     PUSH_OK("{\"jid\":\"ext-00002\",\"jobtype\":\"a\",\"args\":[]}");
@@ -271,7 +291,7 @@ Test(jobs, fail_extensions_retryable_false_and_overrides)
                          "FAIL {\"jid\":\"ext-00003\",\"retry_after\":[1]}"));
 }
 
-Test(jobs, job_retry_policy_applies_and_exhausts_to_dead)
+SERVER_TEST(job_retry_policy_applies_and_exhausts_to_dead)
 {
     /* FTL: 1 retry after 1 s min; use next_retry_delay to keep it fast */
     PUSH_OK("{\"jid\":\"pol-00001\",\"jobtype\":\"a\",\"args\":[],\"retry_policy\":\"ftl:1 1s 1s\"}");
@@ -290,7 +310,7 @@ Test(jobs, job_retry_policy_applies_and_exhausts_to_dead)
     json_decref(v);
 }
 
-Test(jobs, catch_job_carries_the_original)
+SERVER_TEST(catch_job_carries_the_original)
 {
     PUSH_OK("{\"jid\":\"cat-00001\",\"jobtype\":\"charge\",\"args\":[42],\"queue\":\"billing\","
             "\"custom\":{\"retry_policy\":\"//ftl:retry 0 catch notify_failure\"}}");
@@ -317,7 +337,7 @@ Test(jobs, catch_job_carries_the_original)
     json_decref(cj);
 }
 
-Test(jobs, snooze_reschedules_without_consuming_an_attempt)
+SERVER_TEST(snooze_reschedules_without_consuming_an_attempt)
 {
     PUSH_OK("{\"jid\":\"snz-00001\",\"jobtype\":\"a\",\"args\":[]}");
     expect_fetch(C, "default", "snz-00001");
@@ -340,7 +360,7 @@ Test(jobs, snooze_reschedules_without_consuming_an_attempt)
                          "SNOOZE {\"jid\":\"snz-00001\",\"seconds\":1}"));
 }
 
-Test(jobs, extend_and_reservation_expiry)
+SERVER_TEST(extend_and_reservation_expiry)
 {
     PUSH_OK("{\"jid\":\"res-00001\",\"jobtype\":\"a\",\"args\":[],\"reserve_for\":1,"
             "\"retry_policy\":{\"dialect\":\"temporal\",\"initial_interval\":\"100ms\",\"maximum_attempts\":0}}");
@@ -364,7 +384,7 @@ Test(jobs, extend_and_reservation_expiry)
     cr_assert(rbh_expect(C, "-ERR EXTEND: job res-00001 not found", "EXTEND {\"jid\":\"res-00001\",\"reserve_for\":5}"));
 }
 
-Test(jobs, late_ack_after_another_worker_took_the_job_is_refused)
+SERVER_TEST(late_ack_after_another_worker_took_the_job_is_refused)
 {
     PUSH_OK("{\"jid\":\"own-00001\",\"jobtype\":\"a\",\"args\":[],\"reserve_for\":1,"
             "\"retry_policy\":{\"dialect\":\"temporal\",\"initial_interval\":\"100ms\",\"maximum_attempts\":0}}");
@@ -388,7 +408,7 @@ Test(jobs, late_ack_after_another_worker_took_the_job_is_refused)
     rbh_close(w2);
 }
 
-Test(jobs, config_policies_by_jobtype_and_queue_with_the_client_bound)
+SERVER_TEST(config_policies_by_jobtype_and_queue_with_the_client_bound)
 {
     rbh_close(C);
     cr_assert_eq(rbh_stop(&S), 0);

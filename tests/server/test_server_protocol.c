@@ -16,12 +16,30 @@ static void start(void)
 
 static void stop(void)
 {
-    cr_assert_eq(rbh_stop(&S), 0, "the server did not exit cleanly");
+    rbh_stop(&S); /* after finish() this only removes what is left */
 }
 
 TestSuite(protocol, .init = start, .fini = stop, .timeout = 30);
 
-Test(protocol, greeting_and_hello)
+/* Criterion ignores assertion failures in .fini, so every test ends by
+ * stopping the server and asserting that it exited cleanly (status 0, no
+ * sanitizer report in its log). */
+static void finish(void)
+{
+    cr_assert_eq(rbh_stop(&S), 0, "the server did not exit cleanly (log above)");
+    S.pid = 0;
+}
+
+#define SERVER_TEST(name) \
+    static void body_##name(void); \
+    Test(protocol, name) \
+    { \
+        body_##name(); \
+        finish(); \
+    } \
+    static void body_##name(void)
+
+SERVER_TEST(greeting_and_hello)
 {
     rbh_conn *c = rbh_connect_raw(&S);
     cr_assert_not_null(c);
@@ -31,7 +49,7 @@ Test(protocol, greeting_and_hello)
     rbh_close(c);
 }
 
-Test(protocol, command_before_hello_is_refused_and_closed)
+SERVER_TEST(command_before_hello_is_refused_and_closed)
 {
     rbh_conn *c = rbh_connect_raw(&S);
     char *r = rbh_cmd(c, "PUSH {}");
@@ -42,7 +60,7 @@ Test(protocol, command_before_hello_is_refused_and_closed)
     rbh_close(c);
 }
 
-Test(protocol, hello_with_bad_json_or_version)
+SERVER_TEST(hello_with_bad_json_or_version)
 {
     rbh_conn *c = rbh_connect_raw(&S);
     char *r = rbh_cmd(c, "HELLO {nope");
@@ -56,7 +74,7 @@ Test(protocol, hello_with_bad_json_or_version)
     rbh_close(c);
 }
 
-Test(protocol, unknown_and_malformed_commands_get_errors)
+SERVER_TEST(unknown_and_malformed_commands_get_errors)
 {
     rbh_conn *c = rbh_connect(&S, NULL);
     cr_assert(rbh_expect(c, "-ERR unknown command FROB", "FROB 1 2"));
@@ -83,7 +101,7 @@ Test(protocol, unknown_and_malformed_commands_get_errors)
     rbh_close(c);
 }
 
-Test(protocol, bare_lf_and_pipelined_commands)
+SERVER_TEST(bare_lf_and_pipelined_commands)
 {
     rbh_conn *c = rbh_connect(&S, NULL);
     const char *two = "PUSH {\"jid\":\"pipe-0001\",\"jobtype\":\"a\",\"args\":[]}\n"
@@ -98,7 +116,7 @@ Test(protocol, bare_lf_and_pipelined_commands)
     rbh_close(c);
 }
 
-Test(protocol, info_has_faktory_paths)
+SERVER_TEST(info_has_faktory_paths)
 {
     rbh_conn *c = rbh_connect(&S, "info-w");
     json_t *v = rbh_json(rbh_cmd(c, "INFO"));
@@ -119,7 +137,7 @@ Test(protocol, info_has_faktory_paths)
     rbh_close(c);
 }
 
-Test(protocol, end_closes_the_connection)
+SERVER_TEST(end_closes_the_connection)
 {
     rbh_conn *c = rbh_connect(&S, NULL);
     cr_assert_eq(rbh_send(c, "END\r\n", 5), 0);
@@ -127,7 +145,7 @@ Test(protocol, end_closes_the_connection)
     rbh_close(c);
 }
 
-Test(protocol, beat_and_workers_signals)
+SERVER_TEST(beat_and_workers_signals)
 {
     rbh_conn *w = rbh_connect(&S, "wid-beat"), *adm = rbh_connect(&S, NULL);
     cr_assert(rbh_expect(w, "+OK", "BEAT {\"wid\":\"wid-beat\",\"current_state\":\"\",\"rss_kb\":1}"));
@@ -144,7 +162,7 @@ Test(protocol, beat_and_workers_signals)
     rbh_close(adm);
 }
 
-Test(protocol, too_long_line_is_an_error_and_closes)
+SERVER_TEST(too_long_line_is_an_error_and_closes)
 {
     cr_assert_eq(rbh_stop(&S), 0);
     cr_assert_eq(rbh_start(&S, "[server]\nmax_job_bytes = 2048\n", NULL), 0);
@@ -176,7 +194,7 @@ static void pwdhash(const char *pw, const char *salt, long iters, char out[65])
         sprintf(out + 2 * i, "%02x", h[i]);
 }
 
-Test(protocol, password_authentication)
+SERVER_TEST(password_authentication)
 {
     cr_assert_eq(rbh_stop(&S), 0);
     cr_assert_eq(rbh_start(&S, "[server]\npassword = \"s3cret\"\n", NULL), 0);
@@ -201,7 +219,7 @@ Test(protocol, password_authentication)
     rbh_close(c);
 }
 
-Test(protocol, sigterm_quiets_workers_then_exits_cleanly)
+SERVER_TEST(sigterm_quiets_workers_then_exits_cleanly)
 {
     rbh_conn *w = rbh_connect(&S, "wid-term");
     cr_assert(rbh_expect(w, "+OK", "PUSH {\"jid\":\"term-0001\",\"jobtype\":\"a\",\"args\":[]}"));
@@ -230,7 +248,7 @@ Test(protocol, sigterm_quiets_workers_then_exits_cleanly)
     rbh_close(c);
 }
 
-Test(protocol, too_many_connections_is_refused)
+SERVER_TEST(too_many_connections_is_refused)
 {
     cr_assert_eq(rbh_stop(&S), 0);
     cr_assert_eq(rbh_start(&S, "[server]\nmax_connections = 2\n", NULL), 0);
@@ -255,7 +273,7 @@ Test(protocol, too_many_connections_is_refused)
     rbh_close(a);
 }
 
-Test(protocol, bad_command_line_options_exit_2)
+SERVER_TEST(bad_command_line_options_exit_2)
 {
     const char *const bad_level[] = {"--log-level", "loud", NULL};
     rbh_server t;
