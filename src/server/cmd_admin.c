@@ -273,8 +273,10 @@ void rb_cmd_queue(rb_conn *c, char *arg)
 
 static json_t *job_view(const rb_job *j)
 {
+    char *text = rb_job_json_out(j, j->state == RB_JOB_ENQUEUED ? j->timer.at_ms : 0);
     json_t *v = json_pack("{s:s, s:o, s:I}", "state", rb_job_state_name(j->state), "job",
-                          json_loads(j->json, 0, NULL), "attempts", (json_int_t)j->attempts);
+                          json_loads(text, 0, NULL), "attempts", (json_int_t)j->attempts);
+    free(text);
     return v;
 }
 

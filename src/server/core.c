@@ -19,21 +19,25 @@ static int stored_state(const rb_job *j)
 
 void rb_srv_persist(rb_srv *srv, const rb_job *j)
 {
+    /* The stored text carries a server-made created_at (loaded back as
+     * part of the text). */
+    char *json = j->created_ms ? rb_job_json_out(j, 0) : NULL;
     rb_job_row row = {
         .jid = j->jid,
         .state = stored_state(j),
         .queue = j->queue->name,
         .priority = j->priority,
-        .seq = j->seq,
+        .seq = j->timer.seq,
         .due_ms = j->timer.at_ms,
         .first_ms = j->first_ms,
         .attempts = j->attempts,
         .reserve_s = j->reserve_s,
         .wid = j->wid,
-        .json = j->json,
+        .json = json ? json : j->json,
         .history = j->history,
     };
     rb_writer_put(srv->writer, &row);
+    free(json);
 }
 
 void rb_srv_forget(rb_srv *srv, rb_job *j)
@@ -55,7 +59,10 @@ void rb_job_set_field(rb_job *j, const char *key, json_t *value)
         json_decref(value);
         return;
     }
-    json_object_set_new(o, key, value);
+    if (value)
+        json_object_set_new(o, key, value);
+    else
+        json_object_del(o, key);
     char *s = json_dumps(o, JSON_COMPACT);
     json_decref(o);
     if (s) {
@@ -70,11 +77,11 @@ void rb_srv_enqueue(rb_srv *srv, rb_job *j, int64_t at_ms, int64_t now)
         rb_jobs_set_state(&srv->jobs, j, RB_JOB_SCHEDULED, at_ms);
         return;
     }
-    char ts[RB_TIME_STRLEN];
-    rb_job_set_field(j, "enqueued_at", json_string(rb_time_format(now, ts)));
+    /* enqueued_at is kept outside the text while the job waits */
+    if (strstr(j->json, "\"enqueued_at\""))
+        rb_job_set_field(j, "enqueued_at", NULL);
     if (!j->first_ms)
         j->first_ms = now;
-    j->seq = srv->jobs.next_seq++;
     rb_jobs_set_state(&srv->jobs, j, RB_JOB_ENQUEUED, now);
 }
 
@@ -132,9 +139,8 @@ static void on_commit(void *arg, int status, const rb_err *err)
             rb_jobs_delete(&srv->jobs, j);
         } else if (j->timer.at_ms > now) {
             rb_jobs_set_state(&srv->jobs, j, RB_JOB_SCHEDULED, j->timer.at_ms);
-        } else {
-            j->seq = srv->jobs.next_seq++;
-            rb_jobs_set_state(&srv->jobs, j, RB_JOB_ENQUEUED, now);
+        } else { /* enqueued as of the PUSH, as its stored row says */
+            rb_jobs_set_state(&srv->jobs, j, RB_JOB_ENQUEUED, j->timer.at_ms);
         }
     }
     if (status && p->fetched) {
@@ -200,6 +206,11 @@ bool rb_srv_try_fetch(rb_srv *srv, rb_conn *c, char **queues, int n)
         if (!j)
             continue;
         int64_t now = rb_now_ms();
+        /* From now on the text carries both times, as clients see it. */
+        char *out = rb_job_json_out(j, j->timer.at_ms);
+        free(j->json);
+        j->json = out;
+        j->created_ms = 0;
         j->attempts++;
         j->flags = (j->flags & RB_JOB_EXPIRED) ? RB_JOB_REFETCHED : 0;
         free(j->wid);

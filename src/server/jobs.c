@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/buf.h"
+#include "common/timeutil.h"
 
 static const char *job_key(const void *e)
 {
@@ -126,6 +127,7 @@ void rb_jobs_set_state(rb_jobs *js, rb_job *j, rb_job_state st, int64_t at_ms)
         j->queue->size++;
         js->enqueued++;
         j->timer.at_ms = at_ms;
+        j->timer.seq = js->next_seq++;
         return;
     }
     rb_list_append(rb_jobs_state_list(js, st), &j->link);
@@ -137,6 +139,28 @@ void rb_jobs_delete(rb_jobs *js, rb_job *j)
     unlink_state(js, j);
     rb_table_del(&js->by_jid, j);
     free_job(j, NULL);
+}
+
+/* Appends ,"key":"<time>" */
+static void add_time(rb_buf *b, const char *key, int64_t ms)
+{
+    char ts[RB_TIME_STRLEN];
+    rb_buf_printf(b, "%s\"%s\":\"%s\"", b->len > 1 ? "," : "", key, rb_time_format(ms, ts));
+}
+
+char *rb_job_json_out(const rb_job *j, int64_t enqueued_ms)
+{
+    size_t n = strlen(j->json);
+    if ((!j->created_ms && enqueued_ms <= 0) || n < 2 || j->json[n - 1] != '}')
+        return rb_xstrdup(j->json);
+    rb_buf b = RB_BUF_INIT;
+    rb_buf_add(&b, j->json, n - 1);
+    if (j->created_ms)
+        add_time(&b, "created_at", j->created_ms);
+    if (enqueued_ms > 0)
+        add_time(&b, "enqueued_at", enqueued_ms);
+    rb_buf_addc(&b, '}');
+    return rb_buf_detach(&b, NULL);
 }
 
 rb_job *rb_queue_first(const rb_queue *q)

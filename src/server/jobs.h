@@ -36,7 +36,10 @@ typedef struct rb_queue rb_queue;
  * ENQUEUED, in the state list when SCHEDULED/WORKING/RETRIES/DEAD, in no
  * list when PENDING; `timer` is in the heap exactly when SCHEDULED, WORKING,
  * RETRIES or DEAD (at_ms = run/lease-end/expiry); when ENQUEUED
- * timer.at_ms is the enqueue time. */
+ * timer.at_ms is the enqueue time and timer.seq its FIFO rank (persisted as
+ * the row's seq). To keep waiting jobs small, the JSON text of a PENDING or
+ * ENQUEUED job has no enqueued_at (it is timer.at_ms, added on output), and
+ * no server-made created_at (created_ms). */
 typedef struct rb_job {
     rb_link link;
     rb_heap_node timer;
@@ -46,7 +49,9 @@ typedef struct rb_job {
     char *history;    /* JSON array of failed attempts, or NULL; owned */
     char *wid;        /* reservation holder (WORKING), or NULL; owned */
     int64_t first_ms; /* first enqueue (policy deadline) */
-    uint64_t seq;     /* insertion order, persisted */
+    /* When the server made created_at: its time, and the JSON text leaves
+     * it out (added on output); 0 when created_at is in the text. */
+    int64_t created_ms;
     int32_t attempts; /* executions started (counted at FETCH) */
     int32_t reserve_s; /* reservation length at FETCH */
     uint8_t state, priority, flags;
@@ -67,7 +72,7 @@ typedef struct rb_jobs {
     rb_table queues;
     rb_list scheduled, working, retries, dead;
     rb_heap timers;
-    uint64_t next_seq;
+    uint64_t next_seq; /* FIFO rank of the next enqueued job */
     size_t enqueued;   /* jobs in all ready queues */
 } rb_jobs;
 
@@ -92,6 +97,11 @@ void rb_jobs_queue_free(rb_jobs *js, rb_queue *q);
  * deadline (SCHEDULED/WORKING/RETRIES/DEAD) or the enqueue time (ENQUEUED).
  * Ignored for PENDING. */
 void rb_jobs_set_state(rb_jobs *js, rb_job *j, rb_job_state st, int64_t at_ms);
+
+/* j's JSON as clients see it: the text plus the fields kept outside it
+ * (created_at when created_ms is set; enqueued_at when enqueued_ms > 0).
+ * Returns a new string (free it). */
+char *rb_job_json_out(const rb_job *j, int64_t enqueued_ms);
 
 /* The first ready job of q in priority order, or NULL. */
 rb_job *rb_queue_first(const rb_queue *q);

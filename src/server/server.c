@@ -36,9 +36,7 @@ static int load_job(void *arg, const rb_job_row *r)
     j->attempts = r->attempts;
     j->reserve_s = r->reserve_s > 0 ? r->reserve_s : (int32_t)srv->cfg.server.reserve_for_s;
     j->first_ms = r->first_ms;
-    j->seq = r->seq;
-    if (r->seq >= srv->jobs.next_seq)
-        srv->jobs.next_seq = r->seq + 1;
+    j->timer.seq = r->seq; /* rows come in (due, seq) order: ENQUEUED renumbers in that order */
     rb_jobs_add(&srv->jobs, j);
     rb_jobs_set_state(&srv->jobs, j, (rb_job_state)r->state, r->due_ms);
     return 0;

@@ -49,7 +49,7 @@ static const char schema[] =
     "CREATE TABLE IF NOT EXISTS jobs(jid TEXT PRIMARY KEY, state INTEGER NOT NULL,"
     " queue TEXT NOT NULL, priority INTEGER NOT NULL, seq INTEGER NOT NULL,"
     " due_ms INTEGER NOT NULL, first_ms INTEGER NOT NULL, attempts INTEGER NOT NULL,"
-    " wid TEXT, json TEXT NOT NULL, history TEXT, reserve_s INTEGER NOT NULL) WITHOUT ROWID;"
+    " wid TEXT, json TEXT NOT NULL, history TEXT, reserve_s INTEGER NOT NULL);"
     "CREATE TABLE IF NOT EXISTS counters(name TEXT PRIMARY KEY, value INTEGER NOT NULL);"
     "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);";
 
@@ -298,7 +298,7 @@ int rb_store_sqlite_open(const char *path, rb_store **out, rb_err *err)
     }
     sqlite3_busy_timeout(s->db, 5000);
     if ((rc = exec(s, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
-                      " PRAGMA wal_autocheckpoint=0; PRAGMA cache_size=-16384;", err)) ||
+                      " PRAGMA wal_autocheckpoint=0;", err)) ||
         (rc = exec(s, schema, err)))
         goto fail;
     for (int i = 0; i < ST_N; i++)

@@ -75,6 +75,10 @@ SERVER_TEST(kill_9_and_restart_keeps_every_state)
     cr_assert(rbh_expect(c, "+OK", "ACK {\"jid\":\"ack-00001\"}"));
     cr_assert(rbh_expect(c, "+OK", "QUEUE PAUSE paused-q"));
     fetch_expect(c, "w", "wrk-00001"); /* in flight at the crash */
+    json_t *before = rbh_json(rbh_cmd(c, "JOB {\"jid\":\"enq-00001\"}"));
+    char *created = strdup(json_string_value(rbh_get(before, "job.created_at")));
+    char *enqueued = strdup(json_string_value(rbh_get(before, "job.enqueued_at")));
+    json_decref(before);
     rbh_close(c);
 
     rbh_kill(&S, SIGKILL);
@@ -93,6 +97,10 @@ SERVER_TEST(kill_9_and_restart_keeps_every_state)
     json_decref(v);
     v = rbh_json(rbh_cmd(c, "FETCH default"));
     cr_assert_str_eq(json_string_value(json_object_get(v, "extra")), "kept");
+    cr_assert_str_eq(json_string_value(json_object_get(v, "created_at")), created);
+    cr_assert_str_eq(json_string_value(json_object_get(v, "enqueued_at")), enqueued);
+    free(created);
+    free(enqueued);
     cr_assert_eq(json_integer_value(json_object_get(v, "priority")), 7);
     json_decref(v);
     /* the paused queue is still paused */

@@ -72,6 +72,18 @@ SERVER_TEST(push_fetch_ack_keeps_unknown_fields)
 {
     PUSH_OK("{\"jid\":\"keep-0001\",\"jobtype\":\"email\",\"args\":[1,\"x\"],\"priority\":5,"
             "\"retry\":25,\"custom\":{\"a\":[1]},\"zzz\":{\"nested\":true}}");
+    json_t *view = job_info("keep-0001");
+    cr_assert_not_null(rbh_get(view, "job.created_at"));
+    cr_assert_not_null(rbh_get(view, "job.enqueued_at"));
+    json_decref(view);
+    /* a created_at from the client is kept as sent; one for enqueued_at is replaced */
+    PUSH_OK("{\"jid\":\"keep-0002\",\"jobtype\":\"e\",\"args\":[],\"queue\":\"k2\","
+            "\"created_at\":\"2020-01-01T00:00:00Z\",\"enqueued_at\":\"1999\"}");
+    json_t *k2 = rbh_json(rbh_cmd(C, "FETCH k2"));
+    cr_assert_str_eq(json_string_value(json_object_get(k2, "created_at")), "2020-01-01T00:00:00Z");
+    cr_assert_str_neq(json_string_value(json_object_get(k2, "enqueued_at")), "1999");
+    json_decref(k2);
+    cr_assert(rbh_expect(C, "+OK", "ACK {\"jid\":\"keep-0002\"}"));
     json_t *j = rbh_json(rbh_cmd(C, "FETCH default"));
     cr_assert_not_null(j);
     cr_assert_str_eq(json_string_value(json_object_get(j, "jobtype")), "email");
@@ -83,7 +95,7 @@ SERVER_TEST(push_fetch_ack_keeps_unknown_fields)
     json_decref(j);
     cr_assert_eq(rbh_info_int(C, "faktory.tasks.Busy.size"), 1);
     cr_assert(rbh_expect(C, "+OK", "ACK {\"jid\":\"keep-0001\"}"));
-    cr_assert_eq(rbh_info_int(C, "faktory.total_processed"), 1);
+    cr_assert_eq(rbh_info_int(C, "faktory.total_processed"), 2);
     cr_assert_eq(rbh_info_int(C, "faktory.tasks.Busy.size"), 0);
     cr_assert(rbh_expect(C, "$-1", "JOB {\"jid\":\"keep-0001\"}"));
     cr_assert(rbh_expect(C, "+OK", "ACK {\"jid\":\"never-existed\"}"));
