@@ -18,6 +18,7 @@ CLI_SRC    := $(sort $(wildcard src/cli/*.c))
 TEST_SRC   := $(sort $(wildcard tests/unit/test_*.c tests/server/test_*.c))
 TOOL_SRC   := $(sort $(wildcard tests/tools/*.c))
 BENCH_SRC  := $(sort $(wildcard bench/*.c))
+WEB_FILES  := $(sort $(wildcard web/*))
 
 obj   = $(patsubst %.c,$(1)/obj/%.o,$(2))
 TESTS = $(patsubst %.c,$(1)/%,$(notdir $(TEST_SRC)))
@@ -32,11 +33,19 @@ $(O)/deps.mk: scripts/deps.sh
 	  "$$(pkg-config --cflags $(PKGS))" "$$(pkg-config --libs $(PKGS)) -lm" > $@
 -include $(O)/deps.mk
 
+# The dashboard's files, embedded as C arrays (src/server/assets.h).
+$(O)/gen/web_assets.c: $(WEB_FILES) scripts/embed.sh
+	@mkdir -p $(@D)
+	scripts/embed.sh $(WEB_FILES) > $@
+
 define build_tree # $(1)=output dir, $(2)=extra flags
 $(1)/obj/%.o: %.c | $(O)/deps.mk
 	@mkdir -p $$(@D)
 	$$(CC) $$(CFLAGS) $(2) $$(PKG_CFLAGS) -c $$< -o $$@
-$(1)/librebound.a: $(call obj,$(1),$(LIB_SRC))
+$(1)/obj/gen/web_assets.o: $(O)/gen/web_assets.c | $(O)/deps.mk
+	@mkdir -p $$(@D)
+	$$(CC) $$(CFLAGS) $(2) -c $$< -o $$@
+$(1)/librebound.a: $(call obj,$(1),$(LIB_SRC)) $(1)/obj/gen/web_assets.o
 	@rm -f $$@; ar rcs $$@ $$^
 $(1)/librebound_policy.a: $(call obj,$(1),$(POLICY_SRC))
 	@rm -f $$@; ar rcs $$@ $$^
@@ -73,9 +82,13 @@ bench: all bench-bin
 	@scripts/deps.sh bench
 	@O=$(O) bench/run.sh $(BENCH_ARGS)
 
+fuzz: all
+	@scripts/deps.sh fuzz
+	@O=$(O) fuzz/run.sh $(FUZZ_ARGS)
+
 clean:
 	rm -rf $(O)
 
-.PHONY: all tools bench-bin check run bench clean
+.PHONY: all tools bench-bin check run bench fuzz clean
 .SECONDARY:
 -include $(shell find $(O) -name '*.d' 2>/dev/null)

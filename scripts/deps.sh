@@ -1,14 +1,15 @@
 #!/bin/sh
 # Installs the Debian packages Rebound's build and tests need, skipping those
-# already present. Usage: scripts/deps.sh [build|test|bench|all]  (default build)
+# already present. Usage: scripts/deps.sh [build|test|bench|fuzz|all]  (default build)
 set -e
 want="build-essential pkg-config libevent-dev libsqlite3-dev libpq-dev libjansson-dev libssl-dev"
 case "${1:-build}" in
   build) ;;
-  test)  want="$want libcriterion-dev nodejs npm postgresql sqlite3" ;;
+  test)  want="$want libcriterion-dev nodejs npm postgresql sqlite3 clang libclang-rt-14-dev" ;;
+  fuzz)  want="$want clang libclang-rt-14-dev" ;;
   bench) want="$want libcriterion-dev beanstalkd" ;;
-  all)   want="$want libcriterion-dev nodejs npm postgresql beanstalkd chromium sqlite3" ;;
-  *) echo "usage: $0 [build|test|bench|all]" >&2; exit 2 ;;
+  all)   want="$want libcriterion-dev nodejs npm postgresql beanstalkd chromium sqlite3 clang libclang-rt-14-dev" ;;
+  *) echo "usage: $0 [build|test|bench|fuzz|all]" >&2; exit 2 ;;
 esac
 missing=""
 for p in $want; do
