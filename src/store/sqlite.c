@@ -29,12 +29,14 @@ typedef struct sqlite_store {
     pthread_mutex_t ckpt_mu;
     pthread_cond_t ckpt_cv;
     int ckpt_stop, ckpt_started;
-    unsigned commits_since_ckpt; /* guarded by ckpt_mu */
+    int wal_pages;  /* WAL size after the last commit; guarded by ckpt_mu */
 } sqlite_store;
 
-/* Commits between checkpoints (and a checkpoint at least every second when
- * anything was committed). */
-#define CKPT_EVERY_COMMITS 500
+/* WAL pages that wake the checkpointer (SQLite's own default threshold),
+ * and the size at which the writer itself forces a RESTART checkpoint so
+ * that the WAL cannot grow without bound under a load that never pauses. */
+#define CKPT_PAGES 1000
+#define CKPT_HARD_PAGES 65536
 
 static const char *const stmt_sql[ST_N] = {
     [ST_PUT] = "INSERT OR REPLACE INTO jobs(jid,state,queue,priority,seq,due_ms,first_ms,"
@@ -148,14 +150,7 @@ static int sq_commit(rb_store *base, rb_err *err)
     sqlite_store *s = (sqlite_store *)base;
     if (s->fault_file && access(s->fault_file, F_OK) == 0)
         return rb_err_set(err, RB_ESTORE, "commit to '%s': injected fault (disk full)", s->path);
-    int rc = exec(s, "COMMIT", err);
-    if (rc == 0 && s->ckpt_started) {
-        pthread_mutex_lock(&s->ckpt_mu);
-        if (++s->commits_since_ckpt >= CKPT_EVERY_COMMITS)
-            pthread_cond_signal(&s->ckpt_cv);
-        pthread_mutex_unlock(&s->ckpt_mu);
-    }
-    return rc;
+    return exec(s, "COMMIT", err);
 }
 
 static void sq_rollback(rb_store *base)
@@ -218,6 +213,21 @@ static int sq_load(rb_store *base, const rb_store_loader *l, rb_err *err)
     return rc;
 }
 
+/* Runs after every commit on the writer's connection (it replaces SQLite's
+ * automatic checkpoint): wakes the checkpointer thread. */
+static int wal_hook(void *arg, sqlite3 *db, const char *name, int pages)
+{
+    sqlite_store *s = arg;
+    pthread_mutex_lock(&s->ckpt_mu);
+    s->wal_pages = pages;
+    if (pages >= CKPT_PAGES)
+        pthread_cond_signal(&s->ckpt_cv);
+    pthread_mutex_unlock(&s->ckpt_mu);
+    if (pages >= CKPT_HARD_PAGES)
+        sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_RESTART, NULL, NULL);
+    return SQLITE_OK;
+}
+
 static void *ckpt_main(void *arg)
 {
     sqlite_store *s = arg;
@@ -230,15 +240,16 @@ static void *ckpt_main(void *arg)
     sqlite3_exec(db, "PRAGMA synchronous=FULL", NULL, NULL, NULL);
     pthread_mutex_lock(&s->ckpt_mu);
     while (!s->ckpt_stop) {
-        if (s->commits_since_ckpt < CKPT_EVERY_COMMITS) {
+        if (s->wal_pages < CKPT_PAGES) {
+            /* otherwise checkpoint whatever there is once a second */
             struct timespec until;
             clock_gettime(CLOCK_REALTIME, &until);
             until.tv_sec += 1;
             pthread_cond_timedwait(&s->ckpt_cv, &s->ckpt_mu, &until);
         }
-        if (s->ckpt_stop || s->commits_since_ckpt == 0)
+        if (s->ckpt_stop || s->wal_pages == 0)
             continue;
-        s->commits_since_ckpt = 0;
+        s->wal_pages = 0;
         pthread_mutex_unlock(&s->ckpt_mu);
         /* PASSIVE: copies what it can without blocking the writer */
         sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
@@ -255,6 +266,7 @@ static void sq_close(rb_store *base)
     if (!s)
         return;
     if (s->ckpt_started) {
+        sqlite3_wal_hook(s->db, NULL, NULL);
         pthread_mutex_lock(&s->ckpt_mu);
         s->ckpt_stop = 1;
         pthread_cond_signal(&s->ckpt_cv);
@@ -298,7 +310,7 @@ int rb_store_sqlite_open(const char *path, rb_store **out, rb_err *err)
     }
     sqlite3_busy_timeout(s->db, 5000);
     if ((rc = exec(s, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
-                      " PRAGMA wal_autocheckpoint=0;", err)) ||
+                      " PRAGMA journal_size_limit=67108864;", err)) ||
         (rc = exec(s, schema, err)))
         goto fail;
     for (int i = 0; i < ST_N; i++)
@@ -310,10 +322,10 @@ int rb_store_sqlite_open(const char *path, rb_store **out, rb_err *err)
     pthread_cond_init(&s->ckpt_cv, NULL);
     if (pthread_create(&s->ckpt_thread, NULL, ckpt_main, s) == 0) {
         s->ckpt_started = 1;
-    } else {
+        sqlite3_wal_hook(s->db, wal_hook, s);
+    } else { /* no thread: SQLite's automatic checkpoint stays on */
         pthread_mutex_destroy(&s->ckpt_mu);
         pthread_cond_destroy(&s->ckpt_cv);
-        exec(s, "PRAGMA wal_autocheckpoint=1000", NULL); /* no thread: checkpoint inline */
     }
     *out = &s->base;
     return 0;
