@@ -10,9 +10,12 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: rebound serve [--config F] [--env NAME] [--listen ADDR] [--db PATH]\n"
                "                     [--log-level debug|info|warn|error] [--port-file F]\n"
+               "                     [--http-listen ADDR|off] [--http-port-file F]\n"
                "  --listen ADDR   HOST:PORT to listen on (port 0: any free port); overrides the config\n"
                "  --db PATH       SQLite database; overrides storage.url\n"
-               "  --port-file F   write the bound TCP port to F once listening\n");
+               "  --port-file F   write the bound TCP port to F once listening\n"
+               "  --http-listen ADDR  dashboard/API/metrics address (port 0: any free port; off: none)\n"
+               "  --http-port-file F  write the bound HTTP port to F\n");
 }
 
 int cmd_serve(int argc, char **argv)
@@ -21,6 +24,7 @@ int cmd_serve(int argc, char **argv)
         {"config", required_argument, NULL, 'c'}, {"env", required_argument, NULL, 'e'},
         {"listen", required_argument, NULL, 'l'}, {"db", required_argument, NULL, 'd'},
         {"log-level", required_argument, NULL, 'L'}, {"port-file", required_argument, NULL, 'p'},
+        {"http-listen", required_argument, NULL, 'H'}, {"http-port-file", required_argument, NULL, 'P'},
         {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
     };
     rb_server_opts o = {0};
@@ -34,6 +38,8 @@ int cmd_serve(int argc, char **argv)
         case 'd': o.db = optarg; break;
         case 'L': o.log_level = optarg; break;
         case 'p': o.port_file = optarg; break;
+        case 'H': o.http_listen = optarg; break;
+        case 'P': o.http_port_file = optarg; break;
         case 'h': usage(stdout); return CLI_OK;
         default: usage(stderr); return CLI_USAGE;
         }

@@ -409,3 +409,16 @@ void rb_cmd_workers(rb_conn *c, char *arg)
     }
     json_decref(o);
 }
+
+/* --- shared with the HTTP API (srv.h) --- */
+
+void rb_srv_mutate_job(rb_srv *srv, rb_job *j, const char *cmd, int64_t now)
+{
+    mutation m = {.cmd = cmd, .now = now};
+    mutate_one(srv, &m, j);
+}
+
+void rb_srv_queue_pause(rb_srv *srv, rb_queue *q, bool paused)
+{
+    queue_set_paused(srv, q, paused);
+}

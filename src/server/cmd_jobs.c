@@ -9,6 +9,7 @@
 
 #include "common/buf.h"
 #include "common/timeutil.h"
+#include "server/metrics.h"
 
 void rb_cmd_push(rb_conn *c, char *arg)
 {
@@ -112,6 +113,7 @@ void rb_cmd_ack(rb_conn *c, char *arg)
         return;
     }
     if (j->state == RB_JOB_WORKING || (j->flags & RB_JOB_EXPIRED)) {
+        rb_metrics_job(srv->metrics, RB_M_PROCESSED, j);
         rb_srv_forget(srv, j);
         srv->total_processed++;
         rb_srv_persist_counters(srv);

@@ -9,6 +9,7 @@
 #include "common/buf.h"
 #include "common/timeutil.h"
 #include "server/log.h"
+#include "server/metrics.h"
 
 static int stored_state(const rb_job *j)
 {
@@ -142,6 +143,8 @@ static void on_commit(void *arg, int status, const rb_err *err)
         } else { /* enqueued as of the PUSH, as its stored row says */
             rb_jobs_set_state(&srv->jobs, j, RB_JOB_ENQUEUED, j->timer.at_ms);
         }
+        if (!status)
+            rb_metrics_job(srv->metrics, RB_M_PUSHED, j);
     }
     if (status && p->fetched) {
         rb_job *j = rb_jobs_find(&srv->jobs, p->fetched);
@@ -256,6 +259,7 @@ static void fire(rb_srv *srv, rb_job *j, int64_t now)
     switch (j->state) {
     case RB_JOB_SCHEDULED:
     case RB_JOB_RETRIES:
+        rb_metrics_lateness(srv->metrics, now - j->timer.at_ms);
         rb_srv_enqueue(srv, j, now, now);
         break;
     case RB_JOB_WORKING: {

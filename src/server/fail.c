@@ -10,6 +10,7 @@
 #include "common/timeutil.h"
 #include "policy/policy.h"
 #include "server/log.h"
+#include "server/metrics.h"
 
 /* s cut to at most max UTF-8 characters; "unknown" when empty. */
 static json_t *trimmed(const char *s, size_t max)
@@ -115,6 +116,11 @@ int rb_srv_fail_job(rb_srv *srv, rb_job *j, const rb_fail_input *in, int64_t now
     rb_decision d;
     rb_policy_decide(&pol, j->attempts, &f, now, j->first_ms ? j->first_ms : now, &srv->rng, &d);
     srv->total_failures++;
+    rb_metrics_job(srv->metrics, RB_M_FAILED, j);
+    rb_metrics_job(srv->metrics, d.outcome == RB_OUTCOME_RETRY ? RB_M_RETRIED
+                                 : d.outcome == RB_OUTCOME_DISCARD ? RB_M_DISCARDED : RB_M_DEAD, j);
+    if (d.outcome == RB_OUTCOME_RETRY)
+        rb_metrics_retry_delay(srv->metrics, d.delay_ms);
 
     json_int_t bt_limit = json_integer_value(json_object_get(job, "backtrace"));
     json_t *errtype = trimmed(in->errtype, 100), *message = trimmed(in->message, 1000);

@@ -15,7 +15,9 @@
 
 #include "common/buf.h"
 #include "common/timeutil.h"
+#include "server/http.h"
 #include "server/log.h"
+#include "server/metrics.h"
 #include "server/srv.h"
 
 /* --- recovery --- */
@@ -220,6 +222,7 @@ int rb_server_run(const rb_server_opts *o, rb_err *err)
     rb_srv *srv = rb_xcalloc(1, sizeof *srv);
     srv->armed_ms = INT64_MAX;
     srv->started_ms = rb_now_ms();
+    srv->metrics = rb_metrics_new();
     rb_jobs_init(&srv->jobs);
     rb_table_init(&srv->workers, offsetof(rb_worker, hnext), worker_key);
     rb_rng_seed_os(&srv->rng);
@@ -247,6 +250,7 @@ int rb_server_run(const rb_server_opts *o, rb_err *err)
         rc = err ? err->code : RB_EIO;
         goto out_store;
     }
+    rb_writer_observe(srv->writer, rb_metrics_commit, srv->metrics);
     signal(SIGPIPE, SIG_IGN);
     /* The changelist folds the add/remove of EV_WRITE around each reply
      * into one epoll_ctl (or none) per loop iteration. */
@@ -263,6 +267,8 @@ int rb_server_run(const rb_server_opts *o, rb_err *err)
     srv->sigint_ev = evsignal_new(srv->base, SIGINT, on_signal, srv);
     event_add(srv->sigterm_ev, NULL);
     event_add(srv->sigint_ev, NULL);
+    if ((rc = rb_http_start(srv, o->http_listen, o->http_port_file, err)))
+        goto out_loop;
     if ((rc = listen_on(srv, srv->cfg.server.listen, o->port_file, err)))
         goto out_loop;
     rb_srv_arm(srv);
@@ -276,6 +282,7 @@ out_loop:
     close_conns(srv);
     rb_writer_free(srv->writer); /* finishes the commit in progress */
     srv->writer = NULL;
+    rb_http_free(srv->http); /* after the writer: actions answer from its completions */
     if (srv->grace_ev)
         event_free(srv->grace_ev);
     if (srv->timer_ev)
@@ -295,6 +302,7 @@ out_cfg:
     rb_jobs_release(&srv->jobs);
     rb_table_each(&srv->workers, free_worker, NULL);
     rb_table_release(&srv->workers);
+    rb_metrics_free(srv->metrics);
     free(srv);
     return rc;
 }

@@ -13,6 +13,8 @@ typedef struct rb_server_opts {
     const char *db;          /* overrides storage.url */
     const char *log_level;   /* debug|info|warn|error, NULL = info */
     const char *port_file;   /* written with the bound port once listening */
+    const char *http_listen; /* overrides server.http_listen; "off": no HTTP */
+    const char *http_port_file; /* written with the bound HTTP port */
 } rb_server_opts;
 
 /* Runs the server until SIGTERM/SIGINT. Returns 0 after a clean shutdown, or

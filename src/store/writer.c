@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/buf.h"
@@ -35,6 +36,7 @@ typedef struct batch {
     size_t n_dones, cap_dones;
     int status;
     rb_err err;
+    int64_t commit_us; /* time of the COMMIT, for rb_writer_stats_fn */
     struct batch *next;
 } batch;
 
@@ -49,6 +51,8 @@ struct rb_writer {
     int stop;
     int efd;
     uint64_t commits;
+    rb_writer_stats_fn stats_fn; /* loop-only */
+    void *stats_arg;
 };
 
 static batch *batch_new(void)
@@ -108,8 +112,13 @@ static int apply(rb_store *s, batch *b, rb_err *err)
         case OP_CLEAR: rc = s->ops->clear(s, err); break;
         }
     }
-    if (!rc)
+    if (!rc) {
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
         rc = s->ops->commit(s, err);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        b->commit_us = (t1.tv_sec - t0.tv_sec) * 1000000LL + (t1.tv_nsec - t0.tv_nsec) / 1000;
+    }
     if (rc)
         s->ops->rollback(s);
     return rc;
@@ -190,6 +199,8 @@ int rb_writer_reap(rb_writer *w)
     int ran = 0;
     while (b) {
         batch *next = b->next;
+        if (w->stats_fn && b->n_ops && !b->status)
+            w->stats_fn(w->stats_arg, b->n_ops, b->commit_us);
         for (size_t i = 0; i < b->n_dones; i++, ran++)
             b->dones[i].fn(b->dones[i].arg, b->status, b->status ? &b->err : NULL);
         batch_free(b);
@@ -215,6 +226,12 @@ void rb_writer_free(rb_writer *w)
     pthread_cond_destroy(&w->cv);
     close(w->efd);
     free(w);
+}
+
+void rb_writer_observe(rb_writer *w, rb_writer_stats_fn fn, void *arg)
+{
+    w->stats_fn = fn;
+    w->stats_arg = arg;
 }
 
 uint64_t rb_writer_commits(const rb_writer *w)

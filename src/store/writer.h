@@ -6,6 +6,7 @@
 #ifndef RB_STORE_WRITER_H
 #define RB_STORE_WRITER_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "store/store.h"
@@ -46,6 +47,13 @@ void rb_writer_then(rb_writer *w, rb_writer_done_fn fn, void *arg);
 /* Hands the open batch to the writer thread (for work that no reply waits
  * on, such as timer-driven changes). No-op when it is empty. */
 void rb_writer_seal(rb_writer *w);
+
+/* Called on the loop thread (from rb_writer_reap) once per finished batch
+ * that wrote rows: how many operations it had and how long its COMMIT (with
+ * the fsync) took, in microseconds. For metrics. */
+typedef void (*rb_writer_stats_fn)(void *arg, size_t n_ops, int64_t commit_us);
+/* Sets the stats callback (NULL: none). */
+void rb_writer_observe(rb_writer *w, rb_writer_stats_fn fn, void *arg);
 
 /* Batches committed and failed so far (for INFO and tests). */
 uint64_t rb_writer_commits(const rb_writer *w);

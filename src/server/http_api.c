@@ -1,0 +1,398 @@
+/* The API's read endpoints: server info, throughput history, queues, job
+ * lists with filters and paging, one job with its attempts and the schedule
+ * its policy gives, workers, and policy simulation. */
+#include "server/http_impl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/buf.h"
+#include "common/timeutil.h"
+#include "policy/simulate.h"
+#include "server/metrics.h"
+
+static json_t *time_or_null(int64_t ms)
+{
+    char ts[RB_TIME_STRLEN];
+    return ms > 0 ? json_string(rb_time_format(ms, ts)) : json_null();
+}
+
+/* --- GET /api/info --- */
+
+void rb_api_info(rb_http_req *r)
+{
+    rb_srv *srv = r->h->srv;
+    const rb_metrics *m = srv->metrics;
+    int64_t now = rb_now_ms();
+    json_t *v = json_pack(
+        "{s:{s:s, s:o, s:o, s:I, s:s, s:s, s:I, s:I, s:I, s:b},"
+        " s:{s:I, s:I, s:I, s:I, s:I},"
+        " s:{s:I, s:I, s:I, s:I, s:I, s:I},"
+        " s:{s:I, s:I}, s:I}",
+        "server", "name", "Rebound", "now", time_or_null(now), "started_at",
+        time_or_null(srv->started_ms), "uptime_s", (json_int_t)((now - srv->started_ms) / 1000),
+        "store", srv->store && srv->store->ops ? srv->store->ops->name : "?", "listen",
+        srv->cfg.server.listen ? srv->cfg.server.listen : "", "connections",
+        (json_int_t)srv->conns.size, "workers", (json_int_t)srv->workers.size, "commands",
+        (json_int_t)srv->command_count, "stopping", srv->stopping,
+        "jobs", "scheduled", (json_int_t)srv->jobs.scheduled.size, "enqueued",
+        (json_int_t)srv->jobs.enqueued, "working", (json_int_t)srv->jobs.working.size, "retries",
+        (json_int_t)srv->jobs.retries.size, "dead", (json_int_t)srv->jobs.dead.size,
+        "since_start", "pushed", (json_int_t)rb_metrics_total(m, RB_M_PUSHED), "processed",
+        (json_int_t)rb_metrics_total(m, RB_M_PROCESSED), "failed",
+        (json_int_t)rb_metrics_total(m, RB_M_FAILED), "retried",
+        (json_int_t)rb_metrics_total(m, RB_M_RETRIED), "dead",
+        (json_int_t)rb_metrics_total(m, RB_M_DEAD), "discarded",
+        (json_int_t)rb_metrics_total(m, RB_M_DISCARDED),
+        "all_time", "processed", (json_int_t)srv->total_processed, "failures",
+        (json_int_t)srv->total_failures, "queues", (json_int_t)srv->jobs.queues.size);
+    rb_http_reply_json(r->req, 200, v);
+}
+
+/* --- GET /api/stats --- */
+
+static void add_sample(void *arg, int64_t t_s, uint64_t pushed, uint64_t processed,
+                       uint64_t failed)
+{
+    json_array_append_new(arg, json_pack("{s:I, s:I, s:I, s:I}", "t", (json_int_t)t_s, "pushed",
+                                         (json_int_t)pushed, "processed", (json_int_t)processed,
+                                         "failed", (json_int_t)failed));
+}
+
+void rb_api_stats(rb_http_req *r)
+{
+    json_t *samples = json_array();
+    rb_metrics_history(r->h->srv->metrics, add_sample, samples);
+    rb_http_reply_json(r->req, 200,
+                       json_pack("{s:i, s:o}", "interval_s", 1, "samples", samples));
+}
+
+/* --- GET /api/queues --- */
+
+static double latency_s(const rb_queue *q, int64_t now)
+{
+    int64_t oldest = now;
+    for (int p = 0; p < RB_PRIORITIES; p++)
+        if (q->ready[p].head && rb_job_of_link(q->ready[p].head)->timer.at_ms < oldest)
+            oldest = rb_job_of_link(q->ready[p].head)->timer.at_ms;
+    return (double)(now - oldest) / 1000.0;
+}
+
+typedef struct qlist {
+    const rb_queue **v;
+    size_t n;
+} qlist;
+
+static void collect_queue(void *e, void *arg)
+{
+    qlist *l = arg;
+    l->v[l->n++] = e;
+}
+
+static int cmp_queue(const void *a, const void *b)
+{
+    return strcmp((*(const rb_queue *const *)a)->name, (*(const rb_queue *const *)b)->name);
+}
+
+json_t *rb_api_queue_json(const rb_queue *q, int64_t now)
+{
+    return json_pack("{s:s, s:I, s:f, s:b}", "name", q->name, "size", (json_int_t)q->size,
+                     "latency_s", latency_s(q, now), "paused", q->paused);
+}
+
+void rb_api_queues(rb_http_req *r)
+{
+    rb_srv *srv = r->h->srv;
+    qlist l = {rb_xcalloc(srv->jobs.queues.size + 1, sizeof *l.v), 0};
+    rb_table_each(&srv->jobs.queues, collect_queue, &l);
+    qsort(l.v, l.n, sizeof *l.v, cmp_queue);
+    json_t *arr = json_array();
+    int64_t now = rb_now_ms();
+    for (size_t i = 0; i < l.n; i++)
+        json_array_append_new(arr, rb_api_queue_json(l.v[i], now));
+    free(l.v);
+    rb_http_reply_json(r->req, 200, json_pack("{s:o}", "queues", arr));
+}
+
+/* --- GET /api/jobs --- */
+
+json_t *rb_api_job_summary(const rb_job *j)
+{
+    char *text = rb_job_json_out(j, j->state == RB_JOB_ENQUEUED ? j->timer.at_ms : 0);
+    json_t *o = json_loads(text, 0, NULL);
+    free(text);
+    json_t *v = json_pack("{s:s, s:s, s:s, s:i, s:i}", "jid", j->jid, "state",
+                          rb_job_state_name(j->state), "queue", j->queue->name, "priority",
+                          (int)j->priority, "attempts", (int)j->attempts);
+    const char *jt = rb_srv_json_str(o, "jobtype");
+    json_object_set_new(v, "jobtype", json_string(jt ? jt : "unknown"));
+    json_t *args = json_object_get(o, "args");
+    json_object_set(v, "args", args ? args : json_array());
+    json_t *created = json_object_get(o, "created_at");
+    json_object_set(v, "created_at", created ? created : json_null());
+    switch (j->state) {
+    case RB_JOB_SCHEDULED:
+    case RB_JOB_RETRIES:
+        json_object_set_new(v, "next_at", time_or_null(j->timer.at_ms));
+        break;
+    case RB_JOB_WORKING:
+        json_object_set_new(v, "reserved_until", time_or_null(j->timer.at_ms));
+        json_object_set_new(v, "wid", j->wid ? json_string(j->wid) : json_null());
+        break;
+    case RB_JOB_DEAD:
+        json_object_set_new(v, "expires_at", time_or_null(j->timer.at_ms));
+        break;
+    case RB_JOB_ENQUEUED:
+        json_object_set_new(v, "enqueued_at", time_or_null(j->timer.at_ms));
+        break;
+    default:
+        break;
+    }
+    json_t *f = json_object_get(o, "failure");
+    if (json_is_object(f)) {
+        json_t *keep = json_object();
+        const char *keys[] = {"errtype", "message", "failed_at", "retry_count"};
+        for (size_t i = 0; i < 4; i++) {
+            json_t *x = json_object_get(f, keys[i]);
+            if (x)
+                json_object_set(keep, keys[i], x);
+        }
+        json_object_set_new(v, "failure", keep);
+    } else {
+        json_object_set_new(v, "failure", json_null());
+    }
+    json_decref(o);
+    return v;
+}
+
+typedef struct listing {
+    const char *queue, *jobtype, *errtype;
+    long long offset, limit, total;
+    json_t *jobs;
+} listing;
+
+static void list_one(listing *ls, const rb_job *j)
+{
+    if (ls->queue && strcmp(ls->queue, j->queue->name))
+        return;
+    if (ls->jobtype || ls->errtype) {
+        char jt[256];
+        rb_metrics_jobtype(j->json, jt, sizeof jt);
+        if (ls->jobtype && strcmp(jt, ls->jobtype))
+            return;
+        if (ls->errtype) {
+            json_t *o = json_loads(j->json, 0, NULL);
+            const char *et = rb_srv_json_str(json_object_get(o, "failure"), "errtype");
+            bool ok = et && !strcmp(et, ls->errtype);
+            json_decref(o);
+            if (!ok)
+                return;
+        }
+    }
+    if (ls->total >= ls->offset && (long long)json_array_size(ls->jobs) < ls->limit)
+        json_array_append_new(ls->jobs, rb_api_job_summary(j));
+    ls->total++;
+}
+
+static void list_queue(listing *ls, const rb_queue *q)
+{
+    for (int p = RB_PRIORITIES - 1; p >= 0; p--)
+        for (rb_link *e = q->ready[p].head; e; e = e->next)
+            list_one(ls, rb_job_of_link(e));
+}
+
+void rb_api_jobs(rb_http_req *r)
+{
+    rb_srv *srv = r->h->srv;
+    char *state = rb_http_query(r->req, "state");
+    char *queue = rb_http_query(r->req, "queue"), *jobtype = rb_http_query(r->req, "jobtype");
+    char *errtype = rb_http_query(r->req, "errtype");
+    int st = state ? rb_job_state_parse(state) : -1;
+    listing ls = {.queue = queue && *queue ? queue : NULL,
+                  .jobtype = jobtype && *jobtype ? jobtype : NULL,
+                  .errtype = errtype && *errtype ? errtype : NULL};
+    if (st < RB_JOB_SCHEDULED) {
+        rb_http_reply_error(r->req, 400,
+                            "query parameter state='%s' must be scheduled, enqueued, working, "
+                            "retries or dead", state ? state : "");
+    } else if (rb_http_query_int(r->req, "offset", 0, INT64_MAX, 0, &ls.offset) &&
+               rb_http_query_int(r->req, "limit", 0, 1000, 50, &ls.limit)) {
+        ls.jobs = json_array();
+        if (st == RB_JOB_ENQUEUED) {
+            qlist l = {rb_xcalloc(srv->jobs.queues.size + 1, sizeof *l.v), 0};
+            rb_table_each(&srv->jobs.queues, collect_queue, &l);
+            qsort(l.v, l.n, sizeof *l.v, cmp_queue);
+            for (size_t i = 0; i < l.n; i++)
+                if (!ls.queue || !strcmp(ls.queue, l.v[i]->name))
+                    list_queue(&ls, l.v[i]);
+            free(l.v);
+        } else {
+            for (rb_link *e = rb_jobs_state_list(&srv->jobs, st)->head; e; e = e->next)
+                list_one(&ls, rb_job_of_link(e));
+        }
+        rb_http_reply_json(r->req, 200,
+                           json_pack("{s:s, s:I, s:I, s:I, s:o}", "state", rb_job_state_name(st),
+                                     "total", (json_int_t)ls.total, "offset",
+                                     (json_int_t)ls.offset, "limit", (json_int_t)ls.limit, "jobs",
+                                     ls.jobs));
+    }
+    free(state);
+    free(queue);
+    free(jobtype);
+    free(errtype);
+}
+
+/* --- GET /api/job/JID --- */
+
+/* The job's effective policy, where it came from, and the whole schedule it
+ * gives when every attempt fails, with absolute times from the first
+ * enqueue. */
+static json_t *policy_view(rb_srv *srv, const rb_job *j, json_t *job)
+{
+    rb_policy pol;
+    rb_policy_layer layer;
+    rb_err err = {0};
+    if (rb_config_effective_policy(&srv->cfg, job, &pol, &layer, &err))
+        return json_pack("{s:n, s:s}", "policy", "error", rb_err_msg(&err));
+    rb_rng rng;
+    rb_rng_seed(&rng, rb_rng_next(&srv->rng));
+    int64_t first = j->first_ms ? j->first_ms : rb_now_ms();
+    rb_simulation sim;
+    rb_policy_simulate(&pol, NULL, 0, first, &rng, &sim);
+    json_t *v = rb_simulation_to_json(&pol, &sim);
+    json_t *steps = json_object_get(v, "attempts");
+    size_t i;
+    json_t *s;
+    json_array_foreach(steps, i, s) {
+        json_t *at = json_object_get(s, "at_ms");
+        if (at)
+            json_object_set_new(s, "at", time_or_null(first + json_integer_value(at)));
+    }
+    rb_buf b = RB_BUF_INIT;
+    rb_policy_describe(&pol, &b);
+    json_object_set_new(v, "description", json_string(rb_buf_str(&b)));
+    json_object_set_new(v, "layer", json_string(rb_policy_layer_name(layer)));
+    json_object_set_new(v, "first_enqueued_at", time_or_null(j->first_ms));
+    rb_buf_release(&b);
+    rb_simulation_release(&sim);
+    rb_policy_release(&pol);
+    return v;
+}
+
+void rb_api_job(rb_http_req *r)
+{
+    rb_srv *srv = r->h->srv;
+    const char *jid = r->seg[1];
+    rb_job *j = rb_jobs_find(&srv->jobs, jid);
+    if (!j || j->state == RB_JOB_PENDING) {
+        rb_http_reply_error(r->req, 404, "no job '%s'", jid);
+        return;
+    }
+    json_t *v = rb_api_job_summary(j);
+    char *text = rb_job_json_out(j, j->state == RB_JOB_ENQUEUED ? j->timer.at_ms : 0);
+    json_t *job = json_loads(text, 0, NULL);
+    free(text);
+    json_t *h = j->history ? json_loads(j->history, 0, NULL) : NULL;
+    json_object_set_new(v, "history", json_is_array(h) ? h : json_array());
+    if (h && !json_is_array(h))
+        json_decref(h);
+    json_object_set_new(v, "schedule", job ? policy_view(srv, j, job) : json_null());
+    json_object_set_new(v, "job", job ? job : json_null());
+    rb_http_reply_json(r->req, 200, v);
+}
+
+/* --- GET /api/workers --- */
+
+void rb_api_workers(rb_http_req *r)
+{
+    rb_srv *srv = r->h->srv;
+    json_t *arr = json_array();
+    static const char *signals[] = {"none", "quiet", "terminate"};
+    for (size_t i = 0; i < srv->workers.nbuckets; i++)
+        for (rb_worker *w = srv->workers.buckets[i]; w; w = w->hnext)
+            json_array_append_new(
+                arr, json_pack("{s:s, s:o, s:i, s:s}", "wid", w->wid, "last_beat",
+                               time_or_null(w->last_beat_ms), "connections", w->conns, "signal",
+                               signals[w->signal >= 0 && w->signal <= 2 ? w->signal : 0]));
+    rb_http_reply_json(r->req, 200, json_pack("{s:o}", "workers", arr));
+}
+
+/* --- POST /api/policy/simulate --- */
+
+/* Parses the request: a JSON object with "policy" (any dialect: object,
+ * SPEC string or Faktory integer) and options, a bare policy object, or a
+ * text SPEC such as an FTL directive. Returns 0 or replies and returns -1. */
+static int sim_request(rb_http_req *r, rb_policy *p, rb_failure *f, long long *failures,
+                       json_t **keep)
+{
+    char *text = rb_http_body_text(r->req);
+    json_t *body = json_loads(text, JSON_DECODE_ANY, NULL);
+    rb_err err = {0};
+    int rc;
+    *keep = body;
+    if (!body) {
+        const char *t = text;
+        while (*t == ' ' || *t == '\n' || *t == '\r' || *t == '\t')
+            t++;
+        if (!*t) {
+            free(text);
+            rb_http_reply_error(r->req, 400, "the body must be a policy (JSON or a SPEC)");
+            return -1;
+        }
+        rc = rb_policy_parse_spec(t, &r->h->srv->cfg.backoff, p, &err);
+        free(text);
+    } else {
+        free(text);
+        json_t *pv = json_is_object(body) ? json_object_get(body, "policy") : NULL;
+        if (pv) {
+            json_t *n = json_object_get(body, "failures");
+            json_t *et = json_object_get(body, "errtype"), *ra = json_object_get(body, "retry_after");
+            if ((n && (!json_is_integer(n) || json_integer_value(n) < 0 ||
+                       json_integer_value(n) > RB_SIM_MAX_STEPS)) ||
+                (et && !json_is_string(et)) || (ra && !json_is_string(ra))) {
+                rb_http_reply_error(r->req, 400,
+                                    "failures must be an integer from 0 to %d; errtype and "
+                                    "retry_after strings", RB_SIM_MAX_STEPS);
+                return -1;
+            }
+            *failures = n ? json_integer_value(n) : 0;
+            f->errtype = json_string_value(et);
+            f->retry_after = json_string_value(ra);
+        } else {
+            pv = body;
+        }
+        rc = rb_policy_parse_json(pv, &r->h->srv->cfg.backoff, p, &err);
+    }
+    if (rc) {
+        rb_http_reply_error(r->req, 422, "invalid policy: %s", rb_err_msg(&err));
+        return -1;
+    }
+    return 0;
+}
+
+void rb_api_simulate(rb_http_req *r)
+{
+    rb_policy p;
+    rb_failure f = {0};
+    long long failures = 0;
+    json_t *body = NULL;
+    if (sim_request(r, &p, &f, &failures, &body)) {
+        json_decref(body);
+        return;
+    }
+    rb_rng rng;
+    rb_rng_seed(&rng, rb_rng_next(&r->h->srv->rng));
+    rb_simulation sim;
+    rb_policy_simulate(&p, f.errtype || f.retry_after ? &f : NULL, failures, rb_now_ms(), &rng,
+                       &sim);
+    json_t *v = rb_simulation_to_json(&p, &sim);
+    rb_buf b = RB_BUF_INIT;
+    rb_policy_describe(&p, &b);
+    json_object_set_new(v, "description", json_string(rb_buf_str(&b)));
+    json_object_set_new(v, "limit", json_integer(sim.limit));
+    rb_buf_release(&b);
+    rb_simulation_release(&sim);
+    rb_policy_release(&p);
+    json_decref(body);
+    rb_http_reply_json(r->req, 200, v);
+}

@@ -1,0 +1,78 @@
+/* What the HTTP files share (http.c: listener, routing, auth, static files,
+ * /metrics; http_api.c: read endpoints; http_actions.c: actions, answered
+ * after their commit; http_json.c: replies and request parsing). Not for
+ * other modules. */
+#ifndef RB_SERVER_HTTP_IMPL_H
+#define RB_SERVER_HTTP_IMPL_H
+
+#include <stdbool.h>
+
+#include <event2/http.h>
+#include <jansson.h>
+
+#include "server/http.h"
+#include "server/srv.h"
+
+/* Largest request body accepted (policy simulations, bulk actions). */
+#define RB_HTTP_MAX_BODY (1024 * 1024)
+
+struct rb_http {
+    rb_srv *srv;
+    struct evhttp *eh;
+    struct event *tick; /* once a second: throughput sample */
+};
+
+/* A request being handled: the path split into decoded segments after
+ * "/api/" (e.g. {"job", "J1", "retry"}). */
+typedef struct rb_http_req {
+    rb_http *h;
+    struct evhttp_request *req;
+    char **seg;
+    int nseg;
+} rb_http_req;
+
+typedef void (*rb_http_handler)(rb_http_req *r);
+
+/* --- http_json.c --- */
+/* Sends v (taken over) as the JSON reply with the given status. */
+void rb_http_reply_json(struct evhttp_request *req, int status, json_t *v);
+/* Sends {"error": {"status": S, "message": M}} with status S. */
+void rb_http_reply_error(struct evhttp_request *req, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Sends a body of the given type as is. */
+void rb_http_reply_raw(struct evhttp_request *req, int status, const char *type, const char *data,
+                       size_t len);
+/* The request body parsed as JSON (any value; an empty body is {}). On
+ * failure replies 400 and returns NULL. */
+json_t *rb_http_body_json(struct evhttp_request *req);
+/* The request body as a NUL-terminated string (caller frees). */
+char *rb_http_body_text(struct evhttp_request *req);
+/* The decoded value of query parameter name (caller frees), or NULL. */
+char *rb_http_query(struct evhttp_request *req, const char *name);
+/* Query parameter name as an integer in [lo, hi], def when absent. Returns
+ * false after replying 400 when it is not one. */
+bool rb_http_query_int(struct evhttp_request *req, const char *name, long long lo, long long hi,
+                       long long def, long long *out);
+
+/* --- http_api.c: read endpoints --- */
+void rb_api_info(rb_http_req *r);
+void rb_api_stats(rb_http_req *r);
+void rb_api_queues(rb_http_req *r);
+void rb_api_jobs(rb_http_req *r);
+void rb_api_job(rb_http_req *r);
+void rb_api_workers(rb_http_req *r);
+void rb_api_simulate(rb_http_req *r);
+/* A job as listed: jid, jobtype, queue, state, attempts, times, error. New
+ * reference. */
+json_t *rb_api_job_summary(const rb_job *j);
+
+/* A queue as listed: name, size, latency_s, paused. New reference. */
+json_t *rb_api_queue_json(const rb_queue *q, int64_t now);
+
+/* --- http_actions.c: changes, answered after the commit --- */
+void rb_api_job_action(rb_http_req *r);
+void rb_api_bulk_action(rb_http_req *r);
+void rb_api_queue_action(rb_http_req *r);
+void rb_api_worker_action(rb_http_req *r);
+
+#endif
