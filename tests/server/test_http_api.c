@@ -1,0 +1,461 @@
+/* The HTTP API against the real server: every read endpoint (info, stats,
+ * queues, job lists with filters and paging, one job with its history and
+ * schedule, workers, policy simulation), every action (job retry/kill/
+ * discard, bulk, queue pause/resume, workers quiet/terminate), their errors
+ * as JSON with HTTP status codes, and that actions are durable when they
+ * answer. */
+#include <criterion/criterion.h>
+
+#include "test_http_harness.h"
+
+static rbh_server S;
+static rbh_conn *C;
+static int H; /* HTTP port */
+
+static void start(void)
+{
+    cr_assert_eq(rbh_start_http(&S, NULL, &H), 0, "server did not start (see %s)", S.log);
+    C = rbh_connect(&S, "w1");
+    cr_assert_not_null(C);
+}
+
+static void stop(void)
+{
+    rbh_close(C);
+    rbh_stop(&S);
+}
+
+TestSuite(http_api, .init = start, .fini = stop, .timeout = 30);
+
+/* Every test ends by stopping the server and asserting a clean exit
+ * (Criterion ignores failures in .fini). */
+static void finish(void)
+{
+    rbh_close(C);
+    C = NULL;
+    cr_assert_eq(rbh_stop(&S), 0, "the server did not exit cleanly (log above)");
+    S.pid = 0;
+}
+
+#define HTTP_TEST(name) \
+    static void body_##name(void); \
+    Test(http_api, name) \
+    { \
+        body_##name(); \
+        finish(); \
+    } \
+    static void body_##name(void)
+
+static rbh_resp *req(const char *method, const char *path, const char *body)
+{
+    rbh_resp *r = rbh_http(H, method, path, body, NULL);
+    cr_assert_not_null(r, "%s %s: no HTTP reply", method, path);
+    return r;
+}
+
+/* A request whose reply must have the given status; returns it. */
+static rbh_resp *expect(int status, const char *method, const char *path, const char *body)
+{
+    rbh_resp *r = req(method, path, body);
+    cr_assert_eq(r->status, status, "%s %s: status %d, want %d: %s", method, path, r->status,
+                 status, r->body);
+    return r;
+}
+
+/* An error reply: the status, JSON {"error": {"status", "message"}} with the
+ * message containing want. */
+static void expect_error(int status, const char *want, const char *method, const char *path,
+                         const char *body)
+{
+    rbh_resp *r = expect(status, method, path, body);
+    cr_assert_not_null(r->json, "error body is not JSON: %s", r->body);
+    cr_assert_eq(json_integer_value(rbh_get(r->json, "error.status")), status);
+    const char *msg = json_string_value(rbh_get(r->json, "error.message"));
+    cr_assert(msg && strstr(msg, want), "message '%s' lacks '%s'", msg ? msg : "", want);
+    char *ct = rbh_header(r, "Content-Type");
+    cr_assert_str_eq(ct, "application/json");
+    free(ct);
+    rbh_resp_free(r);
+}
+
+static long long jint(rbh_resp *r, const char *path)
+{
+    json_t *v = rbh_get(r->json, path);
+    cr_assert(json_is_integer(v), "%s is not an integer in %s", path, r->body);
+    return (long long)json_integer_value(v);
+}
+
+static const char *jstr(rbh_resp *r, const char *path)
+{
+    json_t *v = rbh_get(r->json, path);
+    cr_assert(json_is_string(v), "%s is not a string in %s", path, r->body);
+    return json_string_value(v);
+}
+
+static void push(const char *jid, const char *jt, const char *queue)
+{
+    cr_assert(rbh_expect(C, "+OK", "PUSH {\"jid\":\"%s\",\"jobtype\":\"%s\",\"args\":[1],\"queue\":\"%s\"}",
+                         jid, jt, queue));
+}
+
+/* Pushes, fetches and fails a job: dead after one failure (retry -1) or in
+ * retries (a policy with a long first delay). */
+static void make_failed(const char *jid, const char *jt, const char *errtype, bool dead)
+{
+    if (dead)
+        cr_assert(rbh_expect(C, "+OK", "PUSH {\"jid\":\"%s\",\"jobtype\":\"%s\",\"args\":[],\"retry\":-1,\"queue\":\"fq\"}",
+                             jid, jt));
+    else
+        cr_assert(rbh_expect(C, "+OK", "PUSH {\"jid\":\"%s\",\"jobtype\":\"%s\",\"args\":[],\"queue\":\"fq\","
+                                       "\"retry_policy\":{\"dialect\":\"temporal\",\"initial_interval\":\"1h\",\"maximum_attempts\":5}}",
+                             jid, jt));
+    json_t *j = rbh_json(rbh_cmd(C, "FETCH fq"));
+    cr_assert_str_eq(json_string_value(json_object_get(j, "jid")), jid);
+    json_decref(j);
+    cr_assert(rbh_expect(C, "+OK", "FAIL {\"jid\":\"%s\",\"errtype\":\"%s\",\"message\":\"boom %s\"}",
+                         jid, errtype, jid));
+}
+
+/* --- reads --- */
+
+HTTP_TEST(info_counts_jobs_by_state)
+{
+    rbh_resp *r = expect(200, "GET", "/api/info", NULL);
+    cr_assert_str_eq(jstr(r, "server.name"), "Rebound");
+    cr_assert_eq(jint(r, "jobs.enqueued"), 0);
+    rbh_resp_free(r);
+    push("jobid-a1", "Mail", "default");
+    push("jobid-a2", "Mail", "default");
+    make_failed("jobid-d1", "Pay", "Timeout", true);
+    r = expect(200, "GET", "/api/info", NULL);
+    cr_assert_eq(jint(r, "jobs.enqueued"), 2);
+    cr_assert_eq(jint(r, "jobs.dead"), 1);
+    cr_assert_eq(jint(r, "since_start.pushed"), 3);
+    cr_assert_eq(jint(r, "since_start.failed"), 1);
+    cr_assert_eq(jint(r, "since_start.dead"), 1);
+    cr_assert_eq(jint(r, "all_time.failures"), 1);
+    cr_assert_eq(jint(r, "server.connections"), 1);
+    rbh_resp_free(r);
+    expect_error(405, "method not allowed", "POST", "/api/info", NULL);
+    expect_error(404, "no such endpoint", "GET", "/api/nothing/here", NULL);
+    expect_error(405, "method not allowed", "DELETE", "/api/info", NULL);
+}
+
+HTTP_TEST(stats_has_per_second_samples)
+{
+    rbh_resp *r = expect(200, "GET", "/api/stats", NULL);
+    cr_assert_eq(jint(r, "interval_s"), 1);
+    cr_assert(json_is_array(rbh_get(r->json, "samples")));
+    rbh_resp_free(r);
+    push("jobid-s1", "Mail", "default");
+    /* the history fills once a second: wait for a sample counting the push */
+    int64_t deadline = rbh_now_ms() + 5000;
+    long long pushed = 0;
+    while (pushed == 0 && rbh_now_ms() < deadline) {
+        r = expect(200, "GET", "/api/stats", NULL);
+        size_t i;
+        json_t *s;
+        json_array_foreach(rbh_get(r->json, "samples"), i, s)
+            pushed += json_integer_value(json_object_get(s, "pushed"));
+        rbh_resp_free(r);
+        if (!pushed)
+            rbh_sleep_ms(100);
+    }
+    cr_assert_eq(pushed, 1);
+}
+
+HTTP_TEST(queues_list_sizes_and_pause_resume)
+{
+    push("jobid-q1", "A", "beta");
+    push("jobid-q2", "A", "alpha");
+    push("jobid-q3", "A", "alpha");
+    rbh_resp *r = expect(200, "GET", "/api/queues", NULL);
+    cr_assert_str_eq(jstr(r, "queues.0.name"), "alpha");
+    cr_assert_eq(jint(r, "queues.0.size"), 2);
+    cr_assert_str_eq(jstr(r, "queues.1.name"), "beta");
+    cr_assert_eq(jint(r, "queues.1.size"), 1);
+    cr_assert(json_is_false(rbh_get(r->json, "queues.0.paused")));
+    cr_assert(json_is_real(rbh_get(r->json, "queues.0.latency_s")));
+    rbh_resp_free(r);
+
+    r = expect(200, "POST", "/api/queues/alpha/pause", NULL);
+    cr_assert(json_is_true(rbh_get(r->json, "queue.paused")));
+    cr_assert_str_eq(jstr(r, "queue.name"), "alpha");
+    rbh_resp_free(r);
+    /* the worker sees the pause: nothing comes from alpha */
+    cr_assert(rbh_expect(C, "$-1", "FETCH alpha"));
+    r = expect(200, "GET", "/api/queues", NULL);
+    cr_assert(json_is_true(rbh_get(r->json, "queues.0.paused")));
+    rbh_resp_free(r);
+
+    /* the pause is durable: it survives kill -9 */
+    rbh_close(C);
+    rbh_kill(&S, SIGKILL);
+    cr_assert_eq(rbh_relaunch_http(&S, &H), 0);
+    C = rbh_connect(&S, "w1");
+    r = expect(200, "GET", "/api/queues", NULL);
+    cr_assert(json_is_true(rbh_get(r->json, "queues.0.paused")));
+    rbh_resp_free(r);
+
+    r = expect(200, "POST", "/api/queues/alpha/resume", NULL);
+    cr_assert(json_is_false(rbh_get(r->json, "queue.paused")));
+    rbh_resp_free(r);
+    json_t *j = rbh_json(rbh_cmd(C, "FETCH alpha"));
+    cr_assert_str_eq(json_string_value(json_object_get(j, "jid")), "jobid-q2");
+    json_decref(j);
+}
+
+HTTP_TEST(queue_action_errors)
+{
+    expect_error(404, "no queue action 'explode'", "POST", "/api/queues/default/explode", NULL);
+    expect_error(404, "no queue 'ghost'", "POST", "/api/queues/ghost/resume", NULL);
+    expect_error(405, "method not allowed", "GET", "/api/queues/default/pause", NULL);
+    /* a name with URL escapes is decoded */
+    rbh_resp *r = expect(200, "POST", "/api/queues/my%20queue/pause", NULL);
+    cr_assert_str_eq(jstr(r, "queue.name"), "my queue");
+    rbh_resp_free(r);
+    expect_error(404, "no such endpoint", "POST", "/api/queues/a%00b/pause", NULL);
+}
+
+HTTP_TEST(jobs_by_state_with_filters_and_paging)
+{
+    for (int i = 0; i < 5; i++) {
+        char jid[16];
+        snprintf(jid, sizeof jid, "jobid-m%d", i);
+        push(jid, i % 2 ? "Odd" : "Even", i < 3 ? "one" : "two");
+    }
+    rbh_resp *r = expect(200, "GET", "/api/jobs?state=enqueued", NULL);
+    cr_assert_eq(jint(r, "total"), 5);
+    cr_assert_eq(json_array_size(rbh_get(r->json, "jobs")), 5);
+    cr_assert_str_eq(jstr(r, "jobs.0.state"), "enqueued");
+    rbh_resp_free(r);
+
+    r = expect(200, "GET", "/api/jobs?state=enqueued&queue=one&limit=2&offset=1", NULL);
+    cr_assert_eq(jint(r, "total"), 3);
+    cr_assert_eq(json_array_size(rbh_get(r->json, "jobs")), 2);
+    cr_assert_str_eq(jstr(r, "jobs.0.jid"), "jobid-m1");
+    cr_assert_str_eq(jstr(r, "jobs.1.jid"), "jobid-m2");
+    cr_assert_str_eq(jstr(r, "jobs.0.queue"), "one");
+    rbh_resp_free(r);
+
+    r = expect(200, "GET", "/api/jobs?state=enqueued&jobtype=Odd", NULL);
+    cr_assert_eq(jint(r, "total"), 2);
+    cr_assert_str_eq(jstr(r, "jobs.0.jobtype"), "Odd");
+    rbh_resp_free(r);
+
+    make_failed("jobid-d1", "Pay", "Timeout", true);
+    make_failed("jobid-d2", "Pay", "Refused", true);
+    make_failed("jobid-r1", "Pay", "Timeout", false);
+    r = expect(200, "GET", "/api/jobs?state=dead&errtype=Refused", NULL);
+    cr_assert_eq(jint(r, "total"), 1);
+    cr_assert_str_eq(jstr(r, "jobs.0.jid"), "jobid-d2");
+    cr_assert_str_eq(jstr(r, "jobs.0.failure.errtype"), "Refused");
+    cr_assert_str_eq(jstr(r, "jobs.0.failure.message"), "boom jobid-d2");
+    cr_assert(json_is_string(rbh_get(r->json, "jobs.0.expires_at")));
+    rbh_resp_free(r);
+    r = expect(200, "GET", "/api/jobs?state=retries", NULL);
+    cr_assert_eq(jint(r, "total"), 1);
+    cr_assert_str_eq(jstr(r, "jobs.0.jid"), "jobid-r1");
+    cr_assert(json_is_string(rbh_get(r->json, "jobs.0.next_at")));
+    rbh_resp_free(r);
+
+    expect_error(400, "state=''", "GET", "/api/jobs", NULL);
+    expect_error(400, "state='pending'", "GET", "/api/jobs?state=pending", NULL);
+    expect_error(400, "limit='5000'", "GET", "/api/jobs?state=dead&limit=5000", NULL);
+    expect_error(400, "offset='-1'", "GET", "/api/jobs?state=dead&offset=-1", NULL);
+    expect_error(400, "limit='x'", "GET", "/api/jobs?state=dead&limit=x", NULL);
+}
+
+HTTP_TEST(job_shows_history_and_schedule)
+{
+    make_failed("jobid-r1", "Pay", "Timeout", false);
+    rbh_resp *r = expect(200, "GET", "/api/job/jobid-r1", NULL);
+    cr_assert_str_eq(jstr(r, "jid"), "jobid-r1");
+    cr_assert_str_eq(jstr(r, "state"), "retries");
+    cr_assert_eq(jint(r, "attempts"), 1);
+    cr_assert_eq(json_array_size(rbh_get(r->json, "history")), 1);
+    cr_assert_str_eq(jstr(r, "history.0.errtype"), "Timeout");
+    cr_assert_str_eq(jstr(r, "history.0.message"), "boom jobid-r1");
+    cr_assert_str_eq(jstr(r, "history.0.outcome"), "retry");
+    cr_assert_eq(jint(r, "history.0.delay_ms"), 3600000);
+    cr_assert_str_eq(jstr(r, "job.jobtype"), "Pay");
+    /* the whole schedule of its policy: 5 executions, 4 retries then dead */
+    cr_assert_str_eq(jstr(r, "schedule.layer"), "job");
+    cr_assert_eq(json_array_size(rbh_get(r->json, "schedule.attempts")), 5);
+    cr_assert_eq(jint(r, "schedule.attempts.0.delay_ms"), 3600000);
+    cr_assert_eq(jint(r, "schedule.attempts.1.delay_ms"), 7200000);
+    cr_assert(json_is_string(rbh_get(r->json, "schedule.attempts.0.at")));
+    cr_assert_str_eq(jstr(r, "schedule.attempts.4.outcome"), "dead");
+    cr_assert_str_eq(jstr(r, "schedule.final"), "dead");
+    rbh_resp_free(r);
+
+    /* a job without a policy of its own gets the built-in one */
+    push("jobid-e1", "Mail", "default");
+    r = expect(200, "GET", "/api/job/jobid-e1", NULL);
+    cr_assert_str_eq(jstr(r, "state"), "enqueued");
+    cr_assert_str_eq(jstr(r, "schedule.layer"), "builtin");
+    cr_assert_eq(json_array_size(rbh_get(r->json, "schedule.attempts")), 26);
+    cr_assert_eq(json_array_size(rbh_get(r->json, "history")), 0);
+    rbh_resp_free(r);
+
+    expect_error(404, "no job 'nope'", "GET", "/api/job/nope", NULL);
+}
+
+/* --- actions --- */
+
+HTTP_TEST(job_actions_change_state_durably)
+{
+    make_failed("jobid-d1", "Pay", "Timeout", true);
+    make_failed("jobid-r1", "Pay", "Timeout", false);
+    make_failed("jobid-r2", "Pay", "Timeout", false);
+    rbh_resp *r = expect(200, "POST", "/api/job/jobid-d1/retry", NULL);
+    cr_assert_str_eq(jstr(r, "previous_state"), "dead");
+    cr_assert_str_eq(jstr(r, "state"), "enqueued");
+    rbh_resp_free(r);
+    r = expect(200, "POST", "/api/job/jobid-r1/kill", NULL);
+    cr_assert_str_eq(jstr(r, "state"), "dead");
+    rbh_resp_free(r);
+    r = expect(200, "POST", "/api/job/jobid-r2/discard", NULL);
+    cr_assert(json_is_null(rbh_get(r->json, "state")));
+    rbh_resp_free(r);
+
+    /* answered after the commit: all three survive kill -9 */
+    rbh_close(C);
+    rbh_kill(&S, SIGKILL);
+    cr_assert_eq(rbh_relaunch_http(&S, &H), 0);
+    C = rbh_connect(&S, "w1");
+    cr_assert_not_null(C);
+    char *st = rbh_job_state(C, "jobid-d1");
+    cr_assert_str_eq(st, "enqueued");
+    free(st);
+    st = rbh_job_state(C, "jobid-r1");
+    cr_assert_str_eq(st, "dead");
+    free(st);
+    cr_assert_null(rbh_job_state(C, "jobid-r2"));
+    /* the retried job runs again */
+    json_t *j = rbh_json(rbh_cmd(C, "FETCH fq"));
+    cr_assert_str_eq(json_string_value(json_object_get(j, "jid")), "jobid-d1");
+    json_decref(j);
+
+    expect_error(409, "job 'jobid-d1' is working", "POST", "/api/job/jobid-d1/retry", NULL);
+    expect_error(404, "no job 'ghost'", "POST", "/api/job/ghost/kill", NULL);
+    expect_error(404, "no job action 'explode'", "POST", "/api/job/jobid-r1/explode", NULL);
+    expect_error(405, "method not allowed", "GET", "/api/job/jobid-r1/kill", NULL);
+}
+
+HTTP_TEST(actions_fail_when_the_commit_fails)
+{
+    make_failed("jobid-d1", "Pay", "Timeout", true);
+    char fault[400];
+    snprintf(fault, sizeof fault, "%s/fault", S.dir);
+    /* the server reads REBOUND_FAULT_FILE at start: restart with it set */
+    rbh_close(C);
+    rbh_kill(&S, SIGTERM);
+    S.env_fault = fault;
+    cr_assert_eq(rbh_relaunch_http(&S, &H), 0);
+    C = rbh_connect(&S, "w1");
+    FILE *f = fopen(fault, "w");
+    cr_assert_not_null(f);
+    fclose(f);
+    expect_error(500, "storage error", "POST", "/api/job/jobid-d1/retry", NULL);
+    expect_error(500, "storage error", "POST", "/api/queues/default/pause", NULL);
+    unlink(fault);
+    rbh_resp_free(expect(200, "POST", "/api/queues/default/pause", NULL));
+}
+
+HTTP_TEST(bulk_actions)
+{
+    make_failed("jobid-d1", "Pay", "Timeout", true);
+    make_failed("jobid-d2", "Pay", "Refused", true);
+    make_failed("jobid-d3", "Mail", "Timeout", true);
+    make_failed("jobid-r1", "Pay", "Timeout", false);
+    rbh_resp *r = expect(200, "POST", "/api/jobs/retry", "{\"state\":\"dead\",\"jids\":[\"jobid-d1\",\"jobid-r1\",\"zz\"]}");
+    cr_assert_eq(jint(r, "changed"), 1); /* jobid-r1 is not dead, zz does not exist */
+    rbh_resp_free(r);
+    char *st = rbh_job_state(C, "jobid-d1");
+    cr_assert_str_eq(st, "enqueued");
+    free(st);
+
+    r = expect(200, "POST", "/api/jobs/discard",
+               "{\"state\":\"dead\",\"all\":true,\"jobtype\":\"Pay\",\"errtype\":\"Refused\"}");
+    cr_assert_eq(jint(r, "changed"), 1);
+    rbh_resp_free(r);
+    cr_assert_null(rbh_job_state(C, "jobid-d2"));
+
+    r = expect(200, "POST", "/api/jobs/kill", "{\"state\":\"retries\",\"all\":true}");
+    cr_assert_eq(jint(r, "changed"), 1);
+    rbh_resp_free(r);
+    r = expect(200, "GET", "/api/jobs?state=dead", NULL);
+    cr_assert_eq(jint(r, "total"), 2); /* jobid-d3 and jobid-r1 */
+    rbh_resp_free(r);
+
+    expect_error(400, "not JSON", "POST", "/api/jobs/kill", "{nope");
+    expect_error(400, "name the jobs", "POST", "/api/jobs/kill", "{\"state\":\"dead\"}");
+    expect_error(400, "state must be", "POST", "/api/jobs/kill", "{\"state\":\"working\",\"all\":true}");
+    expect_error(400, "the body must be an object", "POST", "/api/jobs/kill", "[1]");
+    expect_error(400, "the body must be an object", "POST", "/api/jobs/kill",
+                 "{\"state\":\"dead\",\"jids\":\"jobid-d3\"}");
+    expect_error(404, "no bulk action 'nuke'", "POST", "/api/jobs/nuke", "{}");
+}
+
+HTTP_TEST(workers_list_and_signals)
+{
+    rbh_resp *r = expect(200, "GET", "/api/workers", NULL);
+    cr_assert_eq(json_array_size(rbh_get(r->json, "workers")), 1);
+    cr_assert_str_eq(jstr(r, "workers.0.wid"), "w1");
+    cr_assert_str_eq(jstr(r, "workers.0.signal"), "none");
+    rbh_resp_free(r);
+    r = expect(200, "POST", "/api/workers/quiet", "{\"wid\":\"w1\"}");
+    cr_assert_eq(jint(r, "workers"), 1);
+    rbh_resp_free(r);
+    cr_assert(rbh_expect(C, "{\"state\":\"quiet\"}", "BEAT {\"wid\":\"w1\"}"));
+    r = expect(200, "POST", "/api/workers/terminate", NULL);
+    cr_assert_eq(jint(r, "workers"), 1);
+    rbh_resp_free(r);
+    cr_assert(rbh_expect(C, "{\"state\":\"terminate\"}", "BEAT {\"wid\":\"w1\"}"));
+    expect_error(404, "no worker 'ghost'", "POST", "/api/workers/quiet", "{\"wid\":\"ghost\"}");
+    expect_error(404, "no worker action 'sleep'", "POST", "/api/workers/sleep", NULL);
+    expect_error(400, "the body must be", "POST", "/api/workers/quiet", "{\"wid\":7}");
+}
+
+HTTP_TEST(policy_simulation_in_every_form)
+{
+    rbh_resp *r = expect(200, "POST", "/api/policy/simulate",
+                         "{\"dialect\":\"temporal\",\"initial_interval\":\"2s\",\"maximum_attempts\":3}");
+    cr_assert_eq(json_array_size(rbh_get(r->json, "attempts")), 3);
+    cr_assert_eq(jint(r, "attempts.0.delay_ms"), 2000);
+    cr_assert_eq(jint(r, "attempts.1.delay_ms"), 4000);
+    cr_assert_str_eq(jstr(r, "final"), "dead");
+    cr_assert_str_eq(jstr(r, "policy.dialect"), "temporal");
+    cr_assert(strstr(jstr(r, "description"), "at most 3"));
+    rbh_resp_free(r);
+    /* an FTL directive as plain text */
+    r = expect(200, "POST", "/api/policy/simulate", "//ftl:retry 2 5s 1m");
+    cr_assert_str_eq(jstr(r, "policy.dialect"), "ftl");
+    cr_assert_eq(jint(r, "attempts.0.delay_ms"), 5000);
+    rbh_resp_free(r);
+    /* wrapped, with options: an unbounded policy cut at 4 failures */
+    r = expect(200, "POST", "/api/policy/simulate",
+               "{\"policy\":{\"dialect\":\"temporal\",\"initial_interval\":\"1s\",\"maximum_attempts\":0},\"failures\":4}");
+    cr_assert_eq(json_array_size(rbh_get(r->json, "attempts")), 4);
+    cr_assert_str_eq(jstr(r, "final"), "unlimited");
+    rbh_resp_free(r);
+    /* a non-retryable error type ends it at once */
+    r = expect(200, "POST", "/api/policy/simulate",
+               "{\"policy\":{\"dialect\":\"temporal\",\"non_retryable_error_types\":[\"Fatal\"]},\"errtype\":\"Fatal\"}");
+    cr_assert_eq(json_array_size(rbh_get(r->json, "attempts")), 1);
+    cr_assert_str_eq(jstr(r, "attempts.0.outcome"), "dead");
+    rbh_resp_free(r);
+    /* Faktory's retry count */
+    r = expect(200, "POST", "/api/policy/simulate", "{\"policy\":3}");
+    cr_assert_eq(json_array_size(rbh_get(r->json, "attempts")), 4);
+    rbh_resp_free(r);
+
+    expect_error(422, "invalid policy", "POST", "/api/policy/simulate",
+                 "{\"dialect\":\"temporal\",\"backoff_coefficient\":0.5}");
+    expect_error(422, "invalid policy", "POST", "/api/policy/simulate", "ftl:banana");
+    expect_error(400, "the body must be a policy", "POST", "/api/policy/simulate", "  ");
+    expect_error(400, "failures must be", "POST", "/api/policy/simulate",
+                 "{\"policy\":3,\"failures\":-2}");
+    expect_error(405, "method not allowed", "GET", "/api/policy/simulate", NULL);
+}
