@@ -34,6 +34,24 @@ int cli_bad_option(const char *cmd, int opt, char **argv)
                      cmd);
 }
 
+int cli_parse_common_only(const char *cmd, const char *usage, int argc, char **argv,
+                          cli_common *co)
+{
+    static const struct option longopts[] = {CLI_COMMON_OPTIONS, {NULL, 0, NULL, 0}};
+    int opt;
+    cli_getopt_reset();
+    while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        if (cli_common_opt(co, opt, optarg))
+            continue;
+        if (opt == 'h' || opt == CLI_OPT_HELP) {
+            fputs(usage, stdout);
+            return CLI_OK;
+        }
+        return cli_bad_option(cmd, opt, argv);
+    }
+    return -1;
+}
+
 int cli_connect(const cli_common *co, rb_client **out)
 {
     rb_err err = {0};
@@ -175,19 +193,10 @@ static void print_info(const json_t *info, const char *addr)
 
 int cmd_info(int argc, char **argv)
 {
-    static const struct option longopts[] = {CLI_COMMON_OPTIONS, {NULL, 0, NULL, 0}};
     cli_common co = {0};
-    int opt;
-    cli_getopt_reset();
-    while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-        if (cli_common_opt(&co, opt, optarg))
-            continue;
-        if (opt == CLI_OPT_HELP || opt == 'h') {
-            fputs(info_usage, stdout);
-            return CLI_OK;
-        }
-        return cli_bad_option("info", opt, argv);
-    }
+    int prc = cli_parse_common_only("info", info_usage, argc, argv, &co);
+    if (prc >= 0)
+        return prc;
     if (optind < argc)
         return cli_error(CLI_USAGE, "info: unexpected argument '%s'", argv[optind]);
     rb_client *c;

@@ -60,6 +60,13 @@ void cli_getopt_reset(void);
  * returns CLI_USAGE. */
 int cli_bad_option(const char *cmd, int opt, char **argv);
 
+/* Parses the options of a command that takes only the common ones. Returns
+ * -1 when the caller should go on (positional arguments from optind on), or
+ * the exit code to return: CLI_OK after printing usage for --help,
+ * CLI_USAGE after reporting a bad option. */
+int cli_parse_common_only(const char *cmd, const char *usage, int argc, char **argv,
+                          cli_common *co);
+
 /* `rebound push --file PATH` ('-' = stdin): PUSHB in batches of at most
  * batch jobs; returns the exit code (cmd_push_file.c). */
 int cli_push_file(const cli_common *co, const char *path, size_t batch);

@@ -246,19 +246,10 @@ static void print_job(const json_t *res)
 
 int cmd_job(int argc, char **argv)
 {
-    static const struct option longopts[] = {CLI_COMMON_OPTIONS, {NULL, 0, NULL, 0}};
     cli_common co = {0};
-    int opt;
-    cli_getopt_reset();
-    while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-        if (cli_common_opt(&co, opt, optarg))
-            continue;
-        if (opt == 'h' || opt == CLI_OPT_HELP) {
-            fputs(job_usage, stdout);
-            return CLI_OK;
-        }
-        return cli_bad_option("job", opt, argv);
-    }
+    int prc = cli_parse_common_only("job", job_usage, argc, argv, &co);
+    if (prc >= 0)
+        return prc;
     if (optind >= argc)
         return cli_error(CLI_USAGE, "job: missing JID (see 'rebound job --help')");
     if (argc - optind > 1)

@@ -23,22 +23,16 @@ static const action actions[] = {
 
 static int run(const action *a, int argc, char **argv)
 {
-    static const struct option longopts[] = {CLI_COMMON_OPTIONS, {NULL, 0, NULL, 0}};
+    char usage[512];
+    snprintf(usage, sizeof usage,
+             "usage: rebound %s JID [--url URL] [--json]\n"
+             "Finds the job and %s.\n"
+             "exit: 0 done, 1 not found, not movable or server unreachable, 2 bad usage\n",
+             a->name, a->help);
     cli_common co = {0};
-    int opt;
-    cli_getopt_reset();
-    while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-        if (cli_common_opt(&co, opt, optarg))
-            continue;
-        if (opt == 'h' || opt == CLI_OPT_HELP) {
-            printf("usage: rebound %s JID [--url URL] [--json]\n"
-                   "Finds the job and %s.\n"
-                   "exit: 0 done, 1 not found, not movable or server unreachable, 2 bad usage\n",
-                   a->name, a->help);
-            return CLI_OK;
-        }
-        return cli_bad_option(a->name, opt, argv);
-    }
+    int prc = cli_parse_common_only(a->name, usage, argc, argv, &co);
+    if (prc >= 0)
+        return prc;
     if (optind >= argc)
         return cli_error(CLI_USAGE, "%s: missing JID (see 'rebound %s --help')", a->name,
                          a->name);

@@ -16,19 +16,10 @@ static const char queue_usage[] =
 
 int cmd_queue(int argc, char **argv)
 {
-    static const struct option longopts[] = {CLI_COMMON_OPTIONS, {NULL, 0, NULL, 0}};
     cli_common co = {0};
-    int opt;
-    cli_getopt_reset();
-    while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-        if (cli_common_opt(&co, opt, optarg))
-            continue;
-        if (opt == 'h' || opt == CLI_OPT_HELP) {
-            fputs(queue_usage, stdout);
-            return CLI_OK;
-        }
-        return cli_bad_option("queue", opt, argv);
-    }
+    int prc = cli_parse_common_only("queue", queue_usage, argc, argv, &co);
+    if (prc >= 0)
+        return prc;
     if (optind >= argc)
         return cli_error(CLI_USAGE, "queue: missing pause, resume, remove or latency");
     const char *verb = argv[optind++];
