@@ -5,7 +5,7 @@ set -e
 want="build-essential pkg-config libevent-dev libsqlite3-dev libpq-dev libjansson-dev libssl-dev"
 case "${1:-build}" in
   build) ;;
-  test)  want="$want libcriterion-dev nodejs npm postgresql sqlite3 clang libclang-rt-14-dev" ;;
+  test)  want="$want libcriterion-dev nodejs npm postgresql sqlite3 clang libclang-rt-14-dev chromium" ;;
   fuzz)  want="$want clang libclang-rt-14-dev" ;;
   bench) want="$want libcriterion-dev beanstalkd" ;;
   all)   want="$want libcriterion-dev nodejs npm postgresql beanstalkd chromium sqlite3 clang libclang-rt-14-dev" ;;

@@ -1,0 +1,565 @@
+// Rebound dashboard: a small single-page app over the JSON API (docs/http.md).
+// Plain JS, no framework, no network beyond this server; charts are SVG drawn here.
+'use strict';
+
+// --- helpers ---------------------------------------------------------------
+
+// h('div', {class: 'x', onclick: f}, child, ...): builds an element; strings
+// become text nodes (never HTML), arrays are flattened, null is skipped.
+function h(tag, props, ...kids) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(props || {})) {
+    if (v === null || v === undefined || v === false) continue;
+    if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
+    else if (k === 'class') el.className = v;
+    else el.setAttribute(k, v === true ? '' : v);
+  }
+  const add = (c) => {
+    if (c === null || c === undefined || c === false) return;
+    if (Array.isArray(c)) c.forEach(add);
+    else el.append(c instanceof Node ? c : String(c));
+  };
+  kids.forEach(add);
+  return el;
+}
+
+const SVG = 'http://www.w3.org/2000/svg';
+function s(tag, attrs, ...kids) {
+  const el = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs || {})) el.setAttribute(k, v);
+  for (const c of kids.flat()) if (c !== null && c !== undefined) el.append(c instanceof Node ? c : String(c));
+  return el;
+}
+
+async function api(method, path, body) {
+  const opts = {method, headers: {}};
+  if (body !== undefined) {
+    opts.body = typeof body === 'string' ? body : JSON.stringify(body);
+    opts.headers['Content-Type'] = 'application/json';
+  }
+  const r = await fetch('/api/' + path, opts);
+  let data = null;
+  try { data = await r.json(); } catch (e) { /* not JSON */ }
+  if (!r.ok) throw new Error((data && data.error && data.error.message) || (r.status + ' ' + r.statusText));
+  return data;
+}
+
+function toast(msg, bad) {
+  const t = h('div', {class: bad ? 'bad' : ''}, msg);
+  document.getElementById('toast').append(t);
+  setTimeout(() => t.remove(), bad ? 6000 : 3000);
+}
+
+const fmtN = (n) => (n === null || n === undefined) ? '–' : Number(n).toLocaleString('en-US');
+
+function fmtDur(ms) {
+  if (ms === null || ms === undefined) return '–';
+  ms = Math.round(ms);
+  if (ms === 0) return '0';
+  if (ms < 1000) return ms + 'ms';
+  const parts = [];
+  let sec = Math.floor(ms / 1000);
+  const rest = ms % 1000;
+  for (const [u, n] of [['d', 86400], ['h', 3600], ['m', 60], ['s', 1]]) {
+    if (sec >= n) { parts.push(Math.floor(sec / n) + u); sec %= n; }
+    if (parts.length === 2) break;
+  }
+  if (parts.length === 1 && rest && ms < 10000) return (ms / 1000).toFixed(1).replace(/\.0$/, '') + 's';
+  return parts.join(' ');
+}
+
+function fmtTime(iso) {
+  if (!iso) return '–';
+  const d = new Date(iso);
+  return d.toISOString().replace('T', ' ').replace(/\.\d+Z$/, ' UTC');
+}
+
+// "in 5m" / "3m ago", with the exact time as a tooltip.
+function rel(iso) {
+  if (!iso) return h('span', {class: 'muted'}, '–');
+  const ms = new Date(iso).getTime() - Date.now();
+  const txt = Math.abs(ms) < 1000 ? 'now' : ms > 0 ? 'in ' + fmtDur(ms) : fmtDur(-ms) + ' ago';
+  return h('span', {title: fmtTime(iso)}, txt);
+}
+
+function pill(text, cls) { return h('span', {class: 'pill ' + (cls || text)}, text); }
+
+function parseHash() {
+  const raw = location.hash.replace(/^#/, '') || '/';
+  const [path, query] = raw.split('?');
+  return {path, params: new URLSearchParams(query || '')};
+}
+
+// --- page lifecycle: one page at a time, its timers cleared on leave -------
+
+let timers = [];
+function every(ms, fn) { fn(); timers.push(setInterval(fn, ms)); }
+function leave() { timers.forEach(clearInterval); timers = []; }
+
+const main = () => document.getElementById('main');
+function show(...kids) { const m = main(); m.replaceChildren(...kids); }
+
+// --- charts ----------------------------------------------------------------
+
+function niceMax(v) {
+  if (v <= 0) return 1;
+  const p = Math.pow(10, Math.floor(Math.log10(v)));
+  for (const m of [1, 2, 2.5, 5, 10]) if (m * p >= v) return m * p;
+  return 10 * p;
+}
+
+// Lines over time: series = [{name, color, values: [{t, v}]}].
+function lineChart(series, opts) {
+  const W = 900, H = opts.height || 220, L = 44, R = 10, T = 10, B = 24;
+  const all = series.flatMap((x) => x.values);
+  const svg = s('svg', {viewBox: `0 0 ${W} ${H}`, class: 'chart', role: 'img', 'aria-label': opts.label || 'chart'});
+  if (!all.length) {
+    svg.append(s('text', {x: W / 2, y: H / 2, 'text-anchor': 'middle'}, 'collecting samples…'));
+    return svg;
+  }
+  const t0 = Math.min(...all.map((p) => p.t)), t1 = Math.max(...all.map((p) => p.t), t0 + 1);
+  const vmax = niceMax(Math.max(...all.map((p) => p.v), 1));
+  const x = (t) => L + (t - t0) / (t1 - t0) * (W - L - R);
+  const y = (v) => T + (1 - v / vmax) * (H - T - B);
+  for (let i = 0; i <= 4; i++) {
+    const v = vmax * i / 4;
+    svg.append(s('line', {x1: L, x2: W - R, y1: y(v), y2: y(v), class: 'grid'}));
+    svg.append(s('text', {x: L - 6, y: y(v) + 4, 'text-anchor': 'end'}, fmtN(Math.round(v * 10) / 10)));
+  }
+  for (let i = 0; i <= 5; i++) {
+    const t = t0 + (t1 - t0) * i / 5;
+    const d = new Date(t * 1000);
+    svg.append(s('text', {x: x(t), y: H - 6, 'text-anchor': 'middle'}, d.toTimeString().slice(0, 8)));
+  }
+  for (const ser of series) {
+    if (!ser.values.length) continue;
+    const d = ser.values.map((p, i) => (i ? 'L' : 'M') + x(p.t).toFixed(1) + ' ' + y(p.v).toFixed(1)).join(' ');
+    svg.append(s('path', {d, fill: 'none', stroke: ser.color, 'stroke-width': 2, 'stroke-linejoin': 'round'}));
+  }
+  return svg;
+}
+
+function legend(items) {
+  return h('div', {class: 'legend'}, items.map(([name, color]) => h('span', {}, h('i', {style: 'background:' + color}), name)));
+}
+
+const OUTCOME_COLOR = {retry: '#c77700', dead: '#d33b3b', discard: '#8a93a6', catch: '#7b4fd6'};
+
+// The schedule of a simulation: one bar per failed attempt, its height the
+// delay before the next attempt (log scale when delays span > 100x); the
+// final outcome as a marker.
+function scheduleChart(sim) {
+  const steps = sim.attempts || [];
+  const W = 900, H = 240, L = 56, R = 12, T = 14, B = 30;
+  const svg = s('svg', {viewBox: `0 0 ${W} ${H}`, class: 'chart', role: 'img', 'aria-label': 'retry schedule', 'data-testid': 'schedule-chart'});
+  if (!steps.length) return svg;
+  const delays = steps.filter((x) => x.outcome === 'retry').map((x) => x.delay_ms);
+  const dmax = Math.max(...delays, 1), dmin = Math.max(Math.min(...delays.filter((d) => d > 0), dmax), 1);
+  const log = dmax / dmin > 100;
+  const top = log ? Math.pow(10, Math.ceil(Math.log10(dmax))) : niceMax(dmax);
+  const y = (d) => {
+    const f = log ? (d <= 1 ? 0 : Math.log10(d) / Math.log10(top)) : d / top;
+    return T + (1 - f) * (H - T - B);
+  };
+  const n = steps.length, bw = (W - L - R) / n;
+  const ticks = log ? Array.from({length: Math.log10(top) + 1}, (_, i) => Math.pow(10, i)).filter((v) => v >= 1) : [0, top / 4, top / 2, 3 * top / 4, top];
+  for (const v of ticks) {
+    svg.append(s('line', {x1: L, x2: W - R, y1: y(v), y2: y(v), class: 'grid'}));
+    svg.append(s('text', {x: L - 6, y: y(v) + 4, 'text-anchor': 'end'}, fmtDur(v)));
+  }
+  const every_n = Math.ceil(n / 30);
+  steps.forEach((st, i) => {
+    const cx = L + i * bw;
+    if (st.outcome === 'retry') {
+      const bar = s('rect', {x: cx + bw * 0.15, width: Math.max(bw * 0.7, 1), y: y(st.delay_ms), height: Math.max(H - B - y(st.delay_ms), 1), fill: '#3457d5', rx: 2});
+      bar.append(s('title', {}, `attempt ${st.attempt} failed → retry after ${fmtDur(st.delay_ms)} (at +${fmtDur(st.at_ms)})`));
+      svg.append(bar);
+    } else {
+      const mk = s('circle', {cx: cx + bw / 2, cy: H - B - 8, r: Math.min(7, bw / 2), fill: OUTCOME_COLOR[st.outcome] || '#d33b3b'});
+      mk.append(s('title', {}, `attempt ${st.attempt} failed → ${st.outcome} (${st.reason})`));
+      svg.append(mk);
+    }
+    if (i % every_n === 0) svg.append(s('text', {x: cx + bw / 2, y: H - 10, 'text-anchor': 'middle'}, st.attempt));
+  });
+  svg.append(s('text', {x: L, y: H - 0, 'text-anchor': 'start'}, log ? 'log scale' : ''));
+  return svg;
+}
+
+function scheduleTable(sim, limit) {
+  const rows = (sim.attempts || []).slice(0, limit || 1000);
+  return h('table', {'data-testid': 'schedule-table'},
+    h('thead', {}, h('tr', {}, h('th', {class: 'num'}, 'attempt'), h('th', {}, 'then'), h('th', {class: 'num'}, 'delay'), h('th', {class: 'num'}, 'since first run'), h('th', {}, 'at'))),
+    h('tbody', {}, rows.map((st) => h('tr', {},
+      h('td', {class: 'num'}, st.attempt),
+      h('td', {}, pill(st.outcome, st.outcome === 'retry' ? 'retry' : 'fail'), st.reason ? ' ' + st.reason : st.source && st.source !== 'computed' ? ' ' + st.source : ''),
+      h('td', {class: 'num'}, st.outcome === 'retry' ? fmtDur(st.delay_ms) : '–'),
+      h('td', {class: 'num'}, st.at_ms !== undefined ? fmtDur(st.at_ms) : '–'),
+      h('td', {class: 'muted'}, st.at ? fmtTime(st.at) : '')))));
+}
+
+// --- overview --------------------------------------------------------------
+
+function overview() {
+  const cards = h('div', {class: 'cards', 'data-testid': 'cards'});
+  const chart = h('div', {});
+  const qbox = h('div', {});
+  show(h('h1', {}, 'Overview'), cards,
+    h('div', {class: 'panel'}, h('h2', {}, 'Throughput (jobs per second, last 5 minutes)'), chart,
+      legend([['processed', '#1f9d55'], ['failed', '#d33b3b'], ['pushed', '#3457d5']])),
+    h('div', {class: 'panel'}, h('h2', {}, 'Queues'), qbox));
+  every(2000, async () => {
+    try {
+      const [info, stats, qs] = await Promise.all([api('GET', 'info'), api('GET', 'stats'), api('GET', 'queues')]);
+      const j = info.jobs;
+      const card = (label, n, href, cls) => h('a', {class: 'card ' + (cls || ''), href: href || null, 'data-testid': 'card-' + label.replace(/ .*/, '')},
+        h('div', {class: 'n'}, fmtN(n)), h('div', {class: 'l'}, label));
+      cards.replaceChildren(
+        card('enqueued', j.enqueued, '#/queues'), card('working', j.working, null, 'ok'),
+        card('scheduled', j.scheduled, '#/scheduled'), card('retries', j.retries, '#/retries', j.retries ? 'warn' : ''),
+        card('dead', j.dead, '#/dead', j.dead ? 'bad' : ''),
+        card('processed', info.all_time.processed), card('failures', info.all_time.failures),
+        card('workers', info.server.workers, '#/workers'));
+      const smp = stats.samples;
+      const ser = (k) => smp.map((p) => ({t: p.t, v: p[k]}));
+      chart.replaceChildren(lineChart([
+        {name: 'pushed', color: '#3457d5', values: ser('pushed')},
+        {name: 'failed', color: '#d33b3b', values: ser('failed')},
+        {name: 'processed', color: '#1f9d55', values: ser('processed')}], {label: 'throughput'}));
+      qbox.replaceChildren(queueTable(qs.queues, false));
+    } catch (e) { /* the status line says the server is unreachable */ }
+  });
+}
+
+// --- queues ----------------------------------------------------------------
+
+function queueTable(queues, actions) {
+  if (!queues.length) return h('div', {class: 'empty'}, 'No queues yet.');
+  return h('table', {'data-testid': 'queues'},
+    h('thead', {}, h('tr', {}, h('th', {}, 'queue'), h('th', {class: 'num'}, 'size'), h('th', {class: 'num'}, 'latency'), h('th', {}, 'state'), actions ? h('th', {}, '') : null)),
+    h('tbody', {}, queues.map((q) => h('tr', {'data-queue': q.name},
+      h('td', {}, h('a', {href: '#/enqueued?queue=' + encodeURIComponent(q.name)}, q.name)),
+      h('td', {class: 'num'}, fmtN(q.size)),
+      h('td', {class: 'num'}, q.size ? fmtDur(q.latency_s * 1000) : '–'),
+      h('td', {'data-testid': 'queue-state'}, q.paused ? pill('paused') : pill('active', 'ok')),
+      actions ? h('td', {}, h('button', {class: 'small', 'data-testid': q.paused ? 'resume' : 'pause',
+        onclick: async (ev) => {
+          ev.target.disabled = true;
+          try {
+            await api('POST', 'queues/' + encodeURIComponent(q.name) + '/' + (q.paused ? 'resume' : 'pause'));
+            toast(`Queue ${q.name} ${q.paused ? 'resumed' : 'paused'}`);
+          } catch (e) { toast(e.message, true); }
+          refreshQueues();
+        }}, q.paused ? 'Resume' : 'Pause')) : null))));
+}
+
+let refreshQueues = () => {};
+function queues() {
+  const box = h('div', {class: 'panel'});
+  show(h('h1', {}, 'Queues'), box);
+  refreshQueues = async () => {
+    try { box.replaceChildren(queueTable((await api('GET', 'queues')).queues, true)); }
+    catch (e) { box.replaceChildren(h('div', {class: 'error-box'}, e.message)); }
+  };
+  every(3000, refreshQueues);
+}
+
+// --- job lists (scheduled, retries, dead, enqueued, working) ---------------
+
+const LIST_TITLE = {scheduled: 'Scheduled', retries: 'Retries', dead: 'Dead', enqueued: 'Enqueued', working: 'In progress'};
+const PAGE = 25;
+
+function jobList(state, params) {
+  const mutable = ['scheduled', 'retries', 'dead'].includes(state);
+  const f = {queue: params.get('queue') || '', jobtype: params.get('jobtype') || '', errtype: params.get('errtype') || ''};
+  const page = Math.max(parseInt(params.get('page') || '1', 10), 1);
+  const selected = new Set();
+  const inputs = {};
+  const filterBar = h('form', {class: 'toolbar', onsubmit: (ev) => {
+    ev.preventDefault();
+    const q = new URLSearchParams();
+    for (const k of Object.keys(inputs)) if (inputs[k].value) q.set(k, inputs[k].value);
+    location.hash = '#/' + state + (q.toString() ? '?' + q : '');
+  }}, ['queue', 'jobtype', 'errtype'].map((k) => (inputs[k] = h('input', {name: k, placeholder: k, value: f[k], size: 14}))),
+  h('button', {type: 'submit'}, 'Filter'));
+  const bulk = h('div', {class: 'toolbar'});
+  const box = h('div', {});
+  const pager = h('div', {class: 'pager'});
+  show(h('h1', {}, LIST_TITLE[state]), h('div', {class: 'panel'}, filterBar, mutable ? bulk : null, box, pager));
+
+  async function act(action, all) {
+    const body = {state};
+    if (all) Object.assign(body, {all: true}, Object.fromEntries(Object.entries(f).filter(([, v]) => v)));
+    else body.jids = [...selected];
+    const what = all ? 'every matching job' : `${selected.size} job(s)`;
+    if ((action !== 'retry') && !confirm(`${action} ${what}?`)) return;
+    try {
+      const r = await api('POST', 'jobs/' + action, body);
+      toast(`${action}: ${r.changed} job(s)`);
+    } catch (e) { toast(e.message, true); }
+    selected.clear();
+    load();
+  }
+
+  function bulkBar(total) {
+    const n = selected.size;
+    bulk.replaceChildren(
+      h('span', {class: 'muted', 'data-testid': 'selected'}, n ? `${n} selected` : 'Select jobs, or act on all matching'),
+      h('button', {disabled: !n, 'data-testid': 'bulk-retry', onclick: () => act('retry', false)}, 'Retry now'),
+      state !== 'dead' ? h('button', {disabled: !n, 'data-testid': 'bulk-kill', onclick: () => act('kill', false)}, 'Kill') : null,
+      h('button', {class: 'danger', disabled: !n, 'data-testid': 'bulk-discard', onclick: () => act('discard', false)}, 'Discard'),
+      h('span', {class: 'sp'}),
+      h('button', {disabled: !total, 'data-testid': 'all-retry', onclick: () => act('retry', true)}, `Retry all ${fmtN(total)}`),
+      h('button', {class: 'danger', disabled: !total, 'data-testid': 'all-discard', onclick: () => act('discard', true)}, `Discard all ${fmtN(total)}`));
+  }
+
+  async function load() {
+    const q = new URLSearchParams({state, offset: (page - 1) * PAGE, limit: PAGE});
+    for (const [k, v] of Object.entries(f)) if (v) q.set(k, v);
+    let res;
+    try { res = await api('GET', 'jobs?' + q); }
+    catch (e) { box.replaceChildren(h('div', {class: 'error-box'}, e.message)); return; }
+    if (mutable) bulkBar(res.total);
+    if (!res.jobs.length) box.replaceChildren(h('div', {class: 'empty', 'data-testid': 'empty'}, 'No jobs.'));
+    else {
+      const when = state === 'dead' ? 'expires' : state === 'working' ? 'reserved until' : state === 'enqueued' ? 'enqueued' : 'runs';
+      const allBox = h('input', {type: 'checkbox', title: 'select the page', onchange: (ev) => {
+        res.jobs.forEach((j) => ev.target.checked ? selected.add(j.jid) : selected.delete(j.jid));
+        box.querySelectorAll('input[data-jid]').forEach((c) => { c.checked = ev.target.checked; });
+        bulkBar(res.total);
+      }});
+      box.replaceChildren(h('table', {'data-testid': 'jobs'},
+        h('thead', {}, h('tr', {}, mutable ? h('th', {}, allBox) : null, h('th', {}, 'job'), h('th', {}, 'queue'), h('th', {}, 'args'),
+          h('th', {class: 'num'}, 'attempts'), state === 'enqueued' ? null : h('th', {}, 'error'), h('th', {}, when))),
+        h('tbody', {}, res.jobs.map((j) => h('tr', {'data-jid': j.jid},
+          mutable ? h('td', {}, h('input', {type: 'checkbox', 'data-jid': j.jid, checked: selected.has(j.jid), onchange: (ev) => {
+            ev.target.checked ? selected.add(j.jid) : selected.delete(j.jid);
+            bulkBar(res.total);
+          }})) : null,
+          h('td', {}, h('a', {href: '#/job/' + encodeURIComponent(j.jid)}, j.jobtype), h('div', {class: 'muted mono'}, j.jid)),
+          h('td', {}, j.queue),
+          h('td', {}, h('code', {class: 'args', title: JSON.stringify(j.args)}, JSON.stringify(j.args))),
+          h('td', {class: 'num'}, j.attempts),
+          state === 'enqueued' ? null : h('td', {}, j.failure ? [h('span', {class: 'err'}, j.failure.errtype), h('span', {class: 'msg', title: j.failure.message}, j.failure.message)] : h('span', {class: 'muted'}, '–')),
+          h('td', {}, rel(j.next_at || j.expires_at || j.reserved_until || j.enqueued_at)))))));
+    }
+    const pages = Math.max(Math.ceil(res.total / PAGE), 1);
+    const go = (p) => { const qq = new URLSearchParams(params); qq.set('page', p); location.hash = '#/' + state + '?' + qq; };
+    pager.replaceChildren(h('span', {class: 'muted', 'data-testid': 'total'}, `${fmtN(res.total)} job(s) · page ${page} of ${pages}`),
+      h('button', {disabled: page <= 1, onclick: () => go(page - 1)}, '‹ Prev'),
+      h('button', {disabled: page >= pages, onclick: () => go(page + 1)}, 'Next ›'),
+      h('button', {onclick: load}, 'Refresh'));
+  }
+  load();
+}
+
+// --- one job ---------------------------------------------------------------
+
+// The job's life on a time axis: created, each failed attempt (red, with its
+// retry wait as a band), the next run or the end of retention.
+function timeline(job) {
+  const hist = job.history || [];
+  const pts = [];
+  const start = job.schedule && job.schedule.first_enqueued_at || job.created_at;
+  if (start) pts.push({t: Date.parse(start), kind: 'start', label: 'first enqueued'});
+  hist.forEach((a) => pts.push({t: Date.parse(a.at), kind: a.outcome, label: `attempt ${a.attempt}: ${a.errtype}`, a}));
+  const future = job.next_at || job.reserved_until;
+  if (future) pts.push({t: Date.parse(future), kind: 'next', label: job.state === 'working' ? 'reservation ends' : 'next attempt'});
+  const W = 900, H = 110, L = 20, R = 20, Y = 50;
+  const svg = s('svg', {viewBox: `0 0 ${W} ${H}`, class: 'chart', role: 'img', 'aria-label': 'attempt timeline', 'data-testid': 'timeline'});
+  if (!pts.length) return svg;
+  const now = Date.now();
+  const t0 = Math.min(...pts.map((p) => p.t)), t1 = Math.max(...pts.map((p) => p.t), now, t0 + 1000);
+  const x = (t) => L + (t - t0) / (t1 - t0) * (W - L - R);
+  svg.append(s('line', {x1: L, x2: W - R, y1: Y, y2: Y, stroke: '#c8cedc', 'stroke-width': 2}));
+  hist.forEach((a) => {
+    if (a.outcome === 'retry' && a.delay_ms) {
+      const a0 = Date.parse(a.at);
+      svg.append(s('rect', {x: x(a0), y: Y - 5, width: Math.max(x(a0 + a.delay_ms) - x(a0), 1), height: 10, fill: '#fff2de', stroke: '#e8c48a'}));
+    }
+  });
+  svg.append(s('line', {x1: x(now), x2: x(now), y1: Y - 22, y2: Y + 22, stroke: '#3457d5', 'stroke-dasharray': '3 3'}));
+  svg.append(s('text', {x: x(now), y: Y + 36, 'text-anchor': 'middle'}, 'now'));
+  pts.forEach((p, i) => {
+    const color = p.kind === 'start' ? '#8a93a6' : p.kind === 'next' ? '#3457d5' : OUTCOME_COLOR[p.kind] || '#d33b3b';
+    const c = s('circle', {cx: x(p.t), cy: Y, r: 7, fill: p.kind === 'next' ? '#fff' : color, stroke: color, 'stroke-width': 2});
+    c.append(s('title', {}, p.label + ' · ' + fmtTime(new Date(p.t).toISOString())));
+    svg.append(c);
+    if (p.a) svg.append(s('text', {x: x(p.t), y: Y - 14 - (i % 2) * 12, 'text-anchor': 'middle'}, '#' + p.a.attempt));
+  });
+  svg.append(s('text', {x: L, y: H - 4}, fmtTime(new Date(t0).toISOString())));
+  svg.append(s('text', {x: W - R, y: H - 4, 'text-anchor': 'end'}, fmtTime(new Date(t1).toISOString())));
+  return svg;
+}
+
+async function jobPage(jid) {
+  show(h('h1', {}, 'Job ', h('span', {class: 'mono'}, jid)), h('div', {class: 'panel muted'}, 'Loading…'));
+  let job;
+  try { job = await api('GET', 'job/' + encodeURIComponent(jid)); }
+  catch (e) { show(h('h1', {}, 'Job ', h('span', {class: 'mono'}, jid)), h('div', {class: 'panel error-box', 'data-testid': 'job-error'}, e.message)); return; }
+  const mutable = ['scheduled', 'retries', 'dead'].includes(job.state);
+  const action = (name, cls) => h('button', {class: cls || '', 'data-testid': 'job-' + name, onclick: async () => {
+    if (name !== 'retry' && !confirm(`${name} job ${jid}?`)) return;
+    try {
+      const r = await api('POST', `job/${encodeURIComponent(jid)}/${name}`);
+      toast(`Job ${jid}: ${name} (now ${r.state || 'gone'})`);
+      if (r.state) jobPage(jid); else location.hash = '#/' + job.state;
+    } catch (e) { toast(e.message, true); }
+  }}, name === 'retry' ? 'Retry now' : name[0].toUpperCase() + name.slice(1));
+  const hist = job.history || [];
+  const sch = job.schedule || {};
+  show(
+    h('h1', {}, job.jobtype, ' ', pill(job.state), ' ', h('span', {class: 'muted mono', style: 'font-size:13px'}, job.jid)),
+    mutable ? h('div', {class: 'toolbar'}, action('retry', 'primary'), job.state !== 'dead' ? action('kill') : null, action('discard', 'danger')) : null,
+    h('div', {class: 'row'},
+      h('div', {class: 'panel grow'}, h('h2', {}, 'Job'), h('dl', {class: 'kv'},
+        h('dt', {}, 'queue'), h('dd', {}, job.queue),
+        h('dt', {}, 'state'), h('dd', {'data-testid': 'job-state'}, job.state),
+        h('dt', {}, 'attempts'), h('dd', {}, job.attempts),
+        h('dt', {}, 'priority'), h('dd', {}, job.priority),
+        h('dt', {}, 'created'), h('dd', {}, fmtTime(job.created_at)),
+        job.next_at ? [h('dt', {}, 'next attempt'), h('dd', {}, fmtTime(job.next_at), ' (', rel(job.next_at), ')')] : null,
+        job.reserved_until ? [h('dt', {}, 'reserved until'), h('dd', {}, fmtTime(job.reserved_until), job.wid ? ' by ' + job.wid : '')] : null,
+        job.expires_at ? [h('dt', {}, 'deleted after'), h('dd', {}, fmtTime(job.expires_at))] : null,
+        h('dt', {}, 'args'), h('dd', {}, h('pre', {}, JSON.stringify(job.args, null, 2))))),
+      h('div', {class: 'panel grow'}, h('h2', {}, 'Retry policy'),
+        sch.description ? [h('div', {class: 'muted'}, 'from: ', sch.layer), h('pre', {}, sch.description)] : h('div', {class: 'error-box'}, sch.error || 'no policy'))),
+    h('div', {class: 'panel'}, h('h2', {}, `Attempts (${hist.length} failed)`), timeline(job),
+      hist.length ? h('ol', {class: 'attempts', 'data-testid': 'attempts'}, hist.slice().reverse().map((a) => h('li', {class: a.outcome},
+        h('div', {}, h('b', {}, `Attempt ${a.attempt}`), ' ', h('span', {class: 'err'}, a.errtype), ' ', h('span', {class: 'when'}, fmtTime(a.at))),
+        h('div', {}, a.message),
+        h('div', {class: 'when'}, a.outcome === 'retry' ? `→ retry after ${fmtDur(a.delay_ms)} (${a.source})` : `→ ${a.outcome} (${a.reason})`),
+        a.backtrace && a.backtrace.length ? h('pre', {}, a.backtrace.join('\n')) : null)))
+        : h('div', {class: 'empty'}, 'No failed attempts.')),
+    sch.attempts ? h('div', {class: 'panel'}, h('h2', {}, 'Full schedule if every attempt fails'),
+      h('div', {class: 'muted'}, `${sch.attempts.length} step(s), then ${sch.final} (${sch.reason})`),
+      scheduleChart(sch), h('details', {}, h('summary', {}, 'table'), scheduleTable(sch))) : null,
+    h('div', {class: 'panel'}, h('details', {}, h('summary', {}, 'Raw job JSON'), h('pre', {}, JSON.stringify(job.job, null, 2)))));
+}
+
+// --- workers ---------------------------------------------------------------
+
+function workers() {
+  const box = h('div', {class: 'panel'});
+  const signal = async (action, wid) => {
+    try {
+      const r = await api('POST', 'workers/' + action, wid ? {wid} : {});
+      toast(`${action}: ${r.workers} worker(s) told at their next heartbeat`);
+    } catch (e) { toast(e.message, true); }
+    load();
+  };
+  show(h('h1', {}, 'Workers'), h('div', {class: 'toolbar'},
+    h('button', {onclick: () => signal('quiet')}, 'Quiet all'),
+    h('button', {class: 'danger', onclick: () => confirm('Terminate every worker?') && signal('terminate')}, 'Terminate all')), box);
+  async function load() {
+    try {
+      const ws = (await api('GET', 'workers')).workers;
+      box.replaceChildren(ws.length ? h('table', {'data-testid': 'workers'},
+        h('thead', {}, h('tr', {}, h('th', {}, 'worker'), h('th', {class: 'num'}, 'connections'), h('th', {}, 'last heartbeat'), h('th', {}, 'signal'), h('th', {}, ''))),
+        h('tbody', {}, ws.map((w) => h('tr', {},
+          h('td', {class: 'mono'}, w.wid), h('td', {class: 'num'}, w.connections), h('td', {}, rel(w.last_beat)),
+          h('td', {}, w.signal === 'none' ? h('span', {class: 'muted'}, '–') : pill(w.signal, 'retries')),
+          h('td', {}, h('button', {class: 'small', onclick: () => signal('quiet', w.wid)}, 'Quiet'), ' ',
+            h('button', {class: 'small danger', onclick: () => signal('terminate', w.wid)}, 'Terminate'))))))
+        : h('div', {class: 'empty'}, 'No workers connected.'));
+    } catch (e) { box.replaceChildren(h('div', {class: 'error-box'}, e.message)); }
+  }
+  every(3000, load);
+}
+
+// --- policy simulator ------------------------------------------------------
+
+const PRESETS = {
+  temporal: '{\n  "dialect": "temporal",\n  "initial_interval": "1s",\n  "backoff_coefficient": 2.0,\n  "maximum_interval": "100s",\n  "maximum_attempts": 10,\n  "non_retryable_error_types": ["InvalidInput"]\n}',
+  faktory: 'faktory:25',
+  ftl: '//ftl:retry 10 5s 1m',
+  tasker: '{\n  "max_attempts": 5,\n  "backoff": "exponential",\n  "backoff_base_ms": 1000,\n  "max_backoff_ms": 30000\n}',
+  tutorial: '{"max_retries": 3}',
+};
+
+let simText = PRESETS.temporal;
+function simulator() {
+  const ta = h('textarea', {'data-testid': 'policy', spellcheck: 'false', 'aria-label': 'policy'});
+  ta.value = simText;
+  const failures = h('input', {type: 'number', min: 0, max: 1000, placeholder: 'auto', size: 6, 'aria-label': 'failures'});
+  const errtype = h('input', {placeholder: 'errtype (optional)', size: 16, 'aria-label': 'errtype'});
+  const out = h('div', {'data-testid': 'sim-out'});
+  async function run() {
+    simText = ta.value;
+    const text = ta.value.trim();
+    let body;
+    let parsed = null;
+    try { parsed = JSON.parse(text); } catch (e) { parsed = null; }
+    if (failures.value || errtype.value) {
+      body = {policy: parsed !== null ? parsed : text};
+      if (failures.value) body.failures = parseInt(failures.value, 10);
+      if (errtype.value) body.errtype = errtype.value;
+    } else {
+      body = parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) ? parsed : text;
+    }
+    try {
+      const sim = await api('POST', 'policy/simulate', body);
+      const retries = sim.attempts.filter((a) => a.outcome === 'retry');
+      const last = retries.length ? retries[retries.length - 1].at_ms : 0;
+      out.replaceChildren(
+        h('div', {class: 'cards'},
+          h('div', {class: 'card'}, h('div', {class: 'n', 'data-testid': 'sim-executions'}, sim.attempts.length), h('div', {class: 'l'}, 'executions shown')),
+          h('div', {class: 'card'}, h('div', {class: 'n'}, retries.length), h('div', {class: 'l'}, 'retries')),
+          h('div', {class: 'card'}, h('div', {class: 'n'}, fmtDur(last)), h('div', {class: 'l'}, 'until last retry')),
+          h('div', {class: 'card ' + (sim.final === 'dead' ? 'bad' : '')}, h('div', {class: 'n', 'data-testid': 'sim-final'}, sim.final), h('div', {class: 'l'}, sim.reason))),
+        h('div', {class: 'panel'}, h('h2', {}, 'Delay before each retry'), scheduleChart(sim),
+          legend([['delay', '#3457d5'], ['dead', OUTCOME_COLOR.dead], ['discard', OUTCOME_COLOR.discard], ['catch', OUTCOME_COLOR.catch]])),
+        h('div', {class: 'row'},
+          h('div', {class: 'panel grow'}, h('h2', {}, 'Schedule'), scheduleTable(sim, 200)),
+          h('div', {class: 'panel grow'}, h('h2', {}, 'The policy in words'), h('pre', {}, sim.description),
+            (sim.policy.warnings || []).map((w) => h('div', {class: 'error-box'}, '⚠ ' + w)))));
+    } catch (e) {
+      out.replaceChildren(h('div', {class: 'panel error-box', 'data-testid': 'sim-error'}, e.message));
+    }
+  }
+  show(h('h1', {}, 'Policy simulator'),
+    h('div', {class: 'panel'},
+      h('div', {class: 'muted', style: 'margin-bottom:8px'}, 'Type a retry policy in any dialect (Temporal, Faktory, FTL, tasker-core, the Go tutorial) and see the schedule it gives when every attempt fails.'),
+      h('div', {class: 'toolbar'}, 'Examples:', Object.keys(PRESETS).map((k) => h('button', {class: 'small', onclick: () => { ta.value = PRESETS[k]; run(); }}, k))),
+      ta,
+      h('div', {class: 'toolbar', style: 'margin-top:8px'}, 'failures', failures, errtype,
+        h('button', {class: 'primary', 'data-testid': 'simulate', onclick: run}, 'Simulate'),
+        h('span', {class: 'muted'}, 'Ctrl+Enter'))),
+    out);
+  ta.addEventListener('keydown', (ev) => { if (ev.key === 'Enter' && (ev.ctrlKey || ev.metaKey)) run(); });
+  run();
+}
+
+// --- router and the header's live counts -----------------------------------
+
+function route() {
+  leave();
+  const {path, params} = parseHash();
+  let m;
+  let page = 'overview';
+  if (path === '/' || path === '') overview();
+  else if (path === '/queues') { page = 'queues'; queues(); }
+  else if ((m = path.match(/^\/(scheduled|retries|dead|enqueued|working)$/))) { page = m[1]; jobList(m[1], params); }
+  else if ((m = path.match(/^\/job\/(.+)$/))) { page = ''; jobPage(decodeURIComponent(m[1])); }
+  else if (path === '/workers') { page = 'workers'; workers(); }
+  else if (path === '/simulate') { page = 'simulate'; simulator(); }
+  else show(h('h1', {}, 'Not found'), h('p', {}, h('a', {href: '#/'}, 'Back to the overview')));
+  document.querySelectorAll('#nav a').forEach((a) => a.classList.toggle('active', a.dataset.page === page));
+}
+
+async function header() {
+  const st = document.getElementById('status');
+  try {
+    const info = await api('GET', 'info');
+    for (const k of ['scheduled', 'retries', 'dead']) document.getElementById('n-' + k).textContent = info.jobs[k] ? fmtN(info.jobs[k]) : '';
+    st.textContent = `${info.server.store} · up ${fmtDur(info.server.uptime_s * 1000)} · ${info.server.connections} conn`;
+    st.classList.remove('down');
+  } catch (e) {
+    st.textContent = 'server unreachable';
+    st.classList.add('down');
+  }
+}
+
+window.addEventListener('hashchange', route);
+route();
+header();
+setInterval(header, 3000);
