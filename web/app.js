@@ -129,7 +129,7 @@ function lineChart(series, opts) {
   for (let i = 0; i <= 5; i++) {
     const t = t0 + (t1 - t0) * i / 5;
     const d = new Date(t * 1000);
-    svg.append(s('text', {x: x(t), y: H - 6, 'text-anchor': 'middle'}, d.toTimeString().slice(0, 8)));
+    svg.append(s('text', {x: x(t), y: H - 6, 'text-anchor': i === 0 ? 'start' : i === 5 ? 'end' : 'middle'}, d.toTimeString().slice(0, 8)));
   }
   for (const ser of series) {
     if (!ser.values.length) continue;
