@@ -69,15 +69,6 @@ void rb_api_stats(rb_http_req *r)
 
 /* --- GET /api/queues --- */
 
-static double latency_s(const rb_queue *q, int64_t now)
-{
-    int64_t oldest = now;
-    for (int p = 0; p < RB_PRIORITIES; p++)
-        if (q->ready[p].head && rb_job_of_link(q->ready[p].head)->timer.at_ms < oldest)
-            oldest = rb_job_of_link(q->ready[p].head)->timer.at_ms;
-    return (double)(now - oldest) / 1000.0;
-}
-
 typedef struct qlist {
     const rb_queue **v;
     size_t n;
@@ -97,7 +88,7 @@ static int cmp_queue(const void *a, const void *b)
 json_t *rb_api_queue_json(const rb_queue *q, int64_t now)
 {
     return json_pack("{s:s, s:I, s:f, s:b}", "name", q->name, "size", (json_int_t)q->size,
-                     "latency_s", latency_s(q, now), "paused", q->paused);
+                     "latency_s", rb_queue_latency_s(q, now), "paused", q->paused);
 }
 
 void rb_api_queues(rb_http_req *r)

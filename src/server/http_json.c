@@ -20,6 +20,14 @@ void rb_http_reply_raw(struct evhttp_request *req, int status, const char *type,
     evhttp_add_header(hdr, "Content-Type", type);
     evhttp_add_header(hdr, "Cache-Control", "no-store");
     evhttp_add_header(hdr, "X-Content-Type-Options", "nosniff");
+    if (evhttp_request_get_command(req) == EVHTTP_REQ_HEAD) {
+        /* evhttp would send a body after the headers: say its length only */
+        char n[32];
+        snprintf(n, sizeof n, "%zu", len);
+        evhttp_add_header(hdr, "Content-Length", n);
+        evhttp_send_reply(req, status, NULL, NULL);
+        return;
+    }
     struct evbuffer *body = evbuffer_new();
     evbuffer_add(body, data, len);
     evhttp_send_reply(req, status, NULL, body);

@@ -209,3 +209,12 @@ void rb_metrics_history(const rb_metrics *m,
         fn(arg, b->t_s, b->pushed - a->pushed, b->processed - a->processed, b->failed - a->failed);
     }
 }
+
+double rb_queue_latency_s(const rb_queue *q, int64_t now_ms)
+{
+    int64_t oldest = now_ms;
+    for (int p = 0; p < RB_PRIORITIES; p++)
+        if (q->ready[p].head && rb_job_of_link(q->ready[p].head)->timer.at_ms < oldest)
+            oldest = rb_job_of_link(q->ready[p].head)->timer.at_ms;
+    return (double)(now_ms - oldest) / 1000.0;
+}

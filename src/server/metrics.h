@@ -58,6 +58,9 @@ void rb_metrics_history(const rb_metrics *m,
                                    uint64_t failed),
                         void *arg);
 
+/* Seconds since the oldest job waiting in q was enqueued (0 when empty). */
+double rb_queue_latency_s(const rb_queue *q, int64_t now_ms);
+
 /* Appends the Prometheus text exposition (format 0.0.4) of m and of srv's
  * current state (queue sizes, jobs by state, in flight, connections,
  * workers) to out. */

@@ -105,13 +105,7 @@ static void queue_line(void *e, void *arg)
     } else if (c->what == 1) {
         rb_buf_printf(c->out, "\"} %d\n", q->paused ? 1 : 0);
     } else {
-        rb_job *first = rb_queue_first(q);
-        int64_t oldest = c->now;
-        for (int p = 0; p < RB_PRIORITIES; p++)
-            if (q->ready[p].head && rb_job_of_link(q->ready[p].head)->timer.at_ms < oldest)
-                oldest = rb_job_of_link(q->ready[p].head)->timer.at_ms;
-        (void)first;
-        rb_buf_printf(c->out, "\"} %.3f\n", (double)(c->now - oldest) / 1000.0);
+        rb_buf_printf(c->out, "\"} %.3f\n", rb_queue_latency_s(q, c->now));
     }
 }
 

@@ -248,3 +248,26 @@ Test(http_web, listen_options_and_errors)
     stop_clean(&b);
     stop_clean(&a);
 }
+
+Test(http_web, head_sends_headers_only)
+{
+    rbh_server s;
+    int h;
+    cr_assert_eq(rbh_start_http(&s, NULL, &h), 0);
+    rbh_resp *g = get(h, "/style.css", NULL);
+    rbh_resp *r = rbh_http(h, "HEAD", "/style.css", NULL, NULL);
+    cr_assert_not_null(r);
+    cr_assert_eq(r->status, 200);
+    cr_assert_str_eq(r->body, "");
+    char *len = rbh_header(r, "Content-Length");
+    cr_assert_not_null(len);
+    cr_assert_eq((size_t)atol(len), strlen(g->body));
+    free(len);
+    rbh_resp_free(r);
+    rbh_resp_free(g);
+    r = rbh_http(h, "HEAD", "/api/queues", NULL, NULL);
+    cr_assert_eq(r->status, 200);
+    cr_assert_str_eq(r->body, "");
+    rbh_resp_free(r);
+    stop_clean(&s);
+}
