@@ -1,0 +1,170 @@
+/* Unit tests of the metrics module (no server): the jobtype scan used for
+ * labels, counters by (queue, job type) and the series cap, histogram
+ * buckets, label escaping in the exposition, and the throughput history. */
+#include <criterion/criterion.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/metrics.h"
+#include "server/srv.h"
+
+static void jobtype_is(const char *json, const char *want)
+{
+    char out[64];
+    rb_metrics_jobtype(json, out, sizeof out);
+    cr_assert_str_eq(out, want, "jobtype of %s", json);
+}
+
+Test(http_metrics, jobtype_scan_takes_the_top_level_key)
+{
+    jobtype_is("{\"jid\":\"a\",\"jobtype\":\"Mail\",\"args\":[]}", "Mail");
+    jobtype_is("{\"args\":[{\"jobtype\":\"Inner\"}],\"jobtype\":\"Outer\"}", "Outer");
+    jobtype_is("{\"custom\":{\"jobtype\":\"X\"},\"x\":\"\\\"jobtype\\\":\\\"Y\\\"\"}", "unknown");
+    jobtype_is("{\"a\":\"jobtype\",\"jobtype\":\"Z\"}", "Z");
+    jobtype_is("{ \"jobtype\" : \"Spaced\" }", "Spaced");
+    jobtype_is("{\"jobtype\":7}", "unknown");
+    jobtype_is("{\"jobtype\":\"unterminated", "unknown");
+    jobtype_is("", "unknown");
+    char small[5];
+    rb_metrics_jobtype("{\"jobtype\":\"LongName\"}", small, sizeof small);
+    cr_assert_str_eq(small, "Long");
+}
+
+/* A minimal server state for rendering: empty indexes. */
+static rb_srv *fake_srv(void)
+{
+    rb_srv *srv = calloc(1, sizeof *srv);
+    rb_jobs_init(&srv->jobs);
+    return srv;
+}
+
+static void free_srv(rb_srv *srv)
+{
+    rb_jobs_release(&srv->jobs);
+    free(srv);
+}
+
+static rb_job *job(rb_srv *srv, const char *queue, const char *json)
+{
+    rb_queue *q = rb_jobs_queue(&srv->jobs, queue, true);
+    return rb_job_new("jid-0001", strdup(json), q, 5);
+}
+
+Test(http_metrics, counters_render_by_queue_and_jobtype_escaped)
+{
+    rb_srv *srv = fake_srv();
+    rb_metrics *m = rb_metrics_new();
+    rb_job *a = job(srv, "q\"1", "{\"jobtype\":\"A\\\\B\"}");
+    rb_job *b = job(srv, "q2", "{\"jobtype\":\"C\"}");
+    rb_metrics_job(m, RB_M_PUSHED, a);
+    rb_metrics_job(m, RB_M_PUSHED, a);
+    rb_metrics_job(m, RB_M_PUSHED, b);
+    rb_metrics_job(m, RB_M_DEAD, b);
+    rb_metrics_job(NULL, RB_M_DEAD, b); /* no metrics: no-op */
+    cr_assert_eq(rb_metrics_total(m, RB_M_PUSHED), 3);
+    cr_assert_eq(rb_metrics_total(m, RB_M_DEAD), 1);
+    rb_buf out = RB_BUF_INIT;
+    rb_metrics_render(m, srv, &out);
+    const char *t = rb_buf_str(&out);
+    cr_assert(strstr(t, "rebound_jobs_pushed_total{queue=\"q\\\"1\",jobtype=\"A\\\\\\\\B\"} 2\n"), "%s", t);
+    cr_assert(strstr(t, "rebound_jobs_pushed_total{queue=\"q2\",jobtype=\"C\"} 1\n"));
+    cr_assert(strstr(t, "rebound_jobs_dead_total{queue=\"q2\",jobtype=\"C\"} 1\n"));
+    cr_assert(strstr(t, "rebound_jobs_dead_total{queue=\"q\\\"1\",jobtype=\"A\\\\\\\\B\"} 0\n"));
+    rb_buf_release(&out);
+    free(a->json);
+    free(a);
+    free(b->json);
+    free(b);
+    rb_metrics_free(m);
+    free_srv(srv);
+}
+
+Test(http_metrics, series_are_capped)
+{
+    rb_srv *srv = fake_srv();
+    rb_metrics *m = rb_metrics_new();
+    char json[64];
+    for (int i = 0; i < RB_METRICS_MAX_SERIES + 50; i++) {
+        snprintf(json, sizeof json, "{\"jobtype\":\"T%d\"}", i);
+        rb_job *j = job(srv, "q", json);
+        rb_metrics_job(m, RB_M_PROCESSED, j);
+        free(j->json);
+        free(j);
+    }
+    cr_assert_eq(rb_metrics_total(m, RB_M_PROCESSED), RB_METRICS_MAX_SERIES + 50);
+    rb_buf out = RB_BUF_INIT;
+    rb_metrics_render(m, srv, &out);
+    cr_assert(strstr(rb_buf_str(&out), "rebound_jobs_processed_total{queue=\"q\",jobtype=\"_other\"} 50\n"));
+    cr_assert_null(strstr(rb_buf_str(&out), "jobtype=\"T2000\""));
+    rb_buf_release(&out);
+    rb_metrics_free(m);
+    free_srv(srv);
+}
+
+Test(http_metrics, histograms_are_cumulative)
+{
+    rb_srv *srv = fake_srv();
+    rb_metrics *m = rb_metrics_new();
+    rb_metrics_retry_delay(m, 500);       /* 0.5 s: le=1 */
+    rb_metrics_retry_delay(m, 60000);     /* 60 s: le=60 */
+    rb_metrics_retry_delay(m, 700000000); /* beyond 7 d: +Inf only */
+    rb_metrics_lateness(m, -5);           /* early counts as 0 */
+    rb_metrics_commit(m, 3, 1500);
+    rb_buf out = RB_BUF_INIT;
+    rb_metrics_render(m, srv, &out);
+    const char *t = rb_buf_str(&out);
+    cr_assert(strstr(t, "backoff_delay_applied_seconds_bucket{le=\"1\"} 1\n"), "%s", t);
+    cr_assert(strstr(t, "backoff_delay_applied_seconds_bucket{le=\"30\"} 1\n"));
+    cr_assert(strstr(t, "backoff_delay_applied_seconds_bucket{le=\"60\"} 2\n"));
+    cr_assert(strstr(t, "backoff_delay_applied_seconds_bucket{le=\"604800\"} 2\n"));
+    cr_assert(strstr(t, "backoff_delay_applied_seconds_bucket{le=\"+Inf\"} 3\n"));
+    cr_assert(strstr(t, "backoff_delay_applied_seconds_count 3\n"));
+    cr_assert(strstr(t, "backoff_delay_applied_seconds_sum 700060.500000\n"));
+    cr_assert(strstr(t, "rebound_scheduler_lateness_seconds_bucket{le=\"0.001\"} 1\n"));
+    cr_assert(strstr(t, "rebound_commit_batch_size_bucket{le=\"2\"} 0\n"));
+    cr_assert(strstr(t, "rebound_commit_batch_size_bucket{le=\"4\"} 1\n"));
+    cr_assert(strstr(t, "rebound_commit_fsync_seconds_bucket{le=\"0.001\"} 0\n"));
+    cr_assert(strstr(t, "rebound_commit_fsync_seconds_bucket{le=\"0.0025\"} 1\n"));
+    rb_buf_release(&out);
+    rb_metrics_free(m);
+    free_srv(srv);
+}
+
+typedef struct seen {
+    int n;
+    int64_t t[400];
+    uint64_t pushed[400];
+} seen;
+
+static void record(void *arg, int64_t t_s, uint64_t pushed, uint64_t processed, uint64_t failed)
+{
+    seen *s = arg;
+    s->t[s->n] = t_s;
+    s->pushed[s->n++] = pushed;
+    (void)processed;
+    (void)failed;
+}
+
+Test(http_metrics, history_keeps_the_last_minutes_as_differences)
+{
+    rb_srv *srv = fake_srv();
+    rb_metrics *m = rb_metrics_new();
+    rb_job *j = job(srv, "q", "{\"jobtype\":\"A\"}");
+    for (int s = 0; s < RB_METRICS_HISTORY + 20; s++) {
+        for (int k = 0; k < s % 3; k++)
+            rb_metrics_job(m, RB_M_PUSHED, j);
+        rb_metrics_sample(m, 1000 + s);
+        rb_metrics_sample(m, 1000 + s); /* the same second twice: kept once */
+    }
+    seen sn = {0};
+    rb_metrics_history(m, record, &sn);
+    cr_assert_eq(sn.n, RB_METRICS_HISTORY - 1);
+    cr_assert_eq(sn.t[sn.n - 1], 1000 + RB_METRICS_HISTORY + 19);
+    for (int i = 0; i < sn.n; i++)
+        cr_assert_eq(sn.pushed[i], (uint64_t)((sn.t[i] - 1000) % 3), "second %lld", (long long)sn.t[i]);
+    free(j->json);
+    free(j);
+    rb_metrics_free(m);
+    free_srv(srv);
+}
