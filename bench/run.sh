@@ -121,7 +121,8 @@ run() {
   case "$s" in rebound) proto=faktory ;; *) proto=beanstalk ;; esac
   printf '  %-10s %-10s' "$s" "$wl" >&2
   # Group commit: count the server's fsyncs during the lifecycle run (perf
-  # tracepoints, when perf works here; neither server reports it itself).
+  # tracepoints, when perf works here; beanstalkd does not report them,
+  # Rebound's own count is in INFO, read below).
   perfpid=""
   if [ "$wl" = lifecycle ] && [ -n "$perf" ]; then
     perf stat -x, -e syscalls:sys_enter_fdatasync,syscalls:sys_enter_fsync -p "$pid" \
@@ -140,6 +141,15 @@ run() {
         "$dir/out" >"$dir/out2" && cat "$dir/out2" >>"$dir/out"
       perfpid=""
     fi
+    # Rebound reports its group commit in INFO (rebound.group_commit; the
+    # loadgen prints the deltas over the timed phase): no perf needed.
+    awk '$1 ~ /^[a-z]+\.info\.rebound\.group_commit\.(commits|requests|commit_us_total)$/ {
+           split($1, p, "."); v[p[1], p[5]] = $2; w[p[1]] = 1 }
+         END { for (k in w) if (v[k, "commits"] > 0) {
+                 printf "%s.commits %d\n", k, v[k, "commits"]
+                 printf "%s.requests_per_commit %.2f\n", k, v[k, "requests"] / v[k, "commits"]
+                 printf "%s.commit_ms_avg %.3f\n", k, v[k, "commit_us_total"] / v[k, "commits"] / 1000 } }' \
+      "$dir/out" >"$dir/out3" && cat "$dir/out3" >>"$dir/out"
     awk -v s="$s" '{ print s, $1, $2 }' "$dir/out" >>"$tmp/results"
     awk '/jobs_per_s|late_p99/ { printf " %s=%s", $1, $2 }' "$dir/out" >&2
     echo >&2
@@ -194,7 +204,8 @@ awk -v servers="$servers" '
   END {
     n = split(servers, S, " ")
     nm = split("lifecycle.jobs_per_s lifecycle.ops_per_s lifecycle.lat_p50_ms lifecycle.lat_p99_ms " \
-          "lifecycle.server_cpu_us_per_job lifecycle.fsyncs lifecycle.requests_per_fsync retries.jobs_per_s retries.server_cpu_us_per_job " \
+          "lifecycle.server_cpu_us_per_job lifecycle.fsyncs lifecycle.requests_per_fsync " \
+          "lifecycle.commits lifecycle.requests_per_commit lifecycle.commit_ms_avg retries.jobs_per_s retries.server_cpu_us_per_job " \
           "depth.jobs_per_s depth.server_cpu_us_per_job sched.late_p50_ms sched.late_p99_ms sched.late_max_ms " \
           "footprint.rss_bytes_per_job footprint.disk_bytes_per_job footprint.prefill_jobs_per_s " \
           "latency.rate_asked latency.lat_p50_ms latency.lat_p99_ms latency.lat_max_ms", M, " ")

@@ -30,6 +30,21 @@ static void add_queue_size(void *e, void *arg)
         json_object_set_new(arg, q->name, json_integer((json_int_t)q->size));
 }
 
+/* INFO's "rebound" key: the group-commit figures (Faktory's keys stay as
+ * they are). Each commit is one fsync of the WAL. */
+static json_t *group_commit_info(const rb_srv *srv)
+{
+    rb_writer_stats st;
+    rb_writer_get_stats(srv->writer, &st);
+    double per = st.commits ? (double)st.requests / (double)st.commits : 0.0;
+    double avg = st.commits ? (double)st.commit_us / (double)st.commits : 0.0;
+    return json_pack("{s:{s:I, s:I, s:I, s:I, s:f, s:I, s:f, s:I}}", "group_commit", "commits",
+                     (json_int_t)st.commits, "failed", (json_int_t)st.failed, "requests",
+                     (json_int_t)st.requests, "rows", (json_int_t)st.rows, "requests_per_commit",
+                     per, "commit_us_total", (json_int_t)st.commit_us, "commit_us_avg", avg,
+                     "commit_us_max", (json_int_t)st.commit_us_max);
+}
+
 void rb_cmd_info(rb_conn *c, char *arg)
 {
     (void)arg;
@@ -54,6 +69,7 @@ void rb_cmd_info(rb_conn *c, char *arg)
         "1.10.0", "uptime", (json_int_t)((now - srv->started_ms) / 1000), "connections",
         (json_int_t)srv->conns.size, "command_count", (json_int_t)srv->command_count,
         "used_memory_mb", (json_int_t)rss_mb());
+    json_object_set_new(info, "rebound", group_commit_info(srv));
     rb_reply_json(c, info);
 }
 

@@ -298,7 +298,6 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 
 void rb_srv_arm(rb_srv *srv)
 {
-    rb_writer_seal(srv->writer); /* timer-driven changes go to disk too */
     if (!srv->timer_ev)
         srv->timer_ev = evtimer_new(srv->base, on_timer, srv);
     rb_job *j = rb_jobs_next_timer(&srv->jobs);

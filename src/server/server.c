@@ -73,6 +73,25 @@ static void on_writer(evutil_socket_t fd, short what, void *arg)
     rb_writer_reap(srv->writer);
 }
 
+/* Runs after every callback that was ready when it was activated, i.e. at
+ * the end of the loop iteration in which the open batch got its first
+ * request: one hand-over (and at most one wake-up of the writer thread)
+ * carries every request read in that iteration, and every change made by
+ * the completions just reaped. */
+static void on_flush(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    rb_srv *srv = arg;
+    rb_writer_seal(srv->writer);
+}
+
+static void flush_soon(void *arg)
+{
+    rb_srv *srv = arg;
+    event_active(srv->flush_ev, EV_TIMEOUT, 1);
+}
+
 static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int len,
                       void *arg)
 {
@@ -263,6 +282,8 @@ int rb_server_run(const rb_server_opts *o, rb_err *err)
     srv->writer_ev = event_new(srv->base, rb_writer_fd(srv->writer), EV_READ | EV_PERSIST,
                                on_writer, srv);
     event_add(srv->writer_ev, NULL);
+    srv->flush_ev = event_new(srv->base, -1, 0, on_flush, srv);
+    rb_writer_defer(srv->writer, flush_soon, srv);
     srv->sigterm_ev = evsignal_new(srv->base, SIGTERM, on_signal, srv);
     srv->sigint_ev = evsignal_new(srv->base, SIGINT, on_signal, srv);
     event_add(srv->sigterm_ev, NULL);
@@ -280,6 +301,7 @@ out_loop:
     if (srv->listener)
         evconnlistener_free(srv->listener);
     close_conns(srv);
+    rb_writer_defer(srv->writer, NULL, NULL); /* the loop is over: seal at once */
     rb_writer_free(srv->writer); /* finishes the commit in progress */
     srv->writer = NULL;
     rb_http_free(srv->http); /* after the writer: actions answer from its completions */
@@ -288,6 +310,7 @@ out_loop:
     if (srv->timer_ev)
         event_free(srv->timer_ev);
     event_free(srv->writer_ev);
+    event_free(srv->flush_ev);
     event_free(srv->sigterm_ev);
     event_free(srv->sigint_ev);
     event_base_free(srv->base);

@@ -41,12 +41,20 @@ void rb_writer_del(rb_writer *w, const char *jid);
 void rb_writer_counter(rb_writer *w, const char *name, int64_t value);
 void rb_writer_meta(rb_writer *w, const char *key, const char *value);
 void rb_writer_clear(rb_writer *w);
-/* Queues fn(arg, ...) to run when the operations submitted so far are done,
- * and seals the open batch. */
+/* Queues fn(arg, ...) to run when the operations submitted so far are done.
+ * Without a rb_writer_defer() hook this also seals the open batch; with one,
+ * the batch is sealed when the loop calls rb_writer_seal(). */
 void rb_writer_then(rb_writer *w, rb_writer_done_fn fn, void *arg);
-/* Hands the open batch to the writer thread (for work that no reply waits
- * on, such as timer-driven changes). No-op when it is empty. */
+/* Hands the open batch to the writer thread (which merges it into whatever
+ * is already waiting for the next commit). No-op when it is empty. Call it
+ * only between requests: everything in the open batch goes to disk together. */
 void rb_writer_seal(rb_writer *w);
+/* Group wake-ups: fn(arg) runs on the loop thread when the open batch gets
+ * its first operation or completion; the loop must then call rb_writer_seal()
+ * soon (the server does it at the end of the current loop iteration, so one
+ * hand-over and one wake-up of the thread carry every request read in that
+ * iteration). NULL fn: rb_writer_then() seals at once (the default). */
+void rb_writer_defer(rb_writer *w, void (*fn)(void *arg), void *arg);
 
 /* Called on the loop thread (from rb_writer_reap) once per finished batch
  * that wrote rows: how many operations it had and how long its COMMIT (with
@@ -57,5 +65,17 @@ void rb_writer_observe(rb_writer *w, rb_writer_stats_fn fn, void *arg);
 
 /* Batches committed and failed so far (for INFO and tests). */
 uint64_t rb_writer_commits(const rb_writer *w);
+
+/* Group-commit figures since the start, as seen by the loop thread (updated
+ * by rb_writer_reap; read them on the loop thread). */
+typedef struct rb_writer_stats {
+    uint64_t commits;   /* transactions that wrote rows and committed (one fsync each) */
+    uint64_t failed;    /* transactions that failed */
+    uint64_t requests;  /* completions those commits answered */
+    uint64_t rows;      /* row writes they carried */
+    uint64_t commit_us; /* time spent in COMMIT (the WAL write and its fsync), in total */
+    uint64_t commit_us_max;
+} rb_writer_stats;
+void rb_writer_get_stats(const rb_writer *w, rb_writer_stats *out);
 
 #endif

@@ -191,3 +191,61 @@ Test(writer, commits_batches_and_runs_completions_in_order)
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     cr_assert_eq(system(cmd), 0);
 }
+
+static int defer_calls;
+static void on_defer(void *arg)
+{
+    (void)arg;
+    defer_calls++;
+}
+
+Test(writer, deferred_seal_groups_requests_and_counts_them)
+{
+    char dir[] = "/tmp/rebound-unit-XXXXXX", path[64];
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/w.db", dir);
+    rb_store *s;
+    rb_err err = {0};
+    cr_assert_eq(rb_store_open(path, &s, &err), 0, "%s", err.msg);
+    rb_writer *w = rb_writer_start(s, &err);
+    cr_assert_not_null(w);
+    rb_writer_defer(w, on_defer, NULL);
+    done_calls = 0;
+    for (int i = 0; i < 5; i++) { /* five requests in one loop iteration */
+        char jid[32];
+        snprintf(jid, sizeof jid, "jid-%d", i);
+        rb_job_row r = {.jid = jid, .state = 2, .queue = "q", .priority = 5, .seq = (uint64_t)i,
+                        .json = "{}", .reserve_s = 30};
+        rb_writer_put(w, &r);
+        rb_writer_then(w, on_done, NULL);
+    }
+    cr_assert_eq(defer_calls, 1, "the hook runs once per open batch");
+    usleep(20000);
+    cr_assert_eq(rb_writer_reap(w), 0, "nothing is committed before the seal");
+    rb_writer_seal(w);
+    while (done_calls < 5)
+        if (rb_writer_reap(w) == 0)
+            usleep(1000);
+    cr_assert_eq(done_status, 0);
+    rb_writer_stats st;
+    rb_writer_get_stats(w, &st);
+    cr_assert_eq(st.commits, 1, "one transaction for the five requests");
+    cr_assert_eq(st.requests, 5);
+    cr_assert_eq(st.rows, 5);
+    cr_assert_eq(st.failed, 0);
+    cr_assert(st.commit_us_max <= st.commit_us);
+    rb_writer_counter(w, "c", 1); /* a new batch: the hook runs again */
+    cr_assert_eq(defer_calls, 2);
+    rb_writer_free(w); /* seals and commits it */
+    s->ops->close(s);
+    cr_assert_eq(rb_store_open(path, &s, &err), 0);
+    seen sn = {0};
+    rb_store_loader l = {&sn, see_job, see_counter, see_meta};
+    cr_assert_eq(s->ops->load(s, &l, &err), 0);
+    cr_assert_eq(sn.jobs, 5);
+    cr_assert_eq(sn.counter_value, 1);
+    s->ops->close(s);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
+}
