@@ -97,7 +97,9 @@ function every(ms, fn) { fn(); timers.push(setInterval(fn, ms)); }
 function leave() { timers.forEach(clearInterval); timers = []; }
 
 const main = () => document.getElementById('main');
-function show(...kids) { const m = main(); m.replaceChildren(...kids); }
+// Replaces an element's children; null/false entries are skipped.
+function fill(el, ...kids) { el.replaceChildren(...kids.flat().filter((k) => k !== null && k !== undefined && k !== false)); }
+function show(...kids) { fill(main(), ...kids); }
 
 // --- charts ----------------------------------------------------------------
 
@@ -187,14 +189,15 @@ function scheduleChart(sim) {
 
 function scheduleTable(sim, limit) {
   const rows = (sim.attempts || []).slice(0, limit || 1000);
+  const at = rows.some((st) => st.at);
   return h('table', {'data-testid': 'schedule-table'},
-    h('thead', {}, h('tr', {}, h('th', {class: 'num'}, 'attempt'), h('th', {}, 'then'), h('th', {class: 'num'}, 'delay'), h('th', {class: 'num'}, 'since first run'), h('th', {}, 'at'))),
+    h('thead', {}, h('tr', {}, h('th', {class: 'num'}, 'attempt'), h('th', {}, 'then'), h('th', {class: 'num'}, 'delay'), h('th', {class: 'num'}, 'since first run'), at ? h('th', {}, 'at') : null)),
     h('tbody', {}, rows.map((st) => h('tr', {},
       h('td', {class: 'num'}, st.attempt),
       h('td', {}, pill(st.outcome, st.outcome === 'retry' ? 'retry' : 'fail'), st.reason ? ' ' + st.reason : st.source && st.source !== 'computed' ? ' ' + st.source : ''),
       h('td', {class: 'num'}, st.outcome === 'retry' ? fmtDur(st.delay_ms) : '–'),
       h('td', {class: 'num'}, st.at_ms !== undefined ? fmtDur(st.at_ms) : '–'),
-      h('td', {class: 'muted'}, st.at ? fmtTime(st.at) : '')))));
+      at ? h('td', {class: 'muted'}, st.at ? fmtTime(st.at) : '') : null))));
 }
 
 // --- overview --------------------------------------------------------------
@@ -302,7 +305,7 @@ function jobList(state, params) {
 
   function bulkBar(total) {
     const n = selected.size;
-    bulk.replaceChildren(
+    fill(bulk,
       h('span', {class: 'muted', 'data-testid': 'selected'}, n ? `${n} selected` : 'Select jobs, or act on all matching'),
       h('button', {disabled: !n, 'data-testid': 'bulk-retry', onclick: () => act('retry', false)}, 'Retry now'),
       state !== 'dead' ? h('button', {disabled: !n, 'data-testid': 'bulk-kill', onclick: () => act('kill', false)}, 'Kill') : null,

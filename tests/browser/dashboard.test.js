@@ -40,7 +40,15 @@ async function until(what, fn, ms = 8000) {
   }
 }
 
+// Saves a screenshot, and checks the page shows no stray "null" or
+// "undefined" (outside raw JSON blocks).
 async function shot(name) {
+  const text = await page.$eval('main', (m) => {
+    const c = m.cloneNode(true);
+    c.querySelectorAll('pre, code').forEach((p) => p.remove());
+    return c.textContent;
+  });
+  assert.doesNotMatch(text, /\b(null|undefined|NaN)\b/, `page ${name} shows a stray value`);
   fs.mkdirSync(SHOTS, {recursive: true});
   await page.screenshot({path: path.join(SHOTS, name + '.png'), fullPage: true});
 }
