@@ -1,0 +1,192 @@
+/* Administration on the PostgreSQL engine: MUTATE, QUEUE PAUSE/RESUME/
+ * REMOVE/LATENCY, FLUSH. These are operator commands: they may scan a
+ * state's rows, they are not on the hot path. */
+#include "store/pg_internal.h"
+
+#include <fnmatch.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The job's JSON matches m's pattern and job type. */
+static bool mutation_matches(const rb_pg_mutation *m, const char *json)
+{
+    if (m->pattern && fnmatch(m->pattern, json, 0) != 0)
+        return false;
+    if (m->jobtype) {
+        json_t *o = json_loads(json, 0, NULL);
+        const char *jt = json_string_value(json_object_get(o, "jobtype"));
+        bool same = jt && !strcmp(jt, m->jobtype);
+        json_decref(o);
+        if (!same)
+            return false;
+    }
+    return true;
+}
+
+int rb_pg_mutate(rb_pg *pg, const rb_pg_mutation *m, int64_t now, size_t *changed, rb_err *err)
+{
+    if (changed)
+        *changed = 0;
+    if (!m->cmd || (strcmp(m->cmd, "kill") && strcmp(m->cmd, "requeue") &&
+                    strcmp(m->cmd, "discard") && strcmp(m->cmd, "clear")))
+        return rb_err_set(err, RB_EINVAL, "cmd must be kill, requeue, discard or clear");
+    if (m->target != RB_PG_SCHEDULED && m->target != RB_PG_RETRIES && m->target != RB_PG_DEAD)
+        return rb_err_set(err, RB_EINVAL, "target must be scheduled, retries or dead");
+    int rc = pg_ensure(pg, err);
+    if (rc)
+        return rc;
+    bool clear = !strcmp(m->cmd, "clear");
+    char target[8];
+    snprintf(target, sizeof target, "%d", m->target);
+    rb_buf jids = RB_BUF_INIT, chosen = RB_BUF_INIT;
+    const char *sel[2] = {target, NULL};
+    if (!clear && m->jids && m->n_jids) {
+        pg_arr_begin(&jids);
+        for (size_t i = 0; i < m->n_jids; i++)
+            pg_arr_str(&jids, m->jids[i]);
+        pg_arr_end(&jids);
+        sel[1] = jids.data;
+    }
+    size_t n = 0;
+    if ((rc = pg_exec(pg, "BEGIN", err)))
+        goto out;
+    PGresult *r = pg_run(pg, PG_MUTATE_SELECT, 2, sel, err);
+    if (!r) {
+        rc = err ? err->code : RB_ESTORE;
+        goto fail;
+    }
+    pg_arr_begin(&chosen);
+    for (int i = 0; i < PQntuples(r); i++) {
+        if (clear || mutation_matches(m, PQgetvalue(r, i, 1))) {
+            pg_arr_str(&chosen, PQgetvalue(r, i, 0));
+            n++;
+        }
+    }
+    pg_arr_end(&chosen);
+    PQclear(r);
+    char nowtxt[24], ret[24];
+    snprintf(nowtxt, sizeof nowtxt, "%lld", (long long)now);
+    snprintf(ret, sizeof ret, "%lld", (long long)(pg_cfg(pg)->server.dead_retention_s * 1000));
+    const char *apply[4] = {m->cmd, chosen.data, nowtxt, ret};
+    if (n > 0) {
+        r = pg_run(pg, PG_MUTATE_APPLY, 4, apply, err);
+        if (!r) {
+            rc = err ? err->code : RB_ESTORE;
+            goto fail;
+        }
+        PQclear(r);
+    }
+    if ((rc = pg_exec(pg, "COMMIT", err)))
+        goto fail;
+    if (changed)
+        *changed = n;
+    goto out;
+fail:
+    pg_rollback(pg);
+out:
+    rb_buf_release(&jids);
+    rb_buf_release(&chosen);
+    return rc;
+}
+
+/* The names as an array literal; "*" expands in SQL (see callers). */
+static void names_array(rb_buf *b, const char *const *names, int n, bool *all)
+{
+    *all = false;
+    pg_arr_begin(b);
+    for (int i = 0; i < n; i++) {
+        if (!strcmp(names[i], "*"))
+            *all = true;
+        else
+            pg_arr_str(b, names[i]);
+    }
+    pg_arr_end(b);
+}
+
+int rb_pg_queue_pause(rb_pg *pg, const char *const *names, int n, bool paused, rb_err *err)
+{
+    int rc = pg_ensure(pg, err);
+    if (rc)
+        return rc;
+    bool all;
+    rb_buf a = RB_BUF_INIT;
+    names_array(&a, names, n, &all);
+    const char *params[3] = {a.data, all ? "t" : "f", paused ? "t" : "f"};
+    /* Every known queue for "*": the registry (every queue ever pushed to
+     * or paused). Upsert in name order (the lock order). */
+    PGresult *r = pg_query(pg,
+                           "INSERT INTO rb_queues (name, paused)"
+                           " SELECT q, $3::boolean FROM (SELECT unnest($1::text[]) AS q"
+                           "   UNION SELECT name FROM rb_queues WHERE $2::boolean) s"
+                           " ORDER BY q"
+                           " ON CONFLICT (name) DO UPDATE SET paused = excluded.paused",
+                           3, params, err);
+    rb_buf_release(&a);
+    if (!r)
+        return err ? err->code : RB_ESTORE;
+    PQclear(r);
+    return 0;
+}
+
+int rb_pg_queue_remove(rb_pg *pg, const char *const *names, int n, int64_t *removed,
+                       rb_err *err)
+{
+    int rc = pg_ensure(pg, err);
+    if (rc)
+        return rc;
+    bool all;
+    rb_buf a = RB_BUF_INIT;
+    names_array(&a, names, n, &all);
+    const char *params[2] = {a.data, all ? "t" : "f"};
+    PGresult *r = pg_query(pg,
+                           "WITH d AS (DELETE FROM rb_jobs WHERE state = 2"
+                           "   AND ($2::boolean OR queue = ANY($1::text[])) RETURNING 1),"
+                           " u AS (UPDATE rb_queues SET paused = false"
+                           "   WHERE paused AND ($2::boolean OR name = ANY($1::text[])) RETURNING 1)"
+                           " SELECT (SELECT count(*) FROM d), (SELECT count(*) FROM u)",
+                           2, params, err);
+    rb_buf_release(&a);
+    if (!r)
+        return err ? err->code : RB_ESTORE;
+    if (removed)
+        *removed = pg_int(r, 0, 0);
+    PQclear(r);
+    return 0;
+}
+
+int rb_pg_queue_latency(rb_pg *pg, const char *const *names, int n, int64_t now, double *out,
+                        rb_err *err)
+{
+    int rc = pg_ensure(pg, err);
+    if (rc)
+        return rc;
+    rb_buf a = RB_BUF_INIT;
+    pg_arr_begin(&a);
+    for (int i = 0; i < n; i++)
+        pg_arr_str(&a, names[i]);
+    pg_arr_end(&a);
+    const char *params[1] = {a.data};
+    PGresult *r = pg_query(pg,
+                           "SELECT (SELECT min(j.due_ms) FROM rb_jobs j"
+                           "  WHERE j.state = 2 AND j.queue = u.q)"
+                           " FROM unnest($1::text[]) WITH ORDINALITY AS u(q, ord) ORDER BY u.ord",
+                           1, params, err);
+    rb_buf_release(&a);
+    if (!r)
+        return err ? err->code : RB_ESTORE;
+    for (int i = 0; i < n; i++) {
+        bool none = i >= PQntuples(r) || PQgetisnull(r, i, 0);
+        int64_t oldest = none ? now : pg_int(r, i, 0);
+        out[i] = oldest < now ? (double)(now - oldest) / 1000.0 : 0.0;
+    }
+    PQclear(r);
+    return 0;
+}
+
+int rb_pg_flush(rb_pg *pg, rb_err *err)
+{
+    int rc = pg_ensure(pg, err);
+    if (rc)
+        return rc;
+    return pg_exec(pg, "TRUNCATE rb_jobs, rb_counters, rb_queues", err);
+}

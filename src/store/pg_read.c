@@ -1,0 +1,176 @@
+/* Reads on the PostgreSQL engine: INFO's numbers, JOB, JOBS and the
+ * counters. Cluster-wide: every node sees the same answers. */
+#include "store/pg_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int rb_pg_info_get(rb_pg *pg, rb_pg_info *out, rb_err *err)
+{
+    memset(out, 0, sizeof *out);
+    int rc = pg_ensure(pg, err);
+    if (rc)
+        return rc;
+    PGresult *r = pg_run(pg, PG_INFO, 0, NULL, err);
+    if (!r)
+        return err ? err->code : RB_ESTORE;
+    json_t *o = json_loads(PQgetvalue(r, 0, 0), 0, NULL);
+    PQclear(r);
+    if (!o)
+        return rb_err_set(err, RB_ESTORE, "database returned unreadable INFO");
+    json_t *counts = json_object_get(o, "counts");
+    int64_t *slot[] = {NULL, &out->scheduled, &out->enqueued, &out->working, &out->retries,
+                       &out->dead};
+    for (int st = RB_PG_SCHEDULED; st <= RB_PG_DEAD; st++) {
+        char key[4];
+        snprintf(key, sizeof key, "%d", st);
+        *slot[st] = json_integer_value(json_object_get(counts, key));
+    }
+    out->processed = json_integer_value(json_object_get(o, "processed"));
+    out->failures = json_integer_value(json_object_get(o, "failures"));
+    json_t *qs = json_object_get(o, "queues");
+    out->n_queues = json_array_size(qs);
+    out->queues = rb_xcalloc(out->n_queues ? out->n_queues : 1, sizeof *out->queues);
+    for (size_t i = 0; i < out->n_queues; i++) {
+        json_t *q = json_array_get(qs, i);
+        const char *name = json_string_value(json_array_get(q, 0));
+        out->queues[i].name = rb_xstrdup(name ? name : "");
+        out->queues[i].size = json_integer_value(json_array_get(q, 1));
+        out->queues[i].paused = json_is_true(json_array_get(q, 2));
+    }
+    json_decref(o);
+    return 0;
+}
+
+void rb_pg_info_release(rb_pg_info *info)
+{
+    for (size_t i = 0; i < info->n_queues; i++)
+        free(info->queues[i].name);
+    free(info->queues);
+    memset(info, 0, sizeof *info);
+}
+
+/* Columns as PG_JOB selects them: jid, queue, json, history, wid, state,
+ * priority, attempts, reserve_s, flags, due_ms, first_ms, enq_ms. */
+static void read_job(const PGresult *r, int i, rb_pg_job *j)
+{
+    j->jid = pg_dup(r, i, 0);
+    j->queue = pg_dup(r, i, 1);
+    j->json = pg_json_with_enqueued(PQgetvalue(r, i, 2), pg_int(r, i, 12));
+    j->history = pg_dup(r, i, 3);
+    j->wid = pg_dup(r, i, 4);
+    j->state = (int)pg_int(r, i, 5);
+    j->priority = (int)pg_int(r, i, 6);
+    j->attempts = (int)pg_int(r, i, 7);
+    j->reserve_s = (int)pg_int(r, i, 8);
+    j->flags = (int)pg_int(r, i, 9);
+    j->due_ms = pg_int(r, i, 10);
+    j->first_ms = pg_int(r, i, 11);
+}
+
+int rb_pg_job_get(rb_pg *pg, const char *jid, rb_pg_job *out, rb_err *err)
+{
+    memset(out, 0, sizeof *out);
+    int rc = pg_ensure(pg, err);
+    if (rc)
+        return rc;
+    const char *params[1] = {jid};
+    PGresult *r = pg_run(pg, PG_JOB, 1, params, err);
+    if (!r)
+        return err ? err->code : RB_ESTORE;
+    if (PQntuples(r) == 0) {
+        PQclear(r);
+        return rb_err_set(err, RB_ENOENT, "job %s not found", jid);
+    }
+    read_job(r, 0, out);
+    PQclear(r);
+    return 0;
+}
+
+void rb_pg_job_release(rb_pg_job *j)
+{
+    free(j->jid);
+    free(j->queue);
+    free(j->json);
+    free(j->history);
+    free(j->wid);
+    memset(j, 0, sizeof *j);
+}
+
+int rb_pg_jobs(rb_pg *pg, const rb_pg_filter *f, rb_pg_job **out, size_t *n, int64_t *total,
+               rb_err *err)
+{
+    *out = NULL;
+    *n = 0;
+    *total = 0;
+    if (f->state < RB_PG_SCHEDULED || f->state > RB_PG_DEAD)
+        return rb_err_set(err, RB_EINVAL, "state must be scheduled, enqueued, working, retries or dead");
+    int rc = pg_ensure(pg, err);
+    if (rc)
+        return rc;
+    char st[8], off[24], lim[24];
+    snprintf(st, sizeof st, "%d", f->state);
+    snprintf(off, sizeof off, "%lld", (long long)(f->offset > 0 ? f->offset : 0));
+    snprintf(lim, sizeof lim, "%lld", (long long)(f->limit > 0 ? f->limit : 0));
+    const char *params[6] = {st, f->queue, f->jobtype, f->errtype, off, lim};
+    PGresult *r = pg_query(
+        pg,
+        "SELECT jid, queue, json, history, wid, state, priority, attempts, reserve_s, flags,"
+        " due_ms, first_ms, enq_ms, count(*) OVER () FROM rb_jobs"
+        " WHERE state = $1::int AND ($2::text IS NULL OR queue = $2)"
+        " AND ($3::text IS NULL OR json::jsonb ->> 'jobtype' = $3)"
+        " AND ($4::text IS NULL OR json::jsonb #>> '{failure,errtype}' = $4)"
+        " ORDER BY CASE WHEN state = 2 THEN queue END,"
+        "   CASE WHEN state = 2 THEN priority END DESC,"
+        "   CASE WHEN state = 2 THEN seq ELSE due_ms END, seq"
+        " OFFSET $5::bigint LIMIT $6::bigint",
+        6, params, err);
+    if (!r)
+        return err ? err->code : RB_ESTORE;
+    int rows = PQntuples(r);
+    rb_pg_job *jobs = rb_xcalloc(rows ? (size_t)rows : 1, sizeof *jobs);
+    for (int i = 0; i < rows; i++)
+        read_job(r, i, &jobs[i]);
+    if (rows > 0) {
+        *total = pg_int(r, 0, 13);
+    } else { /* none on this page (past the end, or limit 0): count alone */
+        PQclear(r);
+        const char *cp[4] = {st, f->queue, f->jobtype, f->errtype};
+        r = pg_query(pg,
+                     "SELECT count(*) FROM rb_jobs WHERE state = $1::int"
+                     " AND ($2::text IS NULL OR queue = $2)"
+                     " AND ($3::text IS NULL OR json::jsonb ->> 'jobtype' = $3)"
+                     " AND ($4::text IS NULL OR json::jsonb #>> '{failure,errtype}' = $4)",
+                     4, cp, err);
+        if (!r) {
+            free(jobs);
+            return err ? err->code : RB_ESTORE;
+        }
+        *total = pg_int(r, 0, 0);
+    }
+    PQclear(r);
+    *out = jobs;
+    *n = (size_t)rows;
+    return 0;
+}
+
+void rb_pg_jobs_free(rb_pg_job *jobs, size_t n)
+{
+    for (size_t i = 0; jobs && i < n; i++)
+        rb_pg_job_release(&jobs[i]);
+    free(jobs);
+}
+
+int rb_pg_counters(rb_pg *pg, int64_t *processed, int64_t *failures, rb_err *err)
+{
+    int rc = pg_ensure(pg, err);
+    if (rc)
+        return rc;
+    PGresult *r = pg_run(pg, PG_COUNTERS, 0, NULL, err);
+    if (!r)
+        return err ? err->code : RB_ESTORE;
+    *processed = pg_int(r, 0, 0);
+    *failures = pg_int(r, 0, 1);
+    PQclear(r);
+    return 0;
+}

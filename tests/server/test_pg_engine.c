@@ -1,0 +1,1019 @@
+/* The PostgreSQL job engine (src/store/pg_engine.h) against a real,
+ * throwaway PostgreSQL cluster per test (tests/server/pg_harness.h):
+ * migrations and version refusal, every operation, concurrent claimers and
+ * deciders on two connections, notifications, and a lost database. */
+#include <criterion/criterion.h>
+#include <criterion/hooks.h>
+
+#include <poll.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <libpq-fe.h>
+
+#include "common/buf.h"
+#include "common/timeutil.h"
+#include "pg_harness.h"
+#include "store/pg_engine.h"
+
+ReportHook(PRE_ALL)(struct criterion_test_set *set)
+{
+    (void)set;
+    if (!rbpg_suite_init())
+        fprintf(stderr, "test_pg_engine: cannot start the shared PostgreSQL cluster\n");
+}
+
+ReportHook(POST_ALL)(struct criterion_global_stats *stats)
+{
+    (void)stats;
+    rbpg_suite_free();
+}
+
+static rbpg_cluster cluster; /* suite pgown: a cluster of the test's own */
+static char url[1024];       /* where the test's engines connect */
+static char schema[64];      /* suite pg: the test's schema in the shared cluster */
+static rb_pg *eng;           /* migrated, at url */
+
+static rb_pg *open_url(const char *u, bool listen, uint64_t seed)
+{
+    rb_pg_options o = {.url = u, .listen = listen, .seed = seed};
+    rb_pg *pg = NULL;
+    rb_err err = {0};
+    cr_assert_eq(rb_pg_open(&o, &pg, &err), 0, "open: %s", rb_err_msg(&err));
+    return pg;
+}
+
+static rb_pg *open_engine(bool listen, uint64_t seed)
+{
+    return open_url(url, listen, seed);
+}
+
+static void quiet(void *arg, const char *msg)
+{
+    (void)arg;
+    (void)msg;
+}
+
+/* Runs SQL on its own connection to u; the first value of the result. */
+static char *sql_at(const char *u, const char *sql)
+{
+    PGconn *c = PQconnectdb(u);
+    cr_assert_eq(PQstatus(c), CONNECTION_OK, "%s", PQerrorMessage(c));
+    PQsetNoticeProcessor(c, quiet, NULL);
+    PGresult *r = PQexec(c, sql);
+    ExecStatusType st = PQresultStatus(r);
+    cr_assert(st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK, "%s: %s", sql,
+              PQresultErrorMessage(r));
+    char *out = st == PGRES_TUPLES_OK && PQntuples(r) > 0 ? strdup(PQgetvalue(r, 0, 0)) : NULL;
+    PQclear(r);
+    PQfinish(c);
+    return out;
+}
+
+static void migrate_eng(void)
+{
+    eng = open_engine(false, 42);
+    rb_err err = {0};
+    cr_assert_eq(rb_pg_migrate(eng, NULL, NULL, &err), 0, "migrate: %s", rb_err_msg(&err));
+}
+
+static void setup(void)
+{
+    char base[1024], sql[128];
+    cr_assert(rbpg_shared_url(base, sizeof base), "no shared PostgreSQL cluster");
+    snprintf(schema, sizeof schema, "t_%d", (int)getpid());
+    snprintf(sql, sizeof sql, "CREATE SCHEMA %s", schema);
+    free(sql_at(base, sql));
+    rbpg_schema_url(url, sizeof url, schema, "");
+    migrate_eng();
+}
+
+static void teardown(void)
+{
+    rb_pg_close(eng);
+    eng = NULL;
+}
+
+TestSuite(pg, .init = setup, .fini = teardown, .timeout = 60);
+
+static void setup_own(void)
+{
+    cr_assert(rbpg_start(&cluster), "cannot start a PostgreSQL cluster (see %s)", cluster.dir);
+    snprintf(url, sizeof url, "%s", cluster.url);
+    migrate_eng();
+}
+
+static void teardown_own(void)
+{
+    rb_pg_close(eng);
+    eng = NULL;
+    rbpg_destroy(&cluster);
+}
+
+TestSuite(pgown, .init = setup_own, .fini = teardown_own, .timeout = 60);
+
+/* Runs SQL on its own connection at url (what the engine does not expose). */
+static char *sql1(const char *sql)
+{
+    return sql_at(url, sql);
+}
+
+/* Pushes one job from JSON text at now; returns the push status. */
+static int push_at(rb_pg *pg, const char *json_text, int64_t now)
+{
+    json_t *job = json_loads(json_text, 0, NULL);
+    cr_assert(job, "bad test JSON %s", json_text);
+    rb_pg_new_job nj;
+    char *text;
+    rb_pg_job_from_json(job, now, 1800, &nj, &text);
+    int st = -1;
+    rb_err err = {0};
+    cr_assert_eq(rb_pg_push(pg, &nj, 1, now, &st, &err), 0, "push: %s", rb_err_msg(&err));
+    free(text);
+    json_decref(job);
+    return st;
+}
+
+static int push(const char *json_text)
+{
+    return push_at(eng, json_text, rb_now_ms());
+}
+
+/* Claims one job from queues (space-separated) for wid; its jid (caller
+ * frees) or NULL. */
+static char *claim_at(rb_pg *pg, const char *queues, const char *wid, int64_t now, char **json)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", queues);
+    const char *qs[8];
+    int nq = 0;
+    for (char *save = NULL, *q = strtok_r(buf, " ", &save); q && nq < 8;
+         q = strtok_r(NULL, " ", &save))
+        qs[nq++] = q;
+    const char *wids[1] = {wid};
+    rb_pg_claimed *c;
+    int n;
+    rb_err err = {0};
+    cr_assert_eq(rb_pg_claim(pg, qs, nq, wids, 1, now, &c, &n, &err), 0, "claim: %s",
+                 rb_err_msg(&err));
+    char *jid = n ? strdup(c[0].jid) : NULL;
+    if (json)
+        *json = n ? strdup(c[0].json) : NULL;
+    rb_pg_claimed_free(c, n);
+    return jid;
+}
+
+static char *claim(const char *queues, const char *wid)
+{
+    return claim_at(eng, queues, wid, rb_now_ms(), NULL);
+}
+
+static int ack(const char *jid, const char *wid)
+{
+    rb_pg_ref ref = {jid, wid};
+    int st = -1;
+    rb_err err = {0};
+    cr_assert_eq(rb_pg_ack(eng, &ref, 1, &st, &err), 0, "ack: %s", rb_err_msg(&err));
+    return st;
+}
+
+static rb_pg_fail_result fail_job(const char *jid, const char *wid, const char *errtype)
+{
+    rb_pg_failure f = {.ref = {jid, wid}, .errtype = errtype, .message = "boom"};
+    rb_pg_fail_result res;
+    rb_err err = {0};
+    cr_assert_eq(rb_pg_fail(eng, &f, 1, rb_now_ms(), &res, &err), 0, "fail: %s",
+                 rb_err_msg(&err));
+    return res;
+}
+
+static rb_pg_job get_job(const char *jid)
+{
+    rb_pg_job j;
+    rb_err err = {0};
+    cr_assert_eq(rb_pg_job_get(eng, jid, &j, &err), 0, "job %s: %s", jid, rb_err_msg(&err));
+    return j;
+}
+
+static bool job_exists(const char *jid)
+{
+    rb_pg_job j;
+    rb_err err = {0};
+    int rc = rb_pg_job_get(eng, jid, &j, &err);
+    cr_assert(rc == 0 || rc == RB_ENOENT, "job: %s", rb_err_msg(&err));
+    rb_pg_job_release(&j);
+    return rc == 0;
+}
+
+static rb_pg_info info(void)
+{
+    rb_pg_info in;
+    rb_err err = {0};
+    cr_assert_eq(rb_pg_info_get(eng, &in, &err), 0, "info: %s", rb_err_msg(&err));
+    return in;
+}
+
+/* --- migrations --- */
+
+Test(pg, migrate_is_idempotent_and_checked)
+{
+    rb_err err = {0};
+    int from = -1, to = -1, v = -1;
+    cr_assert_eq(rb_pg_check_schema(eng, &err), 0, "%s", rb_err_msg(&err));
+    cr_assert_eq(rb_pg_migrate(eng, &from, &to, &err), 0);
+    cr_assert_eq(from, RB_PG_SCHEMA_VERSION);
+    cr_assert_eq(to, RB_PG_SCHEMA_VERSION);
+    cr_assert_eq(rb_pg_schema_version(eng, &v, &err), 0);
+    cr_assert_eq(v, RB_PG_SCHEMA_VERSION);
+    char *t = sql1("SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()"
+                   " AND tablename LIKE 'rb\\_%'");
+    cr_assert_str_eq(t, "4");
+    free(t);
+}
+
+Test(pg, migrate_from_empty_and_step_by_step)
+{
+    char drop[160];
+    snprintf(drop, sizeof drop, "DROP SCHEMA %s CASCADE; CREATE SCHEMA %s", schema, schema);
+    free(sql1(drop));
+    rb_pg *pg = open_engine(false, 1);
+    rb_err err = {0};
+    int v = -1, from = -1;
+    cr_assert_eq(rb_pg_schema_version(pg, &v, &err), 0);
+    cr_assert_eq(v, 0);
+    cr_assert_eq(rb_pg_check_schema(pg, &err), RB_EVERSION);
+    cr_assert(strstr(rb_err_msg(&err), "rebound migrate"), "%s", rb_err_msg(&err));
+    cr_assert_eq(rb_pg_migrate_to(pg, 1, &from, &err), 0, "%s", rb_err_msg(&err));
+    cr_assert_eq(from, 0);
+    cr_assert_eq(rb_pg_check_schema(pg, &err), RB_EVERSION);
+    cr_assert(strstr(rb_err_msg(&err), "version 1"), "%s", rb_err_msg(&err));
+    cr_assert_eq(rb_pg_migrate(pg, &from, NULL, &err), 0, "%s", rb_err_msg(&err));
+    cr_assert_eq(from, 1);
+    cr_assert_eq(rb_pg_check_schema(pg, &err), 0);
+    /* and it works */
+    cr_assert_eq(push_at(pg, "{\"jid\":\"stepstep1\",\"jobtype\":\"t\",\"args\":[]}", rb_now_ms()),
+                 0);
+    rb_pg_close(pg);
+}
+
+Test(pg, newer_schema_is_refused_and_untouched)
+{
+    free(sql1("UPDATE rb_meta SET value = '99' WHERE key = 'schema_version'"));
+    rb_err err = {0};
+    cr_assert_eq(rb_pg_check_schema(eng, &err), RB_EVERSION);
+    cr_assert(strstr(rb_err_msg(&err), "newer"), "%s", rb_err_msg(&err));
+    int from = -1;
+    cr_assert_eq(rb_pg_migrate(eng, &from, NULL, &err), RB_EVERSION);
+    cr_assert_eq(from, 99);
+    char *v = sql1("SELECT value FROM rb_meta WHERE key = 'schema_version'");
+    cr_assert_str_eq(v, "99");
+    free(v);
+}
+
+/* --- push and claim --- */
+
+Test(pg, push_rejects_taken_jids_per_job)
+{
+    cr_assert_eq(push("{\"jid\":\"aaaaaaaa1\",\"jobtype\":\"t\",\"args\":[]}"), 0);
+    const char *texts[] = {
+        "{\"jid\":\"aaaaaaaa1\",\"jobtype\":\"t\",\"args\":[]}",
+        "{\"jid\":\"bbbbbbbb1\",\"jobtype\":\"t\",\"args\":[\"x\\\"y\"]}",
+        "{\"jid\":\"bbbbbbbb1\",\"jobtype\":\"t\",\"args\":[]}",
+        "{\"jid\":\"cccccccc1\",\"jobtype\":\"t\",\"args\":[],\"queue\":\"q\\\\z\"}",
+    };
+    rb_pg_new_job nj[4];
+    char *tx[4];
+    json_t *jobs[4];
+    int64_t now = rb_now_ms();
+    for (int i = 0; i < 4; i++) {
+        jobs[i] = json_loads(texts[i], 0, NULL);
+        rb_pg_job_from_json(jobs[i], now, 1800, &nj[i], &tx[i]);
+    }
+    int st[4];
+    rb_err err = {0};
+    cr_assert_eq(rb_pg_push(eng, nj, 4, now, st, &err), 0, "%s", rb_err_msg(&err));
+    cr_assert_eq(st[0], RB_EEXIST);
+    cr_assert_eq(st[1], 0);
+    cr_assert_eq(st[2], RB_EEXIST);
+    cr_assert_eq(st[3], 0);
+    for (int i = 0; i < 4; i++) {
+        free(tx[i]);
+        json_decref(jobs[i]);
+    }
+    rb_pg_job j = get_job("bbbbbbbb1");
+    json_t *o = json_loads(j.json, 0, NULL);
+    cr_assert_str_eq(json_string_value(json_array_get(json_object_get(o, "args"), 0)), "x\"y");
+    cr_assert(json_object_get(o, "created_at"));
+    json_decref(o);
+    rb_pg_job_release(&j);
+    j = get_job("cccccccc1");
+    cr_assert_str_eq(j.queue, "q\\z");
+    rb_pg_job_release(&j);
+}
+
+Test(pg, claim_order_priority_fifo_queues_paused)
+{
+    push("{\"jid\":\"low000001\",\"jobtype\":\"t\",\"args\":[],\"priority\":1}");
+    push("{\"jid\":\"mid000001\",\"jobtype\":\"t\",\"args\":[]}");
+    push("{\"jid\":\"mid000002\",\"jobtype\":\"t\",\"args\":[]}");
+    push("{\"jid\":\"high00001\",\"jobtype\":\"t\",\"args\":[],\"priority\":9}");
+    push("{\"jid\":\"other0001\",\"jobtype\":\"t\",\"args\":[],\"queue\":\"other\"}");
+    const char *want[] = {"other0001", "high00001", "mid000001", "mid000002", "low000001"};
+    const char *pause[] = {"other"};
+    rb_err err = {0};
+    /* paused first: "other" is skipped while paused */
+    cr_assert_eq(rb_pg_queue_pause(eng, pause, 1, true, &err), 0, "%s", rb_err_msg(&err));
+    char *j = claim("other default", "w1");
+    cr_assert_str_eq(j, "high00001");
+    free(j);
+    cr_assert_eq(rb_pg_queue_pause(eng, pause, 1, false, &err), 0);
+    for (int i = 0; i < 5; i++) {
+        if (i == 1)
+            continue; /* taken above */
+        j = claim("other default", "w1");
+        cr_assert(j, "nothing claimed at %d", i);
+        cr_assert_str_eq(j, want[i]);
+        free(j);
+    }
+    cr_assert_null(claim("other default", "w1"));
+}
+
+Test(pg, claim_records_attempt_lease_holder_and_enqueued_at)
+{
+    int64_t now = rb_now_ms();
+    push("{\"jid\":\"lease0001\",\"jobtype\":\"t\",\"args\":[],\"reserve_for\":120}");
+    char *json;
+    char *jid = claim_at(eng, "default", "w7", now, &json);
+    cr_assert_str_eq(jid, "lease0001");
+    json_t *o = json_loads(json, 0, NULL);
+    cr_assert(json_is_string(json_object_get(o, "enqueued_at")), "%s", json);
+    cr_assert(json_is_string(json_object_get(o, "created_at")), "%s", json);
+    json_decref(o);
+    rb_pg_job j = get_job(jid);
+    cr_assert_eq(j.state, RB_PG_WORKING);
+    cr_assert_eq(j.attempts, 1);
+    cr_assert_str_eq(j.wid, "w7");
+    cr_assert_eq(j.due_ms, now + 120000);
+    rb_pg_job_release(&j);
+    free(jid);
+    free(json);
+}
+
+Test(pg, claim_many_for_many_waiters)
+{
+    for (int i = 0; i < 5; i++) {
+        char t[128];
+        snprintf(t, sizeof t, "{\"jid\":\"many%05d\",\"jobtype\":\"t\",\"args\":[],\"queue\":\"%s\"}",
+                 i, i < 2 ? "a" : "b");
+        push(t);
+    }
+    const char *qs[] = {"a", "b"};
+    const char *wids[] = {"w0", NULL, "w2", "w3"};
+    rb_pg_claimed *c;
+    int n;
+    rb_err err = {0};
+    cr_assert_eq(rb_pg_claim(eng, qs, 2, wids, 4, rb_now_ms(), &c, &n, &err), 0);
+    cr_assert_eq(n, 4);
+    const char *want[] = {"many00000", "many00001", "many00002", "many00003"};
+    for (int i = 0; i < 4; i++) {
+        cr_assert_eq(c[i].slot, i);
+        cr_assert_str_eq(c[i].jid, want[i]);
+        rb_pg_job j = get_job(c[i].jid);
+        if (wids[i])
+            cr_assert_str_eq(j.wid, wids[i]);
+        else
+            cr_assert_null(j.wid);
+        rb_pg_job_release(&j);
+    }
+    rb_pg_claimed_free(c, n);
+}
+
+Test(pg, scheduled_jobs_wait_for_promote)
+{
+    int64_t now = rb_now_ms();
+    char at[RB_TIME_STRLEN], t[256];
+    rb_time_format(now + 60000, at);
+    snprintf(t, sizeof t, "{\"jid\":\"sched0001\",\"jobtype\":\"t\",\"args\":[],\"at\":\"%s\"}", at);
+    push(t);
+    rb_pg_job j = get_job("sched0001");
+    cr_assert_eq(j.state, RB_PG_SCHEDULED);
+    rb_pg_job_release(&j);
+    cr_assert_null(claim("default", "w"));
+    int64_t next;
+    rb_err err = {0};
+    cr_assert_eq(rb_pg_next_due(eng, &next, &err), 0);
+    cr_assert_eq(next, now + 60000);
+    int n = -1;
+    cr_assert_eq(rb_pg_promote(eng, now + 59999, 100, &n, &err), 0);
+    cr_assert_eq(n, 0);
+    cr_assert_eq(rb_pg_promote(eng, now + 60000, 100, &n, &err), 0);
+    cr_assert_eq(n, 1);
+    char *jid = claim_at(eng, "default", "w", now + 60001, NULL);
+    cr_assert_str_eq(jid, "sched0001");
+    free(jid);
+}
+
+/* --- ack, fail, late replies --- */
+
+Test(pg, ack_semantics)
+{
+    push("{\"jid\":\"ack000001\",\"jobtype\":\"t\",\"args\":[]}");
+    push("{\"jid\":\"ack000002\",\"jobtype\":\"t\",\"args\":[]}");
+    cr_assert_eq(ack("ack000002", "w1"), RB_PG_NOOP); /* never reserved */
+    char *j = claim("default", "w1");
+    cr_assert_eq(ack(j, "w2"), RB_PG_DONE); /* not refetched: holder not checked */
+    cr_assert_eq(ack(j, "w1"), RB_PG_MISSING);
+    cr_assert_eq(ack("nosuchjob", NULL), RB_PG_MISSING);
+    free(j);
+    int64_t p, f;
+    rb_err err = {0};
+    cr_assert_eq(rb_pg_counters(eng, &p, &f, &err), 0);
+    cr_assert_eq(p, 1);
+    cr_assert_eq(f, 0);
+    cr_assert(job_exists("ack000002"));
+}
+
+Test(pg, late_replies_after_lease_expiry)
+{
+    int64_t now = rb_now_ms();
+    push("{\"jid\":\"late00001\",\"jobtype\":\"t\",\"args\":[],\"reserve_for\":10,"
+         "\"retry_policy\":{\"dialect\":\"temporal\",\"initial_interval\":\"1ms\"}}");
+    push("{\"jid\":\"late00002\",\"jobtype\":\"t\",\"args\":[],\"reserve_for\":10}");
+    char *a = claim_at(eng, "default", "w1", now, NULL);
+    char *b = claim_at(eng, "default", "w1", now, NULL);
+    rb_err err = {0};
+    int n = 0;
+    cr_assert_eq(rb_pg_reap(eng, now + 10000, 100, &n, &err), 0, "%s", rb_err_msg(&err));
+    cr_assert_eq(n, 2);
+    rb_pg_job j = get_job(a);
+    cr_assert_eq(j.state, RB_PG_RETRIES);
+    cr_assert(strstr(j.history, "ReservationExpired"), "%s", j.history);
+    rb_pg_job_release(&j);
+    /* a late FAIL changes nothing; a late ACK of b (nobody took it) completes it */
+    cr_assert_eq(fail_job(b, "w1", "Late").status, RB_PG_NOOP);
+    j = get_job(b);
+    json_t *h = json_loads(j.history, 0, NULL);
+    cr_assert_eq(json_array_size(h), 1);
+    json_decref(h);
+    rb_pg_job_release(&j);
+    cr_assert_eq(ack(b, "w1"), RB_PG_DONE);
+    cr_assert(!job_exists(b));
+    /* a is claimed again by w2: w1's late ACK/FAIL is refused */
+    cr_assert_eq(rb_pg_promote(eng, now + 20000, 10, &n, &err), 0);
+    char *again = claim_at(eng, "default", "w2", now + 20000, NULL);
+    cr_assert_str_eq(again, a);
+    cr_assert_eq(ack(a, "w1"), RB_PG_OTHER_HOLDER);
+    cr_assert_eq(fail_job(a, "w1", "X").status, RB_PG_OTHER_HOLDER);
+    cr_assert_eq(ack(a, "w2"), RB_PG_DONE);
+    free(a);
+    free(b);
+    free(again);
+}
+
+Test(pg, fail_retries_with_history_and_failure_hash)
+{
+    push("{\"jid\":\"fail00001\",\"jobtype\":\"t\",\"args\":[],"
+         "\"retry_policy\":\"ftl:3 5s 1m\",\"backtrace\":2}");
+    char *j = claim("default", "w");
+    rb_pg_failure f = {.ref = {j, "w"}, .errtype = "Oops", .message = "it broke",
+                       .backtrace = json_pack("[s,s,s]", "a", "b", "c")};
+    rb_pg_fail_result res;
+    rb_err err = {0};
+    int64_t now = rb_now_ms();
+    cr_assert_eq(rb_pg_fail(eng, &f, 1, now, &res, &err), 0, "%s", rb_err_msg(&err));
+    json_decref((json_t *)f.backtrace);
+    cr_assert_eq(res.status, RB_PG_DONE);
+    cr_assert_eq(res.outcome, RB_OUTCOME_RETRY);
+    cr_assert_eq(res.delay_ms, 5000);
+    rb_pg_job row = get_job(j);
+    cr_assert_eq(row.state, RB_PG_RETRIES);
+    cr_assert_eq(row.due_ms, now + 5000);
+    cr_assert_null(row.wid);
+    json_t *o = json_loads(row.json, 0, NULL), *h = json_loads(row.history, 0, NULL);
+    json_t *fh = json_object_get(o, "failure");
+    cr_assert_str_eq(json_string_value(json_object_get(fh, "errtype")), "Oops");
+    cr_assert_eq(json_integer_value(json_object_get(fh, "retry_count")), 0);
+    cr_assert_eq(json_integer_value(json_object_get(fh, "remaining")), 3);
+    cr_assert_eq(json_array_size(json_object_get(fh, "backtrace")), 2);
+    cr_assert(json_is_string(json_object_get(fh, "next_at")));
+    cr_assert_eq(json_array_size(h), 1);
+    json_t *e = json_array_get(h, 0);
+    cr_assert_str_eq(json_string_value(json_object_get(e, "outcome")), "retry");
+    cr_assert_str_eq(json_string_value(json_object_get(e, "source")), "computed");
+    cr_assert_eq(json_integer_value(json_object_get(e, "attempt")), 1);
+    json_decref(o);
+    json_decref(h);
+    rb_pg_job_release(&row);
+    /* a second FAIL for the same execution is not applied */
+    cr_assert_eq(fail_job(j, "w", "Again").status, RB_PG_NOT_WORKING);
+    int64_t p, fl;
+    cr_assert_eq(rb_pg_counters(eng, &p, &fl, &err), 0);
+    cr_assert_eq(fl, 1);
+    free(j);
+}
+
+Test(pg, fail_outcomes_dead_discard_catch)
+{
+    push("{\"jid\":\"dead00001\",\"jobtype\":\"t\",\"args\":[],\"retry\":-1}");
+    push("{\"jid\":\"disc00001\",\"jobtype\":\"t\",\"args\":[],\"retry\":0}");
+    push("{\"jid\":\"catch0001\",\"jobtype\":\"orig\",\"args\":[7],\"queue\":\"cq\","
+         "\"retry_policy\":\"//ftl:retry 0 catch notify\"}");
+    char *d = claim("default", "w"), *x = claim("default", "w"), *c = claim("cq", "w");
+    cr_assert_str_eq(d, "dead00001");
+    cr_assert_str_eq(x, "disc00001");
+    cr_assert_eq(fail_job(d, "w", "E").outcome, RB_OUTCOME_DEAD);
+    cr_assert_eq(fail_job(x, "w", "E").outcome, RB_OUTCOME_DISCARD);
+    cr_assert_eq(fail_job(c, "w", "E").outcome, RB_OUTCOME_CATCH);
+    rb_pg_job j = get_job(d);
+    cr_assert_eq(j.state, RB_PG_DEAD);
+    cr_assert(j.due_ms > rb_now_ms() + 100LL * 86400 * 1000); /* retention: 180 days */
+    rb_pg_job_release(&j);
+    cr_assert(!job_exists(x));
+    j = get_job(c);
+    cr_assert_eq(j.state, RB_PG_DEAD);
+    rb_pg_job_release(&j);
+    char *json;
+    char *cj = claim_at(eng, "cq", "w", rb_now_ms(), &json);
+    cr_assert(cj, "no catch job enqueued");
+    json_t *o = json_loads(json, 0, NULL);
+    cr_assert_str_eq(json_string_value(json_object_get(o, "jobtype")), "notify");
+    json_t *arg = json_array_get(json_object_get(o, "args"), 0);
+    cr_assert_str_eq(json_string_value(json_object_get(arg, "jid")), "catch0001");
+    cr_assert_str_eq(json_string_value(json_object_get(json_object_get(arg, "error"), "errtype")),
+                     "E");
+    cr_assert_str_eq(json_string_value(json_object_get(json_object_get(o, "custom"), "catch_of")),
+                     "catch0001");
+    json_decref(o);
+    free(json);
+    free(cj);
+    free(d);
+    free(x);
+    free(c);
+}
+
+Test(pg, snooze_and_extend)
+{
+    push("{\"jid\":\"snz000001\",\"jobtype\":\"t\",\"args\":[]}");
+    push("{\"jid\":\"snz000002\",\"jobtype\":\"t\",\"args\":[]}");
+    char *a = claim("default", "w");
+    int64_t now = rb_now_ms();
+    rb_pg_ref ra = {a, "w"}, rb2 = {"snz000002", "w"}, rx = {"nosuchjob", "w"};
+    int st, state;
+    rb_err err = {0};
+    cr_assert_eq(rb_pg_extend(eng, &ra, 300, now, &st, &state, &err), 0);
+    cr_assert_eq(st, RB_PG_DONE);
+    rb_pg_job j = get_job(a);
+    cr_assert_eq(j.due_ms, now + 300000);
+    rb_pg_job_release(&j);
+    cr_assert_eq(rb_pg_snooze(eng, &ra, 60, now, &st, &state, &err), 0);
+    cr_assert_eq(st, RB_PG_DONE);
+    j = get_job(a);
+    cr_assert_eq(j.state, RB_PG_SCHEDULED);
+    cr_assert_eq(j.attempts, 0);
+    cr_assert_eq(j.due_ms, now + 60000);
+    rb_pg_job_release(&j);
+    cr_assert_eq(rb_pg_snooze(eng, &rb2, 1, now, &st, &state, &err), 0);
+    cr_assert_eq(st, RB_PG_NOT_WORKING);
+    cr_assert_eq(state, RB_PG_ENQUEUED);
+    cr_assert_eq(rb_pg_extend(eng, &rx, 1, now, &st, &state, &err), 0);
+    cr_assert_eq(st, RB_PG_MISSING);
+    /* snooze 0: enqueued again at once */
+    char *b = claim("default", "w");
+    rb_pg_ref rb3 = {b, NULL};
+    cr_assert_eq(rb_pg_snooze(eng, &rb3, 0, now, &st, &state, &err), 0);
+    cr_assert_eq(st, RB_PG_DONE);
+    char *again = claim("default", "w");
+    cr_assert_str_eq(again, b);
+    free(a);
+    free(b);
+    free(again);
+}
+
+/* --- administration --- */
+
+/* n jobs of jobtype jt in the retries state (failed once). */
+static void make_retries(const char *prefix, const char *jt, int n)
+{
+    for (int i = 0; i < n; i++) {
+        char t[256];
+        snprintf(t, sizeof t, "{\"jid\":\"%s%04d\",\"jobtype\":\"%s\",\"args\":[%d],\"queue\":\"%s\"}",
+                 prefix, i, jt, i, prefix);
+        cr_assert_eq(push(t), 0);
+        char *j = claim(prefix, "w");
+        cr_assert(j);
+        cr_assert_eq(fail_job(j, "w", "E").outcome, RB_OUTCOME_RETRY);
+        free(j);
+    }
+}
+
+Test(pg, mutate_with_filters)
+{
+    make_retries("mua", "alpha", 3);
+    make_retries("mub", "beta", 2);
+    rb_err err = {0};
+    size_t changed = 0;
+    const char *one[] = {"mua0000", "nosuchjob"};
+    rb_pg_mutation kill = {.cmd = "kill", .target = RB_PG_RETRIES, .jids = one, .n_jids = 2};
+    cr_assert_eq(rb_pg_mutate(eng, &kill, rb_now_ms(), &changed, &err), 0, "%s", rb_err_msg(&err));
+    cr_assert_eq(changed, 1);
+    rb_pg_job j = get_job("mua0000");
+    cr_assert_eq(j.state, RB_PG_DEAD);
+    rb_pg_job_release(&j);
+    rb_pg_mutation req = {.cmd = "requeue", .target = RB_PG_RETRIES, .jobtype = "beta"};
+    cr_assert_eq(rb_pg_mutate(eng, &req, rb_now_ms(), &changed, &err), 0);
+    cr_assert_eq(changed, 2);
+    j = get_job("mub0001");
+    cr_assert_eq(j.state, RB_PG_ENQUEUED);
+    rb_pg_job_release(&j);
+    rb_pg_mutation disc = {.cmd = "discard", .target = RB_PG_RETRIES, .pattern = "*\"args\":\\[2\\]*"};
+    cr_assert_eq(rb_pg_mutate(eng, &disc, rb_now_ms(), &changed, &err), 0);
+    cr_assert_eq(changed, 1);
+    cr_assert(!job_exists("mua0002"));
+    cr_assert(job_exists("mua0001"));
+    rb_pg_mutation clear = {.cmd = "clear", .target = RB_PG_DEAD, .jobtype = "ignored"};
+    cr_assert_eq(rb_pg_mutate(eng, &clear, rb_now_ms(), &changed, &err), 0);
+    cr_assert_eq(changed, 1);
+    cr_assert(!job_exists("mua0000"));
+    rb_pg_mutation bad = {.cmd = "explode", .target = RB_PG_DEAD};
+    cr_assert_eq(rb_pg_mutate(eng, &bad, rb_now_ms(), &changed, &err), RB_EINVAL);
+    bad = (rb_pg_mutation){.cmd = "kill", .target = RB_PG_WORKING};
+    cr_assert_eq(rb_pg_mutate(eng, &bad, rb_now_ms(), &changed, &err), RB_EINVAL);
+}
+
+Test(pg, queues_info_latency_remove)
+{
+    int64_t now = rb_now_ms();
+    push_at(eng, "{\"jid\":\"qq0000001\",\"jobtype\":\"t\",\"args\":[],\"queue\":\"q1\"}", now - 3000);
+    push_at(eng, "{\"jid\":\"qq0000002\",\"jobtype\":\"t\",\"args\":[],\"queue\":\"q1\"}", now);
+    push_at(eng, "{\"jid\":\"qq0000003\",\"jobtype\":\"t\",\"args\":[],\"queue\":\"q2\"}", now);
+    const char *names[] = {"q1", "q2", "nope"};
+    double lat[3];
+    rb_err err = {0};
+    cr_assert_eq(rb_pg_queue_latency(eng, names, 3, now, lat, &err), 0, "%s", rb_err_msg(&err));
+    cr_assert_float_eq(lat[0], 3.0, 1e-9);
+    cr_assert_float_eq(lat[1], 0.0, 1e-9);
+    cr_assert_float_eq(lat[2], 0.0, 1e-9);
+    const char *star[] = {"*"};
+    cr_assert_eq(rb_pg_queue_pause(eng, star, 1, true, &err), 0);
+    cr_assert_null(claim("q1 q2", "w"));
+    rb_pg_info in = info();
+    cr_assert_eq(in.enqueued, 3);
+    cr_assert_eq(in.n_queues, 2);
+    cr_assert_str_eq(in.queues[0].name, "q1");
+    cr_assert_eq(in.queues[0].size, 2);
+    cr_assert(in.queues[0].paused);
+    rb_pg_info_release(&in);
+    int64_t removed = 0;
+    const char *q1[] = {"q1"};
+    cr_assert_eq(rb_pg_queue_remove(eng, q1, 1, &removed, &err), 0);
+    cr_assert_eq(removed, 2);
+    in = info();
+    cr_assert_eq(in.enqueued, 1);
+    cr_assert_eq(in.n_queues, 1);
+    cr_assert_str_eq(in.queues[0].name, "q2");
+    rb_pg_info_release(&in);
+    cr_assert_eq(rb_pg_queue_pause(eng, star, 1, false, &err), 0);
+    char *j = claim("q1 q2", "w");
+    cr_assert_str_eq(j, "qq0000003");
+    free(j);
+}
+
+Test(pg, info_jobs_listing_flush)
+{
+    make_retries("lst", "alpha", 2);
+    push("{\"jid\":\"enq000001\",\"jobtype\":\"beta\",\"args\":[]}");
+    push("{\"jid\":\"enq000002\",\"jobtype\":\"beta\",\"args\":[],\"priority\":9}");
+    push("{\"jid\":\"wrk000001\",\"jobtype\":\"gamma\",\"args\":[],\"queue\":\"wq\"}");
+    free(claim("wq", "w"));
+    rb_pg_info in = info();
+    cr_assert_eq(in.enqueued, 2);
+    cr_assert_eq(in.retries, 2);
+    cr_assert_eq(in.working, 1);
+    cr_assert_eq(in.scheduled, 0);
+    cr_assert_eq(in.dead, 0);
+    cr_assert_eq(in.failures, 2);
+    rb_pg_info_release(&in);
+    rb_pg_filter f = {.state = RB_PG_ENQUEUED, .limit = 10};
+    rb_pg_job *jobs;
+    size_t n;
+    int64_t total;
+    rb_err err = {0};
+    cr_assert_eq(rb_pg_jobs(eng, &f, &jobs, &n, &total, &err), 0, "%s", rb_err_msg(&err));
+    cr_assert_eq(n, 2);
+    cr_assert_eq(total, 2);
+    cr_assert_str_eq(jobs[0].jid, "enq000002"); /* higher priority first */
+    cr_assert(strstr(jobs[0].json, "enqueued_at"));
+    rb_pg_jobs_free(jobs, n);
+    f = (rb_pg_filter){.state = RB_PG_RETRIES, .errtype = "E", .offset = 1, .limit = 10};
+    cr_assert_eq(rb_pg_jobs(eng, &f, &jobs, &n, &total, &err), 0);
+    cr_assert_eq(n, 1);
+    cr_assert_eq(total, 2);
+    rb_pg_jobs_free(jobs, n);
+    f = (rb_pg_filter){.state = RB_PG_RETRIES, .jobtype = "beta", .limit = 10};
+    cr_assert_eq(rb_pg_jobs(eng, &f, &jobs, &n, &total, &err), 0);
+    cr_assert_eq(n, 0);
+    cr_assert_eq(total, 0);
+    rb_pg_jobs_free(jobs, n);
+    f = (rb_pg_filter){.state = RB_PG_ENQUEUED, .limit = 0};
+    cr_assert_eq(rb_pg_jobs(eng, &f, &jobs, &n, &total, &err), 0);
+    cr_assert_eq(total, 2);
+    rb_pg_jobs_free(jobs, n);
+    cr_assert_eq(rb_pg_flush(eng, &err), 0);
+    in = info();
+    cr_assert_eq(in.enqueued + in.retries + in.working + in.failures + in.processed, 0);
+    rb_pg_info_release(&in);
+}
+
+Test(pg, dead_jobs_leave_after_retention)
+{
+    push("{\"jid\":\"ret000001\",\"jobtype\":\"t\",\"args\":[],\"retry\":-1}");
+    char *j = claim("default", "w");
+    fail_job(j, "w", "E");
+    rb_pg_job row = get_job(j);
+    int64_t until = row.due_ms;
+    rb_pg_job_release(&row);
+    int n = -1;
+    rb_err err = {0};
+    cr_assert_eq(rb_pg_cleanup_dead(eng, until - 1, 100, &n, &err), 0);
+    cr_assert_eq(n, 0);
+    cr_assert_eq(rb_pg_cleanup_dead(eng, until, 100, &n, &err), 0);
+    cr_assert_eq(n, 1);
+    cr_assert(!job_exists(j));
+    free(j);
+}
+
+/* --- notifications --- */
+
+Test(pg, push_on_one_engine_wakes_a_listener)
+{
+    rb_pg *listener = open_engine(true, 5);
+    int fd = rb_pg_socket(listener);
+    cr_assert(fd >= 0);
+    rb_pg *other = open_engine(false, 6);
+    push_at(other, "{\"jid\":\"ntf000001\",\"jobtype\":\"t\",\"args\":[],\"queue\":\"nq\"}",
+            rb_now_ms());
+    char **qs = NULL;
+    size_t n = 0;
+    rb_err err = {0};
+    int64_t deadline = rb_mono_ms() + 10000;
+    while (n == 0 && rb_mono_ms() < deadline) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        poll(&p, 1, 1000);
+        cr_assert_eq(rb_pg_drain(listener, &qs, &n, &err), 0, "%s", rb_err_msg(&err));
+    }
+    cr_assert_eq(n, 1);
+    cr_assert_str_eq(qs[0], "nq");
+    free(qs[0]);
+    free(qs);
+    /* a scheduled job notifies when promoted, not when pushed */
+    push_at(other, "{\"jid\":\"ntf000002\",\"jobtype\":\"t\",\"args\":[],\"queue\":\"sq\","
+                   "\"at\":\"2100-01-01T00:00:00Z\"}", rb_now_ms());
+    int promoted;
+    cr_assert_eq(rb_pg_promote(other, INT64_C(4200000000000), 10, &promoted, &err), 0);
+    cr_assert_eq(promoted, 1);
+    n = 0;
+    deadline = rb_mono_ms() + 10000;
+    while (n == 0 && rb_mono_ms() < deadline) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        poll(&p, 1, 1000);
+        cr_assert_eq(rb_pg_drain(listener, &qs, &n, &err), 0);
+    }
+    cr_assert_eq(n, 1);
+    cr_assert_str_eq(qs[0], "sq");
+    free(qs[0]);
+    free(qs);
+    rb_pg_close(other);
+    rb_pg_close(listener);
+}
+
+/* --- concurrency: two engines, two threads --- */
+
+#define RACE_JOBS 600
+
+typedef struct racer {
+    rb_pg *pg;
+    const char *wid;
+    char *jids[RACE_JOBS];
+    int n;
+    int rc;
+} racer;
+
+static void *claim_all(void *arg)
+{
+    racer *r = arg;
+    const char *qs[] = {"race"};
+    const char *wids[10];
+    for (int i = 0; i < 10; i++)
+        wids[i] = r->wid;
+    for (;;) {
+        rb_pg_claimed *c;
+        int n;
+        rb_err err = {0};
+        if ((r->rc = rb_pg_claim(r->pg, qs, 1, wids, 1 + r->n % 10, rb_now_ms(), &c, &n, &err)))
+            return NULL;
+        for (int i = 0; i < n && r->n < RACE_JOBS; i++)
+            r->jids[r->n++] = strdup(c[i].jid);
+        rb_pg_claimed_free(c, n);
+        if (n == 0)
+            return NULL;
+    }
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+Test(pg, concurrent_claimers_never_share_a_job)
+{
+    rb_pg_new_job nj[RACE_JOBS];
+    char jids[RACE_JOBS][16];
+    for (int i = 0; i < RACE_JOBS; i++) {
+        snprintf(jids[i], sizeof jids[i], "race%06d", i);
+        nj[i] = (rb_pg_new_job){jids[i], "race", 5, 0, 60, "{\"jobtype\":\"t\",\"args\":[]}"};
+    }
+    int st[RACE_JOBS];
+    rb_err err = {0};
+    cr_assert_eq(rb_pg_push(eng, nj, RACE_JOBS, rb_now_ms(), st, &err), 0, "%s", rb_err_msg(&err));
+    racer a = {.pg = open_engine(false, 11), .wid = "wa"}, b = {.pg = open_engine(false, 12), .wid = "wb"};
+    pthread_t ta, tb;
+    pthread_create(&ta, NULL, claim_all, &a);
+    pthread_create(&tb, NULL, claim_all, &b);
+    pthread_join(ta, NULL);
+    pthread_join(tb, NULL);
+    cr_assert_eq(a.rc, 0);
+    cr_assert_eq(b.rc, 0);
+    cr_assert_eq(a.n + b.n, RACE_JOBS, "claimed %d + %d", a.n, b.n);
+    char *all[RACE_JOBS];
+    memcpy(all, a.jids, (size_t)a.n * sizeof *all);
+    memcpy(all + a.n, b.jids, (size_t)b.n * sizeof *all);
+    qsort(all, RACE_JOBS, sizeof *all, cmp_str);
+    for (int i = 0; i < RACE_JOBS; i++)
+        cr_assert_str_eq(all[i], jids[i], "job %d claimed twice or never", i);
+    for (int i = 0; i < RACE_JOBS; i++)
+        free(all[i]);
+    /* every job's one claim: attempts 1, held by whoever got it */
+    char *t = sql1("SELECT count(*) FROM rb_jobs WHERE state = 3 AND attempts = 1");
+    cr_assert_str_eq(t, "600");
+    free(t);
+    rb_pg_close(a.pg);
+    rb_pg_close(b.pg);
+}
+
+#define DECIDE_JOBS 200
+
+typedef struct decider {
+    rb_pg *pg;
+    bool reaper;
+    int64_t now;
+    int rc;
+    int applied;
+} decider;
+
+static void *decide_all(void *arg)
+{
+    decider *d = arg;
+    rb_err err = {0};
+    if (d->reaper) {
+        int n;
+        do {
+            if ((d->rc = rb_pg_reap(d->pg, d->now, 7, &n, &err)))
+                return NULL;
+            d->applied += n;
+        } while (n > 0);
+        return NULL;
+    }
+    for (int i = 0; i < DECIDE_JOBS; i += 5) {
+        rb_pg_failure f[5];
+        char jids[5][16];
+        for (int k = 0; k < 5; k++) {
+            snprintf(jids[k], sizeof jids[k], "dec%06d", i + k);
+            f[k] = (rb_pg_failure){.ref = {jids[k], "w"}, .errtype = "ByWorker"};
+        }
+        rb_pg_fail_result res[5];
+        if ((d->rc = rb_pg_fail(d->pg, f, 5, d->now, res, &err)))
+            return NULL;
+        for (int k = 0; k < 5; k++)
+            d->applied += res[k].status == RB_PG_DONE;
+    }
+    return NULL;
+}
+
+Test(pg, failure_and_reaper_on_two_nodes_apply_one_decision)
+{
+    int64_t now = rb_now_ms();
+    rb_pg_new_job nj[DECIDE_JOBS];
+    char jids[DECIDE_JOBS][16];
+    for (int i = 0; i < DECIDE_JOBS; i++) {
+        snprintf(jids[i], sizeof jids[i], "dec%06d", i);
+        nj[i] = (rb_pg_new_job){jids[i], "dec", 5, 0, 1, "{\"jobtype\":\"t\",\"args\":[]}"};
+    }
+    int st[DECIDE_JOBS];
+    rb_err err = {0};
+    cr_assert_eq(rb_pg_push(eng, nj, DECIDE_JOBS, now, st, &err), 0);
+    const char *qs[] = {"dec"};
+    const char *wids[DECIDE_JOBS];
+    for (int i = 0; i < DECIDE_JOBS; i++)
+        wids[i] = "w";
+    rb_pg_claimed *c;
+    int n;
+    cr_assert_eq(rb_pg_claim(eng, qs, 1, wids, DECIDE_JOBS, now, &c, &n, &err), 0);
+    cr_assert_eq(n, DECIDE_JOBS);
+    rb_pg_claimed_free(c, n);
+    /* every lease has ended at now + 5 s: the worker's FAILs and a reaper race */
+    decider w = {.pg = open_engine(false, 21), .now = now + 5000};
+    decider r = {.pg = open_engine(false, 22), .reaper = true, .now = now + 5000};
+    pthread_t tw, tr;
+    pthread_create(&tw, NULL, decide_all, &w);
+    pthread_create(&tr, NULL, decide_all, &r);
+    pthread_join(tw, NULL);
+    pthread_join(tr, NULL);
+    cr_assert_eq(w.rc, 0);
+    cr_assert_eq(r.rc, 0);
+    cr_assert_eq(w.applied + r.applied, DECIDE_JOBS, "worker %d + reaper %d", w.applied,
+                 r.applied);
+    char *t = sql1("SELECT count(*) FROM rb_jobs WHERE state = 4"
+                   " AND json_array_length(history::json) = 1");
+    cr_assert_str_eq(t, "200");
+    free(t);
+    int64_t p, f;
+    cr_assert_eq(rb_pg_counters(eng, &p, &f, &err), 0);
+    cr_assert_eq(f, DECIDE_JOBS);
+    rb_pg_close(w.pg);
+    rb_pg_close(r.pg);
+}
+
+/* --- a lost database --- */
+
+Test(pgown, lost_database_errors_then_reconnects_and_keeps_acknowledged_work)
+{
+    for (int i = 0; i < 20; i++) {
+        char t[128];
+        snprintf(t, sizeof t, "{\"jid\":\"keep%05d\",\"jobtype\":\"t\",\"args\":[]}", i);
+        cr_assert_eq(push(t), 0);
+    }
+    char *done = claim("default", "w");
+    cr_assert_eq(ack(done, "w"), RB_PG_DONE);
+    cr_assert(rbpg_stop(&cluster));
+    rb_err err = {0};
+    rb_pg_info in;
+    int rc = rb_pg_info_get(eng, &in, &err);
+    cr_assert_eq(rc, RB_ECONN, "got %d: %s", rc, rb_err_msg(&err));
+    cr_assert_not(rb_pg_connected(eng));
+    rc = rb_pg_info_get(eng, &in, &err); /* reconnect fails, backoff starts */
+    cr_assert_eq(rc, RB_ECONN);
+    rb_pg_ref r = {"keep00001", "w"};
+    int st;
+    cr_assert_eq(rb_pg_ack(eng, &r, 1, &st, &err), RB_ECONN);
+    cr_assert(rbpg_restart(&cluster));
+    int64_t deadline = rb_mono_ms() + 20000;
+    unsigned gen = rb_pg_generation(eng);
+    while ((rc = rb_pg_info_get(eng, &in, &err)) == RB_ECONN && rb_mono_ms() < deadline) {
+        struct timespec ts = {0, 20 * 1000 * 1000};
+        nanosleep(&ts, NULL); /* the backoff decides when it really tries */
+    }
+    cr_assert_eq(rc, 0, "no reconnect: %s", rb_err_msg(&err));
+    cr_assert_gt(rb_pg_generation(eng), gen);
+    cr_assert_eq(in.enqueued, 19);
+    cr_assert_eq(in.processed, 1);
+    rb_pg_info_release(&in);
+    cr_assert(!job_exists(done));
+    /* and work resumes */
+    char *j = claim("default", "w");
+    cr_assert(j);
+    cr_assert_eq(ack(j, "w"), RB_PG_DONE);
+    free(j);
+    free(done);
+}
+
+Test(pg, killed_backend_is_reported_and_replaced)
+{
+    push("{\"jid\":\"kill00001\",\"jobtype\":\"t\",\"args\":[]}");
+    char u[1100], sql[200];
+    char app[64];
+    snprintf(app, sizeof app, "rbkill%d", (int)getpid());
+    snprintf(u, sizeof u, "%s&application_name=%s", url, app);
+    rb_pg *pg = open_url(u, false, 3);
+    rb_err err = {0};
+    int64_t p, f;
+    cr_assert_eq(rb_pg_counters(pg, &p, &f, &err), 0, "%s", rb_err_msg(&err));
+    snprintf(sql, sizeof sql,
+             "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+             " WHERE application_name = '%s'", app);
+    char *killed = sql1(sql);
+    cr_assert_str_eq(killed, "1");
+    free(killed);
+    int rc = rb_pg_counters(pg, &p, &f, &err);
+    cr_assert_eq(rc, RB_ECONN, "got %d: %s", rc, rb_err_msg(&err));
+    cr_assert_not(rb_pg_connected(pg));
+    cr_assert_eq(rb_pg_counters(pg, &p, &f, &err), 0, "%s", rb_err_msg(&err));
+    rb_pg_claimed *c;
+    int n;
+    const char *qs[] = {"default"}, *wids[] = {"w"};
+    cr_assert_eq(rb_pg_claim(pg, qs, 1, wids, 1, rb_now_ms(), &c, &n, &err), 0);
+    cr_assert_eq(n, 1);
+    cr_assert_str_eq(c[0].jid, "kill00001");
+    rb_pg_claimed_free(c, n);
+    rb_pg_close(pg);
+}
