@@ -21,6 +21,8 @@ int cmd_retry(int argc, char **argv);
 int cmd_kill(int argc, char **argv);
 int cmd_discard(int argc, char **argv);
 int cmd_queue(int argc, char **argv);
+/* Distributed mode's PostgreSQL schema (cmd_migrate.c). */
+int cmd_migrate(int, char **);
 
 /* Prints "rebound: <message>" to stderr; returns code. */
 int cli_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -36,6 +36,7 @@ static const struct command {
     {"discard", cmd_discard, "delete a scheduled, retrying or dead job"},
     {"queue", cmd_queue, "pause, resume or remove queues; show latency"},
     {"serve", cmd_serve, "run the job server"},
+    {"migrate", cmd_migrate, "create or upgrade the PostgreSQL schema (distributed mode)"},
     {"version", cmd_version, "print the version"},
     {"help", cmd_help, "show this list"},
 };

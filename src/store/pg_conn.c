@@ -53,16 +53,22 @@ const rb_config *pg_cfg(const rb_pg *pg)
     return pg->cfg ? pg->cfg : &pg->defaults;
 }
 
-/* Copies libpq's message (one line, no trailing newline) into pg->last_error. */
+/* Copies libpq's message into pg->last_error as one line: line breaks and
+ * tabs become single spaces, no trailing space. */
 static void remember_error(rb_pg *pg, const char *msg)
 {
-    snprintf(pg->last_error, sizeof pg->last_error, "%s", msg && *msg ? msg : "unknown error");
-    for (char *p = pg->last_error; *p; p++)
-        if (*p == '\n' || *p == '\r')
-            *p = ' ';
-    size_t n = strlen(pg->last_error);
+    if (!msg || !*msg)
+        msg = "unknown error";
+    size_t n = 0;
+    for (; *msg && n + 1 < sizeof pg->last_error; msg++) {
+        bool space = *msg == '\n' || *msg == '\r' || *msg == '\t' || *msg == ' ';
+        if (space && (n == 0 || pg->last_error[n - 1] == ' '))
+            continue;
+        pg->last_error[n++] = space ? ' ' : *msg;
+    }
     while (n > 0 && pg->last_error[n - 1] == ' ')
-        pg->last_error[--n] = '\0';
+        n--;
+    pg->last_error[n] = '\0';
 }
 
 void pg_lost(rb_pg *pg)

@@ -271,6 +271,46 @@ Test(pg, newer_schema_is_refused_and_untouched)
     free(v);
 }
 
+/* Runs `rebound ARGS` (the binary from $REBOUND_BIN, else build/rebound);
+ * its stdout and stderr into out. Returns the exit status. */
+static int run_cli(const char *args, char *out, size_t n)
+{
+    const char *bin = getenv("REBOUND_BIN") ? getenv("REBOUND_BIN") : "build/rebound";
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "%s %s 2>&1", bin, args);
+    FILE *p = popen(cmd, "r");
+    cr_assert(p, "cannot run %s", cmd);
+    size_t len = fread(out, 1, n - 1, p);
+    out[len] = '\0';
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+Test(pg, migrate_command)
+{
+    char drop[160], args[1200], out[1024];
+    snprintf(drop, sizeof drop, "DROP SCHEMA %s CASCADE; CREATE SCHEMA %s", schema, schema);
+    free(sql1(drop));
+    snprintf(args, sizeof args, "migrate --check --url '%s'", url);
+    cr_assert_eq(run_cli(args, out, sizeof out), 1, "%s", out);
+    cr_assert(strstr(out, "schema version 0: the database has no rebound schema"), "%s", out);
+    snprintf(args, sizeof args, "migrate --url '%s'", url);
+    cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
+    cr_assert_str_eq(out, "schema created (version 2)\n");
+    cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
+    cr_assert_str_eq(out, "schema is up to date (version 2)\n");
+    snprintf(args, sizeof args, "migrate --check --url '%s'", url);
+    cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
+    cr_assert_str_eq(out, "schema version 2: up to date\n");
+    free(sql1("UPDATE rb_meta SET value = '3' WHERE key = 'schema_version'"));
+    snprintf(args, sizeof args, "migrate --url '%s'", url);
+    cr_assert_eq(run_cli(args, out, sizeof out), 1, "%s", out);
+    cr_assert(strstr(out, "version 3, newer than this rebound supports (2)"), "%s", out);
+    cr_assert_eq(run_cli("migrate --url ./rebound.db", out, sizeof out), 2, "%s", out);
+    cr_assert(strstr(out, "not a PostgreSQL url"), "%s", out);
+    cr_assert_eq(run_cli("migrate --bogus", out, sizeof out), 2, "%s", out);
+}
+
 /* --- push and claim --- */
 
 Test(pg, push_rejects_taken_jids_per_job)
