@@ -32,7 +32,9 @@ command -v clang >/dev/null 2>&1 || { echo "fuzz/run.sh: clang not found (script
 
 out=$O/fuzz
 mkdir -p "$out/obj" "$out/gen" "$out/artifacts"
-pkgs="libevent libevent_pthreads sqlite3 libpq jansson openssl"
+# the Makefile's packages, so a library someone adds there is linked here too
+pkgs=$(sed -n 's/^PKGS *:= *//p' Makefile)
+[ -n "$pkgs" ] || pkgs="libevent libevent_pthreads sqlite3 libpq jansson openssl"
 pkg_cflags=$(pkg-config --cflags $pkgs)
 pkg_libs="$(pkg-config --libs $pkgs) -lm -pthread"
 san="-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -g -O1"
