@@ -4,7 +4,7 @@
 
 CC      ?= cc
 O       ?= build
-PKGS    := libevent libevent_pthreads sqlite3 libpq jansson openssl
+PKGS    := libevent libevent_pthreads libevent_openssl sqlite3 libpq jansson openssl
 WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parameter -Wno-format-truncation
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=c11 -D_GNU_SOURCE -pthread $(WARN) -Iinclude -Isrc -MMD -MP

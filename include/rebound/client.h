@@ -41,10 +41,17 @@ typedef struct rb_client_opts {
     const char *const *labels;  /* NULL-terminated worker labels, or NULL */
     int timeout_ms;             /* per read/write; 0 = 30000 (FETCH waits ~2 s) */
     int connect_timeout_ms;     /* 0 = 5000 */
+    /* For tcp+tls:// URLs. The server's certificate is checked against
+     * tls_ca_file (PEM), else OpenSSL's default trust store (which honours
+     * $SSL_CERT_FILE), and must name the URL's host. tls_insecure skips
+     * every check (tests against a throwaway certificate only). */
+    const char *tls_ca_file;
+    int tls_insecure;
 } rb_client_opts;
 
-/* The parts of a server URL `tcp://[[user]:password@]host[:port]`. */
+/* The parts of a server URL `tcp[+tls]://[[user]:password@]host[:port]`. */
 typedef struct rb_client_url {
+    int tls;            /* 1 for tcp+tls:// */
     char host[256];     /* without brackets for IPv6 literals */
     char port[8];       /* decimal text; "7419" when the URL has none */
     char password[256]; /* "" when none */
@@ -57,9 +64,9 @@ typedef struct rb_client_url {
  * returned string is the environment's or static: do not free it. */
 const char *rb_client_default_url(void);
 
-/* Parses url into *out. Accepts `tcp://` and a bare `host:port`; a missing port
- * is 7419. `tcp+tls://` and other schemes are RB_EINVAL (no TLS here), as are
- * an empty host, a bad port (not 1-65535) and over-long parts. */
+/* Parses url into *out. Accepts `tcp://`, `tcp+tls://` (out->tls = 1) and a
+ * bare `host:port`; a missing port is 7419. Other schemes are RB_EINVAL, as
+ * are an empty host, a bad port (not 1-65535) and over-long parts. */
 int rb_client_url_parse(const char *url, rb_client_url *out, rb_err *err);
 
 /* The HELLO password hash: lowercase hex of SHA-256 applied `iterations` times

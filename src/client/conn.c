@@ -1,5 +1,5 @@
-/* A client connection: TCP connect with a timeout, the HI/HELLO handshake,
- * sending request lines, and close. */
+/* A client connection: TCP connect with a timeout, TLS for tcp+tls:// URLs,
+ * the HI/HELLO handshake, sending request lines, and close. */
 #include "client/internal.h"
 
 #include <errno.h>
@@ -24,7 +24,7 @@ int rb__client_send_out(rb_client *c, rb_err *err)
     rb_buf_add(&c->out, "\r\n", 2);
     size_t off = 0;
     while (off < c->out.len) {
-        ssize_t n = send(c->fd, c->out.data + off, c->out.len - off, MSG_NOSIGNAL);
+        ssize_t n = rb__client_write(c, c->out.data + off, c->out.len - off);
         if (n > 0) {
             off += (size_t)n;
             continue;
@@ -161,6 +161,7 @@ static rb_client *client_new(int fd, const rb_client_opts *opts, const char *add
 
 static void client_free(rb_client *c)
 {
+    rb__client_tls_free(c);
     if (c->fd >= 0)
         close(c->fd);
     json_decref(c->greeting);
@@ -252,7 +253,8 @@ rb_client *rb_client_connect(const char *url, const rb_client_opts *opts, rb_err
     }
     rb_client *c = client_new(fd, opts, addr);
     const char *password = opts && opts->password ? opts->password : u.password;
-    if (handshake(c, opts, password, err)) {
+    if ((u.tls && rb__client_tls_start(c, u.host, opts, err)) ||
+        handshake(c, opts, password, err)) {
         client_free(c);
         return NULL;
     }
@@ -266,7 +268,8 @@ void rb_client_close(rb_client *c)
     if (!c->broken && c->fd >= 0) {
         /* Best effort: a server that closes first is fine. */
         static const char end[] = "END\r\n";
-        ssize_t n = send(c->fd, end, sizeof end - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+        ssize_t n = c->ssl ? rb__client_write(c, end, sizeof end - 1)
+                           : send(c->fd, end, sizeof end - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
         (void)n;
     }
     client_free(c);

@@ -5,7 +5,12 @@
 
 #include "rebound/client.h"
 
+#include <sys/types.h>
+
 #include "common/buf.h"
+
+struct ssl_st;
+struct ssl_ctx_st;
 
 struct rb_client {
     int fd;            /* owned; -1 once closed */
@@ -17,7 +22,24 @@ struct rb_client {
     rb_buf out;        /* the request being written (reused) */
     rb_buf in;         /* bytes read; a reply's text points into it */
     size_t rpos;       /* start of the unread part of in */
+    struct ssl_st *ssl;        /* the TLS session over fd, or NULL (plain TCP) */
+    struct ssl_ctx_st *ssl_ctx;
 };
+
+/* --- tls.c: the byte stream under the protocol, plain or TLS --- */
+/* Runs the TLS handshake over c->fd (blocking, within c's timeouts),
+ * checking the server's certificate for host unless opts->tls_insecure.
+ * RB_ECONN (or RB_ETIMEDOUT) with the reason on failure. */
+int rb__client_tls_start(rb_client *c, const char *host, const rb_client_opts *opts,
+                         rb_err *err);
+/* Frees the TLS session and context (a no-op for plain connections). */
+void rb__client_tls_free(rb_client *c);
+/* read(2)/send(2) over the stream: bytes moved, 0 at EOF (read), or -1
+ * with errno set (EAGAIN after a timeout). */
+ssize_t rb__client_read(rb_client *c, void *buf, size_t n);
+ssize_t rb__client_write(rb_client *c, const void *buf, size_t n);
+/* Bytes already decrypted and waiting (so poll(2) would not see them). */
+int rb__client_pending(rb_client *c);
 
 /* Reads one RESP reply into *reply (borrowing from c->in). Error replies are
  * RB_EPROTO with the text in err; framing and I/O errors mark c broken. */

@@ -24,12 +24,12 @@ static int fill(rb_client *c, rb_err *err)
     rb_buf_grow(&c->in, 16384);
     for (;;) {
         struct pollfd pfd = {.fd = c->fd, .events = POLLIN};
-        int pr = poll(&pfd, 1, c->timeout_ms);
+        int pr = rb__client_pending(c) ? 1 : poll(&pfd, 1, c->timeout_ms);
         if (pr < 0 && errno == EINTR)
             continue;
         if (pr == 0)
             return broken(c, err, RB_ETIMEDOUT, "no reply from %s in time", c->addr);
-        ssize_t n = read(c->fd, c->in.data + c->in.len, c->in.cap - c->in.len - 1);
+        ssize_t n = rb__client_read(c, c->in.data + c->in.len, c->in.cap - c->in.len - 1);
         if (n > 0) {
             c->in.len += (size_t)n;
             c->in.data[c->in.len] = '\0';

@@ -1,5 +1,5 @@
-/* Server URLs: where the default comes from, and `tcp://[:password@]host:port`
- * taken apart. */
+/* Server URLs: where the default comes from, and
+ * `tcp[+tls]://[:password@]host:port` taken apart. */
 #include "client/internal.h"
 
 #include <stdlib.h>
@@ -41,13 +41,11 @@ int rb_client_url_parse(const char *url, rb_client_url *out, rb_err *err)
     const char *scheme_end = strstr(p, "://");
     if (scheme_end) {
         size_t n = (size_t)(scheme_end - p);
-        if (n != 3 || strncmp(p, "tcp", 3) != 0) {
-            if (!strncmp(p, "tcp+tls", n) && n == 7)
-                return rb_err_set(err, RB_EINVAL, "tls is not supported by this client: '%s'",
-                                  url);
-            return rb_err_set(err, RB_EINVAL, "unsupported scheme in url '%s' (want tcp://)",
-                              url);
-        }
+        if (n == 7 && !strncmp(p, "tcp+tls", 7))
+            out->tls = 1;
+        else if (n != 3 || strncmp(p, "tcp", 3) != 0)
+            return rb_err_set(err, RB_EINVAL,
+                              "unsupported scheme in url '%s' (want tcp:// or tcp+tls://)", url);
         p = scheme_end + 3;
     }
     /* Authority ends at the first '/', '?' or '#'; a trailing "/" is fine. */

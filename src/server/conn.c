@@ -11,6 +11,7 @@
 
 #include "common/buf.h"
 #include "server/log.h"
+#include "server/tls.h"
 
 static void process(rb_conn *c);
 
@@ -62,6 +63,10 @@ void rb_conn_close(rb_conn *c)
     if (c->closed)
         return;
     rb_conn_stop_waiting(c);
+    if (c->line_timeout) {
+        event_free(c->line_timeout);
+        c->line_timeout = NULL;
+    }
     c->closed = true;
     rb_srv *srv = c->srv;
     rb_list_remove(&srv->conns, &c->link);
@@ -121,21 +126,68 @@ void rb_conn_wait_fetch(rb_conn *c, char **queues, int n)
     evtimer_add(c->fetch_timeout, &tv);
 }
 
+static void on_line_timeout(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    rb_conn *c = arg;
+    rb_log(RB_LOG_WARN, "closing a connection: a command line unfinished after %d s",
+           RB_LINE_TIMEOUT_S);
+    rb_reply_err(c, "command line unfinished after %d s", RB_LINE_TIMEOUT_S);
+    rb_conn_close(c);
+}
+
+/* Half a line is buffered and nothing runs: it must be finished within
+ * RB_LINE_TIMEOUT_S of now (or of when the previous half line began). */
+static void arm_line_timeout(rb_conn *c)
+{
+    if (!c->line_timeout)
+        c->line_timeout = evtimer_new(c->srv->base, on_line_timeout, c);
+    if (!evtimer_pending(c->line_timeout, NULL)) {
+        struct timeval tv = {RB_LINE_TIMEOUT_S, 0};
+        evtimer_add(c->line_timeout, &tv);
+    }
+}
+
+/* A client that sends commands but does not read their replies: drop what
+ * it did not read and close. Returns true when c was closed. */
+static bool unread_over_cap(rb_conn *c)
+{
+    struct evbuffer *out = bufferevent_get_output(c->bev);
+    size_t unread = evbuffer_get_length(out);
+    size_t cap = 2 * (size_t)c->srv->cfg.server.max_job_bytes;
+    if (cap < RB_MAX_UNREAD_BYTES)
+        cap = RB_MAX_UNREAD_BYTES;
+    if (unread <= cap)
+        return false;
+    rb_log(RB_LOG_WARN, "closing a connection that does not read its replies (%zu bytes unread)",
+           unread);
+    evbuffer_drain(out, unread);
+    rb_conn_close(c);
+    return true;
+}
+
 /* Runs buffered lines until the connection is busy or the input is empty. */
 static void process(rb_conn *c)
 {
     size_t max = (size_t)c->srv->cfg.server.max_job_bytes;
     while (!c->busy && !c->closed) {
         struct evbuffer *in = bufferevent_get_input(c->bev);
+        if (unread_over_cap(c))
+            return;
         size_t n;
         char *line = evbuffer_readln(in, &n, EVBUFFER_EOL_CRLF);
         if (!line) {
             if (evbuffer_get_length(in) > max) {
                 rb_reply_err(c, "command line longer than %zu bytes", max);
                 rb_conn_close(c);
+            } else if (evbuffer_get_length(in) > 0) {
+                arm_line_timeout(c);
             }
             return;
         }
+        if (c->line_timeout)
+            evtimer_del(c->line_timeout);
         if (n > max) {
             free(line);
             rb_reply_err(c, "command line longer than %zu bytes", max);
@@ -173,6 +225,10 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
 void rb_conn_accept(rb_srv *srv, evutil_socket_t fd)
 {
     if (srv->stopping || (int64_t)srv->conns.size >= srv->cfg.server.max_connections) {
+        if (srv->tls) { /* no session yet to say why in */
+            evutil_closesocket(fd);
+            return;
+        }
         char msg[64];
         int n = snprintf(msg, sizeof msg, "-ERR too many connections: %zu\r\n", srv->conns.size);
         ssize_t w = write(fd, msg, (size_t)n);
@@ -180,10 +236,18 @@ void rb_conn_accept(rb_srv *srv, evutil_socket_t fd)
         evutil_closesocket(fd);
         return;
     }
+    struct bufferevent *bev = rb_tls_bev_new(srv->tls, srv->base, fd);
+    if (!bev) {
+        rb_log(RB_LOG_WARN, "cannot set up a connection (tls session): closed");
+        return;
+    }
     rb_conn *c = rb_xcalloc(1, sizeof *c);
     c->srv = srv;
-    c->bev = bufferevent_socket_new(srv->base, fd, BEV_OPT_CLOSE_ON_FREE);
+    c->bev = bev;
     bufferevent_setcb(c->bev, on_read, NULL, on_event, c);
+    /* Read no more than a longest line past what is buffered: a client
+     * that pipelines while its command waits is held back by TCP. */
+    bufferevent_setwatermark(c->bev, EV_READ, 0, (size_t)srv->cfg.server.max_job_bytes + 4096);
     bufferevent_enable(c->bev, EV_READ | EV_WRITE);
     struct timeval hello_within = {RB_HELLO_TIMEOUT_S, 0};
     bufferevent_set_timeouts(c->bev, &hello_within, NULL);

@@ -11,6 +11,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 
 #include "common/buf.h"
@@ -19,6 +20,7 @@
 #include "server/log.h"
 #include "server/metrics.h"
 #include "server/srv.h"
+#include "server/tls.h"
 
 /* --- recovery --- */
 
@@ -38,6 +40,7 @@ static int load_job(void *arg, const rb_job_row *r)
     j->attempts = r->attempts;
     j->reserve_s = r->reserve_s > 0 ? r->reserve_s : (int32_t)srv->cfg.server.reserve_for_s;
     j->first_ms = r->first_ms;
+    j->row_id = r->id;
     j->timer.seq = r->seq; /* rows come in (due, seq) order: ENQUEUED renumbers in that order */
     rb_jobs_add(&srv->jobs, j);
     rb_jobs_set_state(&srv->jobs, j, (rb_job_state)r->state, r->due_ms);
@@ -99,6 +102,51 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
     (void)sa;
     (void)len;
     rb_conn_accept(arg, fd);
+}
+
+static void on_accept_resume(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    rb_srv *srv = arg;
+    if (srv->listener)
+        evconnlistener_enable(srv->listener);
+}
+
+/* accept() failed. Out of file descriptors (EMFILE, ENFILE) the pending
+ * connection would make the listener fire again at once: pause accepting
+ * for 100 ms instead of spinning. */
+static void on_accept_error(struct evconnlistener *l, void *arg)
+{
+    rb_srv *srv = arg;
+    int e = errno;
+    if (e != EMFILE && e != ENFILE && e != ENOBUFS && e != ENOMEM)
+        return;
+    rb_log(RB_LOG_WARN, "cannot accept a connection: %s; pausing accepts for 100 ms",
+           strerror(e));
+    evconnlistener_disable(l);
+    if (!srv->accept_ev)
+        srv->accept_ev = evtimer_new(srv->base, on_accept_resume, srv);
+    struct timeval tv = {0, 100000};
+    evtimer_add(srv->accept_ev, &tv);
+}
+
+/* Raises the soft limit on open files to the hard one, so max_connections
+ * idle clients fit; warns when they still cannot. */
+static void raise_fd_limit(const rb_srv *srv)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return;
+    if (rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+        getrlimit(RLIMIT_NOFILE, &rl);
+    }
+    rlim_t want = (rlim_t)srv->cfg.server.max_connections + 64;
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want)
+        rb_log(RB_LOG_WARN, "open file limit %llu is below max_connections + 64 (%llu)",
+               (unsigned long long)rl.rlim_cur, (unsigned long long)want);
 }
 
 static void on_grace(evutil_socket_t fd, short what, void *arg)
@@ -185,6 +233,7 @@ static int listen_on(rb_srv *srv, const char *addr, const char *port_file, rb_er
                                             512, (struct sockaddr *)&ss, len);
     if (!srv->listener)
         return rb_err_set(err, RB_EIO, "cannot listen on '%s': %s", addr, strerror(errno));
+    evconnlistener_set_error_cb(srv->listener, on_accept_error);
     struct sockaddr_storage bound;
     socklen_t blen = sizeof bound;
     getsockname(evconnlistener_get_fd(srv->listener), (struct sockaddr *)&bound, &blen);
@@ -197,7 +246,7 @@ static int listen_on(rb_srv *srv, const char *addr, const char *port_file, rb_er
         if (!f || fprintf(f, "%d\n", port) < 0 || fclose(f) != 0 || rename(tmp, port_file) != 0)
             return rb_err_set(err, RB_EIO, "cannot write port file '%s'", port_file);
     }
-    rb_log(RB_LOG_INFO, "listening on %s (port %d)", addr, port);
+    rb_log(RB_LOG_INFO, "listening on %s (port %d%s)", addr, port, srv->tls ? ", tls" : "");
     return 0;
 }
 
@@ -257,6 +306,12 @@ int rb_server_run(const rb_server_opts *o, rb_err *err)
     }
     if (srv->cfg.server.reserve_for_s < 1)
         srv->cfg.server.reserve_for_s = 1800;
+    const char *cert = srv->cfg.server.tls_cert, *key = srv->cfg.server.tls_key;
+    if (cert && *cert && key && *key && !(srv->tls = rb_tls_new(cert, key, err))) {
+        rc = err ? err->code : RB_EIO;
+        goto out_cfg;
+    }
+    raise_fd_limit(srv);
     if ((rc = rb_store_open(srv->cfg.storage.url, &srv->store, err)))
         goto out_cfg;
     rb_store_loader loader = {srv, load_job, load_counter, load_meta};
@@ -309,6 +364,8 @@ out_loop:
         event_free(srv->grace_ev);
     if (srv->timer_ev)
         event_free(srv->timer_ev);
+    if (srv->accept_ev)
+        event_free(srv->accept_ev);
     event_free(srv->writer_ev);
     event_free(srv->flush_ev);
     event_free(srv->sigterm_ev);
@@ -321,6 +378,7 @@ out_store:
         rb_writer_free(srv->writer);
     srv->store->ops->close(srv->store);
 out_cfg:
+    rb_tls_free(srv->tls);
     rb_config_release(&srv->cfg);
     rb_jobs_release(&srv->jobs);
     rb_table_each(&srv->workers, free_worker, NULL);

@@ -45,6 +45,7 @@ typedef struct rb_conn {
     rb_srv *srv;
     struct bufferevent *bev;
     struct event *fetch_timeout;
+    struct event *line_timeout; /* armed while half a command line waits (conn.c) */
     char **fetch_queues; /* the waiting FETCH's queue names; owned */
     int n_fetch_queues;
     rb_worker *worker; /* from HELLO's wid, or NULL */
@@ -76,6 +77,8 @@ struct rb_srv {
     bool stopping;
     struct rb_metrics *metrics; /* counters for /metrics (server/metrics.h) */
     struct rb_http *http;       /* the HTTP API and dashboard, or NULL (server/http.h) */
+    struct rb_tls *tls;         /* TLS context when tls_cert is set, else NULL (server/tls.h) */
+    struct event *accept_ev;    /* re-enables the listener after EMFILE (server.c) */
 };
 
 /* --- proto.c: replies (no-ops on a closed connection) --- */
@@ -91,6 +94,12 @@ void rb_reply_json(rb_conn *c, json_t *v);
 /* --- conn.c --- */
 /* A connection that has not said HELLO within this many seconds is closed. */
 #define RB_HELLO_TIMEOUT_S 10
+/* A command line must be complete within this many seconds of its first
+ * byte, or the connection is closed (a client stalled mid-line). */
+#define RB_LINE_TIMEOUT_S 10
+/* Replies a client has not read, above which (checked before each command)
+ * it is disconnected: the larger of this and 2 x server.max_job_bytes. */
+#define RB_MAX_UNREAD_BYTES (4u << 20)
 void rb_conn_accept(rb_srv *srv, evutil_socket_t fd);
 /* The current command is complete: read and run the next buffered line. */
 void rb_conn_done(rb_conn *c);

@@ -5,7 +5,10 @@
  * Header-only (every function static) so any tests/server/test_*.c or CLI
  * test can include it. The binary comes from $REBOUND_BIN, else
  * build/rebound. Nothing here sleeps blindly: waits poll observable state
- * with a deadline.
+ * with a deadline. With $REBOUND_VALGRIND set (to anything but "" or "0")
+ * the server runs under `valgrind --leak-check=full --error-exitcode=99`,
+ * so rbh_stop() fails on any memory error or leak (use the normal build's
+ * binary: ASan binaries do not run under valgrind).
  *
  *   rbh_server s;
  *   rbh_start(&s, NULL, NULL);             // temp dir, fresh database
@@ -73,6 +76,13 @@ static inline void rbh_sleep_ms(int ms)
     nanosleep(&ts, NULL);
 }
 
+/* True when servers are started under valgrind ($REBOUND_VALGRIND). */
+static inline bool rbh_valgrind(void)
+{
+    const char *v = getenv("REBOUND_VALGRIND");
+    return v && *v && strcmp(v, "0") != 0;
+}
+
 static inline const char *rbh_bin(void)
 {
     const char *b = getenv("REBOUND_BIN");
@@ -113,8 +123,15 @@ static inline int rbh_launch(rbh_server *s, const char *const *extra)
     char portfile[320];
     snprintf(portfile, sizeof portfile, "%s/port", s->dir);
     unlink(portfile);
-    const char *argv[32];
+    const char *argv[40];
     int n = 0;
+    if (rbh_valgrind()) {
+        argv[n++] = "/usr/bin/valgrind";
+        argv[n++] = "-q";
+        argv[n++] = "--leak-check=full";
+        argv[n++] = "--errors-for-leak-kinds=definite,indirect";
+        argv[n++] = "--error-exitcode=99";
+    }
     argv[n++] = rbh_bin();
     argv[n++] = "serve";
     argv[n++] = "--listen";
@@ -127,7 +144,7 @@ static inline int rbh_launch(rbh_server *s, const char *const *extra)
         argv[n++] = "--config";
         argv[n++] = s->config;
     }
-    for (int i = 0; extra && extra[i] && n < 30; i++)
+    for (int i = 0; extra && extra[i] && n < 38; i++)
         argv[n++] = extra[i];
     argv[n] = NULL;
     pid_t pid = fork();
@@ -146,7 +163,7 @@ static inline int rbh_launch(rbh_server *s, const char *const *extra)
         _exit(127);
     }
     s->pid = pid;
-    int64_t deadline = rbh_now_ms() + 10000;
+    int64_t deadline = rbh_now_ms() + (rbh_valgrind() ? 60000 : 10000);
     while (rbh_now_ms() < deadline) {
         FILE *f = fopen(portfile, "r");
         if (f) {

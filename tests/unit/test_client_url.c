@@ -55,10 +55,22 @@ Test(client_url, ipv6_and_bare)
     cr_assert_str_eq(u.port, "65535");
 }
 
+Test(client_url, tls_scheme)
+{
+    rb_client_url u = parse_ok("tcp+tls://:pw@secure.local:7500");
+    cr_assert_eq(u.tls, 1);
+    cr_assert_str_eq(u.host, "secure.local");
+    cr_assert_str_eq(u.port, "7500");
+    cr_assert_str_eq(u.password, "pw");
+    u = parse_ok("tcp://h:1");
+    cr_assert_eq(u.tls, 0);
+}
+
 Test(client_url, rejects)
 {
     parse_bad("", "empty url");
-    parse_bad("tcp+tls://h:1", "tls");
+    parse_bad("tls://h:1", "scheme");
+    parse_bad("tcp+ssl://h:1", "scheme");
     parse_bad("http://h:1", "scheme");
     parse_bad("tcp://:7419", "no host");
     parse_bad("tcp://h:0", "port");

@@ -1,0 +1,29 @@
+/* TLS for the work-protocol listener: one OpenSSL context made from the
+ * configured certificate and key, and the bufferevent each connection
+ * speaks through (TLS, or the plain socket when no context is set). */
+#ifndef RB_SERVER_TLS_H
+#define RB_SERVER_TLS_H
+
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+
+#include "common/error.h"
+
+typedef struct rb_tls rb_tls;
+
+/* Loads the PEM certificate (chain) cert_path and the private key key_path
+ * and checks that they belong together. Returns the context (free it with
+ * rb_tls_free), or NULL with err set (RB_EIO naming the file and OpenSSL's
+ * reason). TLS 1.2 is the oldest version accepted. */
+rb_tls *rb_tls_new(const char *cert_path, const char *key_path, rb_err *err);
+
+/* Frees the context; connections made from it keep their own reference.
+ * NULL is a no-op. */
+void rb_tls_free(rb_tls *t);
+
+/* A bufferevent over the accepted socket fd (closed when the bufferevent
+ * is freed): a TLS server-side one when t is non-NULL, else a plain socket
+ * one. NULL when OpenSSL cannot make a session (fd is closed then). */
+struct bufferevent *rb_tls_bev_new(rb_tls *t, struct event_base *base, evutil_socket_t fd);
+
+#endif
