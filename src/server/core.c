@@ -24,6 +24,7 @@ void rb_srv_persist(rb_srv *srv, const rb_job *j)
      * part of the text). */
     char *json = j->created_ms ? rb_job_json_out(j, 0) : NULL;
     rb_job_row row = {
+        .id = j->row_id,
         .jid = j->jid,
         .state = stored_state(j),
         .queue = j->queue->name,
@@ -43,7 +44,7 @@ void rb_srv_persist(rb_srv *srv, const rb_job *j)
 
 void rb_srv_forget(rb_srv *srv, rb_job *j)
 {
-    rb_writer_del(srv->writer, j->jid);
+    rb_writer_del(srv->writer, j->row_id, j->jid);
     rb_jobs_delete(&srv->jobs, j);
 }
 

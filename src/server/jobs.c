@@ -73,6 +73,10 @@ rb_job *rb_jobs_find(const rb_jobs *js, const char *jid)
 
 void rb_jobs_add(rb_jobs *js, rb_job *j)
 {
+    if (j->row_id <= 0)
+        j->row_id = ++js->last_row_id;
+    else if (j->row_id > js->last_row_id)
+        js->last_row_id = j->row_id;
     rb_table_put(&js->by_jid, j);
 }
 

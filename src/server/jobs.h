@@ -52,6 +52,7 @@ typedef struct rb_job {
     /* When the server made created_at: its time, and the JSON text leaves
      * it out (added on output); 0 when created_at is in the text. */
     int64_t created_ms;
+    int64_t row_id;   /* the key of its stored row (rb_job_row.id), set by rb_jobs_add */
     int32_t attempts; /* executions started (counted at FETCH) */
     int32_t reserve_s; /* reservation length at FETCH */
     uint8_t state, priority, flags;
@@ -73,6 +74,7 @@ typedef struct rb_jobs {
     rb_list scheduled, working, retries, dead;
     rb_heap timers;
     uint64_t next_seq; /* FIFO rank of the next enqueued job */
+    int64_t last_row_id; /* the highest row id given or loaded */
     size_t enqueued;   /* jobs in all ready queues */
 } rb_jobs;
 
@@ -86,7 +88,9 @@ rb_job *rb_job_new(const char *jid, char *json, rb_queue *q, int priority);
 void rb_jobs_delete(rb_jobs *js, rb_job *j);
 
 rb_job *rb_jobs_find(const rb_jobs *js, const char *jid);
-void rb_jobs_add(rb_jobs *js, rb_job *j); /* into the jid table, state as is */
+/* Into the jid table, state as is. A job without a row id (row_id 0) gets
+ * the next one; a loaded job keeps its own. */
+void rb_jobs_add(rb_jobs *js, rb_job *j);
 
 /* The queue named name, created when create is true (else NULL if unknown). */
 rb_queue *rb_jobs_queue(rb_jobs *js, const char *name, bool create);

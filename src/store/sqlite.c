@@ -13,7 +13,7 @@
 
 #include "common/buf.h"
 
-enum { ST_PUT, ST_DEL, ST_COUNTER, ST_META_SET, ST_META_DEL, ST_N };
+enum { ST_PUT, ST_DEL, ST_COUNTER, ST_META_SET, ST_META_DEL, ST_BEGIN, ST_COMMIT, ST_N };
 
 typedef struct sqlite_store {
     rb_store base;
@@ -39,21 +39,43 @@ typedef struct sqlite_store {
 #define CKPT_HARD_PAGES 65536
 
 static const char *const stmt_sql[ST_N] = {
-    [ST_PUT] = "INSERT OR REPLACE INTO jobs(jid,state,queue,priority,seq,due_ms,first_ms,"
-               "attempts,wid,json,history,reserve_s) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
-    [ST_DEL] = "DELETE FROM jobs WHERE jid=?",
+    [ST_PUT] = "INSERT OR REPLACE INTO jobs(id,jid,state,queue,priority,seq,due_ms,first_ms,"
+               "attempts,wid,json,history,reserve_s) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)",
+    [ST_DEL] = "DELETE FROM jobs WHERE id=?",
     [ST_COUNTER] = "INSERT OR REPLACE INTO counters(name,value) VALUES(?,?)",
     [ST_META_SET] = "INSERT OR REPLACE INTO meta(key,value) VALUES(?,?)",
     [ST_META_DEL] = "DELETE FROM meta WHERE key=?",
+    [ST_BEGIN] = "BEGIN IMMEDIATE",
+    [ST_COMMIT] = "COMMIT",
 };
 
+/* Jobs are keyed by the server's row id (the rowid itself: no index).
+ * The server keeps jids unique; the table needs no index on them since it
+ * is read only once, at start. New rows are appended at the end of the
+ * table and a FETCH/ACK rewrites or deletes the row where it is, so a
+ * commit touches few pages however many jobs wait. */
 static const char schema[] =
-    "CREATE TABLE IF NOT EXISTS jobs(jid TEXT PRIMARY KEY, state INTEGER NOT NULL,"
+    "CREATE TABLE IF NOT EXISTS jobs(id INTEGER PRIMARY KEY, jid TEXT NOT NULL,"
+    " state INTEGER NOT NULL,"
     " queue TEXT NOT NULL, priority INTEGER NOT NULL, seq INTEGER NOT NULL,"
     " due_ms INTEGER NOT NULL, first_ms INTEGER NOT NULL, attempts INTEGER NOT NULL,"
     " wid TEXT, json TEXT NOT NULL, history TEXT, reserve_s INTEGER NOT NULL);"
     "CREATE TABLE IF NOT EXISTS counters(name TEXT PRIMARY KEY, value INTEGER NOT NULL);"
     "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);";
+
+/* Databases written before the row id (jobs keyed by jid) are converted
+ * once, in one transaction, keeping the rows' order. */
+static const char migrate_v1[] =
+    "BEGIN IMMEDIATE;"
+    "ALTER TABLE jobs RENAME TO jobs_v1;"
+    "CREATE TABLE jobs(id INTEGER PRIMARY KEY, jid TEXT NOT NULL, state INTEGER NOT NULL,"
+    " queue TEXT NOT NULL, priority INTEGER NOT NULL, seq INTEGER NOT NULL,"
+    " due_ms INTEGER NOT NULL, first_ms INTEGER NOT NULL, attempts INTEGER NOT NULL,"
+    " wid TEXT, json TEXT NOT NULL, history TEXT, reserve_s INTEGER NOT NULL);"
+    "INSERT INTO jobs SELECT row_number() OVER (), jid, state, queue, priority, seq, due_ms,"
+    " first_ms, attempts, wid, json, history, reserve_s FROM jobs_v1;"
+    "DROP TABLE jobs_v1;"
+    "COMMIT;";
 
 static int db_error(sqlite_store *s, rb_err *err, const char *what)
 {
@@ -94,25 +116,27 @@ static int sq_put_job(rb_store *base, const rb_job_row *r, rb_err *err)
 {
     sqlite_store *s = (sqlite_store *)base;
     sqlite3_stmt *st = s->st[ST_PUT];
-    bind_text(st, 1, r->jid);
-    sqlite3_bind_int(st, 2, r->state);
-    bind_text(st, 3, r->queue);
-    sqlite3_bind_int(st, 4, r->priority);
-    sqlite3_bind_int64(st, 5, (sqlite3_int64)r->seq);
-    sqlite3_bind_int64(st, 6, r->due_ms);
-    sqlite3_bind_int64(st, 7, r->first_ms);
-    sqlite3_bind_int(st, 8, r->attempts);
-    bind_text(st, 9, r->wid);
-    bind_text(st, 10, r->json);
-    bind_text(st, 11, r->history);
-    sqlite3_bind_int(st, 12, r->reserve_s);
+    sqlite3_bind_int64(st, 1, r->id);
+    bind_text(st, 2, r->jid);
+    sqlite3_bind_int(st, 3, r->state);
+    bind_text(st, 4, r->queue);
+    sqlite3_bind_int(st, 5, r->priority);
+    sqlite3_bind_int64(st, 6, (sqlite3_int64)r->seq);
+    sqlite3_bind_int64(st, 7, r->due_ms);
+    sqlite3_bind_int64(st, 8, r->first_ms);
+    sqlite3_bind_int(st, 9, r->attempts);
+    bind_text(st, 10, r->wid);
+    bind_text(st, 11, r->json);
+    bind_text(st, 12, r->history);
+    sqlite3_bind_int(st, 13, r->reserve_s);
     return step(s, st, err);
 }
 
-static int sq_del_job(rb_store *base, const char *jid, rb_err *err)
+static int sq_del_job(rb_store *base, int64_t id, const char *jid, rb_err *err)
 {
     sqlite_store *s = (sqlite_store *)base;
-    bind_text(s->st[ST_DEL], 1, jid);
+    (void)jid; /* the row id is the key */
+    sqlite3_bind_int64(s->st[ST_DEL], 1, id);
     return step(s, s->st[ST_DEL], err);
 }
 
@@ -142,7 +166,8 @@ static int sq_clear(rb_store *base, rb_err *err)
 
 static int sq_begin(rb_store *base, rb_err *err)
 {
-    return exec((sqlite_store *)base, "BEGIN IMMEDIATE", err);
+    sqlite_store *s = (sqlite_store *)base;
+    return step(s, s->st[ST_BEGIN], err);
 }
 
 static int sq_commit(rb_store *base, rb_err *err)
@@ -150,7 +175,7 @@ static int sq_commit(rb_store *base, rb_err *err)
     sqlite_store *s = (sqlite_store *)base;
     if (s->fault_file && access(s->fault_file, F_OK) == 0)
         return rb_err_set(err, RB_ESTORE, "commit to '%s': injected fault (disk full)", s->path);
-    return exec(s, "COMMIT", err);
+    return step(s, s->st[ST_COMMIT], err);
 }
 
 static void sq_rollback(rb_store *base)
@@ -172,7 +197,7 @@ static int sq_load(rb_store *base, const rb_store_loader *l, rb_err *err)
     int rc = 0;
     if (sqlite3_prepare_v2(s->db,
                            "SELECT jid,state,queue,priority,seq,due_ms,first_ms,attempts,wid,json,"
-                           "history,reserve_s FROM jobs ORDER BY due_ms, seq",
+                           "history,reserve_s,id FROM jobs ORDER BY due_ms, seq",
                            -1, &st, NULL) != SQLITE_OK)
         return db_error(s, err, "read");
     int sr;
@@ -190,6 +215,7 @@ static int sq_load(rb_store *base, const rb_store_loader *l, rb_err *err)
             .json = col_text(st, 9),
             .history = col_text(st, 10),
             .reserve_s = sqlite3_column_int(st, 11),
+            .id = sqlite3_column_int64(st, 12),
         };
         rc = l->job(l->arg, &r);
     }
@@ -210,6 +236,27 @@ static int sq_load(rb_store *base, const rb_store_loader *l, rb_err *err)
     while (rc == 0 && sqlite3_step(st) == SQLITE_ROW)
         rc = l->meta(l->arg, col_text(st, 0), col_text(st, 1));
     sqlite3_finalize(st);
+    return rc;
+}
+
+/* Converts a jobs table keyed by jid (written before row ids) in place. */
+static int migrate(sqlite_store *s, rb_err *err)
+{
+    sqlite3_stmt *st = NULL;
+    int old = 0;
+    if (sqlite3_prepare_v2(s->db,
+                           "SELECT (SELECT count(*) FROM pragma_table_info('jobs')) > 0 AND"
+                           " (SELECT count(*) FROM pragma_table_info('jobs') WHERE name='id') = 0",
+                           -1, &st, NULL) != SQLITE_OK)
+        return db_error(s, err, "read");
+    if (sqlite3_step(st) == SQLITE_ROW)
+        old = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    if (!old)
+        return 0;
+    int rc = exec(s, migrate_v1, err);
+    if (rc && !sqlite3_get_autocommit(s->db))
+        sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
     return rc;
 }
 
@@ -311,7 +358,7 @@ int rb_store_sqlite_open(const char *path, rb_store **out, rb_err *err)
     sqlite3_busy_timeout(s->db, 5000);
     if ((rc = exec(s, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
                       " PRAGMA journal_size_limit=67108864;", err)) ||
-        (rc = exec(s, schema, err)))
+        (rc = migrate(s, err)) || (rc = exec(s, schema, err)))
         goto fail;
     for (int i = 0; i < ST_N; i++)
         if (sqlite3_prepare_v2(s->db, stmt_sql[i], -1, &s->st[i], NULL) != SQLITE_OK) {

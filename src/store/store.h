@@ -13,6 +13,9 @@
  * of the call that receives it. Invariant: jid is unique; json is the job in
  * Faktory's format (compact), history a JSON array text or NULL. */
 typedef struct rb_job_row {
+    int64_t id;         /* the row's key: > 0, unique among stored rows, kept for
+                         * the job's life (the server assigns it, in increasing
+                         * order, so new rows go to the end of the table) */
     const char *jid;
     int state;          /* the server's rb_job_state value */
     const char *queue;
@@ -46,7 +49,8 @@ typedef struct rb_store_ops {
     int (*load)(rb_store *s, const rb_store_loader *l, rb_err *err);
     int (*begin)(rb_store *s, rb_err *err);
     int (*put_job)(rb_store *s, const rb_job_row *row, rb_err *err);
-    int (*del_job)(rb_store *s, const char *jid, rb_err *err);
+    /* Deletes the row put with this id (and jid, for backends keyed by it). */
+    int (*del_job)(rb_store *s, int64_t id, const char *jid, rb_err *err);
     int (*set_counter)(rb_store *s, const char *name, int64_t value, rb_err *err);
     /* value NULL deletes the key. */
     int (*set_meta)(rb_store *s, const char *key, const char *value, rb_err *err);

@@ -25,7 +25,7 @@ typedef struct op {
     char *blob;      /* owned copy of the strings */
     const char *key; /* OP_DEL jid, OP_COUNTER name, OP_META key (into blob) */
     const char *val; /* OP_META value or NULL */
-    int64_t num;
+    int64_t num;     /* OP_DEL row id, OP_COUNTER value */
     int skip;        /* a later op of the batch makes this one useless */
 } op;
 
@@ -116,7 +116,7 @@ static int apply(rb_store *s, batch *b, rb_err *err)
             continue;
         switch (o->kind) {
         case OP_PUT: rc = s->ops->put_job(s, &o->row, err); break;
-        case OP_DEL: rc = s->ops->del_job(s, o->key, err); break;
+        case OP_DEL: rc = s->ops->del_job(s, o->num, o->key, err); break;
         case OP_COUNTER: rc = s->ops->set_counter(s, o->key, o->num, err); break;
         case OP_META: rc = s->ops->set_meta(s, o->key, o->val, err); break;
         case OP_CLEAR: rc = s->ops->clear(s, err); break;
@@ -396,9 +396,9 @@ void rb_writer_put(rb_writer *w, const rb_job_row *row)
     push_op(w, &o);
 }
 
-void rb_writer_del(rb_writer *w, const char *jid)
+void rb_writer_del(rb_writer *w, int64_t id, const char *jid)
 {
-    op o = {.kind = OP_DEL};
+    op o = {.kind = OP_DEL, .num = id};
     const char *out[1];
     o.blob = pack(&jid, out, 1);
     o.key = out[0];

@@ -37,7 +37,7 @@ int rb_writer_reap(rb_writer *w);
  * sealed: the operations of one request always commit together, in one
  * transaction, with the completion that answers it. Everything is copied. */
 void rb_writer_put(rb_writer *w, const rb_job_row *row);
-void rb_writer_del(rb_writer *w, const char *jid);
+void rb_writer_del(rb_writer *w, int64_t id, const char *jid);
 void rb_writer_counter(rb_writer *w, const char *name, int64_t value);
 void rb_writer_meta(rb_writer *w, const char *key, const char *value);
 void rb_writer_clear(rb_writer *w);

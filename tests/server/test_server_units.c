@@ -16,6 +16,8 @@
 #include "store/store.h"
 #include "store/writer.h"
 
+#include <sqlite3.h>
+
 Test(heap, pops_in_deadline_order_fifo_on_ties_and_removes_any_node)
 {
     enum { N = 500 };
@@ -163,11 +165,11 @@ Test(writer, commits_batches_and_runs_completions_in_order)
     for (int i = 0; i < 100; i++) {
         char jid[32];
         snprintf(jid, sizeof jid, "jid-%03d", i);
-        rb_job_row r = {.jid = jid, .state = 2, .queue = "q", .priority = 5, .seq = (uint64_t)i,
-                        .due_ms = i, .json = "{}", .reserve_s = 30};
+        rb_job_row r = {.id = i + 1, .jid = jid, .state = 2, .queue = "q", .priority = 5,
+                        .seq = (uint64_t)i, .due_ms = i, .json = "{}", .reserve_s = 30};
         rb_writer_put(w, &r);
         if (i % 10 == 0)
-            rb_writer_del(w, jid);
+            rb_writer_del(w, i + 1, jid);
         rb_writer_then(w, on_done, NULL);
     }
     rb_writer_counter(w, "c", 42);
@@ -214,8 +216,8 @@ Test(writer, deferred_seal_groups_requests_and_counts_them)
     for (int i = 0; i < 5; i++) { /* five requests in one loop iteration */
         char jid[32];
         snprintf(jid, sizeof jid, "jid-%d", i);
-        rb_job_row r = {.jid = jid, .state = 2, .queue = "q", .priority = 5, .seq = (uint64_t)i,
-                        .json = "{}", .reserve_s = 30};
+        rb_job_row r = {.id = i + 1, .jid = jid, .state = 2, .queue = "q", .priority = 5,
+                        .seq = (uint64_t)i, .json = "{}", .reserve_s = 30};
         rb_writer_put(w, &r);
         rb_writer_then(w, on_done, NULL);
     }
@@ -244,6 +246,59 @@ Test(writer, deferred_seal_groups_requests_and_counts_them)
     cr_assert_eq(s->ops->load(s, &l, &err), 0);
     cr_assert_eq(sn.jobs, 5);
     cr_assert_eq(sn.counter_value, 1);
+    s->ops->close(s);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+static int count_job(void *arg, const rb_job_row *r)
+{
+    seen *s = arg;
+    if (r->id <= 0 || r->id > 3)
+        return -1;
+    s->jobs++;
+    if (r->id == 2)
+        snprintf(s->first_jid, sizeof s->first_jid, "%s", r->jid);
+    return 0;
+}
+
+Test(store, converts_a_table_keyed_by_jid_and_deletes_by_row_id)
+{
+    char dir[] = "/tmp/rebound-unit-XXXXXX", path[64];
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/old.db", dir);
+    sqlite3 *db;
+    cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+    cr_assert_eq(sqlite3_exec(db,
+                              "CREATE TABLE jobs(jid TEXT PRIMARY KEY, state INTEGER NOT NULL,"
+                              " queue TEXT NOT NULL, priority INTEGER NOT NULL, seq INTEGER NOT NULL,"
+                              " due_ms INTEGER NOT NULL, first_ms INTEGER NOT NULL,"
+                              " attempts INTEGER NOT NULL, wid TEXT, json TEXT NOT NULL,"
+                              " history TEXT, reserve_s INTEGER NOT NULL);"
+                              "INSERT INTO jobs VALUES('job-a',2,'q',5,1,10,10,0,NULL,'{}',NULL,30);"
+                              "INSERT INTO jobs VALUES('job-b',2,'q',5,2,11,11,0,NULL,'{}',NULL,30);"
+                              "INSERT INTO jobs VALUES('job-c',1,'q',5,3,99,0,0,NULL,'{}',NULL,30);",
+                              NULL, NULL, NULL),
+                 SQLITE_OK);
+    sqlite3_close(db);
+    rb_store *s;
+    rb_err err = {0};
+    cr_assert_eq(rb_store_open(path, &s, &err), 0, "%s", err.msg);
+    seen sn = {0};
+    rb_store_loader l = {&sn, count_job, see_counter, see_meta};
+    cr_assert_eq(s->ops->load(s, &l, &err), 0, "every row has an id from 1 to 3");
+    cr_assert_eq(sn.jobs, 3);
+    cr_assert_str_eq(sn.first_jid, "job-b", "ids follow the old rows' order");
+    cr_assert_eq(s->ops->begin(s, &err), 0);
+    cr_assert_eq(s->ops->del_job(s, 2, "job-b", &err), 0);
+    cr_assert_eq(s->ops->commit(s, &err), 0);
+    s->ops->close(s);
+    cr_assert_eq(rb_store_open(path, &s, &err), 0, "%s", err.msg); /* already converted */
+    sn = (seen){0};
+    cr_assert_eq(s->ops->load(s, &l, &err), 0);
+    cr_assert_eq(sn.jobs, 2);
+    cr_assert_str_eq(sn.first_jid, "", "row 2 is gone");
     s->ops->close(s);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
