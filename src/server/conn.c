@@ -46,7 +46,7 @@ static void on_drained(struct bufferevent *bev, void *arg)
 {
     rb_conn *c = arg;
     rb_list_remove(&c->srv->draining, &c->link);
-    bufferevent_free(bev);
+    rb_tls_bev_free(bev);
     c->bev = NULL;
     if (c->refs == 0)
         conn_free(c);
@@ -88,7 +88,7 @@ void rb_conn_close(rb_conn *c)
         return;
     }
     if (c->bev) {
-        bufferevent_free(c->bev);
+        rb_tls_bev_free(c->bev);
         c->bev = NULL;
     }
     if (c->refs == 0)
@@ -217,7 +217,12 @@ static void on_read(struct bufferevent *bev, void *arg)
 
 static void on_event(struct bufferevent *bev, short what, void *arg)
 {
-    (void)bev;
+    /* After an error (a reset, a failed TLS handshake) nothing more can be
+     * sent: drop what is queued rather than wait to drain it. */
+    if (what & BEV_EVENT_ERROR) {
+        struct evbuffer *out = bufferevent_get_output(bev);
+        evbuffer_drain(out, evbuffer_get_length(out));
+    }
     if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT))
         rb_conn_close(arg); /* a timeout only before HELLO */
 }

@@ -69,6 +69,17 @@ void rb_tls_free(rb_tls *t)
     free(t);
 }
 
+void rb_tls_bev_free(struct bufferevent *bev)
+{
+    SSL *ssl = bufferevent_openssl_get_ssl(bev);
+    if (ssl && SSL_is_init_finished(ssl)) {
+        /* One non-blocking attempt; a peer that does not read misses it. */
+        SSL_shutdown(ssl);
+        ERR_clear_error();
+    }
+    bufferevent_free(bev);
+}
+
 struct bufferevent *rb_tls_bev_new(rb_tls *t, struct event_base *base, evutil_socket_t fd)
 {
     if (!t)

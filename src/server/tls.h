@@ -26,4 +26,9 @@ void rb_tls_free(rb_tls *t);
  * one. NULL when OpenSSL cannot make a session (fd is closed then). */
 struct bufferevent *rb_tls_bev_new(rb_tls *t, struct event_base *base, evutil_socket_t fd);
 
+/* Frees bev, first sending a TLS close_notify when it is a TLS connection
+ * whose handshake is done (so the peer sees an orderly end rather than a
+ * reset). Call once its output is sent or abandoned. */
+void rb_tls_bev_free(struct bufferevent *bev);
+
 #endif
