@@ -254,6 +254,11 @@ void rb_cmd_queue(rb_conn *c, char *arg)
             rb_reply_err(c, "QUEUE: at most 256 queue names");
             return;
         }
+        if (strcmp(q, "*") && !rb_queue_name_valid(q)) {
+            rb_reply_err(c, "QUEUE: queue name '%.40s...' is longer than %d bytes", q,
+                         RB_QUEUE_NAME_MAX);
+            return;
+        }
         names[n++] = q;
     }
     if (n == 0) {

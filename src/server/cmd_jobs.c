@@ -143,8 +143,14 @@ static bool fail_fields(rb_conn *c, json_t *o, rb_fail_input *in, char *ra_buf, 
     if (json_is_string(ra)) {
         in->retry_after = json_string_value(ra);
     } else if (json_is_number(ra)) {
-        snprintf(ra_buf, ra_len, "%lld", (long long)json_number_value(ra));
-        in->retry_after = json_number_value(ra) >= 0 ? ra_buf : NULL;
+        /* whole seconds as text, as a worker relays a Retry-After header;
+         * clamped before the cast (a double past 2^63 is undefined as an int) */
+        double v = json_number_value(ra);
+        if (v >= 9.2e18)
+            snprintf(ra_buf, ra_len, "9200000000000000000");
+        else
+            snprintf(ra_buf, ra_len, "%lld", (long long)v);
+        in->retry_after = v >= 0 ? ra_buf : NULL;
     } else if (ra && !json_is_null(ra)) {
         rb_reply_err(c, "FAIL: retry_after must be seconds or an HTTP-date");
         return false;

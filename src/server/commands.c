@@ -62,8 +62,10 @@ json_t *rb_cmd_json_arg(rb_conn *c, const char *verb, const char *arg, int want_
 const char *rb_cmd_jid(rb_conn *c, const char *verb, const json_t *o)
 {
     const char *jid = json_string_value(json_object_get(o, "jid"));
-    if (!jid || !*jid)
+    if (!jid || !*jid) {
         rb_reply_err(c, "%s: jid must be a non-empty string", verb);
+        return NULL;
+    }
     return jid;
 }
 

@@ -42,15 +42,6 @@ static json_t *trimmed_backtrace(const json_t *bt, int64_t limit)
 }
 
 /* The delay's source as docs/protocol.md spells it on the wire. */
-static const char *source_name(rb_delay_source s)
-{
-    switch (s) {
-    case RB_SOURCE_SERVER_REQUESTED: return "server_requested";
-    case RB_SOURCE_OVERRIDE: return "override";
-    default: return "computed";
-    }
-}
-
 /* The catch job's retry policy as a Temporal-dialect object: a fixed delay
  * (the catch policy's), no limit on attempts. Stored in the job itself so it
  * survives restarts and needs no lookup of the original. */
@@ -137,7 +128,7 @@ int rb_srv_fail_job(rb_srv *srv, rb_job *j, const rb_fail_input *in, int64_t now
                               message, "backtrace", bt, "outcome", rb_outcome_name(d.outcome));
     if (d.outcome == RB_OUTCOME_RETRY) {
         json_object_set_new(entry, "delay_ms", json_integer(d.delay_ms));
-        json_object_set_new(entry, "source", json_string(source_name(d.source)));
+        json_object_set_new(entry, "source", json_string(rb_source_name(d.source)));
     } else {
         json_object_set_new(entry, "reason", json_string(rb_reason_name(d.reason)));
     }

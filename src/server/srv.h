@@ -164,6 +164,9 @@ typedef struct rb_fail_input {
 int rb_srv_fail_job(rb_srv *srv, rb_job *j, const rb_fail_input *in, int64_t now, rb_err *err);
 
 /* --- validate.c --- */
+/* Queue names: 1 to RB_QUEUE_NAME_MAX bytes, no spaces or control bytes. */
+#define RB_QUEUE_NAME_MAX 200
+int rb_queue_name_valid(const char *q);
 /* Checks a pushed job (jid, jobtype, args, at, reserve_for, priority,
  * retry_policy) and fills in created_at. Returns 0 or RB_EINVAL with err. */
 int rb_job_validate(rb_srv *srv, json_t *job, rb_err *err);

@@ -31,10 +31,10 @@ static int int_field(const json_t *job, const char *key, json_int_t lo, json_int
     return 0;
 }
 
-static int valid_queue_name(const char *q)
+int rb_queue_name_valid(const char *q)
 {
     size_t n = strlen(q);
-    if (n == 0 || n > 200)
+    if (n == 0 || n > RB_QUEUE_NAME_MAX)
         return 0;
     for (; *q; q++)
         if ((unsigned char)*q <= ' ' || *q == 0x7f)
@@ -55,7 +55,7 @@ int rb_job_validate(rb_srv *srv, json_t *job, rb_err *err)
     if (!json_is_array(json_object_get(job, "args")))
         return rb_err_set(err, RB_EINVAL, "job %s: args must be an array", jid);
     json_t *q = json_object_get(job, "queue");
-    if (q && !json_is_null(q) && (!json_is_string(q) || !valid_queue_name(json_string_value(q))))
+    if (q && !json_is_null(q) && (!json_is_string(q) || !rb_queue_name_valid(json_string_value(q))))
         return rb_err_set(err, RB_EINVAL,
                           "job %s: queue must be a non-empty name without spaces", jid);
     json_t *at = json_object_get(job, "at");

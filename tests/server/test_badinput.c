@@ -344,7 +344,7 @@ static void build_table(void)
      * Faktory's +OK and change nothing. */
     /* (An empty jid, {"jid":""}, is left out: the server answers it twice;
      * see fuzz/pending/test_empty_jid.c.) */
-    const char *jid_forms[] = {"{}", "{\"jid\":1}", "{\"jid\":null}",
+    const char *jid_forms[] = {"{}", "{\"jid\":\"\"}", "{\"jid\":1}", "{\"jid\":null}",
                                "{\"jid\":[\"" JID_WRK "\"]}", "{\"jid\":{}}"};
     const char *jid_verbs[] = {"ACK", "FAIL", "SNOOZE", "EXTEND", "JOB"};
     for (size_t v = 0; v < sizeof jid_verbs / sizeof *jid_verbs; v++)

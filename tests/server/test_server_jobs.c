@@ -280,7 +280,7 @@ SERVER_TEST(fail_extensions_retryable_false_and_overrides)
 
     cr_assert(rbh_expect(C, "+OK", "FAIL {\"jid\":\"ext-00002\",\"errtype\":\"E\",\"retry_after\":\"7\"}"));
     v = job_info("ext-00002");
-    cr_assert_str_eq(json_string_value(rbh_get(v, "history.0.source")), "server_requested");
+    cr_assert_str_eq(json_string_value(rbh_get(v, "history.0.source")), "server-requested");
     cr_assert_eq(json_integer_value(rbh_get(v, "history.0.delay_ms")), 7000);
     json_decref(v);
 
