@@ -30,9 +30,9 @@ ReportHook(POST_ALL)(struct criterion_global_stats *stats)
     rbpg_suite_free();
 }
 
-static rbpg_cluster cluster; /* suite pgown: a cluster of the test's own */
+static rbpg_cluster cluster; /* use_own_cluster(): the test's own cluster */
 static char url[1024];       /* where the test's engines connect */
-static char schema[64];      /* suite pg: the test's schema in the shared cluster */
+static char schema[64];      /* the test's schema in the shared cluster */
 static rb_pg *eng;           /* migrated, at url */
 
 static rb_pg *open_url(const char *u, bool listen, uint64_t seed)
@@ -93,25 +93,21 @@ static void teardown(void)
 {
     rb_pg_close(eng);
     eng = NULL;
+    if (cluster.dir[0])
+        rbpg_destroy(&cluster);
 }
 
 TestSuite(pg, .init = setup, .fini = teardown, .timeout = 60);
 
-static void setup_own(void)
+/* For a test that stops PostgreSQL: moves it to a cluster of its own
+ * (teardown removes it). */
+static void use_own_cluster(void)
 {
+    rb_pg_close(eng);
     cr_assert(rbpg_start(&cluster), "cannot start a PostgreSQL cluster (see %s)", cluster.dir);
     snprintf(url, sizeof url, "%s", cluster.url);
     migrate_eng();
 }
-
-static void teardown_own(void)
-{
-    rb_pg_close(eng);
-    eng = NULL;
-    rbpg_destroy(&cluster);
-}
-
-TestSuite(pgown, .init = setup_own, .fini = teardown_own, .timeout = 60);
 
 /* Runs SQL on its own connection at url (what the engine does not expose). */
 static char *sql1(const char *sql)
@@ -940,7 +936,7 @@ static void *decide_all(void *arg)
     return NULL;
 }
 
-Test(pg, failure_and_reaper_on_two_nodes_apply_one_decision)
+Test(pg, failures_and_reapers_on_three_nodes_apply_one_decision)
 {
     int64_t now = rb_now_ms();
     rb_pg_new_job nj[DECIDE_JOBS];
@@ -961,18 +957,23 @@ Test(pg, failure_and_reaper_on_two_nodes_apply_one_decision)
     cr_assert_eq(rb_pg_claim(eng, qs, 1, wids, DECIDE_JOBS, now, &c, &n, &err), 0);
     cr_assert_eq(n, DECIDE_JOBS);
     rb_pg_claimed_free(c, n);
-    /* every lease has ended at now + 5 s: the worker's FAILs and a reaper race */
+    /* every lease has ended at now + 5 s: the worker's FAILs on one node and
+     * reapers on two others race for the same executions */
     decider w = {.pg = open_engine(false, 21), .now = now + 5000};
     decider r = {.pg = open_engine(false, 22), .reaper = true, .now = now + 5000};
-    pthread_t tw, tr;
+    decider r2 = {.pg = open_engine(false, 23), .reaper = true, .now = now + 5000};
+    pthread_t tw, tr, tr2;
     pthread_create(&tw, NULL, decide_all, &w);
     pthread_create(&tr, NULL, decide_all, &r);
+    pthread_create(&tr2, NULL, decide_all, &r2);
     pthread_join(tw, NULL);
     pthread_join(tr, NULL);
+    pthread_join(tr2, NULL);
     cr_assert_eq(w.rc, 0);
     cr_assert_eq(r.rc, 0);
-    cr_assert_eq(w.applied + r.applied, DECIDE_JOBS, "worker %d + reaper %d", w.applied,
-                 r.applied);
+    cr_assert_eq(r2.rc, 0);
+    cr_assert_eq(w.applied + r.applied + r2.applied, DECIDE_JOBS,
+                 "worker %d + reapers %d, %d", w.applied, r.applied, r2.applied);
     char *t = sql1("SELECT count(*) FROM rb_jobs WHERE state = 4"
                    " AND json_array_length(history::json) = 1");
     cr_assert_str_eq(t, "200");
@@ -982,12 +983,14 @@ Test(pg, failure_and_reaper_on_two_nodes_apply_one_decision)
     cr_assert_eq(f, DECIDE_JOBS);
     rb_pg_close(w.pg);
     rb_pg_close(r.pg);
+    rb_pg_close(r2.pg);
 }
 
 /* --- a lost database --- */
 
-Test(pgown, lost_database_errors_then_reconnects_and_keeps_acknowledged_work)
+Test(pg, lost_database_errors_then_reconnects_and_keeps_acknowledged_work)
 {
+    use_own_cluster();
     for (int i = 0; i < 20; i++) {
         char t[128];
         snprintf(t, sizeof t, "{\"jid\":\"keep%05d\",\"jobtype\":\"t\",\"args\":[]}", i);
@@ -1056,4 +1059,148 @@ Test(pg, killed_backend_is_reported_and_replaced)
     cr_assert_str_eq(c[0].jid, "kill00001");
     rb_pg_claimed_free(c, n);
     rb_pg_close(pg);
+}
+
+/* --- three nodes working one queue with random failures --- */
+
+#define LOAD_JOBS 2000
+#define LOAD_NODES 3
+
+/* Does execution k (1-based) of job i fail? Deterministic, about 30 %. */
+static bool load_fails(int i, int k)
+{
+    uint64_t h = (uint64_t)i * 0x9E3779B97F4A7C15ULL ^ (uint64_t)k * 0xC2B2AE3D27D4EB4FULL;
+    h ^= h >> 29;
+    h *= 0xBF58476D1CE4E5B9ULL;
+    h ^= h >> 32;
+    return h % 10 < 3;
+}
+
+typedef struct load_node {
+    rb_pg *pg;
+    char wid[16];
+    int *execs, *acked; /* per job, shared: executions seen, ACKs applied */
+    int rc;
+    char err[512];
+} load_node;
+
+static int load_index(const char *jid)
+{
+    return atoi(jid + 4); /* "load%06d" */
+}
+
+static void *load_work(void *arg)
+{
+    load_node *nd = arg;
+    const char *qs[] = {"load"};
+    const char *wids[10];
+    for (int i = 0; i < 10; i++)
+        wids[i] = nd->wid;
+    int64_t deadline = rb_mono_ms() + 45000;
+    rb_err err = {0};
+    while (rb_mono_ms() < deadline) {
+        int64_t now = rb_now_ms();
+        int promoted;
+        if ((nd->rc = rb_pg_promote(nd->pg, now, 100, &promoted, &err)))
+            break;
+        rb_pg_claimed *c;
+        int n;
+        if ((nd->rc = rb_pg_claim(nd->pg, qs, 1, wids, 10, now, &c, &n, &err)))
+            break;
+        rb_pg_ref acks[10];
+        rb_pg_failure fails[10];
+        int na = 0, nf = 0;
+        for (int i = 0; i < n; i++) {
+            int j = load_index(c[i].jid);
+            int k = __atomic_add_fetch(&nd->execs[j], 1, __ATOMIC_SEQ_CST);
+            if (load_fails(j, k))
+                fails[nf++] = (rb_pg_failure){.ref = {c[i].jid, nd->wid}, .errtype = "Random"};
+            else
+                acks[na++] = (rb_pg_ref){c[i].jid, nd->wid};
+        }
+        int st[10];
+        rb_pg_fail_result res[10];
+        if ((na && (nd->rc = rb_pg_ack(nd->pg, acks, (size_t)na, st, &err))) ||
+            (nf && (nd->rc = rb_pg_fail(nd->pg, fails, (size_t)nf, now, res, &err)))) {
+            rb_pg_claimed_free(c, n);
+            break;
+        }
+        for (int i = 0; i < na; i++)
+            if (st[i] == RB_PG_DONE)
+                __atomic_add_fetch(&nd->acked[load_index(acks[i].jid)], 1, __ATOMIC_SEQ_CST);
+        rb_pg_claimed_free(c, n);
+        if (n == 0) {
+            int64_t p, f, next;
+            if ((nd->rc = rb_pg_counters(nd->pg, &p, &f, &err)) ||
+                (nd->rc = rb_pg_next_due(nd->pg, &next, &err)))
+                break;
+            rb_pg_info in;
+            if ((nd->rc = rb_pg_info_get(nd->pg, &in, &err)))
+                break;
+            bool finished = in.enqueued + in.working + in.retries + in.scheduled == 0;
+            rb_pg_info_release(&in);
+            if (finished)
+                return NULL;
+        }
+    }
+    if (!nd->rc)
+        nd->rc = RB_ETIMEDOUT;
+    snprintf(nd->err, sizeof nd->err, "%s", rb_err_msg(&err));
+    return NULL;
+}
+
+Test(pg, three_nodes_random_failures_each_job_once_or_dead_by_policy, .timeout = 90)
+{
+    static rb_pg_new_job nj[LOAD_JOBS];
+    static char jids[LOAD_JOBS][16];
+    const char *body = "{\"jobtype\":\"t\",\"args\":[],\"retry_policy\":{\"dialect\":\"temporal\","
+                       "\"initial_interval\":\"1ms\",\"maximum_attempts\":3}}";
+    for (int i = 0; i < LOAD_JOBS; i++) {
+        snprintf(jids[i], sizeof jids[i], "load%06d", i);
+        nj[i] = (rb_pg_new_job){jids[i], "load", 5, 0, 60, body};
+    }
+    static int st[LOAD_JOBS], execs[LOAD_JOBS], acked[LOAD_JOBS];
+    rb_err err = {0};
+    for (int i = 0; i < LOAD_JOBS; i += 500)
+        cr_assert_eq(rb_pg_push(eng, nj + i, 500, rb_now_ms(), st + i, &err), 0, "%s",
+                     rb_err_msg(&err));
+    load_node nodes[LOAD_NODES];
+    pthread_t t[LOAD_NODES];
+    for (int i = 0; i < LOAD_NODES; i++) {
+        nodes[i] = (load_node){.pg = open_engine(false, 100 + (uint64_t)i), .execs = execs,
+                               .acked = acked};
+        snprintf(nodes[i].wid, sizeof nodes[i].wid, "node%d", i);
+        pthread_create(&t[i], NULL, load_work, &nodes[i]);
+    }
+    for (int i = 0; i < LOAD_NODES; i++) {
+        pthread_join(t[i], NULL);
+        cr_assert_eq(nodes[i].rc, 0, "node %d: %d %s", i, nodes[i].rc, nodes[i].err);
+        rb_pg_close(nodes[i].pg);
+    }
+    int64_t want_done = 0, want_fail = 0, want_dead = 0;
+    for (int i = 0; i < LOAD_JOBS; i++) {
+        bool dead = load_fails(i, 1) && load_fails(i, 2) && load_fails(i, 3);
+        int fails_expected = 0;
+        for (int k = 1; k <= 3 && load_fails(i, k); k++)
+            fails_expected++;
+        want_fail += fails_expected;
+        want_dead += dead;
+        want_done += !dead;
+        cr_assert_eq(acked[i], dead ? 0 : 1, "job %d acknowledged %d times", i, acked[i]);
+        cr_assert_eq(execs[i], dead ? 3 : fails_expected + 1, "job %d ran %d times", i, execs[i]);
+        if (dead) {
+            rb_pg_job j = get_job(jids[i]);
+            cr_assert_eq(j.state, RB_PG_DEAD);
+            cr_assert_eq(j.attempts, 3);
+            rb_pg_job_release(&j);
+        } else {
+            cr_assert(!job_exists(jids[i]), "job %d still stored", i);
+        }
+    }
+    rb_pg_info in = info();
+    cr_assert_eq(in.processed, want_done);
+    cr_assert_eq(in.failures, want_fail);
+    cr_assert_eq(in.dead, want_dead);
+    cr_assert_gt(want_dead, 0);
+    rb_pg_info_release(&in);
 }
