@@ -326,6 +326,7 @@ int rb_server_run(const rb_server_opts *o, rb_err *err)
     }
     rb_writer_observe(srv->writer, rb_metrics_commit, srv->metrics);
     signal(SIGPIPE, SIG_IGN);
+    signal(SIGXFSZ, SIG_IGN); /* a file size limit is a write error (EFBIG), not death */
     /* The changelist folds the add/remove of EV_WRITE around each reply
      * into one epoll_ctl (or none) per loop iteration. */
     struct event_config *ecfg = event_config_new();
