@@ -322,9 +322,8 @@ int rb_pg_drain(rb_pg *pg, char ***queues, size_t *n, rb_err *err)
 {
     *queues = NULL;
     *n = 0;
-    int rc = pg_ensure(pg, err);
-    if (rc)
-        return rc;
+    if (!rb_pg_connected(pg)) /* no reconnect here: that would block */
+        return rb_err_set(err, RB_ECONN, "listen connection lost (%s)", pg->last_error);
     if (!PQconsumeInput(pg->conn)) {
         pg_lost(pg);
         return rb_err_set(err, RB_ECONN, "database connection lost: %s", pg->last_error);

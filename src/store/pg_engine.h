@@ -6,7 +6,7 @@
  * (promote due jobs, reap expired leases, drop dead jobs past retention).
  *
  * Threading: an rb_pg is one libpq connection and is not thread-safe; use it
- * from one thread at a time. Every call blocks for its round trips, so the
+ * from one thread at a time (it may move between threads between calls). Every call blocks for its round trips, so the
  * intended integration (docs/distributed.md) runs one engine on a dedicated
  * database thread that batches the requests arriving together, and a second
  * engine opened with `listen` on the event loop, which only waits on
@@ -113,13 +113,16 @@ int rb_pg_socket(const rb_pg *pg);
 unsigned rb_pg_generation(const rb_pg *pg);
 /* Reads what the socket has and returns, in *queues (NULL-free array of
  * *n distinct queue names, caller frees each and the array), the queues
- * that received jobs since the last drain. Never blocks. Only meaningful
- * for an engine opened with listen. Notifications are a hint: a waiting
+ * that received jobs since the last drain. Never blocks: when the
+ * connection is lost it returns RB_ECONN and leaves the reconnect to
+ * rb_pg_reconnect() (which blocks for at most the connect timeout, 5 s
+ * unless the URL sets connect_timeout). Only meaningful for an engine
+ * opened with listen. Notifications are a hint: a waiting
  * FETCH must still poll (docs/distributed.md), since poolers in
  * transaction mode drop them. */
 int rb_pg_drain(rb_pg *pg, char ***queues, size_t *n, rb_err *err);
 
-/* --- pushing and claiming (pg_push.c, pg_claim.c) --- */
+/* --- pushing and claiming (pg_jobs.c) --- */
 
 /* A job to push. Strings are borrowed for the call. */
 typedef struct rb_pg_new_job {
@@ -214,7 +217,7 @@ int rb_pg_snooze(rb_pg *pg, const rb_pg_ref *ref, int64_t seconds, int64_t now, 
 int rb_pg_extend(rb_pg *pg, const rb_pg_ref *ref, int64_t seconds, int64_t now, int *status,
                  int *state, rb_err *err);
 
-/* --- the timer's work: any node, concurrently (pg_timer.c) --- */
+/* --- the timer's work: any node, concurrently (pg_jobs.c, pg_fail.c) --- */
 
 /* Enqueues up to limit scheduled and retrying jobs due by now, notifying
  * their queues. *n (may be NULL) = jobs promoted. */
@@ -229,7 +232,7 @@ int rb_pg_cleanup_dead(rb_pg *pg, int64_t now, int limit, int *n, rb_err *err);
  * (INT64_MAX when none): when the timer should next run. */
 int rb_pg_next_due(rb_pg *pg, int64_t *at_ms, rb_err *err);
 
-/* --- administration (pg_admin.c, pg_read.c) --- */
+/* --- administration and reads (pg_admin.c, pg_read.c) --- */
 
 typedef struct rb_pg_mutation {
     const char *cmd;               /* "kill", "requeue", "discard", "clear" */

@@ -199,22 +199,28 @@ static const char migration_2[] =
     "  END IF;\n"
     "END $$;\n"
 
-    /* The timer: due scheduled/retrying jobs become enqueued. */
+    /* The timer: due scheduled/retrying jobs become enqueued. One state at
+     * a time, so each pick walks rb_jobs_timed in order and stops at the
+     * limit, however many jobs are due. */
     "CREATE FUNCTION rb_promote(p_now bigint, p_limit int) RETURNS int\n"
     "LANGUAGE plpgsql AS $$\n"
-    "DECLARE qs text[]; n int;\n"
+    "DECLARE st int; qs text[]; n int; total int := 0;\n"
     "BEGIN\n"
-    "  WITH due AS MATERIALIZED (\n"
-    "    SELECT d.jid FROM rb_jobs d WHERE d.state IN (1, 4) AND d.due_ms <= p_now\n"
-    "    ORDER BY d.due_ms LIMIT p_limit FOR UPDATE SKIP LOCKED),\n"
-    "  up AS (\n"
-    "    UPDATE rb_jobs j SET state = 2, due_ms = p_now, enq_ms = p_now,\n"
-    "      first_ms = CASE WHEN j.first_ms = 0 THEN p_now ELSE j.first_ms END,\n"
-    "      seq = nextval('rb_job_seq')\n"
-    "    FROM due WHERE j.jid = due.jid RETURNING j.queue)\n"
-    "  SELECT count(*), array_agg(DISTINCT up.queue) INTO n, qs FROM up;\n"
-    "  PERFORM pg_notify(rb_channel(), q) FROM unnest(qs) AS q;\n"
-    "  RETURN n;\n"
+    "  FOREACH st IN ARRAY ARRAY[4, 1] LOOP\n"
+    "    EXIT WHEN total >= p_limit;\n"
+    "    WITH due AS MATERIALIZED (\n"
+    "      SELECT d.jid FROM rb_jobs d WHERE d.state = st AND d.due_ms <= p_now\n"
+    "      ORDER BY d.due_ms LIMIT p_limit - total FOR UPDATE SKIP LOCKED),\n"
+    "    up AS (\n"
+    "      UPDATE rb_jobs j SET state = 2, due_ms = p_now, enq_ms = p_now,\n"
+    "        first_ms = CASE WHEN j.first_ms = 0 THEN p_now ELSE j.first_ms END,\n"
+    "        seq = nextval('rb_job_seq')\n"
+    "      FROM due WHERE j.jid = due.jid RETURNING j.queue)\n"
+    "    SELECT count(*), array_agg(DISTINCT up.queue) INTO n, qs FROM up;\n"
+    "    PERFORM pg_notify(rb_channel(), q) FROM unnest(qs) AS q;\n"
+    "    total := total + n;\n"
+    "  END LOOP;\n"
+    "  RETURN total;\n"
     "END $$;\n"
 
     /* MUTATE on rows the caller selected (and locked) in this transaction. */

@@ -823,6 +823,56 @@ Test(pg, push_on_one_engine_wakes_a_listener)
     rb_pg_close(listener);
 }
 
+/* Drains listener until a notification arrives (at most 10 s): the queues. */
+static size_t wait_notified(rb_pg *listener, char ***qs)
+{
+    size_t n = 0;
+    rb_err err = {0};
+    int64_t deadline = rb_mono_ms() + 10000;
+    while (n == 0 && rb_mono_ms() < deadline) {
+        struct pollfd p = {.fd = rb_pg_socket(listener), .events = POLLIN};
+        poll(&p, 1, 1000);
+        cr_assert_eq(rb_pg_drain(listener, qs, &n, &err), 0, "%s", rb_err_msg(&err));
+    }
+    return n;
+}
+
+Test(pg, listener_reports_a_lost_connection_and_listens_again_after_reconnect)
+{
+    char u[1100], app[64], sql[200];
+    snprintf(app, sizeof app, "rblisten%d", (int)getpid());
+    snprintf(u, sizeof u, "%s&application_name=%s", url, app);
+    rb_pg *listener = open_url(u, true, 8);
+    unsigned gen = rb_pg_generation(listener);
+    snprintf(sql, sizeof sql,
+             "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+             " WHERE application_name = '%s'", app);
+    free(sql1(sql));
+    rb_err err = {0};
+    char **qs = NULL;
+    size_t n = 0;
+    int rc = 0;
+    int64_t deadline = rb_mono_ms() + 10000;
+    while (rc == 0 && rb_mono_ms() < deadline) {
+        struct pollfd p = {.fd = rb_pg_socket(listener), .events = POLLIN};
+        if (p.fd >= 0)
+            poll(&p, 1, 1000);
+        rc = rb_pg_drain(listener, &qs, &n, &err);
+        cr_assert_eq(n, 0);
+    }
+    cr_assert_eq(rc, RB_ECONN, "the loss was not reported: %d", rc);
+    cr_assert_eq(rb_pg_socket(listener), -1);
+    cr_assert_eq(rb_pg_reconnect(listener, &err), 0, "%s", rb_err_msg(&err));
+    cr_assert_eq(rb_pg_generation(listener), gen + 1);
+    push("{\"jid\":\"relisten1\",\"jobtype\":\"t\",\"args\":[],\"queue\":\"rq\"}");
+    n = wait_notified(listener, &qs);
+    cr_assert_eq(n, 1);
+    cr_assert_str_eq(qs[0], "rq");
+    free(qs[0]);
+    free(qs);
+    rb_pg_close(listener);
+}
+
 /* --- concurrency: two engines, two threads --- */
 
 #define RACE_JOBS 600
