@@ -37,15 +37,6 @@ static json_t *trimmed_backtrace(const json_t *bt, int64_t limit)
     return out;
 }
 
-static const char *wire_source(rb_delay_source s)
-{
-    switch (s) {
-    case RB_SOURCE_SERVER_REQUESTED: return "server_requested";
-    case RB_SOURCE_OVERRIDE: return "override";
-    default: return "computed";
-    }
-}
-
 /* The catch job's own policy, stored in it (Temporal dialect): a fixed
  * delay at the original's maximum backoff, unlimited attempts. */
 static json_t *catch_policy_json(const rb_policy *orig)
@@ -126,7 +117,7 @@ int pg_failure_decide(rb_pg *pg, const pg_locked *row, const rb_pg_failure *in, 
                               rb_outcome_name(d->outcome));
     if (d->outcome == RB_OUTCOME_RETRY) {
         json_object_set_new(entry, "delay_ms", json_integer(d->delay_ms));
-        json_object_set_new(entry, "source", json_string(wire_source(d->source)));
+        json_object_set_new(entry, "source", json_string(rb_source_name(d->source)));
     } else {
         json_object_set_new(entry, "reason", json_string(rb_reason_name(d->reason)));
     }
