@@ -261,3 +261,16 @@ void rb_cmd_extend(rb_conn *c, char *arg)
     }
     json_decref(o);
 }
+
+/* --- shared with the distributed-mode handlers (cmds.h) --- */
+
+bool rb_cmd_fail_fields(rb_conn *c, json_t *o, rb_fail_input *in, char *ra_buf, size_t ra_len)
+{
+    return fail_fields(c, o, in, ra_buf, ra_len);
+}
+
+int64_t rb_cmd_bounded(rb_conn *c, const char *verb, json_t *o, const char *key, int64_t lo,
+                       int64_t hi)
+{
+    return bounded(c, verb, o, key, lo, hi);
+}

@@ -11,6 +11,7 @@
 #include "common/timeutil.h"
 #include "server/auth.h"
 #include "server/log.h"
+#include "server/pg_cmds.h"
 
 enum arg_rule { ARG_NONE, ARG_REQUIRED, ARG_OPTIONAL };
 
@@ -100,7 +101,10 @@ void rb_command_run(rb_conn *c, char *line)
             rb_reply_err(c, "%s takes no argument", commands[i].name);
             return;
         }
-        commands[i].fn(c, arg);
+        if (srv->pgm) /* distributed mode: the job commands go to PostgreSQL */
+            rb_pgcmd_handler(commands[i].fn)(c, arg);
+        else
+            commands[i].fn(c, arg);
         rb_srv_arm(srv);
         return;
     }

@@ -19,6 +19,7 @@
 #include "server/http.h"
 #include "server/log.h"
 #include "server/metrics.h"
+#include "server/pgmode.h"
 #include "server/srv.h"
 #include "server/tls.h"
 
@@ -312,6 +313,11 @@ int rb_server_run(const rb_server_opts *o, rb_err *err)
         goto out_cfg;
     }
     raise_fd_limit(srv);
+    if (rb_pgmode_is_url(srv->cfg.storage.url)) { /* distributed mode: nothing to recover */
+        if ((rc = rb_pgmode_open(srv, err)))
+            goto out_cfg;
+        goto opened;
+    }
     if ((rc = rb_store_open(srv->cfg.storage.url, &srv->store, err)))
         goto out_cfg;
     rb_store_loader loader = {srv, load_job, load_counter, load_meta};
@@ -325,6 +331,7 @@ int rb_server_run(const rb_server_opts *o, rb_err *err)
         goto out_store;
     }
     rb_writer_observe(srv->writer, rb_metrics_commit, srv->metrics);
+opened:
     signal(SIGPIPE, SIG_IGN);
     signal(SIGXFSZ, SIG_IGN); /* a file size limit is a write error (EFBIG), not death */
     /* The changelist folds the add/remove of EV_WRITE around each reply
@@ -335,29 +342,37 @@ int rb_server_run(const rb_server_opts *o, rb_err *err)
     event_config_free(ecfg);
     if (!srv->base)
         srv->base = event_base_new();
-    srv->writer_ev = event_new(srv->base, rb_writer_fd(srv->writer), EV_READ | EV_PERSIST,
-                               on_writer, srv);
-    event_add(srv->writer_ev, NULL);
-    srv->flush_ev = event_new(srv->base, -1, 0, on_flush, srv);
-    rb_writer_defer(srv->writer, flush_soon, srv);
+    if (srv->pgm) {
+        rb_pgmode_attach(srv);
+    } else {
+        srv->writer_ev = event_new(srv->base, rb_writer_fd(srv->writer), EV_READ | EV_PERSIST,
+                                   on_writer, srv);
+        event_add(srv->writer_ev, NULL);
+        srv->flush_ev = event_new(srv->base, -1, 0, on_flush, srv);
+        rb_writer_defer(srv->writer, flush_soon, srv);
+    }
     srv->sigterm_ev = evsignal_new(srv->base, SIGTERM, on_signal, srv);
     srv->sigint_ev = evsignal_new(srv->base, SIGINT, on_signal, srv);
     event_add(srv->sigterm_ev, NULL);
     event_add(srv->sigint_ev, NULL);
-    if ((rc = rb_http_start(srv, o->http_listen, o->http_port_file, err)))
+    if (srv->pgm) /* the HTTP API reads the in-memory indexes: not yet on PostgreSQL */
+        rb_log(RB_LOG_WARN, "distributed mode: the HTTP API and dashboard are off");
+    else if ((rc = rb_http_start(srv, o->http_listen, o->http_port_file, err)))
         goto out_loop;
     if ((rc = listen_on(srv, srv->cfg.server.listen, o->port_file, err)))
         goto out_loop;
     rb_srv_arm(srv);
-    rb_log(RB_LOG_INFO, "rebound started (store %s, %zu jobs)", srv->store->ops->name,
-           srv->jobs.by_jid.size);
+    rb_log(RB_LOG_INFO, "rebound started (store %s, %zu jobs)",
+           srv->pgm ? "postgresql" : srv->store->ops->name, srv->jobs.by_jid.size);
     event_base_dispatch(srv->base);
 
 out_loop:
     if (srv->listener)
         evconnlistener_free(srv->listener);
     close_conns(srv);
-    rb_writer_defer(srv->writer, NULL, NULL); /* the loop is over: seal at once */
+    rb_pgmode_free(srv); /* runs what was posted, then its completions */
+    if (srv->writer)
+        rb_writer_defer(srv->writer, NULL, NULL); /* the loop is over: seal at once */
     rb_writer_free(srv->writer); /* finishes the commit in progress */
     srv->writer = NULL;
     rb_http_free(srv->http); /* after the writer: actions answer from its completions */
@@ -367,8 +382,10 @@ out_loop:
         event_free(srv->timer_ev);
     if (srv->accept_ev)
         event_free(srv->accept_ev);
-    event_free(srv->writer_ev);
-    event_free(srv->flush_ev);
+    if (srv->writer_ev)
+        event_free(srv->writer_ev);
+    if (srv->flush_ev)
+        event_free(srv->flush_ev);
     event_free(srv->sigterm_ev);
     event_free(srv->sigint_ev);
     event_base_free(srv->base);
@@ -377,8 +394,10 @@ out_loop:
 out_store:
     if (srv->writer)
         rb_writer_free(srv->writer);
-    srv->store->ops->close(srv->store);
+    if (srv->store)
+        srv->store->ops->close(srv->store);
 out_cfg:
+    rb_pgmode_free(srv);
     rb_tls_free(srv->tls);
     rb_config_release(&srv->cfg);
     rb_jobs_release(&srv->jobs);

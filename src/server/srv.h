@@ -79,6 +79,7 @@ struct rb_srv {
     struct rb_http *http;       /* the HTTP API and dashboard, or NULL (server/http.h) */
     struct rb_tls *tls;         /* TLS context when tls_cert is set, else NULL (server/tls.h) */
     struct event *accept_ev;    /* re-enables the listener after EMFILE (server.c) */
+    struct rb_pgmode *pgm;      /* distributed mode (server/pgmode.h), else NULL */
 };
 
 /* --- proto.c: replies (no-ops on a closed connection) --- */

@@ -17,6 +17,12 @@
  *   free(r);
  *   rbh_close(c);
  *   rbh_stop(&s);                          // SIGTERM, wait, remove the directory
+ *
+ * With RBH_PG defined before including it, every server runs in distributed
+ * mode: the binary gets PRE_ALL/POST_ALL hooks that start a throwaway
+ * PostgreSQL cluster (pg_harness.h), and rbh_init() gives each server a
+ * fresh schema in it, migrated with `rebound migrate`, as its --db url
+ * (s->db). A restart with rbh_launch() keeps the schema, like the file.
  */
 #ifndef RB_TESTS_SERVER_HARNESS_H
 #define RB_TESTS_SERVER_HARNESS_H
@@ -43,13 +49,21 @@
 
 #include <jansson.h>
 
+#ifdef RBH_PG
+#include <criterion/criterion.h>
+#include <criterion/hooks.h>
+#include <libpq-fe.h>
+
+#include "pg_harness.h"
+#endif
+
 /* A running server. dir holds rebound.db, port (the port file), log
  * (its stderr) and any file a test puts there (config). */
 typedef struct rbh_server {
     pid_t pid;
     int port;
     char dir[256];
-    char db[320];
+    char db[1024]; /* the database file, or (RBH_PG) its postgres url */
     char log[320];
     char config[320]; /* "" = no --config */
     char *env_fault;  /* value for REBOUND_FAULT_FILE, or NULL */
@@ -101,6 +115,51 @@ static inline void rbh_write_file(const rbh_server *s, const char *name, const c
     }
 }
 
+#ifdef RBH_PG
+ReportHook(PRE_ALL)(struct criterion_test_set *set)
+{
+    (void)set;
+    if (!rbpg_suite_init())
+        fprintf(stderr, "harness: cannot start the shared PostgreSQL cluster\n");
+}
+
+ReportHook(POST_ALL)(struct criterion_global_stats *stats)
+{
+    (void)stats;
+    rbpg_suite_free();
+}
+
+/* Creates a new schema in the shared cluster, migrates it with the binary
+ * (`rebound migrate --url`) and writes its url into out. */
+static inline bool rbh_pg_schema(char *out, size_t n)
+{
+    static int counter;
+    char base[600], name[64], sql[128];
+    snprintf(name, sizeof name, "t%d_%d_%lld", (int)getpid(), counter++,
+             (long long)(rbh_now_ms() % 1000000));
+    if (!rbpg_shared_url(base, sizeof base) || !rbpg_schema_url(out, n, name, ""))
+        return false;
+    PGconn *pc = PQconnectdb(base);
+    snprintf(sql, sizeof sql, "CREATE SCHEMA %s", name);
+    PGresult *r = PQstatus(pc) == CONNECTION_OK ? PQexec(pc, sql) : NULL;
+    bool ok = r && PQresultStatus(r) == PGRES_COMMAND_OK;
+    PQclear(r);
+    PQfinish(pc);
+    if (!ok)
+        return false;
+    pid_t pid = fork();
+    if (pid == 0) {
+        int fd = open("/dev/null", O_WRONLY);
+        dup2(fd, 1);
+        dup2(fd, 2);
+        execl(rbh_bin(), rbh_bin(), "migrate", "--url", out, (char *)NULL);
+        _exit(127);
+    }
+    int st;
+    return pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+#endif
+
 /* Prepares s with a new temporary directory (no process yet). */
 static inline void rbh_init(rbh_server *s)
 {
@@ -112,6 +171,12 @@ static inline void rbh_init(rbh_server *s)
     }
     snprintf(s->db, sizeof s->db, "%s/rebound.db", s->dir);
     snprintf(s->log, sizeof s->log, "%s/log", s->dir);
+#ifdef RBH_PG
+    if (!rbh_pg_schema(s->db, sizeof s->db)) {
+        fprintf(stderr, "harness: no PostgreSQL schema for the server\n");
+        abort();
+    }
+#endif
 }
 
 /* Starts the server in s->dir (s prepared by rbh_init, or stopped by

@@ -52,7 +52,7 @@ typedef struct rbpg_cluster {
 } rbpg_cluster;
 
 /* The newest /usr/lib/postgresql/VERSION/bin holding initdb, into out. */
-static bool rbpg_find_bin(char *out, size_t n)
+static inline bool rbpg_find_bin(char *out, size_t n)
 {
     glob_t g;
     if (glob("/usr/lib/postgresql/*/bin/initdb", 0, NULL, &g) != 0)
@@ -76,7 +76,7 @@ static bool rbpg_find_bin(char *out, size_t n)
 
 /* Runs argv (as the postgres user when we are root), output to log (or
  * /dev/null). Returns the exit status, -1 when it could not run. */
-static int rbpg_run(char *const argv[], const char *log)
+static inline int rbpg_run(char *const argv[], const char *log)
 {
     pid_t pid = fork();
     if (pid < 0)
@@ -106,7 +106,7 @@ static int rbpg_run(char *const argv[], const char *log)
 }
 
 /* Hands path to the postgres user (when we are root). */
-static void rbpg_give(const char *path)
+static inline void rbpg_give(const char *path)
 {
     if (geteuid() != 0)
         return;
@@ -115,7 +115,7 @@ static void rbpg_give(const char *path)
         perror("chown");
 }
 
-static void rbpg_rm_rf(const char *path)
+static inline void rbpg_rm_rf(const char *path)
 {
     if (!path || !*path)
         return;
@@ -129,7 +129,7 @@ static void rbpg_rm_rf(const char *path)
         waitpid(pid, &st, 0);
 }
 
-static int rbpg_free_port(void)
+static inline int rbpg_free_port(void)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
@@ -145,7 +145,7 @@ static int rbpg_free_port(void)
 
 /* Starts the cluster's postmaster (pg_ctl -w: returns once it accepts
  * connections). */
-static bool rbpg_restart(rbpg_cluster *c)
+static inline bool rbpg_restart(rbpg_cluster *c)
 {
     char pg_ctl[300], opts[600];
     snprintf(pg_ctl, sizeof pg_ctl, "%s/pg_ctl", c->bin);
@@ -160,7 +160,7 @@ static bool rbpg_restart(rbpg_cluster *c)
 }
 
 /* Stops the postmaster in mode ("immediate", "fast"). */
-static bool rbpg_stop_mode(rbpg_cluster *c, const char *mode)
+static inline bool rbpg_stop_mode(rbpg_cluster *c, const char *mode)
 {
     char pg_ctl[300];
     snprintf(pg_ctl, sizeof pg_ctl, "%s/pg_ctl", c->bin);
@@ -172,13 +172,13 @@ static bool rbpg_stop_mode(rbpg_cluster *c, const char *mode)
 }
 
 /* Stops it at once (immediate mode: like a crash; the next start recovers). */
-static bool rbpg_stop(rbpg_cluster *c)
+static inline bool rbpg_stop(rbpg_cluster *c)
 {
     return rbpg_stop_mode(c, "immediate");
 }
 
 /* A fresh directory with an initdb'd data directory (user rebound, trust). */
-static bool rbpg_initdb(rbpg_cluster *c)
+static inline bool rbpg_initdb(rbpg_cluster *c)
 {
     char initdb[300];
     snprintf(initdb, sizeof initdb, "%s/initdb", c->bin);
@@ -188,7 +188,7 @@ static bool rbpg_initdb(rbpg_cluster *c)
 }
 
 /* Prepares c's paths in a new temporary directory. */
-static bool rbpg_prepare(rbpg_cluster *c)
+static inline bool rbpg_prepare(rbpg_cluster *c)
 {
     memset(c, 0, sizeof *c);
     if (!rbpg_find_bin(c->bin, sizeof c->bin))
@@ -208,7 +208,7 @@ static bool rbpg_prepare(rbpg_cluster *c)
 }
 
 /* Runs SQL through psql against database db of a running cluster. */
-static bool rbpg_psql(const rbpg_cluster *c, const char *db, const char *sql)
+static inline bool rbpg_psql(const rbpg_cluster *c, const char *db, const char *sql)
 {
     char psql[300], port[16];
     snprintf(psql, sizeof psql, "%s/psql", c->bin);
@@ -220,7 +220,7 @@ static bool rbpg_psql(const rbpg_cluster *c, const char *db, const char *sql)
 
 /* Makes the template cluster (initdb, database `rebound`, cleanly stopped)
  * and exports $RBPG_TEMPLATE. */
-static bool rbpg_template_init(void)
+static inline bool rbpg_template_init(void)
 {
     rbpg_cluster t;
     if (!rbpg_prepare(&t) || !rbpg_initdb(&t) || !rbpg_restart(&t))
@@ -232,12 +232,12 @@ static bool rbpg_template_init(void)
     return ok;
 }
 
-static bool rbpg_start(rbpg_cluster *c);
+static inline bool rbpg_start(rbpg_cluster *c);
 
 /* For a test binary's PRE_ALL hook: the template, and one running cluster
  * shared by the tests ($RBPG_SHARED_DIR, $RBPG_SHARED_PORT), in which each
  * test works in a schema of its own (rbpg_schema_url). */
-static bool rbpg_suite_init(void)
+static inline bool rbpg_suite_init(void)
 {
     rbpg_cluster s;
     if (!rbpg_template_init() || !rbpg_start(&s))
@@ -250,7 +250,7 @@ static bool rbpg_suite_init(void)
 }
 
 /* For the POST_ALL hook: stops the shared cluster, removes both. */
-static void rbpg_suite_free(void)
+static inline void rbpg_suite_free(void)
 {
     const char *d = getenv("RBPG_SHARED_DIR");
     if (d && !strncmp(d, "/tmp/rbpg.", 10)) {
@@ -271,7 +271,7 @@ static void rbpg_suite_free(void)
 /* A libpq URL into the shared cluster whose search_path is schema (which
  * the caller creates); extra ("&k=v...", may be "") is appended. False
  * when there is no shared cluster. */
-static bool rbpg_schema_url(char *out, size_t n, const char *schema, const char *extra)
+static inline bool rbpg_schema_url(char *out, size_t n, const char *schema, const char *extra)
 {
     const char *d = getenv("RBPG_SHARED_DIR"), *p = getenv("RBPG_SHARED_PORT");
     if (!d || !p)
@@ -282,7 +282,7 @@ static bool rbpg_schema_url(char *out, size_t n, const char *schema, const char 
 }
 
 /* The base URL (no search_path) of the shared cluster. */
-static bool rbpg_shared_url(char *out, size_t n)
+static inline bool rbpg_shared_url(char *out, size_t n)
 {
     const char *d = getenv("RBPG_SHARED_DIR"), *p = getenv("RBPG_SHARED_PORT");
     if (!d || !p)
@@ -292,7 +292,7 @@ static bool rbpg_shared_url(char *out, size_t n)
 }
 
 /* A running cluster of one's own, from the template when there is one. */
-static bool rbpg_start(rbpg_cluster *c)
+static inline bool rbpg_start(rbpg_cluster *c)
 {
     if (!rbpg_prepare(c))
         return false;
@@ -316,7 +316,7 @@ static bool rbpg_start(rbpg_cluster *c)
     return rbpg_psql(c, "postgres", "CREATE DATABASE rebound");
 }
 
-static void rbpg_destroy(rbpg_cluster *c)
+static inline void rbpg_destroy(rbpg_cluster *c)
 {
     if (c->running)
         rbpg_stop(c);

@@ -1,0 +1,122 @@
+/* Distributed mode: `rebound serve` on a PostgreSQL database shared by
+ * several nodes (docs/distributed.md). The event loop stays non-blocking:
+ * command handlers (pg_cmds.c) post requests to database threads, each with
+ * its own engine (store/pg_engine.h), which take everything queued at once,
+ * run what can be batched as one call (pushes, acks, fails, claims of the
+ * same queue list) and hand the finished requests back through an eventfd.
+ * A listen thread turns NOTIFY into wake-ups of waiting FETCHes, a
+ * maintenance thread promotes, reaps and expires on every node at once
+ * (the engine's SKIP LOCKED batches make that safe), and a poll timer
+ * covers lost notifications. */
+#ifndef RB_SERVER_PGMODE_H
+#define RB_SERVER_PGMODE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "server/srv.h"
+#include "store/pg_engine.h"
+
+/* Database threads per node (work engines), and how often a waiting FETCH
+ * claims again without a notification. */
+#define RB_PGMODE_THREADS 2
+#define RB_PGMODE_POLL_MS 1000
+/* The maintenance tick (promote, reap, drop dead jobs), with +-20 % jitter,
+ * and its batch size. */
+#define RB_PGMODE_TICK_MS 250
+#define RB_PGMODE_BATCH 1000
+
+typedef struct rb_pgmode rb_pgmode;
+
+typedef enum rb_pgreq_kind {
+    RB_PGR_PUSH,  /* batched: one rb_pg_push for every push request taken */
+    RB_PGR_ACK,   /* batched: one rb_pg_ack */
+    RB_PGR_FAIL,  /* batched: one rb_pg_fail */
+    RB_PGR_CLAIM, /* batched by queue list: one rb_pg_claim per list */
+    RB_PGR_CALL,  /* anything else: r->call runs alone */
+} rb_pgreq_kind;
+
+/* One request from the loop to a database thread and back. The loop fills
+ * the kind's fields, the thread fills rc/err and the results, then `done`
+ * runs on the loop thread and must end with rb_pgreq_finish(). */
+typedef struct rb_pgreq rb_pgreq;
+struct rb_pgreq {
+    rb_pgreq *next;
+    rb_pgreq_kind kind;
+    rb_conn *c; /* referenced (refs+1, busy) while pending; NULL: nobody */
+    void (*call)(rb_pg *pg, rb_pgreq *r);    /* RB_PGR_CALL: on a database thread */
+    void (*done)(rb_srv *srv, rb_pgreq *r); /* on the loop thread */
+    int rc;                                  /* 0 or the engine's RB_E* code */
+    rb_err err;
+    int64_t now; /* wall-clock ms when posted */
+    union {
+        struct {
+            rb_pg_new_job *jobs; /* strings borrowed from data */
+            int *status;
+            size_t n;
+        } push;
+        struct {
+            rb_pg_ref ref;
+            int status;
+        } ack;
+        struct {
+            rb_pg_failure f;
+            rb_pg_fail_result res;
+        } fail;
+        struct {
+            char **queues; /* owned */
+            int nq;
+            bool waiter;     /* a re-claim for a parked FETCH */
+            int64_t wait_until_ms; /* waiter: when its 2 s end (monotonic) */
+            uint64_t seq;    /* notification count when posted */
+            rb_pg_claimed job;
+            bool got;
+        } claim;
+        struct {
+            int status, state;
+            int64_t seconds;
+        } ref;
+    } u;
+    char *jid, *wid; /* owned copies the refs point to (may be NULL) */
+    void *data;      /* the handler's; freed by its done */
+    void (*data_free)(void *data);
+};
+
+/* True for a PostgreSQL storage url (postgres://, postgresql:// or a
+ * conninfo string with '='). */
+bool rb_pgmode_is_url(const char *url);
+
+/* Connects the engines (retrying with a backoff while the database cannot
+ * be reached), checks the schema (RB_EVERSION with "run 'rebound migrate'"
+ * or "upgrade rebound" otherwise) and starts the database threads; sets
+ * srv->pgm. Before the event base exists. */
+int rb_pgmode_open(rb_srv *srv, rb_err *err);
+/* Registers the loop's events (completions, poll timer) and starts the
+ * listen and maintenance threads. After the event base exists. */
+void rb_pgmode_attach(rb_srv *srv);
+/* Stops the threads after the requests already posted have run, completes
+ * them (their connections are closed by then), frees everything. */
+void rb_pgmode_free(rb_srv *srv);
+
+/* A zeroed request of kind for c (NULL: none). */
+rb_pgreq *rb_pgreq_new(rb_pgreq_kind kind, rb_conn *c);
+/* Hands r to the database threads; marks c busy and referenced. */
+void rb_pgreq_post(rb_srv *srv, rb_pgreq *r);
+/* The end of a done handler: the connection's next command may run, the
+ * reference is dropped, r is freed. */
+void rb_pgreq_finish(rb_srv *srv, rb_pgreq *r);
+/* Replies "-ERR storage error: ..." for a failed request and logs the
+ * outage once (until a request succeeds again). */
+void rb_pgmode_storage_error(rb_srv *srv, rb_pgreq *r);
+/* A request succeeded: ends a logged outage. */
+void rb_pgmode_storage_ok(rb_srv *srv);
+
+/* FETCH: claims for c at once; parks it (rb_conn_wait_fetch) when nothing
+ * is ready, then claims again on a notification, a local push or the poll,
+ * answering null after 2 s. queues taken over. */
+void rb_pgmode_fetch(rb_srv *srv, rb_conn *c, char **queues, int n);
+/* Jobs became ready in these queues (NULL, 0: any): claim for the parked
+ * FETCHes that wait on one of them. */
+void rb_pgmode_kick(rb_srv *srv, const char *const *queues, size_t n);
+
+#endif
