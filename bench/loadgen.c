@@ -32,6 +32,8 @@ static struct opts {
     const lg_proto *proto;
     const char *host;
     int port;
+    int ports[8];       /* --port P1,P2,...: connection i uses ports[i % n_ports] */
+    int n_ports;
     workload wl;
     int producers, workers;
     long jobs;          /* jobs pushed and acked in the timed phase */
@@ -323,7 +325,7 @@ static void info_report(json_t *before, json_t *after)
 static void usage(FILE *f)
 {
     fprintf(f,
-        "usage: loadgen --proto faktory|beanstalk --port P [options]\n"
+        "usage: loadgen --proto faktory|beanstalk --port P[,P2...] [options]\n"
         "  --host H          server address (127.0.0.1)\n"
         "  --workload W      lifecycle|retries|depth|sched|latency (lifecycle)\n"
         "  --producers N     producer connections (4)\n"
@@ -376,7 +378,13 @@ static void parse_args(int argc, char **argv)
             }
             break;
         case 'H': O.host = optarg; break;
-        case 'p': O.port = (int)parse_num("--port", optarg, 1, 65535); break;
+        case 'p': /* several nodes of one cluster: P1,P2,... */
+            O.n_ports = 0;
+            for (char *save = NULL, *t = strtok_r(optarg, ",", &save); t && O.n_ports < 8;
+                 t = strtok_r(NULL, ",", &save))
+                O.ports[O.n_ports++] = (int)parse_num("--port", t, 1, 65535);
+            O.port = O.n_ports ? O.ports[0] : 0;
+            break;
         case 'w':
             wl_ok = false;
             for (int i = 0; i < (int)(sizeof wl_names / sizeof *wl_names); i++)
@@ -416,7 +424,7 @@ static void connect_all(thread_arg *ts, int n, bool worker)
         char wid[48];
         snprintf(wid, sizeof wid, "bench-%08x-w%d", S.run, i);
         ts[i].idx = i;
-        if (lg_conn_open(&ts[i].conn, O.host, O.port) < 0 ||
+        if (lg_conn_open(&ts[i].conn, O.host, O.ports[i % O.n_ports]) < 0 ||
             O.proto->hello(&ts[i].conn, worker ? wid : NULL) < 0)
             exit(1);
     }

@@ -4,6 +4,9 @@
 # interval; binlog with -f 0, fsync on every write), each workload on a fresh
 # server in a temp dir, then one table of figures and ratios, the targets,
 # and the micro-benchmarks.
+# rebound-pg and rebound-pg2 (not in the default list) run Rebound in
+# distributed mode on a throwaway PostgreSQL cluster with one and two nodes
+# (the load generator spreads its connections over the nodes).
 # Usage: O=build bench/run.sh [--quick] [--servers "rebound bs-mem bs-binlog bs-fsync"]
 #        [--jobs N] [--prefill N] [--raw FILE]
 set -u
@@ -37,7 +40,11 @@ else
 fi
 
 need="$LG $MICRO"
-case " $servers " in *" rebound "*) need="$need $REBOUND" ;; esac
+case " $servers " in *" rebound"*) need="$need $REBOUND" ;; esac
+case " $servers " in *" rebound-pg"*)
+  pgbin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+  [ -x "$pgbin/initdb" ] || { echo "run.sh: PostgreSQL is not installed (initdb not found)" >&2; exit 1; } ;;
+esac
 for bin in $need; do
   [ -x "$bin" ] || { echo "run.sh: $bin is missing; run 'make O=$O bench-bin all' first" >&2; exit 1; }
 done
@@ -48,7 +55,7 @@ esac
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/rebound-bench.XXXXXX")
 pid=""
 cleanup() {
-  [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+  stop_server # and a PostgreSQL cluster of rebound-pg*
   rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -61,11 +68,46 @@ listening() {
   grep -qi "0100007F:$hex 00000000:0000 0A" /proc/net/tcp 2>/dev/null
 }
 
+# PostgreSQL's tools run as the postgres user when we are root.
+as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+
+# Waits for the port file $1 of process $2; sets port.
+wait_port() {
+  i=0
+  while [ ! -s "$1" ] && kill -0 "$2" 2>/dev/null && [ $i -lt 200 ]; do
+    sleep 0.05; i=$((i + 1))
+  done
+  port=$(cat "$1" 2>/dev/null)
+}
+
 # Starts server $1 with its data in $2; sets pid and port, returns 1 on failure.
 start_server() {
   name=$1; dir=$2
   mkdir -p "$dir/data"
   case "$name" in
+    rebound-pg|rebound-pg2)
+      # A cluster in $dir/data/pg (default durability settings), the schema,
+      # then one or two nodes; port becomes "P1,P2" for the load generator.
+      [ "$(id -u)" = 0 ] && chmod 755 "$tmp" && chown postgres "$dir/data" "$dir"
+      pgdir=$dir/data/pg; pgport=$(awk 'BEGIN { srand(); print 20000 + int(rand() * 40000) }')
+      as_pg "$pgbin/initdb" -D "$pgdir" -A trust -U rebound -E UTF8 --locale=C >"$dir/server.log" 2>&1 &&
+        as_pg "$pgbin/pg_ctl" -D "$pgdir" -l "$dir/pg.log" -w -o "-p $pgport -k $dir -c listen_addresses=''" start >>"$dir/server.log" 2>&1 &&
+        as_pg "$pgbin/psql" -X -q -h "$dir" -p "$pgport" -U rebound -d postgres -c "CREATE DATABASE rebound" >>"$dir/server.log" 2>&1 &&
+        pgurl="postgresql://rebound@/rebound?host=$dir&port=$pgport" &&
+        "$REBOUND" migrate --url "$pgurl" >>"$dir/server.log" 2>&1 || { echo "run.sh: PostgreSQL did not start:" >&2; cat "$dir/server.log" >&2; return 1; }
+      nodes=1; [ "$name" = rebound-pg2 ] && nodes=2
+      ports=""; extra_pids=""; pid=""
+      for k in $(seq 1 $nodes); do
+        "$REBOUND" serve --listen 127.0.0.1:0 --http-listen off --db "$pgurl" \
+          --port-file "$dir/port$k" >>"$dir/server.log" 2>&1 &
+        p=$!
+        wait_port "$dir/port$k" "$p"
+        [ -n "$port" ] || { pid=${pid:-$p}; break; }
+        if [ -z "$pid" ]; then pid=$p; else extra_pids="$extra_pids $p"; fi
+        ports="${ports:+$ports,}$port"
+      done
+      port=$ports
+      [ -n "$port" ] && [ "$(echo "$port" | tr ',' ' ' | wc -w)" = "$nodes" ] && return 0 ;;
     rebound)
       "$REBOUND" serve --listen 127.0.0.1:0 --db "$dir/data/rebound.db" \
         --port-file "$dir/port" >"$dir/server.log" 2>&1 &
@@ -106,7 +148,9 @@ start_server() {
 
 stop_server() {
   [ -n "$pid" ] && { kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; }
-  pid=""
+  for p in ${extra_pids:-}; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+  [ -n "${pgdir:-}" ] && as_pg "$pgbin/pg_ctl" -D "$pgdir" -m fast -w stop >/dev/null 2>&1
+  pid=""; extra_pids=""; pgdir=""
 }
 
 # run SERVER WORKLOAD loadgen-options...: one workload on a fresh server;
@@ -118,7 +162,7 @@ run() {
   if ! start_server "$s" "$dir"; then
     failures=$((failures + 1)); return 1
   fi
-  case "$s" in rebound) proto=faktory ;; *) proto=beanstalk ;; esac
+  case "$s" in rebound*) proto=faktory ;; *) proto=beanstalk ;; esac
   printf '  %-10s %-10s' "$s" "$wl" >&2
   # Group commit: count the server's fsyncs during the lifecycle run (perf
   # tracepoints, when perf works here; beanstalkd does not report them,
