@@ -120,8 +120,6 @@ static void push_done(rb_srv *srv, rb_pgreq *r)
     if (n_ready)
         rb_pgmode_kick(srv, ready, n_ready); /* this node's waiters, before the NOTIFY */
     free(ready);
-    free(r->u.push.jobs);
-    free(r->u.push.status);
     rb_pgreq_finish(srv, r);
 }
 

@@ -110,6 +110,10 @@ void rb_pgreq_post(rb_srv *srv, rb_pgreq *r)
 
 static void req_free(rb_pgreq *r)
 {
+    if (r->kind == RB_PGR_PUSH) {
+        free(r->u.push.jobs);
+        free(r->u.push.status);
+    }
     if (r->kind == RB_PGR_CLAIM) {
         for (int i = 0; i < r->u.claim.nq; i++)
             free(r->u.claim.queues[i]);

@@ -6,7 +6,8 @@
  *   acknowledged exactly once or dead after exactly its three attempts,
  *   none is run after its ACK, the cluster's counters agree;
  * - a FETCH parked on one node gets a job pushed on another;
- * - a node refuses a database without the schema, or with a newer one.
+ * - a node refuses a database without the schema, or with a newer one;
+ * - a node whose database goes away answers errors and resumes after.
  * $REBOUND_PG_NODES_JOBS sets the job count of the first test (default
  * 20000; 100000 is the full run of docs/distributed.md). */
 #define RBH_PG 1
@@ -430,4 +431,43 @@ Test(nodes, refuses_a_missing_or_newer_schema)
     cr_assert(rbpg_psql(&pgc, "rebound", "UPDATE rb_meta SET value = '99'"));
     cr_assert_neq(serve_once(pgc.url, log, sizeof log), 0);
     cr_assert(log_says(log, "upgrade rebound"), "no advice to upgrade in the log");
+}
+
+/* PostgreSQL goes away under a node: commands are answered with errors, the
+ * node stays up, and once the database is back it resumes with every job
+ * acknowledged before the outage. */
+Test(nodes, lost_database_answers_errors_then_resumes)
+{
+    start_node(0);
+    rbh_conn *c = rbh_connect(&node[0], "lw");
+    cr_assert_not_null(c);
+    cr_assert(rbh_expect(c, "+OK", "PUSH {\"jid\":\"before-01\",\"jobtype\":\"x\",\"args\":[]}"));
+    cr_assert(rbpg_stop(&pgc));
+    char *r = rbh_cmd(c, "PUSH {\"jid\":\"during-01\",\"jobtype\":\"x\",\"args\":[]}");
+    cr_assert(r && !strncmp(r, "-ERR storage error", 18), "PUSH without a database: %s", r);
+    free(r);
+    r = rbh_cmd(c, "FETCH default");
+    cr_assert(r && !strncmp(r, "-ERR storage error", 18), "FETCH without a database: %s", r);
+    free(r);
+    cr_assert(rbh_expect(c, "+OK", "BEAT {\"wid\":\"lw\"}"), "the node stopped answering");
+    cr_assert(rbpg_restart(&pgc));
+    int64_t deadline = rbh_now_ms() + 30000; /* the reconnect backoff is at most 5 s */
+    bool back = false;
+    while (!back && rbh_now_ms() < deadline) {
+        r = rbh_cmd(c, "PUSH {\"jid\":\"after-001\",\"jobtype\":\"x\",\"args\":[]}");
+        cr_assert_not_null(r, "the node closed the connection");
+        back = !strcmp(r, "+OK");
+        cr_assert(back || !strncmp(r, "-ERR storage error", 18), "%s", r);
+        free(r);
+        if (!back)
+            rbh_sleep_ms(100);
+    }
+    cr_assert(back, "the node did not resume");
+    json_t *j = rbh_json(rbh_cmd(c, "FETCH default"));
+    cr_assert_str_eq(json_string_value(json_object_get(j, "jid")), "before-01");
+    json_decref(j);
+    cr_assert(rbh_expect(c, "+OK", "ACK {\"jid\":\"before-01\"}"));
+    rbh_close(c);
+    cr_assert_eq(rbh_stop(&node[0]), 0);
+    node[0].dir[0] = '\0';
 }
