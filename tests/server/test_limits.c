@@ -68,25 +68,27 @@ static char *push_line(const char *jid, size_t n)
     return line;
 }
 
-/* Reads until the server closes c; returns everything it sent meanwhile
- * (lines joined by '\n'), caller frees. */
+/* Reads until the server closes c (30 s at most); returns everything it
+ * sent meanwhile, buffered bytes included, as a string; caller frees. */
 static char *read_until_closed(rbh_conn *c)
 {
-    size_t cap = 4096, len = 0;
-    char *all = calloc(1, cap);
-    char *line;
-    while (rbh_readline(c, &line) == 0) {
-        size_t n = strlen(line);
-        if (len + n + 2 > cap) {
-            cap = (len + n + 2) * 2;
-            all = realloc(all, cap);
-        }
-        memcpy(all + len, line, n);
-        len += n;
-        all[len++] = '\n';
-        all[len] = '\0';
-        free(line);
+    size_t cap = c->len + 65536, len = c->len;
+    char *all = malloc(cap + 1);
+    memcpy(all, c->buf, c->len);
+    c->len = 0;
+    int64_t deadline = rbh_now_ms() + 30000;
+    while (rbh_now_ms() < deadline) {
+        struct pollfd p = {c->fd, POLLIN, 0};
+        if (poll(&p, 1, 100) <= 0)
+            continue;
+        if (len == cap)
+            all = realloc(all, (cap *= 2) + 1);
+        ssize_t r = read(c->fd, all + len, cap - len);
+        if (r <= 0)
+            break;
+        len += (size_t)r;
     }
+    all[len] = '\0';
     return all;
 }
 
