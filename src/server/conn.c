@@ -3,6 +3,7 @@
  * still refer to the connection). */
 #include "server/srv.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -84,6 +85,7 @@ void rb_conn_close(rb_conn *c)
         struct timeval give_up = {5, 0}; /* a peer that never reads */
         bufferevent_set_timeouts(c->bev, NULL, &give_up);
         bufferevent_setcb(c->bev, NULL, on_drained, on_drain_event, c);
+        bufferevent_enable(c->bev, EV_WRITE);
         rb_list_append(&srv->draining, &c->link);
         return;
     }
@@ -215,6 +217,40 @@ static void on_read(struct bufferevent *bev, void *arg)
     process(arg);
 }
 
+void rb_conn_flush(rb_conn *c)
+{
+    if (!c->direct || !c->bev || c->closed || c->write_armed)
+        return;
+    struct evbuffer *out = bufferevent_get_output(c->bev);
+    if (evbuffer_get_length(out) == 0)
+        return;
+    /* A socket bufferevent keeps its output's front frozen except while it
+     * writes itself; do as it does. */
+    errno = 0;
+    evbuffer_unfreeze(out, 1);
+    int n = evbuffer_write(out, bufferevent_getfd(c->bev));
+    evbuffer_freeze(out, 1);
+    if (evbuffer_get_length(out) == 0)
+        return;
+    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+        /* the peer is gone: the read side sees it and closes */
+        evbuffer_drain(out, evbuffer_get_length(out));
+        return;
+    }
+    c->write_armed = true; /* the socket is full: the bufferevent sends the rest */
+    bufferevent_enable(c->bev, EV_WRITE);
+}
+
+/* A direct connection's output has drained after the socket was full. */
+static void on_write(struct bufferevent *bev, void *arg)
+{
+    rb_conn *c = arg;
+    if (c->direct && c->write_armed) {
+        c->write_armed = false;
+        bufferevent_disable(bev, EV_WRITE);
+    }
+}
+
 static void on_event(struct bufferevent *bev, short what, void *arg)
 {
     /* After an error (a reset, a failed TLS handshake) nothing more can be
@@ -249,11 +285,14 @@ void rb_conn_accept(rb_srv *srv, evutil_socket_t fd)
     rb_conn *c = rb_xcalloc(1, sizeof *c);
     c->srv = srv;
     c->bev = bev;
-    bufferevent_setcb(c->bev, on_read, NULL, on_event, c);
+    c->direct = !srv->tls;
+    bufferevent_setcb(c->bev, on_read, on_write, on_event, c);
     /* Read no more than a longest line past what is buffered: a client
      * that pipelines while its command waits is held back by TCP. */
     bufferevent_setwatermark(c->bev, EV_READ, 0, (size_t)srv->cfg.server.max_job_bytes + 4096);
-    bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+    bufferevent_enable(c->bev, c->direct ? EV_READ : EV_READ | EV_WRITE);
+    if (c->direct) /* a new socket bufferevent starts with EV_WRITE enabled */
+        bufferevent_disable(c->bev, EV_WRITE);
     struct timeval hello_within = {RB_HELLO_TIMEOUT_S, 0};
     bufferevent_set_timeouts(c->bev, &hello_within, NULL);
     rb_list_append(&srv->conns, &c->link);
@@ -267,4 +306,5 @@ void rb_conn_accept(rb_srv *srv, evutil_socket_t fd)
     } else {
         evbuffer_add_printf(bufferevent_get_output(c->bev), "+HI {\"v\":2}\r\n");
     }
+    rb_conn_flush(c);
 }

@@ -17,13 +17,19 @@ static struct evbuffer *out(rb_conn *c)
 void rb_reply_simple(rb_conn *c, const char *s)
 {
     struct evbuffer *o = out(c);
-    if (o)
-        evbuffer_add_printf(o, "+%s\r\n", s);
+    if (!o)
+        return;
+    evbuffer_add_printf(o, "+%s\r\n", s);
+    rb_conn_flush(c);
 }
 
 void rb_reply_ok(rb_conn *c)
 {
-    rb_reply_simple(c, "OK");
+    struct evbuffer *o = out(c);
+    if (!o)
+        return;
+    evbuffer_add(o, "+OK\r\n", 5);
+    rb_conn_flush(c);
 }
 
 void rb_reply_bulk(rb_conn *c, const char *data, size_t len)
@@ -31,16 +37,21 @@ void rb_reply_bulk(rb_conn *c, const char *data, size_t len)
     struct evbuffer *o = out(c);
     if (!o)
         return;
-    evbuffer_add_printf(o, "$%zu\r\n", len);
+    char head[32];
+    int n = snprintf(head, sizeof head, "$%zu\r\n", len);
+    evbuffer_add(o, head, (size_t)n);
     evbuffer_add(o, data, len);
     evbuffer_add(o, "\r\n", 2);
+    rb_conn_flush(c);
 }
 
 void rb_reply_null(rb_conn *c)
 {
     struct evbuffer *o = out(c);
-    if (o)
-        evbuffer_add(o, "$-1\r\n", 5);
+    if (!o)
+        return;
+    evbuffer_add(o, "$-1\r\n", 5);
+    rb_conn_flush(c);
 }
 
 void rb_reply_err(rb_conn *c, const char *fmt, ...)
@@ -54,8 +65,10 @@ void rb_reply_err(rb_conn *c, const char *fmt, ...)
         if (*p == '\r' || *p == '\n')
             *p = ' ';
     struct evbuffer *o = out(c);
-    if (o)
-        evbuffer_add_printf(o, "-ERR %s\r\n", msg);
+    if (!o)
+        return;
+    evbuffer_add_printf(o, "-ERR %s\r\n", msg);
+    rb_conn_flush(c);
 }
 
 void rb_reply_json(rb_conn *c, json_t *v)

@@ -51,6 +51,10 @@ typedef struct rb_conn {
     rb_worker *worker; /* from HELLO's wid, or NULL */
     int refs;          /* pending commit completions */
     bool hello_done, busy, waiting, closed;
+    /* Plain sockets write replies at once (rb_conn_flush) and arm EV_WRITE
+     * only while the socket is full (write_armed); TLS ones go through
+     * their bufferevent. */
+    bool direct, write_armed;
     long iterations;   /* password hashing, 0 without a password */
     char salt[33];
 } rb_conn;
@@ -107,6 +111,10 @@ void rb_conn_done(rb_conn *c);
 /* Drops a reference taken for a pending completion; frees a closed conn. */
 void rb_conn_unref(rb_conn *c);
 void rb_conn_close(rb_conn *c);
+/* Sends what c's replies queued, now, without a trip through the loop;
+ * what the socket does not take is sent when it becomes writable. No-op
+ * for TLS connections (their bufferevent writes) and closed ones. */
+void rb_conn_flush(rb_conn *c);
 /* Parks c in a waiting FETCH (queues taken over) for up to 2 s. */
 void rb_conn_wait_fetch(rb_conn *c, char **queues, int n);
 void rb_conn_stop_waiting(rb_conn *c);
