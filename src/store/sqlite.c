@@ -3,10 +3,8 @@
  * only once it is on disk. */
 #include "store/store.h"
 
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <sqlite3.h>
@@ -23,20 +21,11 @@ typedef struct sqlite_store {
     /* Test seam: while the file named by $REBOUND_FAULT_FILE exists, every
      * commit fails as a full disk would. */
     const char *fault_file;
-    /* Checkpoints run on their own thread and connection, so that copying
-     * the WAL into the database never stalls a commit. */
-    pthread_t ckpt_thread;
-    pthread_mutex_t ckpt_mu;
-    pthread_cond_t ckpt_cv;
-    int ckpt_stop, ckpt_started;
-    int wal_pages;  /* WAL size after the last commit; guarded by ckpt_mu */
+    int wal_pages;  /* WAL size after the last commit (writer thread only) */
 } sqlite_store;
 
-/* WAL pages that wake the checkpointer (SQLite's own default threshold),
- * and the size at which the writer itself forces a RESTART checkpoint so
- * that the WAL cannot grow without bound under a load that never pauses. */
+/* WAL pages after which sq_maintain checkpoints (SQLite's own threshold). */
 #define CKPT_PAGES 1000
-#define CKPT_HARD_PAGES 65536
 
 static const char *const stmt_sql[ST_N] = {
     [ST_PUT] = "INSERT OR REPLACE INTO jobs(id,jid,state,queue,priority,seq,due_ms,first_ms,"
@@ -260,51 +249,30 @@ static int migrate(sqlite_store *s, rb_err *err)
     return rc;
 }
 
-/* Runs after every commit on the writer's connection (it replaces SQLite's
- * automatic checkpoint): wakes the checkpointer thread. */
+/* Runs after every commit (it replaces SQLite's automatic checkpoint,
+ * which would run inside COMMIT, before the batch's replies): notes the
+ * WAL's size for sq_maintain. */
 static int wal_hook(void *arg, sqlite3 *db, const char *name, int pages)
 {
-    sqlite_store *s = arg;
-    pthread_mutex_lock(&s->ckpt_mu);
-    s->wal_pages = pages;
-    if (pages >= CKPT_PAGES)
-        pthread_cond_signal(&s->ckpt_cv);
-    pthread_mutex_unlock(&s->ckpt_mu);
-    if (pages >= CKPT_HARD_PAGES)
-        sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_RESTART, NULL, NULL);
+    (void)db;
+    (void)name;
+    ((sqlite_store *)arg)->wal_pages = pages;
     return SQLITE_OK;
 }
 
-static void *ckpt_main(void *arg)
+/* Between batches, once their replies are on their way: copies the WAL
+ * into the database when it holds CKPT_PAGES pages. The connection holds
+ * the database exclusively, so the checkpoint copies every frame (only the
+ * last version of each page) and the next commit starts the WAL over. */
+static int sq_maintain(rb_store *base, rb_err *err)
 {
-    sqlite_store *s = arg;
-    sqlite3 *db = NULL;
-    if (sqlite3_open_v2(s->path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
-        sqlite3_close(db);
-        return NULL; /* the writer's own connection still checkpoints at close */
-    }
-    sqlite3_busy_timeout(db, 1000);
-    sqlite3_exec(db, "PRAGMA synchronous=FULL", NULL, NULL, NULL);
-    pthread_mutex_lock(&s->ckpt_mu);
-    while (!s->ckpt_stop) {
-        if (s->wal_pages < CKPT_PAGES) {
-            /* otherwise checkpoint whatever there is once a second */
-            struct timespec until;
-            clock_gettime(CLOCK_REALTIME, &until);
-            until.tv_sec += 1;
-            pthread_cond_timedwait(&s->ckpt_cv, &s->ckpt_mu, &until);
-        }
-        if (s->ckpt_stop || s->wal_pages == 0)
-            continue;
-        s->wal_pages = 0;
-        pthread_mutex_unlock(&s->ckpt_mu);
-        /* PASSIVE: copies what it can without blocking the writer */
-        sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
-        pthread_mutex_lock(&s->ckpt_mu);
-    }
-    pthread_mutex_unlock(&s->ckpt_mu);
-    sqlite3_close(db);
-    return NULL;
+    sqlite_store *s = (sqlite_store *)base;
+    if (s->wal_pages < CKPT_PAGES)
+        return 0;
+    s->wal_pages = 0;
+    if (sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL) != SQLITE_OK)
+        return db_error(s, err, "checkpoint");
+    return 0;
 }
 
 static void sq_close(rb_store *base)
@@ -312,16 +280,6 @@ static void sq_close(rb_store *base)
     sqlite_store *s = (sqlite_store *)base;
     if (!s)
         return;
-    if (s->ckpt_started) {
-        sqlite3_wal_hook(s->db, NULL, NULL);
-        pthread_mutex_lock(&s->ckpt_mu);
-        s->ckpt_stop = 1;
-        pthread_cond_signal(&s->ckpt_cv);
-        pthread_mutex_unlock(&s->ckpt_mu);
-        pthread_join(s->ckpt_thread, NULL);
-        pthread_mutex_destroy(&s->ckpt_mu);
-        pthread_cond_destroy(&s->ckpt_cv);
-    }
     for (int i = 0; i < ST_N; i++)
         sqlite3_finalize(s->st[i]);
     sqlite3_close(s->db);
@@ -341,6 +299,7 @@ static const rb_store_ops sqlite_ops = {
     .commit = sq_commit,
     .rollback = sq_rollback,
     .close = sq_close,
+    .maintain = sq_maintain,
 };
 
 int rb_store_sqlite_open(const char *path, rb_store **out, rb_err *err)
@@ -356,8 +315,12 @@ int rb_store_sqlite_open(const char *path, rb_store **out, rb_err *err)
         goto fail;
     }
     sqlite3_busy_timeout(s->db, 5000);
-    if ((rc = exec(s, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
-                      " PRAGMA journal_size_limit=67108864;", err)) ||
+    /* EXCLUSIVE before WAL: one process owns the database, so SQLite keeps
+     * the WAL index in memory and takes no file locks per transaction
+     * (no -shm file, none of its fcntl calls); another process opening the
+     * database while the server runs gets "database is locked". */
+    if ((rc = exec(s, "PRAGMA locking_mode=EXCLUSIVE; PRAGMA journal_mode=WAL;"
+                      " PRAGMA synchronous=FULL; PRAGMA journal_size_limit=67108864;", err)) ||
         (rc = migrate(s, err)) || (rc = exec(s, schema, err)))
         goto fail;
     for (int i = 0; i < ST_N; i++)
@@ -365,15 +328,7 @@ int rb_store_sqlite_open(const char *path, rb_store **out, rb_err *err)
             rc = db_error(s, err, "prepare");
             goto fail;
         }
-    pthread_mutex_init(&s->ckpt_mu, NULL);
-    pthread_cond_init(&s->ckpt_cv, NULL);
-    if (pthread_create(&s->ckpt_thread, NULL, ckpt_main, s) == 0) {
-        s->ckpt_started = 1;
-        sqlite3_wal_hook(s->db, wal_hook, s);
-    } else { /* no thread: SQLite's automatic checkpoint stays on */
-        pthread_mutex_destroy(&s->ckpt_mu);
-        pthread_cond_destroy(&s->ckpt_cv);
-    }
+    sqlite3_wal_hook(s->db, wal_hook, s);
     *out = &s->base;
     return 0;
 fail:

@@ -58,6 +58,10 @@ typedef struct rb_store_ops {
     int (*commit)(rb_store *s, rb_err *err);
     void (*rollback)(rb_store *s);
     void (*close)(rb_store *s);
+    /* Optional (NULL: none): housekeeping the writer thread runs between
+     * transactions, after a batch's replies have been released (SQLite:
+     * the WAL checkpoint). An error is logged, nothing more. */
+    int (*maintain)(rb_store *s, rb_err *err);
 } rb_store_ops;
 
 /* Every backend's handle starts with this. */

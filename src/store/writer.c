@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -193,6 +194,13 @@ static void *writer_main(void *arg)
         uint64_t one = 1;
         ssize_t n = write(w->efd, &one, sizeof one);
         (void)n; /* the counter cannot overflow in practice; a failed wake is retried next batch */
+        if (w->store->ops->maintain) {
+            pthread_mutex_unlock(&w->mu);
+            rb_err merr = {0};
+            if (w->store->ops->maintain(w->store, &merr))
+                fprintf(stderr, "rebound: %s\n", rb_err_msg(&merr));
+            pthread_mutex_lock(&w->mu);
+        }
         if (w->cur->n_ops == 0 && w->cur->n_dones == 0)
             answered = 0; /* idle: the next request does not wait */
     }
@@ -240,8 +248,8 @@ int rb_writer_fd(const rb_writer *w)
 int rb_writer_reap(rb_writer *w)
 {
     uint64_t v;
-    while (read(w->efd, &v, sizeof v) > 0)
-        ;
+    ssize_t nr = read(w->efd, &v, sizeof v); /* one read resets an eventfd's counter */
+    (void)nr;
     pthread_mutex_lock(&w->mu);
     batch *b = w->done_head;
     w->done_head = w->done_tail = NULL;

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/buf.h"
@@ -300,6 +301,48 @@ Test(store, converts_a_table_keyed_by_jid_and_deletes_by_row_id)
     cr_assert_eq(sn.jobs, 2);
     cr_assert_str_eq(sn.first_jid, "", "row 2 is gone");
     s->ops->close(s);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+Test(store, the_writer_checkpoints_so_the_wal_stays_bounded)
+{
+    char dir[] = "/tmp/rebound-unit-XXXXXX", path[64], wal[80];
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/w.db", dir);
+    snprintf(wal, sizeof wal, "%s-wal", path);
+    rb_store *s;
+    rb_err err = {0};
+    cr_assert_eq(rb_store_open(path, &s, &err), 0, "%s", err.msg);
+    rb_writer *w = rb_writer_start(s, &err);
+    cr_assert_not_null(w);
+    char *big = malloc(3001);
+    memset(big, 'x', 3000);
+    big[3000] = '\0';
+    done_calls = 0;
+    /* 1,500 commits of two rows of 3,000 bytes: over 3,000 WAL pages (12 MB)
+     * without a checkpoint */
+    for (int i = 0; i < 1500; i++) {
+        for (int k = 0; k < 2; k++) {
+            char jid[32];
+            snprintf(jid, sizeof jid, "jid-%d-%d", i, k);
+            rb_job_row r = {.id = 2 * i + k + 1, .jid = jid, .state = 2, .queue = "q",
+                            .priority = 5, .json = big, .reserve_s = 30};
+            rb_writer_put(w, &r);
+        }
+        rb_writer_then(w, on_done, NULL);
+        while (done_calls < i + 1) /* one request at a time: one commit each */
+            if (rb_writer_reap(w) == 0)
+                usleep(100);
+    }
+    cr_assert_eq(done_status, 0);
+    struct stat st;
+    cr_assert_eq(stat(wal, &st), 0, "the WAL exists while the store is open");
+    cr_assert_lt(st.st_size, 8 << 20, "WAL of %lld bytes: no checkpoint ran", (long long)st.st_size);
+    rb_writer_free(w);
+    s->ops->close(s);
+    free(big);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     cr_assert_eq(system(cmd), 0);
