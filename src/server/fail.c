@@ -8,70 +8,18 @@
 
 #include "common/buf.h"
 #include "common/timeutil.h"
+#include "policy/failrec.h"
 #include "policy/policy.h"
 #include "server/log.h"
 #include "server/metrics.h"
 
-/* s cut to at most max UTF-8 characters; "unknown" when empty. */
-static json_t *trimmed(const char *s, size_t max)
-{
-    if (!s || !*s)
-        return json_string("unknown");
-    size_t i = 0, chars = 0;
-    while (s[i] && chars < max) {
-        i++;
-        while (((unsigned char)s[i] & 0xC0) == 0x80)
-            i++;
-        chars++;
-    }
-    json_t *v = json_stringn(s, i);
-    return v ? v : json_string("unknown"); /* invalid UTF-8 cannot come from jansson */
-}
-
-static json_t *trimmed_backtrace(const json_t *bt, int64_t limit)
-{
-    json_t *out = json_array();
-    if (!json_is_array(bt))
-        return out;
-    for (size_t i = 0; i < json_array_size(bt) && (int64_t)i < limit; i++) {
-        json_t *line = json_array_get(bt, i);
-        if (json_is_string(line))
-            json_array_append(out, line);
-    }
-    return out;
-}
-
-/* The delay's source as docs/protocol.md spells it on the wire. */
-/* The catch job's retry policy as a Temporal-dialect object: a fixed delay
- * (the catch policy's), no limit on attempts. Stored in the job itself so it
- * survives restarts and needs no lookup of the original. */
-static json_t *catch_policy_json(const rb_policy *orig)
-{
-    rb_policy cp;
-    rb_policy_for_catch(orig, &cp);
-    int64_t ms = cp.initial_ms > 0 ? cp.initial_ms : 3600000;
-    rb_policy_release(&cp);
-    char d[32];
-    snprintf(d, sizeof d, "%lldms", (long long)ms);
-    return json_pack("{s:s, s:s, s:f, s:s, s:i}", "dialect", "temporal", "initial_interval", d,
-                     "backoff_coefficient", 1.0, "maximum_interval", d, "maximum_attempts", 0);
-}
-
-static void spawn_catch(rb_srv *srv, const rb_job *j, json_t *job, const rb_policy *pol,
-                        json_t *errtype, json_t *message, json_t *bt, int64_t now)
+/* Enqueues the catch job of j, whose retries are exhausted (r: the failure's
+ * record). */
+static void spawn_catch(rb_srv *srv, const rb_job *j, const json_t *job, const rb_policy *pol,
+                        const rb_failrec *r, int64_t now)
 {
     char *jid = rb_srv_new_jid(srv);
-    json_t *args = json_object_get(job, "args");
-    json_t *orig = json_pack("{s:s, s:O, s:O, s:{s:O, s:O, s:O}}", "jid", j->jid, "jobtype",
-                             json_object_get(job, "jobtype"), "args",
-                             args ? args : json_null(), "error", "errtype", errtype, "message",
-                             message, "backtrace", bt);
-    char ts[RB_TIME_STRLEN];
-    json_t *cj = json_pack("{s:s, s:s, s:s, s:[o], s:I, s:o, s:s, s:{s:s}}", "jid", jid,
-                           "jobtype", pol->catch_jobtype, "queue", j->queue->name, "args", orig,
-                           "priority", (json_int_t)j->priority, "retry_policy",
-                           catch_policy_json(pol), "created_at", rb_time_format(now, ts),
-                           "custom", "catch_of", j->jid);
+    json_t *cj = rb_failrec_catch_job(r, job, j->jid, jid, j->queue->name, j->priority, pol, now);
     char *text = json_dumps(cj, JSON_COMPACT);
     json_decref(cj);
     rb_job *c = rb_job_new(jid, text, j->queue, j->priority);
@@ -113,38 +61,11 @@ int rb_srv_fail_job(rb_srv *srv, rb_job *j, const rb_fail_input *in, int64_t now
     if (d.outcome == RB_OUTCOME_RETRY)
         rb_metrics_retry_delay(srv->metrics, d.delay_ms);
 
-    json_int_t bt_limit = json_integer_value(json_object_get(job, "backtrace"));
-    json_t *errtype = trimmed(in->errtype, 100), *message = trimmed(in->message, 1000);
-    json_t *bt = trimmed_backtrace(in->backtrace, bt_limit > 0 ? bt_limit : 0);
-    char ts[RB_TIME_STRLEN], ts2[RB_TIME_STRLEN];
-
-    json_t *hist = j->history ? json_loads(j->history, 0, NULL) : NULL;
-    if (!json_is_array(hist)) {
-        json_decref(hist);
-        hist = json_array();
-    }
-    json_t *entry = json_pack("{s:I, s:s, s:O, s:O, s:O, s:s}", "attempt", (json_int_t)j->attempts,
-                              "at", rb_time_format(now, ts), "errtype", errtype, "message",
-                              message, "backtrace", bt, "outcome", rb_outcome_name(d.outcome));
-    if (d.outcome == RB_OUTCOME_RETRY) {
-        json_object_set_new(entry, "delay_ms", json_integer(d.delay_ms));
-        json_object_set_new(entry, "source", json_string(rb_source_name(d.source)));
-    } else {
-        json_object_set_new(entry, "reason", json_string(rb_reason_name(d.reason)));
-    }
-    json_array_append_new(hist, entry);
-
-    int64_t remaining = 0;
-    if (d.outcome == RB_OUTCOME_RETRY)
-        remaining = pol.max_attempts > 0 ? pol.max_attempts - j->attempts : -1;
-    json_t *failure = json_pack(
-        "{s:I, s:I, s:s, s:O, s:O, s:O}", "retry_count", (json_int_t)json_array_size(hist) - 1,
-        "remaining", (json_int_t)(remaining < 0 && d.outcome == RB_OUTCOME_RETRY ? -1 : remaining),
-        "failed_at", rb_time_format(now, ts), "errtype", errtype, "message", message,
-        "backtrace", bt);
-    if (d.outcome == RB_OUTCOME_RETRY)
-        json_object_set_new(failure, "next_at", json_string(rb_time_format(d.retry_at_ms, ts2)));
-    json_object_set_new(job, "failure", failure);
+    rb_failrec_input fin = {.attempt = j->attempts, .history = j->history,
+                            .errtype = in->errtype, .message = in->message,
+                            .backtrace = in->backtrace, .now = now};
+    rb_failrec rec;
+    rb_failrec_build(job, &fin, &pol, &d, &rec);
 
     free(j->wid);
     j->wid = NULL;
@@ -153,7 +74,7 @@ int rb_srv_fail_job(rb_srv *srv, rb_job *j, const rb_fail_input *in, int64_t now
         rb_srv_forget(srv, j);
     } else {
         char *text = json_dumps(job, JSON_COMPACT);
-        char *htext = json_dumps(hist, JSON_COMPACT);
+        char *htext = json_dumps(rec.history, JSON_COMPACT);
         if (text) {
             free(j->json);
             j->json = text;
@@ -164,7 +85,7 @@ int rb_srv_fail_job(rb_srv *srv, rb_job *j, const rb_fail_input *in, int64_t now
             rb_jobs_set_state(&srv->jobs, j, RB_JOB_RETRIES, d.retry_at_ms);
         } else {
             if (d.outcome == RB_OUTCOME_CATCH && pol.catch_jobtype)
-                spawn_catch(srv, j, job, &pol, errtype, message, bt, now);
+                spawn_catch(srv, j, job, &pol, &rec, now);
             else
                 rb_log(RB_LOG_INFO, "job %s (%s) is dead: %s", j->jid,
                        rb_srv_json_str(job, "jobtype"), rb_reason_name(d.reason));
@@ -174,10 +95,7 @@ int rb_srv_fail_job(rb_srv *srv, rb_job *j, const rb_fail_input *in, int64_t now
         rb_srv_persist(srv, j);
     }
     rb_srv_persist_counters(srv);
-    json_decref(errtype);
-    json_decref(message);
-    json_decref(bt);
-    json_decref(hist);
+    rb_failrec_release(&rec);
     json_decref(job);
     rb_policy_release(&pol);
     return 0;
