@@ -124,8 +124,10 @@ void rb_cmd_ack(rb_conn *c, char *arg)
     json_decref(o);
 }
 
-/* Reads FAIL's optional fields into in. Returns false after replying. */
-static bool fail_fields(rb_conn *c, json_t *o, rb_fail_input *in, char *ra_buf, size_t ra_len)
+/* Reads FAIL's optional fields into in. RB_EINVAL with the reply's text in
+ * err when one is malformed. */
+static int fail_fields_check(json_t *o, rb_fail_input *in, char *ra_buf, size_t ra_len,
+                             rb_err *err)
 {
     in->errtype = json_string_value(json_object_get(o, "errtype"));
     in->message = json_string_value(json_object_get(o, "message"));
@@ -133,10 +135,8 @@ static bool fail_fields(rb_conn *c, json_t *o, rb_fail_input *in, char *ra_buf, 
     in->backtrace = json_is_array(bt) ? bt : NULL;
     json_t *r = json_object_get(o, "retryable");
     if (r && !json_is_null(r)) {
-        if (!json_is_boolean(r)) {
-            rb_reply_err(c, "FAIL: retryable must be true or false");
-            return false;
-        }
+        if (!json_is_boolean(r))
+            return rb_err_set(err, RB_EINVAL, "FAIL: retryable must be true or false");
         in->non_retryable = !json_is_true(r);
     }
     json_t *ra = json_object_get(o, "retry_after");
@@ -152,17 +152,25 @@ static bool fail_fields(rb_conn *c, json_t *o, rb_fail_input *in, char *ra_buf, 
             snprintf(ra_buf, ra_len, "%lld", (long long)v);
         in->retry_after = v >= 0 ? ra_buf : NULL;
     } else if (ra && !json_is_null(ra)) {
-        rb_reply_err(c, "FAIL: retry_after must be seconds or an HTTP-date");
-        return false;
+        return rb_err_set(err, RB_EINVAL, "FAIL: retry_after must be seconds or an HTTP-date");
     }
     json_t *nd = json_object_get(o, "next_retry_delay");
     if (nd && !json_is_null(nd)) {
         if (!json_is_number(nd) || !isfinite(json_number_value(nd)) ||
-            json_number_value(nd) > 1e12) {
-            rb_reply_err(c, "FAIL: next_retry_delay must be a number of seconds");
-            return false;
-        }
+            json_number_value(nd) > 1e12)
+            return rb_err_set(err, RB_EINVAL, "FAIL: next_retry_delay must be a number of seconds");
         in->next_retry_delay_ms = (int64_t)llround(json_number_value(nd) * 1000.0);
+    }
+    return 0;
+}
+
+/* fail_fields_check, replying the error. Returns false after replying. */
+static bool fail_fields(rb_conn *c, json_t *o, rb_fail_input *in, char *ra_buf, size_t ra_len)
+{
+    rb_err err = {0};
+    if (fail_fields_check(o, in, ra_buf, ra_len, &err)) {
+        rb_reply_err(c, "%s", rb_err_msg(&err));
+        return false;
     }
     return true;
 }
@@ -211,17 +219,28 @@ static rb_job *working_job(rb_conn *c, const char *verb, json_t *o)
     return j;
 }
 
+/* o's integer field key in [lo, hi], or -1 with the reply's text in err. */
+static int64_t bounded_check(const char *verb, json_t *o, const char *key, int64_t lo, int64_t hi,
+                             rb_err *err)
+{
+    json_t *v = json_object_get(o, key);
+    if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi) {
+        rb_err_set(err, RB_EINVAL, "%s: %s must be an integer from %lld to %lld", verb, key,
+                   (long long)lo, (long long)hi);
+        return -1;
+    }
+    return json_integer_value(v);
+}
+
 /* o's integer field key in [lo, hi], or -1 after replying. */
 static int64_t bounded(rb_conn *c, const char *verb, json_t *o, const char *key, int64_t lo,
                        int64_t hi)
 {
-    json_t *v = json_object_get(o, key);
-    if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi) {
-        rb_reply_err(c, "%s: %s must be an integer from %lld to %lld", verb, key, (long long)lo,
-                     (long long)hi);
-        return -1;
-    }
-    return json_integer_value(v);
+    rb_err err = {0};
+    int64_t v = bounded_check(verb, o, key, lo, hi, &err);
+    if (v < 0)
+        rb_reply_err(c, "%s", rb_err_msg(&err));
+    return v;
 }
 
 void rb_cmd_snooze(rb_conn *c, char *arg)
@@ -264,13 +283,13 @@ void rb_cmd_extend(rb_conn *c, char *arg)
 
 /* --- shared with the distributed-mode handlers (cmds.h) --- */
 
-bool rb_cmd_fail_fields(rb_conn *c, json_t *o, rb_fail_input *in, char *ra_buf, size_t ra_len)
+int rb_cmd_fail_fields(json_t *o, rb_fail_input *in, char *ra_buf, size_t ra_len, rb_err *err)
 {
-    return fail_fields(c, o, in, ra_buf, ra_len);
+    return fail_fields_check(o, in, ra_buf, ra_len, err);
 }
 
-int64_t rb_cmd_bounded(rb_conn *c, const char *verb, json_t *o, const char *key, int64_t lo,
-                       int64_t hi)
+int64_t rb_cmd_bounded(const char *verb, json_t *o, const char *key, int64_t lo, int64_t hi,
+                       rb_err *err)
 {
-    return bounded(c, verb, o, key, lo, hi);
+    return bounded_check(verb, o, key, lo, hi, err);
 }

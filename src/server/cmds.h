@@ -28,10 +28,12 @@ json_t *rb_cmd_json_arg(rb_conn *c, const char *verb, const char *arg, int want_
 /* o's "jid" string, or NULL after replying an error. Borrowed from o. */
 const char *rb_cmd_jid(rb_conn *c, const char *verb, const json_t *o);
 /* FAIL's optional fields of o into in (strings borrowed from o; a numeric
- * retry_after is written into ra_buf). False after replying an error. */
-bool rb_cmd_fail_fields(rb_conn *c, json_t *o, rb_fail_input *in, char *ra_buf, size_t ra_len);
-/* o's integer field key in [lo, hi], or -1 after replying an error. */
-int64_t rb_cmd_bounded(rb_conn *c, const char *verb, json_t *o, const char *key, int64_t lo,
-                       int64_t hi);
+ * retry_after is written into ra_buf). 0, or RB_EINVAL with the error reply's
+ * text in err (nothing is replied: a single node checks the job first). */
+int rb_cmd_fail_fields(json_t *o, rb_fail_input *in, char *ra_buf, size_t ra_len, rb_err *err);
+/* o's integer field key in [lo, hi] (SNOOZE's seconds, EXTEND's
+ * reserve_for), or -1 with the error reply's text in err. */
+int64_t rb_cmd_bounded(const char *verb, json_t *o, const char *key, int64_t lo, int64_t hi,
+                       rb_err *err);
 
 #endif

@@ -445,3 +445,38 @@ SERVER_TEST(config_policies_by_jobtype_and_queue_with_the_client_bound)
     /* retry 0 from the client: discarded whatever the schedule says */
     cr_assert(rbh_expect(C, "$-1", "JOB {\"jid\":\"cfg-00003\"}"));
 }
+
+/* A malformed FAIL, SNOOZE or EXTEND is answered as the job's state says
+ * first (unknown, not working) and with the field's error only for a job
+ * the caller holds: the same replies on a single node and on PostgreSQL. */
+SERVER_TEST(malformed_fail_snooze_extend_check_the_job_first)
+{
+    cr_assert(rbh_expect(C, "-ERR Job not found mal-none",
+                         "FAIL {\"jid\":\"mal-none\",\"retryable\":\"x\"}"));
+    cr_assert(rbh_expect(C, "-ERR Job not found mal-none",
+                         "FAIL {\"jid\":\"mal-none\",\"next_retry_delay\":\"soon\"}"));
+    cr_assert(rbh_expect(C, "-ERR SNOOZE: job mal-none not found",
+                         "SNOOZE {\"jid\":\"mal-none\",\"seconds\":-1}"));
+    cr_assert(rbh_expect(C, "-ERR EXTEND: job mal-none not found",
+                         "EXTEND {\"jid\":\"mal-none\"}"));
+    PUSH_OK("{\"jid\":\"mal-0001\",\"jobtype\":\"a\",\"args\":[]}");
+    /* enqueued, not working */
+    cr_assert(rbh_expect(C, "-ERR Job not found mal-0001",
+                         "FAIL {\"jid\":\"mal-0001\",\"retry_after\":[1]}"));
+    cr_assert(rbh_expect(C, "-ERR SNOOZE: job mal-0001 is not working (it is enqueued)",
+                         "SNOOZE {\"jid\":\"mal-0001\",\"seconds\":\"x\"}"));
+    cr_assert(rbh_expect(C, "-ERR EXTEND: job mal-0001 is not working (it is enqueued)",
+                         "EXTEND {\"jid\":\"mal-0001\",\"reserve_for\":0}"));
+    /* working: the field's error, and the job stays as it was */
+    expect_fetch(C, "default", "mal-0001");
+    cr_assert(rbh_expect(C, "-ERR FAIL: retryable must be true or false",
+                         "FAIL {\"jid\":\"mal-0001\",\"retryable\":\"x\"}"));
+    cr_assert(rbh_expect(C, "-ERR SNOOZE: seconds must be an integer from 0 to 31536000",
+                         "SNOOZE {\"jid\":\"mal-0001\",\"seconds\":-1}"));
+    cr_assert(rbh_expect(C, "-ERR EXTEND: reserve_for must be an integer from 1 to 86400",
+                         "EXTEND {\"jid\":\"mal-0001\",\"reserve_for\":0}"));
+    char *st = rbh_job_state(C, "mal-0001");
+    cr_assert_str_eq(st, "working");
+    free(st);
+    cr_assert(rbh_expect(C, "+OK", "ACK {\"jid\":\"mal-0001\"}"));
+}

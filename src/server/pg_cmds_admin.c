@@ -1,0 +1,361 @@
+/* Distributed mode's inspection and administration commands: INFO, FLUSH,
+ * MUTATE, QUEUE, JOB and JOBS on the PostgreSQL engine (pg_cmds_impl.h). */
+#include "server/pg_cmds_impl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/buf.h"
+#include "common/timeutil.h"
+#include "server/log.h"
+
+/* --- INFO, FLUSH --- */
+
+static void info_call(rb_pg *pg, rb_pgreq *r)
+{
+    rb_pgcmd_data *d = r->data;
+    r->rc = rb_pg_info_get(pg, &d->info, &r->err);
+    d->have_info = r->rc == 0;
+}
+
+static long rss_mb(void)
+{
+    long pages = 0, rss = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (f) {
+        if (fscanf(f, "%ld %ld", &pages, &rss) != 2)
+            rss = 0;
+        fclose(f);
+    }
+    return rss * 4096 / (1024 * 1024);
+}
+
+static void info_done(rb_srv *srv, rb_pgreq *r)
+{
+    if (rb_pgcmd_failed(srv, r))
+        return;
+    rb_pg_info *in = &((rb_pgcmd_data *)r->data)->info;
+    int64_t now = rb_now_ms();
+    char ts[RB_TIME_STRLEN], utc[16];
+    rb_time_format(now, ts);
+    snprintf(utc, sizeof utc, "%.8s UTC", ts + 11);
+    json_t *queues = json_object();
+    for (size_t i = 0; i < in->n_queues; i++)
+        json_object_set_new(queues, in->queues[i].name, json_integer(in->queues[i].size));
+    json_t *info = json_pack(
+        "{s:s, s:s, s:{s:I, s:I, s:I, s:I, s:o, s:{s:{s:I}, s:{s:I}, s:{s:I}, s:{s:I}, s:{s:I}}},"
+        " s:{s:s, s:s, s:I, s:I, s:I, s:I}}",
+        "now", ts, "server_utc_time", utc, "faktory", "total_failures", (json_int_t)in->failures,
+        "total_processed", (json_int_t)in->processed, "total_enqueued", (json_int_t)in->enqueued,
+        "total_queues", (json_int_t)json_object_size(queues), "queues", queues, "tasks",
+        "Scheduled", "size", (json_int_t)in->scheduled, "Retries", "size",
+        (json_int_t)in->retries, "Dead", "size", (json_int_t)in->dead, "Busy", "size",
+        (json_int_t)in->working, "Workers", "size", (json_int_t)srv->workers.size, "server",
+        "description", "Rebound", "faktory_version", "1.10.0", "uptime",
+        (json_int_t)((now - srv->started_ms) / 1000), "connections", (json_int_t)srv->conns.size,
+        "command_count", (json_int_t)srv->command_count, "used_memory_mb", (json_int_t)rss_mb());
+    json_object_set_new(info, "rebound",
+                        json_pack("{s:{s:s, s:i}}", "storage", "backend", "postgresql",
+                                  "schema_version", RB_PG_SCHEMA_VERSION));
+    rb_reply_json(r->c, info);
+    rb_pgreq_finish(srv, r);
+}
+
+static void post_call(rb_conn *c, json_t *arg, void (*call)(rb_pg *, rb_pgreq *),
+                      void (*done)(rb_srv *, rb_pgreq *))
+{
+    rb_pgreq *r = rb_pgreq_new(RB_PGR_CALL, c);
+    rb_pgcmd_attach(r, arg);
+    r->call = call;
+    r->done = done;
+    rb_pgreq_post(c->srv, r);
+}
+
+void rb_pgcmd_info(rb_conn *c, char *arg)
+{
+    (void)arg;
+    post_call(c, NULL, info_call, info_done);
+}
+
+static void flush_call(rb_pg *pg, rb_pgreq *r)
+{
+    r->rc = rb_pg_flush(pg, &r->err);
+}
+
+static void ok_done(rb_srv *srv, rb_pgreq *r)
+{
+    if (rb_pgcmd_failed(srv, r))
+        return;
+    rb_reply_ok(r->c);
+    rb_pgreq_finish(srv, r);
+}
+
+void rb_pgcmd_flush(rb_conn *c, char *arg)
+{
+    (void)arg;
+    rb_log(RB_LOG_INFO, "FLUSH: every job and counter deleted (cluster-wide)");
+    post_call(c, NULL, flush_call, ok_done);
+}
+
+/* --- MUTATE --- */
+
+static void mutate_call(rb_pg *pg, rb_pgreq *r)
+{
+    rb_pgcmd_data *d = r->data;
+    r->rc = rb_pg_mutate(pg, &d->m, rb_now_ms(), &d->changed, &r->err);
+}
+
+static void mutate_done(rb_srv *srv, rb_pgreq *r)
+{
+    if (rb_pgcmd_failed(srv, r))
+        return;
+    rb_pgcmd_data *d = r->data;
+    rb_log(RB_LOG_INFO, "MUTATE %s: %zu jobs", d->m.cmd, d->changed);
+    rb_reply_ok(r->c);
+    if (!strcmp(d->m.cmd, "requeue"))
+        rb_pgmode_kick(srv, NULL, 0);
+    rb_pgreq_finish(srv, r);
+}
+
+void rb_pgcmd_mutate(rb_conn *c, char *arg)
+{
+    json_t *o = rb_cmd_json_arg(c, "MUTATE", arg, JSON_OBJECT);
+    if (!o)
+        return;
+    const char *cmd = rb_srv_json_str(o, "cmd"), *target = rb_srv_json_str(o, "target");
+    json_t *filter = json_object_get(o, "filter"), *jids = NULL;
+    const char *pattern = NULL, *jobtype = NULL;
+    int st = target ? rb_job_state_parse(target) : -1;
+    if (!cmd || (strcmp(cmd, "kill") && strcmp(cmd, "requeue") && strcmp(cmd, "discard") &&
+                 strcmp(cmd, "clear"))) {
+        rb_reply_err(c, "MUTATE: cmd must be kill, requeue, discard or clear");
+        goto bad;
+    }
+    if (st != RB_JOB_SCHEDULED && st != RB_JOB_RETRIES && st != RB_JOB_DEAD) {
+        rb_reply_err(c, "MUTATE: target must be scheduled, retries or dead");
+        goto bad;
+    }
+    if (filter && !json_is_null(filter)) {
+        if (!json_is_object(filter)) {
+            rb_reply_err(c, "MUTATE: filter must be an object");
+            goto bad;
+        }
+        json_t *re = json_object_get(filter, "regexp"), *jt = json_object_get(filter, "jobtype");
+        jids = json_object_get(filter, "jids");
+        if ((re && !json_is_string(re)) || (jt && !json_is_string(jt)) ||
+            (jids && !json_is_array(jids))) {
+            rb_reply_err(c, "MUTATE: filter has jids (array), regexp (string), jobtype (string)");
+            goto bad;
+        }
+        pattern = re && *json_string_value(re) ? json_string_value(re) : NULL;
+        jobtype = jt && *json_string_value(jt) ? json_string_value(jt) : NULL;
+        if (jids && json_array_size(jids) == 0)
+            jids = NULL;
+    }
+    rb_pgreq *r = rb_pgreq_new(RB_PGR_CALL, c);
+    rb_pgcmd_data *d = rb_pgcmd_attach(r, o);
+    if (jids) {
+        d->names = rb_xcalloc(json_array_size(jids), sizeof *d->names);
+        size_t i;
+        json_t *v;
+        json_array_foreach(jids, i, v) {
+            if (json_is_string(v))
+                d->names[d->n_names++] = rb_xstrdup(json_string_value(v));
+        }
+    }
+    d->m = (rb_pg_mutation){.cmd = cmd, .target = st, .pattern = pattern, .jobtype = jobtype};
+    if (jids) {
+        d->m.jids = (const char *const *)d->names;
+        d->m.n_jids = (size_t)d->n_names;
+    }
+    r->call = mutate_call;
+    r->done = mutate_done;
+    rb_pgreq_post(c->srv, r);
+    return;
+bad:
+    json_decref(o);
+}
+
+/* --- QUEUE --- */
+
+static void queue_call(rb_pg *pg, rb_pgreq *r)
+{
+    rb_pgcmd_data *d = r->data;
+    const char *const *names = (const char *const *)d->names;
+    if (!strcmp(d->verb, "LATENCY")) {
+        d->latency = rb_xcalloc((size_t)d->n_names, sizeof *d->latency);
+        r->rc = rb_pg_queue_latency(pg, names, d->n_names, rb_now_ms(), d->latency, &r->err);
+    } else if (!strcmp(d->verb, "REMOVE")) {
+        r->rc = rb_pg_queue_remove(pg, names, d->n_names, NULL, &r->err);
+    } else {
+        r->rc = rb_pg_queue_pause(pg, names, d->n_names, !strcmp(d->verb, "PAUSE"), &r->err);
+    }
+}
+
+static void queue_done(rb_srv *srv, rb_pgreq *r)
+{
+    if (rb_pgcmd_failed(srv, r))
+        return;
+    rb_pgcmd_data *d = r->data;
+    if (!strcmp(d->verb, "LATENCY")) {
+        json_t *out = json_object();
+        for (int i = 0; i < d->n_names; i++)
+            json_object_set_new(out, d->names[i], json_real(d->latency[i]));
+        rb_reply_json(r->c, out);
+    } else {
+        rb_log(RB_LOG_INFO, "QUEUE %s by a client", d->verb);
+        rb_reply_ok(r->c);
+        if (!strcmp(d->verb, "RESUME"))
+            rb_pgmode_kick(srv, NULL, 0);
+    }
+    rb_pgreq_finish(srv, r);
+}
+
+void rb_pgcmd_queue(rb_conn *c, char *arg)
+{
+    char *save = NULL, *verb = strtok_r(arg, " \t", &save);
+    for (char *p = verb; p && *p; p++)
+        *p = (char)(*p >= 'a' && *p <= 'z' ? *p - 32 : *p);
+    if (!verb || (strcmp(verb, "PAUSE") && strcmp(verb, "RESUME") && strcmp(verb, "REMOVE") &&
+                  strcmp(verb, "LATENCY"))) {
+        rb_reply_err(c, "QUEUE: subcommand must be PAUSE, RESUME, REMOVE or LATENCY");
+        return;
+    }
+    char *names[256];
+    int n = 0;
+    for (char *q; (q = strtok_r(NULL, " \t", &save));) {
+        if (n == 256) {
+            rb_reply_err(c, "QUEUE: at most 256 queue names");
+            return;
+        }
+        if (strcmp(q, "*") && !rb_queue_name_valid(q)) {
+            rb_reply_err(c, "QUEUE: queue name '%.40s...' is longer than %d bytes", q,
+                         RB_QUEUE_NAME_MAX);
+            return;
+        }
+        names[n++] = q;
+    }
+    if (n == 0) {
+        rb_reply_err(c, "QUEUE %s: name at least one queue (or *)", verb);
+        return;
+    }
+    rb_pgreq *r = rb_pgreq_new(RB_PGR_CALL, c);
+    rb_pgcmd_data *d = rb_pgcmd_attach(r, NULL);
+    snprintf(d->verb, sizeof d->verb, "%s", verb);
+    d->names = rb_xcalloc((size_t)n, sizeof *d->names);
+    for (int i = 0; i < n; i++)
+        d->names[d->n_names++] = rb_xstrdup(names[i]);
+    r->call = queue_call;
+    r->done = queue_done;
+    rb_pgreq_post(c->srv, r);
+}
+
+/* --- JOB, JOBS --- */
+
+static json_t *job_view(const rb_pg_job *j)
+{
+    json_t *job = json_loads(j->json, 0, NULL);
+    return json_pack("{s:s, s:o, s:I}", "state", rb_job_state_name((rb_job_state)j->state), "job",
+                     job ? job : json_null(), "attempts", (json_int_t)j->attempts);
+}
+
+static void job_call(rb_pg *pg, rb_pgreq *r)
+{
+    rb_pgcmd_data *d = r->data;
+    r->rc = rb_pg_job_get(pg, r->jid, &d->job, &r->err);
+    d->have_job = r->rc == 0;
+    if (r->rc == RB_ENOENT)
+        r->rc = 0;
+}
+
+static void job_done(rb_srv *srv, rb_pgreq *r)
+{
+    if (rb_pgcmd_failed(srv, r))
+        return;
+    rb_pgcmd_data *d = r->data;
+    if (!d->have_job) {
+        rb_reply_null(r->c);
+        rb_pgreq_finish(srv, r);
+        return;
+    }
+    const rb_pg_job *j = &d->job;
+    json_t *v = job_view(j);
+    json_t *h = j->history ? json_loads(j->history, 0, NULL) : NULL;
+    json_object_set_new(v, "history", h ? h : json_array());
+    char ts[RB_TIME_STRLEN];
+    bool timed = j->state == RB_PG_SCHEDULED || j->state == RB_PG_RETRIES;
+    json_object_set_new(v, "next_at", timed ? json_string(rb_time_format(j->due_ms, ts)) : json_null());
+    if (j->state == RB_PG_WORKING) {
+        json_object_set_new(v, "reserved_until", json_string(rb_time_format(j->due_ms, ts)));
+        json_object_set_new(v, "wid", j->wid ? json_string(j->wid) : json_null());
+    }
+    rb_reply_json(r->c, v);
+    rb_pgreq_finish(srv, r);
+}
+
+void rb_pgcmd_job(rb_conn *c, char *arg)
+{
+    json_t *o = rb_cmd_json_arg(c, "JOB", arg, JSON_OBJECT);
+    if (!o)
+        return;
+    const char *jid = rb_cmd_jid(c, "JOB", o);
+    if (!jid) {
+        json_decref(o);
+        return;
+    }
+    rb_pgreq *r = rb_pgreq_new(RB_PGR_CALL, c);
+    rb_pgcmd_attach(r, o);
+    r->jid = rb_xstrdup(jid);
+    r->call = job_call;
+    r->done = job_done;
+    rb_pgreq_post(c->srv, r);
+}
+
+static void jobs_call(rb_pg *pg, rb_pgreq *r)
+{
+    rb_pgcmd_data *d = r->data;
+    r->rc = rb_pg_jobs(pg, &d->f, &d->jobs, &d->n_jobs, &d->total, &r->err);
+}
+
+static void jobs_done(rb_srv *srv, rb_pgreq *r)
+{
+    if (rb_pgcmd_failed(srv, r))
+        return;
+    rb_pgcmd_data *d = r->data;
+    json_t *arr = json_array();
+    for (size_t i = 0; i < d->n_jobs; i++)
+        json_array_append_new(arr, job_view(&d->jobs[i]));
+    rb_reply_json(r->c, json_pack("{s:I, s:o}", "total", (json_int_t)d->total, "jobs", arr));
+    rb_pgreq_finish(srv, r);
+}
+
+void rb_pgcmd_jobs(rb_conn *c, char *arg)
+{
+    json_t *o = rb_cmd_json_arg(c, "JOBS", arg, JSON_OBJECT);
+    if (!o)
+        return;
+    const char *state = rb_srv_json_str(o, "state");
+    int st = state ? rb_job_state_parse(state) : -1;
+    json_t *off = json_object_get(o, "offset"), *lim = json_object_get(o, "limit");
+    rb_pg_filter f = {.state = st,
+                      .queue = rb_srv_json_str(o, "queue"),
+                      .jobtype = rb_srv_json_str(o, "jobtype"),
+                      .errtype = rb_srv_json_str(o, "errtype"),
+                      .offset = off ? json_integer_value(off) : 0,
+                      .limit = lim ? json_integer_value(lim) : 50};
+    if (st < 0) {
+        rb_reply_err(c, "JOBS: state must be scheduled, enqueued, working, retries or dead");
+    } else if ((off && !json_is_integer(off)) || f.offset < 0 || (lim && !json_is_integer(lim)) ||
+               f.limit < 0 || f.limit > 10000) {
+        rb_reply_err(c, "JOBS: offset must be >= 0 and limit from 0 to 10000");
+    } else {
+        rb_pgreq *r = rb_pgreq_new(RB_PGR_CALL, c);
+        rb_pgcmd_attach(r, o)->f = f;
+        r->call = jobs_call;
+        r->done = jobs_done;
+        rb_pgreq_post(c->srv, r);
+        return;
+    }
+    json_decref(o);
+}
