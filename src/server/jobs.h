@@ -54,8 +54,13 @@ typedef struct rb_job {
     int64_t created_ms;
     int64_t row_id;   /* the key of its stored row (rb_job_row.id), set by rb_jobs_add */
     int32_t attempts; /* executions started (counted at FETCH) */
-    int32_t reserve_s; /* reservation length at FETCH */
-    uint8_t state, priority, flags;
+    /* Packed in one word so that a job with a 22-character jid fits a
+     * 144-byte malloc chunk (memory per waiting job, docs/design.md):
+     * reserve_s up to 2^21-1 s (server.reserve_for is at most 7 days,
+     * a job's reserve_for at most one), state an rb_job_state, priority
+     * 1..9, flags RB_JOB_EXPIRED/RB_JOB_REFETCHED. */
+    uint32_t reserve_s : 21; /* reservation length at FETCH */
+    uint32_t state : 3, priority : 4, flags : 4;
     char jid[];
 } rb_job;
 

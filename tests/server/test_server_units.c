@@ -347,3 +347,30 @@ Test(store, the_writer_checkpoints_so_the_wal_stays_bounded)
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     cr_assert_eq(system(cmd), 0);
 }
+
+Test(jobs_index, packed_fields_hold_their_largest_values_and_row_ids_increase)
+{
+    rb_jobs js;
+    rb_jobs_init(&js);
+    rb_queue *q = rb_jobs_queue(&js, "q", true);
+    rb_job *a = rb_job_new("job-aaaa", rb_xstrdup("{}"), q, RB_PRIORITIES);
+    rb_jobs_add(&js, a);
+    a->reserve_s = 7 * 86400; /* server.reserve_for's maximum */
+    a->flags = RB_JOB_EXPIRED | RB_JOB_REFETCHED;
+    a->attempts = 1000000;
+    rb_jobs_set_state(&js, a, RB_JOB_DEAD, 5000);
+    cr_assert_eq(a->reserve_s, 7 * 86400);
+    cr_assert_eq(a->state, RB_JOB_DEAD);
+    cr_assert_eq(a->priority, RB_PRIORITIES);
+    cr_assert_eq(a->flags, RB_JOB_EXPIRED | RB_JOB_REFETCHED);
+    cr_assert_eq(a->attempts, 1000000);
+    rb_job *b = rb_job_new("job-bbbb", rb_xstrdup("{}"), q, 1);
+    b->row_id = 41; /* as loaded from the store */
+    rb_jobs_add(&js, b);
+    rb_job *c = rb_job_new("job-cccc", rb_xstrdup("{}"), q, 1);
+    rb_jobs_add(&js, c);
+    cr_assert_eq(a->row_id, 1);
+    cr_assert_eq(b->row_id, 41);
+    cr_assert_eq(c->row_id, 42, "a new job gets an id above every loaded one");
+    rb_jobs_release(&js);
+}
