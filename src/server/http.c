@@ -103,7 +103,7 @@ static void api(rb_http *h, struct evhttp_request *req, const char *path)
     }
     if (hit) {
         rb_http_req r = {h, req, seg, nseg};
-        hit->fn(&r);
+        (h->srv->pgm ? rb_http_pg_handler(hit->fn) : hit->fn)(&r); /* distributed mode: http_pg.c */
     } else if (path_known) {
         evhttp_add_header(evhttp_request_get_output_headers(req), "Allow",
                           m == EVHTTP_REQ_GET ? "POST" : "GET");
@@ -200,6 +200,10 @@ static const rb_asset *asset(const char *path)
 
 static void serve_metrics(rb_http *h, struct evhttp_request *req)
 {
+    if (h->srv->pgm) {
+        rb_http_pg_metrics(h, req);
+        return;
+    }
     rb_buf b = RB_BUF_INIT;
     rb_metrics_render(h->srv->metrics, h->srv, &b);
     rb_http_reply_raw(req, 200, "text/plain; version=0.0.4; charset=utf-8", rb_buf_str(&b), b.len);

@@ -107,34 +107,32 @@ void rb_api_queues(rb_http_req *r)
 
 /* --- GET /api/jobs --- */
 
-json_t *rb_api_job_summary(const rb_job *j)
+json_t *rb_api_summary(const rb_api_row *row)
 {
-    char *text = rb_job_json_out(j, j->state == RB_JOB_ENQUEUED ? j->timer.at_ms : 0);
-    json_t *o = json_loads(text, 0, NULL);
-    free(text);
-    json_t *v = json_pack("{s:s, s:s, s:s, s:i, s:i}", "jid", j->jid, "state",
-                          rb_job_state_name(j->state), "queue", j->queue->name, "priority",
-                          (int)j->priority, "attempts", (int)j->attempts);
+    json_t *o = json_loads(row->json, 0, NULL);
+    json_t *v = json_pack("{s:s, s:s, s:s, s:i, s:i}", "jid", row->jid, "state",
+                          rb_job_state_name((rb_job_state)row->state), "queue", row->queue,
+                          "priority", row->priority, "attempts", row->attempts);
     const char *jt = rb_srv_json_str(o, "jobtype");
     json_object_set_new(v, "jobtype", json_string(jt ? jt : "unknown"));
     json_t *args = json_object_get(o, "args");
     json_object_set(v, "args", args ? args : json_array());
     json_t *created = json_object_get(o, "created_at");
     json_object_set(v, "created_at", created ? created : json_null());
-    switch (j->state) {
+    switch (row->state) {
     case RB_JOB_SCHEDULED:
     case RB_JOB_RETRIES:
-        json_object_set_new(v, "next_at", time_or_null(j->timer.at_ms));
+        json_object_set_new(v, "next_at", time_or_null(row->at_ms));
         break;
     case RB_JOB_WORKING:
-        json_object_set_new(v, "reserved_until", time_or_null(j->timer.at_ms));
-        json_object_set_new(v, "wid", j->wid ? json_string(j->wid) : json_null());
+        json_object_set_new(v, "reserved_until", time_or_null(row->at_ms));
+        json_object_set_new(v, "wid", row->wid ? json_string(row->wid) : json_null());
         break;
     case RB_JOB_DEAD:
-        json_object_set_new(v, "expires_at", time_or_null(j->timer.at_ms));
+        json_object_set_new(v, "expires_at", time_or_null(row->at_ms));
         break;
     case RB_JOB_ENQUEUED:
-        json_object_set_new(v, "enqueued_at", time_or_null(j->timer.at_ms));
+        json_object_set_new(v, "enqueued_at", time_or_null(row->at_ms));
         break;
     default:
         break;
@@ -153,6 +151,17 @@ json_t *rb_api_job_summary(const rb_job *j)
         json_object_set_new(v, "failure", json_null());
     }
     json_decref(o);
+    return v;
+}
+
+json_t *rb_api_job_summary(const rb_job *j)
+{
+    char *text = rb_job_json_out(j, j->state == RB_JOB_ENQUEUED ? j->timer.at_ms : 0);
+    rb_api_row row = {.jid = j->jid, .queue = j->queue->name, .json = text, .wid = j->wid,
+                      .state = (int)j->state, .priority = (int)j->priority,
+                      .attempts = (int)j->attempts, .at_ms = j->timer.at_ms};
+    json_t *v = rb_api_summary(&row);
+    free(text);
     return v;
 }
 
@@ -238,7 +247,7 @@ void rb_api_jobs(rb_http_req *r)
 /* The job's effective policy, where it came from, and the whole schedule it
  * gives when every attempt fails, with absolute times from the first
  * enqueue. */
-static json_t *policy_view(rb_srv *srv, const rb_job *j, json_t *job)
+json_t *rb_api_schedule(rb_srv *srv, int64_t first_ms, json_t *job)
 {
     rb_policy pol;
     rb_policy_layer layer;
@@ -247,7 +256,7 @@ static json_t *policy_view(rb_srv *srv, const rb_job *j, json_t *job)
         return json_pack("{s:n, s:s}", "policy", "error", rb_err_msg(&err));
     rb_rng rng;
     rb_rng_seed(&rng, rb_rng_next(&srv->rng));
-    int64_t first = j->first_ms ? j->first_ms : rb_now_ms();
+    int64_t first = first_ms ? first_ms : rb_now_ms();
     rb_simulation sim;
     rb_policy_simulate(&pol, NULL, 0, first, &rng, &sim);
     json_t *v = rb_simulation_to_json(&pol, &sim);
@@ -263,7 +272,7 @@ static json_t *policy_view(rb_srv *srv, const rb_job *j, json_t *job)
     rb_policy_describe(&pol, &b);
     json_object_set_new(v, "description", json_string(rb_buf_str(&b)));
     json_object_set_new(v, "layer", json_string(rb_policy_layer_name(layer)));
-    json_object_set_new(v, "first_enqueued_at", time_or_null(j->first_ms));
+    json_object_set_new(v, "first_enqueued_at", time_or_null(first_ms));
     rb_buf_release(&b);
     rb_simulation_release(&sim);
     rb_policy_release(&pol);
@@ -287,7 +296,7 @@ void rb_api_job(rb_http_req *r)
     json_object_set_new(v, "history", json_is_array(h) ? h : json_array());
     if (h && !json_is_array(h))
         json_decref(h);
-    json_object_set_new(v, "schedule", job ? policy_view(srv, j, job) : json_null());
+    json_object_set_new(v, "schedule", job ? rb_api_schedule(srv, j->first_ms, job) : json_null());
     json_object_set_new(v, "job", job ? job : json_null());
     rb_http_reply_json(r->req, 200, v);
 }

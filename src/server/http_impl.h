@@ -62,9 +62,31 @@ void rb_api_jobs(rb_http_req *r);
 void rb_api_job(rb_http_req *r);
 void rb_api_workers(rb_http_req *r);
 void rb_api_simulate(rb_http_req *r);
+/* A job as both storage modes know it, for the summary. Borrowed strings. */
+typedef struct rb_api_row {
+    const char *jid, *queue;
+    const char *json; /* as clients see it (enqueued_at included) */
+    const char *wid;  /* holder while working, or NULL */
+    int state, priority, attempts;
+    int64_t at_ms; /* run at / lease end / retention end / enqueue time */
+} rb_api_row;
+
 /* A job as listed: jid, jobtype, queue, state, attempts, times, error. New
  * reference. */
+json_t *rb_api_summary(const rb_api_row *row);
 json_t *rb_api_job_summary(const rb_job *j);
+/* The whole schedule the effective policy of job (its JSON object) gives
+ * from first_ms (0: now), as GET /api/job shows it. New reference. */
+json_t *rb_api_schedule(rb_srv *srv, int64_t first_ms, json_t *job);
+
+/* --- http_pg.c: the same endpoints in distributed mode --- */
+/* The PostgreSQL twin of an API handler (reads and actions on jobs and
+ * queues), or fn itself for those that stay per node (stats, workers,
+ * policy simulation). */
+rb_http_handler rb_http_pg_handler(rb_http_handler fn);
+/* /metrics in distributed mode: this node's counters, the cluster's queue
+ * sizes and jobs by state read on a database thread. */
+void rb_http_pg_metrics(rb_http *h, struct evhttp_request *req);
 
 /* A queue as listed: name, size, latency_s, paused. New reference. */
 json_t *rb_api_queue_json(const rb_queue *q, int64_t now);

@@ -142,11 +142,17 @@ static rb_series *series_for(rb_metrics *m, const char *queue, const char *jobty
 
 void rb_metrics_job(rb_metrics *m, rb_metric_event ev, const rb_job *j)
 {
+    rb_metrics_event(m, ev, j->queue ? j->queue->name : "default", j->json);
+}
+
+void rb_metrics_event(rb_metrics *m, rb_metric_event ev, const char *queue, const char *json)
+{
     if (!m || ev < 0 || ev >= RB_M_EVENTS)
         return;
-    char jt[128];
-    rb_metrics_jobtype(j->json, jt, sizeof jt);
-    series_for(m, j->queue ? j->queue->name : "default", jt)->n[ev]++;
+    char jt[128] = "unknown";
+    if (json)
+        rb_metrics_jobtype(json, jt, sizeof jt);
+    series_for(m, queue ? queue : "unknown", jt)->n[ev]++;
     m->totals[ev]++;
 }
 

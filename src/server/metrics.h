@@ -6,6 +6,7 @@
 #ifndef RB_SERVER_METRICS_H
 #define RB_SERVER_METRICS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -38,6 +39,10 @@ void rb_metrics_free(rb_metrics *m);
 /* Counts one event for job j (its queue and the "jobtype" of its JSON).
  * Every hook below is a no-op when m is NULL. */
 void rb_metrics_job(rb_metrics *m, rb_metric_event ev, const rb_job *j);
+/* Counts one event for a job of queue (NULL: "unknown") whose JSON text is
+ * json (NULL: job type "unknown"): rb_metrics_job without an rb_job, for
+ * distributed mode. */
+void rb_metrics_event(rb_metrics *m, rb_metric_event ev, const char *queue, const char *json);
 /* A retry was scheduled delay_ms later (backoff_delay_applied_seconds). */
 void rb_metrics_retry_delay(rb_metrics *m, int64_t delay_ms);
 /* A scheduled or retrying job was moved to its queue late_ms after its time. */
@@ -65,6 +70,23 @@ double rb_queue_latency_s(const rb_queue *q, int64_t now_ms);
  * current state (queue sizes, jobs by state, in flight, connections,
  * workers) to out. */
 void rb_metrics_render(const rb_metrics *m, const struct rb_srv *srv, rb_buf *out);
+
+/* The job-state part of the exposition given as numbers (distributed mode
+ * reads them from the database). Strings borrowed. */
+typedef struct rb_metrics_queue {
+    const char *name;
+    int64_t size;
+    bool paused;
+    double latency_s;
+} rb_metrics_queue;
+typedef struct rb_metrics_state {
+    const rb_metrics_queue *queues;
+    size_t n_queues;
+    int64_t scheduled, enqueued, working, retries, dead;
+} rb_metrics_state;
+/* rb_metrics_render with the queues and job counts taken from st. */
+void rb_metrics_render_state(const rb_metrics *m, const struct rb_srv *srv,
+                             const rb_metrics_state *st, rb_buf *out);
 
 /* The "jobtype" of a top-level JSON object text, copied into out (at most
  * outlen-1 bytes, escapes left as written); "unknown" when absent. A key of

@@ -86,53 +86,74 @@ static void histogram(rb_buf *out, const char *name, const char *help, const rb_
                   (unsigned long long)cum, name, h->sum, name, (unsigned long long)h->count);
 }
 
-typedef struct qctx {
-    rb_buf *out;
-    int what; /* 0 size, 1 paused, 2 latency */
-    int64_t now;
-} qctx;
-
-static void queue_line(void *e, void *arg)
+static void queue_lines(rb_buf *out, const rb_metrics_state *st, int what)
 {
-    const rb_queue *q = e;
-    qctx *c = arg;
     static const char *names[] = {"rebound_queue_size", "rebound_queue_paused",
                                   "rebound_queue_latency_seconds"};
-    rb_buf_printf(c->out, "%s{queue=\"", names[c->what]);
-    add_label(c->out, q->name, strlen(q->name));
-    if (c->what == 0) {
-        rb_buf_printf(c->out, "\"} %zu\n", q->size);
-    } else if (c->what == 1) {
-        rb_buf_printf(c->out, "\"} %d\n", q->paused ? 1 : 0);
-    } else {
-        rb_buf_printf(c->out, "\"} %.3f\n", rb_queue_latency_s(q, c->now));
+    for (size_t i = 0; i < st->n_queues; i++) {
+        const rb_metrics_queue *q = &st->queues[i];
+        rb_buf_printf(out, "%s{queue=\"", names[what]);
+        add_label(out, q->name, strlen(q->name));
+        if (what == 0)
+            rb_buf_printf(out, "\"} %lld\n", (long long)q->size);
+        else if (what == 1)
+            rb_buf_printf(out, "\"} %d\n", q->paused ? 1 : 0);
+        else
+            rb_buf_printf(out, "\"} %.3f\n", q->latency_s);
     }
 }
 
+typedef struct qcollect {
+    rb_metrics_queue *v;
+    size_t n;
+    int64_t now;
+} qcollect;
+
+static void collect_queue(void *e, void *arg)
+{
+    const rb_queue *q = e;
+    qcollect *c = arg;
+    c->v[c->n++] = (rb_metrics_queue){q->name, (int64_t)q->size, q->paused,
+                                      rb_queue_latency_s(q, c->now)};
+}
+
 void rb_metrics_render(const rb_metrics *m, const rb_srv *srv, rb_buf *out)
+{
+    qcollect qc = {rb_xcalloc(srv->jobs.queues.size + 1, sizeof *qc.v), 0, rb_now_ms()};
+    rb_table_each(&srv->jobs.queues, collect_queue, &qc);
+    rb_metrics_state st = {qc.v,
+                           qc.n,
+                           (int64_t)srv->jobs.scheduled.size,
+                           (int64_t)srv->jobs.enqueued,
+                           (int64_t)srv->jobs.working.size,
+                           (int64_t)srv->jobs.retries.size,
+                           (int64_t)srv->jobs.dead.size};
+    rb_metrics_render_state(m, srv, &st, out);
+    free(qc.v);
+}
+
+void rb_metrics_render_state(const rb_metrics *m, const rb_srv *srv, const rb_metrics_state *st,
+                             rb_buf *out)
 {
     if (m)
         counters(m, out);
     int64_t now = rb_now_ms();
     head(out, "rebound_queue_size", "gauge", "jobs waiting in the queue");
-    qctx qc = {out, 0, now};
-    rb_table_each(&srv->jobs.queues, queue_line, &qc);
+    queue_lines(out, st, 0);
     head(out, "rebound_queue_paused", "gauge", "1 when the queue is paused");
-    qc.what = 1;
-    rb_table_each(&srv->jobs.queues, queue_line, &qc);
+    queue_lines(out, st, 1);
     head(out, "rebound_queue_latency_seconds", "gauge", "age of the oldest waiting job");
-    qc.what = 2;
-    rb_table_each(&srv->jobs.queues, queue_line, &qc);
+    queue_lines(out, st, 2);
 
     head(out, "rebound_jobs", "gauge", "jobs by state");
     rb_buf_printf(out,
-                  "rebound_jobs{state=\"scheduled\"} %zu\nrebound_jobs{state=\"enqueued\"} %zu\n"
-                  "rebound_jobs{state=\"working\"} %zu\nrebound_jobs{state=\"retries\"} %zu\n"
-                  "rebound_jobs{state=\"dead\"} %zu\n",
-                  srv->jobs.scheduled.size, srv->jobs.enqueued, srv->jobs.working.size,
-                  srv->jobs.retries.size, srv->jobs.dead.size);
+                  "rebound_jobs{state=\"scheduled\"} %lld\nrebound_jobs{state=\"enqueued\"} %lld\n"
+                  "rebound_jobs{state=\"working\"} %lld\nrebound_jobs{state=\"retries\"} %lld\n"
+                  "rebound_jobs{state=\"dead\"} %lld\n",
+                  (long long)st->scheduled, (long long)st->enqueued, (long long)st->working,
+                  (long long)st->retries, (long long)st->dead);
     head(out, "rebound_jobs_in_flight", "gauge", "jobs reserved by workers (fetched, not yet ACKed or FAILed)");
-    rb_buf_printf(out, "rebound_jobs_in_flight %zu\n", srv->jobs.working.size);
+    rb_buf_printf(out, "rebound_jobs_in_flight %lld\n", (long long)st->working);
     head(out, "rebound_connections", "gauge", "open work-protocol connections");
     rb_buf_printf(out, "rebound_connections %zu\n", srv->conns.size);
     head(out, "rebound_workers", "gauge", "worker processes known by their HELLO wid");

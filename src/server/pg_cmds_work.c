@@ -9,6 +9,7 @@
 #include "common/buf.h"
 #include "common/timeutil.h"
 #include "server/log.h"
+#include "server/metrics.h"
 
 static char *dup_wid(const rb_conn *c)
 {
@@ -34,8 +35,10 @@ static void push_done(rb_srv *srv, rb_pgreq *r)
             } else {
                 rb_reply_err(r->c, "job %s already exists", j->jid);
             }
-        } else if (j->at_ms <= r->now) {
-            ready[n_ready++] = j->queue;
+        } else {
+            rb_metrics_event(srv->metrics, RB_M_PUSHED, j->queue, j->json);
+            if (j->at_ms <= r->now)
+                ready[n_ready++] = j->queue;
         }
     }
     if (d->bulk) {
@@ -157,6 +160,8 @@ static void ack_done(rb_srv *srv, rb_pgreq *r)
 {
     if (rb_pgcmd_failed(srv, r))
         return;
+    if (r->u.ack.status == RB_PG_DONE) /* the engine does not say the job's queue */
+        rb_metrics_event(srv->metrics, RB_M_PROCESSED, NULL, NULL);
     if (r->u.ack.status == RB_PG_OTHER_HOLDER)
         rb_reply_err(r->c, "job %s is reserved by another worker", r->jid);
     else
@@ -232,6 +237,19 @@ static void post_malformed(rb_conn *c, rb_pgreq *r, const char *verb)
     rb_pgreq_post(c->srv, r);
 }
 
+/* This node's /metrics counters for an applied FAIL (queue and job type
+ * unknown: the engine answers with the outcome only). */
+static void count_failure(rb_srv *srv, const rb_pg_fail_result *res)
+{
+    rb_metrics_event(srv->metrics, RB_M_FAILED, NULL, NULL);
+    rb_metrics_event(srv->metrics, res->outcome == RB_OUTCOME_RETRY     ? RB_M_RETRIED
+                                   : res->outcome == RB_OUTCOME_DISCARD ? RB_M_DISCARDED
+                                                                        : RB_M_DEAD,
+                     NULL, NULL);
+    if (res->outcome == RB_OUTCOME_RETRY)
+        rb_metrics_retry_delay(srv->metrics, res->delay_ms);
+}
+
 static void fail_done(rb_srv *srv, rb_pgreq *r)
 {
     if (rb_pgcmd_failed(srv, r))
@@ -244,7 +262,11 @@ static void fail_done(rb_srv *srv, rb_pgreq *r)
     case RB_PG_NOT_WORKING:
         rb_reply_err(r->c, "Job not found %s", r->jid);
         break;
-    default: /* applied, or a late FAIL its expiry already counted */
+    case RB_PG_DONE:
+        count_failure(srv, &r->u.fail.res);
+        rb_reply_ok(r->c);
+        break;
+    default: /* a late FAIL its expiry already counted */
         rb_reply_ok(r->c);
         break;
     }

@@ -355,9 +355,7 @@ opened:
     srv->sigint_ev = evsignal_new(srv->base, SIGINT, on_signal, srv);
     event_add(srv->sigterm_ev, NULL);
     event_add(srv->sigint_ev, NULL);
-    if (srv->pgm) /* the HTTP API reads the in-memory indexes: not yet on PostgreSQL */
-        rb_log(RB_LOG_WARN, "distributed mode: the HTTP API and dashboard are off");
-    else if ((rc = rb_http_start(srv, o->http_listen, o->http_port_file, err)))
+    if ((rc = rb_http_start(srv, o->http_listen, o->http_port_file, err))) /* pgm: http_pg.c */
         goto out_loop;
     if ((rc = listen_on(srv, srv->cfg.server.listen, o->port_file, err)))
         goto out_loop;

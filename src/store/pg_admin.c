@@ -190,3 +190,17 @@ int rb_pg_flush(rb_pg *pg, rb_err *err)
         return rc;
     return pg_exec(pg, "TRUNCATE rb_jobs, rb_counters, rb_queues", err);
 }
+
+int rb_pg_queue_known(rb_pg *pg, const char *name, bool *known, rb_err *err)
+{
+    int rc = pg_ensure(pg, err);
+    if (rc)
+        return rc;
+    const char *params[1] = {name};
+    PGresult *r = pg_query(pg, "SELECT 1 FROM rb_queues WHERE name = $1", 1, params, err);
+    if (!r)
+        return err ? err->code : RB_ESTORE;
+    *known = PQntuples(r) > 0;
+    PQclear(r);
+    return 0;
+}

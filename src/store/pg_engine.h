@@ -249,6 +249,9 @@ int rb_pg_mutate(rb_pg *pg, const rb_pg_mutation *m, int64_t now, size_t *change
 
 /* QUEUE PAUSE / RESUME for the named queues ("*" = every known queue). */
 int rb_pg_queue_pause(rb_pg *pg, const char *const *names, int n, bool paused, rb_err *err);
+/* Whether the queue is in the registry (ever pushed to or paused): the
+ * HTTP API's "no queue" for a resume. */
+int rb_pg_queue_known(rb_pg *pg, const char *name, bool *known, rb_err *err);
 /* QUEUE REMOVE: deletes the queues' enqueued jobs and resumes them.
  * *removed (may be NULL) = jobs deleted. */
 int rb_pg_queue_remove(rb_pg *pg, const char *const *names, int n, int64_t *removed,
