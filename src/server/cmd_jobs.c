@@ -76,15 +76,12 @@ void rb_cmd_fetch(rb_conn *c, char *arg)
     rb_conn_wait_fetch(c, queues, n);
 }
 
-/* The job named by arg's jid for ACK/FAIL/SNOOZE/EXTEND, after checking that
- * nobody else holds it. NULL after replying an error, or *missing set when
- * there is no such job (nothing replied). */
-static rb_job *held_job(rb_conn *c, const char *verb, const json_t *o, bool *missing)
+/* The job named jid for ACK/FAIL/SNOOZE/EXTEND, after checking that nobody
+ * else holds it. NULL after replying an error, or *missing set when there is
+ * no such job (nothing replied). */
+static rb_job *held_jid(rb_conn *c, const char *jid, bool *missing)
 {
     *missing = false;
-    const char *jid = rb_cmd_jid(c, verb, o);
-    if (!jid)
-        return NULL;
     rb_job *j = rb_jobs_find(&c->srv->jobs, jid);
     if (!j || j->state == RB_JOB_PENDING) {
         *missing = true;
@@ -98,14 +95,47 @@ static rb_job *held_job(rb_conn *c, const char *verb, const json_t *o, bool *mis
     return j;
 }
 
+/* held_jid for the jid of a parsed argument (an error reply when it has none). */
+static rb_job *held_job(rb_conn *c, const char *verb, const json_t *o, bool *missing)
+{
+    *missing = false;
+    const char *jid = rb_cmd_jid(c, verb, o);
+    return jid ? held_jid(c, jid, missing) : NULL;
+}
+
+/* The jid of an argument of exactly the form {"jid":"X"}, X one or more
+ * printable ASCII characters other than '"' and '\\' (what clients send),
+ * cut out of arg in place; NULL for anything else, which then goes through
+ * the JSON parser (same jid, and the same error replies, as this subset
+ * decodes to itself). */
+static const char *simple_jid(char *arg)
+{
+    static const char head[] = "{\"jid\":\"";
+    if (strncmp(arg, head, sizeof head - 1) != 0)
+        return NULL;
+    char *jid = arg + sizeof head - 1, *p = jid;
+    while (*p >= 0x20 && *p <= 0x7e && *p != '"' && *p != '\\')
+        p++;
+    if (p == jid || p[0] != '"' || p[1] != '}' || p[2] != '\0')
+        return NULL;
+    *p = '\0';
+    return jid;
+}
+
 void rb_cmd_ack(rb_conn *c, char *arg)
 {
     rb_srv *srv = c->srv;
-    json_t *o = rb_cmd_json_arg(c, "ACK", arg, JSON_OBJECT);
-    if (!o)
-        return;
     bool missing;
-    rb_job *j = held_job(c, "ACK", o, &missing);
+    json_t *o = NULL;
+    rb_job *j;
+    const char *jid = simple_jid(arg);
+    if (jid) {
+        j = held_jid(c, jid, &missing);
+    } else {
+        if (!(o = rb_cmd_json_arg(c, "ACK", arg, JSON_OBJECT)))
+            return;
+        j = held_job(c, "ACK", o, &missing);
+    }
     if (!j) {
         if (missing)
             rb_reply_ok(c); /* Faktory: unknown jids are fine */

@@ -101,6 +101,38 @@ SERVER_TEST(push_fetch_ack_keeps_unknown_fields)
     cr_assert(rbh_expect(C, "+OK", "ACK {\"jid\":\"never-existed\"}"));
 }
 
+/* ACK's argument in the plain form {"jid":"X"} (read without the JSON
+ * parser) and in every other form (parsed) names the same job; malformed
+ * ones are refused and leave the job held. */
+SERVER_TEST(ack_argument_forms_reach_the_same_job)
+{
+    const char *jids[] = {"form-0001", "form-0002", "form-0003", "form-0004", "form-\xc3\xa9\xc3\xa9\xc3\xa9", "form-0006"};
+    for (int i = 0; i < 6; i++) {
+        PUSH_OK("{\"jid\":\"%s\",\"jobtype\":\"t\",\"args\":[],\"queue\":\"af\"}", jids[i]);
+        expect_fetch(C, "af", jids[i]);
+    }
+    cr_assert_eq(rbh_info_int(C, "faktory.tasks.Busy.size"), 6);
+    char *r = rbh_cmd(C, "ACK {\"jid\":\"form-0006\"}}");
+    cr_assert(r && !strncmp(r, "-ERR ACK: invalid JSON", 22), "got %s", r ? r : "(closed)");
+    free(r);
+    cr_assert(rbh_expect(C, "-ERR ACK: argument must be a JSON object", "ACK \"form-0006\""));
+    cr_assert(rbh_expect(C, "-ERR ACK: jid must be a non-empty string", "ACK {\"jid\":\"\"}"));
+    cr_assert(rbh_expect(C, "+OK", "ACK {\"jid\":\"form-0006x\"}")); /* unknown: nothing */
+    cr_assert_eq(rbh_info_int(C, "faktory.tasks.Busy.size"), 6);
+    cr_assert_eq(rbh_info_int(C, "faktory.total_processed"), 0);
+
+    cr_assert(rbh_expect(C, "+OK", "ACK {\"jid\":\"form-0001\"}"));
+    cr_assert(rbh_expect(C, "+OK", "ACK { \"jid\" : \"form-0002\" }"));
+    cr_assert(rbh_expect(C, "+OK", "ACK {\"jid\":\"form\\u002d0003\"}"));
+    cr_assert(rbh_expect(C, "+OK", "ACK {\"jid\":\"form-0004\",\"x\":1}"));
+    cr_assert(rbh_expect(C, "+OK", "ACK {\"jid\":\"form-\xc3\xa9\xc3\xa9\xc3\xa9\"}"));
+    cr_assert(rbh_expect(C, "+OK", "ACK {\"jid\":\"form-0006\"}  "));
+    cr_assert_eq(rbh_info_int(C, "faktory.total_processed"), 6);
+    cr_assert_eq(rbh_info_int(C, "faktory.tasks.Busy.size"), 0);
+    for (int i = 0; i < 6; i++)
+        cr_assert(rbh_expect(C, "$-1", "JOB {\"jid\":\"%s\"}", jids[i]));
+}
+
 SERVER_TEST(push_validation_errors)
 {
     struct { const char *job, *err; } cases[] = {
