@@ -49,7 +49,8 @@ static const char schema[] =
     " queue TEXT NOT NULL, priority INTEGER NOT NULL, seq INTEGER NOT NULL,"
     " due_ms INTEGER NOT NULL, first_ms INTEGER NOT NULL, attempts INTEGER NOT NULL,"
     " wid TEXT, json TEXT NOT NULL, history TEXT, reserve_s INTEGER NOT NULL);"
-    "CREATE TABLE IF NOT EXISTS counters(name TEXT PRIMARY KEY, value INTEGER NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS counters(name TEXT PRIMARY KEY, value INTEGER NOT NULL)"
+    " WITHOUT ROWID;"
     "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);";
 
 /* Databases written before the row id (jobs keyed by jid) are converted
@@ -64,6 +65,17 @@ static const char migrate_v1[] =
     "INSERT INTO jobs SELECT row_number() OVER (), jid, state, queue, priority, seq, due_ms,"
     " first_ms, attempts, wid, json, history, reserve_s FROM jobs_v1;"
     "DROP TABLE jobs_v1;"
+    "COMMIT;";
+
+/* Counters were a rowid table with an index on name: every ACK's counter
+ * write dirtied two pages (table and index) besides the jobs page. Keyed
+ * by name WITHOUT ROWID they are one B-tree, one page per commit. */
+static const char migrate_counters[] =
+    "BEGIN IMMEDIATE;"
+    "CREATE TABLE counters_v2(name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;"
+    "INSERT INTO counters_v2 SELECT name, value FROM counters;"
+    "DROP TABLE counters;"
+    "ALTER TABLE counters_v2 RENAME TO counters;"
     "COMMIT;";
 
 static int db_error(sqlite_store *s, rb_err *err, const char *what)
@@ -249,6 +261,27 @@ static int migrate(sqlite_store *s, rb_err *err)
     return rc;
 }
 
+/* Converts a counters table with a rowid (written before) in place. */
+static int migrate_counters_table(sqlite_store *s, rb_err *err)
+{
+    sqlite3_stmt *st = NULL;
+    int old = 0;
+    if (sqlite3_prepare_v2(s->db,
+                           "SELECT count(*) FROM sqlite_master WHERE type='table' AND"
+                           " name='counters' AND sql NOT LIKE '%WITHOUT ROWID%'",
+                           -1, &st, NULL) != SQLITE_OK)
+        return db_error(s, err, "read");
+    if (sqlite3_step(st) == SQLITE_ROW)
+        old = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    if (!old)
+        return 0;
+    int rc = exec(s, migrate_counters, err);
+    if (rc && !sqlite3_get_autocommit(s->db))
+        sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+    return rc;
+}
+
 /* Runs after every commit (it replaces SQLite's automatic checkpoint,
  * which would run inside COMMIT, before the batch's replies): notes the
  * WAL's size for sq_maintain. */
@@ -321,7 +354,8 @@ int rb_store_sqlite_open(const char *path, rb_store **out, rb_err *err)
      * database while the server runs gets "database is locked". */
     if ((rc = exec(s, "PRAGMA locking_mode=EXCLUSIVE; PRAGMA journal_mode=WAL;"
                       " PRAGMA synchronous=FULL; PRAGMA journal_size_limit=67108864;", err)) ||
-        (rc = migrate(s, err)) || (rc = exec(s, schema, err)))
+        (rc = migrate(s, err)) || (rc = migrate_counters_table(s, err)) ||
+        (rc = exec(s, schema, err)))
         goto fail;
     for (int i = 0; i < ST_N; i++)
         if (sqlite3_prepare_v2(s->db, stmt_sql[i], -1, &s->st[i], NULL) != SQLITE_OK) {

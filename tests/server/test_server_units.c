@@ -306,6 +306,63 @@ Test(store, converts_a_table_keyed_by_jid_and_deletes_by_row_id)
     cr_assert_eq(system(cmd), 0);
 }
 
+/* Whether the counters table of the database at path has a rowid (an
+ * index on name beside the table). */
+static int counters_have_rowid(const char *path)
+{
+    sqlite3 *db;
+    sqlite3_stmt *st;
+    int n = -1;
+    cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+    cr_assert_eq(sqlite3_prepare_v2(db,
+                                    "SELECT count(*) FROM sqlite_master WHERE"
+                                    " tbl_name='counters' AND type='index'",
+                                    -1, &st, NULL),
+                 SQLITE_OK);
+    if (sqlite3_step(st) == SQLITE_ROW)
+        n = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return n;
+}
+
+Test(store, converts_counters_to_one_btree_keeping_their_values)
+{
+    char dir[] = "/tmp/rebound-unit-XXXXXX", path[64];
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/old.db", dir);
+    sqlite3 *db;
+    cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+    cr_assert_eq(sqlite3_exec(db,
+                              "CREATE TABLE counters(name TEXT PRIMARY KEY, value INTEGER NOT NULL);"
+                              "INSERT INTO counters VALUES('c', 41);"
+                              "INSERT INTO counters VALUES('d', 7);",
+                              NULL, NULL, NULL),
+                 SQLITE_OK);
+    sqlite3_close(db);
+    cr_assert_eq(counters_have_rowid(path), 1);
+    rb_store *s;
+    rb_err err = {0};
+    cr_assert_eq(rb_store_open(path, &s, &err), 0, "%s", err.msg);
+    seen sn = {0};
+    rb_store_loader l = {&sn, see_job, see_counter, see_meta};
+    cr_assert_eq(s->ops->load(s, &l, &err), 0);
+    cr_assert_eq(sn.counter_value, 41, "the value survives the conversion");
+    cr_assert_eq(s->ops->begin(s, &err), 0);
+    cr_assert_eq(s->ops->set_counter(s, "c", 42, &err), 0);
+    cr_assert_eq(s->ops->commit(s, &err), 0);
+    s->ops->close(s);
+    cr_assert_eq(counters_have_rowid(path), 0, "counters are one B-tree now");
+    cr_assert_eq(rb_store_open(path, &s, &err), 0, "%s", err.msg); /* already converted */
+    sn = (seen){0};
+    cr_assert_eq(s->ops->load(s, &l, &err), 0);
+    cr_assert_eq(sn.counter_value, 42);
+    s->ops->close(s);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
 Test(store, the_writer_checkpoints_so_the_wal_stays_bounded)
 {
     char dir[] = "/tmp/rebound-unit-XXXXXX", path[64], wal[80];
