@@ -278,16 +278,10 @@ static const char *worker_key(const void *e)
     return ((const rb_worker *)e)->wid;
 }
 
-int rb_server_run(const rb_server_opts *o, rb_err *err)
+/* --- the in-memory server (srv.h) --- */
+
+rb_srv *rb_srv_alloc(void)
 {
-    int rc = 0;
-    if (o->log_level) {
-        int l = rb_log_level_parse(o->log_level);
-        if (l < 0)
-            return rb_err_set(err, RB_EINVAL, "--log-level '%s' is not debug, info, warn or error",
-                              o->log_level);
-        rb_log_set_level((rb_log_level)l);
-    }
     rb_srv *srv = rb_xcalloc(1, sizeof *srv);
     srv->armed_ms = INT64_MAX;
     srv->started_ms = rb_now_ms();
@@ -295,45 +289,28 @@ int rb_server_run(const rb_server_opts *o, rb_err *err)
     rb_jobs_init(&srv->jobs);
     rb_table_init(&srv->workers, offsetof(rb_worker, hnext), worker_key);
     rb_rng_seed_os(&srv->rng);
-    if ((rc = rb_config_load(&srv->cfg, o->config_path, o->env, err)))
-        goto out_cfg;
-    if (o->listen) {
-        free(srv->cfg.server.listen);
-        srv->cfg.server.listen = rb_xstrdup(o->listen);
-    }
-    if (o->db) {
-        free(srv->cfg.storage.url);
-        srv->cfg.storage.url = rb_xstrdup(o->db);
-    }
-    if (srv->cfg.server.reserve_for_s < 1)
-        srv->cfg.server.reserve_for_s = 1800;
-    const char *cert = srv->cfg.server.tls_cert, *key = srv->cfg.server.tls_key;
-    if (cert && *cert && key && *key && !(srv->tls = rb_tls_new(cert, key, err))) {
-        rc = err ? err->code : RB_EIO;
-        goto out_cfg;
-    }
-    raise_fd_limit(srv);
-    if (rb_pgmode_is_url(srv->cfg.storage.url)) { /* distributed mode: nothing to recover */
-        if ((rc = rb_pgmode_open(srv, err)))
-            goto out_cfg;
-        goto opened;
-    }
-    if ((rc = rb_store_open(srv->cfg.storage.url, &srv->store, err)))
-        goto out_cfg;
+    return srv;
+}
+
+int rb_srv_recover(rb_srv *srv, rb_store *store, rb_err *err)
+{
+    srv->store = store;
     rb_store_loader loader = {srv, load_job, load_counter, load_meta};
     int64_t t0 = rb_mono_ms();
-    if ((rc = srv->store->ops->load(srv->store, &loader, err)))
-        goto out_store;
+    int rc = store->ops->load(store, &loader, err);
+    if (rc)
+        return rc;
     rb_log(RB_LOG_INFO, "recovered %zu jobs from %s in %lld ms", srv->jobs.by_jid.size,
-           srv->cfg.storage.url, (long long)(rb_mono_ms() - t0));
-    if (!(srv->writer = rb_writer_start(srv->store, err))) {
-        rc = err ? err->code : RB_EIO;
-        goto out_store;
-    }
+           srv->cfg.storage.url ? srv->cfg.storage.url : store->ops->name,
+           (long long)(rb_mono_ms() - t0));
+    if (!(srv->writer = rb_writer_start(store, err)))
+        return err ? err->code : RB_EIO;
     rb_writer_observe(srv->writer, rb_metrics_commit, srv->metrics);
-opened:
-    signal(SIGPIPE, SIG_IGN);
-    signal(SIGXFSZ, SIG_IGN); /* a file size limit is a write error (EFBIG), not death */
+    return 0;
+}
+
+void rb_srv_loop_new(rb_srv *srv)
+{
     /* The changelist folds the add/remove of EV_WRITE around each reply
      * into one epoll_ctl (or none) per loop iteration. */
     struct event_config *ecfg = event_config_new();
@@ -351,20 +328,16 @@ opened:
         srv->flush_ev = event_new(srv->base, -1, 0, on_flush, srv);
         rb_writer_defer(srv->writer, flush_soon, srv);
     }
-    srv->sigterm_ev = evsignal_new(srv->base, SIGTERM, on_signal, srv);
-    srv->sigint_ev = evsignal_new(srv->base, SIGINT, on_signal, srv);
-    event_add(srv->sigterm_ev, NULL);
-    event_add(srv->sigint_ev, NULL);
-    if ((rc = rb_http_start(srv, o->http_listen, o->http_port_file, err))) /* pgm: http_pg.c */
-        goto out_loop;
-    if ((rc = listen_on(srv, srv->cfg.server.listen, o->port_file, err)))
-        goto out_loop;
-    rb_srv_arm(srv);
-    rb_log(RB_LOG_INFO, "rebound started (store %s, %zu jobs)",
-           srv->pgm ? "postgresql" : srv->store->ops->name, srv->jobs.by_jid.size);
-    event_base_dispatch(srv->base);
+}
 
-out_loop:
+static void free_event(struct event *ev)
+{
+    if (ev)
+        event_free(ev);
+}
+
+void rb_srv_free(rb_srv *srv)
+{
     if (srv->listener)
         evconnlistener_free(srv->listener);
     close_conns(srv);
@@ -374,28 +347,17 @@ out_loop:
     rb_writer_free(srv->writer); /* finishes the commit in progress */
     srv->writer = NULL;
     rb_http_free(srv->http); /* after the writer: actions answer from its completions */
-    if (srv->grace_ev)
-        event_free(srv->grace_ev);
-    if (srv->timer_ev)
-        event_free(srv->timer_ev);
-    if (srv->accept_ev)
-        event_free(srv->accept_ev);
-    if (srv->writer_ev)
-        event_free(srv->writer_ev);
-    if (srv->flush_ev)
-        event_free(srv->flush_ev);
-    event_free(srv->sigterm_ev);
-    event_free(srv->sigint_ev);
-    event_base_free(srv->base);
-    if (!rc)
-        rb_log(RB_LOG_INFO, "rebound stopped");
-out_store:
-    if (srv->writer)
-        rb_writer_free(srv->writer);
+    free_event(srv->grace_ev);
+    free_event(srv->timer_ev);
+    free_event(srv->accept_ev);
+    free_event(srv->writer_ev);
+    free_event(srv->flush_ev);
+    free_event(srv->sigterm_ev);
+    free_event(srv->sigint_ev);
+    if (srv->base)
+        event_base_free(srv->base);
     if (srv->store)
         srv->store->ops->close(srv->store);
-out_cfg:
-    rb_pgmode_free(srv);
     rb_tls_free(srv->tls);
     rb_config_release(&srv->cfg);
     rb_jobs_release(&srv->jobs);
@@ -403,5 +365,65 @@ out_cfg:
     rb_table_release(&srv->workers);
     rb_metrics_free(srv->metrics);
     free(srv);
+}
+
+int rb_server_run(const rb_server_opts *o, rb_err *err)
+{
+    int rc = 0;
+    if (o->log_level) {
+        int l = rb_log_level_parse(o->log_level);
+        if (l < 0)
+            return rb_err_set(err, RB_EINVAL, "--log-level '%s' is not debug, info, warn or error",
+                              o->log_level);
+        rb_log_set_level((rb_log_level)l);
+    }
+    rb_srv *srv = rb_srv_alloc();
+    if ((rc = rb_config_load(&srv->cfg, o->config_path, o->env, err)))
+        goto out;
+    if (o->listen) {
+        free(srv->cfg.server.listen);
+        srv->cfg.server.listen = rb_xstrdup(o->listen);
+    }
+    if (o->db) {
+        free(srv->cfg.storage.url);
+        srv->cfg.storage.url = rb_xstrdup(o->db);
+    }
+    if (srv->cfg.server.reserve_for_s < 1)
+        srv->cfg.server.reserve_for_s = 1800;
+    const char *cert = srv->cfg.server.tls_cert, *key = srv->cfg.server.tls_key;
+    if (cert && *cert && key && *key && !(srv->tls = rb_tls_new(cert, key, err))) {
+        rc = err ? err->code : RB_EIO;
+        goto out;
+    }
+    raise_fd_limit(srv);
+    if (rb_pgmode_is_url(srv->cfg.storage.url)) { /* distributed mode: nothing to recover */
+        if ((rc = rb_pgmode_open(srv, err)))
+            goto out;
+    } else {
+        rb_store *store;
+        if ((rc = rb_store_open(srv->cfg.storage.url, &store, err)))
+            goto out;
+        if ((rc = rb_srv_recover(srv, store, err))) /* srv owns store now */
+            goto out;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    signal(SIGXFSZ, SIG_IGN); /* a file size limit is a write error (EFBIG), not death */
+    rb_srv_loop_new(srv);
+    srv->sigterm_ev = evsignal_new(srv->base, SIGTERM, on_signal, srv);
+    srv->sigint_ev = evsignal_new(srv->base, SIGINT, on_signal, srv);
+    event_add(srv->sigterm_ev, NULL);
+    event_add(srv->sigint_ev, NULL);
+    if ((rc = rb_http_start(srv, o->http_listen, o->http_port_file, err))) /* pgm: http_pg.c */
+        goto out;
+    if ((rc = listen_on(srv, srv->cfg.server.listen, o->port_file, err)))
+        goto out;
+    rb_srv_arm(srv);
+    rb_log(RB_LOG_INFO, "rebound started (store %s, %zu jobs)",
+           srv->pgm ? "postgresql" : srv->store->ops->name, srv->jobs.by_jid.size);
+    event_base_dispatch(srv->base);
+out:
+    rb_srv_free(srv);
+    if (!rc)
+        rb_log(RB_LOG_INFO, "rebound stopped");
     return rc;
 }

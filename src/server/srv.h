@@ -86,6 +86,23 @@ struct rb_srv {
     struct rb_pgmode *pgm;      /* distributed mode (server/pgmode.h), else NULL */
 };
 
+/* --- server.c: the in-memory server, without a listener or signals ---
+ * rb_server_run() is these plus configuration, listening and signals; a
+ * harness (fuzz/fuzz_protocol.c) uses them alone to run commands on a
+ * connection it made (rb_conn_accept on one end of a socketpair). */
+/* A zeroed server with its tables, metrics and rng set up; cfg is zeroed:
+ * fill it (rb_config_init or rb_config_load) before rb_srv_recover. */
+rb_srv *rb_srv_alloc(void);
+/* Takes over store (closed by rb_srv_free even on failure), loads its jobs,
+ * counters and paused queues, and starts the writer thread. Returns 0 or
+ * the load's / writer's error. */
+int rb_srv_recover(rb_srv *srv, rb_store *store, rb_err *err);
+/* Creates srv->base and hooks the writer (or distributed mode) to it. */
+void rb_srv_loop_new(rb_srv *srv);
+/* Closes every connection, finishes the commit in progress, and frees srv
+ * and everything it owns; any step of the set-up may be missing. */
+void rb_srv_free(rb_srv *srv);
+
 /* --- proto.c: replies (no-ops on a closed connection) --- */
 void rb_reply_ok(rb_conn *c);
 void rb_reply_simple(rb_conn *c, const char *s);
