@@ -6,7 +6,7 @@
 # Usage: O=build fuzz/run.sh [--seconds N] [--target NAME]... [--build-only]
 #   --seconds N   run each target N seconds (default $FUZZ_SECONDS or 60)
 #   --target NAME only this target (duration, toml, policy, ftl, job, config,
-#                 command); repeatable
+#                 command, protocol); repeatable
 #   --build-only  build the targets, run nothing
 # The library sources are compiled once into $O/fuzz/obj (again when a source
 # or header is newer). Seeds come from fuzz/corpus/NAME/ (kept small, in git);

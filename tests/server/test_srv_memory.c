@@ -1,0 +1,94 @@
+/* The in-memory server seam (srv.h: rb_srv_alloc, rb_srv_recover,
+ * rb_srv_loop_new, rb_srv_free) on the null store (store/null.h), as
+ * fuzz/fuzz_protocol.c uses it: a session over a socketpair gets its
+ * replies, and the null store refuses writes outside a transaction. */
+#include <criterion/criterion.h>
+
+#include <fcntl.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+
+#include "server/log.h"
+#include "server/srv.h"
+#include "store/null.h"
+
+/* Sends send, then runs the loop until want_lines CRLF-ended lines of
+ * reply arrived at peer (or 10000 rounds passed); returns them. */
+static char *exchange(rb_srv *srv, int peer, const char *send, size_t want_lines)
+{
+    if (send)
+        cr_assert_eq(write(peer, send, strlen(send)), (ssize_t)strlen(send));
+    static char buf[65536];
+    size_t n = 0, lines = 0;
+    for (int i = 0; i < 10000 && lines < want_lines; i++) {
+        event_base_loop(srv->base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+        ssize_t r = read(peer, buf + n, sizeof buf - 1 - n);
+        if (r > 0) {
+            n += (size_t)r;
+            buf[n] = '\0';
+            lines = 0;
+            for (const char *p = buf; (p = strstr(p, "\r\n")); p += 2)
+                lines++;
+        } else if (srv->conns.head) {
+            rb_conn *c = rb_container_of(srv->conns.head, rb_conn, link);
+            if (c->busy && !c->waiting)
+                event_base_loop(srv->base, EVLOOP_ONCE); /* wait for the commit */
+        }
+    }
+    buf[n] = '\0';
+    return strdup(buf);
+}
+
+Test(srv_memory, session_on_the_null_store)
+{
+    rb_log_set_level(RB_LOG_WARN); /* not "recovered 0 jobs from ./rebound.db" */
+    rb_srv *srv = rb_srv_alloc();
+    rb_config_init(&srv->cfg);
+    rb_err err = {0};
+    cr_assert_eq(rb_srv_recover(srv, rb_store_null_new(), &err), 0, "%s", err.msg);
+    rb_srv_loop_new(srv);
+    int sv[2];
+    cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    fcntl(sv[0], F_SETFL, O_NONBLOCK);
+    fcntl(sv[1], F_SETFL, O_NONBLOCK);
+    rb_conn_accept(srv, sv[0]);
+
+    char *r = exchange(srv, sv[1], "HELLO {\"v\":2}\r\n", 2);
+    cr_assert_str_eq(r, "+HI {\"v\":2}\r\n+OK\r\n");
+    free(r);
+    r = exchange(srv, sv[1],
+                 "PUSH {\"jid\":\"mem-00000001\",\"jobtype\":\"t\",\"args\":[7]}\r\nFETCH default\r\n", 3);
+    cr_assert(!strncmp(r, "+OK\r\n$", 6), "got %s", r);
+    cr_assert(strstr(r, "\"jid\":\"mem-00000001\""), "got %s", r);
+    cr_assert(strstr(r, "\"args\":[7]"), "got %s", r);
+    free(r);
+    r = exchange(srv, sv[1], "ACK {\"jid\":\"mem-00000001\"}\r\n", 1);
+    cr_assert_str_eq(r, "+OK\r\n");
+    free(r);
+    cr_assert_eq(srv->total_processed, 1);
+    cr_assert_eq(srv->jobs.by_jid.size, 0);
+
+    rb_srv_free(srv); /* closes the connection */
+    char c;
+    cr_assert_eq(read(sv[1], &c, 1), 0, "the server's end is closed");
+    close(sv[1]);
+}
+
+Test(srv_memory, null_store_checks_the_calling_order)
+{
+    rb_store *s = rb_store_null_new();
+    rb_err err = {0};
+    rb_job_row row = {.id = 1, .jid = "x", .queue = "q", .json = "{}", .priority = 5};
+    cr_assert_eq(s->ops->put_job(s, &row, &err), RB_ESTORE);
+    cr_assert(strstr(err.msg, "outside a transaction"), "%s", err.msg);
+    cr_assert_eq(s->ops->begin(s, &err), 0);
+    cr_assert_eq(s->ops->begin(s, &err), RB_ESTORE);
+    cr_assert_eq(s->ops->put_job(s, &row, &err), 0);
+    cr_assert_eq(s->ops->set_counter(s, "c", 1, &err), 0);
+    cr_assert_eq(s->ops->commit(s, &err), 0);
+    cr_assert_eq(s->ops->del_job(s, 1, "x", &err), RB_ESTORE);
+    s->ops->close(s);
+}
