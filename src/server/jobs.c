@@ -2,6 +2,7 @@
 #include "server/jobs.h"
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -145,11 +146,44 @@ void rb_jobs_delete(rb_jobs *js, rb_job *j)
     free_job(j, NULL);
 }
 
+/* Writes rb_time_format's text for ms into ts. The text of the last whole
+ * second is kept (per thread): jobs pushed and fetched within one second
+ * share gmtime and snprintf, which were a tenth of the server's user time,
+ * and only the milliseconds are written here. */
+static const char *format_time(int64_t ms, char ts[RB_TIME_STRLEN])
+{
+    static _Thread_local int64_t cached_sec = INT64_MIN;
+    static _Thread_local char cached[RB_TIME_STRLEN];
+    static _Thread_local size_t cached_len;
+    int64_t sec = ms >= 0 ? ms / 1000 : (ms - 999) / 1000;
+    int milli = (int)(ms - sec * 1000);
+    if (sec != cached_sec) {
+        rb_time_format(sec * 1000, cached);
+        cached_len = strlen(cached);
+        cached_sec = sec;
+    }
+    if (cached_len != 24) /* not "YYYY-MM-DDTHH:MM:SS.000Z" */
+        return rb_time_format(ms, ts);
+    memcpy(ts, cached, 20);
+    ts[20] = (char)('0' + milli / 100);
+    ts[21] = (char)('0' + milli / 10 % 10);
+    ts[22] = (char)('0' + milli % 10);
+    ts[23] = 'Z';
+    ts[24] = '\0';
+    return ts;
+}
+
 /* Appends ,"key":"<time>" */
 static void add_time(rb_buf *b, const char *key, int64_t ms)
 {
     char ts[RB_TIME_STRLEN];
-    rb_buf_printf(b, "%s\"%s\":\"%s\"", b->len > 1 ? "," : "", key, rb_time_format(ms, ts));
+    if (b->len > 1)
+        rb_buf_addc(b, ',');
+    rb_buf_addc(b, '"');
+    rb_buf_adds(b, key);
+    rb_buf_add(b, "\":\"", 3);
+    rb_buf_adds(b, format_time(ms, ts));
+    rb_buf_addc(b, '"');
 }
 
 char *rb_job_json_out(const rb_job *j, int64_t enqueued_ms)

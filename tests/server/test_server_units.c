@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "common/buf.h"
+#include "common/timeutil.h"
 #include "server/heap.h"
 #include "server/jobs.h"
 #include "server/table.h"
@@ -430,4 +431,31 @@ Test(jobs_index, packed_fields_hold_their_largest_values_and_row_ids_increase)
     cr_assert_eq(b->row_id, 41);
     cr_assert_eq(c->row_id, 42, "a new job gets an id above every loaded one");
     rb_jobs_release(&js);
+}
+
+/* The job text's times (written from a per-second cache) read exactly as
+ * rb_time_format writes them, across second boundaries, backwards in time
+ * and before 1970. */
+Test(jobs_index, job_text_times_match_rb_time_format)
+{
+    const int64_t ms[] = {1700000000000, 1700000000001, 1700000000999, 1700000001000,
+                          1700000000500, 1699999999999, 0,             999,
+                          -1,            -1000,         -1001,         253402300799999,
+                          1700000000042, 1700000000042, 86400000,      -62135596800000,
+                          253402300800000, 253402300800001};
+    char json[] = "{\"jid\":\"t\"}";
+    rb_job j = {.json = json};
+    for (size_t i = 0; i < sizeof ms / sizeof *ms; i++) {
+        j.created_ms = ms[i];
+        int64_t enq = ms[(i + 5) % (sizeof ms / sizeof *ms)];
+        char a[RB_TIME_STRLEN], b[RB_TIME_STRLEN], want[200];
+        /* created_ms 0 means none; enqueued_at is left out for times <= 0 */
+        snprintf(want, sizeof want, "{\"jid\":\"t\"%s%s%s%s%s%s}",
+                 ms[i] ? ",\"created_at\":\"" : "", ms[i] ? rb_time_format(ms[i], a) : "",
+                 ms[i] ? "\"" : "", enq > 0 ? ",\"enqueued_at\":\"" : "",
+                 enq > 0 ? rb_time_format(enq, b) : "", enq > 0 ? "\"" : "");
+        char *got = rb_job_json_out(&j, enq > 0 ? enq : 0);
+        cr_assert_str_eq(got, want, "ms %lld", (long long)ms[i]);
+        free(got);
+    }
 }
