@@ -10,7 +10,8 @@
  * command line while the connection stays open (fewer only once the
  * server closed it, e.g. END or a refused HELLO); every bulk reply is valid
  * JSON (INFO, FETCH, JOB, JOBS, WORKERS, BEAT, PUSHB), and INFO's is an
- * object. */
+ * object; at the end no job is PENDING and the jid table, ready queues,
+ * state lists and timer heap agree (counts, and jobs.h's invariants). */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -108,6 +109,53 @@ static bool run_until_idle(rb_srv *srv, int peer, sink *out)
     }
     FUZZ_CHECK(!"the server never became idle");
     return false;
+}
+
+/* The in-memory indexes agree (jobs.h's invariants), checked when idle. */
+typedef struct tally {
+    size_t by_state[RB_JOB_DEAD + 1], queued, bad;
+} tally;
+
+static void tally_job(void *e, void *arg)
+{
+    const rb_job *j = e;
+    tally *t = arg;
+    if (j->state > RB_JOB_DEAD || !j->queue || j->priority < 1 || j->priority > RB_PRIORITIES ||
+        (j->wid && j->state != RB_JOB_WORKING) || /* no wid: a FETCH without HELLO wid */
+        (j->state >= RB_JOB_SCHEDULED && j->state != RB_JOB_ENQUEUED) !=
+            (j->timer.idx != RB_HEAP_NONE))
+        t->bad++;
+    else
+        t->by_state[j->state]++;
+}
+
+static void tally_queue(void *e, void *arg)
+{
+    const rb_queue *q = e;
+    tally *t = arg;
+    size_t n = 0;
+    for (int p = 0; p < RB_PRIORITIES; p++)
+        n += q->ready[p].size;
+    if (n != q->size)
+        t->bad++;
+    t->queued += q->size;
+}
+
+static void check_indexes(rb_srv *srv)
+{
+    rb_jobs *js = &srv->jobs;
+    tally t = {0};
+    rb_table_each(&js->by_jid, tally_job, &t);
+    rb_table_each(&js->queues, tally_queue, &t);
+    FUZZ_CHECK(t.bad == 0);
+    FUZZ_CHECK(t.by_state[RB_JOB_PENDING] == 0); /* every commit is done */
+    FUZZ_CHECK(t.by_state[RB_JOB_ENQUEUED] == js->enqueued && t.queued == js->enqueued);
+    FUZZ_CHECK(t.by_state[RB_JOB_SCHEDULED] == js->scheduled.size);
+    FUZZ_CHECK(t.by_state[RB_JOB_WORKING] == js->working.size);
+    FUZZ_CHECK(t.by_state[RB_JOB_RETRIES] == js->retries.size);
+    FUZZ_CHECK(t.by_state[RB_JOB_DEAD] == js->dead.size);
+    FUZZ_CHECK(js->timers.n == js->scheduled.size + js->working.size + js->retries.size +
+                                   js->dead.size);
 }
 
 /* One RESP frame at *pos; returns its kind ('+', '-', '$', or 'n' for a
@@ -220,8 +268,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         replies++;
         line = eol + 1;
     }
-    if (open)
+    if (open) {
         FUZZ_CHECK(replies == lines);
+        check_indexes(srv);
+    }
 
     rb_srv_free(srv);
     close(sv[1]);
