@@ -11,7 +11,9 @@
  * server closed it, e.g. END or a refused HELLO); every bulk reply is valid
  * JSON (INFO, FETCH, JOB, JOBS, WORKERS, BEAT, PUSHB), and INFO's is an
  * object; at the end no job is PENDING and the jid table, ready queues,
- * state lists and timer heap agree (counts, and jobs.h's invariants). */
+ * state lists and timer heap agree (counts, and jobs.h's invariants).
+ * A first line "#!HEX" makes the commits HEX's bits name fail (see below):
+ * the storage-error replies and what they undo are fuzzed too. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -56,18 +58,21 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     (void)argc;
     (void)argv;
     signal(SIGPIPE, SIG_IGN);
-    rb_log_set_level(RB_LOG_ERROR); /* the refusals it provokes are expected */
+    /* the refusals and commit failures it provokes are expected: quiet */
+    rb_log_set_level((rb_log_level)(RB_LOG_ERROR + 1));
     return 0;
 }
 
-static rb_srv *server_new(void)
+static rb_srv *server_new(uint64_t fail_mask)
 {
     rb_srv *srv = rb_srv_alloc();
     rb_config_init(&srv->cfg);
     srv->cfg.server.max_job_bytes = 1024; /* the smallest allowed: lines over it are reachable */
     rb_rng_seed(&srv->rng, 42);           /* the same input, the same run */
     rb_err err = {0};
-    FUZZ_CHECK(rb_srv_recover(srv, rb_store_null_new(), &err) == 0);
+    rb_store *store = rb_store_null_new();
+    rb_store_null_fail_commits(store, fail_mask);
+    FUZZ_CHECK(rb_srv_recover(srv, store, &err) == 0);
     rb_srv_loop_new(srv);
     return srv;
 }
@@ -209,6 +214,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size > 16384)
         return 0;
+    /* A first line "#!HEX" is for the harness: commit k fails when bit k
+     * of HEX is set (the null store's injection); it is not sent. */
+    uint64_t fail_mask = 0;
+    if (size >= 2 && data[0] == '#' && data[1] == '!') {
+        size_t i = 2;
+        for (; i < size && data[i] != '\n'; i++) {
+            int d = data[i] >= '0' && data[i] <= '9'   ? data[i] - '0'
+                    : data[i] >= 'a' && data[i] <= 'f' ? data[i] - 'a' + 10
+                                                       : -1;
+            if (d >= 0)
+                fail_mask = fail_mask << 4 | (uint64_t)d;
+        }
+        i += i < size;
+        data += i;
+        size -= i;
+    }
     /* The input as lines: a final unterminated line is completed (the
      * server would wait for the rest of it). */
     size_t in_n = size + (size == 0 || data[size - 1] != '\n');
@@ -224,7 +245,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int sv[2];
     FUZZ_CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
     FUZZ_CHECK(fcntl(sv[0], F_SETFL, O_NONBLOCK) == 0 && fcntl(sv[1], F_SETFL, O_NONBLOCK) == 0);
-    rb_srv *srv = server_new();
+    rb_srv *srv = server_new(fail_mask);
     rb_conn_accept(srv, sv[0]);
     sink out = {0};
 

@@ -1,6 +1,7 @@
 /* The null store (store/null.h): accepts every write, remembers nothing. It
  * still checks the writer's calling order (writes only inside a
- * transaction), so a misuse shows up as an error rather than passing. */
+ * transaction), so a misuse shows up as an error rather than passing, and
+ * can fail chosen commits (rb_store_null_fail_commits). */
 #include "store/null.h"
 
 #include <stdbool.h>
@@ -11,6 +12,7 @@
 typedef struct null_store {
     rb_store base;
     bool in_tx;
+    uint64_t commits, fail_mask; /* commits done; which ones fail */
 } null_store;
 
 static int null_load(rb_store *s, const rb_store_loader *l, rb_err *err)
@@ -71,8 +73,13 @@ static int null_clear(rb_store *s, rb_err *err)
 
 static int null_commit(rb_store *s, rb_err *err)
 {
+    null_store *n = (null_store *)s;
     int rc = null_write(s, err);
-    ((null_store *)s)->in_tx = false;
+    uint64_t k = n->commits++;
+    if (!rc && k < 64 && (n->fail_mask >> k & 1))
+        rc = rb_err_set(err, RB_ESTORE, "null store: commit %llu fails (injected)",
+                        (unsigned long long)k);
+    n->in_tx = false;
     return rc;
 }
 
@@ -100,6 +107,11 @@ static const rb_store_ops null_ops = {
     .close = null_close,
     .maintain = NULL,
 };
+
+void rb_store_null_fail_commits(rb_store *s, uint64_t mask)
+{
+    ((null_store *)s)->fail_mask = mask;
+}
 
 rb_store *rb_store_null_new(void)
 {

@@ -92,3 +92,32 @@ Test(srv_memory, null_store_checks_the_calling_order)
     cr_assert_eq(s->ops->del_job(s, 1, "x", &err), RB_ESTORE);
     s->ops->close(s);
 }
+
+Test(srv_memory, injected_commit_failure_is_a_storage_error_and_undone)
+{
+    rb_log_set_level((rb_log_level)(RB_LOG_ERROR + 1)); /* "commit failed" is expected */
+    rb_srv *srv = rb_srv_alloc();
+    rb_config_init(&srv->cfg);
+    rb_store *store = rb_store_null_new();
+    rb_store_null_fail_commits(store, 1); /* the first commit: the PUSH's */
+    rb_err err = {0};
+    cr_assert_eq(rb_srv_recover(srv, store, &err), 0, "%s", err.msg);
+    rb_srv_loop_new(srv);
+    int sv[2];
+    cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    fcntl(sv[0], F_SETFL, O_NONBLOCK);
+    fcntl(sv[1], F_SETFL, O_NONBLOCK);
+    rb_conn_accept(srv, sv[0]);
+    free(exchange(srv, sv[1], "HELLO {\"v\":2}\r\n", 2));
+
+    char *r = exchange(srv, sv[1], "PUSH {\"jid\":\"mem-00000002\",\"jobtype\":\"t\",\"args\":[]}\r\n", 1);
+    cr_assert(!strncmp(r, "-ERR storage error: null store: commit 0 fails", 46), "got %s", r);
+    free(r);
+    cr_assert_eq(srv->jobs.by_jid.size, 0, "the refused push left no job");
+    r = exchange(srv, sv[1], "PUSH {\"jid\":\"mem-00000002\",\"jobtype\":\"t\",\"args\":[]}\r\n", 1);
+    cr_assert_str_eq(r, "+OK\r\n"); /* commit 1 succeeds: the same jid is free */
+    free(r);
+    cr_assert_eq(srv->jobs.enqueued, 1);
+    rb_srv_free(srv);
+    close(sv[1]);
+}
