@@ -11,7 +11,7 @@
 #include "common/timeutil.h"
 #include "server/log.h"
 
-static long rss_mb(void)
+long rb_cmd_rss_mb(void)
 {
     long pages = 0, rss = 0;
     FILE *f = fopen("/proc/self/statm", "r");
@@ -68,7 +68,7 @@ void rb_cmd_info(rb_conn *c, char *arg)
         (json_int_t)srv->workers.size, "server", "description", "Rebound", "faktory_version",
         "1.10.0", "uptime", (json_int_t)((now - srv->started_ms) / 1000), "connections",
         (json_int_t)srv->conns.size, "command_count", (json_int_t)srv->command_count,
-        "used_memory_mb", (json_int_t)rss_mb());
+        "used_memory_mb", (json_int_t)rb_cmd_rss_mb());
     json_object_set_new(info, "rebound", group_commit_info(srv));
     rb_reply_json(c, info);
 }
@@ -236,35 +236,44 @@ static double latency_s(const rb_queue *q, int64_t now)
     return (double)(now - oldest) / 1000.0;
 }
 
-void rb_cmd_queue(rb_conn *c, char *arg)
+int rb_cmd_queue_args(rb_conn *c, char *arg, char **verbp, char *names[RB_CMD_QUEUE_NAMES])
 {
-    rb_srv *srv = c->srv;
     char *save = NULL, *verb = strtok_r(arg, " \t", &save);
     for (char *p = verb; p && *p; p++)
         *p = (char)(*p >= 'a' && *p <= 'z' ? *p - 32 : *p);
     if (!verb || (strcmp(verb, "PAUSE") && strcmp(verb, "RESUME") && strcmp(verb, "REMOVE") &&
                   strcmp(verb, "LATENCY"))) {
         rb_reply_err(c, "QUEUE: subcommand must be PAUSE, RESUME, REMOVE or LATENCY");
-        return;
+        return -1;
     }
-    char *names[256];
     int n = 0;
     for (char *q; (q = strtok_r(NULL, " \t", &save));) {
-        if (n == 256) {
+        if (n == RB_CMD_QUEUE_NAMES) {
             rb_reply_err(c, "QUEUE: at most 256 queue names");
-            return;
+            return -1;
         }
         if (strcmp(q, "*") && !rb_queue_name_valid(q)) {
             rb_reply_err(c, "QUEUE: queue name '%.40s...' is longer than %d bytes", q,
                          RB_QUEUE_NAME_MAX);
-            return;
+            return -1;
         }
         names[n++] = q;
     }
     if (n == 0) {
         rb_reply_err(c, "QUEUE %s: name at least one queue (or *)", verb);
-        return;
+        return -1;
     }
+    *verbp = verb;
+    return n;
+}
+
+void rb_cmd_queue(rb_conn *c, char *arg)
+{
+    rb_srv *srv = c->srv;
+    char *verb, *names[RB_CMD_QUEUE_NAMES];
+    int n = rb_cmd_queue_args(c, arg, &verb, names);
+    if (n < 0)
+        return;
     if (!strcmp(verb, "LATENCY")) {
         json_t *out = json_object();
         int64_t now = rb_now_ms();
@@ -367,27 +376,43 @@ static void list_queue_cb(void *e, void *arg)
     list_queue(arg, e);
 }
 
+int rb_cmd_jobs_args_get(rb_conn *c, json_t *o, rb_cmd_jobs_args *a)
+{
+    const char *state = rb_srv_json_str(o, "state");
+    json_t *off = json_object_get(o, "offset"), *lim = json_object_get(o, "limit");
+    *a = (rb_cmd_jobs_args){.state = state ? rb_job_state_parse(state) : -1,
+                            .queue = rb_srv_json_str(o, "queue"),
+                            .jobtype = rb_srv_json_str(o, "jobtype"),
+                            .errtype = rb_srv_json_str(o, "errtype"),
+                            .offset = off ? json_integer_value(off) : 0,
+                            .limit = lim ? json_integer_value(lim) : 50};
+    if (a->state < 0) {
+        rb_reply_err(c, "JOBS: state must be scheduled, enqueued, working, retries or dead");
+        return -1;
+    }
+    if ((off && !json_is_integer(off)) || a->offset < 0 || (lim && !json_is_integer(lim)) ||
+        a->limit < 0 || a->limit > 10000) {
+        rb_reply_err(c, "JOBS: offset must be >= 0 and limit from 0 to 10000");
+        return -1;
+    }
+    return 0;
+}
+
 void rb_cmd_jobs(rb_conn *c, char *arg)
 {
     rb_srv *srv = c->srv;
     json_t *o = rb_cmd_json_arg(c, "JOBS", arg, JSON_OBJECT);
     if (!o)
         return;
-    const char *state = rb_srv_json_str(o, "state");
-    int st = state ? rb_job_state_parse(state) : -1;
-    json_t *off = json_object_get(o, "offset"), *lim = json_object_get(o, "limit");
-    listing ls = {.queue = rb_srv_json_str(o, "queue"),
-                  .jobtype = rb_srv_json_str(o, "jobtype"),
-                  .errtype = rb_srv_json_str(o, "errtype"),
-                  .offset = off ? json_integer_value(off) : 0,
-                  .limit = lim ? json_integer_value(lim) : 50};
-    if (st < 0)
-        rb_reply_err(c, "JOBS: state must be scheduled, enqueued, working, retries or dead");
-    else if ((off && !json_is_integer(off)) || ls.offset < 0 || (lim && !json_is_integer(lim)) ||
-             ls.limit < 0 || ls.limit > 10000)
-        rb_reply_err(c, "JOBS: offset must be >= 0 and limit from 0 to 10000");
-    else {
-        ls.jobs = json_array();
+    rb_cmd_jobs_args a;
+    if (rb_cmd_jobs_args_get(c, o, &a) == 0) {
+        int st = a.state;
+        listing ls = {.queue = a.queue,
+                      .jobtype = a.jobtype,
+                      .errtype = a.errtype,
+                      .offset = a.offset,
+                      .limit = a.limit,
+                      .jobs = json_array()};
         if (st == RB_JOB_ENQUEUED) {
             rb_queue *q = ls.queue ? rb_jobs_queue(&srv->jobs, ls.queue, false) : NULL;
             if (q)

@@ -35,5 +35,22 @@ int rb_cmd_fail_fields(json_t *o, rb_fail_input *in, char *ra_buf, size_t ra_len
  * reserve_for), or -1 with the error reply's text in err. */
 int64_t rb_cmd_bounded(const char *verb, json_t *o, const char *key, int64_t lo, int64_t hi,
                        rb_err *err);
+/* The most queue names one QUEUE command takes. */
+#define RB_CMD_QUEUE_NAMES 256
+/* QUEUE's argument, split in place: the subcommand, upper-cased, into *verb
+ * and the queue names (or "*") into names (both point into arg). The count
+ * of names (at least 1), or -1 after replying an error. */
+int rb_cmd_queue_args(rb_conn *c, char *arg, char **verb, char *names[RB_CMD_QUEUE_NAMES]);
+/* The process's resident memory in MiB, or 0 when /proc cannot say. */
+long rb_cmd_rss_mb(void);
+/* JOBS's argument fields. */
+typedef struct rb_cmd_jobs_args {
+    int state;                             /* a job state, RB_JOB_* */
+    const char *queue, *jobtype, *errtype; /* NULL = any; borrowed */
+    int64_t offset, limit;
+} rb_cmd_jobs_args;
+/* JOBS's fields of o into a (strings borrowed from o): 0, or -1 after
+ * replying an error (no such state, offset or limit out of range). */
+int rb_cmd_jobs_args_get(rb_conn *c, json_t *o, rb_cmd_jobs_args *a);
 
 #endif

@@ -19,18 +19,6 @@ static void info_call(rb_pg *pg, rb_pgreq *r)
     d->have_info = r->rc == 0;
 }
 
-static long rss_mb(void)
-{
-    long pages = 0, rss = 0;
-    FILE *f = fopen("/proc/self/statm", "r");
-    if (f) {
-        if (fscanf(f, "%ld %ld", &pages, &rss) != 2)
-            rss = 0;
-        fclose(f);
-    }
-    return rss * 4096 / (1024 * 1024);
-}
-
 static void info_done(rb_srv *srv, rb_pgreq *r)
 {
     if (rb_pgcmd_failed(srv, r))
@@ -54,7 +42,8 @@ static void info_done(rb_srv *srv, rb_pgreq *r)
         (json_int_t)in->working, "Workers", "size", (json_int_t)srv->workers.size, "server",
         "description", "Rebound", "faktory_version", "1.10.0", "uptime",
         (json_int_t)((now - srv->started_ms) / 1000), "connections", (json_int_t)srv->conns.size,
-        "command_count", (json_int_t)srv->command_count, "used_memory_mb", (json_int_t)rss_mb());
+        "command_count", (json_int_t)srv->command_count, "used_memory_mb",
+        (json_int_t)rb_cmd_rss_mb());
     json_object_set_new(info, "rebound",
                         json_pack("{s:{s:s, s:i}}", "storage", "backend", "postgresql",
                                   "schema_version", RB_PG_SCHEMA_VERSION));
@@ -214,32 +203,10 @@ static void queue_done(rb_srv *srv, rb_pgreq *r)
 
 void rb_pgcmd_queue(rb_conn *c, char *arg)
 {
-    char *save = NULL, *verb = strtok_r(arg, " \t", &save);
-    for (char *p = verb; p && *p; p++)
-        *p = (char)(*p >= 'a' && *p <= 'z' ? *p - 32 : *p);
-    if (!verb || (strcmp(verb, "PAUSE") && strcmp(verb, "RESUME") && strcmp(verb, "REMOVE") &&
-                  strcmp(verb, "LATENCY"))) {
-        rb_reply_err(c, "QUEUE: subcommand must be PAUSE, RESUME, REMOVE or LATENCY");
+    char *verb, *names[RB_CMD_QUEUE_NAMES];
+    int n = rb_cmd_queue_args(c, arg, &verb, names);
+    if (n < 0)
         return;
-    }
-    char *names[256];
-    int n = 0;
-    for (char *q; (q = strtok_r(NULL, " \t", &save));) {
-        if (n == 256) {
-            rb_reply_err(c, "QUEUE: at most 256 queue names");
-            return;
-        }
-        if (strcmp(q, "*") && !rb_queue_name_valid(q)) {
-            rb_reply_err(c, "QUEUE: queue name '%.40s...' is longer than %d bytes", q,
-                         RB_QUEUE_NAME_MAX);
-            return;
-        }
-        names[n++] = q;
-    }
-    if (n == 0) {
-        rb_reply_err(c, "QUEUE %s: name at least one queue (or *)", verb);
-        return;
-    }
     rb_pgreq *r = rb_pgreq_new(RB_PGR_CALL, c);
     rb_pgcmd_data *d = rb_pgcmd_attach(r, NULL);
     snprintf(d->verb, sizeof d->verb, "%s", verb);
@@ -335,21 +302,14 @@ void rb_pgcmd_jobs(rb_conn *c, char *arg)
     json_t *o = rb_cmd_json_arg(c, "JOBS", arg, JSON_OBJECT);
     if (!o)
         return;
-    const char *state = rb_srv_json_str(o, "state");
-    int st = state ? rb_job_state_parse(state) : -1;
-    json_t *off = json_object_get(o, "offset"), *lim = json_object_get(o, "limit");
-    rb_pg_filter f = {.state = st,
-                      .queue = rb_srv_json_str(o, "queue"),
-                      .jobtype = rb_srv_json_str(o, "jobtype"),
-                      .errtype = rb_srv_json_str(o, "errtype"),
-                      .offset = off ? json_integer_value(off) : 0,
-                      .limit = lim ? json_integer_value(lim) : 50};
-    if (st < 0) {
-        rb_reply_err(c, "JOBS: state must be scheduled, enqueued, working, retries or dead");
-    } else if ((off && !json_is_integer(off)) || f.offset < 0 || (lim && !json_is_integer(lim)) ||
-               f.limit < 0 || f.limit > 10000) {
-        rb_reply_err(c, "JOBS: offset must be >= 0 and limit from 0 to 10000");
-    } else {
+    rb_cmd_jobs_args a;
+    if (rb_cmd_jobs_args_get(c, o, &a) == 0) {
+        rb_pg_filter f = {.state = a.state,
+                          .queue = a.queue,
+                          .jobtype = a.jobtype,
+                          .errtype = a.errtype,
+                          .offset = a.offset,
+                          .limit = a.limit};
         rb_pgreq *r = rb_pgreq_new(RB_PGR_CALL, c);
         rb_pgcmd_attach(r, o)->f = f;
         r->call = jobs_call;
