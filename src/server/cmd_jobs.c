@@ -27,6 +27,16 @@ void rb_cmd_push(rb_conn *c, char *arg)
     json_decref(job);
 }
 
+const char *rb_cmd_pushb_key(const json_t *job, size_t i, char key[RB_CMD_PUSHB_KEY])
+{
+    const char *jid = json_is_object(job) ? rb_srv_json_str(job, "jid") : NULL;
+    if (!jid) {
+        snprintf(key, RB_CMD_PUSHB_KEY, "#%zu", i);
+        jid = key;
+    }
+    return jid;
+}
+
 void rb_cmd_pushb(rb_conn *c, char *arg)
 {
     json_t *arr = rb_cmd_json_arg(c, "PUSHB", arg, JSON_ARRAY);
@@ -38,12 +48,8 @@ void rb_cmd_pushb(rb_conn *c, char *arg)
     for (size_t i = 0; i < n; i++) {
         json_t *job = json_array_get(arr, i);
         rb_err err = {0};
-        const char *jid = json_is_object(job) ? rb_srv_json_str(job, "jid") : NULL;
-        char key[32];
-        if (!jid) {
-            snprintf(key, sizeof key, "#%zu", i);
-            jid = key;
-        }
+        char key[RB_CMD_PUSHB_KEY];
+        const char *jid = rb_cmd_pushb_key(job, i, key);
         if (rb_srv_push(c->srv, job, &err))
             json_object_set_new(errors, jid, json_string(rb_err_msg(&err)));
         else
@@ -55,18 +61,25 @@ void rb_cmd_pushb(rb_conn *c, char *arg)
     rb_srv_push_reply(c->srv, c, jids, ok, bulk);
 }
 
-void rb_cmd_fetch(rb_conn *c, char *arg)
+char **rb_cmd_fetch_queues(rb_conn *c, char *arg, int *n)
 {
     char **queues = NULL;
-    int n = 0;
+    *n = 0;
     for (char *save = NULL, *q = strtok_r(arg, " \t", &save); q; q = strtok_r(NULL, " \t", &save)) {
-        queues = rb_xrealloc(queues, (size_t)(n + 1) * sizeof *queues);
-        queues[n++] = rb_xstrdup(q);
+        queues = rb_xrealloc(queues, (size_t)(*n + 1) * sizeof *queues);
+        queues[(*n)++] = rb_xstrdup(q);
     }
-    if (n == 0) {
+    if (*n == 0)
         rb_reply_err(c, "must call fetch with at least one queue");
+    return queues;
+}
+
+void rb_cmd_fetch(rb_conn *c, char *arg)
+{
+    int n;
+    char **queues = rb_cmd_fetch_queues(c, arg, &n);
+    if (!queues)
         return;
-    }
     if (rb_srv_try_fetch(c->srv, c, queues, n)) {
         for (int i = 0; i < n; i++)
             free(queues[i]);

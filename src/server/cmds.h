@@ -35,6 +35,15 @@ int rb_cmd_fail_fields(json_t *o, rb_fail_input *in, char *ra_buf, size_t ra_len
  * reserve_for), or -1 with the error reply's text in err. */
 int64_t rb_cmd_bounded(const char *verb, json_t *o, const char *key, int64_t lo, int64_t hi,
                        rb_err *err);
+/* The size of the key buffer rb_cmd_pushb_key may write into. */
+#define RB_CMD_PUSHB_KEY 32
+/* The name of PUSHB's i-th job in its error object: the job's jid, or "#i"
+ * written into key when it is not an object with a string jid. */
+const char *rb_cmd_pushb_key(const json_t *job, size_t i, char key[RB_CMD_PUSHB_KEY]);
+/* FETCH's queue names, split out of arg (owned: free each and the array)
+ * into a new array of *n; NULL with *n == 0 after replying an error when
+ * there is none. */
+char **rb_cmd_fetch_queues(rb_conn *c, char *arg, int *n);
 /* The most queue names one QUEUE command takes. */
 #define RB_CMD_QUEUE_NAMES 256
 /* QUEUE's argument, split in place: the subcommand, upper-cased, into *verb

@@ -101,12 +101,8 @@ void rb_pgcmd_pushb(rb_conn *c, char *arg)
     for (size_t i = 0; i < n; i++) {
         json_t *job = json_array_get(arr, i);
         rb_err err = {0};
-        const char *jid = json_is_object(job) ? rb_srv_json_str(job, "jid") : NULL;
-        char key[32];
-        if (!jid) {
-            snprintf(key, sizeof key, "#%zu", i);
-            jid = key;
-        }
+        char key[RB_CMD_PUSHB_KEY];
+        const char *jid = rb_cmd_pushb_key(job, i, key);
         if (rb_job_validate(c->srv, job, &err))
             json_object_set_new(errors, jid, json_string(rb_err_msg(&err)));
         else
@@ -128,16 +124,10 @@ void rb_pgcmd_pushb(rb_conn *c, char *arg)
 
 void rb_pgcmd_fetch(rb_conn *c, char *arg)
 {
-    char **queues = NULL;
-    int n = 0;
-    for (char *save = NULL, *q = strtok_r(arg, " \t", &save); q; q = strtok_r(NULL, " \t", &save)) {
-        queues = rb_xrealloc(queues, (size_t)(n + 1) * sizeof *queues);
-        queues[n++] = rb_xstrdup(q);
-    }
-    if (n == 0) {
-        rb_reply_err(c, "must call fetch with at least one queue");
+    int n;
+    char **queues = rb_cmd_fetch_queues(c, arg, &n);
+    if (!queues)
         return;
-    }
     rb_pgmode_fetch(c->srv, c, queues, n);
 }
 
