@@ -56,6 +56,30 @@ static const char *mutate_cmd(const char *action)
     return NULL;
 }
 
+const char *rb_api_action_cmd(rb_http_req *r, const char *what, const char *action)
+{
+    const char *cmd = mutate_cmd(action);
+    if (!cmd)
+        rb_http_reply_error(r->req, 404, "no %s action '%s' (retry, kill or discard)", what,
+                            action);
+    return cmd;
+}
+
+bool rb_api_queue_action_args(rb_http_req *r, bool *pause)
+{
+    const char *name = r->seg[1], *action = r->seg[2];
+    *pause = !strcmp(action, "pause");
+    if (!*pause && strcmp(action, "resume")) {
+        rb_http_reply_error(r->req, 404, "no queue action '%s' (pause or resume)", action);
+        return false;
+    }
+    if (!*name || strlen(name) > 200) {
+        rb_http_reply_error(r->req, 400, "queue name must be 1 to 200 bytes");
+        return false;
+    }
+    return true;
+}
+
 static bool mutable_state(int st)
 {
     return st == RB_JOB_SCHEDULED || st == RB_JOB_RETRIES || st == RB_JOB_DEAD;
@@ -66,11 +90,10 @@ static bool mutable_state(int st)
 void rb_api_job_action(rb_http_req *r)
 {
     rb_srv *srv = r->h->srv;
-    const char *jid = r->seg[1], *action = r->seg[2], *cmd = mutate_cmd(action);
-    if (!cmd) {
-        rb_http_reply_error(r->req, 404, "no job action '%s' (retry, kill or discard)", action);
+    const char *jid = r->seg[1], *action = r->seg[2];
+    const char *cmd = rb_api_action_cmd(r, "job", action);
+    if (!cmd)
         return;
-    }
     rb_job *j = rb_jobs_find(&srv->jobs, jid);
     if (!j || j->state == RB_JOB_PENDING) {
         rb_http_reply_error(r->req, 404, "no job '%s'", jid);
@@ -144,11 +167,9 @@ void rb_api_bulk_action(rb_http_req *r)
 {
     rb_srv *srv = r->h->srv;
     const char *action = r->seg[1];
-    bulk b = {.srv = srv, .cmd = mutate_cmd(action), .now = rb_now_ms()};
-    if (!b.cmd) {
-        rb_http_reply_error(r->req, 404, "no bulk action '%s' (retry, kill or discard)", action);
+    bulk b = {.srv = srv, .cmd = rb_api_action_cmd(r, "bulk", action), .now = rb_now_ms()};
+    if (!b.cmd)
         return;
-    }
     json_t *body = rb_http_body_json(r->req);
     if (!body)
         return;
@@ -198,15 +219,9 @@ void rb_api_queue_action(rb_http_req *r)
 {
     rb_srv *srv = r->h->srv;
     const char *name = r->seg[1], *action = r->seg[2];
-    bool pause = !strcmp(action, "pause");
-    if (!pause && strcmp(action, "resume")) {
-        rb_http_reply_error(r->req, 404, "no queue action '%s' (pause or resume)", action);
+    bool pause;
+    if (!rb_api_queue_action_args(r, &pause))
         return;
-    }
-    if (!*name || strlen(name) > 200) {
-        rb_http_reply_error(r->req, 400, "queue name must be 1 to 200 bytes");
-        return;
-    }
     rb_queue *q = rb_jobs_queue(&srv->jobs, name, pause); /* as QUEUE PAUSE: created */
     if (!q) {
         rb_http_reply_error(r->req, 404, "no queue '%s'", name);

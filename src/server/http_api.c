@@ -11,7 +11,7 @@
 #include "policy/simulate.h"
 #include "server/metrics.h"
 
-static json_t *time_or_null(int64_t ms)
+json_t *rb_api_time_or_null(int64_t ms)
 {
     char ts[RB_TIME_STRLEN];
     return ms > 0 ? json_string(rb_time_format(ms, ts)) : json_null();
@@ -19,34 +19,44 @@ static json_t *time_or_null(int64_t ms)
 
 /* --- GET /api/info --- */
 
-void rb_api_info(rb_http_req *r)
+json_t *rb_api_info_json(rb_srv *srv, const char *store, json_t *jobs, int64_t processed,
+                         int64_t failures, size_t queues)
 {
-    rb_srv *srv = r->h->srv;
     const rb_metrics *m = srv->metrics;
     int64_t now = rb_now_ms();
-    json_t *v = json_pack(
-        "{s:{s:s, s:o, s:o, s:I, s:s, s:s, s:I, s:I, s:I, s:b},"
-        " s:{s:I, s:I, s:I, s:I, s:I},"
+    return json_pack(
+        "{s:{s:s, s:o, s:o, s:I, s:s, s:s, s:I, s:I, s:I, s:b}, s:o,"
         " s:{s:I, s:I, s:I, s:I, s:I, s:I},"
         " s:{s:I, s:I}, s:I}",
-        "server", "name", "Rebound", "now", time_or_null(now), "started_at",
-        time_or_null(srv->started_ms), "uptime_s", (json_int_t)((now - srv->started_ms) / 1000),
-        "store", srv->store && srv->store->ops ? srv->store->ops->name : "?", "listen",
+        "server", "name", "Rebound", "now", rb_api_time_or_null(now), "started_at",
+        rb_api_time_or_null(srv->started_ms), "uptime_s",
+        (json_int_t)((now - srv->started_ms) / 1000), "store", store, "listen",
         srv->cfg.server.listen ? srv->cfg.server.listen : "", "connections",
         (json_int_t)srv->conns.size, "workers", (json_int_t)srv->workers.size, "commands",
         (json_int_t)srv->command_count, "stopping", srv->stopping,
-        "jobs", "scheduled", (json_int_t)srv->jobs.scheduled.size, "enqueued",
-        (json_int_t)srv->jobs.enqueued, "working", (json_int_t)srv->jobs.working.size, "retries",
-        (json_int_t)srv->jobs.retries.size, "dead", (json_int_t)srv->jobs.dead.size,
+        "jobs", jobs,
         "since_start", "pushed", (json_int_t)rb_metrics_total(m, RB_M_PUSHED), "processed",
         (json_int_t)rb_metrics_total(m, RB_M_PROCESSED), "failed",
         (json_int_t)rb_metrics_total(m, RB_M_FAILED), "retried",
         (json_int_t)rb_metrics_total(m, RB_M_RETRIED), "dead",
         (json_int_t)rb_metrics_total(m, RB_M_DEAD), "discarded",
         (json_int_t)rb_metrics_total(m, RB_M_DISCARDED),
-        "all_time", "processed", (json_int_t)srv->total_processed, "failures",
-        (json_int_t)srv->total_failures, "queues", (json_int_t)srv->jobs.queues.size);
-    rb_http_reply_json(r->req, 200, v);
+        "all_time", "processed", (json_int_t)processed, "failures", (json_int_t)failures,
+        "queues", (json_int_t)queues);
+}
+
+void rb_api_info(rb_http_req *r)
+{
+    rb_srv *srv = r->h->srv;
+    json_t *jobs = json_pack(
+        "{s:I, s:I, s:I, s:I, s:I}", "scheduled", (json_int_t)srv->jobs.scheduled.size,
+        "enqueued", (json_int_t)srv->jobs.enqueued, "working", (json_int_t)srv->jobs.working.size,
+        "retries", (json_int_t)srv->jobs.retries.size, "dead", (json_int_t)srv->jobs.dead.size);
+    rb_http_reply_json(r->req, 200,
+                       rb_api_info_json(srv, srv->store && srv->store->ops ? srv->store->ops->name
+                                                                           : "?",
+                                        jobs, (int64_t)srv->total_processed,
+                                        (int64_t)srv->total_failures, srv->jobs.queues.size));
 }
 
 /* --- GET /api/stats --- */
@@ -122,17 +132,17 @@ json_t *rb_api_summary(const rb_api_row *row)
     switch (row->state) {
     case RB_JOB_SCHEDULED:
     case RB_JOB_RETRIES:
-        json_object_set_new(v, "next_at", time_or_null(row->at_ms));
+        json_object_set_new(v, "next_at", rb_api_time_or_null(row->at_ms));
         break;
     case RB_JOB_WORKING:
-        json_object_set_new(v, "reserved_until", time_or_null(row->at_ms));
+        json_object_set_new(v, "reserved_until", rb_api_time_or_null(row->at_ms));
         json_object_set_new(v, "wid", row->wid ? json_string(row->wid) : json_null());
         break;
     case RB_JOB_DEAD:
-        json_object_set_new(v, "expires_at", time_or_null(row->at_ms));
+        json_object_set_new(v, "expires_at", rb_api_time_or_null(row->at_ms));
         break;
     case RB_JOB_ENQUEUED:
-        json_object_set_new(v, "enqueued_at", time_or_null(row->at_ms));
+        json_object_set_new(v, "enqueued_at", rb_api_time_or_null(row->at_ms));
         break;
     default:
         break;
@@ -266,13 +276,13 @@ json_t *rb_api_schedule(rb_srv *srv, int64_t first_ms, json_t *job)
     json_array_foreach(steps, i, s) {
         json_t *at = json_object_get(s, "at_ms");
         if (at)
-            json_object_set_new(s, "at", time_or_null(first + json_integer_value(at)));
+            json_object_set_new(s, "at", rb_api_time_or_null(first + json_integer_value(at)));
     }
     rb_buf b = RB_BUF_INIT;
     rb_policy_describe(&pol, &b);
     json_object_set_new(v, "description", json_string(rb_buf_str(&b)));
     json_object_set_new(v, "layer", json_string(rb_policy_layer_name(layer)));
-    json_object_set_new(v, "first_enqueued_at", time_or_null(first_ms));
+    json_object_set_new(v, "first_enqueued_at", rb_api_time_or_null(first_ms));
     rb_buf_release(&b);
     rb_simulation_release(&sim);
     rb_policy_release(&pol);
@@ -312,7 +322,7 @@ void rb_api_workers(rb_http_req *r)
         for (rb_worker *w = srv->workers.buckets[i]; w; w = w->hnext)
             json_array_append_new(
                 arr, json_pack("{s:s, s:o, s:i, s:s}", "wid", w->wid, "last_beat",
-                               time_or_null(w->last_beat_ms), "connections", w->conns, "signal",
+                               rb_api_time_or_null(w->last_beat_ms), "connections", w->conns, "signal",
                                signals[w->signal >= 0 && w->signal <= 2 ? w->signal : 0]));
     rb_http_reply_json(r->req, 200, json_pack("{s:o}", "workers", arr));
 }

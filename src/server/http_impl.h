@@ -88,6 +88,13 @@ rb_http_handler rb_http_pg_handler(rb_http_handler fn);
  * sizes and jobs by state read on a database thread. */
 void rb_http_pg_metrics(rb_http *h, struct evhttp_request *req);
 
+/* ms as API time text, or JSON null when ms <= 0 (never). New reference. */
+json_t *rb_api_time_or_null(int64_t ms);
+/* GET /api/info's answer: this node's server numbers and counters since
+ * start, with store the storage's name, jobs the counts by state (taken
+ * over), and the all-time counts and queue count given. New reference. */
+json_t *rb_api_info_json(rb_srv *srv, const char *store, json_t *jobs, int64_t processed,
+                         int64_t failures, size_t queues);
 /* A queue as listed: name, size, latency_s, paused. New reference. */
 json_t *rb_api_queue_json(const rb_queue *q, int64_t now);
 
@@ -96,5 +103,12 @@ void rb_api_job_action(rb_http_req *r);
 void rb_api_bulk_action(rb_http_req *r);
 void rb_api_queue_action(rb_http_req *r);
 void rb_api_worker_action(rb_http_req *r);
+/* The MUTATE cmd for a job or bulk action (what: "job" or "bulk") named
+ * action: retry, kill or discard; NULL after a 404 reply for any other. */
+const char *rb_api_action_cmd(rb_http_req *r, const char *what, const char *action);
+/* Checks POST /api/queues/NAME/ACTION (NAME r->seg[1], ACTION r->seg[2]):
+ * true with *pause set for pause or resume, false after a 404 (another
+ * action) or 400 (a name that is empty or past 200 bytes) reply. */
+bool rb_api_queue_action_args(rb_http_req *r, bool *pause);
 
 #endif

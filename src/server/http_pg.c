@@ -102,12 +102,6 @@ static bool answered(rb_srv *srv, rb_pgreq *r)
     return true;
 }
 
-static json_t *time_or_null(int64_t ms)
-{
-    char ts[RB_TIME_STRLEN];
-    return ms > 0 ? json_string(rb_time_format(ms, ts)) : json_null();
-}
-
 /* The cluster's numbers and every listed queue's latency. */
 static int read_info(rb_pg *pg, hreq *d, rb_err *err)
 {
@@ -144,29 +138,12 @@ static void api_info_done(rb_srv *srv, rb_pgreq *r)
         return;
     hreq *d = r->data;
     const rb_pg_info *in = &d->info;
-    const rb_metrics *m = srv->metrics;
-    int64_t now = rb_now_ms();
-    json_t *v = json_pack(
-        "{s:{s:s, s:o, s:o, s:I, s:s, s:s, s:I, s:I, s:I, s:b},"
-        " s:{s:I, s:I, s:I, s:I, s:I},"
-        " s:{s:I, s:I, s:I, s:I, s:I, s:I},"
-        " s:{s:I, s:I}, s:I}",
-        "server", "name", "Rebound", "now", time_or_null(now), "started_at",
-        time_or_null(srv->started_ms), "uptime_s", (json_int_t)((now - srv->started_ms) / 1000),
-        "store", "postgresql", "listen", srv->cfg.server.listen ? srv->cfg.server.listen : "",
-        "connections", (json_int_t)srv->conns.size, "workers", (json_int_t)srv->workers.size,
-        "commands", (json_int_t)srv->command_count, "stopping", srv->stopping,
-        "jobs", "scheduled", (json_int_t)in->scheduled, "enqueued", (json_int_t)in->enqueued,
-        "working", (json_int_t)in->working, "retries", (json_int_t)in->retries, "dead",
-        (json_int_t)in->dead,
-        "since_start", "pushed", (json_int_t)rb_metrics_total(m, RB_M_PUSHED), "processed",
-        (json_int_t)rb_metrics_total(m, RB_M_PROCESSED), "failed",
-        (json_int_t)rb_metrics_total(m, RB_M_FAILED), "retried",
-        (json_int_t)rb_metrics_total(m, RB_M_RETRIED), "dead",
-        (json_int_t)rb_metrics_total(m, RB_M_DEAD), "discarded",
-        (json_int_t)rb_metrics_total(m, RB_M_DISCARDED),
-        "all_time", "processed", (json_int_t)in->processed, "failures",
-        (json_int_t)in->failures, "queues", (json_int_t)in->n_queues);
+    json_t *jobs = json_pack("{s:I, s:I, s:I, s:I, s:I}", "scheduled", (json_int_t)in->scheduled,
+                             "enqueued", (json_int_t)in->enqueued, "working",
+                             (json_int_t)in->working, "retries", (json_int_t)in->retries, "dead",
+                             (json_int_t)in->dead);
+    json_t *v = rb_api_info_json(srv, "postgresql", jobs, (int64_t)in->processed,
+                                 (int64_t)in->failures, (size_t)in->n_queues);
     rb_http_reply_json(d->req, 200, v);
     rb_pgreq_finish(srv, r);
 }
@@ -305,18 +282,6 @@ static void pg_api_job(rb_http_req *r)
 
 /* --- POST /api/job/JID/ACTION, POST /api/jobs/ACTION --- */
 
-/* The MUTATE cmd for an API action, or NULL when unknown. */
-static const char *mutate_cmd(const char *action)
-{
-    if (!strcmp(action, "retry"))
-        return "requeue";
-    if (!strcmp(action, "kill"))
-        return "kill";
-    if (!strcmp(action, "discard"))
-        return "discard";
-    return NULL;
-}
-
 static bool mutable_state(int st)
 {
     return st == RB_PG_SCHEDULED || st == RB_PG_RETRIES || st == RB_PG_DEAD;
@@ -365,11 +330,9 @@ static void job_action_done(rb_srv *srv, rb_pgreq *r)
 
 static void pg_api_job_action(rb_http_req *r)
 {
-    const char *cmd = mutate_cmd(r->seg[2]);
-    if (!cmd) {
-        rb_http_reply_error(r->req, 404, "no job action '%s' (retry, kill or discard)", r->seg[2]);
+    const char *cmd = rb_api_action_cmd(r, "job", r->seg[2]);
+    if (!cmd)
         return;
-    }
     hreq *d = hreq_new(r);
     d->jid = rb_xstrdup(r->seg[1]);
     d->cmd = cmd;
@@ -466,11 +429,9 @@ static char *opt_string(json_t *o, const char *key, bool *bad)
 
 static void pg_api_bulk_action(rb_http_req *r)
 {
-    const char *action = r->seg[1], *cmd = mutate_cmd(action);
-    if (!cmd) {
-        rb_http_reply_error(r->req, 404, "no bulk action '%s' (retry, kill or discard)", action);
+    const char *action = r->seg[1], *cmd = rb_api_action_cmd(r, "bulk", action);
+    if (!cmd)
         return;
-    }
     json_t *body = rb_http_body_json(r->req);
     if (!body)
         return;
@@ -557,15 +518,9 @@ static void queue_done(rb_srv *srv, rb_pgreq *r)
 static void pg_api_queue_action(rb_http_req *r)
 {
     const char *name = r->seg[1], *action = r->seg[2];
-    bool pause = !strcmp(action, "pause");
-    if (!pause && strcmp(action, "resume")) {
-        rb_http_reply_error(r->req, 404, "no queue action '%s' (pause or resume)", action);
+    bool pause;
+    if (!rb_api_queue_action_args(r, &pause))
         return;
-    }
-    if (!*name || strlen(name) > 200) {
-        rb_http_reply_error(r->req, 400, "queue name must be 1 to 200 bytes");
-        return;
-    }
     hreq *d = hreq_new(r);
     d->name = rb_xstrdup(name);
     d->pause = pause;
