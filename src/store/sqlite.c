@@ -240,46 +240,41 @@ static int sq_load(rb_store *base, const rb_store_loader *l, rb_err *err)
     return rc;
 }
 
-/* Converts a jobs table keyed by jid (written before row ids) in place. */
-static int migrate(sqlite_store *s, rb_err *err)
+/* Runs script when probe, a query of one number, answers non-zero: an
+ * older layout found and converted in place (rolled back on failure). */
+static int migrate_if(sqlite_store *s, const char *probe, const char *script, rb_err *err)
 {
     sqlite3_stmt *st = NULL;
     int old = 0;
-    if (sqlite3_prepare_v2(s->db,
-                           "SELECT (SELECT count(*) FROM pragma_table_info('jobs')) > 0 AND"
-                           " (SELECT count(*) FROM pragma_table_info('jobs') WHERE name='id') = 0",
-                           -1, &st, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(s->db, probe, -1, &st, NULL) != SQLITE_OK)
         return db_error(s, err, "read");
     if (sqlite3_step(st) == SQLITE_ROW)
         old = sqlite3_column_int(st, 0);
     sqlite3_finalize(st);
     if (!old)
         return 0;
-    int rc = exec(s, migrate_v1, err);
+    int rc = exec(s, script, err);
     if (rc && !sqlite3_get_autocommit(s->db))
         sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
     return rc;
 }
 
+/* Converts a jobs table keyed by jid (written before row ids) in place. */
+static int migrate(sqlite_store *s, rb_err *err)
+{
+    return migrate_if(s,
+                      "SELECT (SELECT count(*) FROM pragma_table_info('jobs')) > 0 AND"
+                      " (SELECT count(*) FROM pragma_table_info('jobs') WHERE name='id') = 0",
+                      migrate_v1, err);
+}
+
 /* Converts a counters table with a rowid (written before) in place. */
 static int migrate_counters_table(sqlite_store *s, rb_err *err)
 {
-    sqlite3_stmt *st = NULL;
-    int old = 0;
-    if (sqlite3_prepare_v2(s->db,
-                           "SELECT count(*) FROM sqlite_master WHERE type='table' AND"
-                           " name='counters' AND sql NOT LIKE '%WITHOUT ROWID%'",
-                           -1, &st, NULL) != SQLITE_OK)
-        return db_error(s, err, "read");
-    if (sqlite3_step(st) == SQLITE_ROW)
-        old = sqlite3_column_int(st, 0);
-    sqlite3_finalize(st);
-    if (!old)
-        return 0;
-    int rc = exec(s, migrate_counters, err);
-    if (rc && !sqlite3_get_autocommit(s->db))
-        sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
-    return rc;
+    return migrate_if(s,
+                      "SELECT count(*) FROM sqlite_master WHERE type='table' AND"
+                      " name='counters' AND sql NOT LIKE '%WITHOUT ROWID%'",
+                      migrate_counters, err);
 }
 
 /* Runs after every commit (it replaces SQLite's automatic checkpoint,
