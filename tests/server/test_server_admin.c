@@ -3,45 +3,17 @@
  * JOBS listings, WORKERS and FLUSH. */
 #include <criterion/criterion.h>
 
-#include "harness.h"
+#include "common_helpers.h"
 
-static rbh_server S;
-static rbh_conn *C;
-
+/* C connects as worker adm. */
 static void start(void)
 {
-    cr_assert_eq(rbh_start(&S, NULL, NULL), 0, "server did not start (see %s)", S.log);
-    C = rbh_connect(&S, "adm");
-    cr_assert_not_null(C);
+    rbh_suite_start("adm");
 }
 
-static void stop(void)
-{
-    rbh_close(C);
-    rbh_stop(&S); /* after finish() this only removes what is left */
-}
+TestSuite(admin, .init = start, .fini = rbh_suite_stop, .timeout = 30);
 
-TestSuite(admin, .init = start, .fini = stop, .timeout = 30);
-
-/* Criterion ignores assertion failures in .fini, so every test ends by
- * stopping the server and asserting that it exited cleanly (status 0, no
- * sanitizer report in its log). */
-static void finish(void)
-{
-    rbh_close(C);
-    C = NULL;
-    cr_assert_eq(rbh_stop(&S), 0, "the server did not exit cleanly (log above)");
-    S.pid = 0;
-}
-
-#define SERVER_TEST(name) \
-    static void body_##name(void); \
-    Test(admin, name) \
-    { \
-        body_##name(); \
-        finish(); \
-    } \
-    static void body_##name(void)
+#define SERVER_TEST(name) RBH_SERVER_TEST(admin, name)
 
 /* Pushes n jobs "<prefix>-NNNN" of jobtype jt, scheduled an hour ahead. */
 static void push_scheduled(const char *prefix, const char *jt, int n)
