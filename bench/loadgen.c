@@ -233,6 +233,9 @@ static void prefill(thread_arg *prods)
     fflush(stdout);
 }
 
+/* The loadgen's own CPU (all its threads) when the timed phase began. */
+static long long self_cpu0 = -1;
+
 static void report(long long cpu0)
 {
     /* With jobs waiting beforehand (depth) the acks may reach the count
@@ -252,10 +255,18 @@ static void report(long long cpu0)
         printf("%s.fails %ld\n", wl, fails);
     if (O.rate > 0)
         printf("%s.rate_asked %.0f\n", wl, O.rate);
-    if (cpu0 >= 0) {
-        long long cpu = lg_cpu_us(O.server_pid) - cpu0;
+    long long cpu = cpu0 >= 0 ? lg_cpu_us(O.server_pid) - cpu0 : -1;
+    if (cpu >= 0) {
         printf("%s.server_cpu_s %.2f\n", wl, (double)cpu / 1e6);
         printf("%s.server_cpu_us_per_job %.1f\n", wl, (double)cpu / (double)O.jobs);
+    }
+    /* Both programs share the machine's cores: what the load itself costs,
+     * and how many cores the two kept busy together. */
+    long long self = self_cpu0 >= 0 ? lg_cpu_us((int)getpid()) - self_cpu0 : -1;
+    if (self >= 0) {
+        printf("%s.loadgen_cpu_us_per_job %.1f\n", wl, (double)self / (double)O.jobs);
+        if (cpu >= 0)
+            printf("%s.cores_busy %.2f\n", wl, (double)(cpu + self) / 1e6 / secs);
     }
     int64_t *v = rb_xmalloc(sizeof *v * (size_t)(O.jobs ? O.jobs : 1));
     size_t n = 0;
@@ -452,6 +463,7 @@ int main(int argc, char **argv)
 
     json_t *info0 = O.proto == &lg_faktory ? info_numbers(&prods[0].conn) : NULL;
     long long cpu0 = O.server_pid ? lg_cpu_us(O.server_pid) : -1;
+    self_cpu0 = lg_cpu_us((int)getpid());
     atomic_store(&S.producers_left, O.producers);
     S.t0_us = lg_mono_us();
     run_threads(works, O.workers, worker_main);

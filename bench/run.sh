@@ -240,6 +240,13 @@ done
 # The table: one row per figure, one column per server, then Rebound's ratios.
 "$MICRO" $([ $quick = 1 ] && echo --quick) >"$tmp/micro" 2>"$tmp/micro.err" || {
   echo "run.sh: micro failed:" >&2; cat "$tmp/micro.err" >&2; failures=$((failures + 1)); }
+# What the fsync-bound figures stood on: the disk's fdatasync now, alone
+# and four at a time, in the directory the servers used.
+for t in 1 4; do
+  "$O/bench/fsync_probe" --dir "$tmp" --threads $t --secs $([ $quick = 1 ] && echo 0.3 || echo 2) \
+    >>"$tmp/micro" 2>"$tmp/fsync.err" || {
+    echo "run.sh: fsync_probe failed:" >&2; cat "$tmp/fsync.err" >&2; failures=$((failures + 1)); }
+done
 [ -n "$raw" ] && cp "$tmp/results" "$raw"
 awk -v servers="$servers" '
   { v[$1, $2] = $3 }
@@ -248,7 +255,7 @@ awk -v servers="$servers" '
   END {
     n = split(servers, S, " ")
     nm = split("lifecycle.jobs_per_s lifecycle.ops_per_s lifecycle.lat_p50_ms lifecycle.lat_p99_ms " \
-          "lifecycle.server_cpu_us_per_job lifecycle.fsyncs lifecycle.requests_per_fsync " \
+          "lifecycle.server_cpu_us_per_job lifecycle.loadgen_cpu_us_per_job lifecycle.cores_busy lifecycle.fsyncs lifecycle.requests_per_fsync " \
           "lifecycle.commits lifecycle.requests_per_commit lifecycle.commit_ms_avg retries.jobs_per_s retries.server_cpu_us_per_job " \
           "depth.jobs_per_s depth.server_cpu_us_per_job sched.late_p50_ms sched.late_p99_ms sched.late_max_ms " \
           "footprint.rss_bytes_per_job footprint.disk_bytes_per_job footprint.prefill_jobs_per_s " \

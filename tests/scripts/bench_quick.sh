@@ -49,6 +49,18 @@ done
 grep -q '^| lifecycle.jobs_per_s |' "$out" || { echo "bench_quick: no table"; fail=1; }
 grep -q 'scheduler lateness p99' "$out" || { echo "bench_quick: no targets"; fail=1; }
 grep -q '^micro.policy_decide_faktory_per_s [0-9]' "$out" || { echo "bench_quick: no micro figures"; fail=1; }
+for m in fsync.t1.per_s fsync.t1.cpu_us_per_sync fsync.t4.wait_us; do
+  grep -q "^$m [0-9]" "$out" || { echo "bench_quick: no $m (bench/fsync_probe)"; fail=1; }
+done
+# The CPU split of the lifecycle run: both programs' share per job.
+for s in $servers; do
+  for m in lifecycle.loadgen_cpu_us_per_job lifecycle.cores_busy; do
+    v=$(awk -v s="$s" -v m="$m" '$1 == s && $2 == m { print $3 }' "$raw")
+    case "$v" in
+      ''|*[!0-9.]*) echo "bench_quick: $s: no figure for $m ('$v')"; fail=1 ;;
+    esac
+  done
+done
 if [ $fail -ne 0 ]; then
   cat "$out"
   exit 1
