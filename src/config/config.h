@@ -39,6 +39,8 @@ typedef struct rb_config {
         char *tls_key;
         int64_t max_connections;   /* default 1024 */
         int64_t max_job_bytes;     /* largest job / command line, default 1 MiB */
+        int64_t line_timeout_s;    /* half a command line, then silence: closed, default 10 */
+        int64_t hello_timeout_s;   /* HELLO not done after connecting: closed, default 10 */
         int64_t reserve_for_s;     /* default reserve_for, 1800 */
         int64_t dead_retention_s;  /* default 180 days */
         bool metrics_public;       /* /metrics without auth, default true */

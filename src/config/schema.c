@@ -30,6 +30,12 @@ const rb_config_key rb_config_schema[] = {
      "most client connections open at once; more are refused", false},
     {"server.max_job_bytes", RB_CFG_INT, "1048576", 1024, 1073741824, 0, 0,
      OFF(server.max_job_bytes), "largest job payload or command line, in bytes", false},
+    {"server.line_timeout", RB_CFG_DURATION, "\"10s\"", 1, 3600, 0, 0, OFF(server.line_timeout_s),
+     "a connection that sends part of a command line and then nothing for this long is closed",
+     false},
+    {"server.hello_timeout", RB_CFG_DURATION, "\"10s\"", 1, 3600, 0, 0,
+     OFF(server.hello_timeout_s), "a connection that has not finished HELLO this long after "
+     "connecting is closed", false},
     {"server.reserve_for", RB_CFG_DURATION, "\"30m\"", 60, 7 * DAY, 0, 0, OFF(server.reserve_for_s),
      "how long a fetched job stays reserved when it sets no reserve_for of its own", false},
     {"server.dead_retention", RB_CFG_DURATION, "\"180d\"", 3600, 3650 * (int64_t)DAY, 0, 0,

@@ -133,20 +133,20 @@ static void on_line_timeout(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     rb_conn *c = arg;
-    rb_log(RB_LOG_WARN, "closing a connection: a command line unfinished after %d s",
-           RB_LINE_TIMEOUT_S);
-    rb_reply_err(c, "command line unfinished after %d s", RB_LINE_TIMEOUT_S);
+    long long s = (long long)c->srv->cfg.server.line_timeout_s;
+    rb_log(RB_LOG_WARN, "closing a connection: a command line unfinished after %lld s", s);
+    rb_reply_err(c, "command line unfinished after %lld s", s);
     rb_conn_close(c);
 }
 
 /* Half a line is buffered and nothing runs: it must be finished within
- * RB_LINE_TIMEOUT_S of now (or of when the previous half line began). */
+ * server.line_timeout of now (or of when the previous half line began). */
 static void arm_line_timeout(rb_conn *c)
 {
     if (!c->line_timeout)
         c->line_timeout = evtimer_new(c->srv->base, on_line_timeout, c);
     if (!evtimer_pending(c->line_timeout, NULL)) {
-        struct timeval tv = {RB_LINE_TIMEOUT_S, 0};
+        struct timeval tv = {(time_t)c->srv->cfg.server.line_timeout_s, 0};
         evtimer_add(c->line_timeout, &tv);
     }
 }
@@ -293,7 +293,7 @@ void rb_conn_accept(rb_srv *srv, evutil_socket_t fd)
     bufferevent_enable(c->bev, c->direct ? EV_READ : EV_READ | EV_WRITE);
     if (c->direct) /* a new socket bufferevent starts with EV_WRITE enabled */
         bufferevent_disable(c->bev, EV_WRITE);
-    struct timeval hello_within = {RB_HELLO_TIMEOUT_S, 0};
+    struct timeval hello_within = {(time_t)srv->cfg.server.hello_timeout_s, 0};
     bufferevent_set_timeouts(c->bev, &hello_within, NULL);
     rb_list_append(&srv->conns, &c->link);
     const char *pw = srv->cfg.server.password;

@@ -114,11 +114,10 @@ void rb_reply_err(rb_conn *c, const char *fmt, ...) __attribute__((format(printf
 void rb_reply_json(rb_conn *c, json_t *v);
 
 /* --- conn.c --- */
-/* A connection that has not said HELLO within this many seconds is closed. */
-#define RB_HELLO_TIMEOUT_S 10
-/* A command line must be complete within this many seconds of its first
- * byte, or the connection is closed (a client stalled mid-line). */
-#define RB_LINE_TIMEOUT_S 10
+/* A connection that has not said HELLO within server.hello_timeout of
+ * connecting is closed; a command line must be complete within
+ * server.line_timeout of its first byte, or the connection is closed (a
+ * client stalled mid-line). Both 10 s by default. */
 /* Replies a client has not read, above which (checked before each command)
  * it is disconnected: the larger of this and 2 x server.max_job_bytes. */
 #define RB_MAX_UNREAD_BYTES (4u << 20)

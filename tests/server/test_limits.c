@@ -160,6 +160,37 @@ SERVER_TEST(connection_limit_refuses_with_an_error_and_recovers)
         rbh_close(c[i]);
 }
 
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The two timeouts come from the configuration; neither closes early. */
+SERVER_TEST(the_line_and_hello_timeouts_are_configurable)
+{
+    start("[server]\nline_timeout = \"2s\"\nhello_timeout = 1\n");
+    rbh_conn *stalled = rbh_connect(&S, "stalled");
+    cr_assert_not_null(stalled);
+    double t0 = mono_s();
+    const char half[] = "FAIL {\"jid\":";
+    cr_assert_eq(rbh_send(stalled, half, sizeof half - 1), 0);
+    char *all = read_until_closed(stalled);
+    double waited = mono_s() - t0;
+    cr_assert(strstr(all, "-ERR command line unfinished after 2 s"), "got '%s'", all);
+    cr_assert(waited >= 1.9, "closed after %.2f s, before the 2 s line timeout", waited);
+    free(all);
+    rbh_close(stalled);
+    t0 = mono_s();
+    rbh_conn *early = rbh_connect_raw(&S); /* no HELLO at all */
+    cr_assert_not_null(early);
+    cr_assert(peer_closed(early), "a connection without HELLO is closed by hello_timeout");
+    waited = mono_s() - t0;
+    cr_assert(waited >= 0.9, "closed after %.2f s, before the 1 s HELLO timeout", waited);
+    rbh_close(early);
+}
+
 SERVER_TEST(a_client_stalled_mid_line_is_closed_others_are_not)
 {
     start(NULL);

@@ -63,6 +63,8 @@ Test(config, defaults_come_from_the_schema)
     cr_assert_eq(cfg.server.max_connections, 1024);
     cr_assert_eq(cfg.server.max_job_bytes, 1 << 20);
     cr_assert_eq(cfg.server.reserve_for_s, 1800);
+    cr_assert_eq(cfg.server.line_timeout_s, 10);
+    cr_assert_eq(cfg.server.hello_timeout_s, 10);
     cr_assert_eq(cfg.server.dead_retention_s, 180 * 86400);
     cr_assert(cfg.server.metrics_public);
     cr_assert_str_eq(cfg.storage.url, "./rebound.db");
@@ -101,6 +103,8 @@ Test(config, every_key_is_read_from_a_file, .init = in_tmpdir)
                   "max_connections = 10\n"
                   "max_job_bytes = 2048\n"
                   "reserve_for = 3600\n"
+                  "line_timeout = \"2m\"\n"
+                  "hello_timeout = 3\n"
                   "dead_retention = \"7d\"\n"
                   "metrics_public = false\n"
                   "[storage]\n"
@@ -120,6 +124,8 @@ Test(config, every_key_is_read_from_a_file, .init = in_tmpdir)
     cr_assert_eq(cfg.server.max_connections, 10);
     cr_assert_eq(cfg.server.max_job_bytes, 2048);
     cr_assert_eq(cfg.server.reserve_for_s, 3600);
+    cr_assert_eq(cfg.server.line_timeout_s, 120);
+    cr_assert_eq(cfg.server.hello_timeout_s, 3);
     cr_assert_eq(cfg.server.dead_retention_s, 7 * 86400);
     cr_assert_not(cfg.server.metrics_public);
     cr_assert_str_eq(cfg.storage.url, "postgres://u@h/db");
@@ -201,6 +207,12 @@ static const struct {
     {"[server]\nreserve_for = \"90500ms\"\n", RB_EINVAL,
      "c.toml:2: key 'server.reserve_for': must be a duration from 1m to 7d (\"90s\", \"30m\", "
      "\"2h\", \"1d\", or seconds), got string \"90500ms\" (not a whole number of seconds)"},
+    {"[server]\nline_timeout = \"0s\"\n", RB_EINVAL,
+     "c.toml:2: key 'server.line_timeout': must be a duration from 1s to 1h (\"90s\", \"30m\", "
+     "\"2h\", \"1d\", or seconds), got string \"0s\""},
+    {"[server]\nhello_timeout = \"2h\"\n", RB_EINVAL,
+     "c.toml:2: key 'server.hello_timeout': must be a duration from 1s to 1h (\"90s\", \"30m\", "
+     "\"2h\", \"1d\", or seconds), got string \"2h\""},
     {"[server]\nreserve_for = 59\n", RB_ERANGE,
      "c.toml:2: key 'server.reserve_for': must be a duration from 1m to 7d (\"90s\", \"30m\", "
      "\"2h\", \"1d\", or seconds), got integer 59"},
