@@ -2,8 +2,11 @@
  * metrics_text.c writes them out. */
 #include "server/metrics.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <jansson.h>
 
 #include "server/metrics_impl.h"
 
@@ -153,6 +156,33 @@ void rb_metrics_event(rb_metrics *m, rb_metric_event ev, const char *queue, cons
     if (json)
         rb_metrics_jobtype(json, jt, sizeof jt);
     series_for(m, queue ? queue : "unknown", jt)->n[ev]++;
+    m->totals[ev]++;
+}
+
+void rb_metrics_event_labels(rb_metrics *m, rb_metric_event ev, const char *queue,
+                             const char *jobtype)
+{
+    if (!m || ev < 0 || ev >= RB_M_EVENTS)
+        return;
+    char jt[128] = "unknown";
+    if (jobtype && *jobtype) {
+        bool plain = true; /* nothing the encoder escapes */
+        for (const unsigned char *p = (const unsigned char *)jobtype; *p && plain; p++)
+            plain = *p >= 0x20 && *p != '"' && *p != '\\' && *p != 0x7f;
+        if (plain) {
+            snprintf(jt, sizeof jt, "%s", jobtype);
+        } else {
+            json_t *s = json_string_nocheck(jobtype); /* may be cut inside UTF-8 */
+            char *enc = s ? json_dumps(s, JSON_ENCODE_ANY) : NULL;
+            if (enc && strlen(enc) >= 2) {
+                enc[strlen(enc) - 1] = '\0';
+                snprintf(jt, sizeof jt, "%s", enc + 1);
+            }
+            free(enc);
+            json_decref(s);
+        }
+    }
+    series_for(m, queue && *queue ? queue : "unknown", jt)->n[ev]++;
     m->totals[ev]++;
 }
 

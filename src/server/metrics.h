@@ -43,6 +43,14 @@ void rb_metrics_job(rb_metrics *m, rb_metric_event ev, const rb_job *j);
  * json (NULL: job type "unknown"): rb_metrics_job without an rb_job, for
  * distributed mode. */
 void rb_metrics_event(rb_metrics *m, rb_metric_event ev, const char *queue, const char *json);
+/* Counts one event for a job of queue (NULL or "": "unknown") whose job
+ * type is the decoded text jobtype (NULL or "": "unknown"), as distributed
+ * mode's engine reports it. The label is the one rb_metrics_event gives
+ * for the stored job's JSON text: the type as the server's JSON encoder
+ * writes it (quotes, backslashes and control characters escaped), cut at
+ * 127 bytes. */
+void rb_metrics_event_labels(rb_metrics *m, rb_metric_event ev, const char *queue,
+                             const char *jobtype);
 /* A retry was scheduled delay_ms later (backoff_delay_applied_seconds). */
 void rb_metrics_retry_delay(rb_metrics *m, int64_t delay_ms);
 /* A scheduled or retrying job was moved to its queue late_ms after its time. */

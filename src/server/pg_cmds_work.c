@@ -150,8 +150,9 @@ static void ack_done(rb_srv *srv, rb_pgreq *r)
 {
     if (rb_pgcmd_failed(srv, r))
         return;
-    if (r->u.ack.status == RB_PG_DONE) /* the engine does not say the job's queue */
-        rb_metrics_event(srv->metrics, RB_M_PROCESSED, NULL, NULL);
+    if (r->u.ack.status == RB_PG_DONE)
+        rb_metrics_event_labels(srv->metrics, RB_M_PROCESSED, r->u.ack.labels.queue,
+                                r->u.ack.labels.jobtype);
     if (r->u.ack.status == RB_PG_OTHER_HOLDER)
         rb_reply_err(r->c, "job %s is reserved by another worker", r->jid);
     else
@@ -227,18 +228,8 @@ static void post_malformed(rb_conn *c, rb_pgreq *r, const char *verb)
     rb_pgreq_post(c->srv, r);
 }
 
-/* This node's /metrics counters for an applied FAIL (queue and job type
- * unknown: the engine answers with the outcome only). */
-static void count_failure(rb_srv *srv, const rb_pg_fail_result *res)
-{
-    rb_metrics_event(srv->metrics, RB_M_FAILED, NULL, NULL);
-    rb_metrics_event(srv->metrics, res->outcome == RB_OUTCOME_RETRY     ? RB_M_RETRIED
-                                   : res->outcome == RB_OUTCOME_DISCARD ? RB_M_DISCARDED
-                                                                        : RB_M_DEAD,
-                     NULL, NULL);
-    if (res->outcome == RB_OUTCOME_RETRY)
-        rb_metrics_retry_delay(srv->metrics, res->delay_ms);
-}
+/* The engine's labels hold every queue name a job may have. */
+_Static_assert(RB_PG_QUEUE_MAX >= RB_QUEUE_NAME_MAX, "rb_pg_labels.queue is too short");
 
 static void fail_done(rb_srv *srv, rb_pgreq *r)
 {
@@ -253,7 +244,7 @@ static void fail_done(rb_srv *srv, rb_pgreq *r)
         rb_reply_err(r->c, "Job not found %s", r->jid);
         break;
     case RB_PG_DONE:
-        count_failure(srv, &r->u.fail.res);
+        rb_pgmode_count_failure(srv, &r->u.fail.res);
         rb_reply_ok(r->c);
         break;
     default: /* a late FAIL its expiry already counted */

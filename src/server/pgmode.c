@@ -17,6 +17,25 @@
 #include "common/buf.h"
 #include "common/timeutil.h"
 #include "server/log.h"
+#include "server/metrics.h"
+
+/* A write transaction a database thread ran for a PUSH, ACK or FAIL batch:
+ * its rows and how long it took, for rb_metrics_commit. */
+typedef struct pg_commit {
+    size_t n_ops;
+    int64_t us;
+} pg_commit;
+
+/* What the threads saw for this node's /metrics, waiting for the loop
+ * thread (the only one that may touch srv->metrics). */
+typedef struct pg_observed {
+    rb_pg_fail_result *reaped; /* expired reservations failed (status DONE) */
+    size_t n_reaped;
+    int64_t *late; /* lateness of promoted jobs, ms */
+    size_t n_late;
+    pg_commit *commits;
+    size_t n_commits;
+} pg_observed;
 
 struct rb_pgmode {
     rb_srv *srv;
@@ -34,6 +53,7 @@ struct rb_pgmode {
     char **notified;
     size_t n_notified;
     bool notify_all;
+    pg_observed seen; /* for /metrics */
     bool signalled; /* efd written since the loop last read it */
     bool stop;
 
@@ -82,6 +102,63 @@ static void note_ready(rb_pgmode *pm, char **queues, size_t n)
     }
     signal_loop(pm);
     pthread_mutex_unlock(&pm->mu);
+}
+
+/* Appends n items of size sz from src to *arr (holding *len). */
+static void append(void *arr, size_t *len, const void *src, size_t n, size_t sz)
+{
+    if (!n)
+        return;
+    char **a = arr;
+    *a = rb_xrealloc(*a, (*len + n) * sz);
+    memcpy(*a + *len * sz, src, n * sz);
+    *len += n;
+}
+
+/* Hands the maintenance thread's reaps and promotions to the loop (mu
+ * not held); wakes it. */
+static void note_maintenance(rb_pgmode *pm, const rb_pg_fail_result *reaped, size_t n_reaped,
+                             const int64_t *late, size_t n_late)
+{
+    if (!n_reaped && !n_late)
+        return;
+    pthread_mutex_lock(&pm->mu);
+    append(&pm->seen.reaped, &pm->seen.n_reaped, reaped, n_reaped, sizeof *reaped);
+    append(&pm->seen.late, &pm->seen.n_late, late, n_late, sizeof *late);
+    signal_loop(pm);
+    pthread_mutex_unlock(&pm->mu);
+}
+
+static void observed_release(pg_observed *o)
+{
+    free(o->reaped);
+    free(o->late);
+    free(o->commits);
+    memset(o, 0, sizeof *o);
+}
+
+/* Counts what the threads saw into this node's /metrics (loop thread). */
+static void observed_count(rb_srv *srv, const pg_observed *o)
+{
+    for (size_t i = 0; i < o->n_reaped; i++)
+        rb_pgmode_count_failure(srv, &o->reaped[i]);
+    for (size_t i = 0; i < o->n_late; i++)
+        rb_metrics_lateness(srv->metrics, o->late[i]);
+    for (size_t i = 0; i < o->n_commits; i++)
+        rb_metrics_commit(srv->metrics, o->commits[i].n_ops, o->commits[i].us);
+}
+
+void rb_pgmode_count_failure(rb_srv *srv, const rb_pg_fail_result *res)
+{
+    const rb_pg_labels *l = &res->labels;
+    rb_metrics_event_labels(srv->metrics, RB_M_FAILED, l->queue, l->jobtype);
+    rb_metrics_event_labels(srv->metrics,
+                            res->outcome == RB_OUTCOME_RETRY     ? RB_M_RETRIED
+                            : res->outcome == RB_OUTCOME_DISCARD ? RB_M_DISCARDED
+                                                                 : RB_M_DEAD,
+                            l->queue, l->jobtype);
+    if (res->outcome == RB_OUTCOME_RETRY)
+        rb_metrics_retry_delay(srv->metrics, res->delay_ms);
 }
 
 rb_pgreq *rb_pgreq_new(rb_pgreq_kind kind, rb_conn *c)
@@ -172,6 +249,27 @@ void rb_pgmode_storage_error(rb_srv *srv, rb_pgreq *r)
 
 /* --- database threads: one batch per turn --- */
 
+static int64_t mono_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* The write transactions of one batch (at most one each for pushes, acks
+ * and fails). */
+typedef struct batch_commits {
+    pg_commit c[3];
+    size_t n;
+} batch_commits;
+
+/* A write transaction of n_ops rows that began at start_us committed. */
+static void commit_seen(batch_commits *bc, size_t n_ops, int64_t start_us)
+{
+    if (bc->n < sizeof bc->c / sizeof *bc->c)
+        bc->c[bc->n++] = (pg_commit){n_ops, mono_us() - start_us};
+}
+
 static void fail_all(rb_pgreq **v, size_t n, int rc, const rb_err *err)
 {
     for (size_t i = 0; i < n; i++) {
@@ -180,7 +278,7 @@ static void fail_all(rb_pgreq **v, size_t n, int rc, const rb_err *err)
     }
 }
 
-static void run_pushes(rb_pg *pg, rb_pgreq **v, size_t n)
+static void run_pushes(rb_pg *pg, rb_pgreq **v, size_t n, batch_commits *bc)
 {
     size_t total = 0;
     for (size_t i = 0; i < n; i++)
@@ -192,7 +290,10 @@ static void run_pushes(rb_pg *pg, rb_pgreq **v, size_t n)
         for (size_t j = 0; j < v[i]->u.push.n; j++)
             jobs[k++] = v[i]->u.push.jobs[j];
     rb_err err = {0};
+    int64_t t0 = mono_us();
     int rc = total ? rb_pg_push(pg, jobs, total, rb_now_ms(), status, &err) : 0;
+    if (!rc && total)
+        commit_seen(bc, total, t0);
     if (rc) {
         fail_all(v, n, rc, &err);
     } else {
@@ -205,31 +306,41 @@ static void run_pushes(rb_pg *pg, rb_pgreq **v, size_t n)
     free(status);
 }
 
-static void run_acks(rb_pg *pg, rb_pgreq **v, size_t n)
+static void run_acks(rb_pg *pg, rb_pgreq **v, size_t n, batch_commits *bc)
 {
     rb_pg_ref *refs = rb_xcalloc(n, sizeof *refs);
     int *status = rb_xcalloc(n, sizeof *status);
+    rb_pg_labels *labels = rb_xcalloc(n, sizeof *labels);
     for (size_t i = 0; i < n; i++)
         refs[i] = v[i]->u.ack.ref;
     rb_err err = {0};
-    int rc = rb_pg_ack(pg, refs, n, status, &err);
-    if (rc)
+    int64_t t0 = mono_us();
+    int rc = rb_pg_ack(pg, refs, n, status, labels, &err);
+    if (rc) {
         fail_all(v, n, rc, &err);
-    else
-        for (size_t i = 0; i < n; i++)
+    } else {
+        commit_seen(bc, n, t0);
+        for (size_t i = 0; i < n; i++) {
             v[i]->u.ack.status = status[i];
+            v[i]->u.ack.labels = labels[i];
+        }
+    }
     free(refs);
     free(status);
+    free(labels);
 }
 
-static void run_fails(rb_pg *pg, rb_pgreq **v, size_t n)
+static void run_fails(rb_pg *pg, rb_pgreq **v, size_t n, batch_commits *bc)
 {
     rb_pg_failure *f = rb_xcalloc(n, sizeof *f);
     rb_pg_fail_result *res = rb_xcalloc(n, sizeof *res);
     for (size_t i = 0; i < n; i++)
         f[i] = v[i]->u.fail.f;
     rb_err err = {0};
+    int64_t t0 = mono_us();
     int rc = rb_pg_fail(pg, f, n, rb_now_ms(), res, &err);
+    if (!rc)
+        commit_seen(bc, n, t0);
     if (rc)
         fail_all(v, n, rc, &err);
     else
@@ -288,8 +399,9 @@ static void run_claims(rb_pg *pg, rb_pgreq **v, size_t n)
 }
 
 /* Runs a batch: pushes first (so claims in the same batch see them), then
- * the single calls, acks, fails and claims. */
-static void run_batch(rb_pg *pg, rb_pgreq *list)
+ * the single calls, acks, fails and claims. bc receives the timings of the
+ * push, ack and fail transactions that committed. */
+static void run_batch(rb_pg *pg, rb_pgreq *list, batch_commits *bc)
 {
     size_t n = 0;
     for (rb_pgreq *r = list; r; r = r->next)
@@ -301,13 +413,13 @@ static void run_batch(rb_pg *pg, rb_pgreq *list)
     for (rb_pgreq *r = list; r; r = r->next)
         by[r->kind][cnt[r->kind]++] = r;
     if (cnt[RB_PGR_PUSH])
-        run_pushes(pg, by[RB_PGR_PUSH], cnt[RB_PGR_PUSH]);
+        run_pushes(pg, by[RB_PGR_PUSH], cnt[RB_PGR_PUSH], bc);
     for (size_t i = 0; i < cnt[RB_PGR_CALL]; i++)
         by[RB_PGR_CALL][i]->call(pg, by[RB_PGR_CALL][i]);
     if (cnt[RB_PGR_ACK])
-        run_acks(pg, by[RB_PGR_ACK], cnt[RB_PGR_ACK]);
+        run_acks(pg, by[RB_PGR_ACK], cnt[RB_PGR_ACK], bc);
     if (cnt[RB_PGR_FAIL])
-        run_fails(pg, by[RB_PGR_FAIL], cnt[RB_PGR_FAIL]);
+        run_fails(pg, by[RB_PGR_FAIL], cnt[RB_PGR_FAIL], bc);
     if (cnt[RB_PGR_CLAIM])
         run_claims(pg, by[RB_PGR_CLAIM], cnt[RB_PGR_CLAIM]);
     for (int k = 0; k < 5; k++)
@@ -334,13 +446,15 @@ static void *db_thread(void *arg)
         pthread_mutex_unlock(&pm->mu);
         if (!list)
             break; /* stopping, and nothing left */
-        run_batch(ta.pg, list);
+        batch_commits bc = {.n = 0};
+        run_batch(ta.pg, list, &bc);
         rb_pgreq **last = &list;
         while (*last)
             last = &(*last)->next;
         pthread_mutex_lock(&pm->mu);
         *pm->done_tail = list;
         pm->done_tail = last;
+        append(&pm->seen.commits, &pm->seen.n_commits, bc.c, bc.n, sizeof *bc.c);
         signal_loop(pm);
         pthread_mutex_unlock(&pm->mu);
     }
@@ -423,18 +537,53 @@ static int batches(rb_pgmode *pm, int (*op)(rb_pg *, int64_t, int, int *, rb_err
     return rc;
 }
 
+/* The maintenance thread's result buffers, one batch each. */
+typedef struct maint_bufs {
+    int64_t late[RB_PGMODE_BATCH];
+    rb_pg_fail_result reaped[RB_PGMODE_BATCH];
+} maint_bufs;
+
+/* Promotes in batches until one is not full, handing each batch's
+ * lateness to the loop. */
+static int promote_all(rb_pgmode *pm, maint_bufs *mb, int *total, rb_err *err)
+{
+    int n, rc;
+    do {
+        n = 0;
+        rc = rb_pg_promote(pm->maint, rb_now_ms(), RB_PGMODE_BATCH, mb->late, &n, err);
+        *total += n;
+        note_maintenance(pm, NULL, 0, mb->late, (size_t)n);
+    } while (!rc && n == RB_PGMODE_BATCH && !stopping(pm));
+    return rc;
+}
+
+/* Reaps in batches until one is not full, handing each batch's failures
+ * (queue, job type, outcome, delay) to the loop. */
+static int reap_all(rb_pgmode *pm, maint_bufs *mb, int *total, rb_err *err)
+{
+    int n, rc;
+    do {
+        n = 0;
+        rc = rb_pg_reap(pm->maint, rb_now_ms(), RB_PGMODE_BATCH, mb->reaped, &n, err);
+        *total += n;
+        note_maintenance(pm, mb->reaped, (size_t)n, NULL, 0);
+    } while (!rc && n == RB_PGMODE_BATCH && !stopping(pm));
+    return rc;
+}
+
 static void *maint_thread(void *arg)
 {
     rb_pgmode *pm = arg;
     unsigned seed = (unsigned)getpid() ^ (unsigned)rb_now_ms();
     bool down = false;
+    maint_bufs *mb = rb_xmalloc(sizeof *mb);
     for (;;) {
         rb_err err = {0};
         int promoted = 0, reaped = 0, dropped = 0;
         int64_t due = INT64_MAX;
-        int rc = batches(pm, rb_pg_promote, &promoted, &err);
+        int rc = promote_all(pm, mb, &promoted, &err);
         if (!rc)
-            rc = batches(pm, rb_pg_reap, &reaped, &err);
+            rc = reap_all(pm, mb, &reaped, &err);
         if (!rc)
             rc = batches(pm, rb_pg_cleanup_dead, &dropped, &err);
         if (!rc)
@@ -466,6 +615,7 @@ static void *maint_thread(void *arg)
         if (stop)
             break;
     }
+    free(mb);
     return NULL;
 }
 
@@ -491,7 +641,11 @@ static void on_efd(evutil_socket_t fd, short what, void *arg)
     pm->notified = NULL;
     pm->n_notified = 0;
     pm->notify_all = false;
+    pg_observed seen = pm->seen;
+    memset(&pm->seen, 0, sizeof pm->seen);
     pthread_mutex_unlock(&pm->mu);
+    observed_count(srv, &seen);
+    observed_release(&seen);
     while (list) {
         rb_pgreq *next = list->next;
         list->done(srv, list);
@@ -634,6 +788,7 @@ void rb_pgmode_free(rb_srv *srv)
     for (size_t i = 0; i < pm->n_notified; i++)
         free(pm->notified[i]);
     free(pm->notified);
+    observed_release(&pm->seen); /* the loop has ended: nobody reads /metrics */
     if (pm->efd_ev)
         event_free(pm->efd_ev);
     if (pm->poll_ev)

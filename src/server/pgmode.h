@@ -58,6 +58,7 @@ struct rb_pgreq {
         struct {
             rb_pg_ref ref;
             int status;
+            rb_pg_labels labels; /* when DONE */
         } ack;
         struct {
             rb_pg_failure f;
@@ -110,6 +111,12 @@ void rb_pgreq_finish(rb_srv *srv, rb_pgreq *r);
 void rb_pgmode_storage_error(rb_srv *srv, rb_pgreq *r);
 /* A request succeeded: ends a logged outage. */
 void rb_pgmode_storage_ok(rb_srv *srv);
+
+/* Counts an applied failure (a FAIL, or an expiry the maintenance thread
+ * reaped) in this node's /metrics: failed and its outcome (retried, dead
+ * or discarded) under the job's queue and job type, and the retry delay.
+ * Loop thread only. */
+void rb_pgmode_count_failure(rb_srv *srv, const rb_pg_fail_result *res);
 
 /* FETCH: claims for c at once; parks it (rb_conn_wait_fetch) when nothing
  * is ready, then claims again on a notification, a local push or the poll,

@@ -15,7 +15,7 @@ static const char *const pg_stmt_sql[PG_STMT_COUNT] = {
                 " $6::text[], $7::bigint))",
     [PG_CLAIM] = "SELECT slot, jid, json, enq_ms FROM rb_claim($1::text[], $2::text[], $3::bigint)"
                  " ORDER BY slot",
-    [PG_ACK] = "SELECT rb_ack($1::text[], $2::text[], $3::int)",
+    [PG_ACK] = "SELECT status, queue, jobtype FROM rb_ack_labels($1::text[], $2::text[], $3::int)",
     [PG_LOCK_JOBS] = "SELECT jid, queue, wid, json, history, state, priority, attempts, flags,"
                      " first_ms FROM rb_jobs WHERE jid = ANY($1::text[]) ORDER BY jid FOR UPDATE",
     [PG_LOCK_EXPIRED] = "SELECT jid, queue, wid, json, history, state, priority, attempts, flags,"
@@ -25,7 +25,7 @@ static const char *const pg_stmt_sql[PG_STMT_COUNT] = {
                       " $5::text[], $6::text[], $7::text[], $8::int, $9::int)",
     [PG_SNOOZE] = "SELECT status, state FROM rb_snooze($1, $2, $3::bigint, $4::bigint)",
     [PG_EXTEND] = "SELECT status, state FROM rb_extend($1, $2, $3::bigint, $4::bigint)",
-    [PG_PROMOTE] = "SELECT rb_promote($1::bigint, $2::int)",
+    [PG_PROMOTE] = "SELECT rb_promote_late($1::bigint, $2::int)",
     [PG_CLEANUP_DEAD] = "WITH d AS MATERIALIZED (SELECT jid FROM rb_jobs WHERE state = 5"
                         " AND due_ms <= $1::bigint ORDER BY due_ms LIMIT $2::int"
                         " FOR UPDATE SKIP LOCKED)"

@@ -37,7 +37,7 @@
 #include "policy/policy.h"
 
 /* The schema version this build creates and requires (rb_pg_migrate). */
-#define RB_PG_SCHEMA_VERSION 2
+#define RB_PG_SCHEMA_VERSION 3
 
 /* Job states as stored: the same numbers as the server's rb_job_state
  * (server/jobs.h). Done and discarded jobs are deleted. */
@@ -176,10 +176,27 @@ typedef struct rb_pg_ref {
     const char *wid;
 } rb_pg_ref;
 
+/* The longest queue name (the server's RB_QUEUE_NAME_MAX) and the longest
+ * job type reported, in bytes; a longer job type is cut (possibly inside a
+ * UTF-8 sequence, as the server's /metrics cuts it). */
+#define RB_PG_QUEUE_MAX 200
+#define RB_PG_JOBTYPE_MAX 127
+
+/* What a finished job is counted under in /metrics: its queue and its
+ * top-level "jobtype" as decoded text, "" when the job has none (or a
+ * non-string one). */
+typedef struct rb_pg_labels {
+    char queue[RB_PG_QUEUE_MAX + 1];
+    char jobtype[RB_PG_JOBTYPE_MAX + 1];
+} rb_pg_labels;
+
 /* ACK for n jobs in one transaction: status[i] is DONE (deleted, counted
  * processed), MISSING, OTHER_HOLDER or NOOP. A late ACK of a job whose
- * lease expired and which nobody claimed since completes it. */
-int rb_pg_ack(rb_pg *pg, const rb_pg_ref *refs, size_t n, int *status, rb_err *err);
+ * lease expired and which nobody claimed since completes it. labels (may
+ * be NULL; else n entries) receives, for each DONE job, the deleted job's
+ * queue and job type; the entries of other statuses are zeroed. */
+int rb_pg_ack(rb_pg *pg, const rb_pg_ref *refs, size_t n, int *status, rb_pg_labels *labels,
+              rb_err *err);
 
 /* FAIL's input (docs/protocol.md "FAIL fields"). Strings borrowed. */
 typedef struct rb_pg_failure {
@@ -195,6 +212,7 @@ typedef struct rb_pg_fail_result {
     int status;          /* rb_pg_status */
     rb_outcome outcome;  /* when DONE */
     int64_t delay_ms;    /* when retried */
+    rb_pg_labels labels; /* when DONE: the failed job's */
 } rb_pg_fail_result;
 
 /* FAIL for n jobs in one transaction with the rows locked: each working job
@@ -220,12 +238,17 @@ int rb_pg_extend(rb_pg *pg, const rb_pg_ref *ref, int64_t seconds, int64_t now, 
 /* --- the timer's work: any node, concurrently (pg_jobs.c, pg_fail.c) --- */
 
 /* Enqueues up to limit scheduled and retrying jobs due by now, notifying
- * their queues. *n (may be NULL) = jobs promoted. */
-int rb_pg_promote(rb_pg *pg, int64_t now, int limit, int *n, rb_err *err);
+ * their queues. *n (may be NULL) = jobs promoted. late_ms (may be NULL;
+ * else room for limit entries) receives, for each promoted job, now minus
+ * the time it was due (the scheduler's lateness), in no particular order. */
+int rb_pg_promote(rb_pg *pg, int64_t now, int limit, int64_t *late_ms, int *n, rb_err *err);
 /* Fails up to limit working jobs whose lease ended by now with
  * `ReservationExpired` through their policies, marking them expired; rows
- * locked with SKIP LOCKED so two reaping nodes never take the same job. */
-int rb_pg_reap(rb_pg *pg, int64_t now, int limit, int *n, rb_err *err);
+ * locked with SKIP LOCKED so two reaping nodes never take the same job.
+ * *n (may be NULL) = jobs failed. res (may be NULL; else room for limit
+ * entries) receives each failed job's result as rb_pg_fail gives it
+ * (status DONE, outcome, delay, labels). */
+int rb_pg_reap(rb_pg *pg, int64_t now, int limit, rb_pg_fail_result *res, int *n, rb_err *err);
 /* Deletes up to limit dead jobs past their retention. */
 int rb_pg_cleanup_dead(rb_pg *pg, int64_t now, int limit, int *n, rb_err *err);
 /* The earliest deadline of any scheduled, retrying, working or dead job

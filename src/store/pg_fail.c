@@ -83,9 +83,12 @@ static int fail_row(rb_pg *pg, batch *b, pg_locked *row, const rb_pg_failure *in
         return rc;
     b->failures++;
     if (res) {
+        memset(res, 0, sizeof *res);
         res->status = RB_PG_DONE;
         res->outcome = o.d.outcome;
         res->delay_ms = o.d.outcome == RB_OUTCOME_RETRY ? o.d.delay_ms : 0;
+        snprintf(res->labels.queue, sizeof res->labels.queue, "%s", row->queue);
+        snprintf(res->labels.jobtype, sizeof res->labels.jobtype, "%s", o.jobtype);
     }
     if (o.d.outcome == RB_OUTCOME_DISCARD) {
         pg_arr_str(&b->del, row->jid);
@@ -218,7 +221,7 @@ out:
     return rc;
 }
 
-int rb_pg_reap(rb_pg *pg, int64_t now, int limit, int *n, rb_err *err)
+int rb_pg_reap(rb_pg *pg, int64_t now, int limit, rb_pg_fail_result *res, int *n, rb_err *err)
 {
     if (n)
         *n = 0;
@@ -247,7 +250,8 @@ int rb_pg_reap(rb_pg *pg, int64_t now, int limit, int *n, rb_err *err)
         .message = "the job's reservation expired before ACK or FAIL",
     };
     for (int i = 0; i < nrows; i++)
-        if ((rc = fail_row(pg, &b, &rows[i], &expired, now, RB_PG_FLAG_EXPIRED, NULL, err)))
+        if ((rc = fail_row(pg, &b, &rows[i], &expired, now, RB_PG_FLAG_EXPIRED,
+                           res ? &res[i] : NULL, err)))
             goto fail;
     if ((rc = batch_write(pg, &b, now, err)) || (rc = pg_exec(pg, "COMMIT", err)))
         goto fail;

@@ -37,6 +37,8 @@ int pg_failure_decide(rb_pg *pg, const pg_locked *row, const rb_pg_failure *in, 
     json_t *job = json_loads(row->json, 0, NULL);
     if (!job)
         return rb_err_set(err, RB_ESTATE, "job %s has unreadable JSON", row->jid);
+    const char *jobtype = json_string_value(json_object_get(job, "jobtype"));
+    snprintf(out->jobtype, sizeof out->jobtype, "%s", jobtype ? jobtype : "");
     rb_policy pol;
     rb_policy_layer layer;
     if (rb_config_effective_policy(pg_cfg(pg), job, &pol, &layer, NULL))

@@ -102,6 +102,7 @@ typedef struct pg_locked {
  * the catch job to push (catch_json NULL when none). */
 typedef struct pg_fail_out {
     rb_decision d;
+    char jobtype[RB_PG_JOBTYPE_MAX + 1]; /* the job's, "" when not a string */
     char *json, *history;
     char *catch_jid, *catch_json;
 } pg_fail_out;

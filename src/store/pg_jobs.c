@@ -143,7 +143,14 @@ void rb_pg_claimed_free(rb_pg_claimed *c, int n)
     free(c);
 }
 
-int rb_pg_ack(rb_pg *pg, const rb_pg_ref *refs, size_t n, int *status, rb_err *err)
+/* Copies field c of row r (NULL: "") into out, cut to outlen - 1 bytes. */
+static void copy_field(const PGresult *r, int row, int c, char *out, size_t outlen)
+{
+    snprintf(out, outlen, "%s", PQgetisnull(r, row, c) ? "" : PQgetvalue(r, row, c));
+}
+
+int rb_pg_ack(rb_pg *pg, const rb_pg_ref *refs, size_t n, int *status, rb_pg_labels *labels,
+              rb_err *err)
 {
     if (n == 0)
         return 0;
@@ -167,12 +174,18 @@ int rb_pg_ack(rb_pg *pg, const rb_pg_ref *refs, size_t n, int *status, rb_err *e
     rb_buf_release(&w);
     if (!r)
         return err ? err->code : RB_ESTORE;
-    int64_t *st = rb_xcalloc(n, sizeof *st);
-    size_t got = pg_parse_int_array(PQgetvalue(r, 0, 0), st, n);
+    size_t got = (size_t)PQntuples(r); /* one row per ref, in order */
+    for (size_t i = 0; i < n; i++) {
+        status[i] = i < got ? (int)pg_int(r, (int)i, 0) : RB_PG_MISSING;
+        if (!labels)
+            continue;
+        memset(&labels[i], 0, sizeof labels[i]);
+        if (i < got && status[i] == RB_PG_DONE) {
+            copy_field(r, (int)i, 1, labels[i].queue, sizeof labels[i].queue);
+            copy_field(r, (int)i, 2, labels[i].jobtype, sizeof labels[i].jobtype);
+        }
+    }
     PQclear(r);
-    for (size_t i = 0; i < n; i++)
-        status[i] = i < got ? (int)st[i] : RB_PG_MISSING;
-    free(st);
     return 0;
 }
 
@@ -232,9 +245,29 @@ static int timed(rb_pg *pg, pg_stmt s, int64_t now, int limit, int *n, rb_err *e
     return 0;
 }
 
-int rb_pg_promote(rb_pg *pg, int64_t now, int limit, int *n, rb_err *err)
+int rb_pg_promote(rb_pg *pg, int64_t now, int limit, int64_t *late_ms, int *n, rb_err *err)
 {
-    return timed(pg, PG_PROMOTE, now, limit, n, err);
+    if (n)
+        *n = 0;
+    int rc = pg_ensure(pg, err);
+    if (rc)
+        return rc;
+    char nowtxt[24], lim[16];
+    snprintf(nowtxt, sizeof nowtxt, "%lld", (long long)now);
+    snprintf(lim, sizeof lim, "%d", limit);
+    const char *params[2] = {nowtxt, lim};
+    PGresult *r = pg_run(pg, PG_PROMOTE, 2, params, err);
+    if (!r)
+        return err ? err->code : RB_ESTORE;
+    size_t max = limit > 0 ? (size_t)limit : 0;
+    int64_t *late = late_ms ? late_ms : rb_xcalloc(max ? max : 1, sizeof *late);
+    size_t got = pg_parse_int_array(PQgetvalue(r, 0, 0), late, max);
+    PQclear(r);
+    if (late != late_ms)
+        free(late);
+    if (n)
+        *n = (int)got;
+    return 0;
 }
 
 int rb_pg_cleanup_dead(rb_pg *pg, int64_t now, int limit, int *n, rb_err *err)

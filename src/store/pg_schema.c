@@ -267,7 +267,76 @@ static const char migration_2[] =
     "$$;\n"
     "UPDATE rb_meta SET value = '2' WHERE key = 'schema_version';\n";
 
-static const char *const migrations[RB_PG_SCHEMA_VERSION] = {migration_1, migration_2};
+/* Version 3: what a node's /metrics needs back from the database. An ACK
+ * reports each completed job's queue and job type (rb_ack_labels), a
+ * promotion how late each job was (rb_promote_late). rb_ack and rb_promote
+ * are left in place so that nodes still running the previous release keep
+ * working until they are restarted (docs/distributed.md, upgrading). */
+static const char migration_3[] =
+    /* ACK: one row per request, in request order: the status as
+     * rb_pg_status, and for a completed job its queue and its top-level
+     * "jobtype" (at most 127 characters; NULL when not a string). */
+    "CREATE FUNCTION rb_ack_labels(p_jids text[], p_wids text[], p_shard int)\n"
+    "RETURNS TABLE (status int, queue text, jobtype text)\n"
+    "LANGUAGE plpgsql AS $$\n"
+    "#variable_conflict use_column\n"
+    "DECLARE n int := coalesce(array_length(p_jids, 1), 0);\n"
+    "  st int[] := array_fill(0, ARRAY[n]);\n"
+    "  qs text[] := array_fill(NULL::text, ARRAY[n]);\n"
+    "  ts text[] := array_fill(NULL::text, ARRAY[n]);\n"
+    "  i int; r record; jt json; done int := 0;\n"
+    "BEGIN\n"
+    "  FOR i IN SELECT u.ord FROM unnest(p_jids) WITH ORDINALITY AS u(jid, ord)\n"
+    "           ORDER BY u.jid, u.ord LOOP\n"
+    "    SELECT j.state, j.flags, j.wid, j.queue, j.json INTO r FROM rb_jobs j\n"
+    "      WHERE j.jid = p_jids[i] FOR UPDATE;\n"
+    "    IF NOT FOUND THEN\n"
+    "      st[i] := 1;\n"
+    "    ELSIF r.state = 3 AND r.flags & 2 <> 0 AND r.wid IS NOT NULL\n"
+    "          AND p_wids[i] IS NOT NULL AND r.wid <> p_wids[i] THEN\n"
+    "      st[i] := 2;\n"
+    "    ELSIF r.state = 3 OR r.flags & 1 <> 0 THEN\n"
+    "      DELETE FROM rb_jobs j WHERE j.jid = p_jids[i];\n"
+    "      done := done + 1;\n"
+    "      st[i] := 0;\n"
+    "      qs[i] := r.queue;\n"
+    "      jt := r.json::json -> 'jobtype';\n"
+    "      ts[i] := CASE WHEN json_typeof(jt) = 'string' THEN left(jt #>> '{}', 127) END;\n"
+    "    ELSE\n"
+    "      st[i] := 3;\n"
+    "    END IF;\n"
+    "  END LOOP;\n"
+    "  IF done > 0 THEN PERFORM rb_count('processed', p_shard, done); END IF;\n"
+    "  RETURN QUERY SELECT * FROM unnest(st, qs, ts);\n"
+    "END $$;\n"
+
+    /* The timer, as rb_promote, returning p_now - due_ms of every job it
+     * moved to its queue (the array's length is the count). */
+    "CREATE FUNCTION rb_promote_late(p_now bigint, p_limit int) RETURNS bigint[]\n"
+    "LANGUAGE plpgsql AS $$\n"
+    "DECLARE st int; qs text[]; ls bigint[]; late bigint[] := '{}';\n"
+    "BEGIN\n"
+    "  FOREACH st IN ARRAY ARRAY[4, 1] LOOP\n"
+    "    EXIT WHEN cardinality(late) >= p_limit;\n"
+    "    WITH due AS MATERIALIZED (\n"
+    "      SELECT d.jid, d.due_ms FROM rb_jobs d WHERE d.state = st AND d.due_ms <= p_now\n"
+    "      ORDER BY d.due_ms LIMIT p_limit - cardinality(late) FOR UPDATE SKIP LOCKED),\n"
+    "    up AS (\n"
+    "      UPDATE rb_jobs j SET state = 2, due_ms = p_now, enq_ms = p_now,\n"
+    "        first_ms = CASE WHEN j.first_ms = 0 THEN p_now ELSE j.first_ms END,\n"
+    "        seq = nextval('rb_job_seq')\n"
+    "      FROM due WHERE j.jid = due.jid RETURNING j.queue, p_now - due.due_ms AS late_ms)\n"
+    "    SELECT coalesce(array_agg(up.late_ms), '{}'), array_agg(DISTINCT up.queue)\n"
+    "      INTO ls, qs FROM up;\n"
+    "    PERFORM pg_notify(rb_channel(), q) FROM unnest(qs) AS q;\n"
+    "    late := late || ls;\n"
+    "  END LOOP;\n"
+    "  RETURN late;\n"
+    "END $$;\n"
+    "UPDATE rb_meta SET value = '3' WHERE key = 'schema_version';\n";
+
+static const char *const migrations[RB_PG_SCHEMA_VERSION] = {migration_1, migration_2,
+                                                             migration_3};
 
 /* The version inside the current transaction (or autocommit). */
 static int read_version(rb_pg *pg, int *version, rb_err *err)

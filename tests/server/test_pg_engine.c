@@ -170,7 +170,7 @@ static int ack(const char *jid, const char *wid)
     rb_pg_ref ref = {jid, wid};
     int st = -1;
     rb_err err = {0};
-    cr_assert_eq(rb_pg_ack(eng, &ref, 1, &st, &err), 0, "ack: %s", rb_err_msg(&err));
+    cr_assert_eq(rb_pg_ack(eng, &ref, 1, &st, NULL, &err), 0, "ack: %s", rb_err_msg(&err));
     return st;
 }
 
@@ -292,19 +292,66 @@ Test(pg, migrate_command)
     cr_assert(strstr(out, "schema version 0: the database has no rebound schema"), "%s", out);
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema created (version 2)\n");
+    cr_assert_str_eq(out, "schema created (version 3)\n");
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema is up to date (version 2)\n");
+    cr_assert_str_eq(out, "schema is up to date (version 3)\n");
     snprintf(args, sizeof args, "migrate --check --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema version 2: up to date\n");
-    free(sql1("UPDATE rb_meta SET value = '3' WHERE key = 'schema_version'"));
+    cr_assert_str_eq(out, "schema version 3: up to date\n");
+    free(sql1("UPDATE rb_meta SET value = '4' WHERE key = 'schema_version'"));
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 1, "%s", out);
-    cr_assert(strstr(out, "version 3, newer than this rebound supports (2)"), "%s", out);
+    cr_assert(strstr(out, "version 4, newer than this rebound supports (3)"), "%s", out);
     cr_assert_eq(run_cli("migrate --url ./rebound.db", out, sizeof out), 2, "%s", out);
     cr_assert(strstr(out, "not a PostgreSQL url"), "%s", out);
     cr_assert_eq(run_cli("migrate --bogus", out, sizeof out), 2, "%s", out);
+}
+
+/* A version-2 database (the previous release's) holding work: refused
+ * until migrated, then upgraded in place by `rebound migrate`; the job
+ * claimed before the upgrade is acknowledged after it with its labels, and
+ * the version-2 rb_ack stays for nodes not yet restarted. */
+Test(pg, version_2_database_is_refused_then_upgraded_in_place)
+{
+    char drop[160], args[1200], out[1024];
+    snprintf(drop, sizeof drop, "DROP SCHEMA %s CASCADE; CREATE SCHEMA %s", schema, schema);
+    free(sql1(drop));
+    rb_pg *pg = open_engine(false, 7);
+    rb_err err = {0};
+    int from = -1, v = -1;
+    cr_assert_eq(rb_pg_migrate_to(pg, 2, &from, &err), 0, "%s", rb_err_msg(&err));
+    cr_assert_eq(from, 0);
+    cr_assert_eq(push_at(pg, "{\"jid\":\"upgr00001\",\"jobtype\":\"Upg\",\"args\":[],"
+                             "\"queue\":\"uq\"}", rb_now_ms()), 0);
+    char *jid = claim_at(pg, "uq", "w1", rb_now_ms(), NULL);
+    cr_assert_str_eq(jid, "upgr00001");
+    cr_assert_eq(rb_pg_check_schema(pg, &err), RB_EVERSION);
+    cr_assert(strstr(rb_err_msg(&err), "version 2, this rebound needs 3: run 'rebound migrate'"),
+              "%s", rb_err_msg(&err));
+    snprintf(args, sizeof args, "migrate --check --url '%s'", url);
+    cr_assert_eq(run_cli(args, out, sizeof out), 1, "%s", out);
+    cr_assert(strstr(out, "schema version 2:"), "%s", out);
+    snprintf(args, sizeof args, "migrate --url '%s'", url);
+    cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
+    cr_assert_str_eq(out, "schema upgraded from version 2 to 3\n");
+    cr_assert_eq(rb_pg_check_schema(pg, &err), 0, "%s", rb_err_msg(&err));
+    cr_assert_eq(rb_pg_schema_version(pg, &v, &err), 0);
+    cr_assert_eq(v, 3);
+    rb_pg_ref ref = {jid, "w1"};
+    int st = -1;
+    rb_pg_labels lab;
+    cr_assert_eq(rb_pg_ack(pg, &ref, 1, &st, &lab, &err), 0, "%s", rb_err_msg(&err));
+    cr_assert_eq(st, RB_PG_DONE);
+    cr_assert_str_eq(lab.queue, "uq");
+    cr_assert_str_eq(lab.jobtype, "Upg");
+    char *old = sql1("SELECT rb_ack(ARRAY['nosuchjob'], ARRAY[NULL::text], 0)");
+    cr_assert_str_eq(old, "{1}");
+    free(old);
+    int64_t p, f;
+    cr_assert_eq(rb_pg_counters(pg, &p, &f, &err), 0);
+    cr_assert_eq(p, 1);
+    free(jid);
+    rb_pg_close(pg);
 }
 
 /* --- push and claim --- */
@@ -441,9 +488,9 @@ Test(pg, scheduled_jobs_wait_for_promote)
     cr_assert_eq(rb_pg_next_due(eng, &next, &err), 0);
     cr_assert_eq(next, now + 60000);
     int n = -1;
-    cr_assert_eq(rb_pg_promote(eng, now + 59999, 100, &n, &err), 0);
+    cr_assert_eq(rb_pg_promote(eng, now + 59999, 100, NULL, &n, &err), 0);
     cr_assert_eq(n, 0);
-    cr_assert_eq(rb_pg_promote(eng, now + 60000, 100, &n, &err), 0);
+    cr_assert_eq(rb_pg_promote(eng, now + 60000, 100, NULL, &n, &err), 0);
     cr_assert_eq(n, 1);
     char *jid = claim_at(eng, "default", "w", now + 60001, NULL);
     cr_assert_str_eq(jid, "sched0001");
@@ -470,6 +517,93 @@ Test(pg, ack_semantics)
     cr_assert(job_exists("ack000002"));
 }
 
+/* One ACK batch: the completed jobs' queue and job type (decoded, cut at
+ * RB_PG_JOBTYPE_MAX bytes), nothing for the other statuses. */
+Test(pg, ack_reports_the_queue_and_jobtype_of_completed_jobs)
+{
+    char longtype[300], t[512];
+    memset(longtype, 'L', 200);
+    longtype[200] = '\0';
+    push("{\"jid\":\"lab000001\",\"jobtype\":\"Mail\",\"args\":[],\"queue\":\"mq\"}");
+    push("{\"jid\":\"lab000002\",\"jobtype\":\"a\\\"b\",\"args\":[],\"queue\":\"oq\"}");
+    snprintf(t, sizeof t, "{\"jid\":\"lab000003\",\"jobtype\":\"%s\",\"args\":[],\"queue\":\"lq\"}",
+             longtype);
+    push(t);
+    push("{\"jid\":\"lab000004\",\"jobtype\":\"Idle\",\"args\":[],\"queue\":\"iq\"}");
+    char *a = claim("mq", "w"), *b = claim("oq", "w"), *c = claim("lq", "w");
+    cr_assert_str_eq(a, "lab000001");
+    cr_assert_str_eq(b, "lab000002");
+    cr_assert_str_eq(c, "lab000003");
+    /* request order differs from jid (lock) order */
+    rb_pg_ref refs[5] = {{c, "w"}, {"lab000004", "w"}, {a, "w"}, {"nosuchjob", "w"}, {b, "w"}};
+    int st[5];
+    rb_pg_labels lab[5];
+    memset(lab, 'x', sizeof lab);
+    rb_err err = {0};
+    cr_assert_eq(rb_pg_ack(eng, refs, 5, st, lab, &err), 0, "%s", rb_err_msg(&err));
+    cr_assert_eq(st[0], RB_PG_DONE);
+    cr_assert_eq(st[1], RB_PG_NOOP);
+    cr_assert_eq(st[2], RB_PG_DONE);
+    cr_assert_eq(st[3], RB_PG_MISSING);
+    cr_assert_eq(st[4], RB_PG_DONE);
+    cr_assert_str_eq(lab[0].queue, "lq");
+    longtype[RB_PG_JOBTYPE_MAX] = '\0';
+    cr_assert_str_eq(lab[0].jobtype, longtype);
+    cr_assert_str_eq(lab[1].queue, "");
+    cr_assert_str_eq(lab[1].jobtype, "");
+    cr_assert_str_eq(lab[2].queue, "mq");
+    cr_assert_str_eq(lab[2].jobtype, "Mail");
+    cr_assert_str_eq(lab[3].queue, "");
+    cr_assert_str_eq(lab[4].queue, "oq");
+    cr_assert_str_eq(lab[4].jobtype, "a\"b");
+    int64_t p, f;
+    cr_assert_eq(rb_pg_counters(eng, &p, &f, &err), 0);
+    cr_assert_eq(p, 3);
+    free(a);
+    free(b);
+    free(c);
+}
+
+/* FAIL and the reaper say which queue and job type they failed; the
+ * promotion says how late each job was. */
+Test(pg, fail_reap_and_promote_report_labels_and_lateness)
+{
+    int64_t now = rb_now_ms();
+    push_at(eng, "{\"jid\":\"flab00001\",\"jobtype\":\"Bill\",\"args\":[],\"queue\":\"fq\","
+                 "\"retry_policy\":\"ftl:3 5s 1m\"}", now);
+    push_at(eng, "{\"jid\":\"flab00002\",\"jobtype\":\"Sync\",\"args\":[],\"queue\":\"rq\","
+                 "\"reserve_for\":10,\"retry\":-1}", now);
+    char *a = claim_at(eng, "fq", "w", now, NULL);
+    char *b = claim_at(eng, "rq", "w", now, NULL);
+    rb_pg_fail_result res = fail_job(a, "w", "Oops");
+    cr_assert_eq(res.status, RB_PG_DONE);
+    cr_assert_eq(res.outcome, RB_OUTCOME_RETRY);
+    cr_assert_str_eq(res.labels.queue, "fq");
+    cr_assert_str_eq(res.labels.jobtype, "Bill");
+    rb_pg_fail_result reaped[4];
+    int n = -1;
+    rb_err err = {0};
+    cr_assert_eq(rb_pg_reap(eng, now + 10000, 4, reaped, &n, &err), 0, "%s", rb_err_msg(&err));
+    cr_assert_eq(n, 1);
+    cr_assert_eq(reaped[0].status, RB_PG_DONE);
+    cr_assert_eq(reaped[0].outcome, RB_OUTCOME_DEAD); /* retry -1 */
+    cr_assert_str_eq(reaped[0].labels.queue, "rq");
+    cr_assert_str_eq(reaped[0].labels.jobtype, "Sync");
+    /* a retries at now + 5 s: promoted 250 ms late, reported as such */
+    rb_pg_job j = get_job(a);
+    int64_t due = j.due_ms;
+    rb_pg_job_release(&j);
+    int64_t late[4] = {-1, -1, -1, -1};
+    cr_assert_eq(rb_pg_promote(eng, due - 1, 4, late, &n, &err), 0, "%s", rb_err_msg(&err));
+    cr_assert_eq(n, 0);
+    cr_assert_eq(rb_pg_promote(eng, due + 250, 4, late, &n, &err), 0, "%s", rb_err_msg(&err));
+    cr_assert_eq(n, 1);
+    cr_assert_eq(late[0], 250);
+    cr_assert_eq(late[1], -1);
+    free(a);
+    free(b);
+}
+
 Test(pg, late_replies_after_lease_expiry)
 {
     int64_t now = rb_now_ms();
@@ -480,7 +614,7 @@ Test(pg, late_replies_after_lease_expiry)
     char *b = claim_at(eng, "default", "w1", now, NULL);
     rb_err err = {0};
     int n = 0;
-    cr_assert_eq(rb_pg_reap(eng, now + 10000, 100, &n, &err), 0, "%s", rb_err_msg(&err));
+    cr_assert_eq(rb_pg_reap(eng, now + 10000, 100, NULL, &n, &err), 0, "%s", rb_err_msg(&err));
     cr_assert_eq(n, 2);
     rb_pg_job j = get_job(a);
     cr_assert_eq(j.state, RB_PG_RETRIES);
@@ -496,7 +630,7 @@ Test(pg, late_replies_after_lease_expiry)
     cr_assert_eq(ack(b, "w1"), RB_PG_DONE);
     cr_assert(!job_exists(b));
     /* a is claimed again by w2: w1's late ACK/FAIL is refused */
-    cr_assert_eq(rb_pg_promote(eng, now + 20000, 10, &n, &err), 0);
+    cr_assert_eq(rb_pg_promote(eng, now + 20000, 10, NULL, &n, &err), 0);
     char *again = claim_at(eng, "default", "w2", now + 20000, NULL);
     cr_assert_str_eq(again, a);
     cr_assert_eq(ack(a, "w1"), RB_PG_OTHER_HOLDER);
@@ -806,7 +940,7 @@ Test(pg, push_on_one_engine_wakes_a_listener)
     push_at(other, "{\"jid\":\"ntf000002\",\"jobtype\":\"t\",\"args\":[],\"queue\":\"sq\","
                    "\"at\":\"2100-01-01T00:00:00Z\"}", rb_now_ms());
     int promoted;
-    cr_assert_eq(rb_pg_promote(other, INT64_C(4200000000000), 10, &promoted, &err), 0);
+    cr_assert_eq(rb_pg_promote(other, INT64_C(4200000000000), 10, NULL, &promoted, &err), 0);
     cr_assert_eq(promoted, 1);
     n = 0;
     deadline = rb_mono_ms() + 10000;
@@ -964,7 +1098,7 @@ static void *decide_all(void *arg)
     if (d->reaper) {
         int n;
         do {
-            if ((d->rc = rb_pg_reap(d->pg, d->now, 7, &n, &err)))
+            if ((d->rc = rb_pg_reap(d->pg, d->now, 7, NULL, &n, &err)))
                 return NULL;
             d->applied += n;
         } while (n > 0);
@@ -1058,7 +1192,7 @@ Test(pg, lost_database_errors_then_reconnects_and_keeps_acknowledged_work)
     cr_assert_eq(rc, RB_ECONN);
     rb_pg_ref r = {"keep00001", "w"};
     int st;
-    cr_assert_eq(rb_pg_ack(eng, &r, 1, &st, &err), RB_ECONN);
+    cr_assert_eq(rb_pg_ack(eng, &r, 1, &st, NULL, &err), RB_ECONN);
     cr_assert(rbpg_restart(&cluster));
     int64_t deadline = rb_mono_ms() + 20000;
     unsigned gen = rb_pg_generation(eng);
@@ -1151,7 +1285,7 @@ static void *load_work(void *arg)
     while (rb_mono_ms() < deadline) {
         int64_t now = rb_now_ms();
         int promoted;
-        if ((nd->rc = rb_pg_promote(nd->pg, now, 100, &promoted, &err)))
+        if ((nd->rc = rb_pg_promote(nd->pg, now, 100, NULL, &promoted, &err)))
             break;
         rb_pg_claimed *c;
         int n;
@@ -1170,7 +1304,7 @@ static void *load_work(void *arg)
         }
         int st[10];
         rb_pg_fail_result res[10];
-        if ((na && (nd->rc = rb_pg_ack(nd->pg, acks, (size_t)na, st, &err))) ||
+        if ((na && (nd->rc = rb_pg_ack(nd->pg, acks, (size_t)na, st, NULL, &err))) ||
             (nf && (nd->rc = rb_pg_fail(nd->pg, fails, (size_t)nf, now, res, &err)))) {
             rb_pg_claimed_free(c, n);
             break;
