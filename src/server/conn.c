@@ -4,6 +4,8 @@
 #include "server/srv.h"
 
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -277,6 +279,10 @@ void rb_conn_accept(rb_srv *srv, evutil_socket_t fd)
         evutil_closesocket(fd);
         return;
     }
+    /* Replies go out as soon as they are written: with clients in
+     * request/reply lockstep, Nagle could hold one back behind an ACK. */
+    int one = 1;
+    (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     struct bufferevent *bev = rb_tls_bev_new(srv->tls, srv->base, fd);
     if (!bev) {
         rb_log(RB_LOG_WARN, "cannot set up a connection (tls session): closed");
