@@ -80,6 +80,36 @@ Test(http_metrics, counters_render_by_queue_and_jobtype_escaped)
     free_srv(srv);
 }
 
+/* Distributed mode counts by the engine's decoded labels: the series must
+ * be the one the stored JSON text gives (what PUSH counts under). */
+Test(http_metrics, decoded_labels_count_in_the_json_texts_series)
+{
+    rb_srv *srv = fake_srv();
+    rb_metrics *m = rb_metrics_new();
+    rb_metrics_event(m, RB_M_PUSHED, "q", "{\"jobtype\":\"A\\\\B\\\"C\\n\"}");
+    rb_metrics_event_labels(m, RB_M_PROCESSED, "q", "A\\B\"C\n");
+    rb_metrics_event(m, RB_M_PUSHED, "q", "{\"jobtype\":\"Mail\"}");
+    rb_metrics_event_labels(m, RB_M_FAILED, "q", "Mail");
+    rb_metrics_event_labels(m, RB_M_DEAD, "", "");
+    rb_metrics_event_labels(m, RB_M_DEAD, NULL, NULL);
+    rb_buf out = RB_BUF_INIT;
+    rb_metrics_render(m, srv, &out);
+    const char *t = rb_buf_str(&out);
+    /* label A\\B\"C\n as rendered: each backslash and quote escaped again */
+    const char *want[] = {
+        "rebound_jobs_pushed_total{queue=\"q\",jobtype=\"A\\\\\\\\B\\\\\\\"C\\\\n\"} 1\n",
+        "rebound_jobs_processed_total{queue=\"q\",jobtype=\"A\\\\\\\\B\\\\\\\"C\\\\n\"} 1\n",
+        "rebound_jobs_failed_total{queue=\"q\",jobtype=\"Mail\"} 1\n",
+        "rebound_jobs_dead_total{queue=\"unknown\",jobtype=\"unknown\"} 2\n",
+    };
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++)
+        cr_assert(strstr(t, want[i]), "lacks %s in:\n%s", want[i], t);
+    cr_assert_eq(rb_metrics_total(m, RB_M_DEAD), 2);
+    rb_buf_release(&out);
+    rb_metrics_free(m);
+    free_srv(srv);
+}
+
 Test(http_metrics, series_are_capped)
 {
     rb_srv *srv = fake_srv();
