@@ -104,15 +104,16 @@ static void note_ready(rb_pgmode *pm, char **queues, size_t n)
     pthread_mutex_unlock(&pm->mu);
 }
 
-/* Appends n items of size sz from src to *arr (holding *len). */
-static void append(void *arr, size_t *len, const void *src, size_t n, size_t sz)
+/* Appends n items of size sz from src to arr (holding *len items);
+ * returns the array, reallocated when n > 0. */
+static void *append(void *arr, size_t *len, const void *src, size_t n, size_t sz)
 {
     if (!n)
-        return;
-    char **a = arr;
-    *a = rb_xrealloc(*a, (*len + n) * sz);
-    memcpy(*a + *len * sz, src, n * sz);
+        return arr;
+    char *a = rb_xrealloc(arr, (*len + n) * sz);
+    memcpy(a + *len * sz, src, n * sz);
     *len += n;
+    return a;
 }
 
 /* Hands the maintenance thread's reaps and promotions to the loop (mu
@@ -123,8 +124,9 @@ static void note_maintenance(rb_pgmode *pm, const rb_pg_fail_result *reaped, siz
     if (!n_reaped && !n_late)
         return;
     pthread_mutex_lock(&pm->mu);
-    append(&pm->seen.reaped, &pm->seen.n_reaped, reaped, n_reaped, sizeof *reaped);
-    append(&pm->seen.late, &pm->seen.n_late, late, n_late, sizeof *late);
+    pm->seen.reaped = append(pm->seen.reaped, &pm->seen.n_reaped, reaped, n_reaped,
+                             sizeof *reaped);
+    pm->seen.late = append(pm->seen.late, &pm->seen.n_late, late, n_late, sizeof *late);
     signal_loop(pm);
     pthread_mutex_unlock(&pm->mu);
 }
@@ -454,7 +456,8 @@ static void *db_thread(void *arg)
         pthread_mutex_lock(&pm->mu);
         *pm->done_tail = list;
         pm->done_tail = last;
-        append(&pm->seen.commits, &pm->seen.n_commits, bc.c, bc.n, sizeof *bc.c);
+        pm->seen.commits = append(pm->seen.commits, &pm->seen.n_commits, bc.c, bc.n,
+                                  sizeof *bc.c);
         signal_loop(pm);
         pthread_mutex_unlock(&pm->mu);
     }
