@@ -1,7 +1,8 @@
 /* Distributed mode's machinery (pgmode.h): the database threads and their
  * batches, completions through an eventfd, the listen thread (NOTIFY ->
  * waking parked FETCHes), the maintenance thread (promote, reap, expire on
- * every node) and the FETCH life cycle on top of them. */
+ * every node), the hand-over of what the threads saw to the loop's
+ * /metrics, and the FETCH life cycle on top of them. */
 #include "server/pgmode.h"
 
 #include <errno.h>
