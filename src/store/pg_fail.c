@@ -234,11 +234,7 @@ int rb_pg_reap(rb_pg *pg, int64_t now, int limit, rb_pg_fail_result *res, int *n
     batch_init(&b);
     if ((rc = pg_exec(pg, "BEGIN", err)))
         goto out;
-    char nowtxt[24], lim[16];
-    snprintf(nowtxt, sizeof nowtxt, "%lld", (long long)now);
-    snprintf(lim, sizeof lim, "%d", limit);
-    const char *params[2] = {nowtxt, lim};
-    PGresult *r = pg_run(pg, PG_LOCK_EXPIRED, 2, params, err);
+    PGresult *r = pg_run_now_limit(pg, PG_LOCK_EXPIRED, now, limit, err);
     if (!r) {
         rc = err ? err->code : RB_ESTORE;
         goto fail;

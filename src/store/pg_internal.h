@@ -63,6 +63,9 @@ PGresult *pg_run(rb_pg *pg, pg_stmt s, int nparams, const char *const *params, r
 /* Same for a statement that is not prepared (administration, DDL). */
 PGresult *pg_query(rb_pg *pg, const char *sql, int nparams, const char *const *params,
                    rb_err *err);
+/* pg_ensure, then pg_run of s with the text parameters (now, limit), the
+ * shape of the timer's statements (pg_jobs.c). */
+PGresult *pg_run_now_limit(rb_pg *pg, pg_stmt s, int64_t now, int limit, rb_err *err);
 /* A plain SQL text without parameters (BEGIN, COMMIT, DDL); 0 or the error. */
 int pg_exec(rb_pg *pg, const char *sql, rb_err *err);
 /* Ends a transaction that failed: ROLLBACK when still connected. */

@@ -224,20 +224,24 @@ int rb_pg_extend(rb_pg *pg, const rb_pg_ref *ref, int64_t seconds, int64_t now, 
 
 /* --- the timer's work --- */
 
-/* Runs a statement with (now, limit) that returns one count, or counts the
- * affected rows. */
-static int timed(rb_pg *pg, pg_stmt s, int64_t now, int limit, int *n, rb_err *err)
+PGresult *pg_run_now_limit(rb_pg *pg, pg_stmt s, int64_t now, int limit, rb_err *err)
 {
-    int rc = pg_ensure(pg, err);
-    if (rc)
-        return rc;
+    if (pg_ensure(pg, err))
+        return NULL;
     char nowtxt[24], lim[16];
     snprintf(nowtxt, sizeof nowtxt, "%lld", (long long)now);
     snprintf(lim, sizeof lim, "%d", limit);
     const char *params[2] = {nowtxt, lim};
-    PGresult *r = pg_run(pg, s, 2, params, err);
+    return pg_run(pg, s, 2, params, err);
+}
+
+/* Runs a statement with (now, limit) that returns one count, or counts the
+ * affected rows. */
+static int timed(rb_pg *pg, pg_stmt s, int64_t now, int limit, int *n, rb_err *err)
+{
+    PGresult *r = pg_run_now_limit(pg, s, now, limit, err);
     if (!r)
-        return err ? err->code : RB_ESTORE;
+        return err && err->code ? err->code : RB_ESTORE;
     if (n)
         *n = PQresultStatus(r) == PGRES_TUPLES_OK ? (int)pg_int(r, 0, 0)
                                                    : atoi(PQcmdTuples(r));
@@ -249,16 +253,9 @@ int rb_pg_promote(rb_pg *pg, int64_t now, int limit, int64_t *late_ms, int *n, r
 {
     if (n)
         *n = 0;
-    int rc = pg_ensure(pg, err);
-    if (rc)
-        return rc;
-    char nowtxt[24], lim[16];
-    snprintf(nowtxt, sizeof nowtxt, "%lld", (long long)now);
-    snprintf(lim, sizeof lim, "%d", limit);
-    const char *params[2] = {nowtxt, lim};
-    PGresult *r = pg_run(pg, PG_PROMOTE, 2, params, err);
+    PGresult *r = pg_run_now_limit(pg, PG_PROMOTE, now, limit, err);
     if (!r)
-        return err ? err->code : RB_ESTORE;
+        return err && err->code ? err->code : RB_ESTORE;
     size_t max = limit > 0 ? (size_t)limit : 0;
     int64_t *late = late_ms ? late_ms : rb_xcalloc(max ? max : 1, sizeof *late);
     size_t got = pg_parse_int_array(PQgetvalue(r, 0, 0), late, max);
