@@ -428,18 +428,25 @@ void rb_cmd_jobs(rb_conn *c, char *arg)
     json_decref(o);
 }
 
+int rb_cmd_workers_signal(rb_conn *c, const json_t *o)
+{
+    const char *cmd = rb_srv_json_str(o, "cmd");
+    int sig = !cmd ? 0 : !strcmp(cmd, "quiet") ? RB_WORKER_QUIET
+                     : !strcmp(cmd, "terminate") ? RB_WORKER_TERMINATE : 0;
+    if (!sig)
+        rb_reply_err(c, "WORKERS: cmd must be quiet or terminate");
+    return sig;
+}
+
 void rb_cmd_workers(rb_conn *c, char *arg)
 {
     rb_srv *srv = c->srv;
     json_t *o = rb_cmd_json_arg(c, "WORKERS", arg, JSON_OBJECT);
     if (!o)
         return;
-    const char *cmd = rb_srv_json_str(o, "cmd"), *wid = rb_srv_json_str(o, "wid");
-    int sig = !cmd ? 0 : !strcmp(cmd, "quiet") ? RB_WORKER_QUIET
-                     : !strcmp(cmd, "terminate") ? RB_WORKER_TERMINATE : 0;
-    if (!sig) {
-        rb_reply_err(c, "WORKERS: cmd must be quiet or terminate");
-    } else if (wid) {
+    const char *wid = rb_srv_json_str(o, "wid");
+    int sig = rb_cmd_workers_signal(c, o);
+    if (sig && wid) {
         rb_worker *w = rb_srv_worker(srv, wid, false);
         if (!w)
             rb_reply_err(c, "WORKERS: unknown worker %s", wid);
@@ -447,7 +454,7 @@ void rb_cmd_workers(rb_conn *c, char *arg)
             w->signal = sig;
             rb_reply_ok(c);
         }
-    } else {
+    } else if (sig) {
         for (size_t i = 0; i < srv->workers.nbuckets; i++)
             for (rb_worker *w = srv->workers.buckets[i]; w; w = w->hnext)
                 w->signal = sig;

@@ -50,6 +50,12 @@ char **rb_cmd_fetch_queues(rb_conn *c, char *arg, int *n);
  * and the queue names (or "*") into names (both point into arg). The count
  * of names (at least 1), or -1 after replying an error. */
 int rb_cmd_queue_args(rb_conn *c, char *arg, char **verb, char *names[RB_CMD_QUEUE_NAMES]);
+/* BEAT's reply for a worker with this signal (0, RB_WORKER_QUIET or
+ * RB_WORKER_TERMINATE), or the server's own shutdown quiet when stronger. */
+void rb_cmd_beat_reply(rb_conn *c, int signal);
+/* WORKERS's "cmd" in o: RB_WORKER_QUIET or RB_WORKER_TERMINATE, or 0
+ * after replying the error. */
+int rb_cmd_workers_signal(rb_conn *c, const json_t *o);
 /* The process's resident memory in MiB, or 0 when /proc cannot say. */
 long rb_cmd_rss_mb(void);
 /* JOBS's argument fields. */

@@ -1,6 +1,7 @@
 /* The command table (name, argument rule, handler) and the connection-level
- * commands: HELLO, END, BEAT. Every malformed line gets an error reply that
- * says what was wrong and changes nothing. */
+ * commands: HELLO, END, BEAT (in distributed mode HELLO and BEAT also reach
+ * the cluster's worker registry, pg_workers.h). Every malformed line gets
+ * an error reply that says what was wrong and changes nothing. */
 #include "server/cmds.h"
 
 #include <ctype.h>
@@ -12,6 +13,7 @@
 #include "server/auth.h"
 #include "server/log.h"
 #include "server/pg_cmds.h"
+#include "server/pg_workers.h"
 
 enum arg_rule { ARG_NONE, ARG_REQUIRED, ARG_OPTIONAL };
 
@@ -150,8 +152,11 @@ static void cmd_hello(rb_conn *c, char *arg)
     }
     c->hello_done = true;
     bufferevent_set_timeouts(c->bev, NULL, NULL); /* identified: no idle limit */
+    if (srv->pgm && c->worker)
+        rb_pgworkers_hello(c, o); /* +OK once the cluster's registry has it */
+    else
+        rb_reply_ok(c);
     json_decref(o);
-    rb_reply_ok(c);
 }
 
 static void cmd_end(rb_conn *c, char *arg)
@@ -170,17 +175,24 @@ static void cmd_beat(rb_conn *c, char *arg)
     rb_worker *w = wid ? rb_srv_worker(srv, wid, false) : NULL;
     if (!wid || !*wid)
         rb_reply_err(c, "BEAT: wid must be a non-empty string");
+    else if (srv->pgm) /* the signal is the cluster's (pg_workers.h) */
+        rb_pgworkers_beat(c, wid);
     else if (!w)
         rb_reply_err(c, "BEAT: unknown worker %s (say HELLO with this wid first)", wid);
     else {
         w->last_beat_ms = rb_now_ms();
-        int sig = w->signal > srv->quiet_all ? w->signal : srv->quiet_all;
-        if (sig == RB_WORKER_TERMINATE)
-            rb_reply_json(c, json_pack("{s:s}", "state", "terminate"));
-        else if (sig == RB_WORKER_QUIET)
-            rb_reply_json(c, json_pack("{s:s}", "state", "quiet"));
-        else
-            rb_reply_ok(c);
+        rb_cmd_beat_reply(c, w->signal);
     }
     json_decref(o);
+}
+
+void rb_cmd_beat_reply(rb_conn *c, int signal)
+{
+    int sig = signal > c->srv->quiet_all ? signal : c->srv->quiet_all;
+    if (sig == RB_WORKER_TERMINATE)
+        rb_reply_json(c, json_pack("{s:s}", "state", "terminate"));
+    else if (sig == RB_WORKER_QUIET)
+        rb_reply_json(c, json_pack("{s:s}", "state", "quiet"));
+    else
+        rb_reply_ok(c);
 }

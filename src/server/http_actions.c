@@ -234,26 +234,40 @@ void rb_api_queue_action(rb_http_req *r)
 
 /* --- POST /api/workers/ACTION --- */
 
-void rb_api_worker_action(rb_http_req *r)
+int rb_api_worker_request(rb_http_req *r, json_t **body, const char **wid)
 {
-    rb_srv *srv = r->h->srv;
     const char *action = r->seg[1];
     int sig = !strcmp(action, "quiet") ? RB_WORKER_QUIET
               : !strcmp(action, "terminate") ? RB_WORKER_TERMINATE : 0;
     if (!sig) {
         rb_http_reply_error(r->req, 404, "no worker action '%s' (quiet or terminate)", action);
-        return;
+        return 0;
     }
-    json_t *body = rb_http_body_json(r->req);
-    if (!body)
-        return;
-    json_t *wid = json_is_object(body) ? json_object_get(body, "wid") : NULL;
-    if (!json_is_object(body) || (wid && !json_is_string(wid))) {
+    if (!(*body = rb_http_body_json(r->req)))
+        return 0;
+    json_t *w = json_is_object(*body) ? json_object_get(*body, "wid") : NULL;
+    if (!json_is_object(*body) || (w && !json_is_string(w))) {
         rb_http_reply_error(r->req, 400, "the body must be {} (every worker) or {\"wid\": \"...\"}");
-    } else if (wid) {
-        rb_worker *w = rb_srv_worker(srv, json_string_value(wid), false);
+        json_decref(*body);
+        *body = NULL;
+        return 0;
+    }
+    *wid = json_string_value(w);
+    return sig;
+}
+
+void rb_api_worker_action(rb_http_req *r)
+{
+    rb_srv *srv = r->h->srv;
+    const char *action = r->seg[1], *wid;
+    json_t *body;
+    int sig = rb_api_worker_request(r, &body, &wid);
+    if (!sig)
+        return;
+    if (wid) {
+        rb_worker *w = rb_srv_worker(srv, wid, false);
         if (!w) {
-            rb_http_reply_error(r->req, 404, "no worker '%s'", json_string_value(wid));
+            rb_http_reply_error(r->req, 404, "no worker '%s'", wid);
         } else {
             w->signal = sig; /* as WORKERS: said at the worker's next BEAT */
             rb_http_reply_json(r->req, 200, json_pack("{s:s, s:i}", "action", action, "workers", 1));

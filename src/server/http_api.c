@@ -313,17 +313,22 @@ void rb_api_job(rb_http_req *r)
 
 /* --- GET /api/workers --- */
 
+json_t *rb_api_worker_json(const char *wid, int64_t last_beat_ms, int conns, int signal)
+{
+    static const char *signals[] = {"none", "quiet", "terminate"};
+    return json_pack("{s:s, s:o, s:i, s:s}", "wid", wid, "last_beat",
+                     rb_api_time_or_null(last_beat_ms), "connections", conns, "signal",
+                     signals[signal >= 0 && signal <= 2 ? signal : 0]);
+}
+
 void rb_api_workers(rb_http_req *r)
 {
     rb_srv *srv = r->h->srv;
     json_t *arr = json_array();
-    static const char *signals[] = {"none", "quiet", "terminate"};
     for (size_t i = 0; i < srv->workers.nbuckets; i++)
         for (rb_worker *w = srv->workers.buckets[i]; w; w = w->hnext)
-            json_array_append_new(
-                arr, json_pack("{s:s, s:o, s:i, s:s}", "wid", w->wid, "last_beat",
-                               rb_api_time_or_null(w->last_beat_ms), "connections", w->conns, "signal",
-                               signals[w->signal >= 0 && w->signal <= 2 ? w->signal : 0]));
+            json_array_append_new(arr, rb_api_worker_json(w->wid, w->last_beat_ms, w->conns,
+                                                          w->signal));
     rb_http_reply_json(r->req, 200, json_pack("{s:o}", "workers", arr));
 }
 

@@ -62,6 +62,9 @@ void rb_api_jobs(rb_http_req *r);
 void rb_api_job(rb_http_req *r);
 void rb_api_workers(rb_http_req *r);
 void rb_api_simulate(rb_http_req *r);
+/* A worker as GET /api/workers lists it (signal: 0, RB_WORKER_QUIET or
+ * RB_WORKER_TERMINATE). New reference. */
+json_t *rb_api_worker_json(const char *wid, int64_t last_beat_ms, int conns, int signal);
 /* A job as both storage modes know it, for the summary. Borrowed strings. */
 typedef struct rb_api_row {
     const char *jid, *queue;
@@ -80,9 +83,9 @@ json_t *rb_api_job_summary(const rb_job *j);
 json_t *rb_api_schedule(rb_srv *srv, int64_t first_ms, json_t *job);
 
 /* --- http_pg.c: the same endpoints in distributed mode --- */
-/* The PostgreSQL twin of an API handler (reads and actions on jobs and
- * queues), or fn itself for those that stay per node (stats, workers,
- * policy simulation). */
+/* The PostgreSQL twin of an API handler (reads and actions on jobs, queues
+ * and workers), or fn itself for those that stay per node (stats, policy
+ * simulation). */
 rb_http_handler rb_http_pg_handler(rb_http_handler fn);
 /* /metrics in distributed mode: this node's counters, the cluster's queue
  * sizes and jobs by state read on a database thread. */
@@ -103,6 +106,11 @@ void rb_api_job_action(rb_http_req *r);
 void rb_api_bulk_action(rb_http_req *r);
 void rb_api_queue_action(rb_http_req *r);
 void rb_api_worker_action(rb_http_req *r);
+/* Checks POST /api/workers/ACTION (ACTION r->seg[1]): the signal
+ * (RB_WORKER_QUIET or RB_WORKER_TERMINATE) with *body the parsed body
+ * (caller decrefs) and *wid its "wid" (borrowed from it; NULL: every
+ * worker), or 0 after a 404 (another action) or 400 (a bad body) reply. */
+int rb_api_worker_request(rb_http_req *r, json_t **body, const char **wid);
 /* The MUTATE cmd for a job or bulk action (what: "job" or "bulk") named
  * action: retry, kill or discard; NULL after a 404 reply for any other. */
 const char *rb_api_action_cmd(rb_http_req *r, const char *what, const char *action);

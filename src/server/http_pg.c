@@ -3,8 +3,9 @@
  * its request on the loop thread with the single-node rules and messages,
  * posts one request to a database thread (pgmode.h) and answers from its
  * completion; actions answer after the engine's COMMIT, through the same
- * engine calls as the protocol's MUTATE and QUEUE. Stats, workers and
- * policy simulation stay per node (http_api.c, http_actions.c). */
+ * engine calls as the protocol's MUTATE and QUEUE; the workers' list and
+ * actions are the cluster's (pg_workers.c). Stats and policy simulation
+ * stay per node (http_api.c). */
 #include "server/http_impl.h"
 
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include "common/timeutil.h"
 #include "server/log.h"
 #include "server/metrics.h"
+#include "server/pg_workers.h"
 #include "server/pgmode.h"
 
 /* What an HTTP request keeps while its database request is out. */
@@ -144,6 +146,7 @@ static void api_info_done(rb_srv *srv, rb_pgreq *r)
                              (json_int_t)in->dead);
     json_t *v = rb_api_info_json(srv, "postgresql", jobs, (int64_t)in->processed,
                                  (int64_t)in->failures, (size_t)in->n_queues);
+    json_object_set_new(json_object_get(v, "server"), "workers", json_integer(in->workers));
     rb_http_reply_json(d->req, 200, v);
     rb_pgreq_finish(srv, r);
 }
@@ -571,6 +574,8 @@ static const struct {
     {rb_api_job_action, pg_api_job_action},
     {rb_api_bulk_action, pg_api_bulk_action},
     {rb_api_queue_action, pg_api_queue_action},
+    {rb_api_workers, rb_http_pg_workers},
+    {rb_api_worker_action, rb_http_pg_worker_action},
 };
 
 rb_http_handler rb_http_pg_handler(rb_http_handler fn)

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "common/buf.h"
+#include "server/pg_workers.h"
 
 void rb_pgcmd_data_free(void *p)
 {
@@ -72,6 +73,7 @@ static const struct {
     {rb_cmd_queue, rb_pgcmd_queue},
     {rb_cmd_job, rb_pgcmd_job},
     {rb_cmd_jobs, rb_pgcmd_jobs},
+    {rb_cmd_workers, rb_pgcmd_workers},
 };
 
 rb_cmd_fn rb_pgcmd_handler(rb_cmd_fn fn)

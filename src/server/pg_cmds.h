@@ -10,8 +10,8 @@ typedef void (*rb_cmd_fn)(rb_conn *c, char *arg);
 
 /* The PostgreSQL handler for a single-node handler of the command table
  * (PUSH, PUSHB, FETCH, ACK, FAIL, SNOOZE, EXTEND, INFO, FLUSH, MUTATE,
- * QUEUE, JOB, JOBS); fn itself for the others (HELLO, BEAT, WORKERS...),
- * which keep their per-node state. */
+ * QUEUE, JOB, JOBS, and WORKERS: pg_workers.h); fn itself for the others
+ * (HELLO, BEAT and END, which reach the database themselves when needed). */
 rb_cmd_fn rb_pgcmd_handler(rb_cmd_fn fn);
 
 #endif

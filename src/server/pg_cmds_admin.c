@@ -39,7 +39,7 @@ static void info_done(rb_srv *srv, rb_pgreq *r)
         "total_queues", (json_int_t)json_object_size(queues), "queues", queues, "tasks",
         "Scheduled", "size", (json_int_t)in->scheduled, "Retries", "size",
         (json_int_t)in->retries, "Dead", "size", (json_int_t)in->dead, "Busy", "size",
-        (json_int_t)in->working, "Workers", "size", (json_int_t)srv->workers.size, "server",
+        (json_int_t)in->working, "Workers", "size", (json_int_t)in->workers, "server",
         "description", "Rebound", "faktory_version", "1.10.0", "uptime",
         (json_int_t)((now - srv->started_ms) / 1000), "connections", (json_int_t)srv->conns.size,
         "command_count", (json_int_t)srv->command_count, "used_memory_mb",

@@ -1,7 +1,7 @@
 /* Distributed mode's machinery (pgmode.h): the database threads and their
  * batches, completions through an eventfd, the listen thread (NOTIFY ->
- * waking parked FETCHes), the maintenance thread (promote, reap, expire on
- * every node), the hand-over of what the threads saw to the loop's
+ * waking parked FETCHes), the maintenance thread (promote, reap, expire,
+ * forget stale workers on every node), the hand-over of what the threads saw to the loop's
  * /metrics, and the FETCH life cycle on top of them. */
 #include "server/pgmode.h"
 
@@ -19,6 +19,7 @@
 #include "common/timeutil.h"
 #include "server/log.h"
 #include "server/metrics.h"
+#include "server/pg_workers.h"
 
 /* A write transaction a database thread ran for a PUSH, ACK or FAIL batch:
  * its rows and how long it took, for rb_metrics_commit. */
@@ -60,6 +61,7 @@ struct rb_pgmode {
 
     int efd;
     struct event *efd_ev, *poll_ev;
+    struct event *held_ev; /* refreshes the registry rows of this node's workers */
 
     rb_pg *listen, *maint;
     pthread_t listen_th, maint_th;
@@ -402,16 +404,16 @@ static void run_claims(rb_pg *pg, rb_pgreq **v, size_t n)
 }
 
 /* Runs a batch: pushes first (so claims in the same batch see them), then
- * the single calls, acks, fails and claims. bc receives the timings of the
+ * the single calls, acks, fails, claims and worker sightings. bc receives the timings of the
  * push, ack and fail transactions that committed. */
 static void run_batch(rb_pg *pg, rb_pgreq *list, batch_commits *bc)
 {
     size_t n = 0;
     for (rb_pgreq *r = list; r; r = r->next)
         n++;
-    rb_pgreq **by[5];
-    size_t cnt[5] = {0};
-    for (int k = 0; k < 5; k++)
+    rb_pgreq **by[RB_PGR_KINDS];
+    size_t cnt[RB_PGR_KINDS] = {0};
+    for (int k = 0; k < RB_PGR_KINDS; k++)
         by[k] = rb_xcalloc(n, sizeof **by);
     for (rb_pgreq *r = list; r; r = r->next)
         by[r->kind][cnt[r->kind]++] = r;
@@ -425,7 +427,9 @@ static void run_batch(rb_pg *pg, rb_pgreq *list, batch_commits *bc)
         run_fails(pg, by[RB_PGR_FAIL], cnt[RB_PGR_FAIL], bc);
     if (cnt[RB_PGR_CLAIM])
         run_claims(pg, by[RB_PGR_CLAIM], cnt[RB_PGR_CLAIM]);
-    for (int k = 0; k < 5; k++)
+    if (cnt[RB_PGR_SEEN])
+        rb_pgworkers_run_seen(pg, by[RB_PGR_SEEN], cnt[RB_PGR_SEEN]);
+    for (int k = 0; k < RB_PGR_KINDS; k++)
         free(by[k]);
 }
 
@@ -581,15 +585,21 @@ static void *maint_thread(void *arg)
     unsigned seed = (unsigned)getpid() ^ (unsigned)rb_now_ms();
     bool down = false;
     maint_bufs *mb = rb_xmalloc(sizeof *mb);
+    int64_t workers_due = 0; /* next removal of stale worker rows */
     for (;;) {
         rb_err err = {0};
-        int promoted = 0, reaped = 0, dropped = 0;
+        int promoted = 0, reaped = 0, dropped = 0, forgotten = 0;
         int64_t due = INT64_MAX;
         int rc = promote_all(pm, mb, &promoted, &err);
         if (!rc)
             rc = reap_all(pm, mb, &reaped, &err);
         if (!rc)
             rc = batches(pm, rb_pg_cleanup_dead, &dropped, &err);
+        if (!rc && rb_now_ms() >= workers_due) {
+            rc = batches(pm, rb_pg_workers_cleanup, &forgotten, &err);
+            if (!rc)
+                workers_due = rb_now_ms() + RB_PGWORKERS_CLEANUP_MS;
+        }
         if (!rc)
             rc = rb_pg_next_due(pm->maint, &due, &err);
         if (rc && !down)
@@ -597,6 +607,8 @@ static void *maint_thread(void *arg)
         down = rc != 0;
         if (reaped)
             rb_log(RB_LOG_INFO, "%d expired reservations failed", reaped);
+        if (forgotten)
+            rb_log(RB_LOG_DEBUG, "%d stale workers forgotten", forgotten);
         if (promoted || reaped)
             note_ready(pm, NULL, 0); /* notifications are a hint: wake locally too */
         int64_t now = rb_now_ms();
@@ -751,6 +763,9 @@ void rb_pgmode_attach(rb_srv *srv)
     pm->poll_ev = event_new(srv->base, -1, EV_PERSIST, on_poll, srv);
     struct timeval tv = {RB_PGMODE_POLL_MS / 1000, (RB_PGMODE_POLL_MS % 1000) * 1000};
     event_add(pm->poll_ev, &tv);
+    pm->held_ev = event_new(srv->base, -1, EV_PERSIST, rb_pgworkers_refresh, srv);
+    struct timeval held = {RB_PGWORKERS_REFRESH_MS / 1000, (RB_PGWORKERS_REFRESH_MS % 1000) * 1000};
+    event_add(pm->held_ev, &held);
     pm->listen_started = pthread_create(&pm->listen_th, NULL, listen_thread, pm) == 0;
     pm->maint_started = pthread_create(&pm->maint_th, NULL, maint_thread, pm) == 0;
     if (!pm->listen_started || !pm->maint_started)
@@ -797,6 +812,8 @@ void rb_pgmode_free(rb_srv *srv)
         event_free(pm->efd_ev);
     if (pm->poll_ev)
         event_free(pm->poll_ev);
+    if (pm->held_ev)
+        event_free(pm->held_ev);
     for (int i = 0; i < RB_PGMODE_THREADS; i++)
         if (pm->work[i])
             rb_pg_close(pm->work[i]);

@@ -34,7 +34,9 @@ typedef enum rb_pgreq_kind {
     RB_PGR_FAIL,  /* batched: one rb_pg_fail */
     RB_PGR_CLAIM, /* batched by queue list: one rb_pg_claim per list */
     RB_PGR_CALL,  /* anything else: r->call runs alone */
+    RB_PGR_SEEN,  /* batched: one rb_pg_workers_seen for every HELLO/BEAT (pg_workers.h) */
 } rb_pgreq_kind;
+#define RB_PGR_KINDS 6
 
 /* One request from the loop to a database thread and back. The loop fills
  * the kind's fields, the thread fills rc/err and the results, then `done`
@@ -77,6 +79,10 @@ struct rb_pgreq {
             int status, state;
             int64_t seconds;
         } ref;
+        struct {
+            rb_pg_seen_kind kind; /* the wid is r->wid, a HELLO's info r->data */
+            int signal;           /* stored signal, -1: not a live worker */
+        } seen;
     } u;
     char *jid, *wid; /* owned copies the refs point to (may be NULL) */
     void *data;      /* the handler's; freed by its done */

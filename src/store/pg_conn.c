@@ -43,6 +43,18 @@ static const char *const pg_stmt_sql[PG_STMT_COUNT] = {
                " flags, due_ms, first_ms, enq_ms FROM rb_jobs WHERE jid = $1",
     [PG_COUNTERS] = "SELECT coalesce(sum(value) FILTER (WHERE name = 'processed'), 0),"
                     " coalesce(sum(value) FILTER (WHERE name = 'failures'), 0) FROM rb_counters",
+    [PG_WORKERS_SEEN] = "SELECT rb_worker_seen($1::text[], $2::int[], $3::text[], $4, $5::bigint,"
+                        " $6::bigint)",
+    [PG_WORKERS_SIGNAL] = "WITH l AS (SELECT wid FROM rb_workers WHERE seen_ms >= $3::bigint"
+                          " AND ($1::text IS NULL OR wid = $1) ORDER BY wid FOR UPDATE)"
+                          " UPDATE rb_workers w SET signal = $2::int FROM l WHERE w.wid = l.wid",
+    [PG_WORKERS_LIST] = "SELECT wid, info, node, first_ms, beat_ms, seen_ms, signal"
+                        " FROM rb_workers WHERE seen_ms >= $1::bigint ORDER BY wid",
+    [PG_WORKERS_COUNT] = "SELECT count(*) FROM rb_workers WHERE seen_ms >= $1::bigint",
+    [PG_WORKERS_CLEANUP] = "WITH d AS MATERIALIZED (SELECT wid FROM rb_workers"
+                           " WHERE seen_ms < $1::bigint ORDER BY seen_ms LIMIT $2::int"
+                           " FOR UPDATE SKIP LOCKED)"
+                           " DELETE FROM rb_workers w USING d WHERE w.wid = d.wid",
 };
 
 #define PG_BACKOFF_FIRST_MS 100

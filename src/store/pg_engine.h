@@ -294,12 +294,67 @@ typedef struct rb_pg_queue_info {
 typedef struct rb_pg_info {
     int64_t processed, failures; /* counters */
     int64_t enqueued, scheduled, retries, dead, working;
+    int64_t workers; /* live rows of the worker registry (below) */
     rb_pg_queue_info *queues; /* queues with jobs enqueued or paused, by name */
     size_t n_queues;
 } rb_pg_info;
 
 int rb_pg_info_get(rb_pg *pg, rb_pg_info *out, rb_err *err);
 void rb_pg_info_release(rb_pg_info *info);
+
+/* --- The worker registry (docs/distributed.md, "Workers") ---
+ * One row per HELLO wid for the whole cluster. A worker is live while some
+ * node saw it within RB_PG_WORKER_TTL_MS: its HELLO, a BEAT, or a refresh
+ * by a node holding a connection from it (the server refreshes every
+ * RB_PG_WORKER_TTL_MS / 4). Only live workers are listed, counted and
+ * signalled; stale rows are deleted by rb_pg_workers_cleanup. Signals are
+ * 0, 1 (quiet) and 2 (terminate), the server's RB_WORKER_* numbers. */
+#define RB_PG_WORKER_TTL_MS 60000
+
+/* What a node saw of a worker (rb_pg_workers_seen). */
+typedef enum rb_pg_seen_kind {
+    RB_PG_SEEN_BEAT = 0,      /* a BEAT to a node without a connection that said this
+                                 wid in HELLO: counts only when the row is live */
+    RB_PG_SEEN_BEAT_HELD = 1, /* a BEAT to a node with such a connection */
+    RB_PG_SEEN_HELLO = 2,     /* a HELLO (info: its JSON text) */
+    RB_PG_SEEN_HELD = 3,      /* a node still holds a connection from it (beat time kept) */
+} rb_pg_seen_kind;
+
+typedef struct rb_pg_sighting {
+    const char *wid;
+    rb_pg_seen_kind kind;
+    const char *info; /* HELLO: the worker's description (JSON text), else NULL */
+} rb_pg_sighting;
+
+/* Records n sightings by node (any text naming it) at now, in one
+ * transaction: every kind but RB_PG_SEEN_BEAT creates a missing row (a
+ * stale row found again starts afresh, without a signal), and every kind
+ * refreshes seen_ms. signal[i] (may be NULL) receives the worker's stored
+ * signal, or -1 for an RB_PG_SEEN_BEAT of a wid without a live row (the
+ * caller's "unknown worker"). */
+int rb_pg_workers_seen(rb_pg *pg, const rb_pg_sighting *s, size_t n, const char *node,
+                       int64_t now, int *signal, rb_err *err);
+
+/* Sets signal (1 or 2) on the live worker wid, or on every live worker
+ * when wid is NULL; *n (may be NULL) receives how many (0: wid is not a
+ * live worker). */
+int rb_pg_workers_signal(rb_pg *pg, const char *wid, int signal, int64_t now, int64_t *n,
+                         rb_err *err);
+
+/* One live worker. Strings owned (rb_pg_workers_free). */
+typedef struct rb_pg_worker {
+    char *wid, *info, *node; /* info: its HELLO's JSON text, or NULL */
+    int64_t first_ms, beat_ms, seen_ms;
+    int signal;
+} rb_pg_worker;
+
+/* The live workers at now, by wid; *out is NULL when there are none. */
+int rb_pg_workers_list(rb_pg *pg, int64_t now, rb_pg_worker **out, size_t *n, rb_err *err);
+void rb_pg_workers_free(rb_pg_worker *w, size_t n);
+
+/* Deletes up to limit stale rows (not seen for RB_PG_WORKER_TTL_MS at
+ * now), skipping rows others hold; *n (may be NULL) receives how many. */
+int rb_pg_workers_cleanup(rb_pg *pg, int64_t now, int limit, int *n, rb_err *err);
 
 /* One stored job, for JOB and JOBS. Strings owned (rb_pg_job_release). */
 typedef struct rb_pg_job {

@@ -30,6 +30,11 @@ typedef enum pg_stmt {
     PG_INFO,
     PG_JOB,
     PG_COUNTERS,
+    PG_WORKERS_SEEN,
+    PG_WORKERS_SIGNAL,
+    PG_WORKERS_LIST,
+    PG_WORKERS_COUNT,
+    PG_WORKERS_CLEANUP,
     PG_STMT_COUNT
 } pg_stmt;
 
@@ -91,6 +96,9 @@ int64_t pg_int(const PGresult *r, int row, int c);
 /* Parses a PostgreSQL array text of integers ("{0,1,3}") into out (at most
  * max entries); returns the count. */
 size_t pg_parse_int_array(const char *s, int64_t *out, size_t max);
+
+/* The live workers at now (pg_workers.c), for INFO. */
+int pg_workers_count(rb_pg *pg, int64_t now, int64_t *n, rb_err *err);
 
 /* The fail core (pg_fail.c) shared by FAIL and the reaper: runs the failure
  * of each locked working row through its policy and writes the outcome. */

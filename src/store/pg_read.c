@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/timeutil.h"
+
 int rb_pg_info_get(rb_pg *pg, rb_pg_info *out, rb_err *err)
 {
     memset(out, 0, sizeof *out);
@@ -39,7 +41,10 @@ int rb_pg_info_get(rb_pg *pg, rb_pg_info *out, rb_err *err)
         out->queues[i].paused = json_is_true(json_array_get(q, 2));
     }
     json_decref(o);
-    return 0;
+    rc = pg_workers_count(pg, rb_now_ms(), &out->workers, err);
+    if (rc)
+        rb_pg_info_release(out);
+    return rc;
 }
 
 void rb_pg_info_release(rb_pg_info *info)

@@ -269,7 +269,8 @@ static const char migration_2[] =
 
 /* Version 3: what a node's /metrics needs back from the database. An ACK
  * reports each completed job's queue and job type (rb_ack_labels), a
- * promotion how late each job was (rb_promote_late). rb_ack and rb_promote
+ * promotion how late each job was (rb_promote_late); and the cluster-wide
+ * worker registry (rb_workers, rb_worker_seen). rb_ack and rb_promote
  * are left in place so that nodes still running the previous release keep
  * working until they are restarted (docs/distributed.md, upgrading). */
 static const char migration_3[] =
@@ -332,6 +333,60 @@ static const char migration_3[] =
     "    late := late || ls;\n"
     "  END LOOP;\n"
     "  RETURN late;\n"
+    "END $$;\n"
+
+    /* The cluster's workers (docs/distributed.md, "Workers"): one row per
+     * HELLO wid. seen_ms is the last time any node saw it alive (its
+     * HELLO, a BEAT, or the node holding a connection from it refreshing
+     * the row); a row is live while seen_ms is within RB_PG_WORKER_TTL_MS,
+     * and stale rows are deleted by any node's maintenance. signal is 0,
+     * 1 (quiet) or 2 (terminate), said at the worker's next BEAT. */
+    "CREATE TABLE rb_workers (\n"
+    "  wid text PRIMARY KEY,\n"
+    "  info text,\n"
+    "  node text NOT NULL,\n"
+    "  first_ms bigint NOT NULL,\n"
+    "  beat_ms bigint NOT NULL,\n"
+    "  seen_ms bigint NOT NULL,\n"
+    "  signal int NOT NULL DEFAULT 0);\n"
+    "CREATE INDEX rb_workers_seen ON rb_workers (seen_ms);\n"
+
+    /* HELLO, BEAT and a node's refresh, batched: the signal per request in
+     * request order, -1 for a BEAT (kind 0) of a wid without a live row.
+     * Kinds: 0 BEAT from a node without a connection from the wid (only a
+     * live row counts), 1 BEAT from a node with one, 2 HELLO (with info),
+     * 3 refresh (beat_ms kept); 1-3 insert the row when missing, and a
+     * stale row found again starts afresh (first_ms, no signal). Rows are
+     * locked in wid order so that concurrent batches cannot deadlock. */
+    "CREATE FUNCTION rb_worker_seen(p_wids text[], p_kinds int[], p_infos text[],\n"
+    "                               p_node text, p_now bigint, p_live bigint)\n"
+    "RETURNS int[]\n"
+    "LANGUAGE plpgsql AS $$\n"
+    "DECLARE n int := coalesce(array_length(p_wids, 1), 0);\n"
+    "  res int[] := array_fill(-1, ARRAY[n]);\n"
+    "  i int; k int; s int;\n"
+    "BEGIN\n"
+    "  FOR i IN SELECT u.ord FROM unnest(p_wids) WITH ORDINALITY AS u(wid, ord)\n"
+    "           ORDER BY u.wid, u.ord LOOP\n"
+    "    k := p_kinds[i];\n"
+    "    IF k = 0 THEN\n"
+    "      UPDATE rb_workers w SET beat_ms = p_now, seen_ms = p_now, node = p_node\n"
+    "        WHERE w.wid = p_wids[i] AND w.seen_ms >= p_live RETURNING w.signal INTO s;\n"
+    "      IF FOUND THEN res[i] := s; END IF;\n"
+    "    ELSE\n"
+    "      INSERT INTO rb_workers AS w (wid, info, node, first_ms, beat_ms, seen_ms)\n"
+    "        VALUES (p_wids[i], p_infos[i], p_node, p_now, p_now, p_now)\n"
+    "      ON CONFLICT (wid) DO UPDATE SET\n"
+    "        info = coalesce(excluded.info, w.info), node = excluded.node,\n"
+    "        first_ms = CASE WHEN w.seen_ms < p_live THEN p_now ELSE w.first_ms END,\n"
+    "        signal = CASE WHEN w.seen_ms < p_live THEN 0 ELSE w.signal END,\n"
+    "        beat_ms = CASE WHEN k = 3 AND w.seen_ms >= p_live THEN w.beat_ms ELSE p_now END,\n"
+    "        seen_ms = p_now\n"
+    "      RETURNING w.signal INTO s;\n"
+    "      res[i] := s;\n"
+    "    END IF;\n"
+    "  END LOOP;\n"
+    "  RETURN res;\n"
     "END $$;\n"
     "UPDATE rb_meta SET value = '3' WHERE key = 'schema_version';\n";
 

@@ -1,0 +1,303 @@
+/* Distributed mode's worker registry, the server's side (pg_workers.h):
+ * HELLO, BEAT and WORKERS, the HTTP API's worker endpoints and this node's
+ * refresh of its connected workers, all on the cluster's rb_workers table
+ * through the database threads. */
+#include "server/pg_workers.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/buf.h"
+#include "common/timeutil.h"
+#include "server/cmds.h"
+#include "server/pg_cmds_impl.h"
+
+/* --- this node's name in the registry: "host:pid" --- */
+
+static char node_name[300];
+static pthread_once_t node_once = PTHREAD_ONCE_INIT;
+
+static void node_init(void)
+{
+    char host[256];
+    if (gethostname(host, sizeof host) != 0)
+        snprintf(host, sizeof host, "localhost");
+    host[sizeof host - 1] = '\0';
+    snprintf(node_name, sizeof node_name, "%s:%ld", host, (long)getpid());
+}
+
+static const char *node(void)
+{
+    pthread_once(&node_once, node_init);
+    return node_name;
+}
+
+/* --- HELLO and BEAT: sightings, batched --- */
+
+void rb_pgworkers_run_seen(rb_pg *pg, rb_pgreq **v, size_t n)
+{
+    rb_pg_sighting *s = rb_xcalloc(n, sizeof *s);
+    int *sig = rb_xcalloc(n, sizeof *sig);
+    for (size_t i = 0; i < n; i++)
+        s[i] = (rb_pg_sighting){v[i]->wid, v[i]->u.seen.kind, v[i]->data};
+    rb_err err = {0};
+    int rc = rb_pg_workers_seen(pg, s, n, node(), rb_now_ms(), sig, &err);
+    for (size_t i = 0; i < n; i++) {
+        v[i]->rc = rc;
+        if (rc)
+            v[i]->err = err;
+        else
+            v[i]->u.seen.signal = sig[i];
+    }
+    free(s);
+    free(sig);
+}
+
+static void post_seen(rb_conn *c, const char *wid, rb_pg_seen_kind kind, char *info,
+                      void (*done)(rb_srv *, rb_pgreq *))
+{
+    rb_pgreq *r = rb_pgreq_new(RB_PGR_SEEN, c);
+    r->wid = rb_xstrdup(wid);
+    r->u.seen.kind = kind;
+    r->data = info;
+    r->data_free = free;
+    r->done = done;
+    rb_pgreq_post(c->srv, r);
+}
+
+static void hello_done(rb_srv *srv, rb_pgreq *r)
+{
+    if (r->rc) { /* logged as any storage error, but HELLO itself succeeded */
+        rb_conn *c = r->c;
+        r->c = NULL;
+        rb_pgmode_storage_error(srv, r);
+        r->c = c;
+    } else {
+        rb_pgmode_storage_ok(srv);
+    }
+    rb_reply_ok(r->c);
+    rb_pgreq_finish(srv, r);
+}
+
+void rb_pgworkers_hello(rb_conn *c, const json_t *hello)
+{
+    json_t *info = json_deep_copy(hello);
+    json_object_del(info, "pwdhash");
+    post_seen(c, c->worker->wid, RB_PG_SEEN_HELLO, json_dumps(info, JSON_COMPACT), hello_done);
+    json_decref(info);
+}
+
+static void beat_done(rb_srv *srv, rb_pgreq *r)
+{
+    if (rb_pgcmd_failed(srv, r))
+        return;
+    if (r->u.seen.signal < 0)
+        rb_reply_err(r->c, "BEAT: unknown worker %s (say HELLO with this wid first)", r->wid);
+    else
+        rb_cmd_beat_reply(r->c, r->u.seen.signal);
+    rb_pgreq_finish(srv, r);
+}
+
+void rb_pgworkers_beat(rb_conn *c, const char *wid)
+{
+    rb_worker *w = rb_srv_worker(c->srv, wid, false);
+    if (w)
+        w->last_beat_ms = rb_now_ms();
+    post_seen(c, wid, w ? RB_PG_SEEN_BEAT_HELD : RB_PG_SEEN_BEAT, NULL, beat_done);
+}
+
+/* --- the refresh of this node's connected workers --- */
+
+typedef struct held {
+    char **wids;
+    size_t n;
+} held;
+
+static void held_free(void *p)
+{
+    held *h = p;
+    for (size_t i = 0; i < h->n; i++)
+        free(h->wids[i]);
+    free(h->wids);
+    free(h);
+}
+
+static void held_call(rb_pg *pg, rb_pgreq *r)
+{
+    held *h = r->data;
+    rb_pg_sighting *s = rb_xcalloc(h->n, sizeof *s);
+    for (size_t i = 0; i < h->n; i++)
+        s[i] = (rb_pg_sighting){h->wids[i], RB_PG_SEEN_HELD, NULL};
+    r->rc = rb_pg_workers_seen(pg, s, h->n, node(), rb_now_ms(), NULL, &r->err);
+    free(s);
+}
+
+static void held_done(rb_srv *srv, rb_pgreq *r)
+{
+    if (r->rc)
+        rb_pgmode_storage_error(srv, r); /* logged; the next refresh tries again */
+    else
+        rb_pgmode_storage_ok(srv);
+    rb_pgreq_finish(srv, r);
+}
+
+void rb_pgworkers_refresh(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    rb_srv *srv = arg;
+    if (!srv->workers.size || srv->stopping)
+        return;
+    held *h = rb_xcalloc(1, sizeof *h);
+    h->wids = rb_xcalloc(srv->workers.size, sizeof *h->wids);
+    for (size_t i = 0; i < srv->workers.nbuckets; i++)
+        for (rb_worker *w = srv->workers.buckets[i]; w; w = w->hnext)
+            h->wids[h->n++] = rb_xstrdup(w->wid);
+    rb_pgreq *r = rb_pgreq_new(RB_PGR_CALL, NULL);
+    r->data = h;
+    r->data_free = held_free;
+    r->call = held_call;
+    r->done = held_done;
+    rb_pgreq_post(srv, r);
+}
+
+/* --- WORKERS and the HTTP API: signals and the listing --- */
+
+/* What a WORKERS command or an HTTP request keeps while its request is
+ * out; the wid, when one is named, is the request's. */
+typedef struct wreq {
+    struct evhttp_request *req; /* HTTP, else NULL */
+    char action[16];            /* HTTP: quiet or terminate */
+    int sig;
+    int64_t changed;            /* workers signalled */
+    rb_pg_worker *list;
+    size_t n_list;
+} wreq;
+
+static void wreq_free(void *p)
+{
+    wreq *d = p;
+    rb_pg_workers_free(d->list, d->n_list);
+    free(d);
+}
+
+static void post_call(rb_srv *srv, rb_conn *c, wreq *d, const char *wid,
+                      void (*call)(rb_pg *, rb_pgreq *), void (*done)(rb_srv *, rb_pgreq *))
+{
+    rb_pgreq *r = rb_pgreq_new(RB_PGR_CALL, c);
+    r->wid = wid ? rb_xstrdup(wid) : NULL;
+    r->data = d;
+    r->data_free = wreq_free;
+    r->call = call;
+    r->done = done;
+    rb_pgreq_post(srv, r);
+}
+
+static void signal_call(rb_pg *pg, rb_pgreq *r)
+{
+    wreq *d = r->data;
+    r->rc = rb_pg_workers_signal(pg, r->wid, d->sig, rb_now_ms(), &d->changed, &r->err);
+}
+
+static void workers_done(rb_srv *srv, rb_pgreq *r)
+{
+    if (rb_pgcmd_failed(srv, r))
+        return;
+    if (r->wid && !((wreq *)r->data)->changed)
+        rb_reply_err(r->c, "WORKERS: unknown worker %s", r->wid);
+    else
+        rb_reply_ok(r->c);
+    rb_pgreq_finish(srv, r);
+}
+
+void rb_pgcmd_workers(rb_conn *c, char *arg)
+{
+    json_t *o = rb_cmd_json_arg(c, "WORKERS", arg, JSON_OBJECT);
+    if (!o)
+        return;
+    int sig = rb_cmd_workers_signal(c, o);
+    if (sig) {
+        wreq *d = rb_xcalloc(1, sizeof *d);
+        d->sig = sig;
+        post_call(c->srv, c, d, rb_srv_json_str(o, "wid"), signal_call, workers_done);
+    }
+    json_decref(o);
+}
+
+/* For an HTTP done handler: true after answering a database error (500)
+ * and finishing r. */
+static bool http_failed(rb_srv *srv, rb_pgreq *r)
+{
+    if (!r->rc) {
+        rb_pgmode_storage_ok(srv);
+        return false;
+    }
+    rb_pgmode_storage_error(srv, r); /* logs; no connection to answer */
+    rb_http_reply_error(((wreq *)r->data)->req, 500, "storage error: %s", rb_err_msg(&r->err));
+    rb_pgreq_finish(srv, r);
+    return true;
+}
+
+static void action_done(rb_srv *srv, rb_pgreq *r)
+{
+    if (http_failed(srv, r))
+        return;
+    wreq *d = r->data;
+    if (r->wid && !d->changed)
+        rb_http_reply_error(d->req, 404, "no worker '%s'", r->wid);
+    else
+        rb_http_reply_json(d->req, 200, json_pack("{s:s, s:I}", "action", d->action, "workers",
+                                                  (json_int_t)d->changed));
+    rb_pgreq_finish(srv, r);
+}
+
+void rb_http_pg_worker_action(rb_http_req *r)
+{
+    json_t *body;
+    const char *wid;
+    int sig = rb_api_worker_request(r, &body, &wid);
+    if (!sig)
+        return;
+    wreq *d = rb_xcalloc(1, sizeof *d);
+    d->req = r->req;
+    d->sig = sig;
+    snprintf(d->action, sizeof d->action, "%s", r->seg[1]);
+    post_call(r->h->srv, NULL, d, wid, signal_call, action_done);
+    json_decref(body);
+}
+
+static void list_call(rb_pg *pg, rb_pgreq *r)
+{
+    wreq *d = r->data;
+    r->rc = rb_pg_workers_list(pg, rb_now_ms(), &d->list, &d->n_list, &r->err);
+}
+
+static void list_done(rb_srv *srv, rb_pgreq *r)
+{
+    if (http_failed(srv, r))
+        return;
+    wreq *d = r->data;
+    json_t *arr = json_array();
+    for (size_t i = 0; i < d->n_list; i++) {
+        const rb_pg_worker *l = &d->list[i];
+        const rb_worker *here = rb_srv_worker(srv, l->wid, false);
+        json_t *o = rb_api_worker_json(l->wid, l->beat_ms, here ? here->conns : 0, l->signal);
+        json_t *info = l->info ? json_loads(l->info, 0, NULL) : NULL;
+        json_object_set_new(o, "node", json_string(l->node ? l->node : ""));
+        json_object_set_new(o, "first_seen", rb_api_time_or_null(l->first_ms));
+        json_object_set_new(o, "info", info ? info : json_null());
+        json_array_append_new(arr, o);
+    }
+    rb_http_reply_json(d->req, 200, json_pack("{s:o}", "workers", arr));
+    rb_pgreq_finish(srv, r);
+}
+
+void rb_http_pg_workers(rb_http_req *r)
+{
+    wreq *d = rb_xcalloc(1, sizeof *d);
+    d->req = r->req;
+    post_call(r->h->srv, NULL, d, NULL, list_call, list_done);
+}
