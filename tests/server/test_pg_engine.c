@@ -224,7 +224,7 @@ Test(pg, migrate_is_idempotent_and_checked)
     cr_assert_eq(v, RB_PG_SCHEMA_VERSION);
     char *t = sql1("SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()"
                    " AND tablename LIKE 'rb\\_%'");
-    cr_assert_str_eq(t, "4");
+    cr_assert_str_eq(t, "5"); /* rb_jobs, rb_queues, rb_counters, rb_meta, rb_workers */
     free(t);
 }
 
@@ -347,6 +347,22 @@ Test(pg, version_2_database_is_refused_then_upgraded_in_place)
     char *old = sql1("SELECT rb_ack(ARRAY['nosuchjob'], ARRAY[NULL::text], 0)");
     cr_assert_str_eq(old, "{1}");
     free(old);
+    /* version 3's worker registry exists after the upgrade and works */
+    char *tab = sql1("SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()"
+                     " AND tablename = 'rb_workers'");
+    cr_assert_str_eq(tab, "1");
+    free(tab);
+    rb_pg_sighting hello = {"upg-worker", RB_PG_SEEN_HELLO, "{\"wid\":\"upg-worker\"}"};
+    int sig = -2;
+    cr_assert_eq(rb_pg_workers_seen(pg, &hello, 1, "n1", rb_now_ms(), &sig, &err), 0, "%s",
+                 rb_err_msg(&err));
+    cr_assert_eq(sig, 0);
+    rb_pg_worker *ws;
+    size_t nw;
+    cr_assert_eq(rb_pg_workers_list(pg, rb_now_ms(), &ws, &nw, &err), 0, "%s", rb_err_msg(&err));
+    cr_assert_eq(nw, 1);
+    cr_assert_str_eq(ws[0].wid, "upg-worker");
+    rb_pg_workers_free(ws, nw);
     int64_t p, f;
     cr_assert_eq(rb_pg_counters(pg, &p, &f, &err), 0);
     cr_assert_eq(p, 1);
@@ -1387,4 +1403,128 @@ Test(pg, three_nodes_random_failures_each_job_once_or_dead_by_policy, .timeout =
     cr_assert_eq(in.dead, want_dead);
     cr_assert_gt(want_dead, 0);
     rb_pg_info_release(&in);
+}
+
+/* --- the worker registry --- */
+
+/* One sighting of wid of the given kind by node at now; the signal. */
+static int seen(rb_pg *pg, const char *wid, rb_pg_seen_kind kind, const char *node, int64_t now)
+{
+    rb_pg_sighting s = {wid, kind, kind == RB_PG_SEEN_HELLO ? "{\"hostname\":\"h1\"}" : NULL};
+    int sig = -2;
+    rb_err err = {0};
+    cr_assert_eq(rb_pg_workers_seen(pg, &s, 1, node, now, &sig, &err), 0, "%s", rb_err_msg(&err));
+    return sig;
+}
+
+static rb_pg_worker *list_workers(int64_t now, size_t *n)
+{
+    rb_pg_worker *w;
+    rb_err err = {0};
+    cr_assert_eq(rb_pg_workers_list(eng, now, &w, n, &err), 0, "%s", rb_err_msg(&err));
+    return w;
+}
+
+static int64_t signal_workers(const char *wid, int sig, int64_t now)
+{
+    int64_t n = -1;
+    rb_err err = {0};
+    cr_assert_eq(rb_pg_workers_signal(eng, wid, sig, now, &n, &err), 0, "%s", rb_err_msg(&err));
+    return n;
+}
+
+/* HELLO creates the row with its info; a BEAT from a node without the
+ * worker's connection counts only for a live row (else -1, "unknown"); a
+ * node holding a connection creates it; the listing is by wid with the
+ * node that saw it last and the first and last beat times. */
+Test(pg, workers_hello_beat_and_listing)
+{
+    int64_t t = rb_now_ms();
+    cr_assert_eq(seen(eng, "wb", RB_PG_SEEN_HELLO, "node-a", t), 0);
+    cr_assert_eq(seen(eng, "wa", RB_PG_SEEN_BEAT, "node-b", t), -1, "a never seen wid is unknown");
+    cr_assert_eq(seen(eng, "wa", RB_PG_SEEN_BEAT_HELD, "node-b", t + 10), 0);
+    cr_assert_eq(seen(eng, "wb", RB_PG_SEEN_BEAT, "node-b", t + 20), 0, "node b knows wb now");
+    size_t n;
+    rb_pg_worker *w = list_workers(t + 30, &n);
+    cr_assert_eq(n, 2);
+    cr_assert_str_eq(w[0].wid, "wa");
+    cr_assert_null(w[0].info);
+    cr_assert_eq(w[0].first_ms, t + 10);
+    cr_assert_str_eq(w[1].wid, "wb");
+    cr_assert_str_eq(w[1].info, "{\"hostname\":\"h1\"}");
+    cr_assert_str_eq(w[1].node, "node-b");
+    cr_assert_eq(w[1].first_ms, t);
+    cr_assert_eq(w[1].beat_ms, t + 20);
+    cr_assert_eq(w[1].signal, 0);
+    rb_pg_workers_free(w, n);
+    /* a refresh keeps the beat time, moves seen_ms */
+    cr_assert_eq(seen(eng, "wb", RB_PG_SEEN_HELD, "node-c", t + 40), 0);
+    w = list_workers(t + 50, &n);
+    cr_assert_eq(w[1].beat_ms, t + 20);
+    cr_assert_eq(w[1].seen_ms, t + 40);
+    cr_assert_str_eq(w[1].node, "node-c");
+    rb_pg_workers_free(w, n);
+    cr_assert_eq(info().workers, 2);
+}
+
+/* Signals reach the live worker named, or every live worker; the stored
+ * signal is what its BEATs answer, on any node. */
+Test(pg, workers_signals)
+{
+    int64_t t = rb_now_ms();
+    seen(eng, "s1", RB_PG_SEEN_HELLO, "a", t);
+    seen(eng, "s2", RB_PG_SEEN_HELLO, "a", t);
+    cr_assert_eq(signal_workers("s1", 1, t), 1);
+    cr_assert_eq(signal_workers("nobody", 1, t), 0);
+    cr_assert_eq(seen(eng, "s1", RB_PG_SEEN_BEAT, "b", t + 1), 1);
+    cr_assert_eq(seen(eng, "s2", RB_PG_SEEN_BEAT, "b", t + 1), 0);
+    cr_assert_eq(signal_workers(NULL, 2, t + 2), 2);
+    cr_assert_eq(seen(eng, "s1", RB_PG_SEEN_BEAT_HELD, "a", t + 3), 2);
+    cr_assert_eq(seen(eng, "s2", RB_PG_SEEN_BEAT, "b", t + 3), 2);
+    rb_err err = {0};
+    cr_assert_eq(rb_pg_workers_signal(eng, NULL, 3, t, NULL, &err), RB_EINVAL);
+    /* several sightings of one batch, the same wid twice included */
+    rb_pg_sighting b[3] = {{"s2", RB_PG_SEEN_BEAT, NULL},
+                           {"zz", RB_PG_SEEN_BEAT, NULL},
+                           {"s1", RB_PG_SEEN_BEAT, NULL}};
+    int sig[3];
+    cr_assert_eq(rb_pg_workers_seen(eng, b, 3, "c", t + 4, sig, &err), 0, "%s", rb_err_msg(&err));
+    cr_assert_eq(sig[0], 2);
+    cr_assert_eq(sig[1], -1);
+    cr_assert_eq(sig[2], 2);
+}
+
+/* A worker not seen for RB_PG_WORKER_TTL_MS is not listed, counted,
+ * signalled or known to a BEAT, the cleanup deletes it (only it), and a
+ * node that holds a connection from it brings it back afresh. */
+Test(pg, workers_go_stale_and_are_deleted)
+{
+    int64_t t = rb_now_ms();
+    seen(eng, "old", RB_PG_SEEN_HELLO, "a", t);
+    seen(eng, "new", RB_PG_SEEN_HELLO, "a", t + RB_PG_WORKER_TTL_MS);
+    cr_assert_eq(signal_workers("old", 1, t), 1);
+    int64_t later = t + RB_PG_WORKER_TTL_MS + 1;
+    size_t n;
+    rb_pg_worker *w = list_workers(later, &n);
+    cr_assert_eq(n, 1);
+    cr_assert_str_eq(w[0].wid, "new");
+    rb_pg_workers_free(w, n);
+    cr_assert_eq(signal_workers("old", 2, later), 0);
+    cr_assert_eq(seen(eng, "old", RB_PG_SEEN_BEAT, "b", later), -1);
+    int del = -1;
+    rb_err err = {0};
+    cr_assert_eq(rb_pg_workers_cleanup(eng, later, 100, &del, &err), 0, "%s", rb_err_msg(&err));
+    cr_assert_eq(del, 1);
+    char *c = sql1("SELECT string_agg(wid, ',') FROM rb_workers");
+    cr_assert_str_eq(c, "new");
+    free(c);
+    /* a stale row found again by a node with its connection starts afresh */
+    seen(eng, "back", RB_PG_SEEN_HELLO, "a", t);
+    cr_assert_eq(signal_workers("back", 2, t), 1);
+    cr_assert_eq(seen(eng, "back", RB_PG_SEEN_BEAT_HELD, "a", later), 0, "no signal of the old life");
+    w = list_workers(later, &n);
+    cr_assert_eq(n, 2);
+    cr_assert_str_eq(w[0].wid, "back");
+    cr_assert_eq(w[0].first_ms, later);
+    rb_pg_workers_free(w, n);
 }
