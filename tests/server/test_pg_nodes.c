@@ -7,7 +7,9 @@
  *   none is run after its ACK, the cluster's counters agree;
  * - a FETCH parked on one node gets a job pushed on another;
  * - a node refuses a database without the schema, or with a newer one;
- * - a node whose database goes away answers errors and resumes after.
+ * - a node whose database goes away answers errors (BEAT included; HELLO
+ *   still succeeds) and resumes after, recording the workers that said
+ *   HELLO meanwhile at their next BEAT.
  * $REBOUND_PG_NODES_JOBS sets the job count of the first test (default
  * 20000; 100000 is the full run of docs/distributed.md). */
 #define RBH_PG 1
@@ -449,7 +451,13 @@ Test(nodes, lost_database_answers_errors_then_resumes)
     r = rbh_cmd(c, "FETCH default");
     cr_assert(r && !strncmp(r, "-ERR storage error", 18), "FETCH without a database: %s", r);
     free(r);
-    cr_assert(rbh_expect(c, "+OK", "BEAT {\"wid\":\"lw\"}"), "the node stopped answering");
+    /* BEAT needs the cluster's worker registry: an error like the others;
+     * a worker's HELLO still succeeds (recorded by its BEATs once back) */
+    r = rbh_cmd(c, "BEAT {\"wid\":\"lw\"}");
+    cr_assert(r && !strncmp(r, "-ERR storage error", 18), "BEAT without a database: %s", r);
+    free(r);
+    rbh_conn *late = rbh_connect(&node[0], "lw-late");
+    cr_assert_not_null(late, "HELLO without a database failed");
     cr_assert(rbpg_restart(&pgc));
     int64_t deadline = rbh_now_ms() + 30000; /* the reconnect backoff is at most 5 s */
     bool back = false;
@@ -467,6 +475,11 @@ Test(nodes, lost_database_answers_errors_then_resumes)
     cr_assert_str_eq(json_string_value(json_object_get(j, "jid")), "before-01");
     json_decref(j);
     cr_assert(rbh_expect(c, "+OK", "ACK {\"jid\":\"before-01\"}"));
+    cr_assert(rbh_expect(late, "+OK", "BEAT {\"wid\":\"lw-late\"}"));
+    rbh_conn *other = rbh_connect(&node[0], NULL);
+    cr_assert(rbh_expect(other, "+OK", "BEAT {\"wid\":\"lw-late\"}"), "not recorded");
+    rbh_close(other);
+    rbh_close(late);
     rbh_close(c);
     cr_assert_eq(rbh_stop(&node[0]), 0);
     node[0].dir[0] = '\0';
