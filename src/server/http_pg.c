@@ -78,12 +78,7 @@ static hreq *hreq_new(rb_http_req *r)
 static void post(rb_srv *srv, hreq *d, void (*call)(rb_pg *, rb_pgreq *),
                  void (*done)(rb_srv *, rb_pgreq *))
 {
-    rb_pgreq *r = rb_pgreq_new(RB_PGR_CALL, NULL);
-    r->data = d;
-    r->data_free = hreq_free;
-    r->call = call;
-    r->done = done;
-    rb_pgreq_post(srv, r);
+    rb_pgreq_post(srv, rb_pgreq_new_call(NULL, d, hreq_free, call, done));
 }
 
 /* For a done handler: true after answering a database error (500) or an

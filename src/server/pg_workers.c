@@ -156,12 +156,7 @@ void rb_pgworkers_refresh(evutil_socket_t fd, short what, void *arg)
     for (size_t i = 0; i < srv->workers.nbuckets; i++)
         for (rb_worker *w = srv->workers.buckets[i]; w; w = w->hnext)
             h->wids[h->n++] = rb_xstrdup(w->wid);
-    rb_pgreq *r = rb_pgreq_new(RB_PGR_CALL, NULL);
-    r->data = h;
-    r->data_free = held_free;
-    r->call = held_call;
-    r->done = held_done;
-    rb_pgreq_post(srv, r);
+    rb_pgreq_post(srv, rb_pgreq_new_call(NULL, h, held_free, held_call, held_done));
 }
 
 /* --- WORKERS and the HTTP API: signals and the listing --- */
@@ -187,12 +182,8 @@ static void wreq_free(void *p)
 static void post_call(rb_srv *srv, rb_conn *c, wreq *d, const char *wid,
                       void (*call)(rb_pg *, rb_pgreq *), void (*done)(rb_srv *, rb_pgreq *))
 {
-    rb_pgreq *r = rb_pgreq_new(RB_PGR_CALL, c);
+    rb_pgreq *r = rb_pgreq_new_call(c, d, wreq_free, call, done);
     r->wid = wid ? rb_xstrdup(wid) : NULL;
-    r->data = d;
-    r->data_free = wreq_free;
-    r->call = call;
-    r->done = done;
     rb_pgreq_post(srv, r);
 }
 

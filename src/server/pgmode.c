@@ -174,6 +174,18 @@ rb_pgreq *rb_pgreq_new(rb_pgreq_kind kind, rb_conn *c)
     return r;
 }
 
+rb_pgreq *rb_pgreq_new_call(rb_conn *c, void *data, void (*data_free)(void *),
+                            void (*call)(rb_pg *, rb_pgreq *),
+                            void (*done)(rb_srv *, rb_pgreq *))
+{
+    rb_pgreq *r = rb_pgreq_new(RB_PGR_CALL, c);
+    r->data = data;
+    r->data_free = data_free;
+    r->call = call;
+    r->done = done;
+    return r;
+}
+
 void rb_pgreq_post(rb_srv *srv, rb_pgreq *r)
 {
     rb_pgmode *pm = srv->pgm;

@@ -107,6 +107,11 @@ void rb_pgmode_free(rb_srv *srv);
 
 /* A zeroed request of kind for c (NULL: none). */
 rb_pgreq *rb_pgreq_new(rb_pgreq_kind kind, rb_conn *c);
+/* An RB_PGR_CALL request for c (NULL: none) running call, then done,
+ * with data (freed by data_free with the request); not posted yet. */
+rb_pgreq *rb_pgreq_new_call(rb_conn *c, void *data, void (*data_free)(void *),
+                            void (*call)(rb_pg *, rb_pgreq *),
+                            void (*done)(rb_srv *, rb_pgreq *));
 /* Hands r to the database threads; marks c busy and referenced. */
 void rb_pgreq_post(rb_srv *srv, rb_pgreq *r);
 /* The end of a done handler: the connection's next command may run, the

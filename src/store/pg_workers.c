@@ -13,6 +13,15 @@ static void live_since(int64_t now, char out[24])
     snprintf(out, 24, "%lld", (long long)(now - RB_PG_WORKER_TTL_MS));
 }
 
+/* Runs s, whose one parameter is the first live time at now. */
+static PGresult *run_live(rb_pg *pg, pg_stmt s, int64_t now, rb_err *err)
+{
+    char live[24];
+    live_since(now, live);
+    const char *params[1] = {live};
+    return pg_run(pg, s, 1, params, err);
+}
+
 int rb_pg_workers_seen(rb_pg *pg, const rb_pg_sighting *s, size_t n, const char *node,
                        int64_t now, int *signal, rb_err *err)
 {
@@ -86,10 +95,7 @@ int rb_pg_workers_list(rb_pg *pg, int64_t now, rb_pg_worker **out, size_t *n, rb
     int rc = pg_ensure(pg, err);
     if (rc)
         return rc;
-    char live[24];
-    live_since(now, live);
-    const char *params[1] = {live};
-    PGresult *r = pg_run(pg, PG_WORKERS_LIST, 1, params, err);
+    PGresult *r = run_live(pg, PG_WORKERS_LIST, now, err);
     if (!r)
         return err && err->code ? err->code : RB_ESTORE;
     size_t rows = (size_t)PQntuples(r);
@@ -121,10 +127,7 @@ void rb_pg_workers_free(rb_pg_worker *w, size_t n)
 
 int pg_workers_count(rb_pg *pg, int64_t now, int64_t *n, rb_err *err)
 {
-    char live[24];
-    live_since(now, live);
-    const char *params[1] = {live};
-    PGresult *r = pg_run(pg, PG_WORKERS_COUNT, 1, params, err);
+    PGresult *r = run_live(pg, PG_WORKERS_COUNT, now, err);
     if (!r)
         return err && err->code ? err->code : RB_ESTORE;
     *n = pg_int(r, 0, 0);
