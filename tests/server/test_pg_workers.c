@@ -48,6 +48,15 @@ static void teardown(void)
 
 TestSuite(workers, .init = setup, .fini = teardown, .timeout = 60);
 
+/* Stops both nodes: each must exit cleanly (no sanitizer report). */
+static void stop_nodes(void)
+{
+    for (int i = 0; i < 2; i++) {
+        cr_assert_eq(rbh_stop(&node[i]), 0, "node %d did not exit cleanly", i);
+        node[i].dir[0] = '\0';
+    }
+}
+
 /* Runs one SQL statement on the nodes' schema; the first value or "". */
 static char *sql(const char *text)
 {
@@ -136,6 +145,7 @@ Test(workers, seen_listed_and_signalled_across_nodes)
     rbh_resp_free(r);
     rbh_close(w);
     rbh_close(adm);
+    stop_nodes();
 }
 
 /* A worker whose connection closed and that stopped beating is listed
@@ -188,6 +198,7 @@ Test(workers, stale_workers_are_forgotten)
     cr_assert(rbh_expect(adm, "+OK", "BEAT {\"wid\":\"wk-held\"}"));
     rbh_close(held);
     rbh_close(adm);
+    stop_nodes();
 }
 
 /* The batch of BEATs of many workers arriving together: each gets its own
@@ -222,4 +233,5 @@ Test(workers, many_workers_each_get_their_signal)
     cr_assert_eq(json_array_size(arr), N);
     json_decref(arr);
     rbh_close(adm);
+    stop_nodes();
 }
