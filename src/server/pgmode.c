@@ -1,8 +1,8 @@
 /* Distributed mode's machinery (pgmode.h): the database threads and their
  * batches, completions through an eventfd, the listen thread (NOTIFY ->
  * waking parked FETCHes), the maintenance thread (promote, reap, expire,
- * forget stale workers on every node), the hand-over of what the threads saw to the loop's
- * /metrics, and the FETCH life cycle on top of them. */
+ * forget stale workers on every node), the hand-over of what the threads
+ * saw to the loop's /metrics, and the FETCH life cycle on top of them. */
 #include "server/pgmode.h"
 
 #include <errno.h>
@@ -416,8 +416,8 @@ static void run_claims(rb_pg *pg, rb_pgreq **v, size_t n)
 }
 
 /* Runs a batch: pushes first (so claims in the same batch see them), then
- * the single calls, acks, fails, claims and worker sightings. bc receives the timings of the
- * push, ack and fail transactions that committed. */
+ * the single calls, acks, fails, claims and worker sightings. bc receives
+ * the timings of the push, ack and fail transactions that committed. */
 static void run_batch(rb_pg *pg, rb_pgreq *list, batch_commits *bc)
 {
     size_t n = 0;

@@ -2,8 +2,10 @@
  * `rebound serve` processes share one PostgreSQL database; the database holds
  * every job and decides every claim, so the engine's operations map one to
  * one onto the server's commands (PUSH/PUSHB, FETCH, ACK, FAIL, SNOOZE,
- * EXTEND, MUTATE, QUEUE, INFO, JOB, JOBS, FLUSH) plus the timer's work
- * (promote due jobs, reap expired leases, drop dead jobs past retention).
+ * EXTEND, MUTATE, QUEUE, INFO, JOB, JOBS, FLUSH; HELLO, BEAT and WORKERS
+ * on the cluster's worker registry) plus the timer's work (promote due
+ * jobs, reap expired leases, drop dead jobs past retention, forget stale
+ * workers).
  *
  * Threading: an rb_pg is one libpq connection and is not thread-safe; use it
  * from one thread at a time (it may move between threads between calls). Every call blocks for its round trips, so the

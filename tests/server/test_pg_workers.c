@@ -224,7 +224,9 @@ Test(workers, many_workers_each_get_their_signal)
     }
     for (int i = 0; i < N; i++) {
         char *r = rbh_reply(c[i]);
-        const char *want = i % 3 ? "+OK" : i % 2 ? "{\"state\":\"terminate\"}" : "{\"state\":\"quiet\"}";
+        const char *want = i % 3   ? "+OK"
+                           : i % 2 ? "{\"state\":\"terminate\"}"
+                                   : "{\"state\":\"quiet\"}";
         cr_assert(r && !strcmp(r, want), "worker %d: %s, want %s", i, r ? r : "(none)", want);
         free(r);
         rbh_close(c[i]);
