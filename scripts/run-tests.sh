@@ -8,6 +8,7 @@ top=$(pwd)
 passed=0; failed=0; failed_names=""
 export ASAN_OPTIONS="abort_on_error=0:detect_leaks=1:allocator_may_return_null=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+export LSAN_OPTIONS="suppressions=$top/tests/lsan.supp:print_suppressions=0"
 
 run_suite() { # name, command...
   name=$1; shift
