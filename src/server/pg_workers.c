@@ -68,16 +68,21 @@ static void post_seen(rb_conn *c, const char *wid, rb_pg_seen_kind kind, char *i
     rb_pgreq_post(c->srv, r);
 }
 
+/* Logs r's storage error as any other, without answering r's client. */
+static void log_storage_error(rb_srv *srv, rb_pgreq *r)
+{
+    rb_conn *c = r->c;
+    r->c = NULL;
+    rb_pgmode_storage_error(srv, r);
+    r->c = c;
+}
+
 static void hello_done(rb_srv *srv, rb_pgreq *r)
 {
-    if (r->rc) { /* logged as any storage error, but HELLO itself succeeded */
-        rb_conn *c = r->c;
-        r->c = NULL;
-        rb_pgmode_storage_error(srv, r);
-        r->c = c;
-    } else {
+    if (r->rc) /* logged as any storage error, but HELLO itself succeeded */
+        log_storage_error(srv, r);
+    else
         rb_pgmode_storage_ok(srv);
-    }
     rb_reply_ok(r->c);
     rb_pgreq_finish(srv, r);
 }
@@ -92,6 +97,16 @@ void rb_pgworkers_hello(rb_conn *c, const json_t *hello)
 
 static void beat_done(rb_srv *srv, rb_pgreq *r)
 {
+    if (r->rc && r->u.seen.kind == RB_PG_SEEN_BEAT_HELD) {
+        /* The database is away but the worker is connected here: this node
+         * answers (with its own quiet when it is shutting down), and a
+         * signal set in the registry reaches the worker at its first BEAT
+         * once the database is back. */
+        log_storage_error(srv, r);
+        rb_cmd_beat_reply(r->c, 0);
+        rb_pgreq_finish(srv, r);
+        return;
+    }
     if (rb_pgcmd_failed(srv, r))
         return;
     if (r->u.seen.signal < 0)

@@ -7,9 +7,11 @@
  *   none is run after its ACK, the cluster's counters agree;
  * - a FETCH parked on one node gets a job pushed on another;
  * - a node refuses a database without the schema, or with a newer one;
- * - a node whose database goes away answers errors (BEAT included; HELLO
- *   still succeeds) and resumes after, recording the workers that said
- *   HELLO meanwhile at their next BEAT.
+ * - a node whose database goes away answers errors (HELLO still succeeds,
+ *   and a BEAT from a worker connected to it is answered by the node; a
+ *   BEAT for a wid it has no connection from is an error) and resumes
+ *   after, recording the workers that said HELLO meanwhile at their next
+ *   BEAT.
  * $REBOUND_PG_NODES_JOBS sets the job count of the first test (default
  * 20000; 100000 is the full run of docs/distributed.md). */
 #define RBH_PG 1
@@ -451,13 +453,18 @@ Test(nodes, lost_database_answers_errors_then_resumes)
     r = rbh_cmd(c, "FETCH default");
     cr_assert(r && !strncmp(r, "-ERR storage error", 18), "FETCH without a database: %s", r);
     free(r);
-    /* BEAT needs the cluster's worker registry: an error like the others;
-     * a worker's HELLO still succeeds (recorded by its BEATs once back) */
-    r = rbh_cmd(c, "BEAT {\"wid\":\"lw\"}");
-    cr_assert(r && !strncmp(r, "-ERR storage error", 18), "BEAT without a database: %s", r);
-    free(r);
+    /* A connected worker's BEAT is answered by the node; a wid it has no
+     * connection from needs the registry: an error like the others. A
+     * worker's HELLO still succeeds (recorded by its BEATs once back). */
+    cr_assert(rbh_expect(c, "+OK", "BEAT {\"wid\":\"lw\"}"), "a connected worker's BEAT");
     rbh_conn *late = rbh_connect(&node[0], "lw-late");
     cr_assert_not_null(late, "HELLO without a database failed");
+    rbh_conn *anon = rbh_connect(&node[0], NULL);
+    cr_assert_not_null(anon);
+    r = rbh_cmd(anon, "BEAT {\"wid\":\"lw-ghost\"}");
+    cr_assert(r && !strncmp(r, "-ERR storage error", 18), "BEAT for a stranger: %s", r);
+    free(r);
+    rbh_close(anon);
     cr_assert(rbpg_restart(&pgc));
     int64_t deadline = rbh_now_ms() + 30000; /* the reconnect backoff is at most 5 s */
     bool back = false;
