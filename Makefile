@@ -51,10 +51,10 @@ $(1)/librebound_policy.a: $(call obj,$(1),$(POLICY_SRC))
 	@rm -f $$@; ar rcs $$@ $$^
 $(1)/rebound: $(call obj,$(1),$(CLI_SRC)) $(1)/librebound.a
 	$$(CC) $(2) $$(LDFLAGS) -o $$@ $$^ $$(PKG_LIBS)
-$(1)/tests/%: $(1)/obj/tests/unit/%.o $(1)/librebound.a
+$(1)/tests/%: $(1)/obj/tests/unit/%.o $(1)/obj/tests/common/lsan_runner.o $(1)/librebound.a
 	@mkdir -p $$(@D)
 	$$(CC) $(2) $$(LDFLAGS) -o $$@ $$^ $$(PKG_LIBS) -lcriterion
-$(1)/tests/%: $(1)/obj/tests/server/%.o $(1)/librebound.a
+$(1)/tests/%: $(1)/obj/tests/server/%.o $(1)/obj/tests/common/lsan_runner.o $(1)/librebound.a
 	@mkdir -p $$(@D)
 	$$(CC) $(2) $$(LDFLAGS) -o $$@ $$^ $$(PKG_LIBS) -lcriterion
 $(1)/tools/%: $(1)/obj/tests/tools/%.o $(1)/librebound.a

@@ -1464,7 +1464,9 @@ Test(pg, workers_hello_beat_and_listing)
     cr_assert_eq(w[1].seen_ms, t + 40);
     cr_assert_str_eq(w[1].node, "node-c");
     rb_pg_workers_free(w, n);
-    cr_assert_eq(info().workers, 2);
+    rb_pg_info in = info();
+    cr_assert_eq(in.workers, 2);
+    rb_pg_info_release(&in);
 }
 
 /* Signals reach the live worker named, or every live worker; the stored
