@@ -20,15 +20,44 @@ TOOL_SRC   := $(sort $(wildcard tests/tools/*.c))
 BENCH_SRC  := $(sort $(wildcard bench/*.c))
 WEB_FILES  := $(sort $(wildcard web/*))
 
+# What check, bench and fuzz run once their prerequisites are built.
+TEST_RUNNER  ?= scripts/run-tests.sh
+BENCH_RUNNER ?= bench/run.sh
+FUZZ_RUNNER  ?= fuzz/run.sh
+
 obj   = $(patsubst %.c,$(1)/obj/%.o,$(2))
 TESTS = $(patsubst %.c,$(1)/%,$(notdir $(TEST_SRC)))
 
 all: $(O)/rebound $(O)/librebound_policy.a tools
 
-# Debian packages first; then pkg-config's flags, cached for the run.
-$(O)/deps.mk: scripts/deps.sh
+# Debian packages first. The goals on the command line choose which sets
+# scripts/deps.sh installs (build always; test for `check` and test binaries;
+# bench; fuzz), and make runs it while reading this file: before any rule, so
+# before any compile, link or script that needs a package, with -j too. When it
+# fails (not root, no network) make stops here and nothing is compiled.
+# `make clean` and dry runs (-n) install nothing. DEPS replaces the script
+# (tests/scripts/deps_order.sh records the calls with a stub).
+DEPS      ?= scripts/deps.sh
+DEPS_SETS := build
+ifneq ($(filter check %/tests,$(MAKECMDGOALS))$(findstring /tests/,$(MAKECMDGOALS)),)
+DEPS_SETS += test
+endif
+ifneq ($(filter bench,$(MAKECMDGOALS)),)
+DEPS_SETS += bench
+endif
+ifneq ($(filter fuzz,$(MAKECMDGOALS)),)
+DEPS_SETS += fuzz
+endif
+ifeq ($(filter-out clean,$(MAKECMDGOALS))$(if $(MAKECMDGOALS),,all),)
+else ifneq ($(findstring n,$(firstword -$(MAKEFLAGS))),)
+else ifneq ($(MAKE_RESTARTS),)
+else ifneq ($(shell $(DEPS) $(DEPS_SETS) >&2 || echo failed),)
+$(error $(DEPS) $(DEPS_SETS) failed (above): nothing was built)
+endif
+
+# pkg-config's flags, cached for the run (after the install above).
+$(O)/deps.mk: scripts/deps.sh Makefile
 	@mkdir -p $(O)
-	@scripts/deps.sh build
 	@printf 'PKG_CFLAGS := %s\nPKG_LIBS := %s\n' \
 	  "$$(pkg-config --cflags $(PKGS))" "$$(pkg-config --libs $(PKGS)) -lm" > $@
 -include $(O)/deps.mk
@@ -72,19 +101,16 @@ bench-bin: $(patsubst bench/%.c,$(O)/bench/%,$(BENCH_SRC))
 
 # One gate: unit + server tests, normal then sanitized, then the script suites.
 check: all bench-bin $(call TESTS,$(O)/tests) $(O)/asan/rebound $(call TESTS,$(O)/asan/tests)
-	@scripts/deps.sh test
-	@O=$(O) scripts/run-tests.sh
+	@O=$(O) $(TEST_RUNNER)
 
 run: $(O)/rebound
 	$(O)/rebound serve $(ARGS)
 
 bench: all bench-bin
-	@scripts/deps.sh bench
-	@O=$(O) bench/run.sh $(BENCH_ARGS)
+	@O=$(O) $(BENCH_RUNNER) $(BENCH_ARGS)
 
 fuzz: all
-	@scripts/deps.sh fuzz
-	@O=$(O) fuzz/run.sh $(FUZZ_ARGS)
+	@O=$(O) $(FUZZ_RUNNER) $(FUZZ_ARGS)
 
 clean:
 	rm -rf $(O)

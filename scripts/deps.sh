@@ -1,18 +1,36 @@
 #!/bin/sh
 # Installs the Debian packages Rebound's build and tests need, skipping those
-# already present. Usage: scripts/deps.sh [build|test|bench|fuzz|all]  (default build)
+# already present. The Makefile runs it before it compiles anything, with the
+# sets its goals need.
+# Usage: scripts/deps.sh [SET...]   SET: build (default), test, bench, fuzz, all
+# Exit 0: everything is there. Exit 1: something is missing and could not be
+# installed (not root, or apt-get failed); the message names the packages and
+# the command that installs them. Exit 2: bad usage.
 set -e
-want="build-essential pkg-config libevent-dev libsqlite3-dev libpq-dev libjansson-dev libssl-dev"
-case "${1:-build}" in
-  build) ;;
-  test)  want="$want libcriterion-dev nodejs npm postgresql sqlite3 clang libclang-rt-14-dev chromium" ;;
-  fuzz)  want="$want clang libclang-rt-14-dev" ;;
-  bench) want="$want libcriterion-dev beanstalkd" ;;
-  all)   want="$want libcriterion-dev nodejs npm postgresql beanstalkd chromium sqlite3 clang libclang-rt-14-dev" ;;
-  *) echo "usage: $0 [build|test|bench|fuzz|all]" >&2; exit 2 ;;
-esac
+build="build-essential pkg-config libevent-dev libsqlite3-dev libpq-dev libjansson-dev libssl-dev"
+# make check: Criterion, the interop and browser suites (node, npm, chromium),
+# PostgreSQL, the sqlite3 shell, clang for the sanitizer runtime and the fuzz
+# targets, beanstalkd for bench_quick's peer figures
+test="libcriterion-dev nodejs npm postgresql sqlite3 clang libclang-rt-14-dev chromium beanstalkd"
+bench="beanstalkd postgresql"
+fuzz="clang libclang-rt-14-dev"
+
+want=$build
+[ $# -eq 0 ] && set -- build
+for set in "$@"; do
+  case "$set" in
+    build) ;;
+    test)  want="$want $test" ;;
+    bench) want="$want $bench" ;;
+    fuzz)  want="$want $fuzz" ;;
+    all)   want="$want $test $bench $fuzz" ;;
+    *) echo "usage: $0 [build|test|bench|fuzz|all]... (unknown set '$set')" >&2; exit 2 ;;
+  esac
+done
+
 missing=""
 for p in $want; do
+  case " $missing " in *" $p "*) continue ;; esac
   case "$p" in
     # node/npm may come from elsewhere than Debian; accept whatever is on PATH
     nodejs) command -v node >/dev/null 2>&1 && continue ;;
@@ -22,13 +40,23 @@ for p in $want; do
   esac
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
 done
+missing=${missing# }
 [ -z "$missing" ] && exit 0
-echo "deps: installing$missing" >&2
+
 if [ "$(id -u)" != 0 ]; then
-  echo "deps: missing Debian packages:$missing (run as root, or: sudo apt-get install$missing)" >&2
+  echo "deps: missing Debian packages: $missing" >&2
+  echo "deps: install them as root, then run make again:" >&2
+  echo "deps:   sudo apt-get update && sudo apt-get install --no-install-recommends $missing" >&2
   exit 1
 fi
+log=$(mktemp "${TMPDIR:-/tmp}/rebound-deps.XXXXXX")
+echo "deps: installing $missing (apt-get; log in $log)" >&2
 export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq >&2
 # shellcheck disable=SC2086
-apt-get install -y -qq --no-install-recommends $missing >&2
+if ! { apt-get update -qq && apt-get install -y -qq --no-install-recommends $missing; } >"$log" 2>&1; then
+  tail -n 20 "$log" >&2
+  echo "deps: apt-get could not install: $missing (log above, whole in $log)" >&2
+  exit 1
+fi
+rm -f "$log"
+echo "deps: installed $missing" >&2
