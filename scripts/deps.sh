@@ -10,8 +10,8 @@ set -e
 build="build-essential pkg-config libevent-dev libsqlite3-dev libpq-dev libjansson-dev libssl-dev"
 # make check: Criterion, the interop and browser suites (node, npm, chromium),
 # PostgreSQL, the sqlite3 shell, clang for the sanitizer runtime and the fuzz
-# targets, beanstalkd for bench_quick's peer figures
-test="libcriterion-dev nodejs npm postgresql sqlite3 clang libclang-rt-14-dev chromium beanstalkd"
+# targets, beanstalkd for bench_quick's peer figures, valgrind for test_valgrind
+test="libcriterion-dev nodejs npm postgresql sqlite3 clang libclang-rt-14-dev chromium beanstalkd valgrind"
 bench="beanstalkd postgresql"
 fuzz="clang libclang-rt-14-dev"
 

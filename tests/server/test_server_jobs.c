@@ -194,7 +194,7 @@ SERVER_TEST(waiting_fetch_gets_a_job_pushed_meanwhile)
 SERVER_TEST(scheduled_job_becomes_fetchable_at_its_time)
 {
     char at[64];
-    time_t t = time(NULL) + 1;
+    time_t t = time(NULL) + 2; /* at least a second ahead: still scheduled when INFO is read */
     strftime(at, sizeof at, "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));
     PUSH_OK("{\"jid\":\"sch-00001\",\"jobtype\":\"a\",\"args\":[],\"at\":\"%s\"}", at);
     cr_assert_eq(rbh_info_int(C, "faktory.tasks.Scheduled.size"), 1);
