@@ -51,6 +51,8 @@ void rb_config_release(rb_config *cfg)
     free(cfg->server.password);
     free(cfg->server.tls_cert);
     free(cfg->server.tls_key);
+    free(cfg->server.http_tls_cert);
+    free(cfg->server.http_tls_key);
     free(cfg->storage.url);
     rb_backoff_config_release(&cfg->backoff);
     if (cfg->has_retry_default)
@@ -185,18 +187,31 @@ static int load_section(rb_config *cfg, const rb_config_files *f, const rb_toml_
     return 0;
 }
 
+/* A certificate and its key are set together or not at all (prefix "" for
+ * tls_cert/tls_key, "http_" for http_tls_cert/http_tls_key). */
+static int check_tls_pair(const char *cert, const char *key, const char *prefix,
+                          const rb_config_files *f, const rb_toml_value *root, rb_err *err)
+{
+    if (!cert == !key)
+        return 0;
+    char set[40], unset[40];
+    snprintf(set, sizeof set, "%stls_%s", prefix, cert ? "cert" : "key");
+    snprintf(unset, sizeof unset, "%stls_%s", prefix, cert ? "key" : "cert");
+    const rb_toml_kv *kv = rb_toml_get_kv(rb_toml_get(root, "server"), set);
+    char name[64];
+    snprintf(name, sizeof name, "server.%s", set);
+    return rb_config_fail(f, kv ? kv->val->origin : RB_ORIGIN_BASE, kv ? kv->line : 0, name, err,
+                          RB_EINVAL, "must be set together with 'server.%s'", unset);
+}
+
 static int check_tls(const rb_config *cfg, const rb_config_files *f, const rb_toml_value *root,
                      rb_err *err)
 {
-    if (!cfg->server.tls_cert == !cfg->server.tls_key)
-        return 0;
-    const char *set = cfg->server.tls_cert ? "tls_cert" : "tls_key";
-    const char *unset = cfg->server.tls_cert ? "tls_key" : "tls_cert";
-    const rb_toml_kv *kv = rb_toml_get_kv(rb_toml_get(root, "server"), set);
-    char key[32];
-    snprintf(key, sizeof key, "server.%s", set);
-    return rb_config_fail(f, kv ? kv->val->origin : RB_ORIGIN_BASE, kv ? kv->line : 0, key, err,
-                          RB_EINVAL, "must be set together with 'server.%s'", unset);
+    int rc = check_tls_pair(cfg->server.tls_cert, cfg->server.tls_key, "", f, root, err);
+    if (rc == 0)
+        rc = check_tls_pair(cfg->server.http_tls_cert, cfg->server.http_tls_key, "http_", f, root,
+                            err);
+    return rc;
 }
 
 static int apply(rb_config *cfg, const rb_config_files *f, const rb_toml_value *root, rb_err *err)

@@ -37,6 +37,9 @@ typedef struct rb_config {
         char *password;        /* NULL or "" = no authentication */
         char *tls_cert;        /* NULL = no TLS */
         char *tls_key;
+        char *http_tls_cert;   /* NULL = tls_cert's (HTTPS when either is set) */
+        char *http_tls_key;
+        bool http_allow_plaintext_password; /* password over plain HTTP off loopback, default false */
         int64_t max_connections;   /* default 1024 */
         int64_t max_job_bytes;     /* largest job / command line, default 1 MiB */
         int64_t line_timeout_s;    /* half a command line, then silence: closed, default 10 */

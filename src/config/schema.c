@@ -26,6 +26,15 @@ const rb_config_key rb_config_schema[] = {
      "PEM certificate file; set together with tls_key to serve TLS; empty means plain TCP", false},
     {"server.tls_key", RB_CFG_STRING, "\"\"", 0, 0, 0, 0, OFF(server.tls_key),
      "PEM private key file for tls_cert", false},
+    {"server.http_tls_cert", RB_CFG_STRING, "\"\"", 0, 0, 0, 0, OFF(server.http_tls_cert),
+     "PEM certificate file for HTTPS on http_listen; set together with http_tls_key; empty means "
+     "tls_cert (plain HTTP when that is empty too)", false},
+    {"server.http_tls_key", RB_CFG_STRING, "\"\"", 0, 0, 0, 0, OFF(server.http_tls_key),
+     "PEM private key file for http_tls_cert; empty means tls_key", false},
+    {"server.http_allow_plaintext_password", RB_CFG_BOOL, "false", 0, 0, 0, 0,
+     OFF(server.http_allow_plaintext_password),
+     "start even with a password, plain HTTP and an http_listen that is not loopback (basic auth "
+     "then crosses the network in clear text)", false},
     {"server.max_connections", RB_CFG_INT, "1024", 1, 1000000, 0, 0, OFF(server.max_connections),
      "most client connections open at once; more are refused", false},
     {"server.max_job_bytes", RB_CFG_INT, "1048576", 1024, 1073741824, 0, 0,

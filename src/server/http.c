@@ -1,5 +1,7 @@
-/* The HTTP listener: routing of /api/..., HTTP basic auth against
- * [server] password, the embedded dashboard files and /metrics. */
+/* The HTTP listener: HTTPS when a certificate is configured (and the
+ * refusal of a password over plain HTTP off loopback), routing of /api/...,
+ * HTTP basic auth against [server] password, the embedded dashboard files
+ * and /metrics. */
 #include "server/http_impl.h"
 
 #include <errno.h>
@@ -8,10 +10,12 @@
 #include <string.h>
 
 #include <arpa/inet.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/keyvalq_struct.h>
 
 #include "common/buf.h"
@@ -20,6 +24,7 @@
 #include "server/assets.h"
 #include "server/log.h"
 #include "server/metrics.h"
+#include "server/tls.h"
 
 /* --- routing --- */
 
@@ -210,9 +215,19 @@ static void serve_metrics(rb_http *h, struct evhttp_request *req)
     rb_buf_release(&b);
 }
 
+/* An HTTPS connection is going away: end its TLS session with a
+ * close_notify, so a client reading to the end sees an orderly close. */
+static void on_https_close(struct evhttp_connection *evcon, void *arg)
+{
+    (void)arg;
+    rb_tls_bev_close_notify(evhttp_connection_get_bufferevent(evcon));
+}
+
 static void on_request(struct evhttp_request *req, void *arg)
 {
     rb_http *h = arg;
+    if (h->srv->http_tls)
+        evhttp_connection_set_closecb(evhttp_request_get_connection(req), on_https_close, NULL);
     const char *path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
     if (!path || !*path)
         path = "/";
@@ -292,6 +307,100 @@ static int write_port_file(const char *path, int port, rb_err *err)
     return 0;
 }
 
+/* Each accepted HTTPS connection's bufferevent, made without its socket
+ * (evhttp sets it). */
+static struct bufferevent *https_bev(struct event_base *base, void *arg)
+{
+    struct bufferevent *bev = rb_tls_bev_new(arg, base, -1);
+    if (!bev) {
+        /* evhttp would serve this connection in plain text instead: never.
+         * SSL_new fails only when memory runs out, which aborts anyway. */
+        rb_log(RB_LOG_ERROR, "out of memory making a tls session for an HTTPS connection");
+        abort();
+    }
+    return bev;
+}
+
+/* The address to serve HTTP on: addr when given, else [server]
+ * http_listen; *from_default tells whether it is the built-in default.
+ * NULL when HTTP is off. */
+static const char *http_addr(rb_srv *srv, const char *addr, bool *from_default)
+{
+    *from_default = false;
+    if (!addr) {
+        int k = rb_config_key_index("server.http_listen");
+        addr = srv->cfg.server.http_listen;
+        *from_default = k >= 0 && srv->cfg.key_from[k] == RB_CFG_FROM_DEFAULT;
+    }
+    return addr && *addr && strcmp(addr, "off") ? addr : NULL;
+}
+
+static bool is_loopback(const struct sockaddr *sa)
+{
+    if (sa->sa_family == AF_INET)
+        return ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24 == 127;
+    if (sa->sa_family != AF_INET6)
+        return false;
+    const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+    return IN6_IS_ADDR_LOOPBACK(a) || (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+}
+
+/* 1 when every address host resolves to (resolved as evhttp does to bind)
+ * is a loopback one, 0 when one is not, a negative code with err set when
+ * it does not resolve. */
+static int loopback_only(const char *addr, const char *host, rb_err *err)
+{
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_PASSIVE};
+    struct addrinfo *res = NULL;
+    int gai = getaddrinfo(host, NULL, &hints, &res);
+    if (gai)
+        return rb_err_set(err, RB_EINVAL, "cannot resolve http listen address '%s': %s", addr,
+                          gai_strerror(gai));
+    int all = 1;
+    for (const struct addrinfo *p = res; p; p = p->ai_next)
+        all &= is_loopback(p->ai_addr);
+    freeaddrinfo(res);
+    return all;
+}
+
+int rb_http_prepare(rb_srv *srv, const char *addr, rb_err *err)
+{
+    bool from_default;
+    if (!(addr = http_addr(srv, addr, &from_default)))
+        return 0;
+    const char *cert = srv->cfg.server.http_tls_cert, *key = srv->cfg.server.http_tls_key;
+    if (cert && key) { /* the config allows both or neither */
+        if (!(srv->http_tls = rb_tls_new(cert, key, err))) {
+            rb_err_prefix(err, "[server] http_tls_cert, http_tls_key");
+            return err ? err->code : RB_EIO;
+        }
+    } else {
+        srv->http_tls = srv->tls;
+    }
+    const char *pw = srv->cfg.server.password;
+    if (srv->http_tls || !pw || !*pw)
+        return 0;
+    char host[256];
+    int port;
+    if (split_addr(addr, host, sizeof host, &port))
+        return rb_err_set(err, RB_EINVAL, "http listen address '%s' is not HOST:PORT", addr);
+    int lo = loopback_only(addr, host, err);
+    if (lo)
+        return lo < 0 ? lo : 0;
+    if (srv->cfg.server.http_allow_plaintext_password) {
+        rb_log(RB_LOG_WARN, "plain HTTP with a password on '%s' (http_allow_plaintext_password): "
+                            "basic auth crosses the network in clear text", addr);
+        return 0;
+    }
+    return rb_err_set(err, RB_EINVAL,
+                      "refusing plain HTTP on '%s' (not loopback) with [server] password "
+                      "set: basic auth would send it in clear text; serve HTTPS "
+                      "([server] tls_cert and tls_key, or http_tls_cert and http_tls_key) or set "
+                      "[server] http_allow_plaintext_password = true",
+                      addr);
+}
+
 static int bind_http(rb_http *h, const char *addr, const char *port_file, rb_err *err)
 {
     char host[256];
@@ -308,24 +417,22 @@ static int bind_http(rb_http *h, const char *addr, const char *port_file, rb_err
                                                : ((struct sockaddr_in *)&ss)->sin_port);
     if (port_file && write_port_file(port_file, bound, err))
         return err ? err->code : RB_EIO;
-    rb_log(RB_LOG_INFO, "dashboard and API on http://%s (port %d)", addr, bound);
+    rb_log(RB_LOG_INFO, "dashboard and API on %s://%s (port %d)",
+           h->srv->http_tls ? "https" : "http", addr, bound);
     return 0;
 }
 
 int rb_http_start(rb_srv *srv, const char *addr, const char *port_file, rb_err *err)
 {
-    bool from_default = !addr;
-    if (!addr) {
-        int k = rb_config_key_index("server.http_listen");
-        addr = srv->cfg.server.http_listen;
-        from_default = k >= 0 && srv->cfg.key_from[k] == RB_CFG_FROM_DEFAULT;
-    }
-    if (!addr || !*addr || !strcmp(addr, "off"))
+    bool from_default;
+    if (!(addr = http_addr(srv, addr, &from_default)))
         return 0;
     rb_http *h = rb_xcalloc(1, sizeof *h);
     h->srv = srv;
     h->eh = evhttp_new(srv->base);
     evhttp_set_gencb(h->eh, on_request, h);
+    if (srv->http_tls)
+        evhttp_set_bevcb(h->eh, https_bev, srv->http_tls);
     evhttp_set_max_body_size(h->eh, RB_HTTP_MAX_BODY);
     evhttp_set_max_headers_size(h->eh, 64 * 1024);
     evhttp_set_timeout(h->eh, 60);

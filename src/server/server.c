@@ -358,6 +358,8 @@ void rb_srv_free(rb_srv *srv)
         event_base_free(srv->base);
     if (srv->store)
         srv->store->ops->close(srv->store);
+    if (srv->http_tls != srv->tls)
+        rb_tls_free(srv->http_tls);
     rb_tls_free(srv->tls);
     rb_config_release(&srv->cfg);
     rb_jobs_release(&srv->jobs);
@@ -395,6 +397,8 @@ int rb_server_run(const rb_server_opts *o, rb_err *err)
         rc = err ? err->code : RB_EIO;
         goto out;
     }
+    if ((rc = rb_http_prepare(srv, o->http_listen, err))) /* HTTPS, or may plain HTTP serve? */
+        goto out;
     raise_fd_limit(srv);
     if (rb_pgmode_is_url(srv->cfg.storage.url)) { /* distributed mode: nothing to recover */
         if ((rc = rb_pgmode_open(srv, err)))

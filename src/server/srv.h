@@ -82,6 +82,8 @@ struct rb_srv {
     struct rb_metrics *metrics; /* counters for /metrics (server/metrics.h) */
     struct rb_http *http;       /* the HTTP API and dashboard, or NULL (server/http.h) */
     struct rb_tls *tls;         /* TLS context when tls_cert is set, else NULL (server/tls.h) */
+    struct rb_tls *http_tls;    /* HTTPS context (rb_http_prepare): tls itself, or its own one
+                                 * from http_tls_cert (freed when != tls); NULL: plain HTTP */
     struct event *accept_ev;    /* re-enables the listener after EMFILE (server.c) */
     struct rb_pgmode *pgm;      /* distributed mode (server/pgmode.h), else NULL */
 };

@@ -1,7 +1,6 @@
-/* TLS for the work-protocol listener: an OpenSSL server context from the
- * configured certificate and key; each accepted socket is wrapped in a
- * libevent OpenSSL bufferevent, so the protocol code above is the same for
- * TLS and plain TCP. */
+/* TLS for the work-protocol and HTTP listeners: an OpenSSL server context
+ * from a certificate and key; each accepted socket is wrapped in a libevent
+ * OpenSSL bufferevent, so the code above is the same for TLS and plain TCP. */
 #include "server/tls.h"
 
 #include <stdlib.h>
@@ -69,7 +68,7 @@ void rb_tls_free(rb_tls *t)
     free(t);
 }
 
-void rb_tls_bev_free(struct bufferevent *bev)
+void rb_tls_bev_close_notify(struct bufferevent *bev)
 {
     SSL *ssl = bufferevent_openssl_get_ssl(bev);
     if (ssl && SSL_is_init_finished(ssl)) {
@@ -77,6 +76,11 @@ void rb_tls_bev_free(struct bufferevent *bev)
         SSL_shutdown(ssl);
         ERR_clear_error();
     }
+}
+
+void rb_tls_bev_free(struct bufferevent *bev)
+{
+    rb_tls_bev_close_notify(bev);
     bufferevent_free(bev);
 }
 
@@ -87,14 +91,16 @@ struct bufferevent *rb_tls_bev_new(rb_tls *t, struct event_base *base, evutil_so
     SSL *ssl = SSL_new(t->ctx);
     if (!ssl) {
         ERR_clear_error();
-        evutil_closesocket(fd);
+        if (fd >= 0)
+            evutil_closesocket(fd);
         return NULL;
     }
     /* With BEV_OPT_CLOSE_ON_FREE the bufferevent frees ssl and closes fd. */
     struct bufferevent *bev = bufferevent_openssl_socket_new(
         base, fd, ssl, BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
     if (!bev) { /* out of memory; whether libevent freed ssl differs by version: leave it */
-        evutil_closesocket(fd);
+        if (fd >= 0)
+            evutil_closesocket(fd);
         return NULL;
     }
     /* A peer that closes without a TLS close_notify is an ordinary EOF. */

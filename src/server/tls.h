@@ -1,6 +1,7 @@
-/* TLS for the work-protocol listener: one OpenSSL context made from the
- * configured certificate and key, and the bufferevent each connection
- * speaks through (TLS, or the plain socket when no context is set). */
+/* TLS for the listeners: one OpenSSL context made from a certificate and
+ * key, and the bufferevent each connection speaks through (TLS, or the
+ * plain socket when no context is set). The work protocol (server.c) and
+ * HTTPS (http.c) both use it, on the event loop thread. */
 #ifndef RB_SERVER_TLS_H
 #define RB_SERVER_TLS_H
 
@@ -23,12 +24,18 @@ void rb_tls_free(rb_tls *t);
 
 /* A bufferevent over the accepted socket fd (closed when the bufferevent
  * is freed): a TLS server-side one when t is non-NULL, else a plain socket
- * one. NULL when OpenSSL cannot make a session (fd is closed then). */
+ * one. fd may be -1 when the caller sets it later with bufferevent_setfd
+ * (as evhttp does); the handshake starts then. NULL when OpenSSL cannot
+ * make a session (fd is closed then). */
 struct bufferevent *rb_tls_bev_new(rb_tls *t, struct event_base *base, evutil_socket_t fd);
 
-/* Frees bev, first sending a TLS close_notify when it is a TLS connection
- * whose handshake is done (so the peer sees an orderly end rather than a
- * reset). Call once its output is sent or abandoned. */
+/* Sends a TLS close_notify on bev when it is a TLS connection whose
+ * handshake is done (so the peer sees an orderly end rather than a reset);
+ * one non-blocking attempt, no-op for a plain bufferevent. Call once its
+ * output is sent or abandoned, just before it is freed. */
+void rb_tls_bev_close_notify(struct bufferevent *bev);
+
+/* rb_tls_bev_close_notify, then frees bev. */
 void rb_tls_bev_free(struct bufferevent *bev);
 
 #endif

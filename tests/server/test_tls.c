@@ -7,6 +7,7 @@
 #include "rebound/client.h"
 
 #include "harness.h"
+#include "tls_certs.h"
 
 static rbh_server S;
 static char cert[400], key[400];
@@ -37,15 +38,8 @@ static void finish(void)
  * dir/NAME.pem and dir/NAME.key. */
 static void make_cert(const char *name, const char *san, char *cert_out, char *key_out)
 {
-    snprintf(cert_out, 400, "%s/%s.pem", S.dir, name);
-    snprintf(key_out, 400, "%s/%s.key", S.dir, name);
-    char cmd[1400];
-    snprintf(cmd, sizeof cmd,
-             "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes"
-             " -keyout '%s' -out '%s' -days 1 -subj /CN=rebound-test -addext"
-             " 'subjectAltName=%s' >/dev/null 2>&1",
-             key_out, cert_out, san);
-    cr_assert_eq(system(cmd), 0, "openssl could not make a certificate");
+    cr_assert_eq(rbh_make_cert(S.dir, name, san, cert_out, key_out), 0,
+                 "openssl could not make a certificate");
 }
 
 /* Starts a TLS server with a fresh certificate for san (NULL: 127.0.0.1

@@ -60,6 +60,9 @@ Test(config, defaults_come_from_the_schema)
     cr_assert_null(cfg.server.password);
     cr_assert_null(cfg.server.tls_cert);
     cr_assert_null(cfg.server.tls_key);
+    cr_assert_null(cfg.server.http_tls_cert);
+    cr_assert_null(cfg.server.http_tls_key);
+    cr_assert_not(cfg.server.http_allow_plaintext_password);
     cr_assert_eq(cfg.server.max_connections, 1024);
     cr_assert_eq(cfg.server.max_job_bytes, 1 << 20);
     cr_assert_eq(cfg.server.reserve_for_s, 1800);
@@ -100,6 +103,9 @@ Test(config, every_key_is_read_from_a_file, .init = in_tmpdir)
                   "password = \"s3cret\"\n"
                   "tls_cert = \"c.pem\"\n"
                   "tls_key = \"k.pem\"\n"
+                  "http_tls_cert = \"hc.pem\"\n"
+                  "http_tls_key = \"hk.pem\"\n"
+                  "http_allow_plaintext_password = true\n"
                   "max_connections = 10\n"
                   "max_job_bytes = 2048\n"
                   "reserve_for = 3600\n"
@@ -121,6 +127,9 @@ Test(config, every_key_is_read_from_a_file, .init = in_tmpdir)
     cr_assert_str_eq(cfg.server.password, "s3cret");
     cr_assert_str_eq(cfg.server.tls_cert, "c.pem");
     cr_assert_str_eq(cfg.server.tls_key, "k.pem");
+    cr_assert_str_eq(cfg.server.http_tls_cert, "hc.pem");
+    cr_assert_str_eq(cfg.server.http_tls_key, "hk.pem");
+    cr_assert(cfg.server.http_allow_plaintext_password);
     cr_assert_eq(cfg.server.max_connections, 10);
     cr_assert_eq(cfg.server.max_job_bytes, 2048);
     cr_assert_eq(cfg.server.reserve_for_s, 3600);
@@ -246,6 +255,13 @@ static const struct {
      "c.toml:2: key 'server.tls_cert': must be set together with 'server.tls_key'"},
     {"[server]\n\ntls_key = \"k.pem\"\n", RB_EINVAL,
      "c.toml:3: key 'server.tls_key': must be set together with 'server.tls_cert'"},
+    {"[server]\ntls_cert = \"c.pem\"\ntls_key = \"k.pem\"\nhttp_tls_cert = \"h.pem\"\n", RB_EINVAL,
+     "c.toml:4: key 'server.http_tls_cert': must be set together with 'server.http_tls_key'"},
+    {"[server]\nhttp_tls_key = \"h.key\"\n", RB_EINVAL,
+     "c.toml:2: key 'server.http_tls_key': must be set together with 'server.http_tls_cert'"},
+    {"[server]\nhttp_allow_plaintext_password = \"yes\"\n", RB_EINVAL,
+     "c.toml:2: key 'server.http_allow_plaintext_password': must be true or false, got string "
+     "\"yes\""},
     /* policy tables */
     {"[retry]\nmax_atempts = 3\n", RB_EINVAL,
      "c.toml:2: key 'retry.max_atempts': unknown policy key (did you mean 'max_attempts'?)"},
