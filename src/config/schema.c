@@ -23,7 +23,8 @@ const rb_config_key rb_config_schema[] = {
     {"server.password", RB_CFG_STRING, "\"\"", 0, 0, 0, 0, OFF(server.password),
      "password clients must prove in HELLO; empty means no authentication", true},
     {"server.tls_cert", RB_CFG_STRING, "\"\"", 0, 0, 0, 0, OFF(server.tls_cert),
-     "PEM certificate file; set together with tls_key to serve TLS; empty means plain TCP", false},
+     "PEM certificate file; set together with tls_key to serve TLS (and HTTPS unless "
+     "http_tls_cert is set); empty means plain TCP", false},
     {"server.tls_key", RB_CFG_STRING, "\"\"", 0, 0, 0, 0, OFF(server.tls_key),
      "PEM private key file for tls_cert", false},
     {"server.http_tls_cert", RB_CFG_STRING, "\"\"", 0, 0, 0, 0, OFF(server.http_tls_cert),
