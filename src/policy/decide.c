@@ -1,6 +1,6 @@
 /* The decision function: what follows a failed execution. Pure: time comes in
  * as arguments, randomness from the caller's rb_rng. Also tasker-core's
- * retry_eligible predicate and its SQL fallback formula. */
+ * retry_eligible predicate. */
 #include "policy/policy.h"
 
 #include <ctype.h>
@@ -210,15 +210,4 @@ void rb_policy_decide(const rb_policy *p, int64_t attempt, const rb_failure *f, 
 bool rb_tasker_retry_eligible(int64_t attempts, bool retryable, int64_t max_attempts)
 {
     return attempts == 0 || (retryable && attempts < max_attempts);
-}
-
-int64_t rb_tasker_fallback_next_retry_ms(int64_t failure_ms, int64_t attempts,
-                                         double multiplier, int64_t max_backoff_ms)
-{
-    if (attempts <= 0)
-        attempts = 1;
-    double cap = max_backoff_ms > 0 ? (double)max_backoff_ms : (double)RB_POLICY_DELAY_LIMIT_MS;
-    double x = pow(multiplier, (double)attempts) * 1000.0;
-    int64_t delay = !(x < cap) ? (int64_t)cap : x > 0 ? (int64_t)floor(x) : 0;
-    return sat_add(failure_ms, delay);
 }

@@ -163,11 +163,6 @@ void rb_policy_decide(const rb_policy *p, int64_t attempt, const rb_failure *f, 
  * (retryable && attempts < max_attempts). */
 bool rb_tasker_retry_eligible(int64_t attempts, bool retryable, int64_t max_attempts);
 
-/* tasker-core's SQL fallback: failure_ms + min(multiplier^attempts,
- * max_backoff_seconds) s; attempts <= 0 is taken as 1. Saturates. */
-int64_t rb_tasker_fallback_next_retry_ms(int64_t failure_ms, int64_t attempts,
-                                         double multiplier, int64_t max_backoff_ms);
-
 /* The canonical policy as JSON (new reference), and in words (appended to a
  * caller-owned buffer via the callback-free rb_buf API in common/buf.h). */
 json_t *rb_policy_to_json(const rb_policy *p);

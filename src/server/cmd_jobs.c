@@ -90,8 +90,10 @@ void rb_cmd_fetch(rb_conn *c, char *arg)
 }
 
 /* The job named jid for ACK/FAIL/SNOOZE/EXTEND, after checking that nobody
- * else holds it. NULL after replying an error, or *missing set when there is
- * no such job (nothing replied). */
+ * else holds it: a working job belongs to the wid that fetched it, and a
+ * connection that said HELLO with another wid is refused (one without a
+ * wid is not checked, as in Faktory). NULL after replying an error, or
+ * *missing set when there is no such job (nothing replied). */
 static rb_job *held_jid(rb_conn *c, const char *jid, bool *missing)
 {
     *missing = false;
@@ -100,20 +102,11 @@ static rb_job *held_jid(rb_conn *c, const char *jid, bool *missing)
         *missing = true;
         return NULL;
     }
-    if (j->state == RB_JOB_WORKING && (j->flags & RB_JOB_REFETCHED) && j->wid && c->worker &&
-        strcmp(j->wid, c->worker->wid) != 0) {
+    if (j->state == RB_JOB_WORKING && j->wid && c->worker && strcmp(j->wid, c->worker->wid) != 0) {
         rb_reply_err(c, "job %s is reserved by another worker", jid);
         return NULL;
     }
     return j;
-}
-
-/* held_jid for the jid of a parsed argument (an error reply when it has none). */
-static rb_job *held_job(rb_conn *c, const char *verb, const json_t *o, bool *missing)
-{
-    *missing = false;
-    const char *jid = rb_cmd_jid(c, verb, o);
-    return jid ? held_jid(c, jid, missing) : NULL;
 }
 
 /* The jid of an argument of exactly the form {"jid":"X"}, X one or more
@@ -147,7 +140,11 @@ void rb_cmd_ack(rb_conn *c, char *arg)
     } else {
         if (!(o = rb_cmd_json_arg(c, "ACK", arg, JSON_OBJECT)))
             return;
-        j = held_job(c, "ACK", o, &missing);
+        if (!(jid = rb_cmd_jid(c, "ACK", o))) {
+            json_decref(o);
+            return;
+        }
+        j = held_jid(c, jid, &missing);
     }
     if (!j) {
         if (missing)
@@ -224,19 +221,23 @@ void rb_cmd_fail(rb_conn *c, char *arg)
     json_t *o = rb_cmd_json_arg(c, "FAIL", arg, JSON_OBJECT);
     if (!o)
         return;
-    bool missing;
-    rb_job *j = held_job(c, "FAIL", o, &missing);
+    /* the argument first (jid, then the fields), then the job */
+    bool missing = false;
     rb_fail_input in = {0};
-    char ra[32];
+    char ra[RB_CMD_RETRY_AFTER];
+    const char *jid = rb_cmd_jid(c, "FAIL", o);
+    rb_job *j = NULL;
+    if (jid && fail_fields(c, o, &in, ra, sizeof ra))
+        j = held_jid(c, jid, &missing);
     if (!j) {
         if (missing)
-            rb_reply_err(c, "Job not found %s", rb_srv_json_str(o, "jid"));
+            rb_reply_err(c, "Job not found %s", jid);
     } else if (j->state != RB_JOB_WORKING) {
         if (j->flags & RB_JOB_EXPIRED)
             rb_reply_ok(c); /* its expiry already counted as this failure */
         else
             rb_reply_err(c, "Job not found %s", j->jid);
-    } else if (fail_fields(c, o, &in, ra, sizeof ra)) {
+    } else {
         rb_err err = {0};
         j->flags = 0;
         if (rb_srv_fail_job(srv, j, &in, rb_now_ms(), &err))
@@ -247,13 +248,13 @@ void rb_cmd_fail(rb_conn *c, char *arg)
     json_decref(o);
 }
 
-/* The working job for SNOOZE/EXTEND, or NULL after replying. */
-static rb_job *working_job(rb_conn *c, const char *verb, json_t *o)
+/* The working job jid for SNOOZE/EXTEND, or NULL after replying. */
+static rb_job *working_job(rb_conn *c, const char *verb, const char *jid)
 {
     bool missing;
-    rb_job *j = held_job(c, verb, o, &missing);
+    rb_job *j = held_jid(c, jid, &missing);
     if (missing)
-        rb_reply_err(c, "%s: job %s not found", verb, rb_srv_json_str(o, "jid"));
+        rb_reply_err(c, "%s: job %s not found", verb, jid);
     else if (j && j->state != RB_JOB_WORKING) {
         rb_reply_err(c, "%s: job %s is not working (it is %s)", verb, j->jid,
                      rb_job_state_name(j->state));
@@ -292,9 +293,11 @@ void rb_cmd_snooze(rb_conn *c, char *arg)
     json_t *o = rb_cmd_json_arg(c, "SNOOZE", arg, JSON_OBJECT);
     if (!o)
         return;
-    rb_job *j = working_job(c, "SNOOZE", o);
-    int64_t s;
-    if (j && (s = bounded(c, "SNOOZE", o, "seconds", 0, 31536000)) >= 0) {
+    /* the argument first (jid, then seconds), then the job */
+    const char *jid = rb_cmd_jid(c, "SNOOZE", o);
+    int64_t s = jid ? bounded(c, "SNOOZE", o, "seconds", 0, 31536000) : -1;
+    rb_job *j = s >= 0 ? working_job(c, "SNOOZE", jid) : NULL;
+    if (j) {
         int64_t now = rb_now_ms();
         j->attempts--; /* a snooze does not consume an attempt */
         j->flags = 0;
@@ -314,9 +317,10 @@ void rb_cmd_extend(rb_conn *c, char *arg)
     json_t *o = rb_cmd_json_arg(c, "EXTEND", arg, JSON_OBJECT);
     if (!o)
         return;
-    rb_job *j = working_job(c, "EXTEND", o);
-    int64_t s;
-    if (j && (s = bounded(c, "EXTEND", o, "reserve_for", 1, 86400)) >= 0) {
+    const char *jid = rb_cmd_jid(c, "EXTEND", o);
+    int64_t s = jid ? bounded(c, "EXTEND", o, "reserve_for", 1, 86400) : -1;
+    rb_job *j = s >= 0 ? working_job(c, "EXTEND", jid) : NULL;
+    if (j) {
         rb_jobs_set_state(&srv->jobs, j, RB_JOB_WORKING, rb_now_ms() + s * 1000);
         rb_srv_persist(srv, j);
         rb_srv_reply_after_commit(srv, c);

@@ -27,12 +27,17 @@ void rb_cmd_workers(rb_conn *c, char *arg);
 json_t *rb_cmd_json_arg(rb_conn *c, const char *verb, const char *arg, int want_type);
 /* o's "jid" string, or NULL after replying an error. Borrowed from o. */
 const char *rb_cmd_jid(rb_conn *c, const char *verb, const json_t *o);
+/* The size of the buffer rb_cmd_fail_fields writes a numeric retry_after
+ * into (the longest is "9200000000000000000"). */
+#define RB_CMD_RETRY_AFTER 32
 /* FAIL's optional fields of o into in (strings borrowed from o; a numeric
  * retry_after is written into ra_buf). 0, or RB_EINVAL with the error reply's
- * text in err (nothing is replied: a single node checks the job first). */
+ * text in err (nothing is replied). FAIL, SNOOZE and EXTEND check their
+ * argument before the job, in both modes. */
 int rb_cmd_fail_fields(json_t *o, rb_fail_input *in, char *ra_buf, size_t ra_len, rb_err *err);
 /* o's integer field key in [lo, hi] (SNOOZE's seconds, EXTEND's
- * reserve_for), or -1 with the error reply's text in err. */
+ * reserve_for), or -1 with the error reply's text in err (nothing is
+ * replied). */
 int64_t rb_cmd_bounded(const char *verb, json_t *o, const char *key, int64_t lo, int64_t hi,
                        rb_err *err);
 /* The size of the key buffer rb_cmd_pushb_key may write into. */

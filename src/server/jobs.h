@@ -26,7 +26,9 @@ typedef enum rb_job_state {
 
 enum {
     RB_JOB_EXPIRED = 1,   /* its last reservation expired, not fetched since */
-    RB_JOB_REFETCHED = 2, /* the current reservation follows an expired one */
+    RB_JOB_REFETCHED = 2, /* the current reservation follows an expired one
+                             (recorded, as distributed mode's rows carry it;
+                             the holder check covers every working job) */
 };
 
 typedef struct rb_queue rb_queue;

@@ -18,8 +18,7 @@ typedef struct rb_pgcmd_data {
     char **names;     /* QUEUE names, MUTATE jids (owned) */
     int n_names;
     char verb[16];
-    rb_err bad;       /* FAIL/SNOOZE/EXTEND: the malformed field's error */
-    char retry_after[32]; /* FAIL: a numeric retry_after as text */
+    char retry_after[RB_CMD_RETRY_AFTER]; /* FAIL: a numeric retry_after as text */
     rb_pg_mutation m;
     rb_pg_filter f;
     rb_pg_info info;

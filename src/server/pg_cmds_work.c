@@ -133,12 +133,10 @@ void rb_pgcmd_fetch(rb_conn *c, char *arg)
 
 /* --- ACK, FAIL --- */
 
-/* A request naming o's jid for c (NULL after replying an error). */
-static rb_pgreq *ref_request(rb_conn *c, rb_pgreq_kind kind, const char *verb, json_t *o)
+/* A request of kind for c naming jid (copied) and c's wid; it holds o
+ * (taken over) while out. */
+static rb_pgreq *ref_request(rb_conn *c, rb_pgreq_kind kind, const char *jid, json_t *o)
 {
-    const char *jid = rb_cmd_jid(c, verb, o);
-    if (!jid)
-        return NULL;
     rb_pgreq *r = rb_pgreq_new(kind, c);
     r->jid = rb_xstrdup(jid);
     r->wid = dup_wid(c);
@@ -165,66 +163,14 @@ void rb_pgcmd_ack(rb_conn *c, char *arg)
     json_t *o = rb_cmd_json_arg(c, "ACK", arg, JSON_OBJECT);
     if (!o)
         return;
-    rb_pgreq *r = ref_request(c, RB_PGR_ACK, "ACK", o);
-    if (!r) {
+    const char *jid = rb_cmd_jid(c, "ACK", o);
+    if (!jid) {
         json_decref(o);
         return;
     }
+    rb_pgreq *r = ref_request(c, RB_PGR_ACK, jid, o);
     r->u.ack.ref = (rb_pg_ref){r->jid, r->wid};
     r->done = ack_done;
-    rb_pgreq_post(c->srv, r);
-}
-
-/* A FAIL, SNOOZE or EXTEND with a malformed field: a single node checks the
- * job before the fields, so the job is looked up first and the reply is the
- * one the job's state gives there (not found, another holder, not working,
- * a late FAIL's +OK), the field's error only for a working job. */
-static void malformed_call(rb_pg *pg, rb_pgreq *r)
-{
-    rb_pgcmd_data *d = r->data;
-    r->rc = rb_pg_job_get(pg, r->jid, &d->job, &r->err);
-    d->have_job = r->rc == 0;
-    if (r->rc == RB_ENOENT)
-        r->rc = 0;
-}
-
-static void malformed_done(rb_srv *srv, rb_pgreq *r)
-{
-    if (rb_pgcmd_failed(srv, r))
-        return;
-    rb_pgcmd_data *d = r->data;
-    const rb_pg_job *j = &d->job;
-    bool fail = !strcmp(d->verb, "FAIL");
-    if (!d->have_job) {
-        if (fail)
-            rb_reply_err(r->c, "Job not found %s", r->jid);
-        else
-            rb_reply_err(r->c, "%s: job %s not found", d->verb, r->jid);
-    } else if (j->state == RB_PG_WORKING && (j->flags & RB_PG_FLAG_REFETCHED) && j->wid &&
-               r->wid && strcmp(j->wid, r->wid)) {
-        rb_reply_err(r->c, "job %s is reserved by another worker", r->jid);
-    } else if (j->state != RB_PG_WORKING && fail) {
-        if (j->flags & RB_PG_FLAG_EXPIRED)
-            rb_reply_ok(r->c); /* its expiry already counted as this failure */
-        else
-            rb_reply_err(r->c, "Job not found %s", r->jid);
-    } else if (j->state != RB_PG_WORKING) {
-        rb_reply_err(r->c, "%s: job %s is not working (it is %s)", d->verb, r->jid,
-                     rb_job_state_name((rb_job_state)j->state));
-    } else {
-        rb_reply_err(r->c, "%s", rb_err_msg(&d->bad));
-    }
-    rb_pgreq_finish(srv, r);
-}
-
-/* Posts r (made by ref_request) as the look-up of a malformed command. */
-static void post_malformed(rb_conn *c, rb_pgreq *r, const char *verb)
-{
-    rb_pgcmd_data *d = r->data;
-    snprintf(d->verb, sizeof d->verb, "%s", verb);
-    r->kind = RB_PGR_CALL;
-    r->call = malformed_call;
-    r->done = malformed_done;
     rb_pgreq_post(c->srv, r);
 }
 
@@ -259,16 +205,25 @@ void rb_pgcmd_fail(rb_conn *c, char *arg)
     json_t *o = rb_cmd_json_arg(c, "FAIL", arg, JSON_OBJECT);
     if (!o)
         return;
-    rb_pgreq *r = ref_request(c, RB_PGR_FAIL, "FAIL", o);
-    if (!r) {
+    /* the argument first (jid, then the fields), as on a single node */
+    const char *jid = rb_cmd_jid(c, "FAIL", o);
+    if (!jid) {
         json_decref(o);
         return;
     }
     rb_fail_input in = {0};
-    rb_pgcmd_data *d = r->data;
-    if (rb_cmd_fail_fields(o, &in, d->retry_after, sizeof d->retry_after, &d->bad)) {
-        post_malformed(c, r, "FAIL");
+    char ra[RB_CMD_RETRY_AFTER];
+    rb_err bad = {0};
+    if (rb_cmd_fail_fields(o, &in, ra, sizeof ra, &bad)) {
+        rb_reply_err(c, "%s", rb_err_msg(&bad));
+        json_decref(o);
         return;
+    }
+    rb_pgreq *r = ref_request(c, RB_PGR_FAIL, jid, o);
+    rb_pgcmd_data *d = r->data;
+    if (in.retry_after == ra) { /* a numeric one, written into ra */
+        memcpy(d->retry_after, ra, sizeof ra);
+        in.retry_after = d->retry_after;
     }
     r->u.fail.f = (rb_pg_failure){
         .ref = {r->jid, r->wid},
@@ -330,17 +285,21 @@ static void pg_snooze_extend(rb_conn *c, char *arg, const char *verb, const char
     json_t *o = rb_cmd_json_arg(c, verb, arg, JSON_OBJECT);
     if (!o)
         return;
-    rb_pgreq *r = ref_request(c, RB_PGR_CALL, verb, o);
-    if (!r) {
+    /* the argument first (jid, then the number), as on a single node */
+    const char *jid = rb_cmd_jid(c, verb, o);
+    if (!jid) {
         json_decref(o);
         return;
     }
-    rb_pgcmd_data *d = r->data;
-    int64_t s = rb_cmd_bounded(verb, o, key, lo, hi, &d->bad);
+    rb_err bad = {0};
+    int64_t s = rb_cmd_bounded(verb, o, key, lo, hi, &bad);
     if (s < 0) {
-        post_malformed(c, r, verb);
+        rb_reply_err(c, "%s", rb_err_msg(&bad));
+        json_decref(o);
         return;
     }
+    rb_pgreq *r = ref_request(c, RB_PGR_CALL, jid, o);
+    rb_pgcmd_data *d = r->data;
     snprintf(d->verb, sizeof d->verb, "%s", verb);
     r->u.ref.seconds = s;
     r->call = call;

@@ -39,7 +39,7 @@
 #include "policy/policy.h"
 
 /* The schema version this build creates and requires (rb_pg_migrate). */
-#define RB_PG_SCHEMA_VERSION 3
+#define RB_PG_SCHEMA_VERSION 4
 
 /* Job states as stored: the same numbers as the server's rb_job_state
  * (server/jobs.h). Done and discarded jobs are deleted. */
@@ -54,7 +54,9 @@ enum {
 /* Job flags as stored (the server's RB_JOB_EXPIRED / RB_JOB_REFETCHED). */
 enum {
     RB_PG_FLAG_EXPIRED = 1,   /* its last lease expired, not claimed since */
-    RB_PG_FLAG_REFETCHED = 2, /* the current lease follows an expired one */
+    RB_PG_FLAG_REFETCHED = 2, /* the current lease follows an expired one (set
+                                 by rb_claim; schema 4's holder check no
+                                 longer reads it, schema 3's did) */
 };
 
 /* Per-job outcome of ACK, FAIL, SNOOZE and EXTEND (docs/protocol.md,
@@ -171,8 +173,10 @@ void rb_pg_claimed_free(rb_pg_claimed *c, int n);
 
 /* --- finishing work (pg_jobs.c, pg_fail.c) --- */
 
-/* A job named by a worker: its jid and the caller's HELLO wid (NULL: the
- * connection said none, so the holder is not checked). */
+/* A job named by a worker: its jid and the caller's HELLO wid. A working
+ * job belongs to the wid that claimed it: ACK, FAIL, SNOOZE and EXTEND
+ * from another wid get OTHER_HOLDER and change nothing; a NULL wid (the
+ * connection said none) is not checked. */
 typedef struct rb_pg_ref {
     const char *jid;
     const char *wid;

@@ -160,11 +160,12 @@ static int batch_write(rb_pg *pg, batch *b, int64_t now, rb_err *err)
     return 0;
 }
 
-/* Holder check as docs/protocol.md: only a re-claimed job is guarded. */
+/* Holder check as docs/protocol.md: a working job belongs to the wid that
+ * claimed it; a request from another wid is refused, one without a wid is
+ * not checked (rb_held and rb_ack_labels in pg_schema.c say the same). */
 static bool other_holder(const pg_locked *row, const char *wid)
 {
-    return row->state == RB_PG_WORKING && (row->flags & RB_PG_FLAG_REFETCHED) && row->wid &&
-           wid && strcmp(row->wid, wid) != 0;
+    return row->state == RB_PG_WORKING && row->wid && wid && strcmp(row->wid, wid) != 0;
 }
 
 int rb_pg_fail(rb_pg *pg, const rb_pg_failure *f, size_t n, int64_t now,

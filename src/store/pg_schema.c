@@ -390,8 +390,75 @@ static const char migration_3[] =
     "END $$;\n"
     "UPDATE rb_meta SET value = '3' WHERE key = 'schema_version';\n";
 
+/* Version 4: a working job belongs to the wid that claimed it (issue 13).
+ * Before, ACK, SNOOZE and EXTEND from another wid were refused only for a
+ * job claimed again after an expired lease (flags & 2); now for every
+ * working job. A request without a wid is still not checked. The functions
+ * are replaced in place with the same signatures, so every ACK, SNOOZE and
+ * EXTEND the database applies follows the rule, whichever release the node
+ * runs; FAIL is decided in C (pg_fail.c), so a node of an earlier release
+ * keeps the old rule for FAIL until it is restarted. */
+static const char migration_4[] =
+    "CREATE OR REPLACE FUNCTION rb_held(p_jid text, p_wid text, OUT status int,\n"
+    "  OUT state int, OUT queue text) LANGUAGE plpgsql AS $$\n"
+    "#variable_conflict use_column\n"
+    "DECLARE r record;\n"
+    "BEGIN\n"
+    "  SELECT j.state, j.wid, j.queue INTO r FROM rb_jobs j WHERE j.jid = p_jid FOR UPDATE;\n"
+    "  IF NOT FOUND THEN status := 1; state := 0; RETURN; END IF;\n"
+    "  state := r.state; queue := r.queue;\n"
+    "  IF r.state = 3 AND r.wid IS NOT NULL AND p_wid IS NOT NULL AND r.wid <> p_wid THEN\n"
+    "    status := 2;\n"
+    "  ELSIF r.state <> 3 THEN status := 4;\n"
+    "  ELSE status := 0;\n"
+    "  END IF;\n"
+    "END $$;\n"
+
+    "CREATE OR REPLACE FUNCTION rb_ack_labels(p_jids text[], p_wids text[], p_shard int)\n"
+    "RETURNS TABLE (status int, queue text, jobtype text)\n"
+    "LANGUAGE plpgsql AS $$\n"
+    "#variable_conflict use_column\n"
+    "DECLARE n int := coalesce(array_length(p_jids, 1), 0);\n"
+    "  st int[] := array_fill(0, ARRAY[n]);\n"
+    "  qs text[] := array_fill(NULL::text, ARRAY[n]);\n"
+    "  ts text[] := array_fill(NULL::text, ARRAY[n]);\n"
+    "  i int; r record; jt json; done int := 0;\n"
+    "BEGIN\n"
+    "  FOR i IN SELECT u.ord FROM unnest(p_jids) WITH ORDINALITY AS u(jid, ord)\n"
+    "           ORDER BY u.jid, u.ord LOOP\n"
+    "    SELECT j.state, j.flags, j.wid, j.queue, j.json INTO r FROM rb_jobs j\n"
+    "      WHERE j.jid = p_jids[i] FOR UPDATE;\n"
+    "    IF NOT FOUND THEN\n"
+    "      st[i] := 1;\n"
+    "    ELSIF r.state = 3 AND r.wid IS NOT NULL AND p_wids[i] IS NOT NULL\n"
+    "          AND r.wid <> p_wids[i] THEN\n"
+    "      st[i] := 2;\n"
+    "    ELSIF r.state = 3 OR r.flags & 1 <> 0 THEN\n"
+    "      DELETE FROM rb_jobs j WHERE j.jid = p_jids[i];\n"
+    "      done := done + 1;\n"
+    "      st[i] := 0;\n"
+    "      qs[i] := r.queue;\n"
+    "      jt := r.json::json -> 'jobtype';\n"
+    "      ts[i] := CASE WHEN json_typeof(jt) = 'string' THEN left(jt #>> '{}', 127) END;\n"
+    "    ELSE\n"
+    "      st[i] := 3;\n"
+    "    END IF;\n"
+    "  END LOOP;\n"
+    "  IF done > 0 THEN PERFORM rb_count('processed', p_shard, done); END IF;\n"
+    "  RETURN QUERY SELECT * FROM unnest(st, qs, ts);\n"
+    "END $$;\n"
+
+    /* version 2's ACK, for nodes of that release still running */
+    "CREATE OR REPLACE FUNCTION rb_ack(p_jids text[], p_wids text[], p_shard int)\n"
+    "RETURNS int[] LANGUAGE sql AS $$\n"
+    "  SELECT coalesce(array_agg(a.status ORDER BY a.ord), '{}')\n"
+    "  FROM rb_ack_labels(p_jids, p_wids, p_shard) WITH ORDINALITY\n"
+    "    AS a(status, queue, jobtype, ord)\n"
+    "$$;\n"
+    "UPDATE rb_meta SET value = '4' WHERE key = 'schema_version';\n";
+
 static const char *const migrations[RB_PG_SCHEMA_VERSION] = {migration_1, migration_2,
-                                                             migration_3};
+                                                             migration_3, migration_4};
 
 /* The version inside the current transaction (or autocommit). */
 static int read_version(rb_pg *pg, int *version, rb_err *err)

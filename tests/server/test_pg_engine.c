@@ -292,16 +292,16 @@ Test(pg, migrate_command)
     cr_assert(strstr(out, "schema version 0: the database has no rebound schema"), "%s", out);
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema created (version 3)\n");
+    cr_assert_str_eq(out, "schema created (version 4)\n");
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema is up to date (version 3)\n");
+    cr_assert_str_eq(out, "schema is up to date (version 4)\n");
     snprintf(args, sizeof args, "migrate --check --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema version 3: up to date\n");
-    free(sql1("UPDATE rb_meta SET value = '4' WHERE key = 'schema_version'"));
+    cr_assert_str_eq(out, "schema version 4: up to date\n");
+    free(sql1("UPDATE rb_meta SET value = '5' WHERE key = 'schema_version'"));
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 1, "%s", out);
-    cr_assert(strstr(out, "version 4, newer than this rebound supports (3)"), "%s", out);
+    cr_assert(strstr(out, "version 5, newer than this rebound supports (4)"), "%s", out);
     cr_assert_eq(run_cli("migrate --url ./rebound.db", out, sizeof out), 2, "%s", out);
     cr_assert(strstr(out, "not a PostgreSQL url"), "%s", out);
     cr_assert_eq(run_cli("migrate --bogus", out, sizeof out), 2, "%s", out);
@@ -326,17 +326,17 @@ Test(pg, version_2_database_is_refused_then_upgraded_in_place)
     char *jid = claim_at(pg, "uq", "w1", rb_now_ms(), NULL);
     cr_assert_str_eq(jid, "upgr00001");
     cr_assert_eq(rb_pg_check_schema(pg, &err), RB_EVERSION);
-    cr_assert(strstr(rb_err_msg(&err), "version 2, this rebound needs 3: run 'rebound migrate'"),
+    cr_assert(strstr(rb_err_msg(&err), "version 2, this rebound needs 4: run 'rebound migrate'"),
               "%s", rb_err_msg(&err));
     snprintf(args, sizeof args, "migrate --check --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 1, "%s", out);
     cr_assert(strstr(out, "schema version 2:"), "%s", out);
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema upgraded from version 2 to 3\n");
+    cr_assert_str_eq(out, "schema upgraded from version 2 to 4\n");
     cr_assert_eq(rb_pg_check_schema(pg, &err), 0, "%s", rb_err_msg(&err));
     cr_assert_eq(rb_pg_schema_version(pg, &v, &err), 0);
-    cr_assert_eq(v, 3);
+    cr_assert_eq(v, 4);
     rb_pg_ref ref = {jid, "w1"};
     int st = -1;
     rb_pg_labels lab;
@@ -367,6 +367,66 @@ Test(pg, version_2_database_is_refused_then_upgraded_in_place)
     cr_assert_eq(rb_pg_counters(pg, &p, &f, &err), 0);
     cr_assert_eq(p, 1);
     free(jid);
+    rb_pg_close(pg);
+}
+
+/* A version-3 database (the previous release's): there, a job held by
+ * one wid could be acknowledged by another unless it had been claimed
+ * again after an expired lease. After `rebound migrate` the same job,
+ * claimed before the upgrade, is refused to another wid by ACK, SNOOZE
+ * and EXTEND (and by version 2's rb_ack), and its holder ACKs it. */
+Test(pg, version_3_database_upgrades_to_the_holder_rule)
+{
+    char drop[160], args[1200], out[1024];
+    snprintf(drop, sizeof drop, "DROP SCHEMA %s CASCADE; CREATE SCHEMA %s", schema, schema);
+    free(sql1(drop));
+    rb_pg *pg = open_engine(false, 9);
+    rb_err err = {0};
+    int from = -1, st = -1, state = -1;
+    cr_assert_eq(rb_pg_migrate_to(pg, 3, &from, &err), 0, "%s", rb_err_msg(&err));
+    int64_t now = rb_now_ms();
+    for (int i = 1; i <= 2; i++) {
+        char t[128];
+        snprintf(t, sizeof t, "{\"jid\":\"v3hold%03d\",\"jobtype\":\"t\",\"args\":[]}", i);
+        cr_assert_eq(push_at(pg, t, now), 0);
+    }
+    char *a = claim_at(pg, "default", "w1", now, NULL);
+    char *b = claim_at(pg, "default", "w1", now, NULL);
+    cr_assert_str_eq(a, "v3hold001");
+    cr_assert_str_eq(b, "v3hold002");
+    /* version 3's rule, as the previous release applied it */
+    char *r = sql1("SELECT status FROM rb_ack_labels(ARRAY['v3hold002'], ARRAY['w2'], 0)");
+    cr_assert_str_eq(r, "0");
+    free(r);
+    snprintf(args, sizeof args, "migrate --url '%s'", url);
+    cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
+    cr_assert_str_eq(out, "schema upgraded from version 3 to 4\n");
+    /* pg, connected before the upgrade, goes on: its statements reach the
+     * replaced functions */
+    cr_assert_eq(rb_pg_check_schema(pg, &err), 0, "%s", rb_err_msg(&err));
+    rb_pg_ref other = {a, "w2"}, holder = {a, "w1"};
+    cr_assert_eq(rb_pg_ack(pg, &other, 1, &st, NULL, &err), 0, "%s", rb_err_msg(&err));
+    cr_assert_eq(st, RB_PG_OTHER_HOLDER);
+    cr_assert_eq(rb_pg_snooze(pg, &other, 0, now, &st, &state, &err), 0, "%s", rb_err_msg(&err));
+    cr_assert_eq(st, RB_PG_OTHER_HOLDER);
+    cr_assert_eq(rb_pg_extend(pg, &other, 60, now, &st, &state, &err), 0, "%s",
+                 rb_err_msg(&err));
+    cr_assert_eq(st, RB_PG_OTHER_HOLDER);
+    r = sql1("SELECT rb_ack(ARRAY['v3hold001', 'nosuchjob'], ARRAY['w2', 'w2'], 0)");
+    cr_assert_str_eq(r, "{2,1}");
+    free(r);
+    rb_pg_job j;
+    cr_assert_eq(rb_pg_job_get(pg, a, &j, &err), 0, "%s", rb_err_msg(&err));
+    cr_assert_eq(j.state, RB_PG_WORKING);
+    cr_assert_str_eq(j.wid, "w1");
+    rb_pg_job_release(&j);
+    cr_assert_eq(rb_pg_ack(pg, &holder, 1, &st, NULL, &err), 0, "%s", rb_err_msg(&err));
+    cr_assert_eq(st, RB_PG_DONE);
+    int64_t p, f;
+    cr_assert_eq(rb_pg_counters(pg, &p, &f, &err), 0);
+    cr_assert_eq(p, 2); /* v3hold002 before the upgrade, v3hold001 after */
+    free(a);
+    free(b);
     rb_pg_close(pg);
 }
 
@@ -515,20 +575,35 @@ Test(pg, scheduled_jobs_wait_for_promote)
 
 /* --- ack, fail, late replies --- */
 
+/* ACK: a working job belongs to the wid that claimed it (another wid is
+ * refused and nothing changes; no wid is not checked); a never-reserved
+ * job is left as it is; an unknown jid is MISSING. */
 Test(pg, ack_semantics)
 {
     push("{\"jid\":\"ack000001\",\"jobtype\":\"t\",\"args\":[]}");
-    push("{\"jid\":\"ack000002\",\"jobtype\":\"t\",\"args\":[]}");
+    push("{\"jid\":\"ack000002\",\"jobtype\":\"t\",\"args\":[],\"queue\":\"idle\"}");
+    push("{\"jid\":\"ack000003\",\"jobtype\":\"t\",\"args\":[],\"queue\":\"anon\"}");
     cr_assert_eq(ack("ack000002", "w1"), RB_PG_NOOP); /* never reserved */
     char *j = claim("default", "w1");
-    cr_assert_eq(ack(j, "w2"), RB_PG_DONE); /* not refetched: holder not checked */
+    rb_pg_job before = get_job(j);
+    cr_assert_eq(ack(j, "w2"), RB_PG_OTHER_HOLDER); /* w1 holds it */
+    rb_pg_job after = get_job(j);
+    cr_assert_eq(after.state, RB_PG_WORKING);
+    cr_assert_str_eq(after.wid, "w1");
+    cr_assert_eq(after.due_ms, before.due_ms);
+    rb_pg_job_release(&before);
+    rb_pg_job_release(&after);
+    cr_assert_eq(ack(j, "w1"), RB_PG_DONE);
     cr_assert_eq(ack(j, "w1"), RB_PG_MISSING);
+    char *k = claim("anon", "w1");
+    cr_assert_eq(ack(k, NULL), RB_PG_DONE); /* no wid: not checked */
     cr_assert_eq(ack("nosuchjob", NULL), RB_PG_MISSING);
     free(j);
+    free(k);
     int64_t p, f;
     rb_err err = {0};
     cr_assert_eq(rb_pg_counters(eng, &p, &f, &err), 0);
-    cr_assert_eq(p, 1);
+    cr_assert_eq(p, 2);
     cr_assert_eq(f, 0);
     cr_assert(job_exists("ack000002"));
 }
@@ -774,6 +849,46 @@ Test(pg, snooze_and_extend)
     free(a);
     free(b);
     free(again);
+}
+
+/* FAIL, SNOOZE and EXTEND from a wid other than the holder's: OTHER_HOLDER,
+ * and the job stays as it was; without a wid they apply. */
+Test(pg, fail_snooze_extend_from_another_wid_are_refused)
+{
+    push("{\"jid\":\"own000001\",\"jobtype\":\"t\",\"args\":[]}");
+    char *a = claim("default", "w1");
+    rb_pg_job before = get_job(a);
+    int64_t now = rb_now_ms();
+    rb_pg_ref other = {a, "w2"}, none = {a, NULL};
+    int st = -1, state = -1;
+    rb_err err = {0};
+    cr_assert_eq(fail_job(a, "w2", "X").status, RB_PG_OTHER_HOLDER);
+    cr_assert_eq(rb_pg_snooze(eng, &other, 0, now, &st, &state, &err), 0, "%s", rb_err_msg(&err));
+    cr_assert_eq(st, RB_PG_OTHER_HOLDER);
+    cr_assert_eq(state, RB_PG_WORKING);
+    cr_assert_eq(rb_pg_extend(eng, &other, 600, now, &st, &state, &err), 0, "%s",
+                 rb_err_msg(&err));
+    cr_assert_eq(st, RB_PG_OTHER_HOLDER);
+    rb_pg_job after = get_job(a);
+    cr_assert_eq(after.state, RB_PG_WORKING);
+    cr_assert_str_eq(after.wid, "w1");
+    cr_assert_eq(after.attempts, before.attempts);
+    cr_assert_eq(after.due_ms, before.due_ms);
+    cr_assert_null(after.history);
+    rb_pg_job_release(&after);
+    rb_pg_job_release(&before);
+    int64_t p, f;
+    cr_assert_eq(rb_pg_counters(eng, &p, &f, &err), 0);
+    cr_assert_eq(f, 0);
+    /* no wid: not checked */
+    cr_assert_eq(rb_pg_extend(eng, &none, 600, now, &st, &state, &err), 0, "%s",
+                 rb_err_msg(&err));
+    cr_assert_eq(st, RB_PG_DONE);
+    after = get_job(a);
+    cr_assert_eq(after.due_ms, now + 600000);
+    rb_pg_job_release(&after);
+    cr_assert_eq(fail_job(a, NULL, "X").status, RB_PG_DONE);
+    free(a);
 }
 
 /* --- administration --- */

@@ -424,6 +424,67 @@ SERVER_TEST(late_ack_after_another_worker_took_the_job_is_refused)
     rbh_close(w2);
 }
 
+/* A working job is held by the wid that fetched it: ACK, FAIL, SNOOZE and
+ * EXTEND from a connection that said HELLO with another wid are refused
+ * with one error and change nothing (the job view is the same, the
+ * counters too); the holder then ACKs it. */
+SERVER_TEST(another_worker_cannot_ack_fail_snooze_or_extend_a_held_job)
+{
+    PUSH_OK("{\"jid\":\"held-0001\",\"jobtype\":\"a\",\"args\":[]}");
+    expect_fetch(C, "default", "held-0001");
+    json_t *before = job_info("held-0001");
+    cr_assert_str_eq(json_string_value(json_object_get(before, "wid")), "w1");
+    rbh_conn *b = rbh_connect(&S, "wB");
+    const char *refused = "-ERR job held-0001 is reserved by another worker";
+    cr_assert(rbh_expect(b, refused, "ACK {\"jid\":\"held-0001\"}"));
+    cr_assert(rbh_expect(b, refused, "ACK {\"jid\": \"held-0001\"}")); /* the parsed form */
+    cr_assert(rbh_expect(b, refused, "FAIL {\"jid\":\"held-0001\",\"errtype\":\"E\"}"));
+    cr_assert(rbh_expect(b, refused, "SNOOZE {\"jid\":\"held-0001\",\"seconds\":0}"));
+    cr_assert(rbh_expect(b, refused, "SNOOZE {\"jid\":\"held-0001\",\"seconds\":60}"));
+    cr_assert(rbh_expect(b, refused, "EXTEND {\"jid\":\"held-0001\",\"reserve_for\":600}"));
+    json_t *after = job_info("held-0001");
+    cr_assert(json_equal(before, after), "the job changed: %s", json_dumps(after, 0));
+    json_decref(before);
+    json_decref(after);
+    cr_assert_eq(rbh_info_int(C, "faktory.total_processed"), 0);
+    cr_assert_eq(rbh_info_int(C, "faktory.total_failures"), 0);
+    cr_assert_eq(rbh_info_int(C, "faktory.tasks.Busy.size"), 1);
+    /* the holder, on another connection of its pool too */
+    rbh_conn *a2 = rbh_connect(&S, "w1");
+    cr_assert(rbh_expect(a2, "+OK", "EXTEND {\"jid\":\"held-0001\",\"reserve_for\":600}"));
+    rbh_close(a2);
+    cr_assert(rbh_expect(C, "+OK", "ACK {\"jid\":\"held-0001\"}"));
+    cr_assert(rbh_expect(C, "$-1", "JOB {\"jid\":\"held-0001\"}"));
+    cr_assert_eq(rbh_info_int(C, "faktory.total_processed"), 1);
+    rbh_close(b);
+}
+
+/* A connection without a wid (a producer, a client's pool) is not checked:
+ * it may ACK, FAIL, SNOOZE and EXTEND a job another worker holds, as
+ * Faktory allows. */
+SERVER_TEST(a_connection_without_a_wid_may_act_on_a_held_job)
+{
+    for (int i = 1; i <= 3; i++) {
+        PUSH_OK("{\"jid\":\"anon-%04d\",\"jobtype\":\"a\",\"args\":[]}", i);
+        char want[16];
+        snprintf(want, sizeof want, "anon-%04d", i);
+        expect_fetch(C, "default", want);
+    }
+    rbh_conn *p = rbh_connect(&S, NULL);
+    cr_assert(rbh_expect(p, "+OK", "EXTEND {\"jid\":\"anon-0001\",\"reserve_for\":600}"));
+    cr_assert(rbh_expect(p, "+OK", "ACK {\"jid\":\"anon-0001\"}"));
+    cr_assert(rbh_expect(p, "$-1", "JOB {\"jid\":\"anon-0001\"}"));
+    cr_assert(rbh_expect(p, "+OK", "FAIL {\"jid\":\"anon-0002\",\"errtype\":\"E\"}"));
+    char *st = rbh_job_state(p, "anon-0002");
+    cr_assert_str_eq(st, "retries");
+    free(st);
+    cr_assert(rbh_expect(p, "+OK", "SNOOZE {\"jid\":\"anon-0003\",\"seconds\":60}"));
+    st = rbh_job_state(p, "anon-0003");
+    cr_assert_str_eq(st, "scheduled");
+    free(st);
+    rbh_close(p);
+}
+
 SERVER_TEST(config_policies_by_jobtype_and_queue_with_the_client_bound)
 {
     rbh_close(C);
@@ -450,37 +511,65 @@ SERVER_TEST(config_policies_by_jobtype_and_queue_with_the_client_bound)
     cr_assert(rbh_expect(C, "$-1", "JOB {\"jid\":\"cfg-00003\"}"));
 }
 
-/* A malformed FAIL, SNOOZE or EXTEND is answered as the job's state says
- * first (unknown, not working) and with the field's error only for a job
- * the caller holds: the same replies on a single node and on PostgreSQL. */
-SERVER_TEST(malformed_fail_snooze_extend_check_the_job_first)
+/* A malformed FAIL, SNOOZE or EXTEND is answered with the field's error
+ * whatever the job's state (unknown, not working, held by another worker,
+ * working), as a malformed PUSH or ACK is, and changes nothing; a
+ * well-formed one then gets the state's reply. The same replies on a
+ * single node and on PostgreSQL. */
+SERVER_TEST(malformed_fail_snooze_extend_report_the_argument_first)
 {
-    cr_assert(rbh_expect(C, "-ERR Job not found mal-none",
-                         "FAIL {\"jid\":\"mal-none\",\"retryable\":\"x\"}"));
-    cr_assert(rbh_expect(C, "-ERR Job not found mal-none",
-                         "FAIL {\"jid\":\"mal-none\",\"next_retry_delay\":\"soon\"}"));
-    cr_assert(rbh_expect(C, "-ERR SNOOZE: job mal-none not found",
-                         "SNOOZE {\"jid\":\"mal-none\",\"seconds\":-1}"));
-    cr_assert(rbh_expect(C, "-ERR EXTEND: job mal-none not found",
-                         "EXTEND {\"jid\":\"mal-none\"}"));
+    static const char *const bad[][2] = {
+        {"FAIL: retryable must be true or false", "FAIL {\"jid\":\"%s\",\"retryable\":\"x\"}"},
+        {"FAIL: next_retry_delay must be a number of seconds",
+         "FAIL {\"jid\":\"%s\",\"next_retry_delay\":\"soon\"}"},
+        {"FAIL: retry_after must be seconds or an HTTP-date",
+         "FAIL {\"jid\":\"%s\",\"retry_after\":[1]}"},
+        {"SNOOZE: seconds must be an integer from 0 to 31536000",
+         "SNOOZE {\"jid\":\"%s\",\"seconds\":-1}"},
+        {"SNOOZE: seconds must be an integer from 0 to 31536000",
+         "SNOOZE {\"jid\":\"%s\",\"seconds\":\"x\"}"},
+        {"EXTEND: reserve_for must be an integer from 1 to 86400", "EXTEND {\"jid\":\"%s\"}"},
+        {"EXTEND: reserve_for must be an integer from 1 to 86400",
+         "EXTEND {\"jid\":\"%s\",\"reserve_for\":0}"},
+    };
+    char cmd[200], want[100];
+    /* every malformed command on: no such job, an enqueued job, a job
+     * another worker holds, a job this worker holds */
     PUSH_OK("{\"jid\":\"mal-0001\",\"jobtype\":\"a\",\"args\":[]}");
-    /* enqueued, not working */
-    cr_assert(rbh_expect(C, "-ERR Job not found mal-0001",
-                         "FAIL {\"jid\":\"mal-0001\",\"retry_after\":[1]}"));
-    cr_assert(rbh_expect(C, "-ERR SNOOZE: job mal-0001 is not working (it is enqueued)",
-                         "SNOOZE {\"jid\":\"mal-0001\",\"seconds\":\"x\"}"));
-    cr_assert(rbh_expect(C, "-ERR EXTEND: job mal-0001 is not working (it is enqueued)",
-                         "EXTEND {\"jid\":\"mal-0001\",\"reserve_for\":0}"));
-    /* working: the field's error, and the job stays as it was */
-    expect_fetch(C, "default", "mal-0001");
-    cr_assert(rbh_expect(C, "-ERR FAIL: retryable must be true or false",
-                         "FAIL {\"jid\":\"mal-0001\",\"retryable\":\"x\"}"));
-    cr_assert(rbh_expect(C, "-ERR SNOOZE: seconds must be an integer from 0 to 31536000",
-                         "SNOOZE {\"jid\":\"mal-0001\",\"seconds\":-1}"));
-    cr_assert(rbh_expect(C, "-ERR EXTEND: reserve_for must be an integer from 1 to 86400",
-                         "EXTEND {\"jid\":\"mal-0001\",\"reserve_for\":0}"));
+    PUSH_OK("{\"jid\":\"mal-0002\",\"jobtype\":\"a\",\"args\":[],\"queue\":\"other\"}");
+    PUSH_OK("{\"jid\":\"mal-0003\",\"jobtype\":\"a\",\"args\":[],\"queue\":\"mine\"}");
+    rbh_conn *b = rbh_connect(&S, "wB");
+    expect_fetch(b, "other", "mal-0002");
+    expect_fetch(C, "mine", "mal-0003");
+    const char *jids[] = {"mal-none", "mal-0001", "mal-0002", "mal-0003"};
+    for (size_t k = 0; k < sizeof jids / sizeof *jids; k++) {
+        for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+            snprintf(cmd, sizeof cmd, bad[i][1], jids[k]);
+            snprintf(want, sizeof want, "-ERR %s", bad[i][0]);
+            cr_assert(rbh_expect(C, want, "%s", cmd));
+        }
+    }
     char *st = rbh_job_state(C, "mal-0001");
-    cr_assert_str_eq(st, "working");
+    cr_assert_str_eq(st, "enqueued");
     free(st);
-    cr_assert(rbh_expect(C, "+OK", "ACK {\"jid\":\"mal-0001\"}"));
+    for (int k = 2; k <= 3; k++) {
+        st = rbh_job_state(C, jids[k]);
+        cr_assert_str_eq(st, "working");
+        free(st);
+    }
+    cr_assert_eq(rbh_info_int(C, "faktory.total_failures"), 0);
+    /* well-formed: the job's state decides */
+    cr_assert(rbh_expect(C, "-ERR Job not found mal-none", "FAIL {\"jid\":\"mal-none\"}"));
+    cr_assert(rbh_expect(C, "-ERR SNOOZE: job mal-none not found",
+                         "SNOOZE {\"jid\":\"mal-none\",\"seconds\":1}"));
+    cr_assert(rbh_expect(C, "-ERR Job not found mal-0001", "FAIL {\"jid\":\"mal-0001\"}"));
+    cr_assert(rbh_expect(C, "-ERR SNOOZE: job mal-0001 is not working (it is enqueued)",
+                         "SNOOZE {\"jid\":\"mal-0001\",\"seconds\":1}"));
+    cr_assert(rbh_expect(C, "-ERR EXTEND: job mal-0001 is not working (it is enqueued)",
+                         "EXTEND {\"jid\":\"mal-0001\",\"reserve_for\":1}"));
+    cr_assert(rbh_expect(C, "-ERR job mal-0002 is reserved by another worker",
+                         "SNOOZE {\"jid\":\"mal-0002\",\"seconds\":1}"));
+    cr_assert(rbh_expect(b, "+OK", "ACK {\"jid\":\"mal-0002\"}"));
+    cr_assert(rbh_expect(C, "+OK", "ACK {\"jid\":\"mal-0003\"}"));
+    rbh_close(b);
 }

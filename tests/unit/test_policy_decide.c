@@ -170,22 +170,6 @@ Test(tasker, jitter_bounds_over_many_seeds)
     rb_policy_release(&p);
 }
 
-Test(tasker, sql_fallback_formula)
-{
-    /* failure_time + min(multiplier ^ attempts, max) seconds, attempts default 1 */
-    cr_assert_eq(rb_tasker_fallback_next_retry_ms(T0, 0, 2.0, S(60)), T0 + S(2));
-    cr_assert_eq(rb_tasker_fallback_next_retry_ms(T0, -4, 2.0, S(60)), T0 + S(2));
-    cr_assert_eq(rb_tasker_fallback_next_retry_ms(T0, 1, 2.0, S(60)), T0 + S(2));
-    cr_assert_eq(rb_tasker_fallback_next_retry_ms(T0, 3, 2.0, S(60)), T0 + S(8));
-    cr_assert_eq(rb_tasker_fallback_next_retry_ms(T0, 5, 2.0, S(60)), T0 + S(32));
-    cr_assert_eq(rb_tasker_fallback_next_retry_ms(T0, 6, 2.0, S(60)), T0 + S(60));
-    cr_assert_eq(rb_tasker_fallback_next_retry_ms(T0, 10, 2.0, S(60)), T0 + S(60));
-    cr_assert_eq(rb_tasker_fallback_next_retry_ms(T0, 20, 2.0, S(60)), T0 + S(60));
-    cr_assert_eq(rb_tasker_fallback_next_retry_ms(T0, 2, 1.5, S(60)), T0 + 2250);
-    cr_assert_eq(rb_tasker_fallback_next_retry_ms(T0, INT64_MAX, 2.0, S(60)), T0 + S(60));
-    cr_assert_eq(rb_tasker_fallback_next_retry_ms(INT64_MAX - 5, 3, 2.0, S(60)), INT64_MAX);
-}
-
 /* ---- the tutorial (§2) ---- */
 
 Test(tutorial, seed_table)
