@@ -357,22 +357,85 @@ function jobList(state, params) {
 
 // --- one job ---------------------------------------------------------------
 
+// Text widths in the charts' units (11px, the page's font), for laying out
+// labels before they are drawn.
+let measureCtx = null;
+function textWidth(text) {
+  if (!measureCtx) {
+    measureCtx = document.createElement('canvas').getContext('2d');
+    measureCtx.font = '11px ' + getComputedStyle(document.body).fontFamily;
+  }
+  return measureCtx.measureText(text).width;
+}
+
+// The attempts' markers and labels on the timeline, laid out so that none
+// overlap. One attempt is a dot; attempts that would touch share a marker
+// from the first's dot to the last's, at least wide enough for their count
+// written inside, and labelled with their range, "#3–#7". Each label goes
+// on the lowest of LABEL_ROWS rows where it clears the label before it,
+// kept inside [0, W]; when it fits on no row its group joins the one
+// before and the labels are laid out again. Returns, in time order,
+// [{items, x0, x1, left, right, count, label, lx, w, row}]: x0/x1 the first
+// and last attempt's x (x maps ms to the axis), left/right the marker's
+// extent, lx and row the label's centre and row.
+const DOT_R = 7, MARK_GAP = 3, LABEL_ROWS = 3, LABEL_GAP = 6, LABEL_EDGE = 2;
+function attemptGroups(hist, x, W) {
+  const sorted = hist.slice().sort((a, b) => Date.parse(a.at) - Date.parse(b.at) || a.attempt - b.attempt);
+  const extent = (g) => {
+    g.count = g.items.length > 1 ? String(g.items.length) : '';
+    g.left = g.x0 - DOT_R;
+    g.right = Math.max(g.x1 + DOT_R, g.count ? g.left + textWidth(g.count) + 12 : 0);
+  };
+  const groups = [];
+  for (const a of sorted) {
+    const ax = x(Date.parse(a.at));
+    const g = groups[groups.length - 1];
+    if (g && ax - DOT_R < g.right + MARK_GAP) {
+      g.items.push(a);
+      g.x1 = ax;
+    } else groups.push({items: [a], x0: ax, x1: ax});
+    extent(groups[groups.length - 1]);
+  }
+  for (;;) {
+    const right = new Array(LABEL_ROWS).fill(-Infinity);
+    let clash = -1;
+    for (let i = 0; i < groups.length && clash < 0; i++) {
+      const g = groups[i], n = g.items.length;
+      const first = g.items[0].attempt, last = g.items[n - 1].attempt;
+      g.label = n === 1 ? '#' + first : `#${first}–#${last}` + (last - first + 1 === n ? '' : ` (${n})`);
+      g.w = textWidth(g.label);
+      g.lx = Math.min(Math.max((g.left + g.right) / 2, LABEL_EDGE + g.w / 2), W - LABEL_EDGE - g.w / 2);
+      g.row = right.findIndex((r) => g.lx - g.w / 2 >= r + LABEL_GAP);
+      if (g.row < 0) clash = i; else right[g.row] = g.lx + g.w / 2;
+    }
+    if (clash < 0) return groups;
+    const prev = groups[clash - 1], g = groups[clash];
+    prev.items.push(...g.items);
+    prev.x1 = g.x1;
+    extent(prev);
+    groups.splice(clash, 1);
+  }
+}
+
 // The job's life on a time axis: created, each failed attempt (red, with its
-// retry wait as a band), the next run or the end of retention.
+// retry wait as a band; attempts too close to tell apart share a marker
+// labelled with their range), the next run or the end of retention.
 function timeline(job) {
   const hist = job.history || [];
-  const pts = [];
+  const ends = [];
   const start = job.schedule && job.schedule.first_enqueued_at || job.created_at;
-  if (start) pts.push({t: Date.parse(start), kind: 'start', label: 'first enqueued'});
-  hist.forEach((a) => pts.push({t: Date.parse(a.at), kind: a.outcome, label: `attempt ${a.attempt}: ${a.errtype}`, a}));
+  if (start) ends.push({t: Date.parse(start), kind: 'start', label: 'first enqueued'});
   const future = job.next_at || job.reserved_until;
-  if (future) pts.push({t: Date.parse(future), kind: 'next', label: job.state === 'working' ? 'reservation ends' : 'next attempt'});
-  const W = 900, H = 110, L = 20, R = 20, Y = 50;
+  if (future) ends.push({t: Date.parse(future), kind: 'next', label: job.state === 'working' ? 'reservation ends' : 'next attempt'});
+  const W = 900, H = 118, L = 20, R = 36, Y = 58;
   const svg = s('svg', {viewBox: `0 0 ${W} ${H}`, class: 'chart', role: 'img', 'aria-label': 'attempt timeline', 'data-testid': 'timeline'});
-  if (!pts.length) return svg;
+  const times = ends.map((p) => p.t).concat(hist.map((a) => Date.parse(a.at)));
+  if (!times.length) return svg;
   const now = Date.now();
-  const t0 = Math.min(...pts.map((p) => p.t)), t1 = Math.max(...pts.map((p) => p.t), now, t0 + 1000);
+  const t0 = Math.min(...times), t1 = Math.max(...times, now, t0 + 1000);
   const x = (t) => L + (t - t0) / (t1 - t0) * (W - L - R);
+  const color = (kind) => kind === 'start' ? '#8a93a6' : kind === 'next' ? '#3457d5' : OUTCOME_COLOR[kind] || '#d33b3b';
+  const when = (t) => fmtTime(new Date(t).toISOString());
   svg.append(s('line', {x1: L, x2: W - R, y1: Y, y2: Y, stroke: '#c8cedc', 'stroke-width': 2}));
   hist.forEach((a) => {
     if (a.outcome === 'retry' && a.delay_ms) {
@@ -380,17 +443,31 @@ function timeline(job) {
       svg.append(s('rect', {x: x(a0), y: Y - 5, width: Math.max(x(a0 + a.delay_ms) - x(a0), 1), height: 10, fill: '#fff2de', stroke: '#e8c48a'}));
     }
   });
-  svg.append(s('line', {x1: x(now), x2: x(now), y1: Y - 22, y2: Y + 22, stroke: '#3457d5', 'stroke-dasharray': '3 3'}));
+  svg.append(s('line', {x1: x(now), x2: x(now), y1: Y - 10, y2: Y + 22, stroke: '#3457d5', 'stroke-dasharray': '3 3'}));
   svg.append(s('text', {x: x(now), y: Y + 36, 'text-anchor': 'middle'}, 'now'));
-  pts.forEach((p, i) => {
-    const color = p.kind === 'start' ? '#8a93a6' : p.kind === 'next' ? '#3457d5' : OUTCOME_COLOR[p.kind] || '#d33b3b';
-    const c = s('circle', {cx: x(p.t), cy: Y, r: 7, fill: p.kind === 'next' ? '#fff' : color, stroke: color, 'stroke-width': 2});
-    c.append(s('title', {}, p.label + ' · ' + fmtTime(new Date(p.t).toISOString())));
+  for (const p of ends) {
+    const c = s('circle', {cx: x(p.t), cy: Y, r: 7, fill: p.kind === 'next' ? '#fff' : color(p.kind), stroke: color(p.kind), 'stroke-width': 2});
+    c.append(s('title', {}, p.label + ' · ' + when(p.t)));
     svg.append(c);
-    if (p.a) svg.append(s('text', {x: x(p.t), y: Y - 14 - (i % 2) * 12, 'text-anchor': 'middle'}, '#' + p.a.attempt));
-  });
-  svg.append(s('text', {x: L, y: H - 4}, fmtTime(new Date(t0).toISOString())));
-  svg.append(s('text', {x: W - R, y: H - 4, 'text-anchor': 'end'}, fmtTime(new Date(t1).toISOString())));
+  }
+  for (const g of attemptGroups(hist, x, W)) {
+    const n = g.items.length, last = g.items[n - 1];
+    const end = g.items.find((a) => a.outcome !== 'retry'); // dead, discard, catch
+    const kind = end ? end.outcome : 'retry';
+    const mk = n === 1
+      ? s('circle', {cx: g.x0, cy: Y, r: DOT_R, fill: color(kind), class: 'mk'})
+      : s('g', {class: 'mk'},
+        s('rect', {x: g.left, y: Y - DOT_R - 1, width: g.right - g.left, height: 2 * DOT_R + 2, rx: DOT_R + 1, fill: color(kind)}),
+        s('text', {x: (g.left + g.right) / 2, y: Y + 4, 'text-anchor': 'middle', class: 'count'}, g.count));
+    const lines = g.items.slice(0, 20).map((a) => `attempt ${a.attempt}: ${a.errtype} · ${when(Date.parse(a.at))}`);
+    if (n > 20) lines.push(`… and ${n - 20} more (listed below)`);
+    mk.append(s('title', {}, (n > 1 ? `${n} attempts\n` : '') + lines.join('\n')));
+    svg.append(mk);
+    svg.append(s('text', {x: g.lx, y: Y - 15 - g.row * 14, 'text-anchor': 'middle', class: 'mk-label',
+      'data-first': g.items[0].attempt, 'data-last': last.attempt}, g.label));
+  }
+  svg.append(s('text', {x: L, y: H - 4}, when(t0)));
+  svg.append(s('text', {x: W - R, y: H - 4, 'text-anchor': 'end'}, when(t1)));
   return svg;
 }
 
@@ -555,6 +632,9 @@ async function header() {
     const info = await api('GET', 'info');
     for (const k of ['scheduled', 'retries', 'dead']) document.getElementById('n-' + k).textContent = info.jobs[k] ? fmtN(info.jobs[k]) : '';
     st.textContent = `${info.server.store} · up ${fmtDur(info.server.uptime_s * 1000)} · ${info.server.connections} conn`;
+    const ver = document.getElementById('version');
+    ver.textContent = 'v' + info.server.version;
+    ver.title = `Rebound ${info.server.version}, speaking the work protocol of Faktory ${info.server.faktory_protocol_version}`;
     st.classList.remove('down');
   } catch (e) {
     st.textContent = 'server unreachable';

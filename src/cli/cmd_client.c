@@ -2,6 +2,7 @@
 #include "cli/cmd_client.h"
 
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -142,28 +143,49 @@ char *cli_ellipsize(const char *s, char *out, size_t n)
 
 static const char info_usage[] =
     "usage: rebound info [--url URL] [--json]\n"
-    "Shows the server's INFO: queue sizes, scheduled/retry/dead/working counts,\n"
-    "totals and connections. --json prints the server's JSON unchanged.\n";
+    "Shows the server's INFO: its version and the protocol's, queue sizes (and\n"
+    "which are paused), scheduled/retry/dead/working counts, totals and\n"
+    "connections. --json prints the server's JSON unchanged.\n";
 
 static json_int_t size_of(const json_t *tasks, const char *name)
 {
     return json_integer_value(json_object_get(json_object_get(tasks, name), "size"));
 }
 
+/* Whether name is in the array names. */
+static bool listed(const json_t *names, const char *name)
+{
+    size_t i;
+    json_t *v;
+    json_array_foreach(names, i, v)
+        if (json_is_string(v) && !strcmp(json_string_value(v), name))
+            return true;
+    return false;
+}
+
 static void print_info(const json_t *info, const char *addr)
 {
     const json_t *fk = json_object_get(info, "faktory");
     const json_t *srv = json_object_get(info, "server");
+    const json_t *rb = json_object_get(info, "rebound");
     const json_t *tasks = json_object_get(fk, "tasks");
     const json_t *queues = json_object_get(fk, "queues");
+    const json_t *paused = json_object_get(rb, "paused_queues");
     char up[RB_DURATION_STRLEN];
     rb_duration_format((int64_t)json_integer_value(json_object_get(srv, "uptime")) * 1000, up,
                        sizeof up);
     const char *desc = json_string_value(json_object_get(srv, "description"));
-    const char *ver = json_string_value(json_object_get(srv, "faktory_version"));
+    /* faktory_version is the protocol's; a stock Faktory server has no
+     * rebound.version, its own version being that one */
+    const char *proto = json_string_value(json_object_get(srv, "faktory_version"));
+    const char *ver = json_string_value(json_object_get(rb, "version"));
+    if (!ver)
+        ver = proto;
     printf("server     %s %s at %s, up %s, %lld connection(s)\n", desc ? desc : "?",
-           ver ? ver : "", addr, up,
+           ver ? ver : "?", addr, up,
            (long long)json_integer_value(json_object_get(srv, "connections")));
+    if (proto)
+        printf("protocol   Faktory %s\n", proto);
     json_int_t enqueued = 0;
     const char *name;
     json_t *v;
@@ -183,12 +205,17 @@ static void print_info(const json_t *info, const char *addr)
         return;
     }
     printf("queues\n");
-    size_t width = 5;
+    int width = 5, digits = 1;
+    json_object_foreach((json_t *)queues, name, v) {
+        if ((int)strlen(name) > width)
+            width = (int)strlen(name);
+        int d = snprintf(NULL, 0, "%lld", (long long)json_integer_value(v));
+        if (d > digits)
+            digits = d;
+    }
     json_object_foreach((json_t *)queues, name, v)
-        if (strlen(name) > width)
-            width = strlen(name);
-    json_object_foreach((json_t *)queues, name, v)
-        printf("  %-*s  %lld\n", (int)width, name, (long long)json_integer_value(v));
+        printf("  %-*s  %*lld%s\n", width, name, digits, (long long)json_integer_value(v),
+               listed(paused, name) ? "  paused" : "");
 }
 
 int cmd_info(int argc, char **argv)

@@ -6,15 +6,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#ifndef REBOUND_VERSION
-#define REBOUND_VERSION "0.1.0"
-#endif
+#include "common/version.h"
 
 static int cmd_version(int argc, char **argv)
 {
     (void)argc;
     (void)argv;
-    printf("rebound %s\n", REBOUND_VERSION);
+    printf("rebound %s (protocol: Faktory %s)\n", RB_VERSION, RB_FAKTORY_VERSION);
     return CLI_OK;
 }
 

@@ -9,6 +9,7 @@
 
 #include "common/buf.h"
 #include "common/timeutil.h"
+#include "common/version.h"
 #include "server/log.h"
 
 long rb_cmd_rss_mb(void)
@@ -23,11 +24,47 @@ long rb_cmd_rss_mb(void)
     return rss * 4096 / (1024 * 1024);
 }
 
-static void add_queue_size(void *e, void *arg)
+/* rb_table_each: a queue INFO lists into the rb_cmd_info_figures arg. */
+static void collect_queue(void *e, void *arg)
 {
     rb_queue *q = e;
+    rb_cmd_info_figures *f = arg;
     if (q->size > 0 || q->paused)
-        json_object_set_new(arg, q->name, json_integer((json_int_t)q->size));
+        f->queues[f->n_queues++] = (rb_cmd_info_queue){q->name, (int64_t)q->size, q->paused};
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(((const rb_cmd_info_queue *)a)->name, ((const rb_cmd_info_queue *)b)->name);
+}
+
+json_t *rb_cmd_info_json(const rb_srv *srv, rb_cmd_info_figures *f)
+{
+    int64_t now = rb_now_ms();
+    char ts[RB_TIME_STRLEN], utc[16];
+    rb_time_format(now, ts);
+    snprintf(utc, sizeof utc, "%.8s UTC", ts + 11);
+    if (f->n_queues > 1)
+        qsort(f->queues, f->n_queues, sizeof *f->queues, by_name);
+    json_t *queues = json_object(), *paused = json_array();
+    for (size_t i = 0; i < f->n_queues; i++) {
+        json_object_set_new(queues, f->queues[i].name, json_integer(f->queues[i].size));
+        if (f->queues[i].paused)
+            json_array_append_new(paused, json_string(f->queues[i].name));
+    }
+    return json_pack(
+        "{s:s, s:s, s:{s:I, s:I, s:I, s:I, s:o, s:{s:{s:I}, s:{s:I}, s:{s:I}, s:{s:I}, s:{s:I}}},"
+        " s:{s:s, s:s, s:I, s:I, s:I, s:I}, s:{s:s, s:s, s:o}}",
+        "now", ts, "server_utc_time", utc, "faktory", "total_failures", (json_int_t)f->failures,
+        "total_processed", (json_int_t)f->processed, "total_enqueued", (json_int_t)f->enqueued,
+        "total_queues", (json_int_t)f->n_queues, "queues", queues, "tasks", "Scheduled", "size",
+        (json_int_t)f->scheduled, "Retries", "size", (json_int_t)f->retries, "Dead", "size",
+        (json_int_t)f->dead, "Busy", "size", (json_int_t)f->working, "Workers", "size",
+        (json_int_t)f->workers, "server", "description", "Rebound", "faktory_version",
+        RB_FAKTORY_VERSION, "uptime", (json_int_t)((now - srv->started_ms) / 1000), "connections",
+        (json_int_t)srv->conns.size, "command_count", (json_int_t)srv->command_count,
+        "used_memory_mb", (json_int_t)rb_cmd_rss_mb(), "rebound", "version", RB_VERSION,
+        "faktory_protocol_version", RB_FAKTORY_VERSION, "paused_queues", paused);
 }
 
 /* INFO's "rebound" key: the group-commit figures (Faktory's keys stay as
@@ -49,27 +86,21 @@ void rb_cmd_info(rb_conn *c, char *arg)
 {
     (void)arg;
     rb_srv *srv = c->srv;
-    int64_t now = rb_now_ms();
-    char ts[RB_TIME_STRLEN], utc[16];
-    rb_time_format(now, ts);
-    snprintf(utc, sizeof utc, "%.8s UTC", ts + 11);
-    json_t *queues = json_object();
-    rb_table_each(&srv->jobs.queues, add_queue_size, queues);
-    json_t *info = json_pack(
-        "{s:s, s:s, s:{s:I, s:I, s:I, s:I, s:o, s:{s:{s:I}, s:{s:I}, s:{s:I}, s:{s:I}, s:{s:I}}},"
-        " s:{s:s, s:s, s:I, s:I, s:I, s:I}}",
-        "now", ts, "server_utc_time", utc, "faktory", "total_failures",
-        (json_int_t)srv->total_failures, "total_processed", (json_int_t)srv->total_processed,
-        "total_enqueued", (json_int_t)srv->jobs.enqueued, "total_queues",
-        (json_int_t)json_object_size(queues), "queues", queues, "tasks", "Scheduled", "size",
-        (json_int_t)srv->jobs.scheduled.size, "Retries", "size",
-        (json_int_t)srv->jobs.retries.size, "Dead", "size", (json_int_t)srv->jobs.dead.size,
-        "Busy", "size", (json_int_t)srv->jobs.working.size, "Workers", "size",
-        (json_int_t)srv->workers.size, "server", "description", "Rebound", "faktory_version",
-        "1.10.0", "uptime", (json_int_t)((now - srv->started_ms) / 1000), "connections",
-        (json_int_t)srv->conns.size, "command_count", (json_int_t)srv->command_count,
-        "used_memory_mb", (json_int_t)rb_cmd_rss_mb());
-    json_object_set_new(info, "rebound", group_commit_info(srv));
+    rb_cmd_info_figures f = {
+        .processed = (int64_t)srv->total_processed,
+        .failures = (int64_t)srv->total_failures,
+        .enqueued = (int64_t)srv->jobs.enqueued,
+        .scheduled = (int64_t)srv->jobs.scheduled.size,
+        .retries = (int64_t)srv->jobs.retries.size,
+        .dead = (int64_t)srv->jobs.dead.size,
+        .working = (int64_t)srv->jobs.working.size,
+        .workers = (int64_t)srv->workers.size,
+        .queues = rb_xcalloc(srv->jobs.queues.size + 1, sizeof(rb_cmd_info_queue)),
+    };
+    rb_table_each(&srv->jobs.queues, collect_queue, &f);
+    json_t *info = rb_cmd_info_json(srv, &f);
+    free(f.queues);
+    json_object_update_new(json_object_get(info, "rebound"), group_commit_info(srv));
     rb_reply_json(c, info);
 }
 

@@ -63,6 +63,25 @@ void rb_cmd_beat_reply(rb_conn *c, int signal);
 int rb_cmd_workers_signal(rb_conn *c, const json_t *o);
 /* The process's resident memory in MiB, or 0 when /proc cannot say. */
 long rb_cmd_rss_mb(void);
+/* One queue as INFO shows it. */
+typedef struct rb_cmd_info_queue {
+    const char *name; /* borrowed */
+    int64_t size;
+    bool paused;
+} rb_cmd_info_queue;
+/* INFO's figures: the single node's memory or the cluster's tables. */
+typedef struct rb_cmd_info_figures {
+    int64_t processed, failures; /* the all-time counters */
+    int64_t enqueued, scheduled, retries, dead, working, workers;
+    rb_cmd_info_queue *queues; /* those with jobs enqueued or paused, any order */
+    size_t n_queues;
+} rb_cmd_info_figures;
+/* INFO's JSON for both modes (docs/protocol.md): Faktory's keys as stock
+ * clients read them (server.faktory_version is RB_FAKTORY_VERSION) and a
+ * "rebound" object with Rebound's version, the protocol's, and the paused
+ * queues by name, to which the caller adds its mode's figures. Sorts
+ * f->queues by name in place. The caller owns the result. */
+json_t *rb_cmd_info_json(const rb_srv *srv, rb_cmd_info_figures *f);
 /* JOBS's argument fields. */
 typedef struct rb_cmd_jobs_args {
     int state;                             /* a job state, RB_JOB_* */

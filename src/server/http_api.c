@@ -8,6 +8,7 @@
 
 #include "common/buf.h"
 #include "common/timeutil.h"
+#include "common/version.h"
 #include "policy/simulate.h"
 #include "server/metrics.h"
 
@@ -25,10 +26,11 @@ json_t *rb_api_info_json(rb_srv *srv, const char *store, json_t *jobs, int64_t p
     const rb_metrics *m = srv->metrics;
     int64_t now = rb_now_ms();
     return json_pack(
-        "{s:{s:s, s:o, s:o, s:I, s:s, s:s, s:I, s:I, s:I, s:b}, s:o,"
+        "{s:{s:s, s:s, s:s, s:o, s:o, s:I, s:s, s:s, s:I, s:I, s:I, s:b}, s:o,"
         " s:{s:I, s:I, s:I, s:I, s:I, s:I},"
         " s:{s:I, s:I}, s:I}",
-        "server", "name", "Rebound", "now", rb_api_time_or_null(now), "started_at",
+        "server", "name", "Rebound", "version", RB_VERSION, "faktory_protocol_version",
+        RB_FAKTORY_VERSION, "now", rb_api_time_or_null(now), "started_at",
         rb_api_time_or_null(srv->started_ms), "uptime_s",
         (json_int_t)((now - srv->started_ms) / 1000), "store", store, "listen",
         srv->cfg.server.listen ? srv->cfg.server.listen : "", "connections",

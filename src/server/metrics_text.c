@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/timeutil.h"
+#include "common/version.h"
 #include "server/srv.h"
 
 /* A label value with \, " and newline escaped. */
@@ -160,6 +161,10 @@ void rb_metrics_render_state(const rb_metrics *m, const rb_srv *srv, const rb_me
     rb_buf_printf(out, "rebound_workers %zu\n", srv->workers.size);
     head(out, "rebound_uptime_seconds", "gauge", "seconds since the server started");
     rb_buf_printf(out, "rebound_uptime_seconds %lld\n", (long long)((now - srv->started_ms) / 1000));
+    head(out, "rebound_build_info", "gauge",
+         "always 1; labels: Rebound's version and the Faktory release whose protocol it speaks");
+    rb_buf_printf(out, "rebound_build_info{version=\"%s\",faktory_protocol_version=\"%s\"} 1\n",
+                  RB_VERSION, RB_FAKTORY_VERSION);
     head(out, "rebound_commands_total", "counter", "work-protocol commands run");
     rb_buf_printf(out, "rebound_commands_total %llu\n", (unsigned long long)srv->command_count);
     if (!m)

@@ -24,29 +24,26 @@ static void info_done(rb_srv *srv, rb_pgreq *r)
     if (rb_pgcmd_failed(srv, r))
         return;
     rb_pg_info *in = &((rb_pgcmd_data *)r->data)->info;
-    int64_t now = rb_now_ms();
-    char ts[RB_TIME_STRLEN], utc[16];
-    rb_time_format(now, ts);
-    snprintf(utc, sizeof utc, "%.8s UTC", ts + 11);
-    json_t *queues = json_object();
+    rb_cmd_info_figures f = {
+        .processed = in->processed,
+        .failures = in->failures,
+        .enqueued = in->enqueued,
+        .scheduled = in->scheduled,
+        .retries = in->retries,
+        .dead = in->dead,
+        .working = in->working,
+        .workers = in->workers,
+        .queues = rb_xcalloc(in->n_queues + 1, sizeof(rb_cmd_info_queue)),
+        .n_queues = in->n_queues,
+    };
     for (size_t i = 0; i < in->n_queues; i++)
-        json_object_set_new(queues, in->queues[i].name, json_integer(in->queues[i].size));
-    json_t *info = json_pack(
-        "{s:s, s:s, s:{s:I, s:I, s:I, s:I, s:o, s:{s:{s:I}, s:{s:I}, s:{s:I}, s:{s:I}, s:{s:I}}},"
-        " s:{s:s, s:s, s:I, s:I, s:I, s:I}}",
-        "now", ts, "server_utc_time", utc, "faktory", "total_failures", (json_int_t)in->failures,
-        "total_processed", (json_int_t)in->processed, "total_enqueued", (json_int_t)in->enqueued,
-        "total_queues", (json_int_t)json_object_size(queues), "queues", queues, "tasks",
-        "Scheduled", "size", (json_int_t)in->scheduled, "Retries", "size",
-        (json_int_t)in->retries, "Dead", "size", (json_int_t)in->dead, "Busy", "size",
-        (json_int_t)in->working, "Workers", "size", (json_int_t)in->workers, "server",
-        "description", "Rebound", "faktory_version", "1.10.0", "uptime",
-        (json_int_t)((now - srv->started_ms) / 1000), "connections", (json_int_t)srv->conns.size,
-        "command_count", (json_int_t)srv->command_count, "used_memory_mb",
-        (json_int_t)rb_cmd_rss_mb());
-    json_object_set_new(info, "rebound",
-                        json_pack("{s:{s:s, s:i}}", "storage", "backend", "postgresql",
-                                  "schema_version", RB_PG_SCHEMA_VERSION));
+        f.queues[i] = (rb_cmd_info_queue){in->queues[i].name, in->queues[i].size,
+                                          in->queues[i].paused};
+    json_t *info = rb_cmd_info_json(srv, &f);
+    free(f.queues);
+    json_object_set_new(json_object_get(info, "rebound"), "storage",
+                        json_pack("{s:s, s:i}", "backend", "postgresql", "schema_version",
+                                  RB_PG_SCHEMA_VERSION));
     rb_reply_json(r->c, info);
     rb_pgreq_finish(srv, r);
 }

@@ -1,7 +1,9 @@
 // Dashboard tests in headless Chromium (Debian's, driven by playwright-core):
 // every page opens and shows the server's data; actions done through the
 // page (retry a dead job, pause a queue, retry from the job page, bulk
-// discard) change the server's state, checked through the API. Screenshots
+// discard) change the server's state, checked through the API; the job
+// page's attempt timeline stays legible (no label overlaps another or
+// leaves the chart) for 1 to 120 attempts however close in time. Screenshots
 // go to $REBOUND_SCREENSHOTS. Run by tests/scripts/browser.sh, which starts
 // the server and sets REBOUND_HTTP_URL and REBOUND_PORT.
 'use strict';
@@ -123,6 +125,10 @@ test('overview shows live counts and the throughput chart', async () => {
   assert.equal(await page.textContent('#n-dead'), '2');
   assert.ok(await page.$('svg[aria-label=throughput]'));
   assert.ok(await page.$('table[data-testid=queues] tr[data-queue=mail]'));
+  // the header shows Rebound's version; the protocol's is labelled as such
+  const info = await apiGet('info');
+  await until('the version in the header', async () => (await page.textContent('#version')) === 'v' + info.server.version);
+  assert.match(await page.getAttribute('#version', 'title'), new RegExp(`work protocol of Faktory ${info.server.faktory_protocol_version.replace(/\./g, '\\.')}$`));
   await shot('overview');
 });
 
@@ -179,13 +185,108 @@ test('the job page shows attempts on a timeline and retries the job', async () =
   assert.equal(attempts.length, 3);
   assert.match(attempts[0], /Attempt 3 Timeout/);
   assert.match(attempts[2], /disk quota exceeded/);
-  assert.equal(await page.$$eval('[data-testid=timeline] circle', (c) => c.length), 5); // start, 3 failures, next
+  // the three failures, 1 s apart on an hour-long axis, share one marker
+  assert.deepEqual(await page.$$eval('[data-testid=timeline] .mk-label', (t) => t.map((x) => x.textContent)), ['#1–#3']);
   assert.ok(await page.$('[data-testid=schedule-chart] rect'));
   await shot('job');
   await page.click('[data-testid=job-retry]');
   await until('state enqueued on the page', async () =>
     (await page.textContent('[data-testid=job-state]').catch(() => '')) === 'enqueued');
   assert.equal((await apiGet('job/flaky-000001')).state, 'enqueued');
+});
+
+// The timeline's attempt labels and markers as laid out on the page
+// (client boxes), with the SVG's box and the viewport's size.
+async function timelineBoxes() {
+  return page.$eval('[data-testid=timeline]', (svg) => {
+    svg.scrollIntoView({block: 'center'});
+    const box = (e) => { const r = e.getBoundingClientRect(); return {l: r.left, r: r.right, t: r.top, b: r.bottom}; };
+    return {
+      svg: box(svg), vw: window.innerWidth, vh: window.innerHeight,
+      labels: [...svg.querySelectorAll('.mk-label')].map((e) => ({...box(e), text: e.textContent, first: +e.dataset.first, last: +e.dataset.last})),
+      marks: [...svg.querySelectorAll('.mk')].map((e) => box(e)),
+    };
+  });
+}
+
+const overlap = (a, b) => a.l < b.r && b.l < a.r && a.t < b.b && b.t < a.b;
+
+// Labels never overlap each other and lie inside the chart and the window;
+// markers never overlap; the labels name every attempt 1..n once, in order.
+function assertLegible(lay, n, what) {
+  const inside = (x, o) => x.l >= o.l && x.r <= o.r && x.t >= o.t && x.b <= o.b;
+  const screen = {l: 0, t: 0, r: lay.vw, b: lay.vh};
+  lay.labels.forEach((a, i) => {
+    assert.ok(a.r > a.l && a.b > a.t, `${what}: label ${a.text} has no size`);
+    assert.ok(inside(a, lay.svg), `${what}: label ${a.text} ${JSON.stringify(a)} leaves the chart ${JSON.stringify(lay.svg)}`);
+    assert.ok(inside(a, screen), `${what}: label ${a.text} is off screen`);
+    lay.labels.slice(i + 1).forEach((b) => assert.ok(!overlap(a, b), `${what}: labels ${a.text} and ${b.text} overlap`));
+  });
+  lay.marks.forEach((a, i) => lay.marks.slice(i + 1).forEach((b) =>
+    assert.ok(!overlap(a, b), `${what}: markers ${JSON.stringify(a)} and ${JSON.stringify(b)} overlap`)));
+  let next = 1;
+  for (const a of lay.labels.slice().sort((x, y) => x.first - y.first)) {
+    assert.equal(a.first, next, `${what}: labels skip or repeat attempt ${next}: ${lay.labels.map((x) => x.text)}`);
+    assert.ok(a.last >= a.first);
+    next = a.last + 1;
+  }
+  assert.equal(next, n + 1, `${what}: labels end at attempt ${next - 1}, not ${n}`);
+}
+
+test('the job page keeps attempt markers legible for 1, 5 and 50 attempts close in time', async () => {
+  // each failure is requeued at once (MUTATE), so the attempts land within
+  // milliseconds of each other while the next one is an hour away
+  const slow = {dialect: 'temporal', initial_interval: '1h', backoff_coefficient: 1.0, maximum_attempts: 100};
+  for (const n of [1, 5, 50]) {
+    const jid = `burst-${String(n).padStart(6, '0')}`;
+    await client.push({jid, jobtype: 'CallWebhook', args: [n], queue: 'burst', retry_policy: slow});
+    for (let i = 0; i < n; i++) {
+      const job = await client.fetch('burst');
+      assert.equal(job && job.jid, jid);
+      await client.fail(jid, i % 2 ? 'Timeout' : 'HTTP503', `attempt ${i + 1} failed`);
+      if (i < n - 1) await client.cmd('MUTATE ' + JSON.stringify({cmd: 'requeue', target: 'retries', filter: {jids: [jid]}}));
+    }
+    await page.goto(BASE + '/#/job/' + jid);
+    await page.waitForSelector('[data-testid=timeline] .mk-label');
+    assert.equal((await page.$$('[data-testid=attempts] li')).length, n);
+    assertLegible(await timelineBoxes(), n, `job with ${n} attempts`);
+    fs.mkdirSync(SHOTS, {recursive: true});
+    await (await page.$('[data-testid=timeline]')).screenshot({path: path.join(SHOTS, `timeline-${n}.png`)});
+    await page.evaluate(() => window.scrollTo(0, 0));
+    await shot(`job-${n}-attempts`);
+  }
+});
+
+test('attempt markers stay legible however the attempts are spaced', async () => {
+  // the page's own timeline() on made-up histories: bursts, even spacing,
+  // doubling delays and random gaps, 1 to 120 attempts
+  await page.goto(BASE + '/#/workers');
+  await page.waitForSelector('main h1');
+  const cases = [];
+  for (const n of [1, 2, 3, 5, 8, 13, 21, 50, 120]) {
+    for (const kind of ['burst', 'even', 'doubling', 'random']) cases.push({n, kind});
+  }
+  for (const c of cases) {
+    await page.evaluate(({n, kind}) => {
+      let seed = n * 7919 + kind.length;
+      const rnd = () => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed / 2147483648; };
+      const t0 = Date.now() - 3600e3;
+      let t = t0;
+      const history = [];
+      for (let i = 1; i <= n; i++) {
+        t += kind === 'burst' ? 3 : kind === 'even' ? 3600e3 / n : kind === 'doubling' ? 1000 * Math.pow(2, Math.min(i, 12)) : rnd() * rnd() * 600e3;
+        history.push({attempt: i, at: new Date(t).toISOString(), outcome: i === n && n % 2 ? 'dead' : 'retry', errtype: 'E', delay_ms: 1000});
+      }
+      const job = {state: n % 2 ? 'dead' : 'retries', created_at: new Date(t0).toISOString(), history,
+        next_at: n % 2 ? null : new Date(Date.now() + 600e3).toISOString()};
+      document.getElementById('main').replaceChildren(timeline(job));
+    }, c);
+    assertLegible(await timelineBoxes(), c.n, `${c.n} attempts, ${c.kind}`);
+    if (c.n === 21 || c.n === 120) {
+      fs.mkdirSync(SHOTS, {recursive: true});
+      await (await page.$('[data-testid=timeline]')).screenshot({path: path.join(SHOTS, `timeline-made-up-${c.n}-${c.kind}.png`)});
+    }
+  }
 });
 
 test('the scheduled list shows future jobs', async () => {

@@ -1,6 +1,6 @@
 #!/bin/sh
-# CLI suite: the client commands (push, push --file, info, jobs, job, retry,
-# kill, discard, queue) end to end against a real `rebound serve` on a free
+# CLI suite: the client commands (version, push, push --file, info, jobs, job,
+# retry, kill, discard, queue) end to end against a real `rebound serve` on a free
 # port in a temp dir: human and --json output, and the exit codes.
 # Env: REBOUND_BIN (the binary). Exit 0 = pass.
 set -u
@@ -74,6 +74,17 @@ has out "clijob-later"
 run 2 push hello --jid clijob-0001x --policy '{"nonsense": 1}'
 run 0 info;                          has out "2 enqueued, 1 scheduled"; has out "low"
 run 0 info --json;                   has out '"faktory"'; has out '"Scheduled":{"size":1}'
+
+# --- one product version: `rebound version` and `rebound info` agree, and the
+# Faktory version INFO carries for stock clients is labelled the protocol's
+run 0 version
+ver=$(sed -n 's/^rebound \([^ ]*\) (protocol: Faktory \([^ ]*\))$/\1/p' "$tmp/out")
+proto=$(sed -n 's/^rebound [^ ]* (protocol: Faktory \([^ ]*\))$/\1/p' "$tmp/out")
+if [ -n "$ver" ] && [ -n "$proto" ] && [ "$ver" != "$proto" ]; then ok; else bad "version line: $(cat "$tmp/out")"; fi
+run 0 --version;                     has out "rebound $ver (protocol: Faktory $proto)"
+run 0 info;                          has out "server     Rebound $ver at 127.0.0.1:$port,"
+has out "protocol   Faktory $proto"; hasnt out "Rebound $proto"
+run 0 info --json;                   has out "\"version\":\"$ver\""; has out "\"faktory_version\":\"$proto\""
 run 0 jobs;                          has out "clijob-0001"; has out "clijob-later"; has out "3 shown of 3"
 run 0 jobs --state scheduled;        has out "clijob-later"; hasnt out "clijob-0001"
 run 0 jobs --queue low --json;       has out '"total":1'; hasnt out "clijob-0001"
@@ -96,7 +107,11 @@ run 1 job clijob-later2
 
 # --- queues
 run 0 queue pause low default;       has out "queue low paused"; has out "queue default paused"
+run 0 info;                          has out "  low      1  paused"; has out "  default  2  paused"
+run 0 info --json;                   has out '"paused_queues":["default","low"]'
 run 0 queue resume low --json;       has out '"action":"resume"'
+run 0 info;                          has out "  low      1"; hasnt out "low      1  paused"
+has out "  default  2  paused"
 run 0 queue latency default;         has out "default"
 run 0 queue remove low;              has out "queue low removed"
 run 0 jobs --queue low --json;       has out '"total":0'

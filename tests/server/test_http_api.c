@@ -3,9 +3,10 @@
  * schedule, workers, policy simulation), every action (job retry/kill/
  * discard, bulk, queue pause/resume, workers quiet/terminate), their errors
  * as JSON with HTTP status codes, and that actions are durable when they
- * answer. */
+ * answer; the version in /api/info and /metrics. */
 #include <criterion/criterion.h>
 
+#include "common/version.h"
 #include "test_http_harness.h"
 
 static rbh_server S;
@@ -139,6 +140,23 @@ HTTP_TEST(info_counts_jobs_by_state)
     expect_error(405, "method not allowed", "POST", "/api/info", NULL);
     expect_error(404, "no such endpoint", "GET", "/api/nothing/here", NULL);
     expect_error(405, "method not allowed", "DELETE", "/api/info", NULL);
+}
+
+/* One product version: /api/info and /metrics' rebound_build_info give
+ * RB_VERSION, and the Faktory release whose protocol Rebound speaks under a
+ * name that says so. */
+HTTP_TEST(info_and_metrics_name_the_version_and_the_protocols)
+{
+    rbh_resp *r = expect(200, "GET", "/api/info", NULL);
+    cr_assert_str_eq(jstr(r, "server.version"), RB_VERSION);
+    cr_assert_str_eq(jstr(r, "server.faktory_protocol_version"), RB_FAKTORY_VERSION);
+    rbh_resp_free(r);
+    r = expect(200, "GET", "/metrics", NULL);
+    const char *want = "\nrebound_build_info{version=\"" RB_VERSION
+                       "\",faktory_protocol_version=\"" RB_FAKTORY_VERSION "\"} 1\n";
+    cr_assert(strstr(r->body, want), "/metrics lacks %s in:\n%s", want, r->body);
+    cr_assert(strstr(r->body, "\n# TYPE rebound_build_info gauge\n"), "%s", r->body);
+    rbh_resp_free(r);
 }
 
 HTTP_TEST(stats_has_per_second_samples)

@@ -1,8 +1,10 @@
 /* Administration tests against the real server: MUTATE (every command,
  * target and filter, and its errors), QUEUE PAUSE/RESUME/REMOVE/LATENCY,
- * JOBS listings, WORKERS and FLUSH. */
+ * JOBS listings, WORKERS and FLUSH, and INFO's version and paused queues
+ * as `rebound info` prints them. */
 #include <criterion/criterion.h>
 
+#include "common/version.h"
 #include "common_helpers.h"
 
 /* C connects as worker adm. */
@@ -175,4 +177,58 @@ SERVER_TEST(flush_deletes_everything)
     C = rbh_connect(&S, "adm");
     cr_assert_eq(rbh_info_int(C, "faktory.tasks.Dead.size"), 0);
     cr_assert_eq(rbh_info_int(C, "faktory.total_enqueued"), 0);
+}
+
+/* The text `rebound info` prints for S (the binary under test as the CLI),
+ * NUL-terminated in out. */
+static void cli_info(char *out, size_t n)
+{
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "'%s' info --url tcp://127.0.0.1:%d", rbh_bin(), S.port);
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    size_t len = fread(out, 1, n - 1, p);
+    out[len] = '\0';
+    cr_assert_eq(pclose(p), 0, "%s failed: %s", cmd, out);
+}
+
+SERVER_TEST(info_names_the_version_and_the_paused_queues)
+{
+    for (int i = 0; i < 3; i++)
+        cr_assert(rbh_expect(C, "+OK", "PUSH {\"jid\":\"pau-%05d\",\"jobtype\":\"a\",\"args\":[],\"queue\":\"%s\"}",
+                             i, i < 2 ? "busy" : "idle"));
+    cr_assert(rbh_expect(C, "+OK", "QUEUE PAUSE busy empty"));
+    json_t *v = rbh_json(rbh_cmd(C, "INFO"));
+    /* stock clients read faktory_version: it stays Faktory's, beside ours */
+    cr_assert_str_eq(json_string_value(rbh_get(v, "server.faktory_version")), RB_FAKTORY_VERSION);
+    cr_assert_str_eq(json_string_value(rbh_get(v, "rebound.version")), RB_VERSION);
+    cr_assert_str_eq(json_string_value(rbh_get(v, "rebound.faktory_protocol_version")),
+                     RB_FAKTORY_VERSION);
+    json_t *paused = rbh_get(v, "rebound.paused_queues");
+    cr_assert(json_is_array(paused));
+    cr_assert_eq(json_array_size(paused), 2);
+    cr_assert_str_eq(json_string_value(json_array_get(paused, 0)), "busy");
+    cr_assert_str_eq(json_string_value(json_array_get(paused, 1)), "empty");
+    cr_assert_eq(json_integer_value(rbh_get(v, "faktory.queues.busy")), 2);
+    cr_assert_eq(json_integer_value(rbh_get(v, "faktory.queues.empty")), 0);
+    json_decref(v);
+
+    char out[4096], want[128];
+    cli_info(out, sizeof out);
+    snprintf(want, sizeof want, "server     Rebound %s at 127.0.0.1:%d", RB_VERSION, S.port);
+    cr_assert(strstr(out, want), "no '%s' in:\n%s", want, out);
+    cr_assert(strstr(out, "\nprotocol   Faktory " RB_FAKTORY_VERSION "\n"),
+              "%s", out);
+    cr_assert(strstr(out, "\n  busy   2  paused\n"), "%s", out);
+    cr_assert(strstr(out, "\n  empty  0  paused\n"), "%s", out);
+    cr_assert(strstr(out, "\n  idle   1\n"), "%s", out);
+
+    cr_assert(rbh_expect(C, "+OK", "QUEUE RESUME busy"));
+    v = rbh_json(rbh_cmd(C, "INFO"));
+    paused = rbh_get(v, "rebound.paused_queues");
+    cr_assert_eq(json_array_size(paused), 1);
+    cr_assert_str_eq(json_string_value(json_array_get(paused, 0)), "empty");
+    json_decref(v);
+    cli_info(out, sizeof out);
+    cr_assert(strstr(out, "\n  busy   2\n"), "%s", out);
 }
