@@ -12,7 +12,8 @@ LDFLAGS += -pthread
 SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 
 LIB_SRC    := $(sort $(wildcard src/common/*.c src/policy/*.c src/config/*.c \
-                 src/store/*.c src/server/*.c src/client/*.c))
+                 src/engine/*.c src/store/*.c src/server/*.c \
+                 src/client/*.c))
 POLICY_SRC := $(sort $(wildcard src/common/*.c src/policy/*.c))
 CLI_SRC    := $(sort $(wildcard src/cli/*.c))
 TEST_SRC   := $(sort $(wildcard tests/unit/test_*.c tests/server/test_*.c))

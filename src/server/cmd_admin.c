@@ -2,7 +2,6 @@
  * WORKERS. */
 #include "server/cmds.h"
 
-#include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +9,7 @@
 #include "common/buf.h"
 #include "common/timeutil.h"
 #include "common/version.h"
+#include "engine/mutation.h"
 #include "server/log.h"
 
 long rb_cmd_rss_mb(void)
@@ -120,36 +120,22 @@ void rb_cmd_flush(rb_conn *c, char *arg)
 
 /* --- MUTATE --- */
 
+/* A mutation being applied on the single node. */
 typedef struct mutation {
-    const char *cmd;
-    const char *jobtype, *pattern;
-    json_t *jids;
+    const rb_mutation *req;
     int64_t now;
     size_t changed;
 } mutation;
 
-static bool matches(const mutation *m, const rb_job *j)
-{
-    if (m->pattern && fnmatch(m->pattern, j->json, 0) != 0)
-        return false;
-    if (m->jobtype) {
-        json_t *o = json_loads(j->json, 0, NULL);
-        bool same = o && !strcmp(m->jobtype, rb_srv_json_str(o, "jobtype") ? rb_srv_json_str(o, "jobtype") : "");
-        json_decref(o);
-        if (!same)
-            return false;
-    }
-    return true;
-}
-
 static void mutate_one(rb_srv *srv, mutation *m, rb_job *j)
 {
     m->changed++;
-    if (!strcmp(m->cmd, "discard") || !strcmp(m->cmd, "clear")) {
+    const char *cmd = m->req->cmd;
+    if (!strcmp(cmd, "discard") || !strcmp(cmd, "clear")) {
         rb_srv_forget(srv, j);
         return;
     }
-    if (!strcmp(m->cmd, "kill")) {
+    if (!strcmp(cmd, "kill")) {
         if (j->state == RB_JOB_DEAD)
             return;
         rb_jobs_set_state(&srv->jobs, j, RB_JOB_DEAD,
@@ -167,59 +153,34 @@ void rb_cmd_mutate(rb_conn *c, char *arg)
     json_t *o = rb_cmd_json_arg(c, "MUTATE", arg, JSON_OBJECT);
     if (!o)
         return;
-    mutation m = {.cmd = rb_srv_json_str(o, "cmd"), .now = rb_now_ms()};
-    const char *target = rb_srv_json_str(o, "target");
-    json_t *filter = json_object_get(o, "filter");
-    int st = target ? rb_job_state_parse(target) : -1;
-    if (!m.cmd || (strcmp(m.cmd, "kill") && strcmp(m.cmd, "requeue") && strcmp(m.cmd, "discard") &&
-                   strcmp(m.cmd, "clear"))) {
-        rb_reply_err(c, "MUTATE: cmd must be kill, requeue, discard or clear");
-        goto out;
+    rb_mutation req;
+    rb_err err = {0};
+    if (rb_mutation_parse(o, &req, &err)) {
+        rb_reply_err(c, "%s", rb_err_msg(&err));
+        json_decref(o);
+        return;
     }
-    if (st != RB_JOB_SCHEDULED && st != RB_JOB_RETRIES && st != RB_JOB_DEAD) {
-        rb_reply_err(c, "MUTATE: target must be scheduled, retries or dead");
-        goto out;
-    }
-    if (filter && !json_is_null(filter)) {
-        if (!json_is_object(filter)) {
-            rb_reply_err(c, "MUTATE: filter must be an object");
-            goto out;
-        }
-        json_t *re = json_object_get(filter, "regexp"), *jt = json_object_get(filter, "jobtype");
-        m.jids = json_object_get(filter, "jids");
-        if ((re && !json_is_string(re)) || (jt && !json_is_string(jt)) ||
-            (m.jids && !json_is_array(m.jids))) {
-            rb_reply_err(c, "MUTATE: filter has jids (array), regexp (string), jobtype (string)");
-            goto out;
-        }
-        m.pattern = re && *json_string_value(re) ? json_string_value(re) : NULL;
-        m.jobtype = jt && *json_string_value(jt) ? json_string_value(jt) : NULL;
-        if (m.jids && json_array_size(m.jids) == 0)
-            m.jids = NULL;
-    }
-    if (!strcmp(m.cmd, "clear"))
-        m.pattern = m.jobtype = NULL, m.jids = NULL;
-    if (m.jids) {
-        size_t i;
-        json_t *v;
-        json_array_foreach(m.jids, i, v) {
-            rb_job *j = json_is_string(v) ? rb_jobs_find(&srv->jobs, json_string_value(v)) : NULL;
-            if (j && j->state == st && matches(&m, j))
+    mutation m = {.req = &req, .now = rb_now_ms()};
+    if (req.jids) {
+        for (size_t i = 0; i < req.n_jids; i++) {
+            rb_job *j = rb_jobs_find(&srv->jobs, req.jids[i]);
+            if (j && (int)j->state == req.target && rb_mutation_matches(&req, j->json))
                 mutate_one(srv, &m, j);
         }
     } else {
-        rb_list *l = rb_jobs_state_list(&srv->jobs, st);
+        rb_list *l = rb_jobs_state_list(&srv->jobs, req.target);
         for (rb_link *e = l->head, *next; e; e = next) {
             next = e->next;
             rb_job *j = rb_job_of_link(e);
-            if (matches(&m, j))
+            if (rb_mutation_matches(&req, j->json))
                 mutate_one(srv, &m, j);
         }
     }
-    rb_log(RB_LOG_INFO, "MUTATE %s %s: %zu jobs", m.cmd, target, m.changed);
+    rb_log(RB_LOG_INFO, "MUTATE %s %s: %zu jobs", req.cmd, rb_job_state_name(req.target),
+           m.changed);
+    rb_mutation_release(&req);
     rb_srv_reply_after_commit(srv, c);
     rb_srv_kick(srv);
-out:
     json_decref(o);
 }
 
@@ -498,7 +459,8 @@ void rb_cmd_workers(rb_conn *c, char *arg)
 
 void rb_srv_mutate_job(rb_srv *srv, rb_job *j, const char *cmd, int64_t now)
 {
-    mutation m = {.cmd = cmd, .now = now};
+    rb_mutation req = {.cmd = cmd};
+    mutation m = {.req = &req, .now = now};
     mutate_one(srv, &m, j);
 }
 

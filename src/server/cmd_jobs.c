@@ -103,7 +103,7 @@ static rb_job *held_jid(rb_conn *c, const char *jid, bool *missing)
         return NULL;
     }
     if (j->state == RB_JOB_WORKING && j->wid && c->worker && strcmp(j->wid, c->worker->wid) != 0) {
-        rb_reply_err(c, "job %s is reserved by another worker", jid);
+        rb_reply_err(c, RB_JOB_OTHER_HOLDER_FMT, jid);
         return NULL;
     }
     return j;

@@ -282,7 +282,7 @@ static void pg_api_job(rb_http_req *r)
 
 static bool mutable_state(int st)
 {
-    return st == RB_PG_SCHEDULED || st == RB_PG_RETRIES || st == RB_PG_DEAD;
+    return st == RB_JOB_SCHEDULED || st == RB_JOB_RETRIES || st == RB_JOB_DEAD;
 }
 
 static void job_action_call(rb_pg *pg, rb_pgreq *r)
@@ -299,7 +299,7 @@ static void job_action_call(rb_pg *pg, rb_pgreq *r)
         return;
     }
     const char *jids[1] = {d->jid};
-    rb_pg_mutation m = {.cmd = d->cmd, .target = d->prev_state, .jids = jids, .n_jids = 1};
+    rb_mutation m = {.cmd = d->cmd, .target = d->prev_state, .jids = jids, .n_jids = 1};
     if ((r->rc = rb_pg_mutate(pg, &m, rb_now_ms(), &d->changed, &r->err)))
         return;
     rb_pg_job_release(&d->job);
@@ -321,7 +321,7 @@ static void job_action_done(rb_srv *srv, rb_pgreq *r)
                                                       (rb_job_state)d->new_state))
                                                 : json_null());
     rb_http_reply_json(d->req, 200, v);
-    if (d->new_state == RB_PG_ENQUEUED)
+    if (d->new_state == RB_JOB_ENQUEUED)
         rb_pgmode_kick(srv, NULL, 0);
     rb_pgreq_finish(srv, r);
 }
@@ -353,7 +353,7 @@ static bool named(const hreq *d, const char *jid)
 static void bulk_call(rb_pg *pg, rb_pgreq *r)
 {
     hreq *d = r->data;
-    rb_pg_mutation m = {.cmd = d->cmd, .target = d->f.state};
+    rb_mutation m = {.cmd = d->cmd, .target = d->f.state};
     int64_t now = rb_now_ms();
     if (!d->queue && !d->errtype) {
         if (d->all) {

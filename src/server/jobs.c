@@ -214,19 +214,3 @@ rb_job *rb_jobs_next_timer(const rb_jobs *js)
     rb_heap_node *n = rb_heap_top(&js->timers);
     return n ? rb_container_of(n, rb_job, timer) : NULL;
 }
-
-static const char *const state_names[] = {"pending", "scheduled", "enqueued",
-                                          "working", "retries",   "dead"};
-
-const char *rb_job_state_name(rb_job_state st)
-{
-    return (unsigned)st < sizeof state_names / sizeof *state_names ? state_names[st] : "unknown";
-}
-
-int rb_job_state_parse(const char *s)
-{
-    for (int i = 1; i < (int)(sizeof state_names / sizeof *state_names); i++)
-        if (!strcmp(s, state_names[i]))
-            return i;
-    return -1;
-}

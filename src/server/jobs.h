@@ -8,28 +8,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "engine/job_state.h"
 #include "server/heap.h"
 #include "server/list.h"
 #include "server/table.h"
 
-/* Stored as integers: never renumber (the database keeps them). */
-typedef enum rb_job_state {
-    RB_JOB_PENDING = 0,   /* pushed, its commit not yet done: invisible */
-    RB_JOB_SCHEDULED = 1, /* waiting for `at` (or snoozed) */
-    RB_JOB_ENQUEUED = 2,
-    RB_JOB_WORKING = 3,   /* reserved by a worker until timer.at_ms */
-    RB_JOB_RETRIES = 4,   /* failed, waiting for its retry time */
-    RB_JOB_DEAD = 5,      /* kept until timer.at_ms (retention) */
-} rb_job_state;
-
 #define RB_PRIORITIES 9
-
-enum {
-    RB_JOB_EXPIRED = 1,   /* its last reservation expired, not fetched since */
-    RB_JOB_REFETCHED = 2, /* the current reservation follows an expired one
-                             (recorded, as distributed mode's rows carry it;
-                             the holder check covers every working job) */
-};
 
 typedef struct rb_queue rb_queue;
 
@@ -122,10 +106,6 @@ rb_job *rb_jobs_next_timer(const rb_jobs *js);
 
 /* The list of a listable state (SCHEDULED, WORKING, RETRIES, DEAD), else NULL. */
 rb_list *rb_jobs_state_list(rb_jobs *js, rb_job_state st);
-
-const char *rb_job_state_name(rb_job_state st);
-/* Parses a state name as used by JOBS ("scheduled", ...); -1 if unknown. */
-int rb_job_state_parse(const char *s);
 
 static inline rb_job *rb_job_of_link(rb_link *l)
 {

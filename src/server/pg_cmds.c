@@ -24,6 +24,7 @@ void rb_pgcmd_data_free(void *p)
     for (int i = 0; i < d->n_names; i++)
         free(d->names[i]);
     free(d->names);
+    rb_mutation_release(&d->m);
     if (d->have_info)
         rb_pg_info_release(&d->info);
     if (d->have_job)

@@ -109,58 +109,19 @@ void rb_pgcmd_mutate(rb_conn *c, char *arg)
     json_t *o = rb_cmd_json_arg(c, "MUTATE", arg, JSON_OBJECT);
     if (!o)
         return;
-    const char *cmd = rb_srv_json_str(o, "cmd"), *target = rb_srv_json_str(o, "target");
-    json_t *filter = json_object_get(o, "filter"), *jids = NULL;
-    const char *pattern = NULL, *jobtype = NULL;
-    int st = target ? rb_job_state_parse(target) : -1;
-    if (!cmd || (strcmp(cmd, "kill") && strcmp(cmd, "requeue") && strcmp(cmd, "discard") &&
-                 strcmp(cmd, "clear"))) {
-        rb_reply_err(c, "MUTATE: cmd must be kill, requeue, discard or clear");
-        goto bad;
-    }
-    if (st != RB_JOB_SCHEDULED && st != RB_JOB_RETRIES && st != RB_JOB_DEAD) {
-        rb_reply_err(c, "MUTATE: target must be scheduled, retries or dead");
-        goto bad;
-    }
-    if (filter && !json_is_null(filter)) {
-        if (!json_is_object(filter)) {
-            rb_reply_err(c, "MUTATE: filter must be an object");
-            goto bad;
-        }
-        json_t *re = json_object_get(filter, "regexp"), *jt = json_object_get(filter, "jobtype");
-        jids = json_object_get(filter, "jids");
-        if ((re && !json_is_string(re)) || (jt && !json_is_string(jt)) ||
-            (jids && !json_is_array(jids))) {
-            rb_reply_err(c, "MUTATE: filter has jids (array), regexp (string), jobtype (string)");
-            goto bad;
-        }
-        pattern = re && *json_string_value(re) ? json_string_value(re) : NULL;
-        jobtype = jt && *json_string_value(jt) ? json_string_value(jt) : NULL;
-        if (jids && json_array_size(jids) == 0)
-            jids = NULL;
+    rb_mutation m;
+    rb_err err = {0};
+    if (rb_mutation_parse(o, &m, &err)) {
+        rb_reply_err(c, "%s", rb_err_msg(&err));
+        json_decref(o);
+        return;
     }
     rb_pgreq *r = rb_pgreq_new(RB_PGR_CALL, c);
-    rb_pgcmd_data *d = rb_pgcmd_attach(r, o);
-    if (jids) {
-        d->names = rb_xcalloc(json_array_size(jids), sizeof *d->names);
-        size_t i;
-        json_t *v;
-        json_array_foreach(jids, i, v) {
-            if (json_is_string(v))
-                d->names[d->n_names++] = rb_xstrdup(json_string_value(v));
-        }
-    }
-    d->m = (rb_pg_mutation){.cmd = cmd, .target = st, .pattern = pattern, .jobtype = jobtype};
-    if (jids) {
-        d->m.jids = (const char *const *)d->names;
-        d->m.n_jids = (size_t)d->n_names;
-    }
+    rb_pgcmd_data *d = rb_pgcmd_attach(r, o); /* o outlives m's borrowed strings */
+    d->m = m;
     r->call = mutate_call;
     r->done = mutate_done;
     rb_pgreq_post(c->srv, r);
-    return;
-bad:
-    json_decref(o);
 }
 
 /* --- QUEUE --- */
@@ -248,9 +209,9 @@ static void job_done(rb_srv *srv, rb_pgreq *r)
     json_t *h = j->history ? json_loads(j->history, 0, NULL) : NULL;
     json_object_set_new(v, "history", h ? h : json_array());
     char ts[RB_TIME_STRLEN];
-    bool timed = j->state == RB_PG_SCHEDULED || j->state == RB_PG_RETRIES;
+    bool timed = j->state == RB_JOB_SCHEDULED || j->state == RB_JOB_RETRIES;
     json_object_set_new(v, "next_at", timed ? json_string(rb_time_format(j->due_ms, ts)) : json_null());
-    if (j->state == RB_PG_WORKING) {
+    if (j->state == RB_JOB_WORKING) {
         json_object_set_new(v, "reserved_until", json_string(rb_time_format(j->due_ms, ts)));
         json_object_set_new(v, "wid", j->wid ? json_string(j->wid) : json_null());
     }

@@ -15,11 +15,11 @@ typedef struct rb_pgcmd_data {
     char **texts;     /* PUSH: job texts */
     size_t n_texts;
     bool bulk;        /* PUSHB */
-    char **names;     /* QUEUE names, MUTATE jids (owned) */
+    char **names;     /* QUEUE names (owned) */
     int n_names;
     char verb[16];
     char retry_after[RB_CMD_RETRY_AFTER]; /* FAIL: a numeric retry_after as text */
-    rb_pg_mutation m;
+    rb_mutation m;    /* MUTATE (its jids array owned) */
     rb_pg_filter f;
     rb_pg_info info;
     bool have_info;

@@ -148,11 +148,11 @@ static void ack_done(rb_srv *srv, rb_pgreq *r)
 {
     if (rb_pgcmd_failed(srv, r))
         return;
-    if (r->u.ack.status == RB_PG_DONE)
+    if (r->u.ack.status == RB_JOB_DONE)
         rb_metrics_event_labels(srv->metrics, RB_M_PROCESSED, r->u.ack.labels.queue,
                                 r->u.ack.labels.jobtype);
-    if (r->u.ack.status == RB_PG_OTHER_HOLDER)
-        rb_reply_err(r->c, "job %s is reserved by another worker", r->jid);
+    if (r->u.ack.status == RB_JOB_OTHER_HOLDER)
+        rb_reply_err(r->c, RB_JOB_OTHER_HOLDER_FMT, r->jid);
     else
         rb_reply_ok(r->c); /* done, unknown (Faktory: fine), or never reserved */
     rb_pgreq_finish(srv, r);
@@ -182,14 +182,14 @@ static void fail_done(rb_srv *srv, rb_pgreq *r)
     if (rb_pgcmd_failed(srv, r))
         return;
     switch (r->u.fail.res.status) {
-    case RB_PG_OTHER_HOLDER:
-        rb_reply_err(r->c, "job %s is reserved by another worker", r->jid);
+    case RB_JOB_OTHER_HOLDER:
+        rb_reply_err(r->c, RB_JOB_OTHER_HOLDER_FMT, r->jid);
         break;
-    case RB_PG_MISSING:
-    case RB_PG_NOT_WORKING:
+    case RB_JOB_MISSING:
+    case RB_JOB_NOT_WORKING:
         rb_reply_err(r->c, "Job not found %s", r->jid);
         break;
-    case RB_PG_DONE:
+    case RB_JOB_DONE:
         rb_pgmode_count_failure(srv, &r->u.fail.res);
         rb_reply_ok(r->c);
         break;
@@ -260,13 +260,13 @@ static void ref_done(rb_srv *srv, rb_pgreq *r)
         return;
     rb_pgcmd_data *d = r->data;
     switch (r->u.ref.status) {
-    case RB_PG_MISSING:
+    case RB_JOB_MISSING:
         rb_reply_err(r->c, "%s: job %s not found", d->verb, r->jid);
         break;
-    case RB_PG_OTHER_HOLDER:
-        rb_reply_err(r->c, "job %s is reserved by another worker", r->jid);
+    case RB_JOB_OTHER_HOLDER:
+        rb_reply_err(r->c, RB_JOB_OTHER_HOLDER_FMT, r->jid);
         break;
-    case RB_PG_NOT_WORKING:
+    case RB_JOB_NOT_WORKING:
         rb_reply_err(r->c, "%s: job %s is not working (it is %s)", d->verb, r->jid,
                      rb_job_state_name((rb_job_state)r->u.ref.state));
         break;

@@ -3,36 +3,17 @@
  * state's rows, they are not on the hot path. */
 #include "store/pg_internal.h"
 
-#include <fnmatch.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* The job's JSON matches m's pattern and job type. */
-static bool mutation_matches(const rb_pg_mutation *m, const char *json)
-{
-    if (m->pattern && fnmatch(m->pattern, json, 0) != 0)
-        return false;
-    if (m->jobtype) {
-        json_t *o = json_loads(json, 0, NULL);
-        const char *jt = json_string_value(json_object_get(o, "jobtype"));
-        bool same = jt && !strcmp(jt, m->jobtype);
-        json_decref(o);
-        if (!same)
-            return false;
-    }
-    return true;
-}
-
-int rb_pg_mutate(rb_pg *pg, const rb_pg_mutation *m, int64_t now, size_t *changed, rb_err *err)
+int rb_pg_mutate(rb_pg *pg, const rb_mutation *m, int64_t now, size_t *changed, rb_err *err)
 {
     if (changed)
         *changed = 0;
-    if (!m->cmd || (strcmp(m->cmd, "kill") && strcmp(m->cmd, "requeue") &&
-                    strcmp(m->cmd, "discard") && strcmp(m->cmd, "clear")))
-        return rb_err_set(err, RB_EINVAL, "cmd must be kill, requeue, discard or clear");
-    if (m->target != RB_PG_SCHEDULED && m->target != RB_PG_RETRIES && m->target != RB_PG_DEAD)
-        return rb_err_set(err, RB_EINVAL, "target must be scheduled, retries or dead");
-    int rc = pg_ensure(pg, err);
+    int rc = rb_mutation_check(m, err);
+    if (rc)
+        return rc;
+    rc = pg_ensure(pg, err);
     if (rc)
         return rc;
     bool clear = !strcmp(m->cmd, "clear");
@@ -40,7 +21,7 @@ int rb_pg_mutate(rb_pg *pg, const rb_pg_mutation *m, int64_t now, size_t *change
     snprintf(target, sizeof target, "%d", m->target);
     rb_buf jids = RB_BUF_INIT, chosen = RB_BUF_INIT;
     const char *sel[2] = {target, NULL};
-    if (!clear && m->jids && m->n_jids) {
+    if (!clear && m->jids) { /* an empty list selects nothing */
         pg_arr_begin(&jids);
         for (size_t i = 0; i < m->n_jids; i++)
             pg_arr_str(&jids, m->jids[i]);
@@ -57,7 +38,7 @@ int rb_pg_mutate(rb_pg *pg, const rb_pg_mutation *m, int64_t now, size_t *change
     }
     pg_arr_begin(&chosen);
     for (int i = 0; i < PQntuples(r); i++) {
-        if (clear || mutation_matches(m, PQgetvalue(r, i, 1))) {
+        if (clear || rb_mutation_matches(m, PQgetvalue(r, i, 1))) {
             pg_arr_str(&chosen, PQgetvalue(r, i, 0));
             n++;
         }

@@ -36,40 +36,16 @@
 
 #include "common/error.h"
 #include "config/config.h"
+#include "engine/job_state.h"
+#include "engine/mutation.h"
 #include "policy/policy.h"
 
 /* The schema version this build creates and requires (rb_pg_migrate). */
 #define RB_PG_SCHEMA_VERSION 4
 
-/* Job states as stored: the same numbers as the server's rb_job_state
- * (server/jobs.h). Done and discarded jobs are deleted. */
-enum {
-    RB_PG_SCHEDULED = 1,
-    RB_PG_ENQUEUED = 2,
-    RB_PG_WORKING = 3,
-    RB_PG_RETRIES = 4,
-    RB_PG_DEAD = 5,
-};
-
-/* Job flags as stored (the server's RB_JOB_EXPIRED / RB_JOB_REFETCHED). */
-enum {
-    RB_PG_FLAG_EXPIRED = 1,   /* its last lease expired, not claimed since */
-    RB_PG_FLAG_REFETCHED = 2, /* the current lease follows an expired one (set
-                                 by rb_claim; schema 4's holder check no
-                                 longer reads it, schema 3's did) */
-};
-
-/* Per-job outcome of ACK, FAIL, SNOOZE and EXTEND (docs/protocol.md,
- * "Reservations and late replies"). */
-typedef enum rb_pg_status {
-    RB_PG_DONE = 0,         /* applied */
-    RB_PG_MISSING = 1,      /* no such job (ACK: +OK; others: "not found") */
-    RB_PG_OTHER_HOLDER = 2, /* "-ERR job J is reserved by another worker" */
-    RB_PG_NOOP = 3,         /* +OK, nothing changed: ACK of a never-reserved job,
-                               late FAIL after the lease expired */
-    RB_PG_NOT_WORKING = 4,  /* FAIL: "Job not found"; SNOOZE/EXTEND: "is not
-                               working (it is S)" */
-} rb_pg_status;
+/* Job states, flags and per-job outcomes are the engine's
+ * (engine/job_state.h), stored as the same numbers. Done and discarded jobs
+ * are deleted. */
 
 typedef struct rb_pg rb_pg;
 
@@ -215,7 +191,7 @@ typedef struct rb_pg_failure {
 } rb_pg_failure;
 
 typedef struct rb_pg_fail_result {
-    int status;          /* rb_pg_status */
+    int status;          /* rb_job_status */
     rb_outcome outcome;  /* when DONE */
     int64_t delay_ms;    /* when retried */
     rb_pg_labels labels; /* when DONE: the failed job's */
@@ -263,18 +239,9 @@ int rb_pg_next_due(rb_pg *pg, int64_t *at_ms, rb_err *err);
 
 /* --- administration and reads (pg_admin.c, pg_read.c) --- */
 
-typedef struct rb_pg_mutation {
-    const char *cmd;               /* "kill", "requeue", "discard", "clear" */
-    int target;                    /* RB_PG_SCHEDULED, RB_PG_RETRIES or RB_PG_DEAD */
-    const char *const *jids;       /* filter: these jids only (NULL: any) */
-    size_t n_jids;
-    const char *pattern;           /* filter: fnmatch glob over the job's JSON, or NULL */
-    const char *jobtype;           /* filter: exact job type, or NULL */
-} rb_pg_mutation;
-
 /* MUTATE in one transaction. "clear" ignores the filters. *changed (may be
  * NULL) = jobs that matched. RB_EINVAL for an unknown cmd or target. */
-int rb_pg_mutate(rb_pg *pg, const rb_pg_mutation *m, int64_t now, size_t *changed, rb_err *err);
+int rb_pg_mutate(rb_pg *pg, const rb_mutation *m, int64_t now, size_t *changed, rb_err *err);
 
 /* QUEUE PAUSE / RESUME for the named queues ("*" = every known queue). */
 int rb_pg_queue_pause(rb_pg *pg, const char *const *names, int n, bool paused, rb_err *err);

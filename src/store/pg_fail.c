@@ -84,7 +84,7 @@ static int fail_row(rb_pg *pg, batch *b, pg_locked *row, const rb_pg_failure *in
     b->failures++;
     if (res) {
         memset(res, 0, sizeof *res);
-        res->status = RB_PG_DONE;
+        res->status = RB_JOB_DONE;
         res->outcome = o.d.outcome;
         res->delay_ms = o.d.outcome == RB_OUTCOME_RETRY ? o.d.delay_ms : 0;
         snprintf(res->labels.queue, sizeof res->labels.queue, "%s", row->queue);
@@ -97,8 +97,8 @@ static int fail_row(rb_pg *pg, batch *b, pg_locked *row, const rb_pg_failure *in
         return 0;
     }
     const rb_config *cfg = pg_cfg(pg);
-    int st = o.d.outcome == RB_OUTCOME_RETRY ? RB_PG_RETRIES : RB_PG_DEAD;
-    int64_t due = st == RB_PG_RETRIES ? o.d.retry_at_ms : now + cfg->server.dead_retention_s * 1000;
+    int st = o.d.outcome == RB_OUTCOME_RETRY ? RB_JOB_RETRIES : RB_JOB_DEAD;
+    int64_t due = st == RB_JOB_RETRIES ? o.d.retry_at_ms : now + cfg->server.dead_retention_s * 1000;
     pg_arr_str(&b->jid, row->jid);
     pg_arr_int(&b->state, st);
     pg_arr_int(&b->due, due);
@@ -165,7 +165,7 @@ static int batch_write(rb_pg *pg, batch *b, int64_t now, rb_err *err)
  * not checked (rb_held and rb_ack_labels in pg_schema.c say the same). */
 static bool other_holder(const pg_locked *row, const char *wid)
 {
-    return row->state == RB_PG_WORKING && row->wid && wid && strcmp(row->wid, wid) != 0;
+    return row->state == RB_JOB_WORKING && row->wid && wid && strcmp(row->wid, wid) != 0;
 }
 
 int rb_pg_fail(rb_pg *pg, const rb_pg_failure *f, size_t n, int64_t now,
@@ -200,13 +200,13 @@ int rb_pg_fail(rb_pg *pg, const rb_pg_failure *f, size_t n, int64_t now,
         for (int k = 0; k < nrows && !row; k++)
             if (rows[k].state && !strcmp(rows[k].jid, f[i].ref.jid))
                 row = &rows[k];
-        res[i] = (rb_pg_fail_result){.status = RB_PG_MISSING};
+        res[i] = (rb_pg_fail_result){.status = RB_JOB_MISSING};
         if (!row)
             continue;
         if (other_holder(row, f[i].ref.wid))
-            res[i].status = RB_PG_OTHER_HOLDER;
-        else if (row->state != RB_PG_WORKING)
-            res[i].status = (row->flags & RB_PG_FLAG_EXPIRED) ? RB_PG_NOOP : RB_PG_NOT_WORKING;
+            res[i].status = RB_JOB_OTHER_HOLDER;
+        else if (row->state != RB_JOB_WORKING)
+            res[i].status = (row->flags & RB_JOB_EXPIRED) ? RB_JOB_NOOP : RB_JOB_NOT_WORKING;
         else if ((rc = fail_row(pg, &b, row, &f[i], now, 0, &res[i], err)))
             goto fail;
     }
@@ -247,7 +247,7 @@ int rb_pg_reap(rb_pg *pg, int64_t now, int limit, rb_pg_fail_result *res, int *n
         .message = "the job's reservation expired before ACK or FAIL",
     };
     for (int i = 0; i < nrows; i++)
-        if ((rc = fail_row(pg, &b, &rows[i], &expired, now, RB_PG_FLAG_EXPIRED,
+        if ((rc = fail_row(pg, &b, &rows[i], &expired, now, RB_JOB_EXPIRED,
                            res ? &res[i] : NULL, err)))
             goto fail;
     if ((rc = batch_write(pg, &b, now, err)) || (rc = pg_exec(pg, "COMMIT", err)))

@@ -176,11 +176,11 @@ int rb_pg_ack(rb_pg *pg, const rb_pg_ref *refs, size_t n, int *status, rb_pg_lab
         return err ? err->code : RB_ESTORE;
     size_t got = (size_t)PQntuples(r); /* one row per ref, in order */
     for (size_t i = 0; i < n; i++) {
-        status[i] = i < got ? (int)pg_int(r, (int)i, 0) : RB_PG_MISSING;
+        status[i] = i < got ? (int)pg_int(r, (int)i, 0) : RB_JOB_MISSING;
         if (!labels)
             continue;
         memset(&labels[i], 0, sizeof labels[i]);
-        if (i < got && status[i] == RB_PG_DONE) {
+        if (i < got && status[i] == RB_JOB_DONE) {
             copy_field(r, (int)i, 1, labels[i].queue, sizeof labels[i].queue);
             copy_field(r, (int)i, 2, labels[i].jobtype, sizeof labels[i].jobtype);
         }

@@ -23,7 +23,7 @@ int rb_pg_info_get(rb_pg *pg, rb_pg_info *out, rb_err *err)
     json_t *counts = json_object_get(o, "counts");
     int64_t *slot[] = {NULL, &out->scheduled, &out->enqueued, &out->working, &out->retries,
                        &out->dead};
-    for (int st = RB_PG_SCHEDULED; st <= RB_PG_DEAD; st++) {
+    for (int st = RB_JOB_SCHEDULED; st <= RB_JOB_DEAD; st++) {
         char key[4];
         snprintf(key, sizeof key, "%d", st);
         *slot[st] = json_integer_value(json_object_get(counts, key));
@@ -108,7 +108,7 @@ int rb_pg_jobs(rb_pg *pg, const rb_pg_filter *f, rb_pg_job **out, size_t *n, int
     *out = NULL;
     *n = 0;
     *total = 0;
-    if (f->state < RB_PG_SCHEDULED || f->state > RB_PG_DEAD)
+    if (f->state < RB_JOB_SCHEDULED || f->state > RB_JOB_DEAD)
         return rb_err_set(err, RB_EINVAL, "state must be scheduled, enqueued, working, retries or dead");
     int rc = pg_ensure(pg, err);
     if (rc)

@@ -111,7 +111,7 @@ static const char migration_2[] =
     "  END LOOP;\n"
     "END $$;\n"
 
-    /* ACK: statuses as rb_pg_status, in request order. */
+    /* ACK: statuses as rb_job_status, in request order. */
     "CREATE FUNCTION rb_ack(p_jids text[], p_wids text[], p_shard int) RETURNS int[]\n"
     "LANGUAGE plpgsql AS $$\n"
     "DECLARE st int[] := array_fill(0, ARRAY[coalesce(array_length(p_jids, 1), 0)]);\n"
@@ -151,7 +151,7 @@ static const char migration_2[] =
     "  IF p_failures > 0 THEN PERFORM rb_count('failures', p_shard, p_failures); END IF;\n"
     "END $$;\n"
 
-    /* SNOOZE and EXTEND: (status, state) as rb_pg_status and the job's state. */
+    /* SNOOZE and EXTEND: (status, state) as rb_job_status and the job's state. */
     "CREATE FUNCTION rb_held(p_jid text, p_wid text, OUT status int, OUT state int,\n"
     "  OUT queue text) LANGUAGE plpgsql AS $$\n"
     "#variable_conflict use_column\n"
@@ -275,7 +275,7 @@ static const char migration_2[] =
  * working until they are restarted (docs/distributed.md, upgrading). */
 static const char migration_3[] =
     /* ACK: one row per request, in request order: the status as
-     * rb_pg_status, and for a completed job its queue and its top-level
+     * rb_job_status, and for a completed job its queue and its top-level
      * "jobtype" (at most 127 characters; NULL when not a string). */
     "CREATE FUNCTION rb_ack_labels(p_jids text[], p_wids text[], p_shard int)\n"
     "RETURNS TABLE (status int, queue text, jobtype text)\n"

@@ -341,7 +341,7 @@ Test(pg, version_2_database_is_refused_then_upgraded_in_place)
     int st = -1;
     rb_pg_labels lab;
     cr_assert_eq(rb_pg_ack(pg, &ref, 1, &st, &lab, &err), 0, "%s", rb_err_msg(&err));
-    cr_assert_eq(st, RB_PG_DONE);
+    cr_assert_eq(st, RB_JOB_DONE);
     cr_assert_str_eq(lab.queue, "uq");
     cr_assert_str_eq(lab.jobtype, "Upg");
     char *old = sql1("SELECT rb_ack(ARRAY['nosuchjob'], ARRAY[NULL::text], 0)");
@@ -406,22 +406,22 @@ Test(pg, version_3_database_upgrades_to_the_holder_rule)
     cr_assert_eq(rb_pg_check_schema(pg, &err), 0, "%s", rb_err_msg(&err));
     rb_pg_ref other = {a, "w2"}, holder = {a, "w1"};
     cr_assert_eq(rb_pg_ack(pg, &other, 1, &st, NULL, &err), 0, "%s", rb_err_msg(&err));
-    cr_assert_eq(st, RB_PG_OTHER_HOLDER);
+    cr_assert_eq(st, RB_JOB_OTHER_HOLDER);
     cr_assert_eq(rb_pg_snooze(pg, &other, 0, now, &st, &state, &err), 0, "%s", rb_err_msg(&err));
-    cr_assert_eq(st, RB_PG_OTHER_HOLDER);
+    cr_assert_eq(st, RB_JOB_OTHER_HOLDER);
     cr_assert_eq(rb_pg_extend(pg, &other, 60, now, &st, &state, &err), 0, "%s",
                  rb_err_msg(&err));
-    cr_assert_eq(st, RB_PG_OTHER_HOLDER);
+    cr_assert_eq(st, RB_JOB_OTHER_HOLDER);
     r = sql1("SELECT rb_ack(ARRAY['v3hold001', 'nosuchjob'], ARRAY['w2', 'w2'], 0)");
     cr_assert_str_eq(r, "{2,1}");
     free(r);
     rb_pg_job j;
     cr_assert_eq(rb_pg_job_get(pg, a, &j, &err), 0, "%s", rb_err_msg(&err));
-    cr_assert_eq(j.state, RB_PG_WORKING);
+    cr_assert_eq(j.state, RB_JOB_WORKING);
     cr_assert_str_eq(j.wid, "w1");
     rb_pg_job_release(&j);
     cr_assert_eq(rb_pg_ack(pg, &holder, 1, &st, NULL, &err), 0, "%s", rb_err_msg(&err));
-    cr_assert_eq(st, RB_PG_DONE);
+    cr_assert_eq(st, RB_JOB_DONE);
     int64_t p, f;
     cr_assert_eq(rb_pg_counters(pg, &p, &f, &err), 0);
     cr_assert_eq(p, 2); /* v3hold002 before the upgrade, v3hold001 after */
@@ -510,7 +510,7 @@ Test(pg, claim_records_attempt_lease_holder_and_enqueued_at)
     cr_assert(json_is_string(json_object_get(o, "created_at")), "%s", json);
     json_decref(o);
     rb_pg_job j = get_job(jid);
-    cr_assert_eq(j.state, RB_PG_WORKING);
+    cr_assert_eq(j.state, RB_JOB_WORKING);
     cr_assert_eq(j.attempts, 1);
     cr_assert_str_eq(j.wid, "w7");
     cr_assert_eq(j.due_ms, now + 120000);
@@ -556,7 +556,7 @@ Test(pg, scheduled_jobs_wait_for_promote)
     snprintf(t, sizeof t, "{\"jid\":\"sched0001\",\"jobtype\":\"t\",\"args\":[],\"at\":\"%s\"}", at);
     push(t);
     rb_pg_job j = get_job("sched0001");
-    cr_assert_eq(j.state, RB_PG_SCHEDULED);
+    cr_assert_eq(j.state, RB_JOB_SCHEDULED);
     rb_pg_job_release(&j);
     cr_assert_null(claim("default", "w"));
     int64_t next;
@@ -583,21 +583,21 @@ Test(pg, ack_semantics)
     push("{\"jid\":\"ack000001\",\"jobtype\":\"t\",\"args\":[]}");
     push("{\"jid\":\"ack000002\",\"jobtype\":\"t\",\"args\":[],\"queue\":\"idle\"}");
     push("{\"jid\":\"ack000003\",\"jobtype\":\"t\",\"args\":[],\"queue\":\"anon\"}");
-    cr_assert_eq(ack("ack000002", "w1"), RB_PG_NOOP); /* never reserved */
+    cr_assert_eq(ack("ack000002", "w1"), RB_JOB_NOOP); /* never reserved */
     char *j = claim("default", "w1");
     rb_pg_job before = get_job(j);
-    cr_assert_eq(ack(j, "w2"), RB_PG_OTHER_HOLDER); /* w1 holds it */
+    cr_assert_eq(ack(j, "w2"), RB_JOB_OTHER_HOLDER); /* w1 holds it */
     rb_pg_job after = get_job(j);
-    cr_assert_eq(after.state, RB_PG_WORKING);
+    cr_assert_eq(after.state, RB_JOB_WORKING);
     cr_assert_str_eq(after.wid, "w1");
     cr_assert_eq(after.due_ms, before.due_ms);
     rb_pg_job_release(&before);
     rb_pg_job_release(&after);
-    cr_assert_eq(ack(j, "w1"), RB_PG_DONE);
-    cr_assert_eq(ack(j, "w1"), RB_PG_MISSING);
+    cr_assert_eq(ack(j, "w1"), RB_JOB_DONE);
+    cr_assert_eq(ack(j, "w1"), RB_JOB_MISSING);
     char *k = claim("anon", "w1");
-    cr_assert_eq(ack(k, NULL), RB_PG_DONE); /* no wid: not checked */
-    cr_assert_eq(ack("nosuchjob", NULL), RB_PG_MISSING);
+    cr_assert_eq(ack(k, NULL), RB_JOB_DONE); /* no wid: not checked */
+    cr_assert_eq(ack("nosuchjob", NULL), RB_JOB_MISSING);
     free(j);
     free(k);
     int64_t p, f;
@@ -632,11 +632,11 @@ Test(pg, ack_reports_the_queue_and_jobtype_of_completed_jobs)
     memset(lab, 'x', sizeof lab);
     rb_err err = {0};
     cr_assert_eq(rb_pg_ack(eng, refs, 5, st, lab, &err), 0, "%s", rb_err_msg(&err));
-    cr_assert_eq(st[0], RB_PG_DONE);
-    cr_assert_eq(st[1], RB_PG_NOOP);
-    cr_assert_eq(st[2], RB_PG_DONE);
-    cr_assert_eq(st[3], RB_PG_MISSING);
-    cr_assert_eq(st[4], RB_PG_DONE);
+    cr_assert_eq(st[0], RB_JOB_DONE);
+    cr_assert_eq(st[1], RB_JOB_NOOP);
+    cr_assert_eq(st[2], RB_JOB_DONE);
+    cr_assert_eq(st[3], RB_JOB_MISSING);
+    cr_assert_eq(st[4], RB_JOB_DONE);
     cr_assert_str_eq(lab[0].queue, "lq");
     longtype[RB_PG_JOBTYPE_MAX] = '\0';
     cr_assert_str_eq(lab[0].jobtype, longtype);
@@ -667,7 +667,7 @@ Test(pg, fail_reap_and_promote_report_labels_and_lateness)
     char *a = claim_at(eng, "fq", "w", now, NULL);
     char *b = claim_at(eng, "rq", "w", now, NULL);
     rb_pg_fail_result res = fail_job(a, "w", "Oops");
-    cr_assert_eq(res.status, RB_PG_DONE);
+    cr_assert_eq(res.status, RB_JOB_DONE);
     cr_assert_eq(res.outcome, RB_OUTCOME_RETRY);
     cr_assert_str_eq(res.labels.queue, "fq");
     cr_assert_str_eq(res.labels.jobtype, "Bill");
@@ -676,7 +676,7 @@ Test(pg, fail_reap_and_promote_report_labels_and_lateness)
     rb_err err = {0};
     cr_assert_eq(rb_pg_reap(eng, now + 10000, 4, reaped, &n, &err), 0, "%s", rb_err_msg(&err));
     cr_assert_eq(n, 1);
-    cr_assert_eq(reaped[0].status, RB_PG_DONE);
+    cr_assert_eq(reaped[0].status, RB_JOB_DONE);
     cr_assert_eq(reaped[0].outcome, RB_OUTCOME_DEAD); /* retry -1 */
     cr_assert_str_eq(reaped[0].labels.queue, "rq");
     cr_assert_str_eq(reaped[0].labels.jobtype, "Sync");
@@ -708,25 +708,25 @@ Test(pg, late_replies_after_lease_expiry)
     cr_assert_eq(rb_pg_reap(eng, now + 10000, 100, NULL, &n, &err), 0, "%s", rb_err_msg(&err));
     cr_assert_eq(n, 2);
     rb_pg_job j = get_job(a);
-    cr_assert_eq(j.state, RB_PG_RETRIES);
+    cr_assert_eq(j.state, RB_JOB_RETRIES);
     cr_assert(strstr(j.history, "ReservationExpired"), "%s", j.history);
     rb_pg_job_release(&j);
     /* a late FAIL changes nothing; a late ACK of b (nobody took it) completes it */
-    cr_assert_eq(fail_job(b, "w1", "Late").status, RB_PG_NOOP);
+    cr_assert_eq(fail_job(b, "w1", "Late").status, RB_JOB_NOOP);
     j = get_job(b);
     json_t *h = json_loads(j.history, 0, NULL);
     cr_assert_eq(json_array_size(h), 1);
     json_decref(h);
     rb_pg_job_release(&j);
-    cr_assert_eq(ack(b, "w1"), RB_PG_DONE);
+    cr_assert_eq(ack(b, "w1"), RB_JOB_DONE);
     cr_assert(!job_exists(b));
     /* a is claimed again by w2: w1's late ACK/FAIL is refused */
     cr_assert_eq(rb_pg_promote(eng, now + 20000, 10, NULL, &n, &err), 0);
     char *again = claim_at(eng, "default", "w2", now + 20000, NULL);
     cr_assert_str_eq(again, a);
-    cr_assert_eq(ack(a, "w1"), RB_PG_OTHER_HOLDER);
-    cr_assert_eq(fail_job(a, "w1", "X").status, RB_PG_OTHER_HOLDER);
-    cr_assert_eq(ack(a, "w2"), RB_PG_DONE);
+    cr_assert_eq(ack(a, "w1"), RB_JOB_OTHER_HOLDER);
+    cr_assert_eq(fail_job(a, "w1", "X").status, RB_JOB_OTHER_HOLDER);
+    cr_assert_eq(ack(a, "w2"), RB_JOB_DONE);
     free(a);
     free(b);
     free(again);
@@ -744,11 +744,11 @@ Test(pg, fail_retries_with_history_and_failure_hash)
     int64_t now = rb_now_ms();
     cr_assert_eq(rb_pg_fail(eng, &f, 1, now, &res, &err), 0, "%s", rb_err_msg(&err));
     json_decref((json_t *)f.backtrace);
-    cr_assert_eq(res.status, RB_PG_DONE);
+    cr_assert_eq(res.status, RB_JOB_DONE);
     cr_assert_eq(res.outcome, RB_OUTCOME_RETRY);
     cr_assert_eq(res.delay_ms, 5000);
     rb_pg_job row = get_job(j);
-    cr_assert_eq(row.state, RB_PG_RETRIES);
+    cr_assert_eq(row.state, RB_JOB_RETRIES);
     cr_assert_eq(row.due_ms, now + 5000);
     cr_assert_null(row.wid);
     json_t *o = json_loads(row.json, 0, NULL), *h = json_loads(row.history, 0, NULL);
@@ -767,7 +767,7 @@ Test(pg, fail_retries_with_history_and_failure_hash)
     json_decref(h);
     rb_pg_job_release(&row);
     /* a second FAIL for the same execution is not applied */
-    cr_assert_eq(fail_job(j, "w", "Again").status, RB_PG_NOT_WORKING);
+    cr_assert_eq(fail_job(j, "w", "Again").status, RB_JOB_NOT_WORKING);
     int64_t p, fl;
     cr_assert_eq(rb_pg_counters(eng, &p, &fl, &err), 0);
     cr_assert_eq(fl, 1);
@@ -787,12 +787,12 @@ Test(pg, fail_outcomes_dead_discard_catch)
     cr_assert_eq(fail_job(x, "w", "E").outcome, RB_OUTCOME_DISCARD);
     cr_assert_eq(fail_job(c, "w", "E").outcome, RB_OUTCOME_CATCH);
     rb_pg_job j = get_job(d);
-    cr_assert_eq(j.state, RB_PG_DEAD);
+    cr_assert_eq(j.state, RB_JOB_DEAD);
     cr_assert(j.due_ms > rb_now_ms() + 100LL * 86400 * 1000); /* retention: 180 days */
     rb_pg_job_release(&j);
     cr_assert(!job_exists(x));
     j = get_job(c);
-    cr_assert_eq(j.state, RB_PG_DEAD);
+    cr_assert_eq(j.state, RB_JOB_DEAD);
     rb_pg_job_release(&j);
     char *json;
     char *cj = claim_at(eng, "cq", "w", rb_now_ms(), &json);
@@ -823,27 +823,27 @@ Test(pg, snooze_and_extend)
     int st, state;
     rb_err err = {0};
     cr_assert_eq(rb_pg_extend(eng, &ra, 300, now, &st, &state, &err), 0);
-    cr_assert_eq(st, RB_PG_DONE);
+    cr_assert_eq(st, RB_JOB_DONE);
     rb_pg_job j = get_job(a);
     cr_assert_eq(j.due_ms, now + 300000);
     rb_pg_job_release(&j);
     cr_assert_eq(rb_pg_snooze(eng, &ra, 60, now, &st, &state, &err), 0);
-    cr_assert_eq(st, RB_PG_DONE);
+    cr_assert_eq(st, RB_JOB_DONE);
     j = get_job(a);
-    cr_assert_eq(j.state, RB_PG_SCHEDULED);
+    cr_assert_eq(j.state, RB_JOB_SCHEDULED);
     cr_assert_eq(j.attempts, 0);
     cr_assert_eq(j.due_ms, now + 60000);
     rb_pg_job_release(&j);
     cr_assert_eq(rb_pg_snooze(eng, &rb2, 1, now, &st, &state, &err), 0);
-    cr_assert_eq(st, RB_PG_NOT_WORKING);
-    cr_assert_eq(state, RB_PG_ENQUEUED);
+    cr_assert_eq(st, RB_JOB_NOT_WORKING);
+    cr_assert_eq(state, RB_JOB_ENQUEUED);
     cr_assert_eq(rb_pg_extend(eng, &rx, 1, now, &st, &state, &err), 0);
-    cr_assert_eq(st, RB_PG_MISSING);
+    cr_assert_eq(st, RB_JOB_MISSING);
     /* snooze 0: enqueued again at once */
     char *b = claim("default", "w");
     rb_pg_ref rb3 = {b, NULL};
     cr_assert_eq(rb_pg_snooze(eng, &rb3, 0, now, &st, &state, &err), 0);
-    cr_assert_eq(st, RB_PG_DONE);
+    cr_assert_eq(st, RB_JOB_DONE);
     char *again = claim("default", "w");
     cr_assert_str_eq(again, b);
     free(a);
@@ -862,15 +862,15 @@ Test(pg, fail_snooze_extend_from_another_wid_are_refused)
     rb_pg_ref other = {a, "w2"}, none = {a, NULL};
     int st = -1, state = -1;
     rb_err err = {0};
-    cr_assert_eq(fail_job(a, "w2", "X").status, RB_PG_OTHER_HOLDER);
+    cr_assert_eq(fail_job(a, "w2", "X").status, RB_JOB_OTHER_HOLDER);
     cr_assert_eq(rb_pg_snooze(eng, &other, 0, now, &st, &state, &err), 0, "%s", rb_err_msg(&err));
-    cr_assert_eq(st, RB_PG_OTHER_HOLDER);
-    cr_assert_eq(state, RB_PG_WORKING);
+    cr_assert_eq(st, RB_JOB_OTHER_HOLDER);
+    cr_assert_eq(state, RB_JOB_WORKING);
     cr_assert_eq(rb_pg_extend(eng, &other, 600, now, &st, &state, &err), 0, "%s",
                  rb_err_msg(&err));
-    cr_assert_eq(st, RB_PG_OTHER_HOLDER);
+    cr_assert_eq(st, RB_JOB_OTHER_HOLDER);
     rb_pg_job after = get_job(a);
-    cr_assert_eq(after.state, RB_PG_WORKING);
+    cr_assert_eq(after.state, RB_JOB_WORKING);
     cr_assert_str_eq(after.wid, "w1");
     cr_assert_eq(after.attempts, before.attempts);
     cr_assert_eq(after.due_ms, before.due_ms);
@@ -883,11 +883,11 @@ Test(pg, fail_snooze_extend_from_another_wid_are_refused)
     /* no wid: not checked */
     cr_assert_eq(rb_pg_extend(eng, &none, 600, now, &st, &state, &err), 0, "%s",
                  rb_err_msg(&err));
-    cr_assert_eq(st, RB_PG_DONE);
+    cr_assert_eq(st, RB_JOB_DONE);
     after = get_job(a);
     cr_assert_eq(after.due_ms, now + 600000);
     rb_pg_job_release(&after);
-    cr_assert_eq(fail_job(a, NULL, "X").status, RB_PG_DONE);
+    cr_assert_eq(fail_job(a, NULL, "X").status, RB_JOB_DONE);
     free(a);
 }
 
@@ -915,30 +915,30 @@ Test(pg, mutate_with_filters)
     rb_err err = {0};
     size_t changed = 0;
     const char *one[] = {"mua0000", "nosuchjob"};
-    rb_pg_mutation kill = {.cmd = "kill", .target = RB_PG_RETRIES, .jids = one, .n_jids = 2};
+    rb_mutation kill = {.cmd = "kill", .target = RB_JOB_RETRIES, .jids = one, .n_jids = 2};
     cr_assert_eq(rb_pg_mutate(eng, &kill, rb_now_ms(), &changed, &err), 0, "%s", rb_err_msg(&err));
     cr_assert_eq(changed, 1);
     rb_pg_job j = get_job("mua0000");
-    cr_assert_eq(j.state, RB_PG_DEAD);
+    cr_assert_eq(j.state, RB_JOB_DEAD);
     rb_pg_job_release(&j);
-    rb_pg_mutation req = {.cmd = "requeue", .target = RB_PG_RETRIES, .jobtype = "beta"};
+    rb_mutation req = {.cmd = "requeue", .target = RB_JOB_RETRIES, .jobtype = "beta"};
     cr_assert_eq(rb_pg_mutate(eng, &req, rb_now_ms(), &changed, &err), 0);
     cr_assert_eq(changed, 2);
     j = get_job("mub0001");
-    cr_assert_eq(j.state, RB_PG_ENQUEUED);
+    cr_assert_eq(j.state, RB_JOB_ENQUEUED);
     rb_pg_job_release(&j);
-    rb_pg_mutation disc = {.cmd = "discard", .target = RB_PG_RETRIES, .pattern = "*\"args\":\\[2\\]*"};
+    rb_mutation disc = {.cmd = "discard", .target = RB_JOB_RETRIES, .pattern = "*\"args\":\\[2\\]*"};
     cr_assert_eq(rb_pg_mutate(eng, &disc, rb_now_ms(), &changed, &err), 0);
     cr_assert_eq(changed, 1);
     cr_assert(!job_exists("mua0002"));
     cr_assert(job_exists("mua0001"));
-    rb_pg_mutation clear = {.cmd = "clear", .target = RB_PG_DEAD, .jobtype = "ignored"};
+    rb_mutation clear = {.cmd = "clear", .target = RB_JOB_DEAD, .jobtype = "ignored"};
     cr_assert_eq(rb_pg_mutate(eng, &clear, rb_now_ms(), &changed, &err), 0);
     cr_assert_eq(changed, 1);
     cr_assert(!job_exists("mua0000"));
-    rb_pg_mutation bad = {.cmd = "explode", .target = RB_PG_DEAD};
+    rb_mutation bad = {.cmd = "explode", .target = RB_JOB_DEAD};
     cr_assert_eq(rb_pg_mutate(eng, &bad, rb_now_ms(), &changed, &err), RB_EINVAL);
-    bad = (rb_pg_mutation){.cmd = "kill", .target = RB_PG_WORKING};
+    bad = (rb_mutation){.cmd = "kill", .target = RB_JOB_WORKING};
     cr_assert_eq(rb_pg_mutate(eng, &bad, rb_now_ms(), &changed, &err), RB_EINVAL);
 }
 
@@ -995,7 +995,7 @@ Test(pg, info_jobs_listing_flush)
     cr_assert_eq(in.dead, 0);
     cr_assert_eq(in.failures, 2);
     rb_pg_info_release(&in);
-    rb_pg_filter f = {.state = RB_PG_ENQUEUED, .limit = 10};
+    rb_pg_filter f = {.state = RB_JOB_ENQUEUED, .limit = 10};
     rb_pg_job *jobs;
     size_t n;
     int64_t total;
@@ -1006,17 +1006,17 @@ Test(pg, info_jobs_listing_flush)
     cr_assert_str_eq(jobs[0].jid, "enq000002"); /* higher priority first */
     cr_assert(strstr(jobs[0].json, "enqueued_at"));
     rb_pg_jobs_free(jobs, n);
-    f = (rb_pg_filter){.state = RB_PG_RETRIES, .errtype = "E", .offset = 1, .limit = 10};
+    f = (rb_pg_filter){.state = RB_JOB_RETRIES, .errtype = "E", .offset = 1, .limit = 10};
     cr_assert_eq(rb_pg_jobs(eng, &f, &jobs, &n, &total, &err), 0);
     cr_assert_eq(n, 1);
     cr_assert_eq(total, 2);
     rb_pg_jobs_free(jobs, n);
-    f = (rb_pg_filter){.state = RB_PG_RETRIES, .jobtype = "beta", .limit = 10};
+    f = (rb_pg_filter){.state = RB_JOB_RETRIES, .jobtype = "beta", .limit = 10};
     cr_assert_eq(rb_pg_jobs(eng, &f, &jobs, &n, &total, &err), 0);
     cr_assert_eq(n, 0);
     cr_assert_eq(total, 0);
     rb_pg_jobs_free(jobs, n);
-    f = (rb_pg_filter){.state = RB_PG_ENQUEUED, .limit = 0};
+    f = (rb_pg_filter){.state = RB_JOB_ENQUEUED, .limit = 0};
     cr_assert_eq(rb_pg_jobs(eng, &f, &jobs, &n, &total, &err), 0);
     cr_assert_eq(total, 2);
     rb_pg_jobs_free(jobs, n);
@@ -1246,7 +1246,7 @@ static void *decide_all(void *arg)
         if ((d->rc = rb_pg_fail(d->pg, f, 5, d->now, res, &err)))
             return NULL;
         for (int k = 0; k < 5; k++)
-            d->applied += res[k].status == RB_PG_DONE;
+            d->applied += res[k].status == RB_JOB_DONE;
     }
     return NULL;
 }
@@ -1312,7 +1312,7 @@ Test(pg, lost_database_errors_then_reconnects_and_keeps_acknowledged_work)
         cr_assert_eq(push(t), 0);
     }
     char *done = claim("default", "w");
-    cr_assert_eq(ack(done, "w"), RB_PG_DONE);
+    cr_assert_eq(ack(done, "w"), RB_JOB_DONE);
     cr_assert(rbpg_stop(&cluster));
     rb_err err = {0};
     rb_pg_info in;
@@ -1340,7 +1340,7 @@ Test(pg, lost_database_errors_then_reconnects_and_keeps_acknowledged_work)
     /* and work resumes */
     char *j = claim("default", "w");
     cr_assert(j);
-    cr_assert_eq(ack(j, "w"), RB_PG_DONE);
+    cr_assert_eq(ack(j, "w"), RB_JOB_DONE);
     free(j);
     free(done);
 }
@@ -1441,7 +1441,7 @@ static void *load_work(void *arg)
             break;
         }
         for (int i = 0; i < na; i++)
-            if (st[i] == RB_PG_DONE)
+            if (st[i] == RB_JOB_DONE)
                 __atomic_add_fetch(&nd->acked[load_index(acks[i].jid)], 1, __ATOMIC_SEQ_CST);
         rb_pg_claimed_free(c, n);
         if (n == 0) {
@@ -1505,7 +1505,7 @@ Test(pg, three_nodes_random_failures_each_job_once_or_dead_by_policy, .timeout =
         cr_assert_eq(execs[i], dead ? 3 : fails_expected + 1, "job %d ran %d times", i, execs[i]);
         if (dead) {
             rb_pg_job j = get_job(jids[i]);
-            cr_assert_eq(j.state, RB_PG_DEAD);
+            cr_assert_eq(j.state, RB_JOB_DEAD);
             cr_assert_eq(j.attempts, 3);
             rb_pg_job_release(&j);
         } else {

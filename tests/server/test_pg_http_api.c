@@ -90,6 +90,10 @@ HTTP_TEST(metrics_count_expired_reservations_with_labels)
     cr_assert_str_eq(json_string_value(json_object_get(j, "jid")), "jobid-x1");
     json_decref(j);
     rbh_resp *r = metrics_until("rebound_jobs_failed_total{queue=\"xq\",jobtype=\"Slow\"} ", 1);
+    rbh_resp_free(r);
+    /* the state gauges are read from the database apart from the counters:
+     * wait for them too */
+    r = metrics_until("rebound_jobs{state=\"dead\"} ", 1);
     cr_assert(strstr(r->body, "rebound_jobs_failed_total{queue=\"xq\",jobtype=\"Slow\"} 1\n"),
               "%s", r->body);
     cr_assert(strstr(r->body, "rebound_jobs_dead_total{queue=\"xq\",jobtype=\"Slow\"} 1\n"),

@@ -77,6 +77,10 @@ SERVER_TEST(mutate_kill_requeue_discard_with_filters)
     st = rbh_job_state(C, "alpha-0000");
     cr_assert_str_eq(st, "scheduled");
     free(st);
+    /* a jids filter whose entries name no job selects nothing (it is not
+     * "no filter": once, distributed mode discarded every scheduled job) */
+    cr_assert(rbh_expect(C, "+OK", "MUTATE {\"cmd\":\"discard\",\"target\":\"scheduled\",\"filter\":{\"jids\":[1,null]}}"));
+    cr_assert_eq(rbh_info_int(C, "faktory.tasks.Scheduled.size"), 1);
     /* requeue from dead */
     cr_assert(rbh_expect(C, "+OK", "MUTATE {\"cmd\":\"requeue\",\"target\":\"dead\",\"filter\":{\"jids\":[\"beta-0000\"]}}"));
     st = rbh_job_state(C, "beta-0000");

@@ -1,0 +1,51 @@
+/* The job engine's vocabulary, shared by both backends (the in-memory
+ * indexes with SQLite, and PostgreSQL): a job's states and flags as they
+ * are stored, and the outcome of an operation on one job (ACK, FAIL,
+ * SNOOZE, EXTEND) with its reply text. Plain data and pure functions: any
+ * thread may use them. */
+#ifndef RB_ENGINE_JOB_STATE_H
+#define RB_ENGINE_JOB_STATE_H
+
+/* Stored as integers by SQLite and PostgreSQL alike: never renumber. */
+typedef enum rb_job_state {
+    RB_JOB_PENDING = 0,   /* pushed, its commit not yet done: invisible */
+    RB_JOB_SCHEDULED = 1, /* waiting for `at` (or snoozed) */
+    RB_JOB_ENQUEUED = 2,
+    RB_JOB_WORKING = 3,   /* reserved by a worker until its lease ends */
+    RB_JOB_RETRIES = 4,   /* failed, waiting for its retry time */
+    RB_JOB_DEAD = 5,      /* kept until its retention ends */
+} rb_job_state;
+
+/* Job flags, stored as an integer bit set: never renumber. */
+enum {
+    RB_JOB_EXPIRED = 1,   /* its last reservation expired, not fetched since */
+    RB_JOB_REFETCHED = 2, /* the current reservation follows an expired one
+                             (recorded; nothing reads it since PostgreSQL
+                             schema 4: the holder check covers every working
+                             job, and schema 3's FAIL read it) */
+};
+
+/* The outcome of ACK, FAIL, SNOOZE or EXTEND on one job (docs/protocol.md,
+ * "Reservations and late replies"). Stored nowhere, but PostgreSQL's
+ * functions return these numbers: never renumber. */
+typedef enum rb_job_status {
+    RB_JOB_DONE = 0,         /* applied */
+    RB_JOB_MISSING = 1,      /* no such job (ACK: +OK; others: not found) */
+    RB_JOB_OTHER_HOLDER = 2, /* another worker holds it: nothing changed */
+    RB_JOB_NOOP = 3,         /* +OK, nothing changed: ACK of a never-reserved
+                                job, late FAIL after the lease expired */
+    RB_JOB_NOT_WORKING = 4,  /* FAIL: not found; SNOOZE/EXTEND: is not working */
+} rb_job_status;
+
+/* The reply to an operation refused because another worker holds the job
+ * (RB_JOB_OTHER_HOLDER): a printf format taking the jid. */
+#define RB_JOB_OTHER_HOLDER_FMT "job %s is reserved by another worker"
+
+/* A state's name as clients see it ("scheduled", ...; "unknown" out of
+ * range). Static storage. */
+const char *rb_job_state_name(rb_job_state st);
+/* The state a name stands for (JOBS, MUTATE targets, the HTTP API), PENDING
+ * excluded; -1 if unknown. */
+int rb_job_state_parse(const char *s);
+
+#endif
