@@ -9,7 +9,7 @@
 #include "common/buf.h"
 #include "common/timeutil.h"
 #include "common/version.h"
-#include "engine/mutation.h"
+#include "engine/engine.h"
 #include "server/log.h"
 
 long rb_cmd_rss_mb(void)
@@ -104,84 +104,44 @@ void rb_cmd_info(rb_conn *c, char *arg)
     rb_reply_json(c, info);
 }
 
+/* FLUSH and MUTATE reply +OK once their change is durable. */
+static void ok_done(rb_srv *srv, rb_eng_op *op)
+{
+    if (rb_eng_failed(srv, op))
+        return;
+    if (op->kind == RB_ENG_FLUSH)
+        rb_log(RB_LOG_INFO, "FLUSH: every job and counter deleted");
+    else
+        rb_log(RB_LOG_INFO, "MUTATE %s %s: %zu jobs", op->u.mutate.m.cmd,
+               rb_job_state_name(op->u.mutate.m.target), op->u.mutate.changed);
+    rb_reply_ok(op->c);
+    rb_eng_op_finish(srv, op);
+}
+
 void rb_cmd_flush(rb_conn *c, char *arg)
 {
     (void)arg;
-    rb_srv *srv = c->srv;
-    uint64_t seq = srv->jobs.next_seq;
-    rb_jobs_release(&srv->jobs);
-    rb_jobs_init(&srv->jobs);
-    srv->jobs.next_seq = seq;
-    srv->total_processed = srv->total_failures = 0;
-    rb_writer_clear(srv->writer);
-    rb_log(RB_LOG_INFO, "FLUSH: every job and counter deleted");
-    rb_srv_reply_after_commit(srv, c);
+    rb_eng_submit(c->srv, rb_eng_op_new(RB_ENG_FLUSH, c, ok_done));
 }
 
 /* --- MUTATE --- */
 
-/* A mutation being applied on the single node. */
-typedef struct mutation {
-    const rb_mutation *req;
-    int64_t now;
-    size_t changed;
-} mutation;
-
-static void mutate_one(rb_srv *srv, mutation *m, rb_job *j)
-{
-    m->changed++;
-    const char *cmd = m->req->cmd;
-    if (!strcmp(cmd, "discard") || !strcmp(cmd, "clear")) {
-        rb_srv_forget(srv, j);
-        return;
-    }
-    if (!strcmp(cmd, "kill")) {
-        if (j->state == RB_JOB_DEAD)
-            return;
-        rb_jobs_set_state(&srv->jobs, j, RB_JOB_DEAD,
-                          m->now + srv->cfg.server.dead_retention_s * 1000);
-    } else { /* requeue */
-        j->flags = 0;
-        rb_srv_enqueue(srv, j, m->now, m->now);
-    }
-    rb_srv_persist(srv, j);
-}
-
 void rb_cmd_mutate(rb_conn *c, char *arg)
 {
-    rb_srv *srv = c->srv;
     json_t *o = rb_cmd_json_arg(c, "MUTATE", arg, JSON_OBJECT);
     if (!o)
         return;
-    rb_mutation req;
+    rb_mutation m;
     rb_err err = {0};
-    if (rb_mutation_parse(o, &req, &err)) {
+    if (rb_mutation_parse(o, &m, &err)) {
         rb_reply_err(c, "%s", rb_err_msg(&err));
         json_decref(o);
         return;
     }
-    mutation m = {.req = &req, .now = rb_now_ms()};
-    if (req.jids) {
-        for (size_t i = 0; i < req.n_jids; i++) {
-            rb_job *j = rb_jobs_find(&srv->jobs, req.jids[i]);
-            if (j && (int)j->state == req.target && rb_mutation_matches(&req, j->json))
-                mutate_one(srv, &m, j);
-        }
-    } else {
-        rb_list *l = rb_jobs_state_list(&srv->jobs, req.target);
-        for (rb_link *e = l->head, *next; e; e = next) {
-            next = e->next;
-            rb_job *j = rb_job_of_link(e);
-            if (rb_mutation_matches(&req, j->json))
-                mutate_one(srv, &m, j);
-        }
-    }
-    rb_log(RB_LOG_INFO, "MUTATE %s %s: %zu jobs", req.cmd, rb_job_state_name(req.target),
-           m.changed);
-    rb_mutation_release(&req);
-    rb_srv_reply_after_commit(srv, c);
-    rb_srv_kick(srv);
-    json_decref(o);
+    rb_eng_op *op = rb_eng_op_new(RB_ENG_MUTATE, c, ok_done);
+    op->u.mutate.m = m;
+    op->json = o; /* m borrows its strings */
+    rb_eng_submit(c->srv, op);
 }
 
 /* --- QUEUE --- */
@@ -456,13 +416,6 @@ void rb_cmd_workers(rb_conn *c, char *arg)
 }
 
 /* --- shared with the HTTP API (srv.h) --- */
-
-void rb_srv_mutate_job(rb_srv *srv, rb_job *j, const char *cmd, int64_t now)
-{
-    rb_mutation req = {.cmd = cmd};
-    mutation m = {.req = &req, .now = now};
-    mutate_one(srv, &m, j);
-}
 
 void rb_srv_queue_pause(rb_srv *srv, rb_queue *q, bool paused)
 {

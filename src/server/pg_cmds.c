@@ -24,7 +24,6 @@ void rb_pgcmd_data_free(void *p)
     for (int i = 0; i < d->n_names; i++)
         free(d->names[i]);
     free(d->names);
-    rb_mutation_release(&d->m);
     if (d->have_info)
         rb_pg_info_release(&d->info);
     if (d->have_job)
@@ -69,8 +68,6 @@ static const struct {
     {rb_cmd_snooze, rb_pgcmd_snooze},
     {rb_cmd_extend, rb_pgcmd_extend},
     {rb_cmd_info, rb_pgcmd_info},
-    {rb_cmd_flush, rb_pgcmd_flush},
-    {rb_cmd_mutate, rb_pgcmd_mutate},
     {rb_cmd_queue, rb_pgcmd_queue},
     {rb_cmd_job, rb_pgcmd_job},
     {rb_cmd_jobs, rb_pgcmd_jobs},

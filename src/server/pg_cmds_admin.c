@@ -64,66 +64,6 @@ void rb_pgcmd_info(rb_conn *c, char *arg)
     post_call(c, NULL, info_call, info_done);
 }
 
-static void flush_call(rb_pg *pg, rb_pgreq *r)
-{
-    r->rc = rb_pg_flush(pg, &r->err);
-}
-
-static void ok_done(rb_srv *srv, rb_pgreq *r)
-{
-    if (rb_pgcmd_failed(srv, r))
-        return;
-    rb_reply_ok(r->c);
-    rb_pgreq_finish(srv, r);
-}
-
-void rb_pgcmd_flush(rb_conn *c, char *arg)
-{
-    (void)arg;
-    rb_log(RB_LOG_INFO, "FLUSH: every job and counter deleted (cluster-wide)");
-    post_call(c, NULL, flush_call, ok_done);
-}
-
-/* --- MUTATE --- */
-
-static void mutate_call(rb_pg *pg, rb_pgreq *r)
-{
-    rb_pgcmd_data *d = r->data;
-    r->rc = rb_pg_mutate(pg, &d->m, rb_now_ms(), &d->changed, &r->err);
-}
-
-static void mutate_done(rb_srv *srv, rb_pgreq *r)
-{
-    if (rb_pgcmd_failed(srv, r))
-        return;
-    rb_pgcmd_data *d = r->data;
-    rb_log(RB_LOG_INFO, "MUTATE %s: %zu jobs", d->m.cmd, d->changed);
-    rb_reply_ok(r->c);
-    if (!strcmp(d->m.cmd, "requeue"))
-        rb_pgmode_kick(srv, NULL, 0);
-    rb_pgreq_finish(srv, r);
-}
-
-void rb_pgcmd_mutate(rb_conn *c, char *arg)
-{
-    json_t *o = rb_cmd_json_arg(c, "MUTATE", arg, JSON_OBJECT);
-    if (!o)
-        return;
-    rb_mutation m;
-    rb_err err = {0};
-    if (rb_mutation_parse(o, &m, &err)) {
-        rb_reply_err(c, "%s", rb_err_msg(&err));
-        json_decref(o);
-        return;
-    }
-    rb_pgreq *r = rb_pgreq_new(RB_PGR_CALL, c);
-    rb_pgcmd_data *d = rb_pgcmd_attach(r, o); /* o outlives m's borrowed strings */
-    d->m = m;
-    r->call = mutate_call;
-    r->done = mutate_done;
-    rb_pgreq_post(c->srv, r);
-}
-
 /* --- QUEUE --- */
 
 static void queue_call(rb_pg *pg, rb_pgreq *r)

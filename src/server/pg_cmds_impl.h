@@ -19,7 +19,6 @@ typedef struct rb_pgcmd_data {
     int n_names;
     char verb[16];
     char retry_after[RB_CMD_RETRY_AFTER]; /* FAIL: a numeric retry_after as text */
-    rb_mutation m;    /* MUTATE (its jids array owned) */
     rb_pg_filter f;
     rb_pg_info info;
     bool have_info;
@@ -50,8 +49,6 @@ void rb_pgcmd_fail(rb_conn *c, char *arg);
 void rb_pgcmd_snooze(rb_conn *c, char *arg);
 void rb_pgcmd_extend(rb_conn *c, char *arg);
 void rb_pgcmd_info(rb_conn *c, char *arg);
-void rb_pgcmd_flush(rb_conn *c, char *arg);
-void rb_pgcmd_mutate(rb_conn *c, char *arg);
 void rb_pgcmd_queue(rb_conn *c, char *arg);
 void rb_pgcmd_job(rb_conn *c, char *arg);
 void rb_pgcmd_jobs(rb_conn *c, char *arg);

@@ -5,6 +5,8 @@
  * saw to the loop's /metrics, and the FETCH life cycle on top of them. */
 #include "server/pgmode.h"
 
+#include "engine/engine.h"
+
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
@@ -728,6 +730,7 @@ int rb_pgmode_open(rb_srv *srv, rb_err *err)
     pthread_cond_init(&pm->maint_cv, &ca);
     pthread_condattr_destroy(&ca);
     srv->pgm = pm;
+    srv->backend = &rb_backend_pg;
     int rc = open_engine(srv, false, &pm->work[0], err);
     if (!rc) {
         rc = rb_pg_check_schema(pm->work[0], err);
@@ -844,6 +847,7 @@ void rb_pgmode_free(rb_srv *srv)
     pthread_cond_destroy(&pm->maint_cv);
     free(pm);
     srv->pgm = NULL;
+    srv->backend = &rb_backend_mem;
 }
 
 /* --- FETCH --- */

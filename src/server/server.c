@@ -16,6 +16,7 @@
 
 #include "common/buf.h"
 #include "common/timeutil.h"
+#include "engine/engine.h"
 #include "server/http.h"
 #include "server/log.h"
 #include "server/metrics.h"
@@ -286,6 +287,7 @@ rb_srv *rb_srv_alloc(void)
     srv->armed_ms = INT64_MAX;
     srv->started_ms = rb_now_ms();
     srv->metrics = rb_metrics_new();
+    srv->backend = &rb_backend_mem;
     rb_jobs_init(&srv->jobs);
     rb_table_init(&srv->workers, offsetof(rb_worker, hnext), worker_key);
     rb_rng_seed_os(&srv->rng);

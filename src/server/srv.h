@@ -86,6 +86,8 @@ struct rb_srv {
                                  * from http_tls_cert (freed when != tls); NULL: plain HTTP */
     struct event *accept_ev;    /* re-enables the listener after EMFILE (server.c) */
     struct rb_pgmode *pgm;      /* distributed mode (server/pgmode.h), else NULL */
+    const struct rb_backend *backend; /* the job engine's backend (engine/engine.h):
+                                       * rb_backend_mem, or rb_backend_pg with pgm */
 };
 
 /* --- server.c: the in-memory server, without a listener or signals ---

@@ -453,6 +453,12 @@ Test(nodes, lost_database_answers_errors_then_resumes)
     r = rbh_cmd(c, "FETCH default");
     cr_assert(r && !strncmp(r, "-ERR storage error", 18), "FETCH without a database: %s", r);
     free(r);
+    r = rbh_cmd(c, "MUTATE {\"cmd\":\"kill\",\"target\":\"retries\"}");
+    cr_assert(r && !strncmp(r, "-ERR storage error", 18), "MUTATE without a database: %s", r);
+    free(r);
+    r = rbh_cmd(c, "FLUSH");
+    cr_assert(r && !strncmp(r, "-ERR storage error", 18), "FLUSH without a database: %s", r);
+    free(r);
     /* A connected worker's BEAT is answered by the node; a wid it has no
      * connection from needs the registry: an error like the others. A
      * worker's HELLO still succeeds (recorded by its BEATs once back). */

@@ -121,3 +121,37 @@ Test(srv_memory, injected_commit_failure_is_a_storage_error_and_undone)
     rb_srv_free(srv);
     close(sv[1]);
 }
+
+/* MUTATE and FLUSH whose commit fails answer the storage error too. */
+Test(srv_memory, admin_commit_failure_is_a_storage_error)
+{
+    rb_log_set_level((rb_log_level)(RB_LOG_ERROR + 1)); /* "commit failed" is expected */
+    rb_srv *srv = rb_srv_alloc();
+    rb_config_init(&srv->cfg);
+    rb_store *store = rb_store_null_new();
+    rb_store_null_fail_commits(store, 6); /* commits 1 and 2 */
+    rb_err err = {0};
+    cr_assert_eq(rb_srv_recover(srv, store, &err), 0, "%s", err.msg);
+    rb_srv_loop_new(srv);
+    int sv[2];
+    cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    fcntl(sv[0], F_SETFL, O_NONBLOCK);
+    fcntl(sv[1], F_SETFL, O_NONBLOCK);
+    rb_conn_accept(srv, sv[0]);
+    free(exchange(srv, sv[1], "HELLO {\"v\":2}\r\n", 2));
+    char *r = exchange(srv, sv[1], "PUSH {\"jid\":\"mem-00000003\",\"jobtype\":\"t\",\"args\":[],"
+                                   "\"at\":\"2999-01-01T00:00:00Z\"}\r\n", 1);
+    cr_assert_str_eq(r, "+OK\r\n"); /* commit 0 */
+    free(r);
+    r = exchange(srv, sv[1], "MUTATE {\"cmd\":\"kill\",\"target\":\"scheduled\"}\r\n", 1);
+    cr_assert(!strncmp(r, "-ERR storage error: null store: commit 1 fails", 46), "got %s", r);
+    free(r);
+    r = exchange(srv, sv[1], "FLUSH\r\n", 1);
+    cr_assert(!strncmp(r, "-ERR storage error: null store: commit 2 fails", 46), "got %s", r);
+    free(r);
+    r = exchange(srv, sv[1], "FLUSH\r\n", 1);
+    cr_assert_str_eq(r, "+OK\r\n");
+    free(r);
+    rb_srv_free(srv);
+    close(sv[1]);
+}

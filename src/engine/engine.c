@@ -1,0 +1,82 @@
+/* An operation's life on the loop thread (engine.h): made, submitted to
+ * the server's backend, completed, finished. */
+#include "engine/engine.h"
+
+#include <stdlib.h>
+
+#include "common/buf.h"
+#include "common/timeutil.h"
+#include "server/srv.h"
+
+rb_eng_op *rb_eng_op_new(rb_eng_kind kind, rb_conn *c, void (*done)(rb_srv *, rb_eng_op *))
+{
+    rb_eng_op *op = rb_xcalloc(1, sizeof *op);
+    op->kind = kind;
+    op->c = c;
+    op->done = done;
+    return op;
+}
+
+void rb_eng_submit(rb_srv *srv, rb_eng_op *op)
+{
+    if (op->c) {
+        op->c->busy = true;
+        op->c->refs++;
+    }
+    op->srv = srv;
+    op->now = rb_now_ms();
+    const rb_backend *b = srv->backend;
+    switch (op->kind) {
+    case RB_ENG_FLUSH:
+        b->flush(srv, op);
+        return;
+    case RB_ENG_MUTATE:
+        b->mutate(srv, op);
+        return;
+    case RB_ENG_KINDS:
+        break;
+    }
+    abort(); /* an op kind without a backend function: a programming error */
+}
+
+void rb_eng_complete(rb_srv *srv, rb_eng_op *op)
+{
+    op->done(srv, op);
+}
+
+static void op_free(rb_eng_op *op)
+{
+    if (op->kind == RB_ENG_MUTATE)
+        rb_mutation_release(&op->u.mutate.m);
+    json_decref(op->json);
+    if (op->arg_free)
+        op->arg_free(op->arg);
+    free(op);
+}
+
+void rb_eng_op_finish(rb_srv *srv, rb_eng_op *op)
+{
+    (void)srv;
+    rb_conn *c = op->c;
+    op_free(op);
+    if (c) {
+        rb_conn_done(c);
+        rb_conn_unref(c);
+    }
+}
+
+bool rb_eng_failed(rb_srv *srv, rb_eng_op *op)
+{
+    if (!op->rc)
+        return false;
+    if (op->c) {
+        bool store = op->rc == RB_ESTORE || op->rc == RB_EIO || op->rc == RB_ECONN ||
+                     op->rc == RB_ENOMEM || op->rc == RB_ETIMEDOUT;
+        if (store)
+            rb_reply_err(op->c, "storage error: %s", rb_err_msg(&op->err));
+        else
+            rb_reply_err(op->c, "%s", rb_err_msg(&op->err));
+    }
+    rb_eng_op_finish(srv, op);
+    return true;
+}

@@ -1,0 +1,108 @@
+/* The job engine: the one interface the protocol handlers and the HTTP API
+ * call to change or read jobs, whichever backend holds them (the in-memory
+ * indexes with the SQLite log on a single node, server/backend_mem.c; the
+ * shared PostgreSQL database in distributed mode, server/backend_pg.c).
+ *
+ * An operation is asynchronous. The caller makes an rb_eng_op (its kind,
+ * its arguments, who waits, what runs when it is done), submits it, and
+ * returns; the backend applies it and, once the change is durable (or has
+ * failed), runs op->done on the loop thread, which replies and ends with
+ * rb_eng_op_finish(). The rules every backend shares (what a request means,
+ * the checks and the reply texts) live in src/engine/, written once; a
+ * backend only stores and selects.
+ *
+ * Threads: everything here runs on the event loop's thread. A backend may
+ * do its work on other threads (PostgreSQL's database threads), but hands
+ * the op back to the loop before done runs.
+ *
+ * Adding an operation: a kind below, its arguments and results in the
+ * union, one function per backend in rb_backend, and the handler(s) that
+ * submit it (docs/hacking.md walks through one). */
+#ifndef RB_ENGINE_ENGINE_H
+#define RB_ENGINE_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "common/error.h"
+#include "engine/job_state.h"
+#include "engine/mutation.h"
+
+typedef struct rb_srv rb_srv;
+typedef struct rb_conn rb_conn;
+typedef struct rb_eng_op rb_eng_op;
+
+typedef enum rb_eng_kind {
+    RB_ENG_FLUSH,  /* delete every job and counter */
+    RB_ENG_MUTATE, /* u.mutate: MUTATE's kill/requeue/discard/clear */
+    RB_ENG_KINDS
+} rb_eng_kind;
+
+/* Whether a failed operation changed anything: a caller that retries needs
+ * to know. */
+typedef enum rb_eng_applied {
+    RB_ENG_NOT_APPLIED = 0, /* nothing changed (bad request, or refused) */
+    RB_ENG_APPLIED = 1,     /* the change is durable */
+    RB_ENG_UNKNOWN = 2,     /* the store failed mid-way: it may or may not be */
+} rb_eng_applied;
+
+struct rb_eng_op {
+    rb_eng_kind kind;
+    /* The protocol connection that waits for this op, or NULL. From
+     * rb_eng_submit to rb_eng_op_finish it is busy (runs no other command)
+     * and referenced (outlives its socket). */
+    rb_conn *c;
+    /* Runs on the loop thread when the op is done; must end with
+     * rb_eng_op_finish(). */
+    void (*done)(rb_srv *srv, rb_eng_op *op);
+    json_t *json;             /* the parsed request the op's strings borrow
+                                 from, or NULL; released with the op */
+    void *arg;                /* the caller's, for done */
+    void (*arg_free)(void *); /* frees arg with the op, or NULL */
+    rb_srv *srv;              /* set by rb_eng_submit */
+    int64_t now;              /* wall-clock ms when submitted */
+    /* Results, set by the backend before done. */
+    int rc;                   /* 0 or an RB_E* code */
+    rb_err err;               /* the message when rc != 0 */
+    rb_eng_applied applied;
+    union {
+        struct {
+            rb_mutation m;  /* released with the op */
+            size_t changed; /* result: jobs that matched */
+        } mutate;
+    } u;
+};
+
+/* A backend: one function per operation kind. Each applies op on srv's
+ * backend and arranges for rb_eng_complete(srv, op) on the loop thread
+ * once the change is durable or has failed (rc, err, applied set). */
+typedef struct rb_backend {
+    const char *name; /* "sqlite", "postgresql" */
+    void (*flush)(rb_srv *srv, rb_eng_op *op);
+    void (*mutate)(rb_srv *srv, rb_eng_op *op);
+} rb_backend;
+
+/* The two backends (server/backend_mem.c, server/backend_pg.c). */
+extern const rb_backend rb_backend_mem;
+extern const rb_backend rb_backend_pg;
+
+/* A zeroed op of kind for c (NULL: no connection waits) with its done. */
+rb_eng_op *rb_eng_op_new(rb_eng_kind kind, rb_conn *c, void (*done)(rb_srv *, rb_eng_op *));
+/* Marks op->c busy and referenced, stamps op->now, and hands op to srv's
+ * backend. */
+void rb_eng_submit(rb_srv *srv, rb_eng_op *op);
+/* For backends: op is done (its results set); runs op->done. */
+void rb_eng_complete(rb_srv *srv, rb_eng_op *op);
+/* The end of a done function: the connection's next command may run, its
+ * reference is dropped, op and what it owns are freed. */
+void rb_eng_op_finish(rb_srv *srv, rb_eng_op *op);
+
+/* For a done function: false when op succeeded; true after replying the
+ * error to op->c ("storage error: ..." for a store failure, the message
+ * alone for a refused request) and finishing op. */
+bool rb_eng_failed(rb_srv *srv, rb_eng_op *op);
+
+#endif

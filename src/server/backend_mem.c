@@ -1,0 +1,105 @@
+/* The single-node backend of the job engine (engine/engine.h): operations
+ * applied at once to the in-memory indexes (jobs.h), their rows handed to
+ * the SQLite group-commit writer, and the op completed when that commit is
+ * on disk. Loop thread only. */
+#include "engine/engine.h"
+
+#include <string.h>
+
+#include "server/log.h"
+#include "server/srv.h"
+
+/* The writer's completion: the op's changes are on disk, or the commit
+ * failed (then memory is ahead of the disk, as for any failed commit:
+ * applied is unknown). */
+static void committed(void *arg, int status, const rb_err *err)
+{
+    rb_eng_op *op = arg;
+    rb_srv *srv = op->srv;
+    if (status) {
+        op->rc = status;
+        op->err = *err;
+        op->applied = RB_ENG_UNKNOWN;
+        rb_log(RB_LOG_ERROR, "commit failed: %s", rb_err_msg(err));
+    } else {
+        op->applied = RB_ENG_APPLIED;
+    }
+    rb_eng_complete(srv, op);
+    rb_srv_kick(srv);
+    rb_srv_arm(srv);
+}
+
+/* Completes op after everything submitted so far is durable. */
+static void after_commit(rb_srv *srv, rb_eng_op *op)
+{
+    rb_writer_then(srv->writer, committed, op);
+}
+
+static void mem_flush(rb_srv *srv, rb_eng_op *op)
+{
+    uint64_t seq = srv->jobs.next_seq;
+    rb_jobs_release(&srv->jobs);
+    rb_jobs_init(&srv->jobs);
+    srv->jobs.next_seq = seq;
+    srv->total_processed = srv->total_failures = 0;
+    rb_writer_clear(srv->writer);
+    after_commit(srv, op);
+}
+
+/* MUTATE's cmd applied to one job of its target; j may be freed. */
+static void mutate_one(rb_srv *srv, const char *cmd, rb_job *j, int64_t now)
+{
+    if (!strcmp(cmd, "discard") || !strcmp(cmd, "clear")) {
+        rb_srv_forget(srv, j);
+        return;
+    }
+    if (!strcmp(cmd, "kill")) {
+        if (j->state == RB_JOB_DEAD)
+            return;
+        rb_jobs_set_state(&srv->jobs, j, RB_JOB_DEAD,
+                          now + srv->cfg.server.dead_retention_s * 1000);
+    } else { /* requeue */
+        j->flags = 0;
+        rb_srv_enqueue(srv, j, now, now);
+    }
+    rb_srv_persist(srv, j);
+}
+
+void rb_srv_mutate_job(rb_srv *srv, rb_job *j, const char *cmd, int64_t now)
+{
+    mutate_one(srv, cmd, j, now);
+}
+
+static void mem_mutate(rb_srv *srv, rb_eng_op *op)
+{
+    const rb_mutation *m = &op->u.mutate.m;
+    size_t changed = 0;
+    if (m->jids) {
+        for (size_t i = 0; i < m->n_jids; i++) {
+            rb_job *j = rb_jobs_find(&srv->jobs, m->jids[i]);
+            if (j && (int)j->state == m->target && rb_mutation_matches(m, j->json)) {
+                mutate_one(srv, m->cmd, j, op->now);
+                changed++;
+            }
+        }
+    } else {
+        rb_list *l = rb_jobs_state_list(&srv->jobs, m->target);
+        for (rb_link *e = l->head, *next; e; e = next) {
+            next = e->next;
+            rb_job *j = rb_job_of_link(e);
+            if (rb_mutation_matches(m, j->json)) {
+                mutate_one(srv, m->cmd, j, op->now);
+                changed++;
+            }
+        }
+    }
+    op->u.mutate.changed = changed;
+    after_commit(srv, op);
+    rb_srv_kick(srv);
+}
+
+const rb_backend rb_backend_mem = {
+    .name = "sqlite",
+    .flush = mem_flush,
+    .mutate = mem_mutate,
+};
