@@ -33,6 +33,24 @@ void rb_eng_submit(rb_srv *srv, rb_eng_op *op)
     case RB_ENG_MUTATE:
         b->mutate(srv, op);
         return;
+    case RB_ENG_INFO:
+        b->info(srv, op);
+        return;
+    case RB_ENG_QUEUE:
+        b->queue(srv, op);
+        return;
+    case RB_ENG_LATENCY:
+        b->latency(srv, op);
+        return;
+    case RB_ENG_JOB:
+        b->job(srv, op);
+        return;
+    case RB_ENG_JOBS:
+        b->jobs(srv, op);
+        return;
+    case RB_ENG_WORKERS:
+        b->workers(srv, op);
+        return;
     case RB_ENG_KINDS:
         break;
     }
@@ -44,10 +62,39 @@ void rb_eng_complete(rb_srv *srv, rb_eng_op *op)
     op->done(srv, op);
 }
 
+/* What the administration and inspection ops own. */
+static void admin_release(rb_eng_op *op)
+{
+    switch (op->kind) {
+    case RB_ENG_INFO:
+        for (size_t i = 0; i < op->u.info.n_queues; i++)
+            free(op->u.info.queues[i].name);
+        free(op->u.info.queues);
+        json_decref(op->u.info.rebound);
+        break;
+    case RB_ENG_QUEUE:
+    case RB_ENG_LATENCY:
+        for (int i = 0; i < op->u.queue.n; i++)
+            free(op->u.queue.names[i]);
+        free(op->u.queue.names);
+        free(op->u.queue.latency);
+        break;
+    case RB_ENG_JOB:
+        rb_job_view_release(&op->u.job.view);
+        break;
+    case RB_ENG_JOBS:
+        rb_job_views_free(op->u.jobs.views, op->u.jobs.n);
+        break;
+    default:
+        break;
+    }
+}
+
 static void op_free(rb_eng_op *op)
 {
     if (op->kind == RB_ENG_MUTATE)
         rb_mutation_release(&op->u.mutate.m);
+    admin_release(op);
     json_decref(op->json);
     if (op->arg_free)
         op->arg_free(op->arg);

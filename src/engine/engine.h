@@ -30,6 +30,7 @@
 #include "common/error.h"
 #include "engine/job_state.h"
 #include "engine/mutation.h"
+#include "engine/reads.h"
 
 typedef struct rb_srv rb_srv;
 typedef struct rb_conn rb_conn;
@@ -38,6 +39,13 @@ typedef struct rb_eng_op rb_eng_op;
 typedef enum rb_eng_kind {
     RB_ENG_FLUSH,  /* delete every job and counter */
     RB_ENG_MUTATE, /* u.mutate: MUTATE's kill/requeue/discard/clear */
+    /* the administration and inspection commands */
+    RB_ENG_INFO,    /* read, u.info: INFO's figures */
+    RB_ENG_QUEUE,   /* u.queue: QUEUE PAUSE, RESUME or REMOVE */
+    RB_ENG_LATENCY, /* read, u.queue: QUEUE LATENCY */
+    RB_ENG_JOB,     /* read, u.job: one job by jid */
+    RB_ENG_JOBS,    /* read, u.jobs: a filtered page of one state's jobs */
+    RB_ENG_WORKERS, /* u.workers: WORKERS's quiet or terminate */
     RB_ENG_KINDS
 } rb_eng_kind;
 
@@ -48,6 +56,25 @@ typedef enum rb_eng_applied {
     RB_ENG_APPLIED = 1,     /* the change is durable */
     RB_ENG_UNKNOWN = 2,     /* the store failed mid-way: it may or may not be */
 } rb_eng_applied;
+
+/* QUEUE's changes (RB_ENG_QUEUE). */
+typedef enum rb_eng_queue_verb {
+    RB_ENG_QUEUE_PAUSE,  /* creates a queue not known yet */
+    RB_ENG_QUEUE_RESUME, /* a queue not known stays unknown */
+    RB_ENG_QUEUE_REMOVE, /* deletes the enqueued jobs and resumes */
+} rb_eng_queue_verb;
+
+/* INFO's figures (RB_ENG_INFO): the single node's memory or the cluster's
+ * tables. */
+typedef struct rb_eng_info {
+    int64_t processed, failures; /* the all-time counters */
+    int64_t enqueued, scheduled, retries, dead, working;
+    int64_t workers;        /* the node's (single node) or the cluster's live ones */
+    rb_queue_size *queues;  /* those with jobs enqueued or paused, any order; owned */
+    size_t n_queues;
+    json_t *rebound;        /* the backend's own keys for INFO's "rebound"
+                               object (group_commit, storage), owned */
+} rb_eng_info;
 
 struct rb_eng_op {
     rb_eng_kind kind;
@@ -73,6 +100,30 @@ struct rb_eng_op {
             rb_mutation m;  /* released with the op */
             size_t changed; /* result: jobs that matched */
         } mutate;
+        rb_eng_info info; /* result; released with the op */
+        struct {
+            rb_eng_queue_verb verb; /* RB_ENG_QUEUE */
+            char **names;           /* queue names, "*" = every known queue; owned */
+            int n;
+            double *latency;        /* RB_ENG_LATENCY result: n entries in seconds
+                                       (0 for an empty or unknown queue); owned */
+        } queue;
+        struct {
+            const char *jid;  /* borrowed (op->json) */
+            bool found;       /* result: false for no such job */
+            rb_job_view view; /* result when found; released with the op */
+        } job;
+        struct {
+            rb_job_filter f;    /* strings borrowed (op->json or op->arg) */
+            rb_job_view *views; /* result: the page, in listing order; owned */
+            size_t n;
+            int64_t total;      /* result: every match */
+        } jobs;
+        struct {
+            const char *wid; /* borrowed (op->json); NULL = every worker */
+            int signal;      /* RB_WORKER_QUIET or RB_WORKER_TERMINATE */
+            int64_t changed; /* result: workers signalled (0: wid unknown) */
+        } workers;
     } u;
 };
 
@@ -83,6 +134,14 @@ typedef struct rb_backend {
     const char *name; /* "sqlite", "postgresql" */
     void (*flush)(rb_srv *srv, rb_eng_op *op);
     void (*mutate)(rb_srv *srv, rb_eng_op *op);
+    /* the administration and inspection commands; reads complete without
+     * a commit (at once on a single node) */
+    void (*info)(rb_srv *srv, rb_eng_op *op);
+    void (*queue)(rb_srv *srv, rb_eng_op *op);
+    void (*latency)(rb_srv *srv, rb_eng_op *op);
+    void (*job)(rb_srv *srv, rb_eng_op *op);
+    void (*jobs)(rb_srv *srv, rb_eng_op *op);
+    void (*workers)(rb_srv *srv, rb_eng_op *op);
 } rb_backend;
 
 /* The two backends (server/backend_mem.c, server/backend_pg.c). */

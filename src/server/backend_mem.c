@@ -1,12 +1,18 @@
 /* The single-node backend of the job engine (engine/engine.h): operations
  * applied at once to the in-memory indexes (jobs.h), their rows handed to
  * the SQLite group-commit writer, and the op completed when that commit is
- * on disk. Loop thread only. */
+ * on disk. Reads (INFO, QUEUE LATENCY, JOB, JOBS) and WORKERS's signals,
+ * which live in memory only, complete at once, before rb_eng_submit
+ * returns. Loop thread only. */
 #include "engine/engine.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "common/buf.h"
 #include "server/log.h"
+#include "server/metrics.h"
 #include "server/srv.h"
 
 /* The writer's completion: the op's changes are on disk, or the commit
@@ -98,8 +104,256 @@ static void mem_mutate(rb_srv *srv, rb_eng_op *op)
     rb_srv_kick(srv);
 }
 
+/* --- the administration and inspection commands --- */
+
+/* rb_table_each: a queue INFO lists into the rb_eng_info arg. */
+static void info_queue(void *e, void *arg)
+{
+    rb_queue *q = e;
+    rb_eng_info *f = arg;
+    if (q->size > 0 || q->paused)
+        f->queues[f->n_queues++] = (rb_queue_size){rb_xstrdup(q->name), (int64_t)q->size, q->paused};
+}
+
+/* INFO's "rebound" key: the group-commit figures. Each commit is one fsync
+ * of the WAL. */
+static json_t *group_commit_info(const rb_srv *srv)
+{
+    rb_writer_stats st;
+    rb_writer_get_stats(srv->writer, &st);
+    double per = st.commits ? (double)st.requests / (double)st.commits : 0.0;
+    double avg = st.commits ? (double)st.commit_us / (double)st.commits : 0.0;
+    return json_pack("{s:{s:I, s:I, s:I, s:I, s:f, s:I, s:f, s:I}}", "group_commit", "commits",
+                     (json_int_t)st.commits, "failed", (json_int_t)st.failed, "requests",
+                     (json_int_t)st.requests, "rows", (json_int_t)st.rows, "requests_per_commit",
+                     per, "commit_us_total", (json_int_t)st.commit_us, "commit_us_avg", avg,
+                     "commit_us_max", (json_int_t)st.commit_us_max);
+}
+
+static void mem_info(rb_srv *srv, rb_eng_op *op)
+{
+    rb_eng_info *f = &op->u.info;
+    *f = (rb_eng_info){
+        .processed = (int64_t)srv->total_processed,
+        .failures = (int64_t)srv->total_failures,
+        .enqueued = (int64_t)srv->jobs.enqueued,
+        .scheduled = (int64_t)srv->jobs.scheduled.size,
+        .retries = (int64_t)srv->jobs.retries.size,
+        .dead = (int64_t)srv->jobs.dead.size,
+        .working = (int64_t)srv->jobs.working.size,
+        .workers = (int64_t)srv->workers.size,
+        .queues = rb_xcalloc(srv->jobs.queues.size + 1, sizeof(rb_queue_size)),
+        .rebound = group_commit_info(srv),
+    };
+    rb_table_each(&srv->jobs.queues, info_queue, f);
+    rb_eng_complete(srv, op);
+}
+
+void rb_srv_queue_pause(rb_srv *srv, rb_queue *q, bool paused)
+{
+    char key[256];
+    snprintf(key, sizeof key, "paused:%s", q->name);
+    q->paused = paused;
+    rb_writer_meta(srv->writer, key, paused ? "1" : NULL);
+}
+
+/* QUEUE's change to q (the op is the arg of rb_table_each for "*"). */
+static void queue_apply(void *e, void *arg)
+{
+    rb_queue *q = e;
+    rb_eng_op *op = arg;
+    switch (op->u.queue.verb) {
+    case RB_ENG_QUEUE_PAUSE:
+        rb_srv_queue_pause(op->srv, q, true);
+        break;
+    case RB_ENG_QUEUE_RESUME:
+        rb_srv_queue_pause(op->srv, q, false);
+        break;
+    case RB_ENG_QUEUE_REMOVE:
+        for (int p = 0; p < RB_PRIORITIES; p++)
+            while (q->ready[p].head)
+                rb_srv_forget(op->srv, rb_job_of_link(q->ready[p].head));
+        if (q->paused)
+            rb_srv_queue_pause(op->srv, q, false);
+        break;
+    }
+}
+
+static void mem_queue(rb_srv *srv, rb_eng_op *op)
+{
+    for (int i = 0; i < op->u.queue.n; i++) {
+        const char *name = op->u.queue.names[i];
+        if (!strcmp(name, "*")) {
+            rb_table_each(&srv->jobs.queues, queue_apply, op);
+            continue;
+        }
+        rb_queue *q = rb_jobs_queue(&srv->jobs, name, op->u.queue.verb == RB_ENG_QUEUE_PAUSE);
+        if (q)
+            queue_apply(q, op);
+    }
+    after_commit(srv, op);
+    rb_srv_kick(srv);
+}
+
+static void mem_latency(rb_srv *srv, rb_eng_op *op)
+{
+    int n = op->u.queue.n;
+    op->u.queue.latency = rb_xcalloc((size_t)n + 1, sizeof *op->u.queue.latency);
+    for (int i = 0; i < n; i++) {
+        rb_queue *q = rb_jobs_queue(&srv->jobs, op->u.queue.names[i], false);
+        op->u.queue.latency[i] = q ? rb_queue_latency_s(q, op->now) : 0.0;
+    }
+    rb_eng_complete(srv, op);
+}
+
+/* j as the engine's reads show it. */
+static void view_of(const rb_job *j, rb_job_view *v)
+{
+    *v = (rb_job_view){
+        .jid = rb_xstrdup(j->jid),
+        .queue = rb_xstrdup(j->queue->name),
+        .json = rb_job_json_out(j, j->state == RB_JOB_ENQUEUED ? j->timer.at_ms : 0),
+        .history = j->history ? rb_xstrdup(j->history) : NULL,
+        .wid = j->wid ? rb_xstrdup(j->wid) : NULL,
+        .state = (int)j->state,
+        .priority = (int)j->priority,
+        .attempts = (int)j->attempts,
+        .reserve_s = (int)j->reserve_s,
+        .flags = (int)j->flags,
+        .due_ms = j->timer.at_ms,
+        .first_ms = j->first_ms,
+    };
+}
+
+static void mem_job(rb_srv *srv, rb_eng_op *op)
+{
+    rb_job *j = rb_jobs_find(&srv->jobs, op->u.job.jid);
+    op->u.job.found = j && j->state != RB_JOB_PENDING;
+    if (op->u.job.found)
+        view_of(j, &op->u.job.view);
+    rb_eng_complete(srv, op);
+}
+
+/* A listing's page being filled: every match is counted, those from the
+ * offset on are viewed until the page is full. */
+typedef struct page {
+    const rb_job_filter *f;
+    rb_job_view *views;
+    size_t n, cap;
+    int64_t total;
+} page;
+
+static void page_add(page *pg, const rb_job *j)
+{
+    if (pg->total++ < pg->f->offset || (int64_t)pg->n >= pg->f->limit)
+        return;
+    if (pg->n == pg->cap) {
+        pg->cap = pg->cap ? pg->cap * 2 : 16;
+        pg->views = rb_xrealloc(pg->views, pg->cap * sizeof *pg->views);
+    }
+    view_of(j, &pg->views[pg->n++]);
+}
+
+/* q's matching jobs in claim order: priority high first, FIFO. */
+static void page_queue(page *pg, const rb_queue *q)
+{
+    for (int p = RB_PRIORITIES - 1; p >= 0; p--)
+        for (rb_link *e = q->ready[p].head; e; e = e->next) {
+            rb_job *j = rb_job_of_link(e);
+            if (rb_job_filter_matches(pg->f, q->name, j->json))
+                page_add(pg, j);
+        }
+}
+
+typedef struct queue_list {
+    const rb_queue **v;
+    size_t n;
+} queue_list;
+
+static void list_queue(void *e, void *arg)
+{
+    queue_list *l = arg;
+    l->v[l->n++] = e;
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp((*(const rb_queue *const *)a)->name, (*(const rb_queue *const *)b)->name);
+}
+
+/* Deadline order; the heap's sequence (the order the deadlines were set)
+ * breaks ties, as PostgreSQL's push order does. */
+static int by_deadline(const void *a, const void *b)
+{
+    const rb_heap_node *x = &(*(const rb_job *const *)a)->timer;
+    const rb_heap_node *y = &(*(const rb_job *const *)b)->timer;
+    if (x->at_ms != y->at_ms)
+        return x->at_ms < y->at_ms ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static void mem_jobs(rb_srv *srv, rb_eng_op *op)
+{
+    const rb_job_filter *f = &op->u.jobs.f;
+    page pg = {.f = f};
+    if (f->state == RB_JOB_ENQUEUED && f->queue) {
+        const rb_queue *q = rb_jobs_queue(&srv->jobs, f->queue, false);
+        if (q)
+            page_queue(&pg, q);
+    } else if (f->state == RB_JOB_ENQUEUED) {
+        queue_list l = {rb_xcalloc(srv->jobs.queues.size + 1, sizeof *l.v), 0};
+        rb_table_each(&srv->jobs.queues, list_queue, &l);
+        qsort(l.v, l.n, sizeof *l.v, by_name);
+        for (size_t i = 0; i < l.n; i++)
+            page_queue(&pg, l.v[i]);
+        free(l.v);
+    } else {
+        rb_list *l = rb_jobs_state_list(&srv->jobs, f->state);
+        const rb_job **v = rb_xcalloc(l->size + 1, sizeof *v);
+        size_t n = 0;
+        for (rb_link *e = l->head; e; e = e->next) {
+            const rb_job *j = rb_job_of_link(e);
+            if (rb_job_filter_matches(f, j->queue->name, j->json))
+                v[n++] = j;
+        }
+        qsort(v, n, sizeof *v, by_deadline);
+        for (size_t i = 0; i < n; i++)
+            page_add(&pg, v[i]);
+        free(v);
+    }
+    op->u.jobs.views = pg.views;
+    op->u.jobs.n = pg.n;
+    op->u.jobs.total = pg.total;
+    rb_eng_complete(srv, op);
+}
+
+/* Signals live in memory only: nothing to commit. */
+static void mem_workers(rb_srv *srv, rb_eng_op *op)
+{
+    int64_t changed = 0;
+    if (op->u.workers.wid) {
+        rb_worker *w = rb_srv_worker(srv, op->u.workers.wid, false);
+        if (w) {
+            w->signal = op->u.workers.signal;
+            changed = 1;
+        }
+    } else {
+        for (size_t i = 0; i < srv->workers.nbuckets; i++)
+            for (rb_worker *w = srv->workers.buckets[i]; w; w = w->hnext, changed++)
+                w->signal = op->u.workers.signal;
+    }
+    op->u.workers.changed = changed;
+    rb_eng_complete(srv, op);
+}
+
 const rb_backend rb_backend_mem = {
     .name = "sqlite",
     .flush = mem_flush,
     .mutate = mem_mutate,
+    .info = mem_info,
+    .queue = mem_queue,
+    .latency = mem_latency,
+    .job = mem_job,
+    .jobs = mem_jobs,
+    .workers = mem_workers,
 };

@@ -49,47 +49,10 @@ const char *rb_cmd_pushb_key(const json_t *job, size_t i, char key[RB_CMD_PUSHB_
  * into a new array of *n; NULL with *n == 0 after replying an error when
  * there is none. */
 char **rb_cmd_fetch_queues(rb_conn *c, char *arg, int *n);
-/* The most queue names one QUEUE command takes. */
-#define RB_CMD_QUEUE_NAMES 256
-/* QUEUE's argument, split in place: the subcommand, upper-cased, into *verb
- * and the queue names (or "*") into names (both point into arg). The count
- * of names (at least 1), or -1 after replying an error. */
-int rb_cmd_queue_args(rb_conn *c, char *arg, char **verb, char *names[RB_CMD_QUEUE_NAMES]);
 /* BEAT's reply for a worker with this signal (0, RB_WORKER_QUIET or
  * RB_WORKER_TERMINATE), or the server's own shutdown quiet when stronger. */
 void rb_cmd_beat_reply(rb_conn *c, int signal);
-/* WORKERS's "cmd" in o: RB_WORKER_QUIET or RB_WORKER_TERMINATE, or 0
- * after replying the error. */
-int rb_cmd_workers_signal(rb_conn *c, const json_t *o);
 /* The process's resident memory in MiB, or 0 when /proc cannot say. */
 long rb_cmd_rss_mb(void);
-/* One queue as INFO shows it. */
-typedef struct rb_cmd_info_queue {
-    const char *name; /* borrowed */
-    int64_t size;
-    bool paused;
-} rb_cmd_info_queue;
-/* INFO's figures: the single node's memory or the cluster's tables. */
-typedef struct rb_cmd_info_figures {
-    int64_t processed, failures; /* the all-time counters */
-    int64_t enqueued, scheduled, retries, dead, working, workers;
-    rb_cmd_info_queue *queues; /* those with jobs enqueued or paused, any order */
-    size_t n_queues;
-} rb_cmd_info_figures;
-/* INFO's JSON for both modes (docs/protocol.md): Faktory's keys as stock
- * clients read them (server.faktory_version is RB_FAKTORY_VERSION) and a
- * "rebound" object with Rebound's version, the protocol's, and the paused
- * queues by name, to which the caller adds its mode's figures. Sorts
- * f->queues by name in place. The caller owns the result. */
-json_t *rb_cmd_info_json(const rb_srv *srv, rb_cmd_info_figures *f);
-/* JOBS's argument fields. */
-typedef struct rb_cmd_jobs_args {
-    int state;                             /* a job state, RB_JOB_* */
-    const char *queue, *jobtype, *errtype; /* NULL = any; borrowed */
-    int64_t offset, limit;
-} rb_cmd_jobs_args;
-/* JOBS's fields of o into a (strings borrowed from o): 0, or -1 after
- * replying an error (no such state, offset or limit out of range). */
-int rb_cmd_jobs_args_get(rb_conn *c, json_t *o, rb_cmd_jobs_args *a);
 
 #endif

@@ -1,6 +1,6 @@
-/* The job commands in distributed mode (pgmode.h): the table that maps
- * each single-node handler to its PostgreSQL twin (pg_cmds_work.c,
- * pg_cmds_admin.c), and what those share. Each handler checks its argument
+/* The work commands in distributed mode (pgmode.h): the table that maps
+ * each single-node handler to its PostgreSQL twin (pg_cmds_work.c), and
+ * what those share. Each handler checks its argument
  * on the loop thread with the single-node rules and messages, posts one
  * request and replies from its completion; the engine's statuses map onto
  * the same replies as the single-node server's (docs/distributed.md). */
@@ -9,7 +9,6 @@
 #include <stdlib.h>
 
 #include "common/buf.h"
-#include "server/pg_workers.h"
 
 void rb_pgcmd_data_free(void *p)
 {
@@ -21,15 +20,6 @@ void rb_pgcmd_data_free(void *p)
     for (size_t i = 0; i < d->n_texts; i++)
         free(d->texts[i]);
     free(d->texts);
-    for (int i = 0; i < d->n_names; i++)
-        free(d->names[i]);
-    free(d->names);
-    if (d->have_info)
-        rb_pg_info_release(&d->info);
-    if (d->have_job)
-        rb_pg_job_release(&d->job);
-    rb_pg_jobs_free(d->jobs, d->n_jobs);
-    free(d->latency);
     free(d);
 }
 
@@ -67,11 +57,6 @@ static const struct {
     {rb_cmd_fail, rb_pgcmd_fail},
     {rb_cmd_snooze, rb_pgcmd_snooze},
     {rb_cmd_extend, rb_pgcmd_extend},
-    {rb_cmd_info, rb_pgcmd_info},
-    {rb_cmd_queue, rb_pgcmd_queue},
-    {rb_cmd_job, rb_pgcmd_job},
-    {rb_cmd_jobs, rb_pgcmd_jobs},
-    {rb_cmd_workers, rb_pgcmd_workers},
 };
 
 rb_cmd_fn rb_pgcmd_handler(rb_cmd_fn fn)

@@ -1,7 +1,8 @@
 /* What the distributed-mode command files share (pg_cmds.c: the data a
  * command keeps while its request is out, the table; pg_cmds_work.c: PUSH,
- * PUSHB, FETCH, ACK, FAIL, SNOOZE, EXTEND; pg_cmds_admin.c: INFO, FLUSH,
- * MUTATE, QUEUE, JOB, JOBS). Not for other modules. */
+ * PUSHB, FETCH, ACK, FAIL, SNOOZE, EXTEND). The administration commands
+ * have one handler for both modes (cmd_admin.c, through the job engine).
+ * Not for other modules. */
 #ifndef RB_SERVER_PG_CMDS_IMPL_H
 #define RB_SERVER_PG_CMDS_IMPL_H
 
@@ -15,20 +16,8 @@ typedef struct rb_pgcmd_data {
     char **texts;     /* PUSH: job texts */
     size_t n_texts;
     bool bulk;        /* PUSHB */
-    char **names;     /* QUEUE names (owned) */
-    int n_names;
-    char verb[16];
+    char verb[16];    /* SNOOZE, EXTEND */
     char retry_after[RB_CMD_RETRY_AFTER]; /* FAIL: a numeric retry_after as text */
-    rb_pg_filter f;
-    rb_pg_info info;
-    bool have_info;
-    rb_pg_job job;
-    bool have_job;
-    rb_pg_job *jobs;
-    size_t n_jobs;
-    int64_t total;
-    double *latency;
-    size_t changed;
 } rb_pgcmd_data;
 
 /* Frees d (a request's data_free). */
@@ -40,7 +29,7 @@ rb_pgcmd_data *rb_pgcmd_attach(rb_pgreq *r, json_t *arg);
  * replying the storage error and finishing r. */
 bool rb_pgcmd_failed(rb_srv *srv, rb_pgreq *r);
 
-/* The handlers (pg_cmds_work.c, pg_cmds_admin.c). */
+/* The handlers (pg_cmds_work.c). */
 void rb_pgcmd_push(rb_conn *c, char *arg);
 void rb_pgcmd_pushb(rb_conn *c, char *arg);
 void rb_pgcmd_fetch(rb_conn *c, char *arg);
@@ -48,9 +37,5 @@ void rb_pgcmd_ack(rb_conn *c, char *arg);
 void rb_pgcmd_fail(rb_conn *c, char *arg);
 void rb_pgcmd_snooze(rb_conn *c, char *arg);
 void rb_pgcmd_extend(rb_conn *c, char *arg);
-void rb_pgcmd_info(rb_conn *c, char *arg);
-void rb_pgcmd_queue(rb_conn *c, char *arg);
-void rb_pgcmd_job(rb_conn *c, char *arg);
-void rb_pgcmd_jobs(rb_conn *c, char *arg);
 
 #endif

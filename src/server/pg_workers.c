@@ -1,7 +1,7 @@
 /* Distributed mode's worker registry, the server's side (pg_workers.h):
- * HELLO, BEAT and WORKERS, the HTTP API's worker endpoints and this node's
- * refresh of its connected workers, all on the cluster's rb_workers table
- * through the database threads. */
+ * HELLO, BEAT, the HTTP API's worker endpoints and this node's refresh of
+ * its connected workers, all on the cluster's rb_workers table through the
+ * database threads (WORKERS goes through the job engine: backend_pg.c). */
 #include "server/pg_workers.h"
 
 #include <pthread.h>
@@ -174,13 +174,13 @@ void rb_pgworkers_refresh(evutil_socket_t fd, short what, void *arg)
     rb_pgreq_post(srv, rb_pgreq_new_call(NULL, h, held_free, held_call, held_done));
 }
 
-/* --- WORKERS and the HTTP API: signals and the listing --- */
+/* --- the HTTP API: signals and the listing --- */
 
-/* What a WORKERS command or an HTTP request keeps while its request is
- * out; the wid, when one is named, is the request's. */
+/* What an HTTP request keeps while its request is out; the wid, when one
+ * is named, is the request's. */
 typedef struct wreq {
-    struct evhttp_request *req; /* HTTP, else NULL */
-    char action[16];            /* HTTP: quiet or terminate */
+    struct evhttp_request *req;
+    char action[16];            /* quiet or terminate */
     int sig;
     int64_t changed;            /* workers signalled */
     rb_pg_worker *list;
@@ -194,10 +194,10 @@ static void wreq_free(void *p)
     free(d);
 }
 
-static void post_call(rb_srv *srv, rb_conn *c, wreq *d, const char *wid,
-                      void (*call)(rb_pg *, rb_pgreq *), void (*done)(rb_srv *, rb_pgreq *))
+static void post_call(rb_srv *srv, wreq *d, const char *wid, void (*call)(rb_pg *, rb_pgreq *),
+                      void (*done)(rb_srv *, rb_pgreq *))
 {
-    rb_pgreq *r = rb_pgreq_new_call(c, d, wreq_free, call, done);
+    rb_pgreq *r = rb_pgreq_new_call(NULL, d, wreq_free, call, done);
     r->wid = wid ? rb_xstrdup(wid) : NULL;
     rb_pgreq_post(srv, r);
 }
@@ -206,31 +206,6 @@ static void signal_call(rb_pg *pg, rb_pgreq *r)
 {
     wreq *d = r->data;
     r->rc = rb_pg_workers_signal(pg, r->wid, d->sig, rb_now_ms(), &d->changed, &r->err);
-}
-
-static void workers_done(rb_srv *srv, rb_pgreq *r)
-{
-    if (rb_pgcmd_failed(srv, r))
-        return;
-    if (r->wid && !((wreq *)r->data)->changed)
-        rb_reply_err(r->c, "WORKERS: unknown worker %s", r->wid);
-    else
-        rb_reply_ok(r->c);
-    rb_pgreq_finish(srv, r);
-}
-
-void rb_pgcmd_workers(rb_conn *c, char *arg)
-{
-    json_t *o = rb_cmd_json_arg(c, "WORKERS", arg, JSON_OBJECT);
-    if (!o)
-        return;
-    int sig = rb_cmd_workers_signal(c, o);
-    if (sig) {
-        wreq *d = rb_xcalloc(1, sizeof *d);
-        d->sig = sig;
-        post_call(c->srv, c, d, rb_srv_json_str(o, "wid"), signal_call, workers_done);
-    }
-    json_decref(o);
 }
 
 /* For an HTTP done handler: true after answering a database error (500)
@@ -271,7 +246,7 @@ void rb_http_pg_worker_action(rb_http_req *r)
     d->req = r->req;
     d->sig = sig;
     snprintf(d->action, sizeof d->action, "%s", r->seg[1]);
-    post_call(r->h->srv, NULL, d, wid, signal_call, action_done);
+    post_call(r->h->srv, d, wid, signal_call, action_done);
     json_decref(body);
 }
 
@@ -305,5 +280,5 @@ void rb_http_pg_workers(rb_http_req *r)
 {
     wreq *d = rb_xcalloc(1, sizeof *d);
     d->req = r->req;
-    post_call(r->h->srv, NULL, d, NULL, list_call, list_done);
+    post_call(r->h->srv, d, NULL, list_call, list_done);
 }

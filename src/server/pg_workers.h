@@ -1,9 +1,10 @@
 /* Distributed mode's worker registry, the server's side (docs/distributed.md,
  * "Workers"): HELLO and BEAT record the worker in the cluster's table
  * (store/pg_engine.h, rb_pg_workers_seen; batched on the database threads),
- * BEAT answers the signal stored there, WORKERS and the HTTP API's worker
- * endpoints signal and list the cluster's live workers, and every node
- * refreshes the rows of the workers connected to it. Each node still keeps
+ * BEAT answers the signal stored there, WORKERS (through the job engine,
+ * backend_pg.c) and the HTTP API's worker endpoints signal and list the
+ * cluster's live workers, and every node refreshes the rows of the
+ * workers connected to it. Each node still keeps
  * its own connections' workers in srv->workers (connection counts, and
  * whether a BEAT comes from a worker connected here). Loop thread, except
  * rb_pgworkers_run_seen. */
@@ -31,9 +32,6 @@ void rb_pgworkers_hello(rb_conn *c, const json_t *hello);
  * quiet), "BEAT: unknown worker W (say HELLO with this wid first)" when
  * no node knows W as a live worker, or the storage error. */
 void rb_pgworkers_beat(rb_conn *c, const char *wid);
-/* WORKERS in distributed mode: signals the cluster's live workers, or W
- * ("WORKERS: unknown worker W" when it is not one). */
-void rb_pgcmd_workers(rb_conn *c, char *arg);
 /* GET /api/workers and POST /api/workers/ACTION in distributed mode: the
  * cluster's live workers, with this node's connection count each. */
 void rb_http_pg_workers(rb_http_req *r);

@@ -51,6 +51,7 @@ typedef struct rb_conn {
     rb_worker *worker; /* from HELLO's wid, or NULL */
     int refs;          /* pending commit completions */
     bool hello_done, busy, waiting, closed;
+    bool running;      /* process() reads its lines (conn.c): rb_conn_done leaves the next to it */
     /* Plain sockets write replies at once (rb_conn_flush) and arm EV_WRITE
      * only while the socket is full (write_armed); TLS ones go through
      * their bufferevent. */
@@ -173,7 +174,7 @@ void rb_job_set_field(rb_job *j, const char *key, json_t *value);
 /* A fresh random jid (24 hex characters); caller frees. */
 char *rb_srv_new_jid(rb_srv *srv);
 
-/* --- cmd_admin.c: state changes shared by MUTATE/QUEUE and the HTTP API --- */
+/* --- backend_mem.c: state changes shared by MUTATE/QUEUE and the HTTP API --- */
 /* Applies MUTATE's cmd ("requeue", "kill", "discard" or "clear") to j (a
  * SCHEDULED, RETRIES or DEAD job) and persists it; j may be freed. */
 void rb_srv_mutate_job(rb_srv *srv, rb_job *j, const char *cmd, int64_t now);

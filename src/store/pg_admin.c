@@ -92,16 +92,23 @@ int rb_pg_queue_pause(rb_pg *pg, const char *const *names, int n, bool paused, r
     bool all;
     rb_buf a = RB_BUF_INIT;
     names_array(&a, names, n, &all);
-    const char *params[3] = {a.data, all ? "t" : "f", paused ? "t" : "f"};
+    const char *params[2] = {a.data, all ? "t" : "f"};
     /* Every known queue for "*": the registry (every queue ever pushed to
-     * or paused). Upsert in name order (the lock order). */
+     * or paused). Rows are locked in name order (the lock order). A pause
+     * records a queue not known yet; a resume leaves it unknown, as a
+     * single node does. */
     PGresult *r = pg_query(pg,
-                           "INSERT INTO rb_queues (name, paused)"
-                           " SELECT q, $3::boolean FROM (SELECT unnest($1::text[]) AS q"
-                           "   UNION SELECT name FROM rb_queues WHERE $2::boolean) s"
-                           " ORDER BY q"
-                           " ON CONFLICT (name) DO UPDATE SET paused = excluded.paused",
-                           3, params, err);
+                           paused ? "INSERT INTO rb_queues (name, paused)"
+                                    " SELECT q, true FROM (SELECT unnest($1::text[]) AS q"
+                                    "   UNION SELECT name FROM rb_queues WHERE $2::boolean) s"
+                                    " ORDER BY q"
+                                    " ON CONFLICT (name) DO UPDATE SET paused = true"
+                                  : "UPDATE rb_queues u SET paused = false"
+                                    " FROM (SELECT name FROM rb_queues"
+                                    "   WHERE paused AND ($2::boolean OR name = ANY($1::text[]))"
+                                    "   ORDER BY name FOR UPDATE) s"
+                                    " WHERE u.name = s.name",
+                           2, params, err);
     rb_buf_release(&a);
     if (!r)
         return err ? err->code : RB_ESTORE;

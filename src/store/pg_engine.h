@@ -38,6 +38,7 @@
 #include "config/config.h"
 #include "engine/job_state.h"
 #include "engine/mutation.h"
+#include "engine/reads.h"
 #include "policy/policy.h"
 
 /* The schema version this build creates and requires (rb_pg_migrate). */
@@ -243,7 +244,9 @@ int rb_pg_next_due(rb_pg *pg, int64_t *at_ms, rb_err *err);
  * NULL) = jobs that matched. RB_EINVAL for an unknown cmd or target. */
 int rb_pg_mutate(rb_pg *pg, const rb_mutation *m, int64_t now, size_t *changed, rb_err *err);
 
-/* QUEUE PAUSE / RESUME for the named queues ("*" = every known queue). */
+/* QUEUE PAUSE / RESUME for the named queues ("*" = every known queue). A
+ * pause makes an unknown queue known (rb_pg_queue_known); a resume of an
+ * unknown queue changes nothing. */
 int rb_pg_queue_pause(rb_pg *pg, const char *const *names, int n, bool paused, rb_err *err);
 /* Whether the queue is in the registry (ever pushed to or paused): the
  * HTTP API's "no queue" for a resume. */
@@ -257,11 +260,8 @@ int rb_pg_queue_remove(rb_pg *pg, const char *const *names, int n, int64_t *remo
 int rb_pg_queue_latency(rb_pg *pg, const char *const *names, int n, int64_t now, double *out,
                         rb_err *err);
 
-typedef struct rb_pg_queue_info {
-    char *name; /* owned */
-    int64_t size;
-    bool paused;
-} rb_pg_queue_info;
+/* A queue's size: the engine's (engine/reads.h). */
+typedef rb_queue_size rb_pg_queue_info;
 
 /* INFO's numbers, cluster-wide. */
 typedef struct rb_pg_info {
@@ -329,33 +329,31 @@ void rb_pg_workers_free(rb_pg_worker *w, size_t n);
  * now), skipping rows others hold; *n (may be NULL) receives how many. */
 int rb_pg_workers_cleanup(rb_pg *pg, int64_t now, int limit, int *n, rb_err *err);
 
-/* One stored job, for JOB and JOBS. Strings owned (rb_pg_job_release). */
-typedef struct rb_pg_job {
-    char *jid, *queue;
-    char *json;    /* as clients see it: enqueued_at added when ever enqueued */
-    char *history; /* JSON array text, or NULL */
-    char *wid;     /* holder while working, or NULL */
-    int state, priority, attempts, reserve_s, flags;
-    int64_t due_ms;   /* run at / lease end / retention end; enqueue time when enqueued */
-    int64_t first_ms; /* first enqueue */
-} rb_pg_job;
+/* One stored job, for JOB and JOBS: the engine's job view
+ * (engine/reads.h); its json has enqueued_at when the job was ever
+ * enqueued. Strings owned (rb_pg_job_release). */
+typedef rb_job_view rb_pg_job;
 
 /* JOB: RB_ENOENT when there is no such job. */
 int rb_pg_job_get(rb_pg *pg, const char *jid, rb_pg_job *out, rb_err *err);
-void rb_pg_job_release(rb_pg_job *j);
+static inline void rb_pg_job_release(rb_pg_job *j)
+{
+    rb_job_view_release(j);
+}
 
-typedef struct rb_pg_filter {
-    int state;                 /* required: RB_PG_* */
-    const char *queue, *jobtype, *errtype; /* NULL = any */
-    int64_t offset, limit;
-} rb_pg_filter;
+/* A listing's filter and page: the engine's (engine/reads.h). */
+typedef rb_job_filter rb_pg_filter;
 
-/* JOBS: the matching jobs from offset, at most limit, in queue order
- * (enqueued: queue name, priority, FIFO) or deadline order (others).
- * *total = all matches. Free *out with rb_pg_jobs_free. */
+/* JOBS: the matching jobs from offset, at most limit, in the engine's
+ * listing order (engine/reads.h: enqueued by queue name, priority, FIFO;
+ * the others by deadline). *total = all matches. Free *out with
+ * rb_pg_jobs_free. */
 int rb_pg_jobs(rb_pg *pg, const rb_pg_filter *f, rb_pg_job **out, size_t *n, int64_t *total,
                rb_err *err);
-void rb_pg_jobs_free(rb_pg_job *jobs, size_t n);
+static inline void rb_pg_jobs_free(rb_pg_job *jobs, size_t n)
+{
+    rb_job_views_free(jobs, n);
+}
 
 /* FLUSH: every job, counter and queue setting deleted. */
 int rb_pg_flush(rb_pg *pg, rb_err *err);

@@ -92,16 +92,6 @@ int rb_pg_job_get(rb_pg *pg, const char *jid, rb_pg_job *out, rb_err *err)
     return 0;
 }
 
-void rb_pg_job_release(rb_pg_job *j)
-{
-    free(j->jid);
-    free(j->queue);
-    free(j->json);
-    free(j->history);
-    free(j->wid);
-    memset(j, 0, sizeof *j);
-}
-
 int rb_pg_jobs(rb_pg *pg, const rb_pg_filter *f, rb_pg_job **out, size_t *n, int64_t *total,
                rb_err *err)
 {
@@ -125,7 +115,7 @@ int rb_pg_jobs(rb_pg *pg, const rb_pg_filter *f, rb_pg_job **out, size_t *n, int
         " WHERE state = $1::int AND ($2::text IS NULL OR queue = $2)"
         " AND ($3::text IS NULL OR json::jsonb ->> 'jobtype' = $3)"
         " AND ($4::text IS NULL OR json::jsonb #>> '{failure,errtype}' = $4)"
-        " ORDER BY CASE WHEN state = 2 THEN queue END,"
+        " ORDER BY CASE WHEN state = 2 THEN queue END COLLATE \"C\","
         "   CASE WHEN state = 2 THEN priority END DESC,"
         "   CASE WHEN state = 2 THEN seq ELSE due_ms END, seq"
         " OFFSET $5::bigint LIMIT $6::bigint",
@@ -157,13 +147,6 @@ int rb_pg_jobs(rb_pg *pg, const rb_pg_filter *f, rb_pg_job **out, size_t *n, int
     *out = jobs;
     *n = (size_t)rows;
     return 0;
-}
-
-void rb_pg_jobs_free(rb_pg_job *jobs, size_t n)
-{
-    for (size_t i = 0; jobs && i < n; i++)
-        rb_pg_job_release(&jobs[i]);
-    free(jobs);
 }
 
 int rb_pg_counters(rb_pg *pg, int64_t *processed, int64_t *failures, rb_err *err)

@@ -236,3 +236,76 @@ SERVER_TEST(info_names_the_version_and_the_paused_queues)
     cli_info(out, sizeof out);
     cr_assert(strstr(out, "\n  busy   2\n"), "%s", out);
 }
+
+/* The jids of JOBS's listing v, comma-separated, into out. */
+static void listed_jids(json_t *v, char *out, size_t n)
+{
+    out[0] = '\0';
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(v, "jobs"), i, e) {
+        size_t len = strlen(out);
+        snprintf(out + len, n - len, "%s%s", i ? "," : "",
+                 json_string_value(rbh_get(e, "job.jid")));
+    }
+}
+
+/* Both modes list in one order (docs/http.md, "GET /api/jobs"): enqueued
+ * jobs by queue name, then priority (high first), then FIFO; the other
+ * states by deadline, earliest first. Once, a single node listed the
+ * queues in its hash table's order and timed jobs in the order they
+ * entered the state (deadline order only after a restart). */
+SERVER_TEST(jobs_listing_order_is_the_same_in_both_modes)
+{
+    const char *queues[] = {"zeta", "alpha", "mu", "beta", "omega", "kappa", "delta", "pi"};
+    for (int i = 0; i < 8; i++)
+        cr_assert(rbh_expect(C, "+OK", "PUSH {\"jid\":\"order-%03d\",\"jobtype\":\"a\",\"args\":[],\"queue\":\"%s\"}",
+                             i, queues[i]));
+    cr_assert(rbh_expect(C, "+OK", "PUSH {\"jid\":\"order-high\",\"jobtype\":\"a\",\"args\":[],\"queue\":\"mu\",\"priority\":9}"));
+    char got[512];
+    json_t *v = rbh_json(rbh_cmd(C, "JOBS {\"state\":\"enqueued\"}"));
+    listed_jids(v, got, sizeof got);
+    cr_assert_str_eq(got, "order-001,order-003,order-006,order-005,order-high,order-002,order-004,order-007,order-000");
+    json_decref(v);
+    v = rbh_json(rbh_cmd(C, "JOBS {\"state\":\"enqueued\",\"offset\":4,\"limit\":2}"));
+    listed_jids(v, got, sizeof got);
+    cr_assert_str_eq(got, "order-high,order-002");
+    cr_assert_eq(json_integer_value(json_object_get(v, "total")), 9);
+    json_decref(v);
+
+    /* scheduled: pushed latest-first, listed earliest-first */
+    char at[64];
+    time_t base = time(NULL) + 3600;
+    for (int i = 0; i < 4; i++) {
+        time_t t = base + (4 - i) * 60;
+        strftime(at, sizeof at, "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));
+        cr_assert(rbh_expect(C, "+OK", "PUSH {\"jid\":\"sched-%03d\",\"jobtype\":\"a\",\"args\":[],\"at\":\"%s\"}",
+                             i, at));
+    }
+    v = rbh_json(rbh_cmd(C, "JOBS {\"state\":\"scheduled\"}"));
+    listed_jids(v, got, sizeof got);
+    cr_assert_str_eq(got, "sched-003,sched-002,sched-001,sched-000");
+    json_decref(v);
+    v = rbh_json(rbh_cmd(C, "JOBS {\"state\":\"scheduled\",\"offset\":1,\"limit\":2}"));
+    listed_jids(v, got, sizeof got);
+    cr_assert_str_eq(got, "sched-002,sched-001");
+    cr_assert_eq(json_integer_value(json_object_get(v, "total")), 4);
+    json_decref(v);
+}
+
+/* QUEUE RESUME of a queue nobody pushed to or paused leaves it unknown:
+ * a later PAUSE * does not pause it, and INFO does not list it. Once,
+ * distributed mode recorded it on RESUME. */
+SERVER_TEST(queue_resume_of_an_unknown_queue_creates_nothing)
+{
+    cr_assert(rbh_expect(C, "+OK", "PUSH {\"jid\":\"res-00001\",\"jobtype\":\"a\",\"args\":[],\"queue\":\"real\"}"));
+    cr_assert(rbh_expect(C, "+OK", "QUEUE RESUME ghost"));
+    cr_assert(rbh_expect(C, "+OK", "QUEUE PAUSE *"));
+    json_t *v = rbh_json(rbh_cmd(C, "INFO"));
+    json_t *paused = rbh_get(v, "rebound.paused_queues");
+    cr_assert_eq(json_array_size(paused), 1);
+    cr_assert_str_eq(json_string_value(json_array_get(paused, 0)), "real");
+    cr_assert_null(rbh_get(v, "faktory.queues.ghost"));
+    json_decref(v);
+    cr_assert(rbh_expect(C, "+OK", "QUEUE RESUME *"));
+}

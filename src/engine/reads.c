@@ -1,0 +1,63 @@
+/* The engine's read results and JOB's and JOBS's JSON (reads.h). */
+#include "engine/reads.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/timeutil.h"
+#include "engine/job_state.h"
+
+void rb_job_view_release(rb_job_view *j)
+{
+    free(j->jid);
+    free(j->queue);
+    free(j->json);
+    free(j->history);
+    free(j->wid);
+    memset(j, 0, sizeof *j);
+}
+
+void rb_job_views_free(rb_job_view *v, size_t n)
+{
+    for (size_t i = 0; v && i < n; i++)
+        rb_job_view_release(&v[i]);
+    free(v);
+}
+
+json_t *rb_job_view_json(const rb_job_view *j)
+{
+    json_t *job = json_loads(j->json, 0, NULL);
+    return json_pack("{s:s, s:o, s:I}", "state", rb_job_state_name((rb_job_state)j->state), "job",
+                     job ? job : json_null(), "attempts", (json_int_t)j->attempts);
+}
+
+json_t *rb_job_view_detail(const rb_job_view *j)
+{
+    json_t *v = rb_job_view_json(j);
+    json_t *h = j->history ? json_loads(j->history, 0, NULL) : NULL;
+    json_object_set_new(v, "history", h ? h : json_array());
+    char ts[RB_TIME_STRLEN];
+    bool timed = j->state == RB_JOB_SCHEDULED || j->state == RB_JOB_RETRIES;
+    json_object_set_new(v, "next_at",
+                        timed ? json_string(rb_time_format(j->due_ms, ts)) : json_null());
+    if (j->state == RB_JOB_WORKING) {
+        json_object_set_new(v, "reserved_until", json_string(rb_time_format(j->due_ms, ts)));
+        json_object_set_new(v, "wid", j->wid ? json_string(j->wid) : json_null());
+    }
+    return v;
+}
+
+bool rb_job_filter_matches(const rb_job_filter *f, const char *queue, const char *json)
+{
+    if (f->queue && strcmp(f->queue, queue))
+        return false;
+    if (!f->jobtype && !f->errtype)
+        return true;
+    json_t *o = json_loads(json, 0, NULL);
+    const char *jt = json_string_value(json_object_get(o, "jobtype"));
+    const char *et = json_string_value(json_object_get(json_object_get(o, "failure"), "errtype"));
+    bool ok = (!f->jobtype || (jt && !strcmp(jt, f->jobtype))) &&
+              (!f->errtype || (et && !strcmp(et, f->errtype)));
+    json_decref(o);
+    return ok;
+}
