@@ -112,14 +112,18 @@ void rb_eng_op_finish(rb_srv *srv, rb_eng_op *op)
     }
 }
 
+bool rb_eng_store_error(int rc)
+{
+    return rc == RB_ESTORE || rc == RB_EIO || rc == RB_ECONN || rc == RB_ENOMEM ||
+           rc == RB_ETIMEDOUT;
+}
+
 bool rb_eng_failed(rb_srv *srv, rb_eng_op *op)
 {
     if (!op->rc)
         return false;
     if (op->c) {
-        bool store = op->rc == RB_ESTORE || op->rc == RB_EIO || op->rc == RB_ECONN ||
-                     op->rc == RB_ENOMEM || op->rc == RB_ETIMEDOUT;
-        if (store)
+        if (rb_eng_store_error(op->rc))
             rb_reply_err(op->c, "storage error: %s", rb_err_msg(&op->err));
         else
             rb_reply_err(op->c, "%s", rb_err_msg(&op->err));

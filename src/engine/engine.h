@@ -7,7 +7,9 @@
  * its arguments, who waits, what runs when it is done), submits it, and
  * returns; the backend applies it and, once the change is durable (or has
  * failed), runs op->done on the loop thread, which replies and ends with
- * rb_eng_op_finish(). The rules every backend shares (what a request means,
+ * rb_eng_op_finish(). A backend may complete an op before rb_eng_submit
+ * returns (a single node's reads and worker signals): the caller must not
+ * touch op once submitted. The rules every backend shares (what a request means,
  * the checks and the reply texts) live in src/engine/, written once; a
  * backend only stores and selects.
  *
@@ -159,6 +161,9 @@ void rb_eng_complete(rb_srv *srv, rb_eng_op *op);
  * reference is dropped, op and what it owns are freed. */
 void rb_eng_op_finish(rb_srv *srv, rb_eng_op *op);
 
+/* Whether an op's rc is the store's failure (answered "storage error:
+ * ..."), rather than a refused request. */
+bool rb_eng_store_error(int rc);
 /* For a done function: false when op succeeded; true after replying the
  * error to op->c ("storage error: ..." for a store failure, the message
  * alone for a refused request) and finishing op. */

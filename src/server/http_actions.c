@@ -4,6 +4,7 @@
  * once the change is on disk, as the protocol does. */
 #include "server/http_impl.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -256,28 +257,31 @@ int rb_api_worker_request(rb_http_req *r, json_t **body, const char **wid)
     return sig;
 }
 
+static void worker_action_done(rb_srv *srv, rb_eng_op *op)
+{
+    if (rb_api_failed(srv, op))
+        return;
+    rb_api_call *a = rb_api_call_of(op);
+    if (op->u.workers.wid && !op->u.workers.changed)
+        rb_http_reply_error(a->req, 404, "no worker '%s'", op->u.workers.wid);
+    else
+        rb_http_reply_json(a->req, 200, json_pack("{s:s, s:I}", "action", a->action, "workers",
+                                                  (json_int_t)op->u.workers.changed));
+    rb_eng_op_finish(srv, op);
+}
+
+/* As WORKERS (the same op): said at each worker's next BEAT. */
 void rb_api_worker_action(rb_http_req *r)
 {
-    rb_srv *srv = r->h->srv;
-    const char *action = r->seg[1], *wid;
+    const char *wid;
     json_t *body;
     int sig = rb_api_worker_request(r, &body, &wid);
     if (!sig)
         return;
-    if (wid) {
-        rb_worker *w = rb_srv_worker(srv, wid, false);
-        if (!w) {
-            rb_http_reply_error(r->req, 404, "no worker '%s'", wid);
-        } else {
-            w->signal = sig; /* as WORKERS: said at the worker's next BEAT */
-            rb_http_reply_json(r->req, 200, json_pack("{s:s, s:i}", "action", action, "workers", 1));
-        }
-    } else {
-        int n = 0;
-        for (size_t i = 0; i < srv->workers.nbuckets; i++)
-            for (rb_worker *w = srv->workers.buckets[i]; w; w = w->hnext, n++)
-                w->signal = sig;
-        rb_http_reply_json(r->req, 200, json_pack("{s:s, s:i}", "action", action, "workers", n));
-    }
-    json_decref(body);
+    rb_eng_op *op = rb_api_op(r, RB_ENG_WORKERS, worker_action_done);
+    snprintf(rb_api_call_of(op)->action, sizeof rb_api_call_of(op)->action, "%s", r->seg[1]);
+    op->json = body; /* the wid's */
+    op->u.workers.wid = wid;
+    op->u.workers.signal = sig;
+    rb_eng_submit(r->h->srv, op);
 }

@@ -119,32 +119,32 @@ void rb_api_queues(rb_http_req *r)
 
 /* --- GET /api/jobs --- */
 
-json_t *rb_api_summary(const rb_api_row *row)
+json_t *rb_api_summary(const rb_job_view *j)
 {
-    json_t *o = json_loads(row->json, 0, NULL);
-    json_t *v = json_pack("{s:s, s:s, s:s, s:i, s:i}", "jid", row->jid, "state",
-                          rb_job_state_name((rb_job_state)row->state), "queue", row->queue,
-                          "priority", row->priority, "attempts", row->attempts);
+    json_t *o = json_loads(j->json, 0, NULL);
+    json_t *v = json_pack("{s:s, s:s, s:s, s:i, s:i}", "jid", j->jid, "state",
+                          rb_job_state_name((rb_job_state)j->state), "queue", j->queue,
+                          "priority", j->priority, "attempts", j->attempts);
     const char *jt = rb_srv_json_str(o, "jobtype");
     json_object_set_new(v, "jobtype", json_string(jt ? jt : "unknown"));
     json_t *args = json_object_get(o, "args");
     json_object_set(v, "args", args ? args : json_array());
     json_t *created = json_object_get(o, "created_at");
     json_object_set(v, "created_at", created ? created : json_null());
-    switch (row->state) {
+    switch (j->state) {
     case RB_JOB_SCHEDULED:
     case RB_JOB_RETRIES:
-        json_object_set_new(v, "next_at", rb_api_time_or_null(row->at_ms));
+        json_object_set_new(v, "next_at", rb_api_time_or_null(j->due_ms));
         break;
     case RB_JOB_WORKING:
-        json_object_set_new(v, "reserved_until", rb_api_time_or_null(row->at_ms));
-        json_object_set_new(v, "wid", row->wid ? json_string(row->wid) : json_null());
+        json_object_set_new(v, "reserved_until", rb_api_time_or_null(j->due_ms));
+        json_object_set_new(v, "wid", j->wid ? json_string(j->wid) : json_null());
         break;
     case RB_JOB_DEAD:
-        json_object_set_new(v, "expires_at", rb_api_time_or_null(row->at_ms));
+        json_object_set_new(v, "expires_at", rb_api_time_or_null(j->due_ms));
         break;
     case RB_JOB_ENQUEUED:
-        json_object_set_new(v, "enqueued_at", rb_api_time_or_null(row->at_ms));
+        json_object_set_new(v, "enqueued_at", rb_api_time_or_null(j->due_ms));
         break;
     default:
         break;
@@ -166,92 +166,53 @@ json_t *rb_api_summary(const rb_api_row *row)
     return v;
 }
 
-json_t *rb_api_job_summary(const rb_job *j)
+static void jobs_done(rb_srv *srv, rb_eng_op *op)
 {
-    char *text = rb_job_json_out(j, j->state == RB_JOB_ENQUEUED ? j->timer.at_ms : 0);
-    rb_api_row row = {.jid = j->jid, .queue = j->queue->name, .json = text, .wid = j->wid,
-                      .state = (int)j->state, .priority = (int)j->priority,
-                      .attempts = (int)j->attempts, .at_ms = j->timer.at_ms};
-    json_t *v = rb_api_summary(&row);
-    free(text);
-    return v;
-}
-
-typedef struct listing {
-    const char *queue, *jobtype, *errtype;
-    long long offset, limit, total;
-    json_t *jobs;
-} listing;
-
-static void list_one(listing *ls, const rb_job *j)
-{
-    if (ls->queue && strcmp(ls->queue, j->queue->name))
+    if (rb_api_failed(srv, op))
         return;
-    if (ls->jobtype || ls->errtype) {
-        char jt[256];
-        rb_metrics_jobtype(j->json, jt, sizeof jt);
-        if (ls->jobtype && strcmp(jt, ls->jobtype))
-            return;
-        if (ls->errtype) {
-            json_t *o = json_loads(j->json, 0, NULL);
-            const char *et = rb_srv_json_str(json_object_get(o, "failure"), "errtype");
-            bool ok = et && !strcmp(et, ls->errtype);
-            json_decref(o);
-            if (!ok)
-                return;
-        }
-    }
-    if (ls->total >= ls->offset && (long long)json_array_size(ls->jobs) < ls->limit)
-        json_array_append_new(ls->jobs, rb_api_job_summary(j));
-    ls->total++;
+    const rb_job_filter *f = &op->u.jobs.f;
+    json_t *arr = json_array();
+    for (size_t i = 0; i < op->u.jobs.n; i++)
+        json_array_append_new(arr, rb_api_summary(&op->u.jobs.views[i]));
+    rb_http_reply_json(rb_api_call_of(op)->req, 200,
+                       json_pack("{s:s, s:I, s:I, s:I, s:o}", "state",
+                                 rb_job_state_name((rb_job_state)f->state), "total",
+                                 (json_int_t)op->u.jobs.total, "offset", (json_int_t)f->offset,
+                                 "limit", (json_int_t)f->limit, "jobs", arr));
+    rb_eng_op_finish(srv, op);
 }
 
-static void list_queue(listing *ls, const rb_queue *q)
+/* An empty string as absent: the query's filters. */
+static char *nonempty(char *s)
 {
-    for (int p = RB_PRIORITIES - 1; p >= 0; p--)
-        for (rb_link *e = q->ready[p].head; e; e = e->next)
-            list_one(ls, rb_job_of_link(e));
+    if (s && !*s) {
+        free(s);
+        return NULL;
+    }
+    return s;
 }
 
 void rb_api_jobs(rb_http_req *r)
 {
-    rb_srv *srv = r->h->srv;
     char *state = rb_http_query(r->req, "state");
-    char *queue = rb_http_query(r->req, "queue"), *jobtype = rb_http_query(r->req, "jobtype");
-    char *errtype = rb_http_query(r->req, "errtype");
     int st = state ? rb_job_state_parse(state) : -1;
-    listing ls = {.queue = queue && *queue ? queue : NULL,
-                  .jobtype = jobtype && *jobtype ? jobtype : NULL,
-                  .errtype = errtype && *errtype ? errtype : NULL};
+    long long offset, limit;
     if (st < RB_JOB_SCHEDULED) {
         rb_http_reply_error(r->req, 400,
                             "query parameter state='%s' must be scheduled, enqueued, working, "
                             "retries or dead", state ? state : "");
-    } else if (rb_http_query_int(r->req, "offset", 0, INT64_MAX, 0, &ls.offset) &&
-               rb_http_query_int(r->req, "limit", 0, 1000, 50, &ls.limit)) {
-        ls.jobs = json_array();
-        if (st == RB_JOB_ENQUEUED) {
-            qlist l = {rb_xcalloc(srv->jobs.queues.size + 1, sizeof *l.v), 0};
-            rb_table_each(&srv->jobs.queues, collect_queue, &l);
-            qsort(l.v, l.n, sizeof *l.v, cmp_queue);
-            for (size_t i = 0; i < l.n; i++)
-                if (!ls.queue || !strcmp(ls.queue, l.v[i]->name))
-                    list_queue(&ls, l.v[i]);
-            free(l.v);
-        } else {
-            for (rb_link *e = rb_jobs_state_list(&srv->jobs, st)->head; e; e = e->next)
-                list_one(&ls, rb_job_of_link(e));
-        }
-        rb_http_reply_json(r->req, 200,
-                           json_pack("{s:s, s:I, s:I, s:I, s:o}", "state", rb_job_state_name(st),
-                                     "total", (json_int_t)ls.total, "offset",
-                                     (json_int_t)ls.offset, "limit", (json_int_t)ls.limit, "jobs",
-                                     ls.jobs));
+    } else if (rb_http_query_int(r->req, "offset", 0, INT64_MAX, 0, &offset) &&
+               rb_http_query_int(r->req, "limit", 0, 1000, 50, &limit)) {
+        rb_eng_op *op = rb_api_op(r, RB_ENG_JOBS, jobs_done);
+        char **s = rb_api_call_of(op)->strs; /* the filter's strings */
+        s[0] = nonempty(rb_http_query(r->req, "queue"));
+        s[1] = nonempty(rb_http_query(r->req, "jobtype"));
+        s[2] = nonempty(rb_http_query(r->req, "errtype"));
+        op->u.jobs.f = (rb_job_filter){.state = st, .queue = s[0], .jobtype = s[1],
+                                       .errtype = s[2], .offset = offset, .limit = limit};
+        rb_eng_submit(r->h->srv, op);
     }
     free(state);
-    free(queue);
-    free(jobtype);
-    free(errtype);
 }
 
 /* --- GET /api/job/JID --- */
@@ -291,26 +252,34 @@ json_t *rb_api_schedule(rb_srv *srv, int64_t first_ms, json_t *job)
     return v;
 }
 
-void rb_api_job(rb_http_req *r)
+static void job_done(rb_srv *srv, rb_eng_op *op)
 {
-    rb_srv *srv = r->h->srv;
-    const char *jid = r->seg[1];
-    rb_job *j = rb_jobs_find(&srv->jobs, jid);
-    if (!j || j->state == RB_JOB_PENDING) {
-        rb_http_reply_error(r->req, 404, "no job '%s'", jid);
+    if (rb_api_failed(srv, op))
+        return;
+    struct evhttp_request *req = rb_api_call_of(op)->req;
+    const rb_job_view *j = &op->u.job.view;
+    if (!op->u.job.found) {
+        rb_http_reply_error(req, 404, "no job '%s'", op->u.job.jid);
+        rb_eng_op_finish(srv, op);
         return;
     }
-    json_t *v = rb_api_job_summary(j);
-    char *text = rb_job_json_out(j, j->state == RB_JOB_ENQUEUED ? j->timer.at_ms : 0);
-    json_t *job = json_loads(text, 0, NULL);
-    free(text);
+    json_t *v = rb_api_summary(j);
+    json_t *job = json_loads(j->json, 0, NULL);
     json_t *h = j->history ? json_loads(j->history, 0, NULL) : NULL;
     json_object_set_new(v, "history", json_is_array(h) ? h : json_array());
     if (h && !json_is_array(h))
         json_decref(h);
     json_object_set_new(v, "schedule", job ? rb_api_schedule(srv, j->first_ms, job) : json_null());
     json_object_set_new(v, "job", job ? job : json_null());
-    rb_http_reply_json(r->req, 200, v);
+    rb_http_reply_json(req, 200, v);
+    rb_eng_op_finish(srv, op);
+}
+
+void rb_api_job(rb_http_req *r)
+{
+    rb_eng_op *op = rb_api_op(r, RB_ENG_JOB, job_done);
+    op->u.job.jid = rb_api_call_of(op)->strs[0] = rb_xstrdup(r->seg[1]);
+    rb_eng_submit(r->h->srv, op);
 }
 
 /* --- GET /api/workers --- */

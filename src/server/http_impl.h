@@ -10,6 +10,7 @@
 #include <event2/http.h>
 #include <jansson.h>
 
+#include "engine/engine.h"
 #include "server/http.h"
 #include "server/srv.h"
 
@@ -54,6 +55,24 @@ char *rb_http_query(struct evhttp_request *req, const char *name);
 bool rb_http_query_int(struct evhttp_request *req, const char *name, long long lo, long long hi,
                        long long def, long long *out);
 
+/* --- http_json.c: job-engine ops on behalf of a request --- */
+/* What a request keeps while its op is out (the op's arg): the request to
+ * answer and strings the op borrows. */
+typedef struct rb_api_call {
+    struct evhttp_request *req;
+    char *strs[3];   /* owned */
+    char action[16]; /* the path's action, for the reply */
+} rb_api_call;
+/* A new op of kind answering r (no protocol connection) with its
+ * rb_api_call, freed with the op. */
+rb_eng_op *rb_api_op(rb_http_req *r, rb_eng_kind kind, void (*done)(rb_srv *, rb_eng_op *));
+/* op's rb_api_call. */
+rb_api_call *rb_api_call_of(rb_eng_op *op);
+/* For a done function: false when op succeeded; true after answering 500
+ * "storage error: ..." (400 with the message for a refused request) and
+ * finishing op. */
+bool rb_api_failed(rb_srv *srv, rb_eng_op *op);
+
 /* --- http_api.c: read endpoints --- */
 void rb_api_info(rb_http_req *r);
 void rb_api_stats(rb_http_req *r);
@@ -65,27 +84,18 @@ void rb_api_simulate(rb_http_req *r);
 /* A worker as GET /api/workers lists it (signal: 0, RB_WORKER_QUIET or
  * RB_WORKER_TERMINATE). New reference. */
 json_t *rb_api_worker_json(const char *wid, int64_t last_beat_ms, int conns, int signal);
-/* A job as both storage modes know it, for the summary. Borrowed strings. */
-typedef struct rb_api_row {
-    const char *jid, *queue;
-    const char *json; /* as clients see it (enqueued_at included) */
-    const char *wid;  /* holder while working, or NULL */
-    int state, priority, attempts;
-    int64_t at_ms; /* run at / lease end / retention end / enqueue time */
-} rb_api_row;
-
 /* A job as listed: jid, jobtype, queue, state, attempts, times, error. New
  * reference. */
-json_t *rb_api_summary(const rb_api_row *row);
-json_t *rb_api_job_summary(const rb_job *j);
+json_t *rb_api_summary(const rb_job_view *j);
 /* The whole schedule the effective policy of job (its JSON object) gives
  * from first_ms (0: now), as GET /api/job shows it. New reference. */
 json_t *rb_api_schedule(rb_srv *srv, int64_t first_ms, json_t *job);
 
 /* --- http_pg.c: the same endpoints in distributed mode --- */
-/* The PostgreSQL twin of an API handler (reads and actions on jobs, queues
- * and workers), or fn itself for those that stay per node (stats, policy
- * simulation). */
+/* The PostgreSQL twin of an API handler (info, queues, job and queue
+ * actions, the workers' list), or fn itself for those that go through the
+ * job engine (GET /api/jobs, GET /api/job/JID, the worker actions) and
+ * those that stay per node (stats, policy simulation). */
 rb_http_handler rb_http_pg_handler(rb_http_handler fn);
 /* /metrics in distributed mode: this node's counters, the cluster's queue
  * sizes and jobs by state read on a database thread. */

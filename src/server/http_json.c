@@ -126,3 +126,40 @@ bool rb_http_query_int(struct evhttp_request *req, const char *name, long long l
     free(v);
     return ok;
 }
+
+/* --- job-engine ops on behalf of a request --- */
+
+static void api_call_free(void *p)
+{
+    rb_api_call *a = p;
+    for (size_t i = 0; i < sizeof a->strs / sizeof *a->strs; i++)
+        free(a->strs[i]);
+    free(a);
+}
+
+rb_eng_op *rb_api_op(rb_http_req *r, rb_eng_kind kind, void (*done)(rb_srv *, rb_eng_op *))
+{
+    rb_eng_op *op = rb_eng_op_new(kind, NULL, done);
+    rb_api_call *a = rb_xcalloc(1, sizeof *a);
+    a->req = r->req;
+    op->arg = a;
+    op->arg_free = api_call_free;
+    return op;
+}
+
+rb_api_call *rb_api_call_of(rb_eng_op *op)
+{
+    return op->arg;
+}
+
+bool rb_api_failed(rb_srv *srv, rb_eng_op *op)
+{
+    if (!op->rc)
+        return false;
+    if (rb_eng_store_error(op->rc))
+        rb_http_reply_error(rb_api_call_of(op)->req, 500, "storage error: %s", rb_err_msg(&op->err));
+    else
+        rb_http_reply_error(rb_api_call_of(op)->req, 400, "%s", rb_err_msg(&op->err));
+    rb_eng_op_finish(srv, op);
+    return true;
+}

@@ -1,11 +1,14 @@
 /* The HTTP API and /metrics in distributed mode: the endpoints that read or
- * change jobs and queues run on the PostgreSQL engine. Each handler checks
- * its request on the loop thread with the single-node rules and messages,
- * posts one request to a database thread (pgmode.h) and answers from its
- * completion; actions answer after the engine's COMMIT, through the same
- * engine calls as the protocol's MUTATE and QUEUE; the workers' list and
- * actions are the cluster's (pg_workers.c). Stats and policy simulation
- * stay per node (http_api.c). */
+ * change jobs and queues and still have a PostgreSQL twin (info, queues,
+ * job, bulk and queue actions) run on the PostgreSQL engine. Each handler
+ * checks its request on the loop thread with the single-node rules and
+ * messages, posts one request to a database thread (pgmode.h) and answers
+ * from its completion; actions answer after the engine's COMMIT, through
+ * the same engine calls as the protocol's MUTATE and QUEUE; the workers'
+ * list is the cluster's (pg_workers.c). GET /api/jobs, GET /api/job/JID
+ * and the worker actions have one handler for both modes, through the job
+ * engine (http_api.c, http_actions.c); stats and policy simulation stay
+ * per node. */
 #include "server/http_impl.h"
 
 #include <stdlib.h>
@@ -26,7 +29,7 @@ typedef struct hreq {
     char action[16];            /* retry, kill, discard; pause, resume */
     const char *cmd;            /* MUTATE cmd of the action */
     bool pause;
-    /* GET /api/jobs and bulk filters (owned strings) */
+    /* bulk filters (owned strings) */
     rb_pg_filter f;
     char *queue, *jobtype, *errtype;
     char **jids;                /* bulk: the named jids (owned) */
@@ -41,9 +44,6 @@ typedef struct hreq {
     rb_pg_job job;
     bool have_job;
     int prev_state, new_state;  /* job action: before, after (0: gone) */
-    rb_pg_job *jobs;
-    size_t n_jobs;
-    int64_t total;
     size_t changed;
 } hreq;
 
@@ -63,7 +63,6 @@ static void hreq_free(void *p)
     free(d->latency);
     if (d->have_job)
         rb_pg_job_release(&d->job);
-    rb_pg_jobs_free(d->jobs, d->n_jobs);
     free(d);
 }
 
@@ -169,70 +168,6 @@ static void pg_api_queues(rb_http_req *r)
     post(r->h->srv, hreq_new(r), info_call, api_queues_done);
 }
 
-/* --- GET /api/jobs, GET /api/job/JID --- */
-
-static json_t *summary(const rb_pg_job *j)
-{
-    rb_api_row row = {.jid = j->jid, .queue = j->queue, .json = j->json, .wid = j->wid,
-                      .state = j->state, .priority = j->priority, .attempts = j->attempts,
-                      .at_ms = j->due_ms};
-    return rb_api_summary(&row);
-}
-
-static void jobs_call(rb_pg *pg, rb_pgreq *r)
-{
-    hreq *d = r->data;
-    r->rc = rb_pg_jobs(pg, &d->f, &d->jobs, &d->n_jobs, &d->total, &r->err);
-}
-
-static void api_jobs_done(rb_srv *srv, rb_pgreq *r)
-{
-    if (answered(srv, r))
-        return;
-    hreq *d = r->data;
-    json_t *arr = json_array();
-    for (size_t i = 0; i < d->n_jobs; i++)
-        json_array_append_new(arr, summary(&d->jobs[i]));
-    rb_http_reply_json(d->req, 200,
-                       json_pack("{s:s, s:I, s:I, s:I, s:o}", "state",
-                                 rb_job_state_name((rb_job_state)d->f.state), "total",
-                                 (json_int_t)d->total, "offset", (json_int_t)d->f.offset,
-                                 "limit", (json_int_t)d->f.limit, "jobs", arr));
-    rb_pgreq_finish(srv, r);
-}
-
-/* An empty string as absent: the query's filters. */
-static char *nonempty(char *s)
-{
-    if (s && !*s) {
-        free(s);
-        return NULL;
-    }
-    return s;
-}
-
-static void pg_api_jobs(rb_http_req *r)
-{
-    char *state = rb_http_query(r->req, "state");
-    int st = state ? rb_job_state_parse(state) : -1;
-    long long offset, limit;
-    if (st < RB_JOB_SCHEDULED) {
-        rb_http_reply_error(r->req, 400,
-                            "query parameter state='%s' must be scheduled, enqueued, working, "
-                            "retries or dead", state ? state : "");
-    } else if (rb_http_query_int(r->req, "offset", 0, INT64_MAX, 0, &offset) &&
-               rb_http_query_int(r->req, "limit", 0, 1000, 50, &limit)) {
-        hreq *d = hreq_new(r);
-        d->queue = nonempty(rb_http_query(r->req, "queue"));
-        d->jobtype = nonempty(rb_http_query(r->req, "jobtype"));
-        d->errtype = nonempty(rb_http_query(r->req, "errtype"));
-        d->f = (rb_pg_filter){.state = st, .queue = d->queue, .jobtype = d->jobtype,
-                              .errtype = d->errtype, .offset = offset, .limit = limit};
-        post(r->h->srv, d, jobs_call, api_jobs_done);
-    }
-    free(state);
-}
-
 /* Reads d->jid into d->job; a missing job is d->status 404. */
 static int get_job(rb_pg *pg, hreq *d, rb_err *err)
 {
@@ -244,38 +179,6 @@ static int get_job(rb_pg *pg, hreq *d, rb_err *err)
     }
     d->have_job = rc == 0;
     return rc;
-}
-
-static void job_call(rb_pg *pg, rb_pgreq *r)
-{
-    r->rc = get_job(pg, r->data, &r->err);
-}
-
-static void api_job_done(rb_srv *srv, rb_pgreq *r)
-{
-    if (answered(srv, r))
-        return;
-    hreq *d = r->data;
-    const rb_pg_job *j = &d->job;
-    json_t *v = summary(j);
-    json_t *job = json_loads(j->json, 0, NULL);
-    json_t *hist = j->history ? json_loads(j->history, 0, NULL) : NULL;
-    if (hist && !json_is_array(hist)) {
-        json_decref(hist);
-        hist = NULL;
-    }
-    json_object_set_new(v, "history", hist ? hist : json_array());
-    json_object_set_new(v, "schedule", job ? rb_api_schedule(srv, j->first_ms, job) : json_null());
-    json_object_set_new(v, "job", job ? job : json_null());
-    rb_http_reply_json(d->req, 200, v);
-    rb_pgreq_finish(srv, r);
-}
-
-static void pg_api_job(rb_http_req *r)
-{
-    hreq *d = hreq_new(r);
-    d->jid = rb_xstrdup(r->seg[1]);
-    post(r->h->srv, d, job_call, api_job_done);
 }
 
 /* --- POST /api/job/JID/ACTION, POST /api/jobs/ACTION --- */
@@ -564,13 +467,10 @@ static const struct {
 } table[] = {
     {rb_api_info, pg_api_info},
     {rb_api_queues, pg_api_queues},
-    {rb_api_jobs, pg_api_jobs},
-    {rb_api_job, pg_api_job},
     {rb_api_job_action, pg_api_job_action},
     {rb_api_bulk_action, pg_api_bulk_action},
     {rb_api_queue_action, pg_api_queue_action},
     {rb_api_workers, rb_http_pg_workers},
-    {rb_api_worker_action, rb_http_pg_worker_action},
 };
 
 rb_http_handler rb_http_pg_handler(rb_http_handler fn)

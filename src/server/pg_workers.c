@@ -1,7 +1,8 @@
 /* Distributed mode's worker registry, the server's side (pg_workers.h):
- * HELLO, BEAT, the HTTP API's worker endpoints and this node's refresh of
+ * HELLO, BEAT, the HTTP API's list of workers and this node's refresh of
  * its connected workers, all on the cluster's rb_workers table through the
- * database threads (WORKERS goes through the job engine: backend_pg.c). */
+ * database threads (WORKERS and the worker actions go through the job
+ * engine: backend_pg.c). */
 #include "server/pg_workers.h"
 
 #include <pthread.h>
@@ -174,15 +175,11 @@ void rb_pgworkers_refresh(evutil_socket_t fd, short what, void *arg)
     rb_pgreq_post(srv, rb_pgreq_new_call(NULL, h, held_free, held_call, held_done));
 }
 
-/* --- the HTTP API: signals and the listing --- */
+/* --- the HTTP API: the listing --- */
 
-/* What an HTTP request keeps while its request is out; the wid, when one
- * is named, is the request's. */
+/* What GET /api/workers keeps while its request is out. */
 typedef struct wreq {
     struct evhttp_request *req;
-    char action[16];            /* quiet or terminate */
-    int sig;
-    int64_t changed;            /* workers signalled */
     rb_pg_worker *list;
     size_t n_list;
 } wreq;
@@ -192,20 +189,6 @@ static void wreq_free(void *p)
     wreq *d = p;
     rb_pg_workers_free(d->list, d->n_list);
     free(d);
-}
-
-static void post_call(rb_srv *srv, wreq *d, const char *wid, void (*call)(rb_pg *, rb_pgreq *),
-                      void (*done)(rb_srv *, rb_pgreq *))
-{
-    rb_pgreq *r = rb_pgreq_new_call(NULL, d, wreq_free, call, done);
-    r->wid = wid ? rb_xstrdup(wid) : NULL;
-    rb_pgreq_post(srv, r);
-}
-
-static void signal_call(rb_pg *pg, rb_pgreq *r)
-{
-    wreq *d = r->data;
-    r->rc = rb_pg_workers_signal(pg, r->wid, d->sig, rb_now_ms(), &d->changed, &r->err);
 }
 
 /* For an HTTP done handler: true after answering a database error (500)
@@ -220,34 +203,6 @@ static bool http_failed(rb_srv *srv, rb_pgreq *r)
     rb_http_reply_error(((wreq *)r->data)->req, 500, "storage error: %s", rb_err_msg(&r->err));
     rb_pgreq_finish(srv, r);
     return true;
-}
-
-static void action_done(rb_srv *srv, rb_pgreq *r)
-{
-    if (http_failed(srv, r))
-        return;
-    wreq *d = r->data;
-    if (r->wid && !d->changed)
-        rb_http_reply_error(d->req, 404, "no worker '%s'", r->wid);
-    else
-        rb_http_reply_json(d->req, 200, json_pack("{s:s, s:I}", "action", d->action, "workers",
-                                                  (json_int_t)d->changed));
-    rb_pgreq_finish(srv, r);
-}
-
-void rb_http_pg_worker_action(rb_http_req *r)
-{
-    json_t *body;
-    const char *wid;
-    int sig = rb_api_worker_request(r, &body, &wid);
-    if (!sig)
-        return;
-    wreq *d = rb_xcalloc(1, sizeof *d);
-    d->req = r->req;
-    d->sig = sig;
-    snprintf(d->action, sizeof d->action, "%s", r->seg[1]);
-    post_call(r->h->srv, d, wid, signal_call, action_done);
-    json_decref(body);
 }
 
 static void list_call(rb_pg *pg, rb_pgreq *r)
@@ -280,5 +235,5 @@ void rb_http_pg_workers(rb_http_req *r)
 {
     wreq *d = rb_xcalloc(1, sizeof *d);
     d->req = r->req;
-    post_call(r->h->srv, d, NULL, list_call, list_done);
+    rb_pgreq_post(r->h->srv, rb_pgreq_new_call(NULL, d, wreq_free, list_call, list_done));
 }

@@ -284,6 +284,46 @@ HTTP_TEST(jobs_by_state_with_filters_and_paging)
     expect_error(400, "limit='x'", "GET", "/api/jobs?state=dead&limit=x", NULL);
 }
 
+/* GET /api/jobs lists in the protocol's JOBS order in both modes:
+ * enqueued jobs by queue name, then priority, then FIFO; the other states
+ * by deadline. Its jobtype filter compares the decoded job type, as the
+ * database does. Once, a single node listed timed jobs in the order they
+ * entered their state and compared the job type's raw JSON text. */
+HTTP_TEST(jobs_listing_order_and_jobtype_are_the_same_in_both_modes)
+{
+    push("jobid-zq", "A", "zq");
+    push("jobid-aq", "A", "aq");
+    push("jobid-mq", "A", "mq");
+    cr_assert(rbh_expect(C, "+OK", "PUSH {\"jid\":\"jobid-quote\",\"jobtype\":\"say \\\"hi\\\"\",\"args\":[],\"queue\":\"mq\"}"));
+    rbh_resp *r = expect(200, "GET", "/api/jobs?state=enqueued", NULL);
+    cr_assert_eq(jint(r, "total"), 4);
+    cr_assert_str_eq(jstr(r, "jobs.0.jid"), "jobid-aq");
+    cr_assert_str_eq(jstr(r, "jobs.1.jid"), "jobid-mq");
+    cr_assert_str_eq(jstr(r, "jobs.2.jid"), "jobid-quote");
+    cr_assert_str_eq(jstr(r, "jobs.3.jid"), "jobid-zq");
+    rbh_resp_free(r);
+    r = expect(200, "GET", "/api/jobs?state=enqueued&jobtype=say%20%22hi%22", NULL);
+    cr_assert_eq(jint(r, "total"), 1);
+    cr_assert_str_eq(jstr(r, "jobs.0.jid"), "jobid-quote");
+    rbh_resp_free(r);
+
+    /* scheduled: pushed latest-first, listed earliest-first */
+    char at[64];
+    time_t base = time(NULL) + 3600;
+    for (int i = 0; i < 3; i++) {
+        time_t t = base + (3 - i) * 60;
+        strftime(at, sizeof at, "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));
+        cr_assert(rbh_expect(C, "+OK", "PUSH {\"jid\":\"jobid-s%d\",\"jobtype\":\"S\",\"args\":[],\"at\":\"%s\"}",
+                             i, at));
+    }
+    r = expect(200, "GET", "/api/jobs?state=scheduled&offset=1", NULL);
+    cr_assert_eq(jint(r, "total"), 3);
+    cr_assert_eq(json_array_size(rbh_get(r->json, "jobs")), 2);
+    cr_assert_str_eq(jstr(r, "jobs.0.jid"), "jobid-s1");
+    cr_assert_str_eq(jstr(r, "jobs.1.jid"), "jobid-s0");
+    rbh_resp_free(r);
+}
+
 HTTP_TEST(job_shows_history_and_schedule)
 {
     make_failed("jobid-r1", "Pay", "Timeout", false);

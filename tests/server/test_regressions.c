@@ -84,3 +84,41 @@ Test(queue, overlong_name_is_refused_and_nothing_paused, .timeout = 30, .fini = 
     rbh_close(c);
     cr_assert_eq(rbh_stop(&S), 0);
 }
+
+/* Reads answered from memory (JOB, JOBS) complete before their handler
+ * returns; the connection's loop then goes on to the next line, rather
+ * than the completion starting another loop one level deeper on the stack
+ * per pipelined command. Tens of thousands of reads in one write are all
+ * answered, in order. */
+Test(pipelining, many_reads_in_one_write_answer_in_order, .timeout = 60, .fini = cleanup)
+{
+    cr_assert_eq(rbh_start(&S, NULL, NULL), 0);
+    rbh_conn *c = rbh_connect(&S, NULL);
+    cr_assert_not_null(c);
+    cr_assert(rbh_expect(c, "+OK", "PUSH {\"jid\":\"pipelined-1\",\"jobtype\":\"t\",\"args\":[]}"));
+    enum { N = 60000 };
+    static const char miss[] = "JOB {\"jid\":\"nothing-here\"}\r\n";
+    static const char hit[] = "JOBS {\"state\":\"enqueued\",\"limit\":1}\r\n";
+    size_t cap = N * sizeof hit, len = 0;
+    char *all = malloc(cap);
+    for (int i = 0; i < N; i++) {
+        const char *line = i % 1000 == 999 ? hit : miss;
+        size_t n = strlen(line);
+        memcpy(all + len, line, n);
+        len += n;
+    }
+    cr_assert_eq(rbh_send(c, all, len), 0);
+    free(all);
+    for (int i = 0; i < N; i++) {
+        char *r = rbh_reply(c);
+        cr_assert_not_null(r, "no reply %d: the server is gone", i);
+        if (i % 1000 == 999)
+            cr_assert(strstr(r, "\"pipelined-1\""), "reply %d: %s", i, r);
+        else
+            cr_assert_str_eq(r, "$-1", "reply %d", i);
+        free(r);
+    }
+    cr_assert(rbh_expect(c, "+OK", "QUEUE RESUME *"));
+    rbh_close(c);
+    cr_assert_eq(rbh_stop(&S), 0);
+}
