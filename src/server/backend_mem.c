@@ -112,7 +112,8 @@ static void info_queue(void *e, void *arg)
     rb_queue *q = e;
     rb_eng_info *f = arg;
     if (q->size > 0 || q->paused)
-        f->queues[f->n_queues++] = (rb_queue_size){rb_xstrdup(q->name), (int64_t)q->size, q->paused};
+        f->queues[f->n_queues++] =
+            (rb_queue_size){rb_xstrdup(q->name), (int64_t)q->size, q->paused};
 }
 
 /* INFO's "rebound" key: the group-commit figures. Each commit is one fsync

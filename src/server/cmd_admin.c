@@ -124,7 +124,13 @@ void rb_cmd_mutate(rb_conn *c, char *arg)
 
 /* --- QUEUE --- */
 
-static const char *const queue_verbs[] = {"PAUSE", "RESUME", "REMOVE"};
+/* QUEUE's changes by name; LATENCY is a read of its own (RB_ENG_LATENCY). */
+static const char *const queue_verbs[] = {
+    [RB_ENG_QUEUE_PAUSE] = "PAUSE",
+    [RB_ENG_QUEUE_RESUME] = "RESUME",
+    [RB_ENG_QUEUE_REMOVE] = "REMOVE",
+};
+#define QUEUE_VERBS (int)(sizeof queue_verbs / sizeof *queue_verbs)
 
 static void queue_done(rb_srv *srv, rb_eng_op *op)
 {
@@ -151,7 +157,7 @@ void rb_cmd_queue(rb_conn *c, char *arg)
     for (char *p = verb; p && *p; p++)
         *p = (char)(*p >= 'a' && *p <= 'z' ? *p - 32 : *p);
     int v = -1;
-    for (int i = 0; verb && i < 3; i++)
+    for (int i = 0; verb && i < QUEUE_VERBS; i++)
         if (!strcmp(verb, queue_verbs[i]))
             v = i;
     if (v < 0 && (!verb || strcmp(verb, "LATENCY"))) {
@@ -177,7 +183,8 @@ void rb_cmd_queue(rb_conn *c, char *arg)
         return;
     }
     rb_eng_op *op = rb_eng_op_new(v < 0 ? RB_ENG_LATENCY : RB_ENG_QUEUE, c, queue_done);
-    op->u.queue.verb = v < 0 ? RB_ENG_QUEUE_PAUSE : (rb_eng_queue_verb)v;
+    if (v >= 0)
+        op->u.queue.verb = (rb_eng_queue_verb)v;
     op->u.queue.names = rb_xcalloc((size_t)n, sizeof *op->u.queue.names);
     for (int i = 0; i < n; i++)
         op->u.queue.names[op->u.queue.n++] = rb_xstrdup(names[i]);
@@ -220,7 +227,8 @@ static void jobs_done(rb_srv *srv, rb_eng_op *op)
     json_t *arr = json_array();
     for (size_t i = 0; i < op->u.jobs.n; i++)
         json_array_append_new(arr, rb_job_view_json(&op->u.jobs.views[i]));
-    rb_reply_json(op->c, json_pack("{s:I, s:o}", "total", (json_int_t)op->u.jobs.total, "jobs", arr));
+    rb_reply_json(op->c,
+                  json_pack("{s:I, s:o}", "total", (json_int_t)op->u.jobs.total, "jobs", arr));
     rb_eng_op_finish(srv, op);
 }
 

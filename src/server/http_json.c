@@ -156,10 +156,11 @@ bool rb_api_failed(rb_srv *srv, rb_eng_op *op)
 {
     if (!op->rc)
         return false;
+    struct evhttp_request *req = rb_api_call_of(op)->req;
     if (rb_eng_store_error(op->rc))
-        rb_http_reply_error(rb_api_call_of(op)->req, 500, "storage error: %s", rb_err_msg(&op->err));
+        rb_http_reply_error(req, 500, "storage error: %s", rb_err_msg(&op->err));
     else
-        rb_http_reply_error(rb_api_call_of(op)->req, 400, "%s", rb_err_msg(&op->err));
+        rb_http_reply_error(req, 400, "%s", rb_err_msg(&op->err));
     rb_eng_op_finish(srv, op);
     return true;
 }
