@@ -459,6 +459,16 @@ Test(nodes, lost_database_answers_errors_then_resumes)
     r = rbh_cmd(c, "FLUSH");
     cr_assert(r && !strncmp(r, "-ERR storage error", 18), "FLUSH without a database: %s", r);
     free(r);
+    /* the administration commands and reads go through the same engine */
+    const char *admin[] = {"INFO", "JOB {\"jid\":\"before-01\"}", "JOBS {\"state\":\"enqueued\"}",
+                           "QUEUE LATENCY default", "QUEUE PAUSE default",
+                           "WORKERS {\"cmd\":\"quiet\"}"};
+    for (size_t i = 0; i < sizeof admin / sizeof *admin; i++) {
+        r = rbh_cmd(c, "%s", admin[i]);
+        cr_assert(r && !strncmp(r, "-ERR storage error", 18), "%s without a database: %s",
+                  admin[i], r);
+        free(r);
+    }
     /* A connected worker's BEAT is answered by the node; a wid it has no
      * connection from needs the registry: an error like the others. A
      * worker's HELLO still succeeds (recorded by its BEATs once back). */

@@ -122,14 +122,16 @@ Test(srv_memory, injected_commit_failure_is_a_storage_error_and_undone)
     close(sv[1]);
 }
 
-/* MUTATE and FLUSH whose commit fails answer the storage error too. */
+/* MUTATE, FLUSH and QUEUE whose commit fails answer the storage error
+ * too; reads (INFO, JOB, JOBS, QUEUE LATENCY) need no commit and keep
+ * working (docs/protocol.md, "Durability"). */
 Test(srv_memory, admin_commit_failure_is_a_storage_error)
 {
     rb_log_set_level((rb_log_level)(RB_LOG_ERROR + 1)); /* "commit failed" is expected */
     rb_srv *srv = rb_srv_alloc();
     rb_config_init(&srv->cfg);
     rb_store *store = rb_store_null_new();
-    rb_store_null_fail_commits(store, 6); /* commits 1 and 2 */
+    rb_store_null_fail_commits(store, 14); /* commits 1, 2 and 3 */
     rb_err err = {0};
     cr_assert_eq(rb_srv_recover(srv, store, &err), 0, "%s", err.msg);
     rb_srv_loop_new(srv);
@@ -148,6 +150,15 @@ Test(srv_memory, admin_commit_failure_is_a_storage_error)
     free(r);
     r = exchange(srv, sv[1], "FLUSH\r\n", 1);
     cr_assert(!strncmp(r, "-ERR storage error: null store: commit 2 fails", 46), "got %s", r);
+    free(r);
+    r = exchange(srv, sv[1], "QUEUE PAUSE q\r\n", 1);
+    cr_assert(!strncmp(r, "-ERR storage error: null store: commit 3 fails", 46), "got %s", r);
+    free(r);
+    r = exchange(srv, sv[1], "JOB {\"jid\":\"nowhere-1\"}\r\nINFO\r\n", 3);
+    cr_assert(!strncmp(r, "$-1\r\n$", 6) && strstr(r, "\"group_commit\""), "got %s", r);
+    free(r);
+    r = exchange(srv, sv[1], "JOBS {\"state\":\"dead\"}\r\nQUEUE LATENCY q\r\n", 4);
+    cr_assert(strstr(r, "{\"total\":0,\"jobs\":[]}\r\n") && strstr(r, "{\"q\":0.0}"), "got %s", r);
     free(r);
     r = exchange(srv, sv[1], "FLUSH\r\n", 1);
     cr_assert_str_eq(r, "+OK\r\n");
