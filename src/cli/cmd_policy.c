@@ -78,10 +78,9 @@ static int simulate_for_job(const char *spec, const struct job_opts *j, cli_sim_
         return cli_error(CLI_USAGE, "policy simulate: --config needs --jobtype T");
     rb_config cfg;
     rb_err err = {0};
-    if (rb_config_load(&cfg, j->config, rb_config_env_name(j->env), &err) != 0) {
-        rb_config_release(&cfg);
-        return cli_error(err.code == RB_EIO ? CLI_FAIL : CLI_USAGE, "%s", rb_err_msg(&err));
-    }
+    int rc = cli_load_config(&cfg, NULL, j->config, j->env);
+    if (rc != CLI_OK)
+        return rc;
     json_t *jobj = json_pack("{s:s, s:s}", "jobtype", j->jobtype, "queue",
                              j->queue ? j->queue : "default");
     if (j->has_retry)
@@ -99,7 +98,7 @@ static int simulate_for_job(const char *spec, const struct job_opts *j, cli_sim_
     }
     rb_policy p;
     rb_policy_layer layer;
-    int rc = rb_config_effective_policy(&cfg, jobj, &p, &layer, &err);
+    rc = rb_config_effective_policy(&cfg, jobj, &p, &layer, &err);
     json_decref(jobj);
     if (rc != 0) {
         rb_config_release(&cfg);

@@ -78,7 +78,9 @@ void rb_config_release(rb_config *cfg);
 int rb_config_load(rb_config *cfg, const char *path, const char *env, rb_err *err);
 
 /* The environment name to use: flag when non-NULL and non-empty, else
- * $REBOUND_ENV when set and non-empty, else NULL. */
+ * $REBOUND_ENV when set and non-empty, else NULL. The one place the name is
+ * resolved: every subcommand that reads the config (serve, config check,
+ * policy simulate, migrate) passes its --env through here. */
 const char *rb_config_env_name(const char *flag);
 
 /* The overlay path for base and env: rebound.<env>.toml in base's directory

@@ -450,6 +450,55 @@ SERVER_TEST(config_policies_by_jobtype_and_queue_with_the_client_bound)
     cr_assert(rbh_expect(C, "$-1", "JOB {\"jid\":\"cfg-00003\"}"));
 }
 
+/* `rebound serve` resolves the environment as every other subcommand does
+ * (--env, else $REBOUND_ENV): a job type's policy that only the overlay
+ * rebound.staging.toml defines schedules its retries, the base file's
+ * [retry] the others' (issue 13). */
+SERVER_TEST(serve_reads_the_overlay_that_rebound_env_names)
+{
+    rbh_close(C);
+    cr_assert_eq(rbh_stop(&S), 0);
+    rbh_init(&S);
+    char overlay[320];
+    rbh_write_file(&S, "rebound.toml", "[retry]\nftl = \"5 3s 1m\"\n", S.config, sizeof S.config);
+    rbh_write_file(&S, "rebound.staging.toml", "[retry.jobtypes.tk]\nftl = \"3 9s 1m\"\n", overlay,
+                   sizeof overlay);
+    setenv("REBOUND_ENV", "staging", 1); /* this test's own process; the server inherits it */
+    cr_assert_eq(rbh_launch(&S, NULL), 0, "server did not start (see %s)", S.log);
+    C = rbh_connect(&S, "w1");
+    PUSH_OK("{\"jid\":\"env-00001\",\"jobtype\":\"tk\",\"args\":[]}");
+    PUSH_OK("{\"jid\":\"env-00002\",\"jobtype\":\"other\",\"args\":[]}");
+    expect_fetch(C, "default", "env-00001");
+    expect_fetch(C, "default", "env-00002");
+    cr_assert(rbh_expect(C, "+OK", "FAIL {\"jid\":\"env-00001\",\"errtype\":\"E\"}"));
+    cr_assert(rbh_expect(C, "+OK", "FAIL {\"jid\":\"env-00002\",\"errtype\":\"E\"}"));
+    json_t *v = job_info("env-00001");
+    cr_assert_eq(json_integer_value(rbh_get(v, "history.0.delay_ms")), 9000,
+                 "tk follows [retry.jobtypes.tk] of the overlay");
+    cr_assert_eq(json_integer_value(rbh_get(v, "job.failure.remaining")), 3);
+    json_decref(v);
+    v = job_info("env-00002");
+    cr_assert_eq(json_integer_value(rbh_get(v, "history.0.delay_ms")), 3000,
+                 "other job types follow [retry] of the base file");
+    json_decref(v);
+    /* --env wins over $REBOUND_ENV: with an overlay that does not exist the
+     * server refuses to start, naming it */
+    rbh_close(C);
+    C = NULL;
+    cr_assert_eq(rbh_stop(&S), 0);
+    unsetenv("REBOUND_ENV"); /* distributed mode: rbh_init runs `rebound migrate` here */
+    rbh_init(&S);
+    setenv("REBOUND_ENV", "staging", 1);
+    rbh_write_file(&S, "rebound.toml", "[retry]\nftl = \"5 3s 1m\"\n", S.config, sizeof S.config);
+    const char *const missing[] = {"--env", "nope", NULL};
+    cr_assert_eq(rbh_launch(&S, missing), -1, "started without rebound.nope.toml");
+    FILE *f = fopen(S.log, "r");
+    char line[1024] = "";
+    cr_assert(f && fgets(line, sizeof line, f));
+    fclose(f);
+    cr_assert(strstr(line, "rebound.nope.toml"), "log: %s", line);
+}
+
 /* A malformed FAIL, SNOOZE or EXTEND is answered as the job's state says
  * first (unknown, not working) and with the field's error only for a job
  * the caller holds: the same replies on a single node and on PostgreSQL. */
