@@ -138,7 +138,9 @@ void rb_policy_copy(rb_policy *dst, const rb_policy *src);
 int rb_policy_parse_spec(const char *spec, const rb_backoff_config *sys, rb_policy *out,
                          rb_err *err);
 /* Same for an already-parsed JSON value: an object, or a string SPEC, or an
- * integer (Faktory retry N). */
+ * integer (Faktory retry N). err names keys inside the value, never the
+ * field that holds it (retry_policy, custom.retry_policy, ...): the caller
+ * prefixes that, once. */
 int rb_policy_parse_json(const json_t *v, const rb_backoff_config *sys, rb_policy *out,
                          rb_err *err);
 

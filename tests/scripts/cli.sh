@@ -118,6 +118,8 @@ run 2 push --file "$tmp/jobs.jsonl"
 has out "pushed 5 of 9"; has out "4 rejected"
 has out "line 3: invalid JSON"; has out "line 6: not a JSON object"
 has out "line 7 (jid bulk-nojobtype)"; has out "line 9 (jid bulk-badpol)"
+has out "line 9 (jid bulk-badpol): job bulk-badpol: retry_policy: ftl: "
+hasnt out "retry_policy: retry_policy"
 run 0 jobs --queue bulk --json;      has out '"total":5'; has out "bulk-jid-002"
 grep -v -e '^\[' -e nojobtype -e badpol -e '"args":\[3\],"queue":"bulk"$' "$tmp/jobs.jsonl" \
   | sed -e 's/"queue":"bulk"/"queue":"bulk2"/' -e 's/bulk-jid-002/bulk-jid-102/' >"$tmp/good.jsonl"
