@@ -203,6 +203,18 @@ Test(policy_cli, check_text_and_warnings)
     cr_assert(strstr(r.out, "warning:     retryable false with max_attempts 4 behaves as max_attempts 1"),
               "%s", r.out);
     run_free(&r);
+    /* the summary line says what will happen: one execution, whatever
+     * max_attempts says (issue 13) */
+    r = rebound("check", "{\"max_attempts\": 3, \"retryable\": false}", NULL);
+    cr_assert_eq(r.rc, 0, "%s", r.err);
+    cr_assert(strstr(r.out, "executions:  1 (the first execution only: retryable is false)\n"),
+              "%s", r.out);
+    cr_assert_null(strstr(r.out, "at most"), "%s", r.out);
+    run_free(&r);
+    r = rebound("check", "{\"max_attempts\": 0, \"retryable\": false}", NULL);
+    cr_assert(strstr(r.out, "executions:  1 (the first execution only: retryable is false)\n"),
+              "%s", r.out);
+    run_free(&r);
     r = rebound("check", "ftl:10 5s 1m", NULL);
     cr_assert(strstr(r.out, "executions:  at most 11 (the first + 10 retries)\n"), "%s", r.out);
     cr_assert(strstr(r.out, "backoff:     exponential: 5s before the first retry, x2 each retry, "
