@@ -116,6 +116,13 @@ const char *rb_policy_layer_name(rb_policy_layer l);
 const rb_policy *rb_config_policy_for(const rb_config *cfg, const char *jobtype,
                                       const char *queue, rb_policy_layer *layer);
 
+/* Appends to out the file the configured policy rb_config_policy_for() finds
+ * for jobtype and queue came from: the base file's path, the overlay's path,
+ * or "BASE + OVERLAY" when the table has keys from both; "built-in
+ * defaults" when no table applies. */
+void rb_config_policy_files(const rb_config *cfg, const char *jobtype, const char *queue,
+                            struct rb_buf *out);
+
 /* The effective policy for a job (a JSON object in Faktory's job format):
  * its "retry_policy" (top-level, else in "custom") if present, else the
  * configured one; then the client's "retry" field applied as a bound
