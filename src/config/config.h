@@ -127,8 +127,9 @@ void rb_config_policy_files(const rb_config *cfg, const char *jobtype, const cha
  * its "retry_policy" (top-level, else in "custom") if present, else the
  * configured one; then the client's "retry" field applied as a bound
  * (semantics.md §8). Fills *out (release it) and *layer. Returns 0, or a
- * negative code with err naming the bad retry_policy field. cfg may be NULL
- * (built-in defaults). */
+ * negative code with err naming the bad field: retry_policy or
+ * custom.retry_policy (prefixed once, with the key inside it), or retry (not
+ * an integer, or below -1). cfg may be NULL (built-in defaults). */
 int rb_config_effective_policy(const rb_config *cfg, const json_t *job, rb_policy *out,
                                rb_policy_layer *layer, rb_err *err);
 

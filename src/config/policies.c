@@ -324,6 +324,9 @@ int rb_config_effective_policy(const rb_config *cfg, const json_t *job, rb_polic
     if (retry && !json_is_null(retry) && !json_is_integer(retry))
         return rb_err_set(err, RB_EINVAL, "retry: must be an integer, got a %s",
                           json_is_string(retry) ? "string" : "non-integer");
+    if (json_is_integer(retry) && json_integer_value(retry) < -1) /* as faktory:N */
+        return rb_err_set(err, RB_EINVAL, "retry: must be -1, 0 or a positive count, got '%lld'",
+                          (long long)json_integer_value(retry));
     rb_policy p;
     rb_policy_layer l;
     if (rp && !json_is_null(rp)) {

@@ -119,6 +119,8 @@ SERVER_TEST(push_validation_errors)
         {"{\"jid\":\"val-00001\",\"jobtype\":\"a\",\"args\":[],\"priority\":10}", "-ERR job val-00001: priority must be between 1 and 9, not 10"},
         {"{\"jid\":\"val-00001\",\"jobtype\":\"a\",\"args\":[],\"queue\":\"a b\"}", "-ERR job val-00001: queue must be a non-empty name without spaces"},
         {"{\"jid\":\"val-00001\",\"jobtype\":\"a\",\"args\":[],\"custom\":1}", "-ERR job val-00001: custom must be an object"},
+        /* retry: -1 (dead on failure) is the least; -2 means nothing (semantics.md §5) */
+        {"{\"jid\":\"val-00001\",\"jobtype\":\"a\",\"args\":[],\"retry\":-2}", "-ERR job val-00001: retry must be between -1 and 1000000, not -2"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
         cr_assert(rbh_expect(C, cases[i].err, "PUSH %s", cases[i].job));
@@ -156,9 +158,12 @@ SERVER_TEST(pushb_reports_rejected_jobs)
     cr_assert_str_eq(json_string_value(json_object_get(r, "#3")), "job must be a JSON object");
     json_decref(r);
     r = rbh_json(rbh_cmd(C, "PUSHB [{\"jid\":\"pb-000003\",\"jobtype\":\"a\",\"args\":[],"
-                            "\"retry_policy\":{\"maximum_attempts\":-1}}]"));
+                            "\"retry_policy\":{\"maximum_attempts\":-1}},"
+                            "{\"jid\":\"pb-000004\",\"jobtype\":\"a\",\"args\":[],\"retry\":-2}]"));
     cr_assert_str_eq(json_string_value(json_object_get(r, "pb-000003")),
                      "job pb-000003: retry_policy: maximum_attempts: cannot be negative, got '-1'");
+    cr_assert_str_eq(json_string_value(json_object_get(r, "pb-000004")),
+                     "job pb-000004: retry must be between -1 and 1000000, not -2");
     json_decref(r);
     cr_assert(rbh_expect(C, "{}", "PUSHB []"));
     expect_fetch(C, "q2 default", "pb-000002");
