@@ -257,6 +257,36 @@ SERVER_TEST(fail_retries_with_failure_hash_and_history)
     cr_assert(rbh_expect(C, "-ERR Job not found nope-nope", "FAIL {\"jid\":\"nope-nope\"}"));
 }
 
+/* Faktory's rule: a FAIL's backtrace keeps the first `backtrace` lines of the
+ * job (none when the job has no such field or 0), in the failure hash and in
+ * the attempt's history entry alike. */
+SERVER_TEST(fail_keeps_the_first_backtrace_lines_the_job_asks_for)
+{
+    const struct {
+        const char *jid, *limit, *sent, *kept;
+    } cases[] = {
+        {"bt-000001", ",\"backtrace\":2", "[\"l1\",\"l2\",\"l3\"]", "[\"l1\",\"l2\"]"},
+        {"bt-000002", ",\"backtrace\":5", "[\"a\",\"b\"]", "[\"a\",\"b\"]"},
+        {"bt-000003", ",\"backtrace\":0", "[\"a\",\"b\"]", "[]"},
+        {"bt-000004", "", "[\"a\",\"b\"]", "[]"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        PUSH_OK("{\"jid\":\"%s\",\"jobtype\":\"a\",\"args\":[]%s}", cases[i].jid,
+                cases[i].limit);
+        expect_fetch(C, "default", cases[i].jid);
+        cr_assert(rbh_expect(C, "+OK", "FAIL {\"jid\":\"%s\",\"errtype\":\"E\",\"backtrace\":%s}",
+                             cases[i].jid, cases[i].sent));
+        json_t *v = job_info(cases[i].jid);
+        json_t *want = json_loads(cases[i].kept, 0, NULL);
+        cr_assert(json_equal(rbh_get(v, "job.failure.backtrace"), want), "%s: failure.backtrace",
+                  cases[i].jid);
+        cr_assert(json_equal(rbh_get(v, "history.0.backtrace"), want), "%s: history",
+                  cases[i].jid);
+        json_decref(want);
+        json_decref(v);
+    }
+}
+
 SERVER_TEST(fail_input_is_trimmed)
 {
     PUSH_OK("{\"jid\":\"trim-0001\",\"jobtype\":\"a\",\"args\":[]}");
