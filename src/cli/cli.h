@@ -24,6 +24,18 @@ int cmd_queue(int argc, char **argv);
 /* Distributed mode's PostgreSQL schema (cmd_migrate.c). */
 int cmd_migrate(int, char **);
 
+/* Loads the configuration a subcommand reads: file (NULL: defaults only) and
+ * the overlay of the environment rb_config_env_name(env_flag) resolves
+ * (--env, else $REBOUND_ENV). Every subcommand that reads the config goes
+ * through here or, for `serve`, through rb_config_env_name itself, so they
+ * all read the same files. Returns CLI_OK with *cfg filled (release it), or
+ * prints the one-line error (prefixed "what: " when what is non-NULL) and
+ * returns CLI_FAIL for an unreadable file, CLI_USAGE for a bad one, *cfg
+ * released. (cmd_config.c) */
+struct rb_config;
+int cli_load_config(struct rb_config *cfg, const char *what, const char *file,
+                    const char *env_flag);
+
 /* Prints "rebound: <message>" to stderr; returns code. */
 int cli_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -19,6 +19,17 @@ static int usage(FILE *to, int code)
     return code;
 }
 
+int cli_load_config(rb_config *cfg, const char *what, const char *file, const char *env_flag)
+{
+    rb_err err = {0};
+    int rc = rb_config_load(cfg, file, rb_config_env_name(env_flag), &err);
+    if (rc == 0)
+        return CLI_OK;
+    rb_config_release(cfg);
+    return cli_error(rc == RB_EIO ? CLI_FAIL : CLI_USAGE, "%s%s%s", what ? what : "",
+                     what ? ": " : "", rb_err_msg(&err));
+}
+
 static int check(int argc, char **argv)
 {
     const char *file = NULL, *env = NULL;
@@ -45,12 +56,9 @@ static int check(int argc, char **argv)
         }
     }
     rb_config cfg;
-    rb_err err = {0};
-    int rc = rb_config_load(&cfg, file, rb_config_env_name(env), &err);
-    if (rc < 0) {
-        rb_config_release(&cfg);
-        return cli_error(rc == RB_EIO ? CLI_FAIL : CLI_USAGE, "%s", rb_err_msg(&err));
-    }
+    int rc = cli_load_config(&cfg, NULL, file, env);
+    if (rc != CLI_OK)
+        return rc;
     if (json) {
         json_t *j = rb_config_to_json(&cfg);
         json_dumpf(j, stdout, JSON_INDENT(2));

@@ -48,11 +48,9 @@ int cmd_migrate(int argc, char **argv)
     }
     rb_config cfg;
     rb_err err = {0};
-    int code = CLI_OK;
-    if (rb_config_load(&cfg, file, rb_config_env_name(env), &err)) {
-        rb_config_release(&cfg);
-        return cli_error(CLI_USAGE, "migrate: %s", rb_err_msg(&err));
-    }
+    int code = cli_load_config(&cfg, "migrate", file, env);
+    if (code != CLI_OK)
+        return code;
     if (!url)
         url = cfg.storage.url;
     rb_pg *pg = NULL;

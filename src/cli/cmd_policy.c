@@ -2,6 +2,7 @@
  * engine parses SPEC and policy_out.c prints. */
 #include "cli/cli.h"
 #include "cli/policy_out.h"
+#include "common/buf.h"
 #include "config/config.h"
 
 #include <errno.h>
@@ -78,10 +79,9 @@ static int simulate_for_job(const char *spec, const struct job_opts *j, cli_sim_
         return cli_error(CLI_USAGE, "policy simulate: --config needs --jobtype T");
     rb_config cfg;
     rb_err err = {0};
-    if (rb_config_load(&cfg, j->config, rb_config_env_name(j->env), &err) != 0) {
-        rb_config_release(&cfg);
-        return cli_error(err.code == RB_EIO ? CLI_FAIL : CLI_USAGE, "%s", rb_err_msg(&err));
-    }
+    int rc = cli_load_config(&cfg, NULL, j->config, j->env);
+    if (rc != CLI_OK)
+        return rc;
     json_t *jobj = json_pack("{s:s, s:s}", "jobtype", j->jobtype, "queue",
                              j->queue ? j->queue : "default");
     if (j->has_retry)
@@ -99,32 +99,33 @@ static int simulate_for_job(const char *spec, const struct job_opts *j, cli_sim_
     }
     rb_policy p;
     rb_policy_layer layer;
-    int rc = rb_config_effective_policy(&cfg, jobj, &p, &layer, &err);
+    rc = rb_config_effective_policy(&cfg, jobj, &p, &layer, &err);
     json_decref(jobj);
     if (rc != 0) {
         rb_config_release(&cfg);
         return cli_error(CLI_USAGE, "%s", rb_err_msg(&err));
     }
-    char source[512];
-    const char *file = j->config ? j->config : "built-in defaults";
+    const char *queue = j->queue ? j->queue : "default";
+    rb_buf source = RB_BUF_INIT, file = RB_BUF_INIT;
+    rb_config_policy_files(&cfg, j->jobtype, queue, &file); /* the overlay when it defines it */
     switch (layer) {
-    case RB_LAYER_JOB: snprintf(source, sizeof source, "the job's retry_policy"); break;
+    case RB_LAYER_JOB: rb_buf_adds(&source, "the job's retry_policy"); break;
     case RB_LAYER_JOBTYPE:
-        snprintf(source, sizeof source, "[retry.jobtypes.%s] in %s", j->jobtype, file);
+        rb_buf_printf(&source, "[retry.jobtypes.%s] in %s", j->jobtype, rb_buf_str(&file));
         break;
     case RB_LAYER_QUEUE:
-        snprintf(source, sizeof source, "[retry.queues.%s] in %s", j->queue ? j->queue : "default",
-                 file);
+        rb_buf_printf(&source, "[retry.queues.%s] in %s", queue, rb_buf_str(&file));
         break;
-    case RB_LAYER_DEFAULT: snprintf(source, sizeof source, "[retry] in %s", file); break;
-    default: snprintf(source, sizeof source, "built-in default (Faktory's)"); break;
+    case RB_LAYER_DEFAULT: rb_buf_printf(&source, "[retry] in %s", rb_buf_str(&file)); break;
+    default: rb_buf_adds(&source, "built-in default (Faktory's)"); break;
     }
-    if (j->has_retry) {
-        size_t n = strlen(source);
-        snprintf(source + n, sizeof source - n, "; bounded by the job's retry %lld", j->retry);
-    }
-    o->source = source;
+    if (j->has_retry)
+        rb_buf_printf(&source, "; bounded by the job's retry %lld", j->retry);
+    o->source = rb_buf_str(&source);
     rc = cli_simulate_policy(stdout, &p, o);
+    o->source = NULL;
+    rb_buf_release(&source);
+    rb_buf_release(&file);
     rb_policy_release(&p);
     rb_config_release(&cfg);
     return rc;

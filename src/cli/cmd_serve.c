@@ -4,6 +4,7 @@
 #include <getopt.h>
 #include <string.h>
 
+#include "config/config.h"
 #include "server/server.h"
 
 static void usage(FILE *f)
@@ -11,6 +12,8 @@ static void usage(FILE *f)
     fprintf(f, "usage: rebound serve [--config F] [--env NAME] [--listen ADDR] [--db PATH]\n"
                "                     [--log-level debug|info|warn|error] [--port-file F]\n"
                "                     [--http-listen ADDR|off] [--http-port-file F]\n"
+               "  --env NAME      also read the overlay rebound.NAME.toml beside the config\n"
+               "                  (default: $REBOUND_ENV)\n"
                "  --listen ADDR   HOST:PORT to listen on (port 0: any free port); overrides the config\n"
                "  --db PATH       SQLite database; overrides storage.url\n"
                "  --port-file F   write the bound TCP port to F once listening\n"
@@ -48,6 +51,7 @@ int cmd_serve(int argc, char **argv)
         usage(stderr);
         return cli_error(CLI_USAGE, "serve: unexpected argument '%s'", argv[optind]);
     }
+    o.env = rb_config_env_name(o.env); /* --env, else $REBOUND_ENV: as config check reads it */
     rb_err err = {0};
     int rc = rb_server_run(&o, &err);
     if (rc == RB_EINVAL || rc == RB_EPARSE)

@@ -81,7 +81,9 @@ void rb_config_release(rb_config *cfg);
 int rb_config_load(rb_config *cfg, const char *path, const char *env, rb_err *err);
 
 /* The environment name to use: flag when non-NULL and non-empty, else
- * $REBOUND_ENV when set and non-empty, else NULL. */
+ * $REBOUND_ENV when set and non-empty, else NULL. The one place the name is
+ * resolved: every subcommand that reads the config (serve, config check,
+ * policy simulate, migrate) passes its --env through here. */
 const char *rb_config_env_name(const char *flag);
 
 /* The overlay path for base and env: rebound.<env>.toml in base's directory
@@ -117,12 +119,20 @@ const char *rb_policy_layer_name(rb_policy_layer l);
 const rb_policy *rb_config_policy_for(const rb_config *cfg, const char *jobtype,
                                       const char *queue, rb_policy_layer *layer);
 
+/* Appends to out the file the configured policy rb_config_policy_for() finds
+ * for jobtype and queue came from: the base file's path, the overlay's path,
+ * or "BASE + OVERLAY" when the table has keys from both; "built-in
+ * defaults" when no table applies. */
+void rb_config_policy_files(const rb_config *cfg, const char *jobtype, const char *queue,
+                            struct rb_buf *out);
+
 /* The effective policy for a job (a JSON object in Faktory's job format):
  * its "retry_policy" (top-level, else in "custom") if present, else the
  * configured one; then the client's "retry" field applied as a bound
  * (semantics.md §8). Fills *out (release it) and *layer. Returns 0, or a
- * negative code with err naming the bad retry_policy field. cfg may be NULL
- * (built-in defaults). */
+ * negative code with err naming the bad field: retry_policy or
+ * custom.retry_policy (prefixed once, with the key inside it), or retry (not
+ * an integer, or below -1). cfg may be NULL (built-in defaults). */
 int rb_config_effective_policy(const rb_config *cfg, const json_t *job, rb_policy *out,
                                rb_policy_layer *layer, rb_err *err);
 

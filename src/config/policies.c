@@ -264,22 +264,48 @@ static const rb_named_policy *find_named(const rb_named_policy *v, size_t n, con
     return NULL;
 }
 
-const rb_policy *rb_config_policy_for(const rb_config *cfg, const char *jobtype,
-                                      const char *queue, rb_policy_layer *layer)
+/* rb_config_policy_for, also saying which file(s) the policy came from
+ * (RB_CFG_FROM_DEFAULT for the built-in one). */
+static const rb_policy *policy_for(const rb_config *cfg, const char *jobtype, const char *queue,
+                                   rb_policy_layer *layer, rb_config_from *from)
 {
     const rb_named_policy *np;
     rb_policy_layer l = RB_LAYER_BUILTIN;
+    rb_config_from f = RB_CFG_FROM_DEFAULT;
     const rb_policy *p = NULL;
     if (cfg && (np = find_named(cfg->jobtypes, cfg->n_jobtypes, jobtype))) {
-        l = RB_LAYER_JOBTYPE, p = &np->policy;
+        l = RB_LAYER_JOBTYPE, p = &np->policy, f = np->from;
     } else if (cfg && (np = find_named(cfg->queues, cfg->n_queues, queue))) {
-        l = RB_LAYER_QUEUE, p = &np->policy;
+        l = RB_LAYER_QUEUE, p = &np->policy, f = np->from;
     } else if (cfg && cfg->has_retry_default) {
-        l = RB_LAYER_DEFAULT, p = &cfg->retry_default;
+        l = RB_LAYER_DEFAULT, p = &cfg->retry_default, f = cfg->retry_default_from;
     }
     if (layer)
         *layer = l;
+    if (from)
+        *from = f;
     return p;
+}
+
+const rb_policy *rb_config_policy_for(const rb_config *cfg, const char *jobtype,
+                                      const char *queue, rb_policy_layer *layer)
+{
+    return policy_for(cfg, jobtype, queue, layer, NULL);
+}
+
+void rb_config_policy_files(const rb_config *cfg, const char *jobtype, const char *queue,
+                            rb_buf *out)
+{
+    rb_config_from f;
+    policy_for(cfg, jobtype, queue, NULL, &f);
+    const char *base = cfg && cfg->path ? cfg->path : "(no file)";
+    const char *over = cfg && cfg->overlay_path ? cfg->overlay_path : "(no overlay)";
+    switch (f) {
+    case RB_CFG_FROM_DEFAULT: rb_buf_adds(out, "built-in defaults"); break;
+    case RB_CFG_FROM_BASE: rb_buf_adds(out, base); break;
+    case RB_CFG_FROM_OVERLAY: rb_buf_adds(out, over); break;
+    case RB_CFG_FROM_BOTH: rb_buf_printf(out, "%s + %s", base, over); break;
+    }
 }
 
 int rb_config_effective_policy(const rb_config *cfg, const json_t *job, rb_policy *out,
@@ -298,6 +324,9 @@ int rb_config_effective_policy(const rb_config *cfg, const json_t *job, rb_polic
     if (retry && !json_is_null(retry) && !json_is_integer(retry))
         return rb_err_set(err, RB_EINVAL, "retry: must be an integer, got a %s",
                           json_is_string(retry) ? "string" : "non-integer");
+    if (json_is_integer(retry) && json_integer_value(retry) < -1) /* as faktory:N */
+        return rb_err_set(err, RB_EINVAL, "retry: must be -1, 0 or a positive count, got '%lld'",
+                          (long long)json_integer_value(retry));
     rb_policy p;
     rb_policy_layer l;
     if (rp && !json_is_null(rp)) {

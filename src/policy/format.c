@@ -101,7 +101,9 @@ void rb_policy_describe(const rb_policy *p, rb_buf *out)
     char a[RB_DURATION_STRLEN];
     rb_buf_printf(out, "dialect:     %s\n", rb_dialect_name(p->dialect));
     rb_buf_adds(out, "executions:  ");
-    if (p->max_attempts == 0)
+    if (!p->retryable) /* what happens, not what max_attempts says */
+        rb_buf_adds(out, "1 (the first execution only: retryable is false)\n");
+    else if (p->max_attempts == 0)
         rb_buf_adds(out, "unlimited (no maximum attempts)\n");
     else if (p->max_attempts == 1)
         rb_buf_adds(out, "1 (the first execution only, no retries)\n");

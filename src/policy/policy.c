@@ -119,8 +119,9 @@ void rb_policy_warn(rb_policy *p, const char *fmt, ...)
 void rb_policy_apply_client_retry(rb_policy *p, int64_t retry)
 {
     if (retry <= 0) {
-        /* 0: a failure discards the job; -1 (or below): it goes to dead.
-         * Either way no retry, and no catch job: the client said stop. */
+        /* 0: a failure discards the job; -1: it goes to dead (callers
+         * reject anything below -1). Either way no retry, and no catch
+         * job: the client said stop. */
         p->max_attempts = 1;
         p->on_exhaust = retry == 0 ? RB_ON_EXHAUST_DISCARD : RB_ON_EXHAUST_DEAD;
         free(p->catch_jobtype);

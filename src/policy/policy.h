@@ -138,12 +138,16 @@ void rb_policy_copy(rb_policy *dst, const rb_policy *src);
 int rb_policy_parse_spec(const char *spec, const rb_backoff_config *sys, rb_policy *out,
                          rb_err *err);
 /* Same for an already-parsed JSON value: an object, or a string SPEC, or an
- * integer (Faktory retry N). */
+ * integer (Faktory retry N). err names keys inside the value, never the
+ * field that holds it (retry_policy, custom.retry_policy, ...): the caller
+ * prefixes that, once. */
 int rb_policy_parse_json(const json_t *v, const rb_backoff_config *sys, rb_policy *out,
                          rb_err *err);
 
 /* Applies Faktory's `retry` field as the client's bound (semantics.md §8):
- * 0 -> a failure discards, -1 -> a failure is dead, N -> at most N retries. */
+ * 0 -> a failure discards, -1 -> a failure is dead, N -> at most N retries.
+ * retry < -1 is no value (PUSH and rb_config_effective_policy reject it);
+ * given anyway it is taken as -1. */
 void rb_policy_apply_client_retry(rb_policy *p, int64_t retry);
 
 /* The policy of a catch job spawned when orig is exhausted (FTL, semantics.md

@@ -155,7 +155,7 @@ int rb_policy_parse_json(const json_t *v, const rb_backoff_config *sys, rb_polic
         return rc;
     }
     return rb_err_set(err, RB_EINVAL,
-                      "retry_policy: must be an object, a SPEC string or an integer, got '%s'",
+                      "must be an object, a SPEC string or an integer, got '%s'",
                       v ? rb_json_brief(v, b, sizeof b) : "nothing");
 }
 

@@ -384,6 +384,10 @@ int rb_server_run(const rb_server_opts *o, rb_err *err)
     rb_srv *srv = rb_srv_alloc();
     if ((rc = rb_config_load(&srv->cfg, o->config_path, o->env, err)))
         goto out;
+    if (srv->cfg.path || srv->cfg.overlay_path)
+        rb_log(RB_LOG_INFO, "configuration: %s%s%s", srv->cfg.path ? srv->cfg.path : "defaults",
+               srv->cfg.overlay_path ? " + overlay " : "",
+               srv->cfg.overlay_path ? srv->cfg.overlay_path : "");
     if (o->listen) {
         free(srv->cfg.server.listen);
         srv->cfg.server.listen = rb_xstrdup(o->listen);

@@ -8,7 +8,8 @@
 
 typedef struct rb_server_opts {
     const char *config_path; /* NULL: built-in defaults */
-    const char *env;         /* config overlay name, or NULL */
+    const char *env;         /* config overlay name, or NULL; used as given (the CLI
+                              * resolves --env/$REBOUND_ENV with rb_config_env_name) */
     const char *listen;      /* overrides server.listen; port 0 = any free port */
     const char *db;          /* overrides storage.url */
     const char *log_level;   /* debug|info|warn|error, NULL = info */

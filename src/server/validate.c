@@ -82,7 +82,8 @@ int rb_job_validate(rb_srv *srv, json_t *job, rb_err *err)
     rb_policy pol;
     rb_policy_layer layer;
     if ((rc = rb_config_effective_policy(&srv->cfg, job, &pol, &layer, err))) {
-        rb_err_prefix(err, "job %s: retry_policy", jid);
+        /* err already names the field (retry_policy or custom.retry_policy) */
+        rb_err_prefix(err, "job %s", jid);
         return rc;
     }
     rb_policy_release(&pol);

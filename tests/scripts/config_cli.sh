@@ -58,6 +58,18 @@ has out 'max_connections = 30'
 REBOUND_ENV=dev expect 0 out "$bin" config check conf/rebound.toml --env=prod
 has out 'max_connections = 20'
 
+# Every subcommand that reads the config resolves the environment the same
+# way (--env, else REBOUND_ENV): serve, policy and migrate refuse a missing
+# overlay as config check does, naming the file REBOUND_ENV chose (a serve
+# that ignored it would run: timeout stops it, exit 124).
+REBOUND_ENV=nope expect 1 out timeout 10 "$bin" serve --config conf/rebound.toml --listen 127.0.0.1:0 \
+  --http-listen off --db "$tmp/env.db"
+has out.err "cannot read 'conf/rebound.nope.toml'"
+REBOUND_ENV=nope expect 1 out "$bin" policy simulate --config conf/rebound.toml --jobtype t
+has out.err "cannot read 'conf/rebound.nope.toml'"
+REBOUND_ENV=nope expect 1 out "$bin" migrate --config conf/rebound.toml --url postgres://127.0.0.1:1/x
+has out.err "cannot read 'conf/rebound.nope.toml'"
+
 # --json
 expect 0 out.json "$bin" config check conf/rebound.toml --env prod --json
 has out.json '"overlay": "conf/rebound.prod.toml"'

@@ -119,15 +119,27 @@ SERVER_TEST(push_validation_errors)
         {"{\"jid\":\"val-00001\",\"jobtype\":\"a\",\"args\":[],\"priority\":10}", "-ERR job val-00001: priority must be between 1 and 9, not 10"},
         {"{\"jid\":\"val-00001\",\"jobtype\":\"a\",\"args\":[],\"queue\":\"a b\"}", "-ERR job val-00001: queue must be a non-empty name without spaces"},
         {"{\"jid\":\"val-00001\",\"jobtype\":\"a\",\"args\":[],\"custom\":1}", "-ERR job val-00001: custom must be an object"},
+        /* retry: -1 (dead on failure) is the least; -2 means nothing (semantics.md §5) */
+        {"{\"jid\":\"val-00001\",\"jobtype\":\"a\",\"args\":[],\"retry\":-2}", "-ERR job val-00001: retry must be between -1 and 1000000, not -2"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
         cr_assert(rbh_expect(C, cases[i].err, "PUSH %s", cases[i].job));
-    char *r = rbh_cmd(C, "PUSH {\"jid\":\"val-00001\",\"jobtype\":\"a\",\"args\":[],\"retry_policy\":\"ftl:bogus\"}");
-    cr_assert(r && strstr(r, "-ERR job val-00001: retry_policy") == r, "got %s", r);
-    free(r);
-    r = rbh_cmd(C, "PUSH {\"jid\":\"val-00001\",\"jobtype\":\"a\",\"args\":[],\"custom\":{\"retry_policy\":{\"nonsense\":1}}}");
-    cr_assert(r && strstr(r, "-ERR job val-00001: retry_policy") == r, "got %s", r);
-    free(r);
+    /* a bad policy: the field named once, as the job carries it (issue 13) */
+    cr_assert(rbh_expect(C, "-ERR job val-00001: retry_policy: ftl min: invalid duration 'bogus': "
+                            "expected a number",
+                         "PUSH {\"jid\":\"val-00001\",\"jobtype\":\"a\",\"args\":[],"
+                         "\"retry_policy\":\"ftl:bogus\"}"));
+    cr_assert(rbh_expect(C, "-ERR job val-00001: retry_policy: maximum_attempts: cannot be "
+                            "negative, got '-1'",
+                         "PUSH {\"jid\":\"val-00001\",\"jobtype\":\"a\",\"args\":[],"
+                         "\"retry_policy\":{\"maximum_attempts\":-1}}"));
+    cr_assert(rbh_expect(C, "-ERR job val-00001: retry_policy: must be an object, a SPEC string "
+                            "or an integer, got 'true'",
+                         "PUSH {\"jid\":\"val-00001\",\"jobtype\":\"a\",\"args\":[],"
+                         "\"retry_policy\":true}"));
+    cr_assert(rbh_expect(C, "-ERR job val-00001: custom.retry_policy: nonsense: unknown key",
+                         "PUSH {\"jid\":\"val-00001\",\"jobtype\":\"a\",\"args\":[],"
+                         "\"custom\":{\"retry_policy\":{\"nonsense\":1}}}"));
     cr_assert_eq(rbh_info_int(C, "faktory.total_enqueued"), 0, "a rejected push changed state");
     PUSH_OK("{\"jid\":\"val-00001\",\"jobtype\":\"a\",\"args\":[]}");
     cr_assert(rbh_expect(C, "-ERR job val-00001 already exists",
@@ -144,6 +156,14 @@ SERVER_TEST(pushb_reports_rejected_jobs)
     cr_assert_str_eq(json_string_value(json_object_get(r, "bad")),
                      "jid must be a string of at least 8 characters");
     cr_assert_str_eq(json_string_value(json_object_get(r, "#3")), "job must be a JSON object");
+    json_decref(r);
+    r = rbh_json(rbh_cmd(C, "PUSHB [{\"jid\":\"pb-000003\",\"jobtype\":\"a\",\"args\":[],"
+                            "\"retry_policy\":{\"maximum_attempts\":-1}},"
+                            "{\"jid\":\"pb-000004\",\"jobtype\":\"a\",\"args\":[],\"retry\":-2}]"));
+    cr_assert_str_eq(json_string_value(json_object_get(r, "pb-000003")),
+                     "job pb-000003: retry_policy: maximum_attempts: cannot be negative, got '-1'");
+    cr_assert_str_eq(json_string_value(json_object_get(r, "pb-000004")),
+                     "job pb-000004: retry must be between -1 and 1000000, not -2");
     json_decref(r);
     cr_assert(rbh_expect(C, "{}", "PUSHB []"));
     expect_fetch(C, "q2 default", "pb-000002");
@@ -235,6 +255,36 @@ SERVER_TEST(fail_retries_with_failure_hash_and_history)
     /* not working any more: a second FAIL is refused */
     cr_assert(rbh_expect(C, "-ERR Job not found fail-0001", "FAIL {\"jid\":\"fail-0001\"}"));
     cr_assert(rbh_expect(C, "-ERR Job not found nope-nope", "FAIL {\"jid\":\"nope-nope\"}"));
+}
+
+/* Faktory's rule: a FAIL's backtrace keeps the first `backtrace` lines of the
+ * job (none when the job has no such field or 0), in the failure hash and in
+ * the attempt's history entry alike. */
+SERVER_TEST(fail_keeps_the_first_backtrace_lines_the_job_asks_for)
+{
+    const struct {
+        const char *jid, *limit, *sent, *kept;
+    } cases[] = {
+        {"bt-000001", ",\"backtrace\":2", "[\"l1\",\"l2\",\"l3\"]", "[\"l1\",\"l2\"]"},
+        {"bt-000002", ",\"backtrace\":5", "[\"a\",\"b\"]", "[\"a\",\"b\"]"},
+        {"bt-000003", ",\"backtrace\":0", "[\"a\",\"b\"]", "[]"},
+        {"bt-000004", "", "[\"a\",\"b\"]", "[]"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        PUSH_OK("{\"jid\":\"%s\",\"jobtype\":\"a\",\"args\":[]%s}", cases[i].jid,
+                cases[i].limit);
+        expect_fetch(C, "default", cases[i].jid);
+        cr_assert(rbh_expect(C, "+OK", "FAIL {\"jid\":\"%s\",\"errtype\":\"E\",\"backtrace\":%s}",
+                             cases[i].jid, cases[i].sent));
+        json_t *v = job_info(cases[i].jid);
+        json_t *want = json_loads(cases[i].kept, 0, NULL);
+        cr_assert(json_equal(rbh_get(v, "job.failure.backtrace"), want), "%s: failure.backtrace",
+                  cases[i].jid);
+        cr_assert(json_equal(rbh_get(v, "history.0.backtrace"), want), "%s: history",
+                  cases[i].jid);
+        json_decref(want);
+        json_decref(v);
+    }
 }
 
 SERVER_TEST(fail_input_is_trimmed)
@@ -509,6 +559,55 @@ SERVER_TEST(config_policies_by_jobtype_and_queue_with_the_client_bound)
     json_decref(v);
     /* retry 0 from the client: discarded whatever the schedule says */
     cr_assert(rbh_expect(C, "$-1", "JOB {\"jid\":\"cfg-00003\"}"));
+}
+
+/* `rebound serve` resolves the environment as every other subcommand does
+ * (--env, else $REBOUND_ENV): a job type's policy that only the overlay
+ * rebound.staging.toml defines schedules its retries, the base file's
+ * [retry] the others' (issue 13). */
+SERVER_TEST(serve_reads_the_overlay_that_rebound_env_names)
+{
+    rbh_close(C);
+    cr_assert_eq(rbh_stop(&S), 0);
+    rbh_init(&S);
+    char overlay[320];
+    rbh_write_file(&S, "rebound.toml", "[retry]\nftl = \"5 3s 1m\"\n", S.config, sizeof S.config);
+    rbh_write_file(&S, "rebound.staging.toml", "[retry.jobtypes.tk]\nftl = \"3 9s 1m\"\n", overlay,
+                   sizeof overlay);
+    setenv("REBOUND_ENV", "staging", 1); /* this test's own process; the server inherits it */
+    cr_assert_eq(rbh_launch(&S, NULL), 0, "server did not start (see %s)", S.log);
+    C = rbh_connect(&S, "w1");
+    PUSH_OK("{\"jid\":\"env-00001\",\"jobtype\":\"tk\",\"args\":[]}");
+    PUSH_OK("{\"jid\":\"env-00002\",\"jobtype\":\"other\",\"args\":[]}");
+    expect_fetch(C, "default", "env-00001");
+    expect_fetch(C, "default", "env-00002");
+    cr_assert(rbh_expect(C, "+OK", "FAIL {\"jid\":\"env-00001\",\"errtype\":\"E\"}"));
+    cr_assert(rbh_expect(C, "+OK", "FAIL {\"jid\":\"env-00002\",\"errtype\":\"E\"}"));
+    json_t *v = job_info("env-00001");
+    cr_assert_eq(json_integer_value(rbh_get(v, "history.0.delay_ms")), 9000,
+                 "tk follows [retry.jobtypes.tk] of the overlay");
+    cr_assert_eq(json_integer_value(rbh_get(v, "job.failure.remaining")), 3);
+    json_decref(v);
+    v = job_info("env-00002");
+    cr_assert_eq(json_integer_value(rbh_get(v, "history.0.delay_ms")), 3000,
+                 "other job types follow [retry] of the base file");
+    json_decref(v);
+    /* --env wins over $REBOUND_ENV: with an overlay that does not exist the
+     * server refuses to start, naming it */
+    rbh_close(C);
+    C = NULL;
+    cr_assert_eq(rbh_stop(&S), 0);
+    unsetenv("REBOUND_ENV"); /* distributed mode: rbh_init runs `rebound migrate` here */
+    rbh_init(&S);
+    setenv("REBOUND_ENV", "staging", 1);
+    rbh_write_file(&S, "rebound.toml", "[retry]\nftl = \"5 3s 1m\"\n", S.config, sizeof S.config);
+    const char *const missing[] = {"--env", "nope", NULL};
+    cr_assert_eq(rbh_launch(&S, missing), -1, "started without rebound.nope.toml");
+    FILE *f = fopen(S.log, "r");
+    char line[1024] = "";
+    cr_assert(f && fgets(line, sizeof line, f));
+    fclose(f);
+    cr_assert(strstr(line, "rebound.nope.toml"), "log: %s", line);
 }
 
 /* A malformed FAIL, SNOOZE or EXTEND is answered with the field's error

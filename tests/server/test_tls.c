@@ -189,6 +189,49 @@ SERVER_TEST(tls_with_a_password)
     cr_assert_eq(e.code, RB_EAUTH, "%s", e.msg);
 }
 
+/* Runs `rebound ARGS` (a shell fragment) with SSL_CERT_FILE=ca; stdout and
+ * stderr land in dir/cli.out and dir/cli.err. Returns the exit status. */
+static int run_cli(const char *ca, const char *args)
+{
+    char cmd[2000];
+    snprintf(cmd, sizeof cmd, "SSL_CERT_FILE='%s' '%s' %s >'%s/cli.out' 2>'%s/cli.err'", ca,
+             rbh_bin(), args, S.dir, S.dir);
+    int st = system(cmd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static bool cli_said(const char *file, const char *text)
+{
+    char path[400], buf[4096] = "";
+    snprintf(path, sizeof path, "%s/%s", S.dir, file);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return false;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    return strstr(buf, text) != NULL;
+}
+
+/* The CLI's client commands speak tcp+tls:// too (docs/cli.md), trusting
+ * OpenSSL's default store, which $SSL_CERT_FILE replaces. */
+SERVER_TEST(the_cli_speaks_tls_and_checks_the_certificate)
+{
+    start_tls(NULL, NULL);
+    char args[600];
+    snprintf(args, sizeof args, "push t --jid cli-tls-0001 --url tcp+tls://localhost:%d", S.port);
+    cr_assert_eq(run_cli(cert, args), 0, "push over tls failed");
+    cr_assert(cli_said("cli.out", "pushed cli-tls-0001"));
+    snprintf(args, sizeof args, "info --url tcp+tls://127.0.0.1:%d", S.port);
+    cr_assert_eq(run_cli(cert, args), 0, "info over tls failed");
+    cr_assert(cli_said("cli.out", "1 enqueued"));
+    /* a certificate it does not trust: exit 1, the reason on stderr */
+    char other_cert[400], other_key[400];
+    make_cert("other", "DNS:other.example", other_cert, other_key);
+    cr_assert_eq(run_cli(other_cert, args), 1);
+    cr_assert(cli_said("cli.err", "certificate not trusted"));
+}
+
 Test(tls, bad_certificate_or_key_stops_the_start)
 {
     rbh_init(&S);

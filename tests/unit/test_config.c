@@ -524,6 +524,12 @@ Test(config, effective_policy_follows_semantics_section_8, .init = in_tmpdir)
     cr_assert_eq(rb_config_effective_policy(&cfg, job, &p, &l, &err), RB_EINVAL);
     cr_assert_str_eq(err.msg, "retry: must be an integer, got a string");
     json_decref(job);
+    /* -1 is the least retry there is (Faktory: dead on failure); below is an
+     * error, as at PUSH, not a second way to say dead */
+    job = json_pack("{s:s, s:i}", "jobtype", "x", "retry", -2);
+    cr_assert_eq(rb_config_effective_policy(&cfg, job, &p, &l, &err), RB_EINVAL);
+    cr_assert_str_eq(err.msg, "retry: must be -1, 0 or a positive count, got '-2'");
+    json_decref(job);
     job = json_string("x");
     cr_assert_eq(rb_config_effective_policy(&cfg, job, &p, &l, &err), RB_EINVAL);
     json_decref(job);

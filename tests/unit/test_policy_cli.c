@@ -203,6 +203,18 @@ Test(policy_cli, check_text_and_warnings)
     cr_assert(strstr(r.out, "warning:     retryable false with max_attempts 4 behaves as max_attempts 1"),
               "%s", r.out);
     run_free(&r);
+    /* the summary line says what will happen: one execution, whatever
+     * max_attempts says (issue 13) */
+    r = rebound("check", "{\"max_attempts\": 3, \"retryable\": false}", NULL);
+    cr_assert_eq(r.rc, 0, "%s", r.err);
+    cr_assert(strstr(r.out, "executions:  1 (the first execution only: retryable is false)\n"),
+              "%s", r.out);
+    cr_assert_null(strstr(r.out, "at most"), "%s", r.out);
+    run_free(&r);
+    r = rebound("check", "{\"max_attempts\": 0, \"retryable\": false}", NULL);
+    cr_assert(strstr(r.out, "executions:  1 (the first execution only: retryable is false)\n"),
+              "%s", r.out);
+    run_free(&r);
     r = rebound("check", "ftl:10 5s 1m", NULL);
     cr_assert(strstr(r.out, "executions:  at most 11 (the first + 10 retries)\n"), "%s", r.out);
     cr_assert(strstr(r.out, "backoff:     exponential: 5s before the first retry, x2 each retry, "
@@ -329,6 +341,51 @@ Test(policy_cli, config_layers_in_precedence_order)
     cr_assert_eq(json_integer_value(json_object_get(first, "delay_ms")), 2000);
     json_decref(root);
     unlink(cfg);
+}
+
+/* policy_source names the file a table came from: the overlay, the base, or
+ * both when the overlay changes a table of the base (issue 13). */
+Test(policy_cli, config_policy_source_names_the_overlay)
+{
+    char dir[] = "/tmp/rebound-policy-env-XXXXXX", base[128], over[128], want[400];
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(base, sizeof base, "%s/rebound.toml", dir);
+    snprintf(over, sizeof over, "%s/rebound.staging.toml", dir);
+    FILE *f = fopen(base, "w");
+    fputs("[retry]\nftl = \"5 1s 1m\"\n"
+          "[retry.jobtypes.both]\ninitial_interval = \"2s\"\nmaximum_attempts = 4\n", f);
+    fclose(f);
+    f = fopen(over, "w");
+    fputs("[retry.jobtypes.tk]\nftl = \"3 9s 1m\"\n[retry.jobtypes.both]\nmaximum_attempts = 7\n", f);
+    fclose(f);
+    unsetenv("REBOUND_ENV");
+    run r = rebound("simulate", "--config", base, "--env", "staging", "--jobtype", "tk",
+                    "--seed", "1", NULL);
+    cr_assert_eq(r.rc, 0, "%s", r.err);
+    snprintf(want, sizeof want, "policy from: [retry.jobtypes.tk] in %s\n", over);
+    cr_assert(strstr(r.out, want), "want '%s' in:\n%s", want, r.out);
+    run_free(&r);
+    setenv("REBOUND_ENV", "staging", 1); /* the same through the environment */
+    r = rebound("simulate", "--config", base, "--jobtype", "tk", "--seed", "1", "--json", NULL);
+    cr_assert_eq(r.rc, 0, "%s", r.err);
+    json_t *root = parse(r.out);
+    snprintf(want, sizeof want, "[retry.jobtypes.tk] in %s", over);
+    cr_assert_str_eq(jstr(root, "policy_source"), want);
+    json_decref(root);
+    run_free(&r);
+    root = simulate_json(base, "other", "default", NULL);
+    snprintf(want, sizeof want, "[retry] in %s", base);
+    cr_assert_str_eq(jstr(root, "policy_source"), want);
+    json_decref(root);
+    root = simulate_json(base, "both", "default", NULL);
+    snprintf(want, sizeof want, "[retry.jobtypes.both] in %s + %s", base, over);
+    cr_assert_str_eq(jstr(root, "policy_source"), want);
+    cr_assert_eq(json_array_size(json_object_get(root, "attempts")), 7, "the overlay's count");
+    json_decref(root);
+    unsetenv("REBOUND_ENV");
+    unlink(base);
+    unlink(over);
+    rmdir(dir);
 }
 
 Test(policy_cli, config_client_retry_bounds_the_schedule)
