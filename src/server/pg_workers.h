@@ -32,10 +32,6 @@ void rb_pgworkers_hello(rb_conn *c, const json_t *hello);
  * quiet), "BEAT: unknown worker W (say HELLO with this wid first)" when
  * no node knows W as a live worker, or the storage error. */
 void rb_pgworkers_beat(rb_conn *c, const char *wid);
-/* GET /api/workers in distributed mode: the cluster's live workers, with
- * this node's connection count each (the worker actions go through the job
- * engine, as WORKERS). */
-void rb_http_pg_workers(rb_http_req *r);
 
 /* On a database thread: one rb_pg_workers_seen for the n RB_PGR_SEEN
  * requests v (or their error in each). */
