@@ -71,11 +71,6 @@ static void mutate_one(rb_srv *srv, const char *cmd, rb_job *j, int64_t now)
     rb_srv_persist(srv, j);
 }
 
-void rb_srv_mutate_job(rb_srv *srv, rb_job *j, const char *cmd, int64_t now)
-{
-    mutate_one(srv, cmd, j, now);
-}
-
 static void mem_mutate(rb_srv *srv, rb_eng_op *op)
 {
     const rb_mutation *m = &op->u.mutate.m;
@@ -159,7 +154,8 @@ static void mem_info(rb_srv *srv, rb_eng_op *op)
     rb_eng_complete(srv, op);
 }
 
-void rb_srv_queue_pause(rb_srv *srv, rb_queue *q, bool paused)
+/* Pauses or resumes q, persistently. */
+static void queue_pause(rb_srv *srv, rb_queue *q, bool paused)
 {
     char key[256];
     snprintf(key, sizeof key, "paused:%s", q->name);
@@ -174,17 +170,17 @@ static void queue_apply(void *e, void *arg)
     rb_eng_op *op = arg;
     switch (op->u.queue.verb) {
     case RB_ENG_QUEUE_PAUSE:
-        rb_srv_queue_pause(op->srv, q, true);
+        queue_pause(op->srv, q, true);
         break;
     case RB_ENG_QUEUE_RESUME:
-        rb_srv_queue_pause(op->srv, q, false);
+        queue_pause(op->srv, q, false);
         break;
     case RB_ENG_QUEUE_REMOVE:
         for (int p = 0; p < RB_PRIORITIES; p++)
             while (q->ready[p].head)
                 rb_srv_forget(op->srv, rb_job_of_link(q->ready[p].head));
         if (q->paused)
-            rb_srv_queue_pause(op->srv, q, false);
+            queue_pause(op->srv, q, false);
         break;
     }
 }

@@ -9,9 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/timeutil.h"
+#include "common/buf.h"
 #include "server/log.h"
-#include "server/metrics.h"
 
 /* The MUTATE cmd for an API action, or NULL when unknown. */
 static const char *mutate_cmd(const char *action)
@@ -114,7 +113,13 @@ static const char *opt_string(json_t *o, const char *key, bool *bad)
     return s && *s ? s : NULL;
 }
 
-/* The jobs the body names, changed in one op (RB_ENG_BULK). */
+static int by_jid(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The jobs the body names, changed in one op (RB_ENG_BULK). A jid named
+ * twice is one job (counted once in both modes). */
 void rb_api_bulk_action(rb_http_req *r)
 {
     const char *action = r->seg[1], *cmd = rb_api_action_cmd(r, "bulk", action);
@@ -153,6 +158,13 @@ void rb_api_bulk_action(rb_http_req *r)
                 if (json_is_string(v))
                     op->u.bulk.jids[op->u.bulk.n_jids++] = json_string_value(v);
             }
+            const char **ids = op->u.bulk.jids;
+            size_t n = 0;
+            qsort(ids, op->u.bulk.n_jids, sizeof *ids, by_jid);
+            for (size_t k = 0; k < op->u.bulk.n_jids; k++)
+                if (!n || strcmp(ids[n - 1], ids[k]))
+                    ids[n++] = ids[k];
+            op->u.bulk.n_jids = n;
         }
         rb_eng_submit(r->h->srv, op);
         return;

@@ -1,7 +1,7 @@
 /* Distributed mode's worker registry, the server's side (pg_workers.h):
- * HELLO, BEAT, the HTTP API's list of workers and this node's refresh of
- * its connected workers, all on the cluster's rb_workers table through the
- * database threads (WORKERS and the worker actions go through the job
+ * HELLO, BEAT and this node's refresh of its connected workers, all on the
+ * cluster's rb_workers table through the database threads (WORKERS, the
+ * HTTP API's list of workers and the worker actions go through the job
  * engine: backend_pg.c). */
 #include "server/pg_workers.h"
 
