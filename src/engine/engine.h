@@ -83,9 +83,10 @@ typedef struct rb_eng_info {
     int64_t processed, failures; /* the all-time counters */
     int64_t enqueued, scheduled, retries, dead, working;
     int64_t workers;        /* the node's (single node) or the cluster's live ones */
-    rb_queue_size *queues;  /* those with jobs enqueued or paused, any order
-                               (a single node's hash order, PostgreSQL's by
-                               name); owned */
+    rb_queue_size *queues;  /* those with jobs enqueued or paused (every known
+                               one with every_queue on a single node), any
+                               order (a single node's hash order,
+                               PostgreSQL's by name); owned */
     size_t n_queues;
     double *latency_s;      /* with latency: n_queues entries, each queue's
                                oldest waiting job's age; owned */
@@ -172,8 +173,9 @@ struct rb_eng_op {
             const char *cmd;          /* MUTATE's: "requeue", "kill" or "discard" */
             rb_job_filter f;          /* state (mutable), queue, jobtype, errtype;
                                          no page; strings borrowed (op->json) */
-            const char **jids;        /* only these jids (strings borrowed from
-                                         op->json), or NULL: every match; owned */
+            const char **jids;        /* only these jids, each once (strings
+                                         borrowed from op->json), or NULL: every
+                                         match; owned */
             size_t n_jids;
             size_t changed;           /* result: jobs changed */
         } bulk;
