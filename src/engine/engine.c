@@ -51,6 +51,15 @@ void rb_eng_submit(rb_srv *srv, rb_eng_op *op)
     case RB_ENG_WORKERS:
         b->workers(srv, op);
         return;
+    case RB_ENG_JOB_ACTION:
+        b->job_action(srv, op);
+        return;
+    case RB_ENG_BULK:
+        b->bulk(srv, op);
+        return;
+    case RB_ENG_WORKER_LIST:
+        b->worker_list(srv, op);
+        return;
     case RB_ENG_KINDS:
         break;
     }
@@ -70,6 +79,7 @@ static void admin_release(rb_eng_op *op)
         for (size_t i = 0; i < op->u.info.n_queues; i++)
             free(op->u.info.queues[i].name);
         free(op->u.info.queues);
+        free(op->u.info.latency_s);
         json_decref(op->u.info.rebound);
         break;
     case RB_ENG_QUEUE:
@@ -78,12 +88,26 @@ static void admin_release(rb_eng_op *op)
             free(op->u.queue.names[i]);
         free(op->u.queue.names);
         free(op->u.queue.latency);
+        for (int i = 0; op->u.queue.sizes && i < op->u.queue.n; i++)
+            free(op->u.queue.sizes[i].name);
+        free(op->u.queue.sizes);
         break;
     case RB_ENG_JOB:
         rb_job_view_release(&op->u.job.view);
         break;
     case RB_ENG_JOBS:
         rb_job_views_free(op->u.jobs.views, op->u.jobs.n);
+        break;
+    case RB_ENG_BULK:
+        free(op->u.bulk.jids);
+        break;
+    case RB_ENG_WORKER_LIST:
+        for (size_t i = 0; i < op->u.worker_list.n; i++) {
+            free(op->u.worker_list.v[i].wid);
+            free(op->u.worker_list.v[i].node);
+            free(op->u.worker_list.v[i].info);
+        }
+        free(op->u.worker_list.v);
         break;
     default:
         break;

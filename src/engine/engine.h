@@ -48,6 +48,10 @@ typedef enum rb_eng_kind {
     RB_ENG_JOB,     /* read, u.job: one job by jid */
     RB_ENG_JOBS,    /* read, u.jobs: a filtered page of one state's jobs */
     RB_ENG_WORKERS, /* u.workers: WORKERS's quiet or terminate */
+    /* the HTTP API's own (docs/http.md) */
+    RB_ENG_JOB_ACTION,  /* u.job_action: one job's retry/kill/discard, checked and read back */
+    RB_ENG_BULK,        /* u.bulk: retry/kill/discard the jobs a filter or a jid list names */
+    RB_ENG_WORKER_LIST, /* read, u.worker_list: the workers, as GET /api/workers lists them */
     RB_ENG_KINDS
 } rb_eng_kind;
 
@@ -67,16 +71,40 @@ typedef enum rb_eng_queue_verb {
 } rb_eng_queue_verb;
 
 /* INFO's figures (RB_ENG_INFO): the single node's memory or the cluster's
- * tables. */
+ * tables. Also GET /api/info's, /api/queues's and /metrics's, which ask
+ * for more (the two arguments). */
 typedef struct rb_eng_info {
+    /* arguments */
+    bool every_queue;       /* list every known queue, empty ones too (a single
+                               node; PostgreSQL lists those with jobs enqueued
+                               or paused either way, docs/http.md) */
+    bool latency;           /* fill latency_s */
+    /* results */
     int64_t processed, failures; /* the all-time counters */
     int64_t enqueued, scheduled, retries, dead, working;
     int64_t workers;        /* the node's (single node) or the cluster's live ones */
-    rb_queue_size *queues;  /* those with jobs enqueued or paused, any order; owned */
+    rb_queue_size *queues;  /* those with jobs enqueued or paused (every known
+                               one with every_queue on a single node), any
+                               order (a single node's hash order,
+                               PostgreSQL's by name); owned */
     size_t n_queues;
+    double *latency_s;      /* with latency: n_queues entries, each queue's
+                               oldest waiting job's age; owned */
+    const char *store;      /* the storage's name (static): "sqlite", "null",
+                               "postgresql" */
     json_t *rebound;        /* the backend's own keys for INFO's "rebound"
                                object (group_commit, storage), owned */
 } rb_eng_info;
+
+/* A worker as the engine lists it (RB_ENG_WORKER_LIST). Strings owned. */
+typedef struct rb_eng_worker {
+    char *wid;
+    char *node, *info;  /* distributed mode: the node that last saw it, its
+                           HELLO's JSON text (NULL: none); NULL on a single node */
+    int64_t first_ms;   /* distributed mode: first seen */
+    int64_t beat_ms;    /* last BEAT, 0 for none */
+    int signal;         /* 0, RB_WORKER_QUIET or RB_WORKER_TERMINATE */
+} rb_eng_worker;
 
 struct rb_eng_op {
     rb_eng_kind kind;
@@ -107,8 +135,14 @@ struct rb_eng_op {
             rb_eng_queue_verb verb; /* RB_ENG_QUEUE */
             char **names;           /* queue names, "*" = every known queue; owned */
             int n;
-            double *latency;        /* RB_ENG_LATENCY result: n entries in seconds
-                                       (0 for an empty or unknown queue); owned */
+            double *latency;        /* RB_ENG_LATENCY result, and RB_ENG_QUEUE's with
+                                       read_back: n entries in seconds (0 for an
+                                       empty or unknown queue); owned */
+            bool read_back;         /* RB_ENG_QUEUE: fill sizes and latency after
+                                       the change (the HTTP API's queue actions) */
+            rb_queue_size *sizes;   /* read_back result: n entries, name NULL
+                                       for a queue not known after the change
+                                       (a resume of an unknown one); owned */
         } queue;
         struct {
             const char *jid;  /* borrowed (op->json) */
@@ -126,6 +160,30 @@ struct rb_eng_op {
             int signal;      /* RB_WORKER_QUIET or RB_WORKER_TERMINATE */
             int64_t changed; /* result: workers signalled (0: wid unknown) */
         } workers;
+        struct {
+            const char *jid;   /* borrowed (op->arg) */
+            const char *cmd;   /* MUTATE's: "requeue", "kill" or "discard" */
+            bool found;        /* result: false for no such job (nothing changed) */
+            int prev_state;    /* result when found: its state before; a state
+                                  rb_job_state_mutable refuses is left as is */
+            int state;         /* result when changed: its state after, 0 for
+                                  gone (discarded) */
+        } job_action;
+        struct {
+            const char *cmd;          /* MUTATE's: "requeue", "kill" or "discard" */
+            rb_job_filter f;          /* state (mutable), queue, jobtype, errtype;
+                                         no page; strings borrowed (op->json) */
+            const char **jids;        /* only these jids, each once (strings
+                                         borrowed from op->json), or NULL: every
+                                         match; owned */
+            size_t n_jids;
+            size_t changed;           /* result: jobs changed */
+        } bulk;
+        struct {
+            rb_eng_worker *v; /* result: single node in table order, the
+                                 cluster's live ones by wid; owned */
+            size_t n;
+        } worker_list;
     } u;
 };
 
@@ -144,6 +202,10 @@ typedef struct rb_backend {
     void (*job)(rb_srv *srv, rb_eng_op *op);
     void (*jobs)(rb_srv *srv, rb_eng_op *op);
     void (*workers)(rb_srv *srv, rb_eng_op *op);
+    /* the HTTP API's own */
+    void (*job_action)(rb_srv *srv, rb_eng_op *op);
+    void (*bulk)(rb_srv *srv, rb_eng_op *op);
+    void (*worker_list)(rb_srv *srv, rb_eng_op *op);
 } rb_backend;
 
 /* The two backends (server/backend_mem.c, server/backend_pg.c). */

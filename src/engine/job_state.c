@@ -18,3 +18,8 @@ int rb_job_state_parse(const char *s)
             return i;
     return -1;
 }
+
+bool rb_job_state_mutable(int st)
+{
+    return st == RB_JOB_SCHEDULED || st == RB_JOB_RETRIES || st == RB_JOB_DEAD;
+}

@@ -6,6 +6,8 @@
 #ifndef RB_ENGINE_JOB_STATE_H
 #define RB_ENGINE_JOB_STATE_H
 
+#include <stdbool.h>
+
 /* Stored as integers by SQLite and PostgreSQL alike: never renumber. */
 typedef enum rb_job_state {
     RB_JOB_PENDING = 0,   /* pushed, its commit not yet done: invisible */
@@ -47,5 +49,8 @@ const char *rb_job_state_name(rb_job_state st);
 /* The state a name stands for (JOBS, MUTATE targets, the HTTP API), PENDING
  * excluded; -1 if unknown. */
 int rb_job_state_parse(const char *s);
+/* Whether MUTATE and the HTTP API's job actions may change a job in state
+ * st: scheduled, retries and dead. */
+bool rb_job_state_mutable(int st);
 
 #endif

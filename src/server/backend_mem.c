@@ -71,11 +71,6 @@ static void mutate_one(rb_srv *srv, const char *cmd, rb_job *j, int64_t now)
     rb_srv_persist(srv, j);
 }
 
-void rb_srv_mutate_job(rb_srv *srv, rb_job *j, const char *cmd, int64_t now)
-{
-    mutate_one(srv, cmd, j, now);
-}
-
 static void mem_mutate(rb_srv *srv, rb_eng_op *op)
 {
     const rb_mutation *m = &op->u.mutate.m;
@@ -106,14 +101,18 @@ static void mem_mutate(rb_srv *srv, rb_eng_op *op)
 
 /* --- the administration and inspection commands --- */
 
-/* rb_table_each: a queue INFO lists into the rb_eng_info arg. */
+/* rb_table_each: a queue INFO lists into the op (the arg). */
 static void info_queue(void *e, void *arg)
 {
     rb_queue *q = e;
-    rb_eng_info *f = arg;
-    if (q->size > 0 || q->paused)
+    rb_eng_op *op = arg;
+    rb_eng_info *f = &op->u.info;
+    if (q->size > 0 || q->paused || f->every_queue) {
+        if (f->latency)
+            f->latency_s[f->n_queues] = rb_queue_latency_s(q, op->now);
         f->queues[f->n_queues++] =
             (rb_queue_size){rb_xstrdup(q->name), (int64_t)q->size, q->paused};
+    }
 }
 
 /* INFO's "rebound" key: the group-commit figures. Each commit is one fsync
@@ -134,7 +133,12 @@ static json_t *group_commit_info(const rb_srv *srv)
 static void mem_info(rb_srv *srv, rb_eng_op *op)
 {
     rb_eng_info *f = &op->u.info;
+    size_t nq = srv->jobs.queues.size + 1;
     *f = (rb_eng_info){
+        .every_queue = f->every_queue,
+        .latency = f->latency,
+        .latency_s = f->latency ? rb_xcalloc(nq, sizeof(double)) : NULL,
+        .store = srv->store && srv->store->ops ? srv->store->ops->name : "?",
         .processed = (int64_t)srv->total_processed,
         .failures = (int64_t)srv->total_failures,
         .enqueued = (int64_t)srv->jobs.enqueued,
@@ -143,14 +147,15 @@ static void mem_info(rb_srv *srv, rb_eng_op *op)
         .dead = (int64_t)srv->jobs.dead.size,
         .working = (int64_t)srv->jobs.working.size,
         .workers = (int64_t)srv->workers.size,
-        .queues = rb_xcalloc(srv->jobs.queues.size + 1, sizeof(rb_queue_size)),
+        .queues = rb_xcalloc(nq, sizeof(rb_queue_size)),
         .rebound = group_commit_info(srv),
     };
-    rb_table_each(&srv->jobs.queues, info_queue, f);
+    rb_table_each(&srv->jobs.queues, info_queue, op);
     rb_eng_complete(srv, op);
 }
 
-void rb_srv_queue_pause(rb_srv *srv, rb_queue *q, bool paused)
+/* Pauses or resumes q, persistently. */
+static void queue_pause(rb_srv *srv, rb_queue *q, bool paused)
 {
     char key[256];
     snprintf(key, sizeof key, "paused:%s", q->name);
@@ -165,17 +170,17 @@ static void queue_apply(void *e, void *arg)
     rb_eng_op *op = arg;
     switch (op->u.queue.verb) {
     case RB_ENG_QUEUE_PAUSE:
-        rb_srv_queue_pause(op->srv, q, true);
+        queue_pause(op->srv, q, true);
         break;
     case RB_ENG_QUEUE_RESUME:
-        rb_srv_queue_pause(op->srv, q, false);
+        queue_pause(op->srv, q, false);
         break;
     case RB_ENG_QUEUE_REMOVE:
         for (int p = 0; p < RB_PRIORITIES; p++)
             while (q->ready[p].head)
                 rb_srv_forget(op->srv, rb_job_of_link(q->ready[p].head));
         if (q->paused)
-            rb_srv_queue_pause(op->srv, q, false);
+            queue_pause(op->srv, q, false);
         break;
     }
 }
@@ -191,6 +196,19 @@ static void mem_queue(rb_srv *srv, rb_eng_op *op)
         rb_queue *q = rb_jobs_queue(&srv->jobs, name, op->u.queue.verb == RB_ENG_QUEUE_PAUSE);
         if (q)
             queue_apply(q, op);
+    }
+    if (op->u.queue.read_back) {
+        int n = op->u.queue.n;
+        op->u.queue.sizes = rb_xcalloc((size_t)n + 1, sizeof *op->u.queue.sizes);
+        op->u.queue.latency = rb_xcalloc((size_t)n + 1, sizeof *op->u.queue.latency);
+        for (int i = 0; i < n; i++) {
+            rb_queue *q = rb_jobs_queue(&srv->jobs, op->u.queue.names[i], false);
+            if (!q)
+                continue;
+            op->u.queue.sizes[i] = (rb_queue_size){rb_xstrdup(q->name), (int64_t)q->size,
+                                                   q->paused};
+            op->u.queue.latency[i] = rb_queue_latency_s(q, op->now);
+        }
     }
     after_commit(srv, op);
     rb_srv_kick(srv);
@@ -347,6 +365,71 @@ static void mem_workers(rb_srv *srv, rb_eng_op *op)
     rb_eng_complete(srv, op);
 }
 
+/* --- the HTTP API's own --- */
+
+/* Checks, changes and reads back at once; answered after the commit. */
+static void mem_job_action(rb_srv *srv, rb_eng_op *op)
+{
+    const char *jid = op->u.job_action.jid;
+    rb_job *j = rb_jobs_find(&srv->jobs, jid);
+    op->u.job_action.found = j && j->state != RB_JOB_PENDING;
+    if (!op->u.job_action.found || !rb_job_state_mutable(j->state)) {
+        if (op->u.job_action.found)
+            op->u.job_action.prev_state = (int)j->state;
+        rb_eng_complete(srv, op); /* refused: nothing to commit */
+        return;
+    }
+    op->u.job_action.prev_state = (int)j->state;
+    mutate_one(srv, op->u.job_action.cmd, j, op->now);
+    j = rb_jobs_find(&srv->jobs, jid);
+    op->u.job_action.state = j ? (int)j->state : 0;
+    after_commit(srv, op);
+    rb_srv_kick(srv);
+}
+
+static void bulk_one(rb_srv *srv, rb_eng_op *op, rb_job *j)
+{
+    const rb_job_filter *f = &op->u.bulk.f;
+    if ((int)j->state != f->state || !rb_job_filter_matches(f, j->queue->name, j->json))
+        return;
+    mutate_one(srv, op->u.bulk.cmd, j, op->now);
+    op->u.bulk.changed++;
+}
+
+static void mem_bulk(rb_srv *srv, rb_eng_op *op)
+{
+    if (op->u.bulk.jids) {
+        for (size_t i = 0; i < op->u.bulk.n_jids; i++) {
+            rb_job *j = rb_jobs_find(&srv->jobs, op->u.bulk.jids[i]);
+            if (j)
+                bulk_one(srv, op, j);
+        }
+    } else {
+        rb_list *l = rb_jobs_state_list(&srv->jobs, op->u.bulk.f.state);
+        size_t n = l->size; /* a job moved to the end of the list is not seen twice */
+        for (rb_link *e = l->head, *next; e && n > 0; e = next, n--) {
+            next = e->next;
+            bulk_one(srv, op, rb_job_of_link(e));
+        }
+    }
+    after_commit(srv, op);
+    rb_srv_kick(srv);
+}
+
+/* This node's workers, in memory only. */
+static void mem_worker_list(rb_srv *srv, rb_eng_op *op)
+{
+    rb_eng_worker *v = rb_xcalloc(srv->workers.size + 1, sizeof *v);
+    size_t n = 0;
+    for (size_t i = 0; i < srv->workers.nbuckets; i++)
+        for (rb_worker *w = srv->workers.buckets[i]; w; w = w->hnext)
+            v[n++] = (rb_eng_worker){.wid = rb_xstrdup(w->wid), .beat_ms = w->last_beat_ms,
+                                     .signal = w->signal};
+    op->u.worker_list.v = v;
+    op->u.worker_list.n = n;
+    rb_eng_complete(srv, op);
+}
+
 const rb_backend rb_backend_mem = {
     .name = "sqlite",
     .flush = mem_flush,
@@ -357,4 +440,7 @@ const rb_backend rb_backend_mem = {
     .job = mem_job,
     .jobs = mem_jobs,
     .workers = mem_workers,
+    .job_action = mem_job_action,
+    .bulk = mem_bulk,
+    .worker_list = mem_worker_list,
 };

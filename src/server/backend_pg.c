@@ -4,6 +4,7 @@
  * comes back to the loop thread and completes the op. */
 #include "engine/engine.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/buf.h"
@@ -28,6 +29,10 @@ static void req_done(rb_srv *srv, rb_pgreq *r)
     rb_pgreq_finish(srv, r);
     /* requeued jobs are ready: claim them for the parked FETCHes */
     bool kick = !op->rc && op->kind == RB_ENG_MUTATE && !strcmp(op->u.mutate.m.cmd, "requeue");
+    kick = kick || (!op->rc && op->kind == RB_ENG_BULK && op->u.bulk.changed &&
+                    !strcmp(op->u.bulk.cmd, "requeue"));
+    kick = kick || (!op->rc && op->kind == RB_ENG_JOB_ACTION &&
+                    op->u.job_action.state == RB_JOB_ENQUEUED);
     /* and so are a resumed queue's */
     kick = kick || (!op->rc && op->kind == RB_ENG_QUEUE && op->u.queue.verb == RB_ENG_QUEUE_RESUME);
     rb_eng_complete(srv, op);
@@ -70,7 +75,11 @@ static void info_call(rb_pg *pg, rb_pgreq *r)
     rb_pg_info in;
     if ((r->rc = rb_pg_info_get(pg, &in, &r->err)))
         return;
+    bool latency = op->u.info.latency;
     op->u.info = (rb_eng_info){
+        .every_queue = op->u.info.every_queue, /* the registry's empty queues stay out */
+        .latency = latency,
+        .store = "postgresql",
         .processed = in.processed,
         .failures = in.failures,
         .enqueued = in.enqueued,
@@ -84,11 +93,48 @@ static void info_call(rb_pg *pg, rb_pgreq *r)
         .rebound = json_pack("{s:{s:s, s:i}}", "storage", "backend", "postgresql",
                              "schema_version", RB_PG_SCHEMA_VERSION),
     };
+    if (!latency)
+        return;
+    size_t n = in.n_queues;
+    const char **names = rb_xcalloc(n + 1, sizeof *names);
+    for (size_t i = 0; i < n; i++)
+        names[i] = in.queues[i].name;
+    op->u.info.latency_s = rb_xcalloc(n + 1, sizeof *op->u.info.latency_s);
+    r->rc = n ? rb_pg_queue_latency(pg, names, (int)n, rb_now_ms(), op->u.info.latency_s, &r->err)
+              : 0;
+    free(names);
 }
 
 static void pg_info(rb_srv *srv, rb_eng_op *op)
 {
     post(srv, op, info_call);
+}
+
+/* QUEUE's read-back: each named queue's size and latency after the
+ * change; a queue outside the registry has no name. */
+static int queue_read_back(rb_pg *pg, rb_eng_op *op, rb_err *err)
+{
+    int n = op->u.queue.n;
+    const char *const *names = (const char *const *)op->u.queue.names;
+    op->u.queue.sizes = rb_xcalloc((size_t)n + 1, sizeof *op->u.queue.sizes);
+    op->u.queue.latency = rb_xcalloc((size_t)n + 1, sizeof *op->u.queue.latency);
+    rb_pg_info in;
+    int rc = rb_pg_info_get(pg, &in, err);
+    if (rc)
+        return rc;
+    for (int i = 0; i < n && !rc; i++) {
+        bool known = false;
+        if ((rc = rb_pg_queue_known(pg, names[i], &known, err)) || !known)
+            continue;
+        rb_queue_size *q = &op->u.queue.sizes[i];
+        *q = (rb_queue_size){.name = rb_xstrdup(names[i]),
+                             .paused = op->u.queue.verb == RB_ENG_QUEUE_PAUSE};
+        for (size_t k = 0; k < in.n_queues; k++)
+            if (!strcmp(in.queues[k].name, names[i]))
+                q->size = in.queues[k].size;
+    }
+    rb_pg_info_release(&in);
+    return rc ? rc : rb_pg_queue_latency(pg, names, n, rb_now_ms(), op->u.queue.latency, err);
 }
 
 static void queue_call(rb_pg *pg, rb_pgreq *r)
@@ -100,6 +146,8 @@ static void queue_call(rb_pg *pg, rb_pgreq *r)
     else
         r->rc = rb_pg_queue_pause(pg, names, op->u.queue.n,
                                   op->u.queue.verb == RB_ENG_QUEUE_PAUSE, &r->err);
+    if (!r->rc && op->u.queue.read_back)
+        r->rc = queue_read_back(pg, op, &r->err);
 }
 
 static void pg_queue(rb_srv *srv, rb_eng_op *op)
@@ -160,6 +208,130 @@ static void pg_workers(rb_srv *srv, rb_eng_op *op)
     post(srv, op, workers_call);
 }
 
+/* --- the HTTP API's own --- */
+
+/* Reads jid's state into *state; *found false when there is no such job. */
+static int job_state(rb_pg *pg, const char *jid, bool *found, int *state, rb_err *err)
+{
+    rb_pg_job j;
+    int rc = rb_pg_job_get(pg, jid, &j, err);
+    *found = rc == 0;
+    if (rc)
+        return rc == RB_ENOENT ? 0 : rc;
+    *state = j.state;
+    rb_pg_job_release(&j);
+    return 0;
+}
+
+/* Check, change (as MUTATE of the one jid), read back. */
+static void job_action_call(rb_pg *pg, rb_pgreq *r)
+{
+    rb_eng_op *op = r->data;
+    const char *jid = op->u.job_action.jid;
+    bool found;
+    if ((r->rc = job_state(pg, jid, &op->u.job_action.found, &op->u.job_action.prev_state,
+                           &r->err)) ||
+        !op->u.job_action.found || !rb_job_state_mutable(op->u.job_action.prev_state))
+        return;
+    const char *jids[1] = {jid};
+    rb_mutation m = {.cmd = op->u.job_action.cmd, .target = op->u.job_action.prev_state,
+                     .jids = jids, .n_jids = 1};
+    if ((r->rc = rb_pg_mutate(pg, &m, op->now, NULL, &r->err)))
+        return;
+    r->rc = job_state(pg, jid, &found, &op->u.job_action.state, &r->err);
+    if (!found)
+        op->u.job_action.state = 0; /* gone (discarded) */
+}
+
+static void pg_job_action(rb_srv *srv, rb_eng_op *op)
+{
+    post(srv, op, job_action_call);
+}
+
+/* The bulk action: MUTATE's own filters when they suffice (jids, or every
+ * job of the state with an optional job type); otherwise the jids of the
+ * matching jobs are read first (queue and errtype filters, or a job type
+ * with a list) and mutated as a list, in one MUTATE. */
+static void bulk_call(rb_pg *pg, rb_pgreq *r)
+{
+    rb_eng_op *op = r->data;
+    const rb_job_filter *want = &op->u.bulk.f;
+    rb_mutation m = {.cmd = op->u.bulk.cmd, .target = want->state};
+    const char **named = op->u.bulk.jids;
+    if (!want->queue && !want->errtype && !(named && want->jobtype)) {
+        if (named) {
+            if (!op->u.bulk.n_jids) /* an empty list changes nothing */
+                return;
+            m.jids = named;
+            m.n_jids = op->u.bulk.n_jids;
+        } else {
+            m.jobtype = want->jobtype;
+        }
+        r->rc = rb_pg_mutate(pg, &m, op->now, &op->u.bulk.changed, &r->err);
+        return;
+    }
+    rb_pg_filter f = *want;
+    f.offset = 0;
+    f.limit = 1000;
+    char **pick = NULL;
+    size_t n_pick = 0;
+    for (;;) {
+        rb_pg_job *jobs = NULL;
+        size_t n = 0;
+        int64_t total = 0;
+        if ((r->rc = rb_pg_jobs(pg, &f, &jobs, &n, &total, &r->err)))
+            break;
+        for (size_t i = 0; i < n; i++) {
+            bool keep = !named;
+            for (size_t k = 0; named && k < op->u.bulk.n_jids && !keep; k++)
+                keep = !strcmp(named[k], jobs[i].jid);
+            if (!keep)
+                continue;
+            pick = rb_xrealloc(pick, (n_pick + 1) * sizeof *pick);
+            pick[n_pick++] = rb_xstrdup(jobs[i].jid);
+        }
+        rb_pg_jobs_free(jobs, n);
+        f.offset += (int64_t)n;
+        if (n < (size_t)f.limit || f.offset >= total)
+            break;
+    }
+    if (!r->rc && n_pick) {
+        m.jids = (const char *const *)pick;
+        m.n_jids = n_pick;
+        r->rc = rb_pg_mutate(pg, &m, op->now, &op->u.bulk.changed, &r->err);
+    }
+    for (size_t i = 0; i < n_pick; i++)
+        free(pick[i]);
+    free(pick);
+}
+
+static void pg_bulk(rb_srv *srv, rb_eng_op *op)
+{
+    post(srv, op, bulk_call);
+}
+
+/* The cluster's live workers (the worker registry, pg_workers.h). */
+static void worker_list_call(rb_pg *pg, rb_pgreq *r)
+{
+    rb_eng_op *op = r->data;
+    rb_pg_worker *l = NULL;
+    size_t n = 0;
+    if ((r->rc = rb_pg_workers_list(pg, rb_now_ms(), &l, &n, &r->err)))
+        return;
+    op->u.worker_list.v = rb_xcalloc(n + 1, sizeof *op->u.worker_list.v);
+    for (size_t i = 0; i < n; i++) /* the strings taken over */
+        op->u.worker_list.v[i] = (rb_eng_worker){
+            .wid = l[i].wid, .node = l[i].node ? l[i].node : rb_xstrdup(""), .info = l[i].info,
+            .first_ms = l[i].first_ms, .beat_ms = l[i].beat_ms, .signal = l[i].signal};
+    op->u.worker_list.n = n;
+    free(l);
+}
+
+static void pg_worker_list(rb_srv *srv, rb_eng_op *op)
+{
+    post(srv, op, worker_list_call);
+}
+
 const rb_backend rb_backend_pg = {
     .name = "postgresql",
     .flush = pg_flush,
@@ -170,4 +342,7 @@ const rb_backend rb_backend_pg = {
     .job = pg_job,
     .jobs = pg_jobs,
     .workers = pg_workers,
+    .job_action = pg_job_action,
+    .bulk = pg_bulk,
+    .worker_list = pg_worker_list,
 };

@@ -108,7 +108,7 @@ static void api(rb_http *h, struct evhttp_request *req, const char *path)
     }
     if (hit) {
         rb_http_req r = {h, req, seg, nseg};
-        (h->srv->pgm ? rb_http_pg_handler(hit->fn) : hit->fn)(&r); /* distributed mode: http_pg.c */
+        hit->fn(&r);
     } else if (path_known) {
         evhttp_add_header(evhttp_request_get_output_headers(req), "Allow",
                           m == EVHTTP_REQ_GET ? "POST" : "GET");
@@ -203,16 +203,31 @@ static const rb_asset *asset(const char *path)
     return NULL;
 }
 
+/* This node's counters and histograms with the engine's queues and jobs
+ * by state (the cluster's in distributed mode). */
+static void metrics_done(rb_srv *srv, rb_eng_op *op)
+{
+    if (rb_api_failed(srv, op))
+        return;
+    const rb_eng_info *f = &op->u.info;
+    rb_metrics_queue *qs = rb_xcalloc(f->n_queues + 1, sizeof *qs);
+    for (size_t i = 0; i < f->n_queues; i++)
+        qs[i] = (rb_metrics_queue){f->queues[i].name, f->queues[i].size, f->queues[i].paused,
+                                   f->latency_s[i]};
+    rb_metrics_state st = {qs,          f->n_queues, f->scheduled, f->enqueued,
+                           f->working,  f->retries,  f->dead};
+    rb_buf b = RB_BUF_INIT;
+    rb_metrics_render_state(srv->metrics, srv, &st, &b);
+    rb_http_reply_raw(rb_api_call_of(op)->req, 200, "text/plain; version=0.0.4; charset=utf-8",
+                      rb_buf_str(&b), b.len);
+    rb_buf_release(&b);
+    free(qs);
+    rb_eng_op_finish(srv, op);
+}
+
 static void serve_metrics(rb_http *h, struct evhttp_request *req)
 {
-    if (h->srv->pgm) {
-        rb_http_pg_metrics(h, req);
-        return;
-    }
-    rb_buf b = RB_BUF_INIT;
-    rb_metrics_render(h->srv->metrics, h->srv, &b);
-    rb_http_reply_raw(req, 200, "text/plain; version=0.0.4; charset=utf-8", rb_buf_str(&b), b.len);
-    rb_buf_release(&b);
+    rb_eng_submit(h->srv, rb_api_info_op(req, metrics_done, true));
 }
 
 /* An HTTPS connection is going away: end its TLS session with a

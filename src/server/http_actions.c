@@ -1,49 +1,16 @@
 /* The API's actions: retry now, kill or discard a job or many, pause or
- * resume a queue, quiet or terminate workers. They change state through the
- * same functions as the protocol's MUTATE, QUEUE and WORKERS, and answer
- * once the change is on disk, as the protocol does. */
+ * resume a queue, quiet or terminate workers. One handler each for both
+ * modes: each checks its request, submits one job-engine op (the same
+ * QUEUE and WORKERS ops as the protocol's, and the API's own job and bulk
+ * actions) and answers from its results once the change is durable. */
 #include "server/http_impl.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/timeutil.h"
+#include "common/buf.h"
 #include "server/log.h"
-#include "server/metrics.h"
-
-typedef struct http_pending {
-    rb_srv *srv;
-    struct evhttp_request *req;
-    json_t *reply; /* sent with 200 after a good commit */
-} http_pending;
-
-static void on_commit(void *arg, int status, const rb_err *err)
-{
-    http_pending *p = arg;
-    rb_srv *srv = p->srv;
-    if (status) {
-        json_decref(p->reply);
-        rb_http_reply_error(p->req, 500, "storage error: %s", rb_err_msg(err));
-    } else {
-        rb_http_reply_json(p->req, 200, p->reply);
-    }
-    free(p);
-    rb_srv_kick(srv);
-    rb_srv_arm(srv);
-}
-
-/* Answers req with reply (taken over) after everything submitted so far is
- * committed. */
-static void reply_after_commit(rb_srv *srv, struct evhttp_request *req, json_t *reply)
-{
-    http_pending *p = rb_xcalloc(1, sizeof *p);
-    p->srv = srv;
-    p->req = req;
-    p->reply = reply;
-    rb_writer_then(srv->writer, on_commit, p);
-    rb_srv_kick(srv);
-}
 
 /* The MUTATE cmd for an API action, or NULL when unknown. */
 static const char *mutate_cmd(const char *action)
@@ -81,78 +48,60 @@ bool rb_api_queue_action_args(rb_http_req *r, bool *pause)
     return true;
 }
 
-static bool mutable_state(int st)
-{
-    return st == RB_JOB_SCHEDULED || st == RB_JOB_RETRIES || st == RB_JOB_DEAD;
-}
-
 /* --- POST /api/job/JID/ACTION --- */
 
+static void job_action_done(rb_srv *srv, rb_eng_op *op)
+{
+    if (rb_api_failed(srv, op))
+        return;
+    rb_api_call *a = rb_api_call_of(op);
+    const char *jid = op->u.job_action.jid;
+    int prev = op->u.job_action.prev_state, st = op->u.job_action.state;
+    if (!op->u.job_action.found) {
+        rb_http_reply_error(a->req, 404, "no job '%s'", jid);
+    } else if (!rb_job_state_mutable(prev)) {
+        rb_http_reply_error(a->req, 409, "job '%s' is %s: only scheduled, retries and dead jobs "
+                            "can be changed", jid, rb_job_state_name((rb_job_state)prev));
+    } else {
+        rb_log(RB_LOG_INFO, "HTTP: %s job %s", a->action, jid);
+        rb_http_reply_json(a->req, 200,
+                           json_pack("{s:s, s:s, s:s, s:o}", "jid", jid, "action", a->action,
+                                     "previous_state", rb_job_state_name((rb_job_state)prev),
+                                     "state", st ? json_string(rb_job_state_name(
+                                                       (rb_job_state)st))
+                                                 : json_null()));
+    }
+    rb_eng_op_finish(srv, op);
+}
+
+/* Checks, changes and reads back the job in one op (RB_ENG_JOB_ACTION);
+ * answered once the change is durable. */
 void rb_api_job_action(rb_http_req *r)
 {
-    rb_srv *srv = r->h->srv;
-    const char *jid = r->seg[1], *action = r->seg[2];
-    const char *cmd = rb_api_action_cmd(r, "job", action);
+    const char *cmd = rb_api_action_cmd(r, "job", r->seg[2]);
     if (!cmd)
         return;
-    rb_job *j = rb_jobs_find(&srv->jobs, jid);
-    if (!j || j->state == RB_JOB_PENDING) {
-        rb_http_reply_error(r->req, 404, "no job '%s'", jid);
-        return;
-    }
-    if (!mutable_state(j->state)) {
-        rb_http_reply_error(r->req, 409, "job '%s' is %s: only scheduled, retries and dead jobs "
-                            "can be changed", jid, rb_job_state_name(j->state));
-        return;
-    }
-    json_t *reply = json_pack("{s:s, s:s, s:s}", "jid", jid, "action", action, "previous_state",
-                              rb_job_state_name(j->state));
-    rb_srv_mutate_job(srv, j, cmd, rb_now_ms());
-    j = rb_jobs_find(&srv->jobs, jid);
-    json_object_set_new(reply, "state", j ? json_string(rb_job_state_name(j->state)) : json_null());
-    rb_log(RB_LOG_INFO, "HTTP: %s job %s", action, jid);
-    reply_after_commit(srv, r->req, reply);
+    rb_eng_op *op = rb_api_op(r, RB_ENG_JOB_ACTION, job_action_done);
+    rb_api_call *a = rb_api_call_of(op);
+    snprintf(a->action, sizeof a->action, "%s", r->seg[2]);
+    op->u.job_action.jid = a->strs[0] = rb_xstrdup(r->seg[1]);
+    op->u.job_action.cmd = cmd;
+    rb_eng_submit(r->h->srv, op);
 }
 
 /* --- POST /api/jobs/ACTION --- */
 
-typedef struct bulk {
-    rb_srv *srv;
-    const char *cmd, *queue, *jobtype, *errtype;
-    int state;
-    int64_t now;
-    size_t changed;
-} bulk;
-
-static bool bulk_matches(const bulk *b, const rb_job *j)
+static void bulk_done(rb_srv *srv, rb_eng_op *op)
 {
-    if (j->state != b->state)
-        return false;
-    if (b->queue && strcmp(b->queue, j->queue->name))
-        return false;
-    if (b->jobtype) {
-        char jt[256];
-        rb_metrics_jobtype(j->json, jt, sizeof jt);
-        if (strcmp(jt, b->jobtype))
-            return false;
-    }
-    if (b->errtype) {
-        json_t *o = json_loads(j->json, 0, NULL);
-        const char *et = rb_srv_json_str(json_object_get(o, "failure"), "errtype");
-        bool ok = et && !strcmp(et, b->errtype);
-        json_decref(o);
-        if (!ok)
-            return false;
-    }
-    return true;
-}
-
-static void bulk_one(bulk *b, rb_job *j)
-{
-    if (!bulk_matches(b, j))
+    if (rb_api_failed(srv, op))
         return;
-    rb_srv_mutate_job(b->srv, j, b->cmd, b->now);
-    b->changed++;
+    rb_api_call *a = rb_api_call_of(op);
+    const char *state = rb_job_state_name((rb_job_state)op->u.bulk.f.state);
+    rb_log(RB_LOG_INFO, "HTTP: %s %zu %s jobs", a->action, op->u.bulk.changed, state);
+    rb_http_reply_json(a->req, 200,
+                       json_pack("{s:s, s:s, s:I}", "action", a->action, "state", state,
+                                 "changed", (json_int_t)op->u.bulk.changed));
+    rb_eng_op_finish(srv, op);
 }
 
 static const char *opt_string(json_t *o, const char *key, bool *bad)
@@ -164,73 +113,99 @@ static const char *opt_string(json_t *o, const char *key, bool *bad)
     return s && *s ? s : NULL;
 }
 
+static int by_jid(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The jobs the body names, changed in one op (RB_ENG_BULK). A jid named
+ * twice is one job (counted once in both modes). */
 void rb_api_bulk_action(rb_http_req *r)
 {
-    rb_srv *srv = r->h->srv;
-    const char *action = r->seg[1];
-    bulk b = {.srv = srv, .cmd = rb_api_action_cmd(r, "bulk", action), .now = rb_now_ms()};
-    if (!b.cmd)
+    const char *action = r->seg[1], *cmd = rb_api_action_cmd(r, "bulk", action);
+    if (!cmd)
         return;
     json_t *body = rb_http_body_json(r->req);
     if (!body)
         return;
     bool bad = !json_is_object(body);
     const char *state = bad ? NULL : opt_string(body, "state", &bad);
-    b.queue = bad ? NULL : opt_string(body, "queue", &bad);
-    b.jobtype = bad ? NULL : opt_string(body, "jobtype", &bad);
-    b.errtype = bad ? NULL : opt_string(body, "errtype", &bad);
+    rb_job_filter f = {.state = -1};
+    f.queue = bad ? NULL : opt_string(body, "queue", &bad);
+    f.jobtype = bad ? NULL : opt_string(body, "jobtype", &bad);
+    f.errtype = bad ? NULL : opt_string(body, "errtype", &bad);
     json_t *jids = bad ? NULL : json_object_get(body, "jids");
     json_t *all = bad ? NULL : json_object_get(body, "all");
-    b.state = state ? rb_job_state_parse(state) : -1;
+    f.state = state ? rb_job_state_parse(state) : -1;
     if (bad || (jids && !json_is_array(jids)) || (all && !json_is_boolean(all))) {
         rb_http_reply_error(r->req, 400, "the body must be an object: {\"state\", \"jids\": [...]} "
                             "or {\"state\", \"all\": true, \"queue\", \"jobtype\", \"errtype\"}");
-    } else if (!mutable_state(b.state)) {
+    } else if (!rb_job_state_mutable(f.state)) {
         rb_http_reply_error(r->req, 400, "state must be scheduled, retries or dead");
     } else if (!jids && !json_is_true(all)) {
         rb_http_reply_error(r->req, 400, "name the jobs: \"jids\": [...] or \"all\": true");
     } else {
-        if (jids) {
+        rb_eng_op *op = rb_api_op(r, RB_ENG_BULK, bulk_done);
+        snprintf(rb_api_call_of(op)->action, sizeof rb_api_call_of(op)->action, "%s", action);
+        op->json = body; /* the filter's and the jids' strings */
+        op->u.bulk.cmd = cmd;
+        op->u.bulk.f = f;
+        if (jids) { /* a non-string entry names no job */
+            op->u.bulk.jids = rb_xcalloc(json_array_size(jids) + 1, sizeof *op->u.bulk.jids);
             size_t i;
             json_t *v;
             json_array_foreach(jids, i, v) {
-                rb_job *j = json_is_string(v) ? rb_jobs_find(&srv->jobs, json_string_value(v)) : NULL;
-                if (j)
-                    bulk_one(&b, j);
+                if (json_is_string(v))
+                    op->u.bulk.jids[op->u.bulk.n_jids++] = json_string_value(v);
             }
-        } else {
-            rb_list *l = rb_jobs_state_list(&srv->jobs, b.state);
-            size_t n = l->size; /* a job moved to the end of the list is not seen twice */
-            for (rb_link *e = l->head, *next; e && n > 0; e = next, n--) {
-                next = e->next;
-                bulk_one(&b, rb_job_of_link(e));
-            }
+            const char **ids = op->u.bulk.jids;
+            size_t n = 0;
+            qsort(ids, op->u.bulk.n_jids, sizeof *ids, by_jid);
+            for (size_t k = 0; k < op->u.bulk.n_jids; k++)
+                if (!n || strcmp(ids[n - 1], ids[k]))
+                    ids[n++] = ids[k];
+            op->u.bulk.n_jids = n;
         }
-        rb_log(RB_LOG_INFO, "HTTP: %s %zu %s jobs", action, b.changed, state);
-        reply_after_commit(srv, r->req,
-                           json_pack("{s:s, s:s, s:I}", "action", action, "state", state,
-                                     "changed", (json_int_t)b.changed));
+        rb_eng_submit(r->h->srv, op);
+        return;
     }
     json_decref(body);
 }
 
 /* --- POST /api/queues/NAME/ACTION --- */
 
+static void queue_action_done(rb_srv *srv, rb_eng_op *op)
+{
+    if (rb_api_failed(srv, op))
+        return;
+    rb_api_call *a = rb_api_call_of(op);
+    const rb_queue_size *q = &op->u.queue.sizes[0];
+    const char *name = op->u.queue.names[0];
+    if (!q->name) { /* a resume of a queue never pushed to nor paused */
+        rb_http_reply_error(a->req, 404, "no queue '%s'", name);
+    } else {
+        rb_log(RB_LOG_INFO, "HTTP: %s queue %s", a->action, name);
+        rb_http_reply_json(a->req, 200,
+                           json_pack("{s:o}", "queue",
+                                     rb_api_queue_json(name, q->size, op->u.queue.latency[0],
+                                                       q->paused)));
+    }
+    rb_eng_op_finish(srv, op);
+}
+
+/* As QUEUE PAUSE or RESUME of the one queue (RB_ENG_QUEUE), read back. */
 void rb_api_queue_action(rb_http_req *r)
 {
-    rb_srv *srv = r->h->srv;
-    const char *name = r->seg[1], *action = r->seg[2];
     bool pause;
     if (!rb_api_queue_action_args(r, &pause))
         return;
-    rb_queue *q = rb_jobs_queue(&srv->jobs, name, pause); /* as QUEUE PAUSE: created */
-    if (!q) {
-        rb_http_reply_error(r->req, 404, "no queue '%s'", name);
-        return;
-    }
-    rb_srv_queue_pause(srv, q, pause);
-    rb_log(RB_LOG_INFO, "HTTP: %s queue %s", action, name);
-    reply_after_commit(srv, r->req, json_pack("{s:o}", "queue", rb_api_queue_json(q, rb_now_ms())));
+    rb_eng_op *op = rb_api_op(r, RB_ENG_QUEUE, queue_action_done);
+    snprintf(rb_api_call_of(op)->action, sizeof rb_api_call_of(op)->action, "%s", r->seg[2]);
+    op->u.queue.verb = pause ? RB_ENG_QUEUE_PAUSE : RB_ENG_QUEUE_RESUME;
+    op->u.queue.read_back = true;
+    op->u.queue.names = rb_xcalloc(1, sizeof *op->u.queue.names);
+    op->u.queue.names[op->u.queue.n++] = rb_xstrdup(r->seg[1]);
+    rb_eng_submit(r->h->srv, op);
 }
 
 /* --- POST /api/workers/ACTION --- */

@@ -20,45 +20,59 @@ json_t *rb_api_time_or_null(int64_t ms)
 
 /* --- GET /api/info --- */
 
-json_t *rb_api_info_json(rb_srv *srv, const char *store, json_t *jobs, int64_t processed,
-                         int64_t failures, size_t queues)
+/* The answer from the engine's figures f: this node's server numbers and
+ * counters since start, and f's job counts, all-time counters and queues
+ * (a single node counts every known queue, distributed mode those with
+ * jobs enqueued or paused: docs/http.md). */
+static json_t *info_json(rb_srv *srv, const rb_eng_info *f)
 {
     const rb_metrics *m = srv->metrics;
     int64_t now = rb_now_ms();
     return json_pack(
-        "{s:{s:s, s:s, s:s, s:o, s:o, s:I, s:s, s:s, s:I, s:I, s:I, s:b}, s:o,"
+        "{s:{s:s, s:s, s:s, s:o, s:o, s:I, s:s, s:s, s:I, s:I, s:I, s:b},"
+        " s:{s:I, s:I, s:I, s:I, s:I},"
         " s:{s:I, s:I, s:I, s:I, s:I, s:I},"
         " s:{s:I, s:I}, s:I}",
         "server", "name", "Rebound", "version", RB_VERSION, "faktory_protocol_version",
         RB_FAKTORY_VERSION, "now", rb_api_time_or_null(now), "started_at",
         rb_api_time_or_null(srv->started_ms), "uptime_s",
-        (json_int_t)((now - srv->started_ms) / 1000), "store", store, "listen",
+        (json_int_t)((now - srv->started_ms) / 1000), "store", f->store, "listen",
         srv->cfg.server.listen ? srv->cfg.server.listen : "", "connections",
-        (json_int_t)srv->conns.size, "workers", (json_int_t)srv->workers.size, "commands",
+        (json_int_t)srv->conns.size, "workers", (json_int_t)f->workers, "commands",
         (json_int_t)srv->command_count, "stopping", srv->stopping,
-        "jobs", jobs,
+        "jobs", "scheduled", (json_int_t)f->scheduled, "enqueued", (json_int_t)f->enqueued,
+        "working", (json_int_t)f->working, "retries", (json_int_t)f->retries, "dead",
+        (json_int_t)f->dead,
         "since_start", "pushed", (json_int_t)rb_metrics_total(m, RB_M_PUSHED), "processed",
         (json_int_t)rb_metrics_total(m, RB_M_PROCESSED), "failed",
         (json_int_t)rb_metrics_total(m, RB_M_FAILED), "retried",
         (json_int_t)rb_metrics_total(m, RB_M_RETRIED), "dead",
         (json_int_t)rb_metrics_total(m, RB_M_DEAD), "discarded",
         (json_int_t)rb_metrics_total(m, RB_M_DISCARDED),
-        "all_time", "processed", (json_int_t)processed, "failures", (json_int_t)failures,
-        "queues", (json_int_t)queues);
+        "all_time", "processed", (json_int_t)f->processed, "failures", (json_int_t)f->failures,
+        "queues", (json_int_t)f->n_queues);
+}
+
+static void info_done(rb_srv *srv, rb_eng_op *op)
+{
+    if (rb_api_failed(srv, op))
+        return;
+    rb_http_reply_json(rb_api_call_of(op)->req, 200, info_json(srv, &op->u.info));
+    rb_eng_op_finish(srv, op);
+}
+
+rb_eng_op *rb_api_info_op(struct evhttp_request *req, void (*done)(rb_srv *, rb_eng_op *),
+                          bool latency)
+{
+    rb_eng_op *op = rb_api_op_for(req, RB_ENG_INFO, done);
+    op->u.info.every_queue = true; /* a single node's; PostgreSQL's listing as it is */
+    op->u.info.latency = latency;
+    return op;
 }
 
 void rb_api_info(rb_http_req *r)
 {
-    rb_srv *srv = r->h->srv;
-    json_t *jobs = json_pack(
-        "{s:I, s:I, s:I, s:I, s:I}", "scheduled", (json_int_t)srv->jobs.scheduled.size,
-        "enqueued", (json_int_t)srv->jobs.enqueued, "working", (json_int_t)srv->jobs.working.size,
-        "retries", (json_int_t)srv->jobs.retries.size, "dead", (json_int_t)srv->jobs.dead.size);
-    rb_http_reply_json(r->req, 200,
-                       rb_api_info_json(srv, srv->store && srv->store->ops ? srv->store->ops->name
-                                                                           : "?",
-                                        jobs, (int64_t)srv->total_processed,
-                                        (int64_t)srv->total_failures, srv->jobs.queues.size));
+    rb_eng_submit(r->h->srv, rb_api_info_op(r->req, info_done, false));
 }
 
 /* --- GET /api/stats --- */
@@ -81,40 +95,46 @@ void rb_api_stats(rb_http_req *r)
 
 /* --- GET /api/queues --- */
 
-typedef struct qlist {
-    const rb_queue **v;
-    size_t n;
-} qlist;
-
-static void collect_queue(void *e, void *arg)
+json_t *rb_api_queue_json(const char *name, int64_t size, double latency_s, bool paused)
 {
-    qlist *l = arg;
-    l->v[l->n++] = e;
+    return json_pack("{s:s, s:I, s:f, s:b}", "name", name, "size", (json_int_t)size, "latency_s",
+                     latency_s, "paused", paused);
 }
 
-static int cmp_queue(const void *a, const void *b)
+/* Sorts the queues by name, with their latencies. */
+typedef struct queue_at {
+    const rb_queue_size *q;
+    double latency_s;
+} queue_at;
+
+static int by_name(const void *a, const void *b)
 {
-    return strcmp((*(const rb_queue *const *)a)->name, (*(const rb_queue *const *)b)->name);
+    return strcmp(((const queue_at *)a)->q->name, ((const queue_at *)b)->q->name);
 }
 
-json_t *rb_api_queue_json(const rb_queue *q, int64_t now)
+static void queues_done(rb_srv *srv, rb_eng_op *op)
 {
-    return json_pack("{s:s, s:I, s:f, s:b}", "name", q->name, "size", (json_int_t)q->size,
-                     "latency_s", rb_queue_latency_s(q, now), "paused", q->paused);
+    if (rb_api_failed(srv, op))
+        return;
+    const rb_eng_info *f = &op->u.info;
+    queue_at *v = rb_xcalloc(f->n_queues + 1, sizeof *v);
+    for (size_t i = 0; i < f->n_queues; i++)
+        v[i] = (queue_at){&f->queues[i], f->latency_s[i]};
+    qsort(v, f->n_queues, sizeof *v, by_name);
+    json_t *arr = json_array();
+    for (size_t i = 0; i < f->n_queues; i++)
+        json_array_append_new(arr, rb_api_queue_json(v[i].q->name, v[i].q->size, v[i].latency_s,
+                                                     v[i].q->paused));
+    free(v);
+    rb_http_reply_json(rb_api_call_of(op)->req, 200, json_pack("{s:o}", "queues", arr));
+    rb_eng_op_finish(srv, op);
 }
 
+/* As /api/info: every known queue on a single node, those with jobs
+ * enqueued or paused in distributed mode (docs/http.md). */
 void rb_api_queues(rb_http_req *r)
 {
-    rb_srv *srv = r->h->srv;
-    qlist l = {rb_xcalloc(srv->jobs.queues.size + 1, sizeof *l.v), 0};
-    rb_table_each(&srv->jobs.queues, collect_queue, &l);
-    qsort(l.v, l.n, sizeof *l.v, cmp_queue);
-    json_t *arr = json_array();
-    int64_t now = rb_now_ms();
-    for (size_t i = 0; i < l.n; i++)
-        json_array_append_new(arr, rb_api_queue_json(l.v[i], now));
-    free(l.v);
-    rb_http_reply_json(r->req, 200, json_pack("{s:o}", "queues", arr));
+    rb_eng_submit(r->h->srv, rb_api_info_op(r->req, queues_done, true));
 }
 
 /* --- GET /api/jobs --- */
@@ -284,23 +304,34 @@ void rb_api_job(rb_http_req *r)
 
 /* --- GET /api/workers --- */
 
-json_t *rb_api_worker_json(const char *wid, int64_t last_beat_ms, int conns, int signal)
+static void workers_done(rb_srv *srv, rb_eng_op *op)
 {
     static const char *signals[] = {"none", "quiet", "terminate"};
-    return json_pack("{s:s, s:o, s:i, s:s}", "wid", wid, "last_beat",
-                     rb_api_time_or_null(last_beat_ms), "connections", conns, "signal",
-                     signals[signal >= 0 && signal <= 2 ? signal : 0]);
+    if (rb_api_failed(srv, op))
+        return;
+    json_t *arr = json_array();
+    for (size_t i = 0; i < op->u.worker_list.n; i++) {
+        const rb_eng_worker *w = &op->u.worker_list.v[i];
+        const rb_worker *here = rb_srv_worker(srv, w->wid, false); /* this node's connections */
+        int sig = w->signal >= 0 && w->signal <= 2 ? w->signal : 0;
+        json_t *o = json_pack("{s:s, s:o, s:i, s:s}", "wid", w->wid, "last_beat",
+                              rb_api_time_or_null(w->beat_ms), "connections",
+                              here ? here->conns : 0, "signal", signals[sig]);
+        if (w->node) { /* the cluster's registry */
+            json_t *info = w->info ? json_loads(w->info, 0, NULL) : NULL;
+            json_object_set_new(o, "node", json_string(w->node));
+            json_object_set_new(o, "first_seen", rb_api_time_or_null(w->first_ms));
+            json_object_set_new(o, "info", info ? info : json_null());
+        }
+        json_array_append_new(arr, o);
+    }
+    rb_http_reply_json(rb_api_call_of(op)->req, 200, json_pack("{s:o}", "workers", arr));
+    rb_eng_op_finish(srv, op);
 }
 
 void rb_api_workers(rb_http_req *r)
 {
-    rb_srv *srv = r->h->srv;
-    json_t *arr = json_array();
-    for (size_t i = 0; i < srv->workers.nbuckets; i++)
-        for (rb_worker *w = srv->workers.buckets[i]; w; w = w->hnext)
-            json_array_append_new(arr, rb_api_worker_json(w->wid, w->last_beat_ms, w->conns,
-                                                          w->signal));
-    rb_http_reply_json(r->req, 200, json_pack("{s:o}", "workers", arr));
+    rb_eng_submit(r->h->srv, rb_api_op(r, RB_ENG_WORKER_LIST, workers_done));
 }
 
 /* --- POST /api/policy/simulate --- */

@@ -1,7 +1,8 @@
 /* What the HTTP files share (http.c: listener, routing, auth, static files,
  * /metrics; http_api.c: read endpoints; http_actions.c: actions, answered
- * after their commit; http_json.c: replies and request parsing). Not for
- * other modules. */
+ * after their commit; http_json.c: replies, request parsing and job-engine
+ * ops). Every endpoint has one handler for both modes, through the job
+ * engine (engine/engine.h). Not for other modules. Loop thread only. */
 #ifndef RB_SERVER_HTTP_IMPL_H
 #define RB_SERVER_HTTP_IMPL_H
 
@@ -66,6 +67,9 @@ typedef struct rb_api_call {
 /* A new op of kind answering r (no protocol connection) with its
  * rb_api_call, freed with the op. */
 rb_eng_op *rb_api_op(rb_http_req *r, rb_eng_kind kind, void (*done)(rb_srv *, rb_eng_op *));
+/* rb_api_op for a request outside /api/ (/metrics). */
+rb_eng_op *rb_api_op_for(struct evhttp_request *req, rb_eng_kind kind,
+                         void (*done)(rb_srv *, rb_eng_op *));
 /* op's rb_api_call. */
 rb_api_call *rb_api_call_of(rb_eng_op *op);
 /* For a done function: false when op succeeded; true after answering 500
@@ -81,9 +85,6 @@ void rb_api_jobs(rb_http_req *r);
 void rb_api_job(rb_http_req *r);
 void rb_api_workers(rb_http_req *r);
 void rb_api_simulate(rb_http_req *r);
-/* A worker as GET /api/workers lists it (signal: 0, RB_WORKER_QUIET or
- * RB_WORKER_TERMINATE). New reference. */
-json_t *rb_api_worker_json(const char *wid, int64_t last_beat_ms, int conns, int signal);
 /* A job as listed: jid, jobtype, queue, state, attempts, times, error. New
  * reference. */
 json_t *rb_api_summary(const rb_job_view *j);
@@ -91,25 +92,15 @@ json_t *rb_api_summary(const rb_job_view *j);
  * from first_ms (0: now), as GET /api/job shows it. New reference. */
 json_t *rb_api_schedule(rb_srv *srv, int64_t first_ms, json_t *job);
 
-/* --- http_pg.c: the same endpoints in distributed mode --- */
-/* The PostgreSQL twin of an API handler (info, queues, job and queue
- * actions, the workers' list), or fn itself for those that go through the
- * job engine (GET /api/jobs, GET /api/job/JID, the worker actions) and
- * those that stay per node (stats, policy simulation). */
-rb_http_handler rb_http_pg_handler(rb_http_handler fn);
-/* /metrics in distributed mode: this node's counters, the cluster's queue
- * sizes and jobs by state read on a database thread. */
-void rb_http_pg_metrics(rb_http *h, struct evhttp_request *req);
-
 /* ms as API time text, or JSON null when ms <= 0 (never). New reference. */
 json_t *rb_api_time_or_null(int64_t ms);
-/* GET /api/info's answer: this node's server numbers and counters since
- * start, with store the storage's name, jobs the counts by state (taken
- * over), and the all-time counts and queue count given. New reference. */
-json_t *rb_api_info_json(rb_srv *srv, const char *store, json_t *jobs, int64_t processed,
-                         int64_t failures, size_t queues);
+/* An INFO op answering req (GET /api/info, /api/queues, /metrics) with
+ * its rb_api_call: every known queue on a single node, and with latency
+ * each queue's latency_s. */
+rb_eng_op *rb_api_info_op(struct evhttp_request *req, void (*done)(rb_srv *, rb_eng_op *),
+                          bool latency);
 /* A queue as listed: name, size, latency_s, paused. New reference. */
-json_t *rb_api_queue_json(const rb_queue *q, int64_t now);
+json_t *rb_api_queue_json(const char *name, int64_t size, double latency_s, bool paused);
 
 /* --- http_actions.c: changes, answered after the commit --- */
 void rb_api_job_action(rb_http_req *r);

@@ -139,9 +139,15 @@ static void api_call_free(void *p)
 
 rb_eng_op *rb_api_op(rb_http_req *r, rb_eng_kind kind, void (*done)(rb_srv *, rb_eng_op *))
 {
+    return rb_api_op_for(r->req, kind, done);
+}
+
+rb_eng_op *rb_api_op_for(struct evhttp_request *req, rb_eng_kind kind,
+                         void (*done)(rb_srv *, rb_eng_op *))
+{
     rb_eng_op *op = rb_eng_op_new(kind, NULL, done);
     rb_api_call *a = rb_xcalloc(1, sizeof *a);
-    a->req = r->req;
+    a->req = req;
     op->arg = a;
     op->arg_free = api_call_free;
     return op;

@@ -76,11 +76,14 @@ double rb_queue_latency_s(const rb_queue *q, int64_t now_ms);
 
 /* Appends the Prometheus text exposition (format 0.0.4) of m and of srv's
  * current state (queue sizes, jobs by state, in flight, connections,
- * workers) to out. */
+ * workers) to out, read from a single node's memory. The server's /metrics
+ * reads the state through the job engine instead (http.c, with
+ * rb_metrics_render_state), in both modes. */
 void rb_metrics_render(const rb_metrics *m, const struct rb_srv *srv, rb_buf *out);
 
-/* The job-state part of the exposition given as numbers (distributed mode
- * reads them from the database). Strings borrowed. */
+/* The job-state part of the exposition given as numbers (the job engine's
+ * INFO figures: the node's memory, or the cluster's database). Strings
+ * borrowed. */
 typedef struct rb_metrics_queue {
     const char *name;
     int64_t size;

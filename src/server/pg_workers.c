@@ -1,7 +1,7 @@
 /* Distributed mode's worker registry, the server's side (pg_workers.h):
- * HELLO, BEAT, the HTTP API's list of workers and this node's refresh of
- * its connected workers, all on the cluster's rb_workers table through the
- * database threads (WORKERS and the worker actions go through the job
+ * HELLO, BEAT and this node's refresh of its connected workers, all on the
+ * cluster's rb_workers table through the database threads (WORKERS, the
+ * HTTP API's list of workers and the worker actions go through the job
  * engine: backend_pg.c). */
 #include "server/pg_workers.h"
 
@@ -173,67 +173,4 @@ void rb_pgworkers_refresh(evutil_socket_t fd, short what, void *arg)
         for (rb_worker *w = srv->workers.buckets[i]; w; w = w->hnext)
             h->wids[h->n++] = rb_xstrdup(w->wid);
     rb_pgreq_post(srv, rb_pgreq_new_call(NULL, h, held_free, held_call, held_done));
-}
-
-/* --- the HTTP API: the listing --- */
-
-/* What GET /api/workers keeps while its request is out. */
-typedef struct wreq {
-    struct evhttp_request *req;
-    rb_pg_worker *list;
-    size_t n_list;
-} wreq;
-
-static void wreq_free(void *p)
-{
-    wreq *d = p;
-    rb_pg_workers_free(d->list, d->n_list);
-    free(d);
-}
-
-/* For an HTTP done handler: true after answering a database error (500)
- * and finishing r. */
-static bool http_failed(rb_srv *srv, rb_pgreq *r)
-{
-    if (!r->rc) {
-        rb_pgmode_storage_ok(srv);
-        return false;
-    }
-    rb_pgmode_storage_error(srv, r); /* logs; no connection to answer */
-    rb_http_reply_error(((wreq *)r->data)->req, 500, "storage error: %s", rb_err_msg(&r->err));
-    rb_pgreq_finish(srv, r);
-    return true;
-}
-
-static void list_call(rb_pg *pg, rb_pgreq *r)
-{
-    wreq *d = r->data;
-    r->rc = rb_pg_workers_list(pg, rb_now_ms(), &d->list, &d->n_list, &r->err);
-}
-
-static void list_done(rb_srv *srv, rb_pgreq *r)
-{
-    if (http_failed(srv, r))
-        return;
-    wreq *d = r->data;
-    json_t *arr = json_array();
-    for (size_t i = 0; i < d->n_list; i++) {
-        const rb_pg_worker *l = &d->list[i];
-        const rb_worker *here = rb_srv_worker(srv, l->wid, false);
-        json_t *o = rb_api_worker_json(l->wid, l->beat_ms, here ? here->conns : 0, l->signal);
-        json_t *info = l->info ? json_loads(l->info, 0, NULL) : NULL;
-        json_object_set_new(o, "node", json_string(l->node ? l->node : ""));
-        json_object_set_new(o, "first_seen", rb_api_time_or_null(l->first_ms));
-        json_object_set_new(o, "info", info ? info : json_null());
-        json_array_append_new(arr, o);
-    }
-    rb_http_reply_json(d->req, 200, json_pack("{s:o}", "workers", arr));
-    rb_pgreq_finish(srv, r);
-}
-
-void rb_http_pg_workers(rb_http_req *r)
-{
-    wreq *d = rb_xcalloc(1, sizeof *d);
-    d->req = r->req;
-    rb_pgreq_post(r->h->srv, rb_pgreq_new_call(NULL, d, wreq_free, list_call, list_done));
 }

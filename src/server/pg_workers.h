@@ -1,9 +1,9 @@
 /* Distributed mode's worker registry, the server's side (docs/distributed.md,
  * "Workers"): HELLO and BEAT record the worker in the cluster's table
  * (store/pg_engine.h, rb_pg_workers_seen; batched on the database threads),
- * BEAT answers the signal stored there, WORKERS (through the job engine,
- * backend_pg.c) and the HTTP API's worker endpoints signal and list the
- * cluster's live workers, and every node refreshes the rows of the
+ * BEAT answers the signal stored there (WORKERS and the HTTP API's worker
+ * endpoints signal and list the cluster's live workers through the job
+ * engine, backend_pg.c), and every node refreshes the rows of the
  * workers connected to it. Each node still keeps
  * its own connections' workers in srv->workers (connection counts, and
  * whether a BEAT comes from a worker connected here). Loop thread, except
@@ -11,7 +11,8 @@
 #ifndef RB_SERVER_PG_WORKERS_H
 #define RB_SERVER_PG_WORKERS_H
 
-#include "server/http_impl.h"
+#include <event2/util.h>
+
 #include "server/pgmode.h"
 
 /* How often a node refreshes the rows of the workers connected to it (well
@@ -32,10 +33,6 @@ void rb_pgworkers_hello(rb_conn *c, const json_t *hello);
  * quiet), "BEAT: unknown worker W (say HELLO with this wid first)" when
  * no node knows W as a live worker, or the storage error. */
 void rb_pgworkers_beat(rb_conn *c, const char *wid);
-/* GET /api/workers in distributed mode: the cluster's live workers, with
- * this node's connection count each (the worker actions go through the job
- * engine, as WORKERS). */
-void rb_http_pg_workers(rb_http_req *r);
 
 /* On a database thread: one rb_pg_workers_seen for the n RB_PGR_SEEN
  * requests v (or their error in each). */

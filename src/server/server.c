@@ -423,7 +423,7 @@ int rb_server_run(const rb_server_opts *o, rb_err *err)
     srv->sigint_ev = evsignal_new(srv->base, SIGINT, on_signal, srv);
     event_add(srv->sigterm_ev, NULL);
     event_add(srv->sigint_ev, NULL);
-    if ((rc = rb_http_start(srv, o->http_listen, o->http_port_file, err))) /* pgm: http_pg.c */
+    if ((rc = rb_http_start(srv, o->http_listen, o->http_port_file, err)))
         goto out;
     if ((rc = listen_on(srv, srv->cfg.server.listen, o->port_file, err)))
         goto out;

@@ -174,13 +174,6 @@ void rb_job_set_field(rb_job *j, const char *key, json_t *value);
 /* A fresh random jid (24 hex characters); caller frees. */
 char *rb_srv_new_jid(rb_srv *srv);
 
-/* --- backend_mem.c: state changes shared by MUTATE/QUEUE and the HTTP API --- */
-/* Applies MUTATE's cmd ("requeue", "kill", "discard" or "clear") to j (a
- * SCHEDULED, RETRIES or DEAD job) and persists it; j may be freed. */
-void rb_srv_mutate_job(rb_srv *srv, rb_job *j, const char *cmd, int64_t now);
-/* Pauses or resumes q, persistently (QUEUE PAUSE/RESUME). */
-void rb_srv_queue_pause(rb_srv *srv, rb_queue *q, bool paused);
-
 /* --- fail.c --- */
 typedef struct rb_fail_input {
     const char *errtype, *message;

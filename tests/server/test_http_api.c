@@ -493,6 +493,30 @@ HTTP_TEST(bulk_actions)
     expect_error(404, "no bulk action 'nuke'", "POST", "/api/jobs/nuke", "{}");
 }
 
+/* A bulk action selects as GET /api/jobs filters, in both modes: the
+ * jobtype filter compares the decoded job type, and a jid named twice is
+ * one job. Once, a single node compared the job type's raw JSON text and
+ * counted a dead job killed twice. */
+HTTP_TEST(bulk_actions_select_the_same_jobs_in_both_modes)
+{
+    make_failed("jobid-q1", "say \\\"hi\\\"", "Timeout", true);
+    make_failed("jobid-q2", "Mail", "Timeout", true);
+    rbh_resp *r = expect(200, "POST", "/api/jobs/kill",
+                         "{\"state\":\"dead\",\"jids\":[\"jobid-q2\",\"jobid-q2\"]}");
+    cr_assert_eq(jint(r, "changed"), 1);
+    rbh_resp_free(r);
+    r = expect(200, "POST", "/api/jobs/retry",
+               "{\"state\":\"dead\",\"all\":true,\"jobtype\":\"say \\\"hi\\\"\"}");
+    cr_assert_eq(jint(r, "changed"), 1);
+    rbh_resp_free(r);
+    char *st = rbh_job_state(C, "jobid-q1");
+    cr_assert_str_eq(st, "enqueued");
+    free(st);
+    st = rbh_job_state(C, "jobid-q2");
+    cr_assert_str_eq(st, "dead");
+    free(st);
+}
+
 HTTP_TEST(workers_list_and_signals)
 {
     rbh_resp *r = expect(200, "GET", "/api/workers", NULL);
