@@ -74,13 +74,6 @@ void rb_metrics_history(const rb_metrics *m,
 /* Seconds since the oldest job waiting in q was enqueued (0 when empty). */
 double rb_queue_latency_s(const rb_queue *q, int64_t now_ms);
 
-/* Appends the Prometheus text exposition (format 0.0.4) of m and of srv's
- * current state (queue sizes, jobs by state, in flight, connections,
- * workers) to out, read from a single node's memory. The server's /metrics
- * reads the state through the job engine instead (http.c, with
- * rb_metrics_render_state), in both modes. */
-void rb_metrics_render(const rb_metrics *m, const struct rb_srv *srv, rb_buf *out);
-
 /* The job-state part of the exposition given as numbers (the job engine's
  * INFO figures: the node's memory, or the cluster's database). Strings
  * borrowed. */
@@ -95,7 +88,9 @@ typedef struct rb_metrics_state {
     size_t n_queues;
     int64_t scheduled, enqueued, working, retries, dead;
 } rb_metrics_state;
-/* rb_metrics_render with the queues and job counts taken from st. */
+/* Appends the Prometheus text exposition (format 0.0.4) of m, of srv's
+ * connections and workers, and of the job state st (the job engine's INFO
+ * figures: the node's memory, or the cluster's database; http.c) to out. */
 void rb_metrics_render_state(const rb_metrics *m, const struct rb_srv *srv,
                              const rb_metrics_state *st, rb_buf *out);
 

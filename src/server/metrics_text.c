@@ -104,35 +104,6 @@ static void queue_lines(rb_buf *out, const rb_metrics_state *st, int what)
     }
 }
 
-typedef struct qcollect {
-    rb_metrics_queue *v;
-    size_t n;
-    int64_t now;
-} qcollect;
-
-static void collect_queue(void *e, void *arg)
-{
-    const rb_queue *q = e;
-    qcollect *c = arg;
-    c->v[c->n++] = (rb_metrics_queue){q->name, (int64_t)q->size, q->paused,
-                                      rb_queue_latency_s(q, c->now)};
-}
-
-void rb_metrics_render(const rb_metrics *m, const rb_srv *srv, rb_buf *out)
-{
-    qcollect qc = {rb_xcalloc(srv->jobs.queues.size + 1, sizeof *qc.v), 0, rb_now_ms()};
-    rb_table_each(&srv->jobs.queues, collect_queue, &qc);
-    rb_metrics_state st = {qc.v,
-                           qc.n,
-                           (int64_t)srv->jobs.scheduled.size,
-                           (int64_t)srv->jobs.enqueued,
-                           (int64_t)srv->jobs.working.size,
-                           (int64_t)srv->jobs.retries.size,
-                           (int64_t)srv->jobs.dead.size};
-    rb_metrics_render_state(m, srv, &st, out);
-    free(qc.v);
-}
-
 void rb_metrics_render_state(const rb_metrics *m, const rb_srv *srv, const rb_metrics_state *st,
                              rb_buf *out)
 {

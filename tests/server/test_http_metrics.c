@@ -65,7 +65,7 @@ Test(http_metrics, counters_render_by_queue_and_jobtype_escaped)
     cr_assert_eq(rb_metrics_total(m, RB_M_PUSHED), 3);
     cr_assert_eq(rb_metrics_total(m, RB_M_DEAD), 1);
     rb_buf out = RB_BUF_INIT;
-    rb_metrics_render(m, srv, &out);
+    rb_metrics_render_state(m, srv, &(rb_metrics_state){0}, &out); /* counters only */
     const char *t = rb_buf_str(&out);
     cr_assert(strstr(t, "rebound_jobs_pushed_total{queue=\"q\\\"1\",jobtype=\"A\\\\\\\\B\"} 2\n"), "%s", t);
     cr_assert(strstr(t, "rebound_jobs_pushed_total{queue=\"q2\",jobtype=\"C\"} 1\n"));
@@ -93,7 +93,7 @@ Test(http_metrics, decoded_labels_count_in_the_json_texts_series)
     rb_metrics_event_labels(m, RB_M_DEAD, "", "");
     rb_metrics_event_labels(m, RB_M_DEAD, NULL, NULL);
     rb_buf out = RB_BUF_INIT;
-    rb_metrics_render(m, srv, &out);
+    rb_metrics_render_state(m, srv, &(rb_metrics_state){0}, &out); /* counters only */
     const char *t = rb_buf_str(&out);
     /* label A\\B\"C\n as rendered: each backslash and quote escaped again */
     const char *want[] = {
@@ -124,7 +124,7 @@ Test(http_metrics, series_are_capped)
     }
     cr_assert_eq(rb_metrics_total(m, RB_M_PROCESSED), RB_METRICS_MAX_SERIES + 50);
     rb_buf out = RB_BUF_INIT;
-    rb_metrics_render(m, srv, &out);
+    rb_metrics_render_state(m, srv, &(rb_metrics_state){0}, &out); /* counters only */
     cr_assert(strstr(rb_buf_str(&out), "rebound_jobs_processed_total{queue=\"q\",jobtype=\"_other\"} 50\n"));
     cr_assert_null(strstr(rb_buf_str(&out), "jobtype=\"T2000\""));
     rb_buf_release(&out);
@@ -142,7 +142,7 @@ Test(http_metrics, histograms_are_cumulative)
     rb_metrics_lateness(m, -5);           /* early counts as 0 */
     rb_metrics_commit(m, 3, 1500);
     rb_buf out = RB_BUF_INIT;
-    rb_metrics_render(m, srv, &out);
+    rb_metrics_render_state(m, srv, &(rb_metrics_state){0}, &out); /* counters only */
     const char *t = rb_buf_str(&out);
     cr_assert(strstr(t, "backoff_delay_applied_seconds_bucket{le=\"1\"} 1\n"), "%s", t);
     cr_assert(strstr(t, "backoff_delay_applied_seconds_bucket{le=\"30\"} 1\n"));
