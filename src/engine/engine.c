@@ -17,6 +17,8 @@ rb_eng_op *rb_eng_op_new(rb_eng_kind kind, rb_conn *c, void (*done)(rb_srv *, rb
     return op;
 }
 
+static void op_free(rb_eng_op *op);
+
 void rb_eng_submit(rb_srv *srv, rb_eng_op *op)
 {
     if (op->c) {
@@ -26,17 +28,44 @@ void rb_eng_submit(rb_srv *srv, rb_eng_op *op)
     op->srv = srv;
     op->now = rb_now_ms();
     const rb_backend *b = srv->backend;
+    void (*fn)(rb_srv *, rb_eng_op *) = NULL;
     switch (op->kind) {
+    case RB_ENG_ACK:
+        fn = b->ack;
+        break;
+    case RB_ENG_FAIL:
+        fn = b->fail;
+        break;
+    case RB_ENG_SNOOZE:
+        fn = b->snooze;
+        break;
+    case RB_ENG_EXTEND:
+        fn = b->extend;
+        break;
     case RB_ENG_FLUSH:
-        b->flush(srv, op);
-        return;
+        fn = b->flush;
+        break;
     case RB_ENG_MUTATE:
-        b->mutate(srv, op);
-        return;
+        fn = b->mutate;
+        break;
     case RB_ENG_KINDS:
         break;
     }
-    abort(); /* an op kind without a backend function: a programming error */
+    if (!fn)
+        abort(); /* an op kind without a backend function: a programming error */
+    op->submitting = true;
+    fn(srv, op);
+    op->submitting = false;
+    if (op->finished) {
+        /* done ran inside fn: the handler's caller (conn.c's loop over
+         * the buffered lines) runs the next command */
+        rb_conn *c = op->c;
+        op_free(op);
+        if (c) {
+            c->busy = false;
+            rb_conn_unref(c);
+        }
+    }
 }
 
 void rb_eng_complete(rb_srv *srv, rb_eng_op *op)
@@ -46,8 +75,19 @@ void rb_eng_complete(rb_srv *srv, rb_eng_op *op)
 
 static void op_free(rb_eng_op *op)
 {
-    if (op->kind == RB_ENG_MUTATE)
+    switch (op->kind) {
+    case RB_ENG_ACK:
+    case RB_ENG_FAIL:
+    case RB_ENG_SNOOZE:
+    case RB_ENG_EXTEND:
+        free(op->u.job.jid);
+        break;
+    case RB_ENG_MUTATE:
         rb_mutation_release(&op->u.mutate.m);
+        break;
+    default:
+        break;
+    }
     json_decref(op->json);
     if (op->arg_free)
         op->arg_free(op->arg);
@@ -57,6 +97,10 @@ static void op_free(rb_eng_op *op)
 void rb_eng_op_finish(rb_srv *srv, rb_eng_op *op)
 {
     (void)srv;
+    if (op->submitting) {
+        op->finished = true; /* rb_eng_submit frees it */
+        return;
+    }
     rb_conn *c = op->c;
     op_free(op);
     if (c) {

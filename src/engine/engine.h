@@ -35,7 +35,25 @@ typedef struct rb_srv rb_srv;
 typedef struct rb_conn rb_conn;
 typedef struct rb_eng_op rb_eng_op;
 
+/* FAIL's fields (docs/protocol.md, "FAIL fields"), as both backends run
+ * them through the job's policy. Strings and backtrace borrowed. */
+typedef struct rb_fail_input {
+    const char *errtype, *message;
+    json_t *backtrace;        /* array or NULL */
+    bool non_retryable;
+    const char *retry_after;  /* NULL = none */
+    int64_t next_retry_delay_ms; /* <= 0 = none */
+} rb_fail_input;
+
+/* The longest numeric retry_after written as text ("9200000000000000000"). */
+#define RB_ENG_RETRY_AFTER 32
+
 typedef enum rb_eng_kind {
+    /* u.job: one job named by a worker; the outcome in u.job.status */
+    RB_ENG_ACK,    /* the job is done: deleted, counted processed */
+    RB_ENG_FAIL,   /* the execution failed: through the job's policy (u.job.fail) */
+    RB_ENG_SNOOZE, /* the working job runs again in u.job.seconds */
+    RB_ENG_EXTEND, /* the working job's lease ends in u.job.seconds */
     RB_ENG_FLUSH,  /* delete every job and counter */
     RB_ENG_MUTATE, /* u.mutate: MUTATE's kill/requeue/discard/clear */
     RB_ENG_KINDS
@@ -68,7 +86,25 @@ struct rb_eng_op {
     int rc;                   /* 0 or an RB_E* code */
     rb_err err;               /* the message when rc != 0 */
     rb_eng_applied applied;
+    /* Engine-private: the backend function is running (rb_eng_submit), and
+     * the op finished meanwhile (a backend that decided at once). */
+    bool submitting, finished;
     union {
+        /* ACK, FAIL, SNOOZE, EXTEND. */
+        struct {
+            char *jid;       /* owned */
+            /* The HELLO wid of the connection, or NULL: a working job held
+             * by another wid is refused (OTHER_HOLDER), none is not checked.
+             * Borrowed: read only until the backend function returns. */
+            const char *wid;
+            int64_t seconds;    /* SNOOZE: seconds (0: at once); EXTEND: reserve_for */
+            rb_fail_input fail; /* FAIL: strings borrowed from op->json or below */
+            char retry_after[RB_ENG_RETRY_AFTER]; /* FAIL: a numeric retry_after as text */
+            /* Results (no store error): the outcome, and for NOT_WORKING the
+             * job's state. */
+            rb_job_status status;
+            rb_job_state state;
+        } job;
         struct {
             rb_mutation m;  /* released with the op */
             size_t changed; /* result: jobs that matched */
@@ -78,9 +114,15 @@ struct rb_eng_op {
 
 /* A backend: one function per operation kind. Each applies op on srv's
  * backend and arranges for rb_eng_complete(srv, op) on the loop thread
- * once the change is durable or has failed (rc, err, applied set). */
+ * once the change is durable or has failed (rc, err, applied set). One
+ * that can tell at once that nothing changes (a job op whose job is
+ * missing or held by another worker) may complete op before it returns. */
 typedef struct rb_backend {
     const char *name; /* "sqlite", "postgresql" */
+    void (*ack)(rb_srv *srv, rb_eng_op *op);
+    void (*fail)(rb_srv *srv, rb_eng_op *op);
+    void (*snooze)(rb_srv *srv, rb_eng_op *op);
+    void (*extend)(rb_srv *srv, rb_eng_op *op);
     void (*flush)(rb_srv *srv, rb_eng_op *op);
     void (*mutate)(rb_srv *srv, rb_eng_op *op);
 } rb_backend;
@@ -92,7 +134,10 @@ extern const rb_backend rb_backend_pg;
 /* A zeroed op of kind for c (NULL: no connection waits) with its done. */
 rb_eng_op *rb_eng_op_new(rb_eng_kind kind, rb_conn *c, void (*done)(rb_srv *, rb_eng_op *));
 /* Marks op->c busy and referenced, stamps op->now, and hands op to srv's
- * backend. */
+ * backend. With a connection, call it from that connection's command
+ * handler: an op completed before the backend returns is finished here,
+ * and the connection's next command then runs from the handler's caller
+ * (no recursion through rb_conn_done). */
 void rb_eng_submit(rb_srv *srv, rb_eng_op *op);
 /* For backends: op is done (its results set); runs op->done. */
 void rb_eng_complete(rb_srv *srv, rb_eng_op *op);

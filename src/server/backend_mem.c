@@ -4,9 +4,11 @@
  * on disk. Loop thread only. */
 #include "engine/engine.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "server/log.h"
+#include "server/metrics.h"
 #include "server/srv.h"
 
 /* The writer's completion: the op's changes are on disk, or the commit
@@ -34,6 +36,118 @@ static void after_commit(rb_srv *srv, rb_eng_op *op)
 {
     rb_writer_then(srv->writer, committed, op);
 }
+
+/* --- ACK, FAIL, SNOOZE, EXTEND --- */
+
+/* Completes a job op at once with status: nothing changed, so there is no
+ * commit to wait for. */
+static void decided(rb_srv *srv, rb_eng_op *op, rb_job_status status)
+{
+    op->u.job.status = status;
+    op->applied = RB_ENG_NOT_APPLIED;
+    rb_eng_complete(srv, op);
+}
+
+/* A job op's change is made: completes it once it is durable. */
+static void changed(rb_srv *srv, rb_eng_op *op)
+{
+    op->u.job.status = RB_JOB_DONE;
+    after_commit(srv, op);
+}
+
+/* The job a job op names, or NULL after completing op: there is no such
+ * job (a PENDING one is not visible yet), or another worker holds it (a
+ * working job belongs to the wid that fetched it; an op without a wid is
+ * not checked, as in Faktory). */
+static rb_job *held_job(rb_srv *srv, rb_eng_op *op)
+{
+    rb_job *j = rb_jobs_find(&srv->jobs, op->u.job.jid);
+    if (!j || j->state == RB_JOB_PENDING) {
+        decided(srv, op, RB_JOB_MISSING);
+        return NULL;
+    }
+    const char *wid = op->u.job.wid;
+    if (j->state == RB_JOB_WORKING && j->wid && wid && strcmp(j->wid, wid) != 0) {
+        decided(srv, op, RB_JOB_OTHER_HOLDER);
+        return NULL;
+    }
+    return j;
+}
+
+/* A working job held by op's worker, or NULL after completing op. */
+static rb_job *working_job(rb_srv *srv, rb_eng_op *op)
+{
+    rb_job *j = held_job(srv, op);
+    if (j && j->state != RB_JOB_WORKING) {
+        op->u.job.state = j->state;
+        decided(srv, op, RB_JOB_NOT_WORKING);
+        return NULL;
+    }
+    return j;
+}
+
+static void mem_ack(rb_srv *srv, rb_eng_op *op)
+{
+    rb_job *j = held_job(srv, op);
+    if (!j)
+        return;
+    if (j->state != RB_JOB_WORKING && !(j->flags & RB_JOB_EXPIRED)) {
+        decided(srv, op, RB_JOB_NOOP); /* never reserved: nothing to acknowledge */
+        return;
+    }
+    rb_metrics_job(srv->metrics, RB_M_PROCESSED, j);
+    rb_srv_forget(srv, j);
+    srv->total_processed++;
+    rb_srv_persist_counters(srv);
+    changed(srv, op);
+}
+
+static void mem_fail(rb_srv *srv, rb_eng_op *op)
+{
+    rb_job *j = held_job(srv, op);
+    if (!j)
+        return;
+    if (j->state != RB_JOB_WORKING) {
+        /* a late FAIL after the lease expired: its expiry already counted
+         * as this failure */
+        decided(srv, op, (j->flags & RB_JOB_EXPIRED) ? RB_JOB_NOOP : RB_JOB_NOT_WORKING);
+        return;
+    }
+    j->flags = 0;
+    op->rc = rb_srv_fail_job(srv, j, &op->u.job.fail, op->now, &op->err);
+    if (op->rc) { /* the job's JSON is unreadable: nothing changed */
+        rb_eng_complete(srv, op);
+        return;
+    }
+    changed(srv, op);
+}
+
+static void mem_snooze(rb_srv *srv, rb_eng_op *op)
+{
+    rb_job *j = working_job(srv, op);
+    if (!j)
+        return;
+    j->attempts--; /* a snooze does not consume an attempt */
+    j->flags = 0;
+    free(j->wid);
+    j->wid = NULL;
+    rb_srv_enqueue(srv, j, op->now + op->u.job.seconds * 1000, op->now);
+    rb_srv_persist(srv, j);
+    changed(srv, op);
+    rb_srv_kick(srv);
+}
+
+static void mem_extend(rb_srv *srv, rb_eng_op *op)
+{
+    rb_job *j = working_job(srv, op);
+    if (!j)
+        return;
+    rb_jobs_set_state(&srv->jobs, j, RB_JOB_WORKING, op->now + op->u.job.seconds * 1000);
+    rb_srv_persist(srv, j);
+    changed(srv, op);
+}
+
+/* --- FLUSH, MUTATE --- */
 
 static void mem_flush(rb_srv *srv, rb_eng_op *op)
 {
@@ -100,6 +214,10 @@ static void mem_mutate(rb_srv *srv, rb_eng_op *op)
 
 const rb_backend rb_backend_mem = {
     .name = "sqlite",
+    .ack = mem_ack,
+    .fail = mem_fail,
+    .snooze = mem_snooze,
+    .extend = mem_extend,
     .flush = mem_flush,
     .mutate = mem_mutate,
 };

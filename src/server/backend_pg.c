@@ -1,12 +1,57 @@
 /* The distributed backend of the job engine (engine/engine.h): each
  * operation becomes a request to a database thread (pgmode.h), which runs
- * it as one transaction on the shared PostgreSQL database; its completion
- * comes back to the loop thread and completes the op. */
+ * it as one transaction on the shared PostgreSQL database (ACK and FAIL
+ * batched with the others the thread takes at once); its completion comes
+ * back to the loop thread and completes the op. */
 #include "engine/engine.h"
 
 #include <string.h>
 
+#include "common/buf.h"
+#include "common/timeutil.h"
+#include "server/metrics.h"
 #include "server/pgmode.h"
+
+/* The engine's labels hold every queue name a job may have. */
+_Static_assert(RB_PG_QUEUE_MAX >= RB_QUEUE_NAME_MAX, "rb_pg_labels.queue is too short");
+
+/* Loop thread, r succeeded: its results to op, and what this node's
+ * /metrics counts of them. */
+static void results(rb_srv *srv, rb_eng_op *op, rb_pgreq *r)
+{
+    switch (op->kind) {
+    case RB_ENG_ACK:
+        op->u.job.status = (rb_job_status)r->u.ack.status;
+        if (op->u.job.status == RB_JOB_DONE)
+            rb_metrics_event_labels(srv->metrics, RB_M_PROCESSED, r->u.ack.labels.queue,
+                                    r->u.ack.labels.jobtype);
+        break;
+    case RB_ENG_FAIL:
+        op->u.job.status = (rb_job_status)r->u.fail.res.status;
+        if (op->u.job.status == RB_JOB_DONE)
+            rb_pgmode_count_failure(srv, &r->u.fail.res);
+        break;
+    case RB_ENG_SNOOZE:
+    case RB_ENG_EXTEND:
+        op->u.job.status = (rb_job_status)r->u.ref.status;
+        op->u.job.state = (rb_job_state)r->u.ref.state;
+        break;
+    default:
+        return;
+    }
+    if (op->u.job.status != RB_JOB_DONE)
+        op->applied = RB_ENG_NOT_APPLIED; /* refused, or nothing to do */
+}
+
+/* Whether op made jobs ready at once, for the parked FETCHes. */
+static bool readies(const rb_eng_op *op)
+{
+    if (op->rc)
+        return false;
+    if (op->kind == RB_ENG_MUTATE)
+        return !strcmp(op->u.mutate.m.cmd, "requeue");
+    return op->kind == RB_ENG_SNOOZE && op->u.job.status == RB_JOB_DONE && op->u.job.seconds == 0;
+}
 
 /* Loop thread: the request ran; its results go to the op. */
 static void req_done(rb_srv *srv, rb_pgreq *r)
@@ -22,10 +67,10 @@ static void req_done(rb_srv *srv, rb_pgreq *r)
     } else {
         rb_pgmode_storage_ok(srv);
         op->applied = RB_ENG_APPLIED;
+        results(srv, op, r);
     }
     rb_pgreq_finish(srv, r);
-    /* requeued jobs are ready: claim them for the parked FETCHes */
-    bool kick = !op->rc && op->kind == RB_ENG_MUTATE && !strcmp(op->u.mutate.m.cmd, "requeue");
+    bool kick = readies(op);
     rb_eng_complete(srv, op);
     if (kick)
         rb_pgmode_kick(srv, NULL, 0);
@@ -36,6 +81,75 @@ static void post(rb_srv *srv, rb_eng_op *op, void (*call)(rb_pg *, rb_pgreq *))
 {
     rb_pgreq_post(srv, rb_pgreq_new_call(NULL, op, NULL, call, req_done));
 }
+
+/* --- ACK, FAIL, SNOOZE, EXTEND --- */
+
+/* A request of kind for job op op, naming its jid and wid (copied: the
+ * op's wid is only borrowed while it is submitted). */
+static rb_pgreq *job_request(rb_eng_op *op, rb_pgreq_kind kind)
+{
+    rb_pgreq *r = rb_pgreq_new(kind, NULL);
+    r->jid = rb_xstrdup(op->u.job.jid);
+    r->wid = op->u.job.wid ? rb_xstrdup(op->u.job.wid) : NULL;
+    r->data = op;
+    r->done = req_done;
+    return r;
+}
+
+static void pg_ack(rb_srv *srv, rb_eng_op *op)
+{
+    rb_pgreq *r = job_request(op, RB_PGR_ACK);
+    r->u.ack.ref = (rb_pg_ref){r->jid, r->wid};
+    rb_pgreq_post(srv, r);
+}
+
+static void pg_fail(rb_srv *srv, rb_eng_op *op)
+{
+    rb_pgreq *r = job_request(op, RB_PGR_FAIL);
+    const rb_fail_input *in = &op->u.job.fail;
+    r->u.fail.f = (rb_pg_failure){
+        .ref = {r->jid, r->wid},
+        .errtype = in->errtype,
+        .message = in->message,
+        .backtrace = in->backtrace,
+        .non_retryable = in->non_retryable,
+        .retry_after = in->retry_after,
+        .next_retry_delay_ms = in->next_retry_delay_ms,
+    };
+    rb_pgreq_post(srv, r);
+}
+
+static void snooze_call(rb_pg *pg, rb_pgreq *r)
+{
+    rb_eng_op *op = r->data;
+    rb_pg_ref ref = {r->jid, r->wid};
+    r->rc = rb_pg_snooze(pg, &ref, op->u.job.seconds, rb_now_ms(), &r->u.ref.status,
+                         &r->u.ref.state, &r->err);
+}
+
+static void extend_call(rb_pg *pg, rb_pgreq *r)
+{
+    rb_eng_op *op = r->data;
+    rb_pg_ref ref = {r->jid, r->wid};
+    r->rc = rb_pg_extend(pg, &ref, op->u.job.seconds, rb_now_ms(), &r->u.ref.status,
+                         &r->u.ref.state, &r->err);
+}
+
+static void pg_snooze(rb_srv *srv, rb_eng_op *op)
+{
+    rb_pgreq *r = job_request(op, RB_PGR_CALL);
+    r->call = snooze_call;
+    rb_pgreq_post(srv, r);
+}
+
+static void pg_extend(rb_srv *srv, rb_eng_op *op)
+{
+    rb_pgreq *r = job_request(op, RB_PGR_CALL);
+    r->call = extend_call;
+    rb_pgreq_post(srv, r);
+}
+
+/* --- FLUSH, MUTATE --- */
 
 static void flush_call(rb_pg *pg, rb_pgreq *r)
 {
@@ -60,6 +174,10 @@ static void pg_mutate(rb_srv *srv, rb_eng_op *op)
 
 const rb_backend rb_backend_pg = {
     .name = "postgresql",
+    .ack = pg_ack,
+    .fail = pg_fail,
+    .snooze = pg_snooze,
+    .extend = pg_extend,
     .flush = pg_flush,
     .mutate = pg_mutate,
 };

@@ -1,6 +1,6 @@
 /* What the distributed-mode command files share (pg_cmds.c: the data a
  * command keeps while its request is out, the table; pg_cmds_work.c: PUSH,
- * PUSHB, FETCH, ACK, FAIL, SNOOZE, EXTEND; pg_cmds_admin.c: INFO, FLUSH,
+ * PUSHB, FETCH; pg_cmds_admin.c: INFO, FLUSH,
  * MUTATE, QUEUE, JOB, JOBS). Not for other modules. */
 #ifndef RB_SERVER_PG_CMDS_IMPL_H
 #define RB_SERVER_PG_CMDS_IMPL_H
@@ -18,7 +18,6 @@ typedef struct rb_pgcmd_data {
     char **names;     /* QUEUE names (owned) */
     int n_names;
     char verb[16];
-    char retry_after[RB_CMD_RETRY_AFTER]; /* FAIL: a numeric retry_after as text */
     rb_pg_filter f;
     rb_pg_info info;
     bool have_info;
@@ -44,10 +43,6 @@ bool rb_pgcmd_failed(rb_srv *srv, rb_pgreq *r);
 void rb_pgcmd_push(rb_conn *c, char *arg);
 void rb_pgcmd_pushb(rb_conn *c, char *arg);
 void rb_pgcmd_fetch(rb_conn *c, char *arg);
-void rb_pgcmd_ack(rb_conn *c, char *arg);
-void rb_pgcmd_fail(rb_conn *c, char *arg);
-void rb_pgcmd_snooze(rb_conn *c, char *arg);
-void rb_pgcmd_extend(rb_conn *c, char *arg);
 void rb_pgcmd_info(rb_conn *c, char *arg);
 void rb_pgcmd_queue(rb_conn *c, char *arg);
 void rb_pgcmd_job(rb_conn *c, char *arg);

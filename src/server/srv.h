@@ -15,6 +15,7 @@
 #include <jansson.h>
 
 #include "config/config.h"
+#include "engine/engine.h"
 #include "policy/rng.h"
 #include "server/jobs.h"
 #include "server/list.h"
@@ -181,14 +182,7 @@ void rb_srv_mutate_job(rb_srv *srv, rb_job *j, const char *cmd, int64_t now);
 void rb_srv_queue_pause(rb_srv *srv, rb_queue *q, bool paused);
 
 /* --- fail.c --- */
-typedef struct rb_fail_input {
-    const char *errtype, *message;
-    json_t *backtrace;        /* array or NULL, borrowed */
-    bool non_retryable;
-    const char *retry_after;  /* NULL = none */
-    int64_t next_retry_delay_ms;
-} rb_fail_input;
-/* Runs a failure of working job j through its policy: retry, dead, discard
+/* Runs a failure (rb_fail_input: engine/engine.h) of working job j through its policy: retry, dead, discard
  * or catch; persists the result. j may be freed (discard). */
 int rb_srv_fail_job(rb_srv *srv, rb_job *j, const rb_fail_input *in, int64_t now, rb_err *err);
 

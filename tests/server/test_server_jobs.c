@@ -573,3 +573,59 @@ SERVER_TEST(malformed_fail_snooze_extend_report_the_argument_first)
     cr_assert(rbh_expect(C, "+OK", "ACK {\"jid\":\"mal-0003\"}"));
     rbh_close(b);
 }
+
+/* ACK, FAIL, SNOOZE and EXTEND pipelined on one connection are answered in
+ * order, each for its own command: those answered at once (no such job,
+ * another worker's job) and those answered after their change is durable
+ * alike. */
+SERVER_TEST(pipelined_job_commands_are_answered_in_order)
+{
+    enum { N = 40, MISSING = 300 };
+    PUSH_OK("{\"jid\":\"pipe-held\",\"jobtype\":\"a\",\"args\":[]}");
+    expect_fetch(C, "default", "pipe-held");
+    rbh_conn *b = rbh_connect(&S, "wB");
+    for (int i = 0; i < N; i++) {
+        cr_assert(rbh_expect(C, "+OK", "PUSH {\"jid\":\"pipe-%04d\",\"jobtype\":\"a\",\"args\":[]}", i));
+        char jid[16];
+        snprintf(jid, sizeof jid, "pipe-%04d", i);
+        expect_fetch(b, "default", jid);
+    }
+    size_t cap = (size_t)(N * 6 + MISSING) * 96, len = 0;
+    char *all = malloc(cap);
+    for (int i = 0; i < N; i++)
+        len += (size_t)snprintf(all + len, cap - len,
+                                "ACK {\"jid\":\"nope-%d\"}\r\n"
+                                "SNOOZE {\"jid\":\"nope-%d\",\"seconds\":1}\r\n"
+                                "ACK {\"jid\":\"pipe-held\"}\r\n"
+                                "EXTEND {\"jid\":\"pipe-%04d\",\"reserve_for\":60}\r\n"
+                                "FAIL {\"jid\":\"nope-%d\"}\r\n"
+                                "ACK {\"jid\":\"pipe-%04d\"}\r\n",
+                                i, i, i, i, i);
+    for (int i = 0; i < MISSING; i++)
+        len += (size_t)snprintf(all + len, cap - len, "ACK {\"jid\":\"gone-%d\"}\r\n", i);
+    cr_assert_eq(rbh_send(b, all, len), 0);
+    free(all);
+    for (int i = 0; i < N; i++) {
+        char want[6][96];
+        snprintf(want[0], sizeof want[0], "+OK");
+        snprintf(want[1], sizeof want[1], "-ERR SNOOZE: job nope-%d not found", i);
+        snprintf(want[2], sizeof want[2], "-ERR job pipe-held is reserved by another worker");
+        snprintf(want[3], sizeof want[3], "+OK");
+        snprintf(want[4], sizeof want[4], "-ERR Job not found nope-%d", i);
+        snprintf(want[5], sizeof want[5], "+OK");
+        for (int k = 0; k < 6; k++) {
+            char *r = rbh_reply(b);
+            cr_assert(r && !strcmp(r, want[k]), "group %d reply %d: %s, wanted %s", i, k,
+                      r ? r : "(closed)", want[k]);
+            free(r);
+        }
+    }
+    for (int i = 0; i < MISSING; i++) {
+        char *r = rbh_reply(b);
+        cr_assert(r && !strcmp(r, "+OK"), "missing ACK %d: %s", i, r ? r : "(closed)");
+        free(r);
+    }
+    cr_assert_eq(rbh_info_int(C, "faktory.total_processed"), N);
+    cr_assert_eq(rbh_info_int(C, "faktory.tasks.Busy.size"), 1);
+    rbh_close(b);
+}
