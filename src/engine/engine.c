@@ -30,6 +30,9 @@ void rb_eng_submit(rb_srv *srv, rb_eng_op *op)
     const rb_backend *b = srv->backend;
     void (*fn)(rb_srv *, rb_eng_op *) = NULL;
     switch (op->kind) {
+    case RB_ENG_PUSH:
+        fn = b->push;
+        break;
     case RB_ENG_ACK:
         fn = b->ack;
         break;
@@ -76,6 +79,10 @@ void rb_eng_complete(rb_srv *srv, rb_eng_op *op)
 static void op_free(rb_eng_op *op)
 {
     switch (op->kind) {
+    case RB_ENG_PUSH:
+        free(op->u.push.jobs);
+        free(op->u.push.status);
+        break;
     case RB_ENG_ACK:
     case RB_ENG_FAIL:
     case RB_ENG_SNOOZE:

@@ -49,6 +49,7 @@ typedef struct rb_fail_input {
 #define RB_ENG_RETRY_AFTER 32
 
 typedef enum rb_eng_kind {
+    RB_ENG_PUSH,   /* u.push: validated jobs, created at once or scheduled */
     /* u.job: one job named by a worker; the outcome in u.job.status */
     RB_ENG_ACK,    /* the job is done: deleted, counted processed */
     RB_ENG_FAIL,   /* the execution failed: through the job's policy (u.job.fail) */
@@ -90,6 +91,17 @@ struct rb_eng_op {
      * the op finished meanwhile (a backend that decided at once). */
     bool submitting, finished;
     union {
+        /* PUSH, PUSHB. */
+        struct {
+            /* n job objects rb_job_validate accepted (the array owned, the
+             * objects borrowed from op->json); a backend fills in their
+             * defaults (queue, created_at) */
+            json_t **jobs;
+            size_t n;
+            /* Result, owned, n entries: 0 (pushed) or RB_EEXIST (the jid
+             * is taken, by a job or an earlier one of jobs). */
+            int *status;
+        } push;
         /* ACK, FAIL, SNOOZE, EXTEND. */
         struct {
             char *jid;       /* owned */
@@ -119,6 +131,7 @@ struct rb_eng_op {
  * missing or held by another worker) may complete op before it returns. */
 typedef struct rb_backend {
     const char *name; /* "sqlite", "postgresql" */
+    void (*push)(rb_srv *srv, rb_eng_op *op);
     void (*ack)(rb_srv *srv, rb_eng_op *op);
     void (*fail)(rb_srv *srv, rb_eng_op *op);
     void (*snooze)(rb_srv *srv, rb_eng_op *op);

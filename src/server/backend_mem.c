@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/timeutil.h"
 #include "server/log.h"
 #include "server/metrics.h"
 #include "server/srv.h"
@@ -35,6 +36,49 @@ static void committed(void *arg, int status, const rb_err *err)
 static void after_commit(rb_srv *srv, rb_eng_op *op)
 {
     rb_writer_then(srv->writer, committed, op);
+}
+
+/* --- PUSH, PUSHB --- */
+
+/* The writer's completion of a push: its PENDING jobs become visible
+ * (enqueued, or scheduled for their time) and are counted pushed, or are
+ * dropped when the commit failed; then as for any op. */
+static void push_committed(void *arg, int status, const rb_err *err)
+{
+    rb_eng_op *op = arg;
+    rb_srv *srv = op->srv;
+    int64_t now = rb_now_ms();
+    for (size_t i = 0; i < op->u.push.n; i++) {
+        if (op->u.push.status[i])
+            continue;
+        rb_job *j = rb_jobs_find(&srv->jobs, rb_srv_json_str(op->u.push.jobs[i], "jid"));
+        if (!j || j->state != RB_JOB_PENDING)
+            continue; /* flushed meanwhile */
+        if (status) {
+            rb_jobs_delete(&srv->jobs, j);
+        } else if (j->timer.at_ms > now) {
+            rb_jobs_set_state(&srv->jobs, j, RB_JOB_SCHEDULED, j->timer.at_ms);
+        } else { /* enqueued as of the PUSH, as its stored row says */
+            rb_jobs_set_state(&srv->jobs, j, RB_JOB_ENQUEUED, j->timer.at_ms);
+        }
+        if (!status)
+            rb_metrics_job(srv->metrics, RB_M_PUSHED, j);
+    }
+    committed(arg, status, err);
+}
+
+static void mem_push(rb_srv *srv, rb_eng_op *op)
+{
+    size_t made = 0;
+    for (size_t i = 0; i < op->u.push.n; i++)
+        if (!(op->u.push.status[i] = rb_srv_push(srv, op->u.push.jobs[i])))
+            made++;
+    if (!made) { /* every jid was taken: nothing to commit */
+        op->applied = RB_ENG_NOT_APPLIED;
+        rb_eng_complete(srv, op);
+        return;
+    }
+    rb_writer_then(srv->writer, push_committed, op);
 }
 
 /* --- ACK, FAIL, SNOOZE, EXTEND --- */
@@ -214,6 +258,7 @@ static void mem_mutate(rb_srv *srv, rb_eng_op *op)
 
 const rb_backend rb_backend_mem = {
     .name = "sqlite",
+    .push = mem_push,
     .ack = mem_ack,
     .fail = mem_fail,
     .snooze = mem_snooze,

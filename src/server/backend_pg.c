@@ -15,11 +15,40 @@
 /* The engine's labels hold every queue name a job may have. */
 _Static_assert(RB_PG_QUEUE_MAX >= RB_QUEUE_NAME_MAX, "rb_pg_labels.queue is too short");
 
+/* A push's results: each job's status, the pushed ones counted, and the
+ * parked FETCHes of this node woken for those enqueued at once (before
+ * the NOTIFY reaches the other nodes; before op's done frees the queue
+ * names). */
+static void push_results(rb_srv *srv, rb_eng_op *op, rb_pgreq *r)
+{
+    size_t n = r->u.push.n, n_ready = 0;
+    const char **ready = rb_xcalloc(n + 1, sizeof *ready);
+    size_t made = 0;
+    for (size_t i = 0; i < n; i++) {
+        const rb_pg_new_job *j = &r->u.push.jobs[i];
+        op->u.push.status[i] = r->u.push.status[i];
+        if (r->u.push.status[i] == RB_EEXIST)
+            continue;
+        made++;
+        rb_metrics_event(srv->metrics, RB_M_PUSHED, j->queue, j->json);
+        if (j->at_ms <= r->now)
+            ready[n_ready++] = j->queue;
+    }
+    if (!made)
+        op->applied = RB_ENG_NOT_APPLIED; /* every jid was taken */
+    if (n_ready)
+        rb_pgmode_kick(srv, ready, n_ready);
+    free(ready);
+}
+
 /* Loop thread, r succeeded: its results to op, and what this node's
  * /metrics counts of them. */
 static void results(rb_srv *srv, rb_eng_op *op, rb_pgreq *r)
 {
     switch (op->kind) {
+    case RB_ENG_PUSH:
+        push_results(srv, op, r);
+        return;
     case RB_ENG_ACK:
         op->u.job.status = (rb_job_status)r->u.ack.status;
         if (op->u.job.status == RB_JOB_DONE)
@@ -80,6 +109,24 @@ static void req_done(rb_srv *srv, rb_pgreq *r)
 static void post(rb_srv *srv, rb_eng_op *op, void (*call)(rb_pg *, rb_pgreq *))
 {
     rb_pgreq_post(srv, rb_pgreq_new_call(NULL, op, NULL, call, req_done));
+}
+
+/* --- PUSH, PUSHB --- */
+
+static void pg_push(rb_srv *srv, rb_eng_op *op)
+{
+    size_t n = op->u.push.n;
+    rb_pgreq *r = rb_pgreq_new(RB_PGR_PUSH, NULL);
+    r->u.push.jobs = rb_xcalloc(n, sizeof *r->u.push.jobs);
+    r->u.push.texts = rb_xcalloc(n, sizeof *r->u.push.texts);
+    r->u.push.status = rb_xcalloc(n, sizeof *r->u.push.status);
+    r->u.push.n = n;
+    for (size_t i = 0; i < n; i++)
+        rb_pg_job_from_json(op->u.push.jobs[i], op->now, (int)srv->cfg.server.reserve_for_s,
+                            &r->u.push.jobs[i], &r->u.push.texts[i]);
+    r->data = op;
+    r->done = req_done;
+    rb_pgreq_post(srv, r);
 }
 
 /* --- ACK, FAIL, SNOOZE, EXTEND --- */
@@ -174,6 +221,7 @@ static void pg_mutate(rb_srv *srv, rb_eng_op *op)
 
 const rb_backend rb_backend_pg = {
     .name = "postgresql",
+    .push = pg_push,
     .ack = pg_ack,
     .fail = pg_fail,
     .snooze = pg_snooze,

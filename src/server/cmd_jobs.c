@@ -14,20 +14,102 @@
 #include "common/timeutil.h"
 #include "server/metrics.h"
 
+/* --- PUSH, PUSHB: validated here, created by the job engine --- */
+
+/* The error of a job whose jid is taken, in err (cut as any rb_err). */
+static const char *taken(rb_err *err, const char *jid)
+{
+    rb_err_set(err, RB_EEXIST, "job %s already exists", jid);
+    return rb_err_msg(err);
+}
+
+/* PUSHB's invalid elements: msg[i] is element i's error, NULL when it is
+ * valid. */
+typedef struct pushb_bad {
+    size_t n;
+    char *msg[];
+} pushb_bad;
+
+static void pushb_bad_free(void *p)
+{
+    pushb_bad *b = p;
+    for (size_t i = 0; b && i < b->n; i++)
+        free(b->msg[i]);
+    free(b);
+}
+
+/* PUSHB's reply: the error object, its keys in the order of the array: an
+ * invalid element's message (bad, NULL when all are valid), or for a valid
+ * one whose jid is taken "job J already exists" (status: one entry per
+ * valid element). */
+static void pushb_reply(rb_conn *c, json_t *arr, const pushb_bad *bad, const int *status)
+{
+    json_t *errors = json_object();
+    rb_err err = {0};
+    size_t k = 0;
+    for (size_t i = 0; i < json_array_size(arr); i++) {
+        char key[RB_CMD_PUSHB_KEY];
+        const char *jid = rb_cmd_pushb_key(json_array_get(arr, i), i, key);
+        if (bad && bad->msg[i])
+            json_object_set_new(errors, jid, json_string(bad->msg[i]));
+        else if (status[k++] == RB_EEXIST)
+            json_object_set_new(errors, jid, json_string(taken(&err, jid)));
+    }
+    char *s = json_dumps(errors, JSON_COMPACT);
+    rb_reply_bulk(c, s, strlen(s));
+    free(s);
+    json_decref(errors);
+}
+
+/* PUSH's reply, once its job is durable (or its jid taken). */
+static void push_done(rb_srv *srv, rb_eng_op *op)
+{
+    if (rb_eng_failed(srv, op))
+        return;
+    rb_err err = {0};
+    if (op->u.push.status[0] == RB_EEXIST)
+        rb_reply_err(op->c, "%s", taken(&err, rb_srv_json_str(op->u.push.jobs[0], "jid")));
+    else
+        rb_reply_ok(op->c);
+    rb_eng_op_finish(srv, op);
+}
+
+/* PUSHB's reply, once its valid jobs are durable; op->arg: its pushb_bad. */
+static void pushb_done(rb_srv *srv, rb_eng_op *op)
+{
+    if (rb_eng_failed(srv, op))
+        return;
+    pushb_reply(op->c, op->json, op->arg, op->u.push.status);
+    rb_eng_op_finish(srv, op);
+}
+
+/* A push op for c of the n validated jobs (array taken over) of arg (the
+ * parsed argument, taken over), not yet submitted. */
+static rb_eng_op *push_op(rb_conn *c, json_t *arg, json_t **jobs, size_t n,
+                          void (*done)(rb_srv *, rb_eng_op *))
+{
+    rb_eng_op *op = rb_eng_op_new(RB_ENG_PUSH, c, done);
+    op->json = arg;
+    op->u.push.jobs = jobs;
+    op->u.push.n = n;
+    op->u.push.status = rb_xcalloc(n, sizeof *op->u.push.status);
+    return op;
+}
+
 void rb_cmd_push(rb_conn *c, char *arg)
 {
     json_t *job = rb_cmd_json_arg(c, "PUSH", arg, JSON_OBJECT);
     if (!job)
         return;
     rb_err err = {0};
-    if (rb_srv_push(c->srv, job, &err)) {
+    if (rb_job_validate(c->srv, job, &err)) {
         rb_reply_err(c, "%s", rb_err_msg(&err));
-    } else {
-        char **jids = rb_xmalloc(sizeof *jids);
-        jids[0] = rb_xstrdup(rb_srv_json_str(job, "jid"));
-        rb_srv_push_reply(c->srv, c, jids, 1, NULL);
+        json_decref(job);
+        return;
     }
-    json_decref(job);
+    json_t **jobs = rb_xmalloc(sizeof *jobs);
+    jobs[0] = job;
+    rb_eng_submit(c->srv, push_op(c, job, jobs, 1, push_done));
 }
 
 const char *rb_cmd_pushb_key(const json_t *job, size_t i, char key[RB_CMD_PUSHB_KEY])
@@ -46,22 +128,32 @@ void rb_cmd_pushb(rb_conn *c, char *arg)
     if (!arr)
         return;
     size_t n = json_array_size(arr), ok = 0;
-    char **jids = rb_xcalloc(n ? n : 1, sizeof *jids);
-    json_t *errors = json_object();
+    json_t **valid = rb_xcalloc(n ? n : 1, sizeof *valid);
+    pushb_bad *bad = NULL;
     for (size_t i = 0; i < n; i++) {
         json_t *job = json_array_get(arr, i);
         rb_err err = {0};
-        char key[RB_CMD_PUSHB_KEY];
-        const char *jid = rb_cmd_pushb_key(job, i, key);
-        if (rb_srv_push(c->srv, job, &err))
-            json_object_set_new(errors, jid, json_string(rb_err_msg(&err)));
-        else
-            jids[ok++] = rb_xstrdup(jid);
+        if (!rb_job_validate(c->srv, job, &err)) {
+            valid[ok++] = job;
+            continue;
+        }
+        if (!bad) {
+            bad = rb_xcalloc(1, sizeof *bad + n * sizeof *bad->msg);
+            bad->n = n;
+        }
+        bad->msg[i] = rb_xstrdup(rb_err_msg(&err));
     }
-    char *bulk = json_dumps(errors, JSON_COMPACT);
-    json_decref(errors);
-    json_decref(arr);
-    rb_srv_push_reply(c->srv, c, jids, ok, bulk);
+    if (!ok) { /* nothing to push */
+        pushb_reply(c, arr, bad, NULL);
+        pushb_bad_free(bad);
+        free(valid);
+        json_decref(arr);
+        return;
+    }
+    rb_eng_op *op = push_op(c, arr, valid, ok, pushb_done);
+    op->arg = bad;
+    op->arg_free = pushb_bad_free;
+    rb_eng_submit(c->srv, op);
 }
 
 char **rb_cmd_fetch_queues(rb_conn *c, char *arg, int *n)

@@ -112,17 +112,12 @@ rb_worker *rb_srv_worker(rb_srv *srv, const char *wid, bool create)
 typedef struct pending {
     rb_srv *srv;
     rb_conn *c;     /* NULL: nobody to answer */
-    char **jids;    /* PENDING jobs to make visible on success */
-    size_t n_jids;
     char *bulk;     /* reply on success; NULL = +OK */
     char *fetched;  /* FETCH: the reserved jid, put back on failure */
 } pending;
 
 static void pending_free(pending *p)
 {
-    for (size_t i = 0; i < p->n_jids; i++)
-        free(p->jids[i]);
-    free(p->jids);
     free(p->bulk);
     free(p->fetched);
     free(p);
@@ -133,20 +128,6 @@ static void on_commit(void *arg, int status, const rb_err *err)
     pending *p = arg;
     rb_srv *srv = p->srv;
     int64_t now = rb_now_ms();
-    for (size_t i = 0; i < p->n_jids; i++) {
-        rb_job *j = rb_jobs_find(&srv->jobs, p->jids[i]);
-        if (!j || j->state != RB_JOB_PENDING)
-            continue; /* flushed meanwhile */
-        if (status) {
-            rb_jobs_delete(&srv->jobs, j);
-        } else if (j->timer.at_ms > now) {
-            rb_jobs_set_state(&srv->jobs, j, RB_JOB_SCHEDULED, j->timer.at_ms);
-        } else { /* enqueued as of the PUSH, as its stored row says */
-            rb_jobs_set_state(&srv->jobs, j, RB_JOB_ENQUEUED, j->timer.at_ms);
-        }
-        if (!status)
-            rb_metrics_job(srv->metrics, RB_M_PUSHED, j);
-    }
     if (status && p->fetched) {
         rb_job *j = rb_jobs_find(&srv->jobs, p->fetched);
         if (j && j->state == RB_JOB_WORKING) {
@@ -189,15 +170,6 @@ static pending *pending_new(rb_srv *srv, rb_conn *c)
 void rb_srv_reply_after_commit(rb_srv *srv, rb_conn *c)
 {
     rb_writer_then(srv->writer, on_commit, pending_new(srv, c));
-}
-
-void rb_srv_push_reply(rb_srv *srv, rb_conn *c, char **jids, size_t n, char *bulk)
-{
-    pending *p = pending_new(srv, c);
-    p->jids = jids;
-    p->n_jids = n;
-    p->bulk = bulk;
-    rb_writer_then(srv->writer, on_commit, p);
 }
 
 bool rb_srv_try_fetch(rb_srv *srv, rb_conn *c, char **queues, int n)

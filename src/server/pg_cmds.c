@@ -17,10 +17,6 @@ void rb_pgcmd_data_free(void *p)
     if (!d)
         return;
     json_decref(d->arg);
-    json_decref(d->errors);
-    for (size_t i = 0; i < d->n_texts; i++)
-        free(d->texts[i]);
-    free(d->texts);
     for (int i = 0; i < d->n_names; i++)
         free(d->names[i]);
     free(d->names);
@@ -60,8 +56,6 @@ static const struct {
     void (*sqlite)(rb_conn *, char *);
     void (*pg)(rb_conn *, char *);
 } table[] = {
-    {rb_cmd_push, rb_pgcmd_push},
-    {rb_cmd_pushb, rb_pgcmd_pushb},
     {rb_cmd_fetch, rb_pgcmd_fetch},
     {rb_cmd_info, rb_pgcmd_info},
     {rb_cmd_queue, rb_pgcmd_queue},

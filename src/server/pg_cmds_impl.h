@@ -1,6 +1,6 @@
 /* What the distributed-mode command files share (pg_cmds.c: the data a
- * command keeps while its request is out, the table; pg_cmds_work.c: PUSH,
- * PUSHB, FETCH; pg_cmds_admin.c: INFO, FLUSH,
+ * command keeps while its request is out, the table; pg_cmds_work.c:
+ * FETCH; pg_cmds_admin.c: INFO, FLUSH,
  * MUTATE, QUEUE, JOB, JOBS). Not for other modules. */
 #ifndef RB_SERVER_PG_CMDS_IMPL_H
 #define RB_SERVER_PG_CMDS_IMPL_H
@@ -11,10 +11,6 @@
 /* What a command keeps alive while its request is out. */
 typedef struct rb_pgcmd_data {
     json_t *arg;      /* the parsed argument (strings borrowed from it) */
-    json_t *errors;   /* PUSHB: per-jid errors */
-    char **texts;     /* PUSH: job texts */
-    size_t n_texts;
-    bool bulk;        /* PUSHB */
     char **names;     /* QUEUE names (owned) */
     int n_names;
     char verb[16];
@@ -40,8 +36,6 @@ rb_pgcmd_data *rb_pgcmd_attach(rb_pgreq *r, json_t *arg);
 bool rb_pgcmd_failed(rb_srv *srv, rb_pgreq *r);
 
 /* The handlers (pg_cmds_work.c, pg_cmds_admin.c). */
-void rb_pgcmd_push(rb_conn *c, char *arg);
-void rb_pgcmd_pushb(rb_conn *c, char *arg);
 void rb_pgcmd_fetch(rb_conn *c, char *arg);
 void rb_pgcmd_info(rb_conn *c, char *arg);
 void rb_pgcmd_queue(rb_conn *c, char *arg);

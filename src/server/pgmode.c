@@ -207,6 +207,9 @@ void rb_pgreq_post(rb_srv *srv, rb_pgreq *r)
 static void req_free(rb_pgreq *r)
 {
     if (r->kind == RB_PGR_PUSH) {
+        for (size_t i = 0; r->u.push.texts && i < r->u.push.n; i++)
+            free(r->u.push.texts[i]);
+        free(r->u.push.texts);
         free(r->u.push.jobs);
         free(r->u.push.status);
     }

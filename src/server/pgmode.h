@@ -53,7 +53,8 @@ struct rb_pgreq {
     int64_t now; /* wall-clock ms when posted */
     union {
         struct {
-            rb_pg_new_job *jobs; /* strings borrowed from data */
+            rb_pg_new_job *jobs; /* json from texts, other strings borrowed from data */
+            char **texts;        /* owned: the jobs' JSON texts (NULL: none) */
             int *status;
             size_t n;
         } push;

@@ -629,3 +629,29 @@ SERVER_TEST(pipelined_job_commands_are_answered_in_order)
     cr_assert_eq(rbh_info_int(C, "faktory.tasks.Busy.size"), 1);
     rbh_close(b);
 }
+
+/* PUSHB's error object lists its keys in the order of the array, whatever
+ * made an element fail (its validation, or a jid already taken); a taken
+ * jid's message is cut as any error message (511 bytes), in PUSH as in
+ * PUSHB. */
+SERVER_TEST(pushb_errors_in_array_order_and_long_jids)
+{
+    PUSH_OK("{\"jid\":\"pbo-00001\",\"jobtype\":\"a\",\"args\":[]}");
+    cr_assert(rbh_expect(C, "{\"pbo-00001\":\"job pbo-00001 already exists\",\"bad\":\"jid must be a "
+                            "string of at least 8 characters\",\"pbo-00002\":\"job pbo-00002 already "
+                            "exists\"}",
+                         "PUSHB [{\"jid\":\"pbo-00001\",\"jobtype\":\"a\",\"args\":[]},"
+                         "{\"jid\":\"bad\",\"jobtype\":\"a\",\"args\":[]},"
+                         "{\"jid\":\"pbo-00002\",\"jobtype\":\"a\",\"args\":[]},"
+                         "{\"jid\":\"pbo-00002\",\"jobtype\":\"a\",\"args\":[]}]"));
+    char jid[701], msg[1200], want[1300];
+    memset(jid, 'j', sizeof jid - 1);
+    jid[sizeof jid - 1] = '\0';
+    PUSH_OK("{\"jid\":\"%s\",\"jobtype\":\"a\",\"args\":[]}", jid);
+    snprintf(msg, 512, "job %s already exists", jid); /* rb_err's 512 bytes */
+    snprintf(want, sizeof want, "-ERR %s", msg);
+    cr_assert(rbh_expect(C, want, "PUSH {\"jid\":\"%s\",\"jobtype\":\"a\",\"args\":[]}", jid));
+    snprintf(want, sizeof want, "{\"%s\":\"%s\"}", jid, msg);
+    cr_assert(rbh_expect(C, want, "PUSHB [{\"jid\":\"%s\",\"jobtype\":\"a\",\"args\":[]}]", jid));
+    cr_assert_eq(rbh_info_int(C, "faktory.total_enqueued"), 3);
+}
