@@ -33,6 +33,9 @@ void rb_eng_submit(rb_srv *srv, rb_eng_op *op)
     case RB_ENG_PUSH:
         fn = b->push;
         break;
+    case RB_ENG_FETCH:
+        fn = b->fetch;
+        break;
     case RB_ENG_ACK:
         fn = b->ack;
         break;
@@ -61,11 +64,13 @@ void rb_eng_submit(rb_srv *srv, rb_eng_op *op)
     op->submitting = false;
     if (op->finished) {
         /* done ran inside fn: the handler's caller (conn.c's loop over
-         * the buffered lines) runs the next command */
+         * the buffered lines) runs the next command, unless c waits */
         rb_conn *c = op->c;
+        bool parked = op->parked;
         op_free(op);
         if (c) {
-            c->busy = false;
+            if (!parked)
+                c->busy = false;
             rb_conn_unref(c);
         }
     }
@@ -82,6 +87,13 @@ static void op_free(rb_eng_op *op)
     case RB_ENG_PUSH:
         free(op->u.push.jobs);
         free(op->u.push.status);
+        break;
+    case RB_ENG_FETCH:
+        for (int i = 0; i < op->u.fetch.n; i++)
+            free(op->u.fetch.queues[i]);
+        free(op->u.fetch.queues);
+        free(op->u.fetch.jid);
+        free(op->u.fetch.job);
         break;
     case RB_ENG_ACK:
     case RB_ENG_FAIL:
@@ -109,11 +121,19 @@ void rb_eng_op_finish(rb_srv *srv, rb_eng_op *op)
         return;
     }
     rb_conn *c = op->c;
+    bool parked = op->parked;
     op_free(op);
     if (c) {
-        rb_conn_done(c);
+        if (!parked)
+            rb_conn_done(c);
         rb_conn_unref(c);
     }
+}
+
+void rb_eng_op_park(rb_srv *srv, rb_eng_op *op)
+{
+    op->parked = true;
+    rb_eng_op_finish(srv, op);
 }
 
 bool rb_eng_failed(rb_srv *srv, rb_eng_op *op)

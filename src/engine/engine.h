@@ -50,6 +50,7 @@ typedef struct rb_fail_input {
 
 typedef enum rb_eng_kind {
     RB_ENG_PUSH,   /* u.push: validated jobs, created at once or scheduled */
+    RB_ENG_FETCH,  /* u.fetch: reserve the first ready job of some queues */
     /* u.job: one job named by a worker; the outcome in u.job.status */
     RB_ENG_ACK,    /* the job is done: deleted, counted processed */
     RB_ENG_FAIL,   /* the execution failed: through the job's policy (u.job.fail) */
@@ -87,9 +88,10 @@ struct rb_eng_op {
     int rc;                   /* 0 or an RB_E* code */
     rb_err err;               /* the message when rc != 0 */
     rb_eng_applied applied;
-    /* Engine-private: the backend function is running (rb_eng_submit), and
-     * the op finished meanwhile (a backend that decided at once). */
-    bool submitting, finished;
+    /* Engine-private: the backend function is running (rb_eng_submit), the
+     * op finished meanwhile (a backend that decided at once), and it ended
+     * with op->c waiting (rb_eng_op_park). */
+    bool submitting, finished, parked;
     union {
         /* PUSH, PUSHB. */
         struct {
@@ -102,6 +104,16 @@ struct rb_eng_op {
              * is taken, by a job or an earlier one of jobs). */
             int *status;
         } push;
+        /* FETCH (the first try; a connection that then waits is woken by
+         * its backend: rb_srv_kick, rb_pgmode_kick). */
+        struct {
+            char **queues; /* owned, in the order they are tried */
+            int n;
+            const char *wid; /* the holder to record, or NULL; as u.job.wid */
+            /* Result: the reserved job's jid and its JSON as the client
+             * gets it (owned), NULL when none is ready. */
+            char *jid, *job;
+        } fetch;
         /* ACK, FAIL, SNOOZE, EXTEND. */
         struct {
             char *jid;       /* owned */
@@ -132,6 +144,7 @@ struct rb_eng_op {
 typedef struct rb_backend {
     const char *name; /* "sqlite", "postgresql" */
     void (*push)(rb_srv *srv, rb_eng_op *op);
+    void (*fetch)(rb_srv *srv, rb_eng_op *op);
     void (*ack)(rb_srv *srv, rb_eng_op *op);
     void (*fail)(rb_srv *srv, rb_eng_op *op);
     void (*snooze)(rb_srv *srv, rb_eng_op *op);
@@ -157,6 +170,11 @@ void rb_eng_complete(rb_srv *srv, rb_eng_op *op);
 /* The end of a done function: the connection's next command may run, its
  * reference is dropped, op and what it owns are freed. */
 void rb_eng_op_finish(rb_srv *srv, rb_eng_op *op);
+
+/* The end of a done function that left op->c waiting for a job
+ * (rb_conn_wait_fetch): as rb_eng_op_finish, but the connection stays busy
+ * and runs no further command until its wait ends. */
+void rb_eng_op_park(rb_srv *srv, rb_eng_op *op);
 
 /* For a done function: false when op succeeded; true after replying the
  * error to op->c ("storage error: ..." for a store failure, the message

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/buf.h"
 #include "common/timeutil.h"
 #include "server/log.h"
 #include "server/metrics.h"
@@ -79,6 +80,30 @@ static void mem_push(rb_srv *srv, rb_eng_op *op)
         return;
     }
     rb_writer_then(srv->writer, push_committed, op);
+}
+
+/* --- FETCH --- */
+
+/* The writer's completion of a FETCH: a commit that failed puts the job
+ * back; then as for any op. */
+static void fetch_committed(void *arg, int status, const rb_err *err)
+{
+    rb_eng_op *op = arg;
+    if (status)
+        rb_srv_unreserve(op->srv, op->u.fetch.jid);
+    committed(arg, status, err);
+}
+
+static void mem_fetch(rb_srv *srv, rb_eng_op *op)
+{
+    rb_job *j = rb_srv_reserve(srv, op->u.fetch.wid, op->u.fetch.queues, op->u.fetch.n);
+    if (!j) { /* none ready: nothing changed */
+        rb_eng_complete(srv, op);
+        return;
+    }
+    op->u.fetch.jid = rb_xstrdup(j->jid);
+    op->u.fetch.job = rb_xstrdup(j->json);
+    rb_writer_then(srv->writer, fetch_committed, op);
 }
 
 /* --- ACK, FAIL, SNOOZE, EXTEND --- */
@@ -259,6 +284,7 @@ static void mem_mutate(rb_srv *srv, rb_eng_op *op)
 const rb_backend rb_backend_mem = {
     .name = "sqlite",
     .push = mem_push,
+    .fetch = mem_fetch,
     .ack = mem_ack,
     .fail = mem_fail,
     .snooze = mem_snooze,

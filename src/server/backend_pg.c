@@ -129,6 +129,13 @@ static void pg_push(rb_srv *srv, rb_eng_op *op)
     rb_pgreq_post(srv, r);
 }
 
+/* --- FETCH: the first claim; pgmode.c keeps a waiting FETCH --- */
+
+static void pg_fetch(rb_srv *srv, rb_eng_op *op)
+{
+    rb_pgmode_fetch(srv, op);
+}
+
 /* --- ACK, FAIL, SNOOZE, EXTEND --- */
 
 /* A request of kind for job op op, naming its jid and wid (copied: the
@@ -222,6 +229,7 @@ static void pg_mutate(rb_srv *srv, rb_eng_op *op)
 const rb_backend rb_backend_pg = {
     .name = "postgresql",
     .push = pg_push,
+    .fetch = pg_fetch,
     .ack = pg_ack,
     .fail = pg_fail,
     .snooze = pg_snooze,

@@ -169,19 +169,36 @@ char **rb_cmd_fetch_queues(rb_conn *c, char *arg, int *n)
     return queues;
 }
 
+/* FETCH's reply: the reserved job once durable; with none ready, the
+ * connection waits for one (up to 2 s, woken by its backend). */
+static void fetch_done(rb_srv *srv, rb_eng_op *op)
+{
+    if (rb_eng_failed(srv, op))
+        return;
+    rb_conn *c = op->c;
+    if (op->u.fetch.job) {
+        rb_reply_bulk(c, op->u.fetch.job, strlen(op->u.fetch.job));
+    } else if (!c->closed) {
+        rb_conn_wait_fetch(c, op->u.fetch.queues, op->u.fetch.n);
+        op->u.fetch.queues = NULL; /* the connection's now */
+        op->u.fetch.n = 0;
+        rb_eng_op_park(srv, op);
+        return;
+    }
+    rb_eng_op_finish(srv, op);
+}
+
 void rb_cmd_fetch(rb_conn *c, char *arg)
 {
     int n;
     char **queues = rb_cmd_fetch_queues(c, arg, &n);
     if (!queues)
         return;
-    if (rb_srv_try_fetch(c->srv, c, queues, n)) {
-        for (int i = 0; i < n; i++)
-            free(queues[i]);
-        free(queues);
-        return;
-    }
-    rb_conn_wait_fetch(c, queues, n);
+    rb_eng_op *op = rb_eng_op_new(RB_ENG_FETCH, c, fetch_done);
+    op->u.fetch.queues = queues;
+    op->u.fetch.n = n;
+    op->u.fetch.wid = c->worker ? c->worker->wid : NULL;
+    rb_eng_submit(c->srv, op);
 }
 
 /* --- ACK, FAIL, SNOOZE, EXTEND: one job, through the engine --- */

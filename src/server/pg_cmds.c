@@ -1,6 +1,6 @@
-/* The job commands in distributed mode (pgmode.h): the table that maps
- * each single-node handler to its PostgreSQL twin (pg_cmds_work.c,
- * pg_cmds_admin.c), and what those share. Each handler checks its argument
+/* The job commands in distributed mode (pgmode.h) not yet in the job
+ * engine (engine/engine.h): the table that maps each single-node handler to
+ * its PostgreSQL twin (pg_cmds_admin.c), and what those share. Each handler checks its argument
  * on the loop thread with the single-node rules and messages, posts one
  * request and replies from its completion; the engine's statuses map onto
  * the same replies as the single-node server's (docs/distributed.md). */
@@ -56,7 +56,6 @@ static const struct {
     void (*sqlite)(rb_conn *, char *);
     void (*pg)(rb_conn *, char *);
 } table[] = {
-    {rb_cmd_fetch, rb_pgcmd_fetch},
     {rb_cmd_info, rb_pgcmd_info},
     {rb_cmd_queue, rb_pgcmd_queue},
     {rb_cmd_job, rb_pgcmd_job},

@@ -1,7 +1,6 @@
 /* What the distributed-mode command files share (pg_cmds.c: the data a
- * command keeps while its request is out, the table; pg_cmds_work.c:
- * FETCH; pg_cmds_admin.c: INFO, FLUSH,
- * MUTATE, QUEUE, JOB, JOBS). Not for other modules. */
+ * command keeps while its request is out, the table; pg_cmds_admin.c:
+ * INFO, QUEUE, JOB, JOBS). Not for other modules. */
 #ifndef RB_SERVER_PG_CMDS_IMPL_H
 #define RB_SERVER_PG_CMDS_IMPL_H
 
@@ -35,8 +34,7 @@ rb_pgcmd_data *rb_pgcmd_attach(rb_pgreq *r, json_t *arg);
  * replying the storage error and finishing r. */
 bool rb_pgcmd_failed(rb_srv *srv, rb_pgreq *r);
 
-/* The handlers (pg_cmds_work.c, pg_cmds_admin.c). */
-void rb_pgcmd_fetch(rb_conn *c, char *arg);
+/* The handlers (pg_cmds_admin.c). */
 void rb_pgcmd_info(rb_conn *c, char *arg);
 void rb_pgcmd_queue(rb_conn *c, char *arg);
 void rb_pgcmd_job(rb_conn *c, char *arg);

@@ -153,13 +153,17 @@ void rb_srv_persist_counters(rb_srv *srv);
 /* Makes j ENQUEUED now (setting enqueued_at), or SCHEDULED when at_ms is in
  * the future. Does not persist. */
 void rb_srv_enqueue(rb_srv *srv, rb_job *j, int64_t at_ms, int64_t now);
-/* Hands ready jobs to waiting FETCHes. */
+/* Hands ready jobs to waiting FETCHes (each replied after its commit). */
 void rb_srv_kick(rb_srv *srv);
 /* Re-arms the timer for the earliest deadline. */
 void rb_srv_arm(rb_srv *srv);
-/* Reserves the first ready job of the given queues for c, persisting it,
- * and replies with it after the commit. Returns false when none is ready. */
-bool rb_srv_try_fetch(rb_srv *srv, rb_conn *c, char **queues, int n);
+/* Reserves the first ready job of the given queues (in their order; paused
+ * ones skipped) for the worker wid (NULL: none recorded) and persists it;
+ * NULL when none is ready. */
+rb_job *rb_srv_reserve(rb_srv *srv, const char *wid, char **queues, int n);
+/* Puts the job jid, reserved by a FETCH whose commit failed, back in its
+ * queue (the attempt not counted). */
+void rb_srv_unreserve(rb_srv *srv, const char *jid);
 /* Completes c's command after everything submitted so far is on disk:
  * replies +OK, or the error. */
 void rb_srv_reply_after_commit(rb_srv *srv, rb_conn *c);

@@ -655,3 +655,30 @@ SERVER_TEST(pushb_errors_in_array_order_and_long_jids)
     cr_assert(rbh_expect(C, want, "PUSHB [{\"jid\":\"%s\",\"jobtype\":\"a\",\"args\":[]}]", jid));
     cr_assert_eq(rbh_info_int(C, "faktory.total_enqueued"), 3);
 }
+
+/* A FETCH that waits holds back the commands pipelined after it: they run
+ * once it is answered, by a job pushed meanwhile or by null after 2 s. */
+SERVER_TEST(commands_pipelined_after_a_waiting_fetch_run_when_it_ends)
+{
+    rbh_conn *w = rbh_connect(&S, "wP");
+    const char *two = "FETCH pq-wait\r\nACK {\"jid\":\"pqw-00001\"}\r\n";
+    cr_assert_eq(rbh_send(w, two, strlen(two)), 0);
+    rbh_sleep_ms(200); /* parked: the ACK waits behind it */
+    PUSH_OK("{\"jid\":\"pqw-00001\",\"jobtype\":\"a\",\"args\":[],\"queue\":\"pq-wait\"}");
+    json_t *j = rbh_json(rbh_reply(w));
+    cr_assert_str_eq(json_string_value(json_object_get(j, "jid")), "pqw-00001");
+    json_decref(j);
+    char *r = rbh_reply(w);
+    cr_assert(r && !strcmp(r, "+OK"), "ACK after the FETCH: %s", r ? r : "(closed)");
+    free(r);
+    cr_assert_eq(rbh_info_int(C, "faktory.total_processed"), 1);
+    const char *empty = "FETCH pq-empty\r\nACK {\"jid\":\"pqw-00002\"}\r\n";
+    cr_assert_eq(rbh_send(w, empty, strlen(empty)), 0);
+    r = rbh_reply(w);
+    cr_assert(r && !strcmp(r, "$-1"), "FETCH of nothing: %s", r ? r : "(closed)");
+    free(r);
+    r = rbh_reply(w);
+    cr_assert(r && !strcmp(r, "+OK"), "ACK after the null: %s", r ? r : "(closed)");
+    free(r);
+    rbh_close(w);
+}

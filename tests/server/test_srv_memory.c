@@ -156,15 +156,16 @@ Test(srv_memory, admin_commit_failure_is_a_storage_error)
     close(sv[1]);
 }
 
-/* EXTEND, SNOOZE, FAIL and ACK whose commit fails answer the storage error
- * (the job engine's single-node backend), and the server goes on. */
+/* EXTEND, SNOOZE, FAIL, ACK and FETCH whose commit fails answer the storage
+ * error (the job engine's single-node backend), and the server goes on: a
+ * job whose FETCH failed is fetched again. */
 Test(srv_memory, job_commit_failure_is_a_storage_error)
 {
     rb_log_set_level((rb_log_level)(RB_LOG_ERROR + 1)); /* "commit failed" is expected */
     rb_srv *srv = rb_srv_alloc();
     rb_config_init(&srv->cfg);
     rb_store *store = rb_store_null_new();
-    rb_store_null_fail_commits(store, 0xf0); /* commits 4 to 7 */
+    rb_store_null_fail_commits(store, 0x1f0); /* commits 4 to 8 */
     rb_err err = {0};
     cr_assert_eq(rb_srv_recover(srv, store, &err), 0, "%s", err.msg);
     rb_srv_loop_new(srv);
@@ -200,7 +201,10 @@ Test(srv_memory, job_commit_failure_is_a_storage_error)
     r = exchange(srv, sv[1], "ACK {\"jid\":\"mem-job-nope\"}\r\n", 1);
     cr_assert_str_eq(r, "+OK\r\n"); /* nothing to commit */
     free(r);
-    r = exchange(srv, sv[1], "FETCH default\r\n", 2); /* commit 8: mem-job-a, snoozed in memory */
+    r = exchange(srv, sv[1], "FETCH default\r\n", 1); /* commit 8: the job goes back */
+    cr_assert(!strncmp(r, "-ERR storage error: null store: commit 8 fails", 46), "got %s", r);
+    free(r);
+    r = exchange(srv, sv[1], "FETCH default\r\n", 2); /* commit 9: mem-job-a, snoozed in memory */
     cr_assert(strstr(r, "\"jid\":\"mem-job-a\""), "got %s", r);
     free(r);
     r = exchange(srv, sv[1], "ACK {\"jid\":\"mem-job-a\"}\r\n", 1);
