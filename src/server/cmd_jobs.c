@@ -45,7 +45,7 @@ static void pushb_bad_free(void *p)
 static void pushb_reply(rb_conn *c, json_t *arr, const pushb_bad *bad, const int *status)
 {
     json_t *errors = json_object();
-    rb_err err = {0};
+    rb_err err;
     size_t k = 0;
     for (size_t i = 0; i < json_array_size(arr); i++) {
         char key[RB_CMD_PUSHB_KEY];
@@ -66,11 +66,12 @@ static void push_done(rb_srv *srv, rb_eng_op *op)
 {
     if (rb_eng_failed(srv, op))
         return;
-    rb_err err = {0};
-    if (op->u.push.status[0] == RB_EEXIST)
+    if (op->u.push.status[0] == RB_EEXIST) {
+        rb_err err;
         rb_reply_err(op->c, "%s", taken(&err, rb_srv_json_str(op->u.push.jobs[0], "jid")));
-    else
+    } else {
         rb_reply_ok(op->c);
+    }
     rb_eng_op_finish(srv, op);
 }
 
