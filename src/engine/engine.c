@@ -17,6 +17,8 @@ rb_eng_op *rb_eng_op_new(rb_eng_kind kind, rb_conn *c, void (*done)(rb_srv *, rb
     return op;
 }
 
+static void op_free(rb_eng_op *op);
+
 void rb_eng_submit(rb_srv *srv, rb_eng_op *op)
 {
     if (op->c) {
@@ -26,44 +28,79 @@ void rb_eng_submit(rb_srv *srv, rb_eng_op *op)
     op->srv = srv;
     op->now = rb_now_ms();
     const rb_backend *b = srv->backend;
+    void (*fn)(rb_srv *, rb_eng_op *) = NULL;
     switch (op->kind) {
+    case RB_ENG_PUSH:
+        fn = b->push;
+        break;
+    case RB_ENG_FETCH:
+        fn = b->fetch;
+        break;
+    case RB_ENG_ACK:
+        fn = b->ack;
+        break;
+    case RB_ENG_FAIL:
+        fn = b->fail;
+        break;
+    case RB_ENG_SNOOZE:
+        fn = b->snooze;
+        break;
+    case RB_ENG_EXTEND:
+        fn = b->extend;
+        break;
     case RB_ENG_FLUSH:
-        b->flush(srv, op);
-        return;
+        fn = b->flush;
+        break;
     case RB_ENG_MUTATE:
-        b->mutate(srv, op);
-        return;
+        fn = b->mutate;
+        break;
     case RB_ENG_INFO:
-        b->info(srv, op);
-        return;
+        fn = b->info;
+        break;
     case RB_ENG_QUEUE:
-        b->queue(srv, op);
-        return;
+        fn = b->queue;
+        break;
     case RB_ENG_LATENCY:
-        b->latency(srv, op);
-        return;
+        fn = b->latency;
+        break;
     case RB_ENG_JOB:
-        b->job(srv, op);
-        return;
+        fn = b->job;
+        break;
     case RB_ENG_JOBS:
-        b->jobs(srv, op);
-        return;
+        fn = b->jobs;
+        break;
     case RB_ENG_WORKERS:
-        b->workers(srv, op);
-        return;
+        fn = b->workers;
+        break;
     case RB_ENG_JOB_ACTION:
-        b->job_action(srv, op);
-        return;
+        fn = b->job_action;
+        break;
     case RB_ENG_BULK:
-        b->bulk(srv, op);
-        return;
+        fn = b->bulk;
+        break;
     case RB_ENG_WORKER_LIST:
-        b->worker_list(srv, op);
-        return;
+        fn = b->worker_list;
+        break;
     case RB_ENG_KINDS:
         break;
     }
-    abort(); /* an op kind without a backend function: a programming error */
+    if (!fn)
+        abort(); /* an op kind without a backend function: a programming error */
+    op->submitting = true;
+    fn(srv, op);
+    op->submitting = false;
+    if (op->finished) {
+        /* done ran inside fn: the handler's caller (conn.c's loop over
+         * the buffered lines) runs the next command, unless c waits */
+        rb_conn *c = op->c;
+        bool parked = op->parked;
+        op_free(op);
+        if (c) {
+            if (!parked)
+                c->busy = false;
+            rb_conn_unref(c);
+        }
+    }
 }
 
 void rb_eng_complete(rb_srv *srv, rb_eng_op *op)
@@ -93,7 +130,7 @@ static void admin_release(rb_eng_op *op)
         free(op->u.queue.sizes);
         break;
     case RB_ENG_JOB:
-        rb_job_view_release(&op->u.job.view);
+        rb_job_view_release(&op->u.lookup.view);
         break;
     case RB_ENG_JOBS:
         rb_job_views_free(op->u.jobs.views, op->u.jobs.n);
@@ -116,8 +153,30 @@ static void admin_release(rb_eng_op *op)
 
 static void op_free(rb_eng_op *op)
 {
-    if (op->kind == RB_ENG_MUTATE)
+    switch (op->kind) {
+    case RB_ENG_PUSH:
+        free(op->u.push.jobs);
+        free(op->u.push.status);
+        break;
+    case RB_ENG_FETCH:
+        for (int i = 0; i < op->u.fetch.n; i++)
+            free(op->u.fetch.queues[i]);
+        free(op->u.fetch.queues);
+        free(op->u.fetch.jid);
+        free(op->u.fetch.job);
+        break;
+    case RB_ENG_ACK:
+    case RB_ENG_FAIL:
+    case RB_ENG_SNOOZE:
+    case RB_ENG_EXTEND:
+        free(op->u.job.jid);
+        break;
+    case RB_ENG_MUTATE:
         rb_mutation_release(&op->u.mutate.m);
+        break;
+    default:
+        break;
+    }
     admin_release(op);
     json_decref(op->json);
     if (op->arg_free)
@@ -128,10 +187,16 @@ static void op_free(rb_eng_op *op)
 void rb_eng_op_finish(rb_srv *srv, rb_eng_op *op)
 {
     (void)srv;
+    if (op->submitting) {
+        op->finished = true; /* rb_eng_submit frees it */
+        return;
+    }
     rb_conn *c = op->c;
+    bool parked = op->parked;
     op_free(op);
     if (c) {
-        rb_conn_done(c);
+        if (!parked)
+            rb_conn_done(c);
         rb_conn_unref(c);
     }
 }
@@ -140,6 +205,12 @@ bool rb_eng_store_error(int rc)
 {
     return rc == RB_ESTORE || rc == RB_EIO || rc == RB_ECONN || rc == RB_ENOMEM ||
            rc == RB_ETIMEDOUT;
+}
+
+void rb_eng_op_park(rb_srv *srv, rb_eng_op *op)
+{
+    op->parked = true;
+    rb_eng_op_finish(srv, op);
 }
 
 bool rb_eng_failed(rb_srv *srv, rb_eng_op *op)

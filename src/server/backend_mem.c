@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "common/buf.h"
+#include "common/timeutil.h"
 #include "server/log.h"
 #include "server/metrics.h"
 #include "server/srv.h"
@@ -40,6 +41,185 @@ static void after_commit(rb_srv *srv, rb_eng_op *op)
 {
     rb_writer_then(srv->writer, committed, op);
 }
+
+/* --- PUSH, PUSHB --- */
+
+/* The writer's completion of a push: its PENDING jobs become visible
+ * (enqueued, or scheduled for their time) and are counted pushed, or are
+ * dropped when the commit failed; then as for any op. */
+static void push_committed(void *arg, int status, const rb_err *err)
+{
+    rb_eng_op *op = arg;
+    rb_srv *srv = op->srv;
+    int64_t now = rb_now_ms();
+    for (size_t i = 0; i < op->u.push.n; i++) {
+        if (op->u.push.status[i])
+            continue;
+        rb_job *j = rb_jobs_find(&srv->jobs, rb_srv_json_str(op->u.push.jobs[i], "jid"));
+        if (!j || j->state != RB_JOB_PENDING)
+            continue; /* flushed meanwhile */
+        if (status) {
+            rb_jobs_delete(&srv->jobs, j);
+        } else if (j->timer.at_ms > now) {
+            rb_jobs_set_state(&srv->jobs, j, RB_JOB_SCHEDULED, j->timer.at_ms);
+        } else { /* enqueued as of the PUSH, as its stored row says */
+            rb_jobs_set_state(&srv->jobs, j, RB_JOB_ENQUEUED, j->timer.at_ms);
+        }
+        if (!status)
+            rb_metrics_job(srv->metrics, RB_M_PUSHED, j);
+    }
+    committed(arg, status, err);
+}
+
+static void mem_push(rb_srv *srv, rb_eng_op *op)
+{
+    size_t made = 0;
+    for (size_t i = 0; i < op->u.push.n; i++)
+        if (!(op->u.push.status[i] = rb_srv_push(srv, op->u.push.jobs[i])))
+            made++;
+    if (!made) { /* every jid was taken: nothing to commit */
+        op->applied = RB_ENG_NOT_APPLIED;
+        rb_eng_complete(srv, op);
+        return;
+    }
+    rb_writer_then(srv->writer, push_committed, op);
+}
+
+/* --- FETCH --- */
+
+/* The writer's completion of a FETCH: a commit that failed puts the job
+ * back; then as for any op. */
+static void fetch_committed(void *arg, int status, const rb_err *err)
+{
+    rb_eng_op *op = arg;
+    if (status)
+        rb_srv_unreserve(op->srv, op->u.fetch.jid);
+    committed(arg, status, err);
+}
+
+static void mem_fetch(rb_srv *srv, rb_eng_op *op)
+{
+    rb_job *j = rb_srv_reserve(srv, op->u.fetch.wid, op->u.fetch.queues, op->u.fetch.n);
+    if (!j) { /* none ready: nothing changed */
+        rb_eng_complete(srv, op);
+        return;
+    }
+    op->u.fetch.jid = rb_xstrdup(j->jid);
+    op->u.fetch.job = rb_xstrdup(j->json);
+    rb_writer_then(srv->writer, fetch_committed, op);
+}
+
+/* --- ACK, FAIL, SNOOZE, EXTEND --- */
+
+/* Completes a job op at once with status: nothing changed, so there is no
+ * commit to wait for. */
+static void decided(rb_srv *srv, rb_eng_op *op, rb_job_status status)
+{
+    op->u.job.status = status;
+    op->applied = RB_ENG_NOT_APPLIED;
+    rb_eng_complete(srv, op);
+}
+
+/* A job op's change is made: completes it once it is durable. */
+static void changed(rb_srv *srv, rb_eng_op *op)
+{
+    op->u.job.status = RB_JOB_DONE;
+    after_commit(srv, op);
+}
+
+/* The job a job op names, or NULL after completing op: there is no such
+ * job (a PENDING one is not visible yet), or another worker holds it (a
+ * working job belongs to the wid that fetched it; an op without a wid is
+ * not checked, as in Faktory). */
+static rb_job *held_job(rb_srv *srv, rb_eng_op *op)
+{
+    rb_job *j = rb_jobs_find(&srv->jobs, op->u.job.jid);
+    if (!j || j->state == RB_JOB_PENDING) {
+        decided(srv, op, RB_JOB_MISSING);
+        return NULL;
+    }
+    const char *wid = op->u.job.wid;
+    if (j->state == RB_JOB_WORKING && j->wid && wid && strcmp(j->wid, wid) != 0) {
+        decided(srv, op, RB_JOB_OTHER_HOLDER);
+        return NULL;
+    }
+    return j;
+}
+
+/* A working job held by op's worker, or NULL after completing op. */
+static rb_job *working_job(rb_srv *srv, rb_eng_op *op)
+{
+    rb_job *j = held_job(srv, op);
+    if (j && j->state != RB_JOB_WORKING) {
+        op->u.job.state = j->state;
+        decided(srv, op, RB_JOB_NOT_WORKING);
+        return NULL;
+    }
+    return j;
+}
+
+static void mem_ack(rb_srv *srv, rb_eng_op *op)
+{
+    rb_job *j = held_job(srv, op);
+    if (!j)
+        return;
+    if (j->state != RB_JOB_WORKING && !(j->flags & RB_JOB_EXPIRED)) {
+        decided(srv, op, RB_JOB_NOOP); /* never reserved: nothing to acknowledge */
+        return;
+    }
+    rb_metrics_job(srv->metrics, RB_M_PROCESSED, j);
+    rb_srv_forget(srv, j);
+    srv->total_processed++;
+    rb_srv_persist_counters(srv);
+    changed(srv, op);
+}
+
+static void mem_fail(rb_srv *srv, rb_eng_op *op)
+{
+    rb_job *j = held_job(srv, op);
+    if (!j)
+        return;
+    if (j->state != RB_JOB_WORKING) {
+        /* a late FAIL after the lease expired: its expiry already counted
+         * as this failure */
+        decided(srv, op, (j->flags & RB_JOB_EXPIRED) ? RB_JOB_NOOP : RB_JOB_NOT_WORKING);
+        return;
+    }
+    j->flags = 0;
+    op->rc = rb_srv_fail_job(srv, j, &op->u.job.fail, op->now, &op->err);
+    if (op->rc) { /* the job's JSON is unreadable: nothing changed */
+        rb_eng_complete(srv, op);
+        return;
+    }
+    changed(srv, op);
+}
+
+static void mem_snooze(rb_srv *srv, rb_eng_op *op)
+{
+    rb_job *j = working_job(srv, op);
+    if (!j)
+        return;
+    j->attempts--; /* a snooze does not consume an attempt */
+    j->flags = 0;
+    free(j->wid);
+    j->wid = NULL;
+    rb_srv_enqueue(srv, j, op->now + op->u.job.seconds * 1000, op->now);
+    rb_srv_persist(srv, j);
+    changed(srv, op);
+    rb_srv_kick(srv);
+}
+
+static void mem_extend(rb_srv *srv, rb_eng_op *op)
+{
+    rb_job *j = working_job(srv, op);
+    if (!j)
+        return;
+    rb_jobs_set_state(&srv->jobs, j, RB_JOB_WORKING, op->now + op->u.job.seconds * 1000);
+    rb_srv_persist(srv, j);
+    changed(srv, op);
+}
+
+/* --- FLUSH, MUTATE --- */
 
 static void mem_flush(rb_srv *srv, rb_eng_op *op)
 {
@@ -246,10 +426,10 @@ static void view_of(const rb_job *j, rb_job_view *v)
 
 static void mem_job(rb_srv *srv, rb_eng_op *op)
 {
-    rb_job *j = rb_jobs_find(&srv->jobs, op->u.job.jid);
-    op->u.job.found = j && j->state != RB_JOB_PENDING;
-    if (op->u.job.found)
-        view_of(j, &op->u.job.view);
+    rb_job *j = rb_jobs_find(&srv->jobs, op->u.lookup.jid);
+    op->u.lookup.found = j && j->state != RB_JOB_PENDING;
+    if (op->u.lookup.found)
+        view_of(j, &op->u.lookup.view);
     rb_eng_complete(srv, op);
 }
 
@@ -432,6 +612,12 @@ static void mem_worker_list(rb_srv *srv, rb_eng_op *op)
 
 const rb_backend rb_backend_mem = {
     .name = "sqlite",
+    .push = mem_push,
+    .fetch = mem_fetch,
+    .ack = mem_ack,
+    .fail = mem_fail,
+    .snooze = mem_snooze,
+    .extend = mem_extend,
     .flush = mem_flush,
     .mutate = mem_mutate,
     .info = mem_info,

@@ -197,8 +197,8 @@ static void job_done(rb_srv *srv, rb_eng_op *op)
 {
     if (rb_eng_failed(srv, op))
         return;
-    if (op->u.job.found)
-        rb_reply_json(op->c, rb_job_view_detail(&op->u.job.view));
+    if (op->u.lookup.found)
+        rb_reply_json(op->c, rb_job_view_detail(&op->u.lookup.view));
     else
         rb_reply_null(op->c);
     rb_eng_op_finish(srv, op);
@@ -216,7 +216,7 @@ void rb_cmd_job(rb_conn *c, char *arg)
     }
     rb_eng_op *op = rb_eng_op_new(RB_ENG_JOB, c, job_done);
     op->json = o; /* the jid's */
-    op->u.job.jid = jid;
+    op->u.lookup.jid = jid;
     rb_eng_submit(c->srv, op);
 }
 

@@ -1,5 +1,8 @@
 /* The work commands: PUSH, PUSHB, FETCH, ACK, FAIL, SNOOZE, EXTEND. Every
- * change is persisted and answered only after its commit. */
+ * change is persisted and answered only after its commit. ACK, FAIL, SNOOZE
+ * and EXTEND are one handler each for both modes: the argument checked
+ * here, the op submitted to the job engine (engine/engine.h), the job's
+ * outcome turned into the reply in job_done. */
 #include "server/cmds.h"
 
 #include <math.h>
@@ -11,20 +14,103 @@
 #include "common/timeutil.h"
 #include "server/metrics.h"
 
+/* --- PUSH, PUSHB: validated here, created by the job engine --- */
+
+/* The error of a job whose jid is taken, in err (cut as any rb_err). */
+static const char *taken(rb_err *err, const char *jid)
+{
+    rb_err_set(err, RB_EEXIST, "job %s already exists", jid);
+    return rb_err_msg(err);
+}
+
+/* PUSHB's invalid elements: msg[i] is element i's error, NULL when it is
+ * valid. */
+typedef struct pushb_bad {
+    size_t n;
+    char *msg[];
+} pushb_bad;
+
+static void pushb_bad_free(void *p)
+{
+    pushb_bad *b = p;
+    for (size_t i = 0; b && i < b->n; i++)
+        free(b->msg[i]);
+    free(b);
+}
+
+/* PUSHB's reply: the error object, its keys in the order of the array: an
+ * invalid element's message (bad, NULL when all are valid), or for a valid
+ * one whose jid is taken "job J already exists" (status: one entry per
+ * valid element). */
+static void pushb_reply(rb_conn *c, json_t *arr, const pushb_bad *bad, const int *status)
+{
+    json_t *errors = json_object();
+    rb_err err;
+    size_t k = 0;
+    for (size_t i = 0; i < json_array_size(arr); i++) {
+        char key[RB_CMD_PUSHB_KEY];
+        const char *jid = rb_cmd_pushb_key(json_array_get(arr, i), i, key);
+        if (bad && bad->msg[i])
+            json_object_set_new(errors, jid, json_string(bad->msg[i]));
+        else if (status[k++] == RB_EEXIST)
+            json_object_set_new(errors, jid, json_string(taken(&err, jid)));
+    }
+    char *s = json_dumps(errors, JSON_COMPACT);
+    rb_reply_bulk(c, s, strlen(s));
+    free(s);
+    json_decref(errors);
+}
+
+/* PUSH's reply, once its job is durable (or its jid taken). */
+static void push_done(rb_srv *srv, rb_eng_op *op)
+{
+    if (rb_eng_failed(srv, op))
+        return;
+    if (op->u.push.status[0] == RB_EEXIST) {
+        rb_err err;
+        rb_reply_err(op->c, "%s", taken(&err, rb_srv_json_str(op->u.push.jobs[0], "jid")));
+    } else {
+        rb_reply_ok(op->c);
+    }
+    rb_eng_op_finish(srv, op);
+}
+
+/* PUSHB's reply, once its valid jobs are durable; op->arg: its pushb_bad. */
+static void pushb_done(rb_srv *srv, rb_eng_op *op)
+{
+    if (rb_eng_failed(srv, op))
+        return;
+    pushb_reply(op->c, op->json, op->arg, op->u.push.status);
+    rb_eng_op_finish(srv, op);
+}
+
+/* A push op for c of the n validated jobs (array taken over) of arg (the
+ * parsed argument, taken over), not yet submitted. */
+static rb_eng_op *push_op(rb_conn *c, json_t *arg, json_t **jobs, size_t n,
+                          void (*done)(rb_srv *, rb_eng_op *))
+{
+    rb_eng_op *op = rb_eng_op_new(RB_ENG_PUSH, c, done);
+    op->json = arg;
+    op->u.push.jobs = jobs;
+    op->u.push.n = n;
+    op->u.push.status = rb_xcalloc(n, sizeof *op->u.push.status);
+    return op;
+}
+
 void rb_cmd_push(rb_conn *c, char *arg)
 {
     json_t *job = rb_cmd_json_arg(c, "PUSH", arg, JSON_OBJECT);
     if (!job)
         return;
     rb_err err = {0};
-    if (rb_srv_push(c->srv, job, &err)) {
+    if (rb_job_validate(c->srv, job, &err)) {
         rb_reply_err(c, "%s", rb_err_msg(&err));
-    } else {
-        char **jids = rb_xmalloc(sizeof *jids);
-        jids[0] = rb_xstrdup(rb_srv_json_str(job, "jid"));
-        rb_srv_push_reply(c->srv, c, jids, 1, NULL);
+        json_decref(job);
+        return;
     }
-    json_decref(job);
+    json_t **jobs = rb_xmalloc(sizeof *jobs);
+    jobs[0] = job;
+    rb_eng_submit(c->srv, push_op(c, job, jobs, 1, push_done));
 }
 
 const char *rb_cmd_pushb_key(const json_t *job, size_t i, char key[RB_CMD_PUSHB_KEY])
@@ -43,22 +129,32 @@ void rb_cmd_pushb(rb_conn *c, char *arg)
     if (!arr)
         return;
     size_t n = json_array_size(arr), ok = 0;
-    char **jids = rb_xcalloc(n ? n : 1, sizeof *jids);
-    json_t *errors = json_object();
+    json_t **valid = rb_xcalloc(n ? n : 1, sizeof *valid);
+    pushb_bad *bad = NULL;
     for (size_t i = 0; i < n; i++) {
         json_t *job = json_array_get(arr, i);
         rb_err err = {0};
-        char key[RB_CMD_PUSHB_KEY];
-        const char *jid = rb_cmd_pushb_key(job, i, key);
-        if (rb_srv_push(c->srv, job, &err))
-            json_object_set_new(errors, jid, json_string(rb_err_msg(&err)));
-        else
-            jids[ok++] = rb_xstrdup(jid);
+        if (!rb_job_validate(c->srv, job, &err)) {
+            valid[ok++] = job;
+            continue;
+        }
+        if (!bad) {
+            bad = rb_xcalloc(1, sizeof *bad + n * sizeof *bad->msg);
+            bad->n = n;
+        }
+        bad->msg[i] = rb_xstrdup(rb_err_msg(&err));
     }
-    char *bulk = json_dumps(errors, JSON_COMPACT);
-    json_decref(errors);
-    json_decref(arr);
-    rb_srv_push_reply(c->srv, c, jids, ok, bulk);
+    if (!ok) { /* nothing to push */
+        pushb_reply(c, arr, bad, NULL);
+        pushb_bad_free(bad);
+        free(valid);
+        json_decref(arr);
+        return;
+    }
+    rb_eng_op *op = push_op(c, arr, valid, ok, pushb_done);
+    op->arg = bad;
+    op->arg_free = pushb_bad_free;
+    rb_eng_submit(c->srv, op);
 }
 
 char **rb_cmd_fetch_queues(rb_conn *c, char *arg, int *n)
@@ -74,39 +170,103 @@ char **rb_cmd_fetch_queues(rb_conn *c, char *arg, int *n)
     return queues;
 }
 
+/* FETCH's reply: the reserved job once durable; with none ready, the
+ * connection waits for one (up to 2 s, woken by its backend). */
+static void fetch_done(rb_srv *srv, rb_eng_op *op)
+{
+    if (rb_eng_failed(srv, op))
+        return;
+    rb_conn *c = op->c;
+    if (op->u.fetch.job) {
+        rb_reply_bulk(c, op->u.fetch.job, strlen(op->u.fetch.job));
+    } else if (!c->closed) {
+        rb_conn_wait_fetch(c, op->u.fetch.queues, op->u.fetch.n);
+        op->u.fetch.queues = NULL; /* the connection's now */
+        op->u.fetch.n = 0;
+        rb_eng_op_park(srv, op);
+        return;
+    }
+    rb_eng_op_finish(srv, op);
+}
+
 void rb_cmd_fetch(rb_conn *c, char *arg)
 {
     int n;
     char **queues = rb_cmd_fetch_queues(c, arg, &n);
     if (!queues)
         return;
-    if (rb_srv_try_fetch(c->srv, c, queues, n)) {
-        for (int i = 0; i < n; i++)
-            free(queues[i]);
-        free(queues);
-        return;
-    }
-    rb_conn_wait_fetch(c, queues, n);
+    rb_eng_op *op = rb_eng_op_new(RB_ENG_FETCH, c, fetch_done);
+    op->u.fetch.queues = queues;
+    op->u.fetch.n = n;
+    op->u.fetch.wid = c->worker ? c->worker->wid : NULL;
+    rb_eng_submit(c->srv, op);
 }
 
-/* The job named jid for ACK/FAIL/SNOOZE/EXTEND, after checking that nobody
- * else holds it: a working job belongs to the wid that fetched it, and a
- * connection that said HELLO with another wid is refused (one without a
- * wid is not checked, as in Faktory). NULL after replying an error, or
- * *missing set when there is no such job (nothing replied). */
-static rb_job *held_jid(rb_conn *c, const char *jid, bool *missing)
+/* --- ACK, FAIL, SNOOZE, EXTEND: one job, through the engine --- */
+
+static const char *job_verb(rb_eng_kind kind)
 {
-    *missing = false;
-    rb_job *j = rb_jobs_find(&c->srv->jobs, jid);
-    if (!j || j->state == RB_JOB_PENDING) {
-        *missing = true;
-        return NULL;
+    switch (kind) {
+    case RB_ENG_FAIL:
+        return "FAIL";
+    case RB_ENG_SNOOZE:
+        return "SNOOZE";
+    case RB_ENG_EXTEND:
+        return "EXTEND";
+    default:
+        return "ACK";
     }
-    if (j->state == RB_JOB_WORKING && j->wid && c->worker && strcmp(j->wid, c->worker->wid) != 0) {
+}
+
+/* The reply to ACK, FAIL, SNOOZE or EXTEND from the job's outcome, the
+ * same for both backends (docs/protocol.md, "Reservations and late
+ * replies"). */
+static void job_done(rb_srv *srv, rb_eng_op *op)
+{
+    rb_conn *c = op->c;
+    const char *jid = op->u.job.jid, *verb = job_verb(op->kind);
+    if (op->kind == RB_ENG_FAIL && op->rc == RB_ESTATE) {
+        /* the job's policy could not run: its JSON is unreadable */
+        rb_reply_err(c, "FAIL: %s", rb_err_msg(&op->err));
+        rb_eng_op_finish(srv, op);
+        return;
+    }
+    if (rb_eng_failed(srv, op))
+        return;
+    switch (op->u.job.status) {
+    case RB_JOB_DONE:
+    case RB_JOB_NOOP: /* ACK of a never-reserved job, FAIL after its expiry */
+        rb_reply_ok(c);
+        break;
+    case RB_JOB_OTHER_HOLDER:
         rb_reply_err(c, RB_JOB_OTHER_HOLDER_FMT, jid);
-        return NULL;
+        break;
+    case RB_JOB_MISSING:
+        if (op->kind == RB_ENG_ACK)
+            rb_reply_ok(c); /* Faktory: unknown jids are fine */
+        else if (op->kind == RB_ENG_FAIL)
+            rb_reply_err(c, "Job not found %s", jid);
+        else
+            rb_reply_err(c, "%s: job %s not found", verb, jid);
+        break;
+    case RB_JOB_NOT_WORKING:
+        if (op->kind == RB_ENG_FAIL)
+            rb_reply_err(c, "Job not found %s", jid);
+        else
+            rb_reply_err(c, "%s: job %s is not working (it is %s)", verb, jid,
+                         rb_job_state_name(op->u.job.state));
+        break;
     }
-    return j;
+    rb_eng_op_finish(srv, op);
+}
+
+/* A job op of kind for c naming jid (copied), with c's HELLO wid. */
+static rb_eng_op *job_op(rb_conn *c, rb_eng_kind kind, const char *jid)
+{
+    rb_eng_op *op = rb_eng_op_new(kind, c, job_done);
+    op->u.job.jid = rb_xstrdup(jid);
+    op->u.job.wid = c->worker ? c->worker->wid : NULL;
+    return op;
 }
 
 /* The jid of an argument of exactly the form {"jid":"X"}, X one or more
@@ -130,44 +290,87 @@ static const char *simple_jid(char *arg)
 
 void rb_cmd_ack(rb_conn *c, char *arg)
 {
-    rb_srv *srv = c->srv;
-    bool missing;
-    json_t *o = NULL;
-    rb_job *j;
     const char *jid = simple_jid(arg);
     if (jid) {
-        j = held_jid(c, jid, &missing);
-    } else {
-        if (!(o = rb_cmd_json_arg(c, "ACK", arg, JSON_OBJECT)))
-            return;
-        if (!(jid = rb_cmd_jid(c, "ACK", o))) {
-            json_decref(o);
-            return;
-        }
-        j = held_jid(c, jid, &missing);
+        rb_eng_submit(c->srv, job_op(c, RB_ENG_ACK, jid));
+        return;
     }
-    if (!j) {
-        if (missing)
-            rb_reply_ok(c); /* Faktory: unknown jids are fine */
+    json_t *o = rb_cmd_json_arg(c, "ACK", arg, JSON_OBJECT);
+    if (!o)
+        return;
+    if ((jid = rb_cmd_jid(c, "ACK", o)))
+        rb_eng_submit(c->srv, job_op(c, RB_ENG_ACK, jid));
+    json_decref(o);
+}
+
+_Static_assert(RB_CMD_RETRY_AFTER <= RB_ENG_RETRY_AFTER, "the op's retry_after is too short");
+
+void rb_cmd_fail(rb_conn *c, char *arg)
+{
+    json_t *o = rb_cmd_json_arg(c, "FAIL", arg, JSON_OBJECT);
+    if (!o)
+        return;
+    /* the argument first (jid, then the fields), then the job */
+    const char *jid = rb_cmd_jid(c, "FAIL", o);
+    rb_fail_input in = {0};
+    char ra[RB_CMD_RETRY_AFTER];
+    rb_err err = {0};
+    if (!jid) {
         json_decref(o);
         return;
     }
-    if (j->state == RB_JOB_WORKING || (j->flags & RB_JOB_EXPIRED)) {
-        rb_metrics_job(srv->metrics, RB_M_PROCESSED, j);
-        rb_srv_forget(srv, j);
-        srv->total_processed++;
-        rb_srv_persist_counters(srv);
-        rb_srv_reply_after_commit(srv, c);
-    } else {
-        rb_reply_ok(c); /* never reserved: nothing to acknowledge */
+    if (rb_cmd_fail_fields(o, &in, ra, sizeof ra, &err)) {
+        rb_reply_err(c, "%s", rb_err_msg(&err));
+        json_decref(o);
+        return;
+    }
+    rb_eng_op *op = job_op(c, RB_ENG_FAIL, jid);
+    op->json = o; /* in borrows its strings */
+    op->u.job.fail = in;
+    if (in.retry_after == ra) { /* a numeric one, written into ra */
+        memcpy(op->u.job.retry_after, ra, sizeof ra);
+        op->u.job.fail.retry_after = op->u.job.retry_after;
+    }
+    rb_eng_submit(c->srv, op);
+}
+
+/* SNOOZE and EXTEND: the jid, then the number of seconds key in [lo, hi],
+ * then the job. */
+static void snooze_extend(rb_conn *c, char *arg, rb_eng_kind kind, const char *key, int64_t lo,
+                          int64_t hi)
+{
+    const char *verb = job_verb(kind);
+    json_t *o = rb_cmd_json_arg(c, verb, arg, JSON_OBJECT);
+    if (!o)
+        return;
+    const char *jid = rb_cmd_jid(c, verb, o);
+    if (jid) {
+        rb_err err = {0};
+        int64_t s = rb_cmd_bounded(verb, o, key, lo, hi, &err);
+        if (s < 0) {
+            rb_reply_err(c, "%s", rb_err_msg(&err));
+        } else {
+            rb_eng_op *op = job_op(c, kind, jid);
+            op->u.job.seconds = s;
+            rb_eng_submit(c->srv, op);
+        }
     }
     json_decref(o);
 }
 
-/* Reads FAIL's optional fields into in. RB_EINVAL with the reply's text in
- * err when one is malformed. */
-static int fail_fields_check(json_t *o, rb_fail_input *in, char *ra_buf, size_t ra_len,
-                             rb_err *err)
+void rb_cmd_snooze(rb_conn *c, char *arg)
+{
+    snooze_extend(c, arg, RB_ENG_SNOOZE, "seconds", 0, 31536000);
+}
+
+void rb_cmd_extend(rb_conn *c, char *arg)
+{
+    snooze_extend(c, arg, RB_ENG_EXTEND, "reserve_for", 1, 86400);
+}
+
+/* --- the argument checks (cmds.h) --- */
+
+int rb_cmd_fail_fields(json_t *o, rb_fail_input *in, char *ra_buf, size_t ra_len, rb_err *err)
 {
     in->errtype = json_string_value(json_object_get(o, "errtype"));
     in->message = json_string_value(json_object_get(o, "message"));
@@ -204,68 +407,8 @@ static int fail_fields_check(json_t *o, rb_fail_input *in, char *ra_buf, size_t 
     return 0;
 }
 
-/* fail_fields_check, replying the error. Returns false after replying. */
-static bool fail_fields(rb_conn *c, json_t *o, rb_fail_input *in, char *ra_buf, size_t ra_len)
-{
-    rb_err err = {0};
-    if (fail_fields_check(o, in, ra_buf, ra_len, &err)) {
-        rb_reply_err(c, "%s", rb_err_msg(&err));
-        return false;
-    }
-    return true;
-}
-
-void rb_cmd_fail(rb_conn *c, char *arg)
-{
-    rb_srv *srv = c->srv;
-    json_t *o = rb_cmd_json_arg(c, "FAIL", arg, JSON_OBJECT);
-    if (!o)
-        return;
-    /* the argument first (jid, then the fields), then the job */
-    bool missing = false;
-    rb_fail_input in = {0};
-    char ra[RB_CMD_RETRY_AFTER];
-    const char *jid = rb_cmd_jid(c, "FAIL", o);
-    rb_job *j = NULL;
-    if (jid && fail_fields(c, o, &in, ra, sizeof ra))
-        j = held_jid(c, jid, &missing);
-    if (!j) {
-        if (missing)
-            rb_reply_err(c, "Job not found %s", jid);
-    } else if (j->state != RB_JOB_WORKING) {
-        if (j->flags & RB_JOB_EXPIRED)
-            rb_reply_ok(c); /* its expiry already counted as this failure */
-        else
-            rb_reply_err(c, "Job not found %s", j->jid);
-    } else {
-        rb_err err = {0};
-        j->flags = 0;
-        if (rb_srv_fail_job(srv, j, &in, rb_now_ms(), &err))
-            rb_reply_err(c, "FAIL: %s", rb_err_msg(&err));
-        else
-            rb_srv_reply_after_commit(srv, c);
-    }
-    json_decref(o);
-}
-
-/* The working job jid for SNOOZE/EXTEND, or NULL after replying. */
-static rb_job *working_job(rb_conn *c, const char *verb, const char *jid)
-{
-    bool missing;
-    rb_job *j = held_jid(c, jid, &missing);
-    if (missing)
-        rb_reply_err(c, "%s: job %s not found", verb, jid);
-    else if (j && j->state != RB_JOB_WORKING) {
-        rb_reply_err(c, "%s: job %s is not working (it is %s)", verb, j->jid,
-                     rb_job_state_name(j->state));
-        return NULL;
-    }
-    return j;
-}
-
-/* o's integer field key in [lo, hi], or -1 with the reply's text in err. */
-static int64_t bounded_check(const char *verb, json_t *o, const char *key, int64_t lo, int64_t hi,
-                             rb_err *err)
+int64_t rb_cmd_bounded(const char *verb, json_t *o, const char *key, int64_t lo, int64_t hi,
+                       rb_err *err)
 {
     json_t *v = json_object_get(o, key);
     if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi) {
@@ -274,69 +417,4 @@ static int64_t bounded_check(const char *verb, json_t *o, const char *key, int64
         return -1;
     }
     return json_integer_value(v);
-}
-
-/* o's integer field key in [lo, hi], or -1 after replying. */
-static int64_t bounded(rb_conn *c, const char *verb, json_t *o, const char *key, int64_t lo,
-                       int64_t hi)
-{
-    rb_err err = {0};
-    int64_t v = bounded_check(verb, o, key, lo, hi, &err);
-    if (v < 0)
-        rb_reply_err(c, "%s", rb_err_msg(&err));
-    return v;
-}
-
-void rb_cmd_snooze(rb_conn *c, char *arg)
-{
-    rb_srv *srv = c->srv;
-    json_t *o = rb_cmd_json_arg(c, "SNOOZE", arg, JSON_OBJECT);
-    if (!o)
-        return;
-    /* the argument first (jid, then seconds), then the job */
-    const char *jid = rb_cmd_jid(c, "SNOOZE", o);
-    int64_t s = jid ? bounded(c, "SNOOZE", o, "seconds", 0, 31536000) : -1;
-    rb_job *j = s >= 0 ? working_job(c, "SNOOZE", jid) : NULL;
-    if (j) {
-        int64_t now = rb_now_ms();
-        j->attempts--; /* a snooze does not consume an attempt */
-        j->flags = 0;
-        free(j->wid);
-        j->wid = NULL;
-        rb_srv_enqueue(srv, j, now + s * 1000, now);
-        rb_srv_persist(srv, j);
-        rb_srv_reply_after_commit(srv, c);
-        rb_srv_kick(srv);
-    }
-    json_decref(o);
-}
-
-void rb_cmd_extend(rb_conn *c, char *arg)
-{
-    rb_srv *srv = c->srv;
-    json_t *o = rb_cmd_json_arg(c, "EXTEND", arg, JSON_OBJECT);
-    if (!o)
-        return;
-    const char *jid = rb_cmd_jid(c, "EXTEND", o);
-    int64_t s = jid ? bounded(c, "EXTEND", o, "reserve_for", 1, 86400) : -1;
-    rb_job *j = s >= 0 ? working_job(c, "EXTEND", jid) : NULL;
-    if (j) {
-        rb_jobs_set_state(&srv->jobs, j, RB_JOB_WORKING, rb_now_ms() + s * 1000);
-        rb_srv_persist(srv, j);
-        rb_srv_reply_after_commit(srv, c);
-    }
-    json_decref(o);
-}
-
-/* --- shared with the distributed-mode handlers (cmds.h) --- */
-
-int rb_cmd_fail_fields(json_t *o, rb_fail_input *in, char *ra_buf, size_t ra_len, rb_err *err)
-{
-    return fail_fields_check(o, in, ra_buf, ra_len, err);
-}
-
-int64_t rb_cmd_bounded(const char *verb, json_t *o, const char *key, int64_t lo, int64_t hi,
-                       rb_err *err)
-{
-    return bounded_check(verb, o, key, lo, hi, err);
 }

@@ -33,7 +33,7 @@ const char *rb_cmd_jid(rb_conn *c, const char *verb, const json_t *o);
 /* FAIL's optional fields of o into in (strings borrowed from o; a numeric
  * retry_after is written into ra_buf). 0, or RB_EINVAL with the error reply's
  * text in err (nothing is replied). FAIL, SNOOZE and EXTEND check their
- * argument before the job, in both modes. */
+ * argument before the job. */
 int rb_cmd_fail_fields(json_t *o, rb_fail_input *in, char *ra_buf, size_t ra_len, rb_err *err);
 /* o's integer field key in [lo, hi] (SNOOZE's seconds, EXTEND's
  * reserve_for), or -1 with the error reply's text in err (nothing is

@@ -12,7 +12,6 @@
 #include "common/timeutil.h"
 #include "server/auth.h"
 #include "server/log.h"
-#include "server/pg_cmds.h"
 #include "server/pg_workers.h"
 
 enum arg_rule { ARG_NONE, ARG_REQUIRED, ARG_OPTIONAL };
@@ -103,10 +102,7 @@ void rb_command_run(rb_conn *c, char *line)
             rb_reply_err(c, "%s takes no argument", commands[i].name);
             return;
         }
-        if (srv->pgm) /* distributed mode: the job commands go to PostgreSQL */
-            rb_pgcmd_handler(commands[i].fn)(c, arg);
-        else
-            commands[i].fn(c, arg);
+        commands[i].fn(c, arg);
         rb_srv_arm(srv);
         return;
     }

@@ -112,17 +112,12 @@ rb_worker *rb_srv_worker(rb_srv *srv, const char *wid, bool create)
 typedef struct pending {
     rb_srv *srv;
     rb_conn *c;     /* NULL: nobody to answer */
-    char **jids;    /* PENDING jobs to make visible on success */
-    size_t n_jids;
     char *bulk;     /* reply on success; NULL = +OK */
     char *fetched;  /* FETCH: the reserved jid, put back on failure */
 } pending;
 
 static void pending_free(pending *p)
 {
-    for (size_t i = 0; i < p->n_jids; i++)
-        free(p->jids[i]);
-    free(p->jids);
     free(p->bulk);
     free(p->fetched);
     free(p);
@@ -132,30 +127,8 @@ static void on_commit(void *arg, int status, const rb_err *err)
 {
     pending *p = arg;
     rb_srv *srv = p->srv;
-    int64_t now = rb_now_ms();
-    for (size_t i = 0; i < p->n_jids; i++) {
-        rb_job *j = rb_jobs_find(&srv->jobs, p->jids[i]);
-        if (!j || j->state != RB_JOB_PENDING)
-            continue; /* flushed meanwhile */
-        if (status) {
-            rb_jobs_delete(&srv->jobs, j);
-        } else if (j->timer.at_ms > now) {
-            rb_jobs_set_state(&srv->jobs, j, RB_JOB_SCHEDULED, j->timer.at_ms);
-        } else { /* enqueued as of the PUSH, as its stored row says */
-            rb_jobs_set_state(&srv->jobs, j, RB_JOB_ENQUEUED, j->timer.at_ms);
-        }
-        if (!status)
-            rb_metrics_job(srv->metrics, RB_M_PUSHED, j);
-    }
-    if (status && p->fetched) {
-        rb_job *j = rb_jobs_find(&srv->jobs, p->fetched);
-        if (j && j->state == RB_JOB_WORKING) {
-            j->attempts--;
-            free(j->wid);
-            j->wid = NULL;
-            rb_jobs_set_state(&srv->jobs, j, RB_JOB_ENQUEUED, now);
-        }
-    }
+    if (status && p->fetched)
+        rb_srv_unreserve(srv, p->fetched);
     if (status)
         rb_log(RB_LOG_ERROR, "commit failed: %s", rb_err_msg(err));
     if (p->c) {
@@ -191,16 +164,7 @@ void rb_srv_reply_after_commit(rb_srv *srv, rb_conn *c)
     rb_writer_then(srv->writer, on_commit, pending_new(srv, c));
 }
 
-void rb_srv_push_reply(rb_srv *srv, rb_conn *c, char **jids, size_t n, char *bulk)
-{
-    pending *p = pending_new(srv, c);
-    p->jids = jids;
-    p->n_jids = n;
-    p->bulk = bulk;
-    rb_writer_then(srv->writer, on_commit, p);
-}
-
-bool rb_srv_try_fetch(rb_srv *srv, rb_conn *c, char **queues, int n)
+rb_job *rb_srv_reserve(rb_srv *srv, const char *wid, char **queues, int n)
 {
     for (int i = 0; i < n; i++) {
         rb_queue *q = rb_jobs_queue(&srv->jobs, queues[i], false);
@@ -218,16 +182,37 @@ bool rb_srv_try_fetch(rb_srv *srv, rb_conn *c, char **queues, int n)
         j->attempts++;
         j->flags = (j->flags & RB_JOB_EXPIRED) ? RB_JOB_REFETCHED : 0;
         free(j->wid);
-        j->wid = c->worker ? rb_xstrdup(c->worker->wid) : NULL;
+        j->wid = wid ? rb_xstrdup(wid) : NULL;
         rb_jobs_set_state(&srv->jobs, j, RB_JOB_WORKING, now + (int64_t)j->reserve_s * 1000);
         rb_srv_persist(srv, j);
-        pending *p = pending_new(srv, c);
-        p->bulk = rb_xstrdup(j->json);
-        p->fetched = rb_xstrdup(j->jid);
-        rb_writer_then(srv->writer, on_commit, p);
-        return true;
+        return j;
     }
-    return false;
+    return NULL;
+}
+
+void rb_srv_unreserve(rb_srv *srv, const char *jid)
+{
+    rb_job *j = rb_jobs_find(&srv->jobs, jid);
+    if (j && j->state == RB_JOB_WORKING) {
+        j->attempts--;
+        free(j->wid);
+        j->wid = NULL;
+        rb_jobs_set_state(&srv->jobs, j, RB_JOB_ENQUEUED, rb_now_ms());
+    }
+}
+
+/* Reserves the first ready job of queues for c, waiting in a FETCH, and
+ * replies with it after the commit. False when none is ready. */
+static bool try_fetch(rb_srv *srv, rb_conn *c, char **queues, int n)
+{
+    rb_job *j = rb_srv_reserve(srv, c->worker ? c->worker->wid : NULL, queues, n);
+    if (!j)
+        return false;
+    pending *p = pending_new(srv, c);
+    p->bulk = rb_xstrdup(j->json);
+    p->fetched = rb_xstrdup(j->jid);
+    rb_writer_then(srv->writer, on_commit, p);
+    return true;
 }
 
 void rb_srv_kick(rb_srv *srv)
@@ -240,7 +225,7 @@ void rb_srv_kick(rb_srv *srv)
         int n = c->n_fetch_queues;
         c->fetch_queues = NULL;
         c->n_fetch_queues = 0;
-        bool got = rb_srv_try_fetch(srv, c, queues, n);
+        bool got = try_fetch(srv, c, queues, n);
         if (got) {
             rb_conn_stop_waiting(c);
             for (int i = 0; i < n; i++)

@@ -277,9 +277,9 @@ static void job_done(rb_srv *srv, rb_eng_op *op)
     if (rb_api_failed(srv, op))
         return;
     struct evhttp_request *req = rb_api_call_of(op)->req;
-    const rb_job_view *j = &op->u.job.view;
-    if (!op->u.job.found) {
-        rb_http_reply_error(req, 404, "no job '%s'", op->u.job.jid);
+    const rb_job_view *j = &op->u.lookup.view;
+    if (!op->u.lookup.found) {
+        rb_http_reply_error(req, 404, "no job '%s'", op->u.lookup.jid);
         rb_eng_op_finish(srv, op);
         return;
     }
@@ -298,7 +298,7 @@ static void job_done(rb_srv *srv, rb_eng_op *op)
 void rb_api_job(rb_http_req *r)
 {
     rb_eng_op *op = rb_api_op(r, RB_ENG_JOB, job_done);
-    op->u.job.jid = rb_api_call_of(op)->strs[0] = rb_xstrdup(r->seg[1]);
+    op->u.lookup.jid = rb_api_call_of(op)->strs[0] = rb_xstrdup(r->seg[1]);
     rb_eng_submit(r->h->srv, op);
 }
 

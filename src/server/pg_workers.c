@@ -14,7 +14,6 @@
 #include "common/buf.h"
 #include "common/timeutil.h"
 #include "server/cmds.h"
-#include "server/pg_cmds_impl.h"
 
 /* --- this node's name in the registry: "host:pid" --- */
 
@@ -108,8 +107,12 @@ static void beat_done(rb_srv *srv, rb_pgreq *r)
         rb_pgreq_finish(srv, r);
         return;
     }
-    if (rb_pgcmd_failed(srv, r))
+    if (r->rc) {
+        rb_pgmode_storage_error(srv, r);
+        rb_pgreq_finish(srv, r);
         return;
+    }
+    rb_pgmode_storage_ok(srv);
     if (r->u.seen.signal < 0)
         rb_reply_err(r->c, "BEAT: unknown worker %s (say HELLO with this wid first)", r->wid);
     else

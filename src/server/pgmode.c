@@ -207,6 +207,9 @@ void rb_pgreq_post(rb_srv *srv, rb_pgreq *r)
 static void req_free(rb_pgreq *r)
 {
     if (r->kind == RB_PGR_PUSH) {
+        for (size_t i = 0; r->u.push.texts && i < r->u.push.n; i++)
+            free(r->u.push.texts[i]);
+        free(r->u.push.texts);
         free(r->u.push.jobs);
         free(r->u.push.status);
     }
@@ -859,13 +862,12 @@ static char *dup_wid(const rb_conn *c)
     return c->worker ? rb_xstrdup(c->worker->wid) : NULL;
 }
 
-static void post_claim(rb_srv *srv, rb_conn *c, char **queues, int n, bool waiter,
-                       int64_t wait_until_ms)
+/* Claims again for c, parked in a FETCH that waits until wait_until_ms. */
+static void post_claim(rb_srv *srv, rb_conn *c, char **queues, int n, int64_t wait_until_ms)
 {
     rb_pgreq *r = rb_pgreq_new(RB_PGR_CLAIM, c);
     r->u.claim.queues = queues;
     r->u.claim.nq = n;
-    r->u.claim.waiter = waiter;
     r->u.claim.wait_until_ms = wait_until_ms;
     r->u.claim.seq = srv->pgm->notify_seq;
     r->wid = dup_wid(c);
@@ -873,9 +875,16 @@ static void post_claim(rb_srv *srv, rb_conn *c, char **queues, int n, bool waite
     rb_pgreq_post(srv, r);
 }
 
-void rb_pgmode_fetch(rb_srv *srv, rb_conn *c, char **queues, int n)
+void rb_pgmode_fetch(rb_srv *srv, rb_eng_op *op)
 {
-    post_claim(srv, c, queues, n, false, 0);
+    rb_pgreq *r = rb_pgreq_new(RB_PGR_CLAIM, NULL);
+    r->u.claim.queues = op->u.fetch.queues; /* borrowed: op_claim_done hands them back */
+    r->u.claim.nq = op->u.fetch.n;
+    r->u.claim.seq = srv->pgm->notify_seq;
+    r->wid = op->u.fetch.wid ? rb_xstrdup(op->u.fetch.wid) : NULL;
+    r->data = op;
+    r->done = fetch_done;
+    rb_pgreq_post(srv, r);
 }
 
 static void release_call(rb_pg *pg, rb_pgreq *r)
@@ -919,43 +928,68 @@ static char **take_queues(rb_pgreq *r, int *n)
     return q;
 }
 
-static void fetch_done(rb_srv *srv, rb_pgreq *r)
+/* The first claim of a FETCH (the job engine's op in r->data) is done:
+ * its results to the op, which replies or parks the connection; a wake-up
+ * that went by meanwhile claims again for it. */
+static void op_claim_done(rb_srv *srv, rb_pgreq *r)
 {
-    rb_conn *c = r->c;
-    bool waiter = r->u.claim.waiter;
-    if (r->rc && !waiter && !c->closed) {
-        rb_pgmode_storage_error(srv, r);
-        rb_pgreq_finish(srv, r);
+    rb_eng_op *op = r->data;
+    r->u.claim.queues = NULL; /* the op's */
+    r->u.claim.nq = 0;
+    if (r->rc) {
+        rb_pgmode_storage_error(srv, r); /* logs; r has no connection to answer */
+        op->rc = r->rc;
+        op->err = r->err;
+        op->applied = r->rc == RB_ECONN ? RB_ENG_UNKNOWN : RB_ENG_NOT_APPLIED;
+        req_free(r);
+        rb_eng_complete(srv, op);
         return;
     }
+    rb_pgmode_storage_ok(srv);
+    op->applied = RB_ENG_APPLIED;
+    bool got = r->u.claim.got;
+    if (got && op->c && op->c->closed) {
+        release_job(srv, r);
+    } else if (got) {
+        op->u.fetch.jid = r->u.claim.job.jid;
+        op->u.fetch.job = r->u.claim.job.json;
+        r->u.claim.job.jid = r->u.claim.job.json = NULL;
+    }
+    bool missed = r->u.claim.seq != srv->pgm->notify_seq; /* a wake-up went by */
+    req_free(r);
+    rb_eng_complete(srv, op);
+    if (!got && missed)
+        rb_pgmode_kick(srv, NULL, 0);
+}
+
+/* A claim is done: a FETCH's first (op_claim_done), or a parked FETCH's. */
+static void fetch_done(rb_srv *srv, rb_pgreq *r)
+{
+    if (r->data) {
+        op_claim_done(srv, r);
+        return;
+    }
+    rb_conn *c = r->c;
     if (!r->rc)
         rb_pgmode_storage_ok(srv);
     if (r->u.claim.got) {
-        if (c->closed || (waiter && !c->waiting)) {
+        if (c->closed || !c->waiting) {
             release_job(srv, r);
             req_drop(r);
             return;
         }
-        if (waiter)
-            rb_conn_stop_waiting(c);
+        rb_conn_stop_waiting(c);
         rb_reply_bulk(c, r->u.claim.job.json, strlen(r->u.claim.job.json));
         rb_pgreq_finish(srv, r);
         return;
     }
-    if (c->closed || (waiter && !c->waiting)) {
+    if (c->closed || !c->waiting) {
         req_drop(r);
         return;
     }
     bool missed = r->u.claim.seq != srv->pgm->notify_seq; /* a wake-up went by */
     int n;
     char **queues = take_queues(r, &n);
-    if (!waiter) {
-        rb_conn_wait_fetch(c, queues, n);
-        req_drop(r);
-        if (missed)
-            rb_pgmode_kick(srv, NULL, 0);
-        return;
-    }
     int64_t left = r->u.claim.wait_until_ms - rb_now_ms();
     if (left <= 0) {
         for (int i = 0; i < n; i++)
@@ -1008,6 +1042,6 @@ void rb_pgmode_kick(rb_srv *srv, const char *const *queues, size_t n)
         nq = c->n_fetch_queues;
         c->fetch_queues = NULL;
         c->n_fetch_queues = 0;
-        post_claim(srv, c, qs, nq, true, until);
+        post_claim(srv, c, qs, nq, until);
     }
 }

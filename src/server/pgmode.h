@@ -1,6 +1,6 @@
 /* Distributed mode: `rebound serve` on a PostgreSQL database shared by
  * several nodes (docs/distributed.md). The event loop stays non-blocking:
- * command handlers (pg_cmds.c) post requests to database threads, each with
+ * the job engine's backend (backend_pg.c) posts requests to database threads, each with
  * its own engine (store/pg_engine.h), which take everything queued at once,
  * run what can be batched as one call (pushes, acks, fails, claims of the
  * same queue list) and hand the finished requests back through an eventfd.
@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "engine/engine.h"
 #include "server/srv.h"
 #include "store/pg_engine.h"
 
@@ -53,7 +54,8 @@ struct rb_pgreq {
     int64_t now; /* wall-clock ms when posted */
     union {
         struct {
-            rb_pg_new_job *jobs; /* strings borrowed from data */
+            rb_pg_new_job *jobs; /* json from texts, other strings borrowed from data */
+            char **texts;        /* owned: the jobs' JSON texts (NULL: none) */
             int *status;
             size_t n;
         } push;
@@ -67,10 +69,9 @@ struct rb_pgreq {
             rb_pg_fail_result res;
         } fail;
         struct {
-            char **queues; /* owned */
+            char **queues; /* owned (a FETCH's first claim: its op's) */
             int nq;
-            bool waiter;     /* a re-claim for a parked FETCH */
-            int64_t wait_until_ms; /* waiter: when its 2 s end (monotonic) */
+            int64_t wait_until_ms; /* a parked FETCH's: when its 2 s end */
             uint64_t seq;    /* notification count when posted */
             rb_pg_claimed job;
             bool got;
@@ -129,10 +130,12 @@ void rb_pgmode_storage_ok(rb_srv *srv);
  * Loop thread only. */
 void rb_pgmode_count_failure(rb_srv *srv, const rb_pg_fail_result *res);
 
-/* FETCH: claims for c at once; parks it (rb_conn_wait_fetch) when nothing
- * is ready, then claims again on a notification, a local push or the poll,
- * answering null after 2 s. queues taken over. */
-void rb_pgmode_fetch(rb_srv *srv, rb_conn *c, char **queues, int n);
+/* FETCH (the job engine's op, backend_pg.c): claims for op->c at once and
+ * completes op with the job or none; its done then parks the connection
+ * (rb_conn_wait_fetch), and this module claims again for it on a
+ * notification, a local push or the poll, answering null after 2 s. A job
+ * claimed for a connection closed meanwhile is released at once. */
+void rb_pgmode_fetch(rb_srv *srv, rb_eng_op *op);
 /* Jobs became ready in these queues (NULL, 0: any): claim for the parked
  * FETCHes that wait on one of them. */
 void rb_pgmode_kick(rb_srv *srv, const char *const *queues, size_t n);

@@ -15,6 +15,7 @@
 #include <jansson.h>
 
 #include "config/config.h"
+#include "engine/engine.h"
 #include "policy/rng.h"
 #include "server/jobs.h"
 #include "server/list.h"
@@ -153,21 +154,20 @@ void rb_srv_persist_counters(rb_srv *srv);
 /* Makes j ENQUEUED now (setting enqueued_at), or SCHEDULED when at_ms is in
  * the future. Does not persist. */
 void rb_srv_enqueue(rb_srv *srv, rb_job *j, int64_t at_ms, int64_t now);
-/* Hands ready jobs to waiting FETCHes. */
+/* Hands ready jobs to waiting FETCHes (each replied after its commit). */
 void rb_srv_kick(rb_srv *srv);
 /* Re-arms the timer for the earliest deadline. */
 void rb_srv_arm(rb_srv *srv);
-/* Reserves the first ready job of the given queues for c, persisting it,
- * and replies with it after the commit. Returns false when none is ready. */
-bool rb_srv_try_fetch(rb_srv *srv, rb_conn *c, char **queues, int n);
+/* Reserves the first ready job of the given queues (in their order; paused
+ * ones skipped) for the worker wid (NULL: none recorded) and persists it;
+ * NULL when none is ready. */
+rb_job *rb_srv_reserve(rb_srv *srv, const char *wid, char **queues, int n);
+/* Puts the job jid, reserved by a FETCH whose commit failed, back in its
+ * queue (the attempt not counted). */
+void rb_srv_unreserve(rb_srv *srv, const char *jid);
 /* Completes c's command after everything submitted so far is on disk:
  * replies +OK, or the error. */
 void rb_srv_reply_after_commit(rb_srv *srv, rb_conn *c);
-/* For PUSH/PUSHB: after the commit, makes the PENDING jobs named by jids
- * visible (enqueued or scheduled) and replies bulk (NULL: +OK); on a failed
- * commit drops them and replies the error. jids, its strings and bulk are
- * taken over. */
-void rb_srv_push_reply(rb_srv *srv, rb_conn *c, char **jids, size_t n, char *bulk);
 rb_worker *rb_srv_worker(rb_srv *srv, const char *wid, bool create);
 /* Sets a top-level field of a job's JSON text (replacing it). */
 void rb_job_set_field(rb_job *j, const char *key, json_t *value);
@@ -175,15 +175,9 @@ void rb_job_set_field(rb_job *j, const char *key, json_t *value);
 char *rb_srv_new_jid(rb_srv *srv);
 
 /* --- fail.c --- */
-typedef struct rb_fail_input {
-    const char *errtype, *message;
-    json_t *backtrace;        /* array or NULL, borrowed */
-    bool non_retryable;
-    const char *retry_after;  /* NULL = none */
-    int64_t next_retry_delay_ms;
-} rb_fail_input;
-/* Runs a failure of working job j through its policy: retry, dead, discard
- * or catch; persists the result. j may be freed (discard). */
+/* Runs a failure of working job j through its policy (rb_fail_input:
+ * engine/engine.h): retry, dead, discard or catch; persists the result. j
+ * may be freed (discard). */
 int rb_srv_fail_job(rb_srv *srv, rb_job *j, const rb_fail_input *in, int64_t now, rb_err *err);
 
 /* --- validate.c --- */
@@ -193,9 +187,11 @@ int rb_queue_name_valid(const char *q);
 /* Checks a pushed job (jid, jobtype, args, at, reserve_for, priority,
  * retry_policy) and fills in created_at. Returns 0 or RB_EINVAL with err. */
 int rb_job_validate(rb_srv *srv, json_t *job, rb_err *err);
-/* Creates a PENDING job from a validated JSON object (persisted, activated
- * after the commit). Fails with RB_EEXIST when the jid is taken. */
-int rb_srv_push(rb_srv *srv, json_t *job, rb_err *err);
+/* Creates a PENDING job from a job object rb_job_validate accepted, filling
+ * in its defaults (queue), and persists it; the job engine's single-node
+ * backend makes it visible after the commit (backend_mem.c). 0, or
+ * RB_EEXIST when the jid is taken (nothing is created). */
+int rb_srv_push(rb_srv *srv, json_t *job);
 
 /* Reads an integer/string field, NULL/default when absent or mistyped. */
 const char *rb_srv_json_str(const json_t *o, const char *key);

@@ -90,14 +90,11 @@ int rb_job_validate(rb_srv *srv, json_t *job, rb_err *err)
     return 0;
 }
 
-int rb_srv_push(rb_srv *srv, json_t *job, rb_err *err)
+int rb_srv_push(rb_srv *srv, json_t *job)
 {
-    int rc = rb_job_validate(srv, job, err);
-    if (rc)
-        return rc;
     const char *jid = rb_srv_json_str(job, "jid");
     if (rb_jobs_find(&srv->jobs, jid))
-        return rb_err_set(err, RB_EEXIST, "job %s already exists", jid);
+        return RB_EEXIST;
     int64_t now = rb_now_ms(), at_ms = now;
     const char *at = rb_srv_json_str(job, "at");
     if (at && *at)

@@ -469,6 +469,18 @@ Test(nodes, lost_database_answers_errors_then_resumes)
                   admin[i], r);
         free(r);
     }
+    static const char *const job_cmds[] = {
+        "ACK {\"jid\":\"before-01\"}",
+        "FAIL {\"jid\":\"before-01\",\"errtype\":\"E\"}",
+        "SNOOZE {\"jid\":\"before-01\",\"seconds\":0}",
+        "EXTEND {\"jid\":\"before-01\",\"reserve_for\":60}",
+    };
+    for (size_t i = 0; i < sizeof job_cmds / sizeof *job_cmds; i++) {
+        r = rbh_cmd(c, "%s", job_cmds[i]);
+        cr_assert(r && !strncmp(r, "-ERR storage error", 18), "%s without a database: %s",
+                  job_cmds[i], r);
+        free(r);
+    }
     /* A connected worker's BEAT is answered by the node; a wid it has no
      * connection from needs the registry: an error like the others. A
      * worker's HELLO still succeeds (recorded by its BEATs once back). */

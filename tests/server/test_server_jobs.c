@@ -672,3 +672,112 @@ SERVER_TEST(malformed_fail_snooze_extend_report_the_argument_first)
     cr_assert(rbh_expect(C, "+OK", "ACK {\"jid\":\"mal-0003\"}"));
     rbh_close(b);
 }
+
+/* ACK, FAIL, SNOOZE and EXTEND pipelined on one connection are answered in
+ * order, each for its own command: those answered at once (no such job,
+ * another worker's job) and those answered after their change is durable
+ * alike. */
+SERVER_TEST(pipelined_job_commands_are_answered_in_order)
+{
+    enum { N = 40, MISSING = 300 };
+    PUSH_OK("{\"jid\":\"pipe-held\",\"jobtype\":\"a\",\"args\":[]}");
+    expect_fetch(C, "default", "pipe-held");
+    rbh_conn *b = rbh_connect(&S, "wB");
+    for (int i = 0; i < N; i++) {
+        cr_assert(rbh_expect(C, "+OK", "PUSH {\"jid\":\"pipe-%04d\",\"jobtype\":\"a\",\"args\":[]}", i));
+        char jid[16];
+        snprintf(jid, sizeof jid, "pipe-%04d", i);
+        expect_fetch(b, "default", jid);
+    }
+    size_t cap = (size_t)(N * 6 + MISSING) * 96, len = 0;
+    char *all = malloc(cap);
+    for (int i = 0; i < N; i++)
+        len += (size_t)snprintf(all + len, cap - len,
+                                "ACK {\"jid\":\"nope-%d\"}\r\n"
+                                "SNOOZE {\"jid\":\"nope-%d\",\"seconds\":1}\r\n"
+                                "ACK {\"jid\":\"pipe-held\"}\r\n"
+                                "EXTEND {\"jid\":\"pipe-%04d\",\"reserve_for\":60}\r\n"
+                                "FAIL {\"jid\":\"nope-%d\"}\r\n"
+                                "ACK {\"jid\":\"pipe-%04d\"}\r\n",
+                                i, i, i, i, i);
+    for (int i = 0; i < MISSING; i++)
+        len += (size_t)snprintf(all + len, cap - len, "ACK {\"jid\":\"gone-%d\"}\r\n", i);
+    cr_assert_eq(rbh_send(b, all, len), 0);
+    free(all);
+    for (int i = 0; i < N; i++) {
+        char want[6][96];
+        snprintf(want[0], sizeof want[0], "+OK");
+        snprintf(want[1], sizeof want[1], "-ERR SNOOZE: job nope-%d not found", i);
+        snprintf(want[2], sizeof want[2], "-ERR job pipe-held is reserved by another worker");
+        snprintf(want[3], sizeof want[3], "+OK");
+        snprintf(want[4], sizeof want[4], "-ERR Job not found nope-%d", i);
+        snprintf(want[5], sizeof want[5], "+OK");
+        for (int k = 0; k < 6; k++) {
+            char *r = rbh_reply(b);
+            cr_assert(r && !strcmp(r, want[k]), "group %d reply %d: %s, wanted %s", i, k,
+                      r ? r : "(closed)", want[k]);
+            free(r);
+        }
+    }
+    for (int i = 0; i < MISSING; i++) {
+        char *r = rbh_reply(b);
+        cr_assert(r && !strcmp(r, "+OK"), "missing ACK %d: %s", i, r ? r : "(closed)");
+        free(r);
+    }
+    cr_assert_eq(rbh_info_int(C, "faktory.total_processed"), N);
+    cr_assert_eq(rbh_info_int(C, "faktory.tasks.Busy.size"), 1);
+    rbh_close(b);
+}
+
+/* PUSHB's error object lists its keys in the order of the array, whatever
+ * made an element fail (its validation, or a jid already taken); a taken
+ * jid's message is cut as any error message (511 bytes), in PUSH as in
+ * PUSHB. */
+SERVER_TEST(pushb_errors_in_array_order_and_long_jids)
+{
+    PUSH_OK("{\"jid\":\"pbo-00001\",\"jobtype\":\"a\",\"args\":[]}");
+    cr_assert(rbh_expect(C, "{\"pbo-00001\":\"job pbo-00001 already exists\",\"bad\":\"jid must be a "
+                            "string of at least 8 characters\",\"pbo-00002\":\"job pbo-00002 already "
+                            "exists\"}",
+                         "PUSHB [{\"jid\":\"pbo-00001\",\"jobtype\":\"a\",\"args\":[]},"
+                         "{\"jid\":\"bad\",\"jobtype\":\"a\",\"args\":[]},"
+                         "{\"jid\":\"pbo-00002\",\"jobtype\":\"a\",\"args\":[]},"
+                         "{\"jid\":\"pbo-00002\",\"jobtype\":\"a\",\"args\":[]}]"));
+    char jid[701], msg[1200], want[1300];
+    memset(jid, 'j', sizeof jid - 1);
+    jid[sizeof jid - 1] = '\0';
+    PUSH_OK("{\"jid\":\"%s\",\"jobtype\":\"a\",\"args\":[]}", jid);
+    snprintf(msg, 512, "job %s already exists", jid); /* rb_err's 512 bytes */
+    snprintf(want, sizeof want, "-ERR %s", msg);
+    cr_assert(rbh_expect(C, want, "PUSH {\"jid\":\"%s\",\"jobtype\":\"a\",\"args\":[]}", jid));
+    snprintf(want, sizeof want, "{\"%s\":\"%s\"}", jid, msg);
+    cr_assert(rbh_expect(C, want, "PUSHB [{\"jid\":\"%s\",\"jobtype\":\"a\",\"args\":[]}]", jid));
+    cr_assert_eq(rbh_info_int(C, "faktory.total_enqueued"), 3);
+}
+
+/* A FETCH that waits holds back the commands pipelined after it: they run
+ * once it is answered, by a job pushed meanwhile or by null after 2 s. */
+SERVER_TEST(commands_pipelined_after_a_waiting_fetch_run_when_it_ends)
+{
+    rbh_conn *w = rbh_connect(&S, "wP");
+    const char *two = "FETCH pq-wait\r\nACK {\"jid\":\"pqw-00001\"}\r\n";
+    cr_assert_eq(rbh_send(w, two, strlen(two)), 0);
+    rbh_sleep_ms(200); /* parked: the ACK waits behind it */
+    PUSH_OK("{\"jid\":\"pqw-00001\",\"jobtype\":\"a\",\"args\":[],\"queue\":\"pq-wait\"}");
+    json_t *j = rbh_json(rbh_reply(w));
+    cr_assert_str_eq(json_string_value(json_object_get(j, "jid")), "pqw-00001");
+    json_decref(j);
+    char *r = rbh_reply(w);
+    cr_assert(r && !strcmp(r, "+OK"), "ACK after the FETCH: %s", r ? r : "(closed)");
+    free(r);
+    cr_assert_eq(rbh_info_int(C, "faktory.total_processed"), 1);
+    const char *empty = "FETCH pq-empty\r\nACK {\"jid\":\"pqw-00002\"}\r\n";
+    cr_assert_eq(rbh_send(w, empty, strlen(empty)), 0);
+    r = rbh_reply(w);
+    cr_assert(r && !strcmp(r, "$-1"), "FETCH of nothing: %s", r ? r : "(closed)");
+    free(r);
+    r = rbh_reply(w);
+    cr_assert(r && !strcmp(r, "+OK"), "ACK after the null: %s", r ? r : "(closed)");
+    free(r);
+    rbh_close(w);
+}

@@ -166,3 +166,61 @@ Test(srv_memory, admin_commit_failure_is_a_storage_error)
     rb_srv_free(srv);
     close(sv[1]);
 }
+
+/* EXTEND, SNOOZE, FAIL, ACK and FETCH whose commit fails answer the storage
+ * error (the job engine's single-node backend), and the server goes on: a
+ * job whose FETCH failed is fetched again. */
+Test(srv_memory, job_commit_failure_is_a_storage_error)
+{
+    rb_log_set_level((rb_log_level)(RB_LOG_ERROR + 1)); /* "commit failed" is expected */
+    rb_srv *srv = rb_srv_alloc();
+    rb_config_init(&srv->cfg);
+    rb_store *store = rb_store_null_new();
+    rb_store_null_fail_commits(store, 0x1f0); /* commits 4 to 8 */
+    rb_err err = {0};
+    cr_assert_eq(rb_srv_recover(srv, store, &err), 0, "%s", err.msg);
+    rb_srv_loop_new(srv);
+    int sv[2];
+    cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    fcntl(sv[0], F_SETFL, O_NONBLOCK);
+    fcntl(sv[1], F_SETFL, O_NONBLOCK);
+    rb_conn_accept(srv, sv[0]);
+    free(exchange(srv, sv[1], "HELLO {\"v\":2,\"wid\":\"w1\"}\r\n", 2));
+    char *r = exchange(srv, sv[1], "PUSHB [{\"jid\":\"mem-job-a\",\"jobtype\":\"t\",\"args\":[]},"
+                                   "{\"jid\":\"mem-job-b\",\"jobtype\":\"t\",\"args\":[]},"
+                                   "{\"jid\":\"mem-job-c\",\"jobtype\":\"t\",\"args\":[]}]\r\n", 2);
+    cr_assert_str_eq(r, "$2\r\n{}\r\n"); /* commit 0 */
+    free(r);
+    for (int i = 0; i < 3; i++) { /* commits 1 to 3 */
+        r = exchange(srv, sv[1], "FETCH default\r\n", 2);
+        cr_assert_eq(r[0], '$', "got %s", r);
+        free(r);
+    }
+    static const char *const cmds[] = {
+        "EXTEND {\"jid\":\"mem-job-a\",\"reserve_for\":60}\r\n",
+        "SNOOZE {\"jid\":\"mem-job-a\",\"seconds\":0}\r\n",
+        "FAIL {\"jid\":\"mem-job-b\",\"errtype\":\"E\"}\r\n",
+        "ACK {\"jid\":\"mem-job-c\"}\r\n",
+    };
+    for (int i = 0; i < 4; i++) { /* commits 4 to 7 */
+        char want[64];
+        snprintf(want, sizeof want, "-ERR storage error: null store: commit %d fails", 4 + i);
+        r = exchange(srv, sv[1], cmds[i], 1);
+        cr_assert(!strncmp(r, want, strlen(want)), "%s got %s", cmds[i], r);
+        free(r);
+    }
+    r = exchange(srv, sv[1], "ACK {\"jid\":\"mem-job-nope\"}\r\n", 1);
+    cr_assert_str_eq(r, "+OK\r\n"); /* nothing to commit */
+    free(r);
+    r = exchange(srv, sv[1], "FETCH default\r\n", 1); /* commit 8: the job goes back */
+    cr_assert(!strncmp(r, "-ERR storage error: null store: commit 8 fails", 46), "got %s", r);
+    free(r);
+    r = exchange(srv, sv[1], "FETCH default\r\n", 2); /* commit 9: mem-job-a, snoozed in memory */
+    cr_assert(strstr(r, "\"jid\":\"mem-job-a\""), "got %s", r);
+    free(r);
+    r = exchange(srv, sv[1], "ACK {\"jid\":\"mem-job-a\"}\r\n", 1);
+    cr_assert_str_eq(r, "+OK\r\n");
+    free(r);
+    rb_srv_free(srv);
+    close(sv[1]);
+}
