@@ -30,6 +30,7 @@
 #include <jansson.h>
 
 #include "common/error.h"
+#include "engine/failure.h"
 #include "engine/job_state.h"
 #include "engine/mutation.h"
 #include "engine/reads.h"
@@ -37,16 +38,6 @@
 typedef struct rb_srv rb_srv;
 typedef struct rb_conn rb_conn;
 typedef struct rb_eng_op rb_eng_op;
-
-/* FAIL's fields (docs/protocol.md, "FAIL fields"), as both backends run
- * them through the job's policy. Strings and backtrace borrowed. */
-typedef struct rb_fail_input {
-    const char *errtype, *message;
-    json_t *backtrace;        /* array or NULL */
-    bool non_retryable;
-    const char *retry_after;  /* NULL = none */
-    int64_t next_retry_delay_ms; /* <= 0 = none */
-} rb_fail_input;
 
 /* The longest numeric retry_after written as text ("9200000000000000000"). */
 #define RB_ENG_RETRY_AFTER 32

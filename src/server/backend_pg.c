@@ -167,16 +167,7 @@ static void pg_ack(rb_srv *srv, rb_eng_op *op)
 static void pg_fail(rb_srv *srv, rb_eng_op *op)
 {
     rb_pgreq *r = job_request(op, RB_PGR_FAIL);
-    const rb_fail_input *in = &op->u.job.fail;
-    r->u.fail.f = (rb_pg_failure){
-        .ref = {r->jid, r->wid},
-        .errtype = in->errtype,
-        .message = in->message,
-        .backtrace = in->backtrace,
-        .non_retryable = in->non_retryable,
-        .retry_after = in->retry_after,
-        .next_retry_delay_ms = in->next_retry_delay_ms,
-    };
+    r->u.fail.f = (rb_pg_failure){.ref = {r->jid, r->wid}, .in = op->u.job.fail};
     rb_pgreq_post(srv, r);
 }
 

@@ -38,22 +38,11 @@ int rb_srv_fail_job(rb_srv *srv, rb_job *j, const rb_fail_input *in, int64_t now
     if (!job)
         return rb_err_set(err, RB_ESTATE, "job %s has unreadable JSON", j->jid);
     rb_policy pol;
-    rb_policy_layer layer;
     rb_err perr = {0};
-    if (rb_config_effective_policy(&srv->cfg, job, &pol, &layer, &perr)) {
-        /* validated at PUSH, so only a config change can get here */
-        rb_log(RB_LOG_WARN, "job %s: %s; using the default policy", j->jid, rb_err_msg(&perr));
-        rb_policy_default(&pol);
-    }
-    rb_failure f = {
-        .errtype = in->errtype,
-        .message = in->message,
-        .non_retryable = in->non_retryable,
-        .retry_after = in->retry_after,
-        .next_retry_delay_ms = in->next_retry_delay_ms,
-    };
     rb_decision d;
-    rb_policy_decide(&pol, j->attempts, &f, now, j->first_ms ? j->first_ms : now, &srv->rng, &d);
+    if (rb_fail_decide(&srv->cfg, job, in, j->attempts, j->first_ms, now, &srv->rng, &pol, &d,
+                       &perr)) /* validated at PUSH, so only a config change gets here */
+        rb_log(RB_LOG_WARN, "job %s: %s; using the default policy", j->jid, rb_err_msg(&perr));
     srv->total_failures++;
     rb_metrics_job(srv->metrics, RB_M_FAILED, j);
     rb_metrics_job(srv->metrics, d.outcome == RB_OUTCOME_RETRY ? RB_M_RETRIED

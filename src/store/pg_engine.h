@@ -36,6 +36,7 @@
 
 #include "common/error.h"
 #include "config/config.h"
+#include "engine/failure.h"
 #include "engine/job_state.h"
 #include "engine/mutation.h"
 #include "engine/reads.h"
@@ -184,11 +185,7 @@ int rb_pg_ack(rb_pg *pg, const rb_pg_ref *refs, size_t n, int *status, rb_pg_lab
 /* FAIL's input (docs/protocol.md "FAIL fields"). Strings borrowed. */
 typedef struct rb_pg_failure {
     rb_pg_ref ref;
-    const char *errtype, *message;
-    const json_t *backtrace;      /* array or NULL */
-    bool non_retryable;
-    const char *retry_after;      /* NULL = none */
-    int64_t next_retry_delay_ms;  /* <= 0 = none */
+    rb_fail_input in; /* FAIL's fields, borrowed */
 } rb_pg_failure;
 
 typedef struct rb_pg_fail_result {

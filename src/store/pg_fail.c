@@ -243,8 +243,8 @@ int rb_pg_reap(rb_pg *pg, int64_t now, int limit, rb_pg_fail_result *res, int *n
     rows = read_locked(r, &nrows);
     PQclear(r);
     const rb_pg_failure expired = {
-        .errtype = "ReservationExpired",
-        .message = "the job's reservation expired before ACK or FAIL",
+        .in = {.errtype = "ReservationExpired",
+               .message = "the job's reservation expired before ACK or FAIL"},
     };
     for (int i = 0; i < nrows; i++)
         if ((rc = fail_row(pg, &b, &rows[i], &expired, now, RB_JOB_EXPIRED,

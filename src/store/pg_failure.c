@@ -30,7 +30,7 @@ static void make_catch(rb_pg *pg, const pg_locked *row, const json_t *job, const
     json_decref(cj);
 }
 
-int pg_failure_decide(rb_pg *pg, const pg_locked *row, const rb_pg_failure *in, int64_t now,
+int pg_failure_decide(rb_pg *pg, const pg_locked *row, const rb_pg_failure *pf, int64_t now,
                       pg_fail_out *out, rb_err *err)
 {
     memset(out, 0, sizeof *out);
@@ -39,19 +39,12 @@ int pg_failure_decide(rb_pg *pg, const pg_locked *row, const rb_pg_failure *in, 
         return rb_err_set(err, RB_ESTATE, "job %s has unreadable JSON", row->jid);
     const char *jobtype = json_string_value(json_object_get(job, "jobtype"));
     snprintf(out->jobtype, sizeof out->jobtype, "%s", jobtype ? jobtype : "");
+    const rb_fail_input *in = &pf->in;
     rb_policy pol;
-    rb_policy_layer layer;
-    if (rb_config_effective_policy(pg_cfg(pg), job, &pol, &layer, NULL))
-        rb_policy_default(&pol); /* validated at PUSH: only a config change gets here */
-    rb_failure f = {
-        .errtype = in->errtype,
-        .message = in->message,
-        .non_retryable = in->non_retryable,
-        .retry_after = in->retry_after,
-        .next_retry_delay_ms = in->next_retry_delay_ms,
-    };
-    rb_policy_decide(&pol, row->attempts, &f, now, row->first_ms ? row->first_ms : now, &pg->rng,
-                     &out->d);
+    /* a policy that no longer resolves (a config change) falls back to the
+     * default, as on a single node */
+    rb_fail_decide(pg_cfg(pg), job, in, row->attempts, row->first_ms, now, &pg->rng, &pol,
+                   &out->d, NULL);
     const rb_decision *d = &out->d;
 
     rb_failrec_input fin = {.attempt = row->attempts, .history = row->history,

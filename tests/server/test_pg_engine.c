@@ -176,7 +176,7 @@ static int ack(const char *jid, const char *wid)
 
 static rb_pg_fail_result fail_job(const char *jid, const char *wid, const char *errtype)
 {
-    rb_pg_failure f = {.ref = {jid, wid}, .errtype = errtype, .message = "boom"};
+    rb_pg_failure f = {.ref = {jid, wid}, .in = {.errtype = errtype, .message = "boom"}};
     rb_pg_fail_result res;
     rb_err err = {0};
     cr_assert_eq(rb_pg_fail(eng, &f, 1, rb_now_ms(), &res, &err), 0, "fail: %s",
@@ -737,13 +737,14 @@ Test(pg, fail_retries_with_history_and_failure_hash)
     push("{\"jid\":\"fail00001\",\"jobtype\":\"t\",\"args\":[],"
          "\"retry_policy\":\"ftl:3 5s 1m\",\"backtrace\":2}");
     char *j = claim("default", "w");
-    rb_pg_failure f = {.ref = {j, "w"}, .errtype = "Oops", .message = "it broke",
-                       .backtrace = json_pack("[s,s,s]", "a", "b", "c")};
+    rb_pg_failure f = {.ref = {j, "w"},
+                       .in = {.errtype = "Oops", .message = "it broke",
+                              .backtrace = json_pack("[s,s,s]", "a", "b", "c")}};
     rb_pg_fail_result res;
     rb_err err = {0};
     int64_t now = rb_now_ms();
     cr_assert_eq(rb_pg_fail(eng, &f, 1, now, &res, &err), 0, "%s", rb_err_msg(&err));
-    json_decref((json_t *)f.backtrace);
+    json_decref((json_t *)f.in.backtrace);
     cr_assert_eq(res.status, RB_JOB_DONE);
     cr_assert_eq(res.outcome, RB_OUTCOME_RETRY);
     cr_assert_eq(res.delay_ms, 5000);
@@ -1240,7 +1241,7 @@ static void *decide_all(void *arg)
         char jids[5][16];
         for (int k = 0; k < 5; k++) {
             snprintf(jids[k], sizeof jids[k], "dec%06d", i + k);
-            f[k] = (rb_pg_failure){.ref = {jids[k], "w"}, .errtype = "ByWorker"};
+            f[k] = (rb_pg_failure){.ref = {jids[k], "w"}, .in = {.errtype = "ByWorker"}};
         }
         rb_pg_fail_result res[5];
         if ((d->rc = rb_pg_fail(d->pg, f, 5, d->now, res, &err)))
@@ -1429,7 +1430,7 @@ static void *load_work(void *arg)
             int j = load_index(c[i].jid);
             int k = __atomic_add_fetch(&nd->execs[j], 1, __ATOMIC_SEQ_CST);
             if (load_fails(j, k))
-                fails[nf++] = (rb_pg_failure){.ref = {c[i].jid, nd->wid}, .errtype = "Random"};
+                fails[nf++] = (rb_pg_failure){.ref = {c[i].jid, nd->wid}, .in = {.errtype = "Random"}};
             else
                 acks[na++] = (rb_pg_ref){c[i].jid, nd->wid};
         }
