@@ -104,7 +104,7 @@ void rb_conn_close(rb_conn *c)
 void rb_conn_done(rb_conn *c)
 {
     c->busy = false;
-    if (!c->closed && !c->running)
+    if (!c->closed)
         process(c);
 }
 
@@ -171,22 +171,14 @@ static bool unread_over_cap(rb_conn *c)
     return true;
 }
 
-/* Runs buffered lines until the connection is busy or the input is empty.
- * A command that completes before its handler returns (a read of the
- * single node's memory, engine/engine.h) calls rb_conn_done inside this
- * loop: the loop goes on to the next line rather than starting another
- * one, so a client's pipelined reads never nest on the stack. */
+/* Runs buffered lines until the connection is busy or the input is empty. */
 static void process(rb_conn *c)
 {
-    if (c->running)
-        return;
     size_t max = (size_t)c->srv->cfg.server.max_job_bytes;
-    c->running = true;
-    c->refs++; /* a command may close c: keep the struct until the loop ends */
     while (!c->busy && !c->closed) {
         struct evbuffer *in = bufferevent_get_input(c->bev);
         if (unread_over_cap(c))
-            break;
+            return;
         size_t n;
         char *line = evbuffer_readln(in, &n, EVBUFFER_EOL_CRLF);
         if (!line) {
@@ -196,7 +188,7 @@ static void process(rb_conn *c)
             } else if (evbuffer_get_length(in) > 0) {
                 arm_line_timeout(c);
             }
-            break;
+            return;
         }
         if (c->line_timeout)
             evtimer_del(c->line_timeout);
@@ -204,18 +196,21 @@ static void process(rb_conn *c)
             free(line);
             rb_reply_err(c, "command line longer than %zu bytes", max);
             rb_conn_close(c);
-            break;
+            return;
         }
         if (strlen(line) != n) {
             free(line);
             rb_reply_err(c, "command line contains a NUL byte");
             continue;
         }
+        c->refs++; /* the command may close c: keep the struct until we look */
         rb_command_run(c, line);
         free(line);
+        bool gone = c->closed;
+        rb_conn_unref(c);
+        if (gone)
+            return;
     }
-    c->running = false;
-    rb_conn_unref(c);
 }
 
 static void on_read(struct bufferevent *bev, void *arg)

@@ -52,7 +52,6 @@ typedef struct rb_conn {
     rb_worker *worker; /* from HELLO's wid, or NULL */
     int refs;          /* pending commit completions */
     bool hello_done, busy, waiting, closed;
-    bool running;      /* process() reads its lines (conn.c): rb_conn_done leaves the next to it */
     /* Plain sockets write replies at once (rb_conn_flush) and arm EV_WRITE
      * only while the socket is full (write_armed); TLS ones go through
      * their bufferevent. */
