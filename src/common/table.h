@@ -1,8 +1,8 @@
 /* An intrusive chained hash table keyed by strings: each element embeds the
  * chain pointer, so the table costs one bucket pointer per element and no
  * allocation per insert. Grows by doubling; lookups are O(1) on average. */
-#ifndef RB_SERVER_TABLE_H
-#define RB_SERVER_TABLE_H
+#ifndef RB_COMMON_TABLE_H
+#define RB_COMMON_TABLE_H
 
 #include <stddef.h>
 

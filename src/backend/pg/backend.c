@@ -1,5 +1,5 @@
 /* The distributed backend of the job engine (engine/engine.h): each
- * operation becomes a request to a database thread (pgmode.h), which runs
+ * operation becomes a request to a database thread (mode.h), which runs
  * it as one transaction on the shared PostgreSQL database (ACK and FAIL
  * batched with the others the thread takes at once); its completion comes
  * back to the loop thread and completes the op. */
@@ -8,10 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/pg/mode.h"
 #include "common/buf.h"
 #include "common/timeutil.h"
 #include "server/metrics.h"
-#include "server/pgmode.h"
 
 /* The engine's labels hold every queue name a job may have. */
 _Static_assert(RB_PG_QUEUE_MAX >= RB_QUEUE_NAME_MAX, "rb_pg_labels.queue is too short");
@@ -352,7 +352,7 @@ static void pg_jobs(rb_srv *srv, rb_eng_op *op)
     post(srv, op, jobs_call);
 }
 
-/* Signals are the cluster's (the worker registry, pg_workers.h). */
+/* Signals are the cluster's (the worker registry, registry.h). */
 static void workers_call(rb_pg *pg, rb_pgreq *r)
 {
     rb_eng_op *op = r->data;
@@ -467,7 +467,7 @@ static void pg_bulk(rb_srv *srv, rb_eng_op *op)
     post(srv, op, bulk_call);
 }
 
-/* The cluster's live workers (the worker registry, pg_workers.h). */
+/* The cluster's live workers (the worker registry, registry.h). */
 static void worker_list_call(rb_pg *pg, rb_pgreq *r)
 {
     rb_eng_op *op = r->data;

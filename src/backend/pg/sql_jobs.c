@@ -1,7 +1,7 @@
 /* The PostgreSQL engine's work commands: PUSH/PUSHB, FETCH (claims), ACK,
  * SNOOZE and EXTEND, each one statement (one round trip) over arrays, so the
  * requests that arrive together share it. */
-#include "store/pg_internal.h"
+#include "backend/pg/sql_impl.h"
 
 #include <stdlib.h>
 #include <string.h>

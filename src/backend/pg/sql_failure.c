@@ -1,8 +1,8 @@
 /* One failed execution through the job's policy, for the PostgreSQL engine:
  * the decision, then the attempt history entry, Faktory's `failure` hash and
  * the catch job (built by policy/failrec.c, shared with the single-node
- * server's fail.c) as texts to write into the locked row. */
-#include "store/pg_internal.h"
+ * server's backend/mem/fail.c) as texts to write into the locked row. */
+#include "backend/pg/sql_impl.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -25,8 +25,8 @@
  * Times are wall-clock milliseconds (rb_now_ms()) passed in by the caller, so
  * every node must keep its clock in sync (NTP): leases and retry times are
  * compared across nodes. */
-#ifndef RB_STORE_PG_ENGINE_H
-#define RB_STORE_PG_ENGINE_H
+#ifndef RB_BACKEND_PG_SQL_H
+#define RB_BACKEND_PG_SQL_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -64,7 +64,7 @@ typedef struct rb_pg_options {
 int rb_pg_open(const rb_pg_options *o, rb_pg **out, rb_err *err);
 void rb_pg_close(rb_pg *pg);
 
-/* --- schema (pg_schema.c) --- */
+/* --- schema (sql_schema.c) --- */
 
 /* The stored schema version: 0 when the database has no Rebound schema. */
 int rb_pg_schema_version(rb_pg *pg, int *version, rb_err *err);
@@ -80,7 +80,7 @@ int rb_pg_migrate(rb_pg *pg, int *from, int *to, rb_err *err);
 /* Same, stopping at version target (1..RB_PG_SCHEMA_VERSION); for tests. */
 int rb_pg_migrate_to(rb_pg *pg, int target, int *from, rb_err *err);
 
-/* --- connection state and notifications (pg_conn.c) --- */
+/* --- connection state and notifications (sql_conn.c) --- */
 
 /* True while the connection is up (a lost one is reopened by the next call
  * once its backoff has passed). */
@@ -104,7 +104,7 @@ unsigned rb_pg_generation(const rb_pg *pg);
  * transaction mode drop them. */
 int rb_pg_drain(rb_pg *pg, char ***queues, size_t *n, rb_err *err);
 
-/* --- pushing and claiming (pg_jobs.c) --- */
+/* --- pushing and claiming (sql_jobs.c) --- */
 
 /* A job to push. Strings are borrowed for the call. */
 typedef struct rb_pg_new_job {
@@ -149,7 +149,7 @@ int rb_pg_claim(rb_pg *pg, const char *const *queues, int nq, const char *const 
                 int64_t now, rb_pg_claimed **out, int *nout, rb_err *err);
 void rb_pg_claimed_free(rb_pg_claimed *c, int n);
 
-/* --- finishing work (pg_jobs.c, pg_fail.c) --- */
+/* --- finishing work (sql_jobs.c, sql_fail.c) --- */
 
 /* A job named by a worker: its jid and the caller's HELLO wid. A working
  * job belongs to the wid that claimed it: ACK, FAIL, SNOOZE and EXTEND
@@ -215,7 +215,7 @@ int rb_pg_snooze(rb_pg *pg, const rb_pg_ref *ref, int64_t seconds, int64_t now, 
 int rb_pg_extend(rb_pg *pg, const rb_pg_ref *ref, int64_t seconds, int64_t now, int *status,
                  int *state, rb_err *err);
 
-/* --- the timer's work: any node, concurrently (pg_jobs.c, pg_fail.c) --- */
+/* --- the timer's work: any node, concurrently (sql_jobs.c, sql_fail.c) --- */
 
 /* Enqueues up to limit scheduled and retrying jobs due by now, notifying
  * their queues. *n (may be NULL) = jobs promoted. late_ms (may be NULL;
@@ -235,7 +235,7 @@ int rb_pg_cleanup_dead(rb_pg *pg, int64_t now, int limit, int *n, rb_err *err);
  * (INT64_MAX when none): when the timer should next run. */
 int rb_pg_next_due(rb_pg *pg, int64_t *at_ms, rb_err *err);
 
-/* --- administration and reads (pg_admin.c, pg_read.c) --- */
+/* --- administration and reads (sql_admin.c, sql_read.c) --- */
 
 /* MUTATE in one transaction. "clear" ignores the filters. *changed (may be
  * NULL) = jobs that matched. RB_EINVAL for an unknown cmd or target. */

@@ -4,12 +4,12 @@
  * add a new one and bump RB_PG_SCHEMA_VERSION. Every object lives in the
  * connection's current schema, so one database can hold several deployments
  * (and the tests use one schema per case). */
-#include "store/pg_internal.h"
+#include "backend/pg/sql_impl.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-/* Version 1: the tables. States and flags are the numbers in pg_engine.h.
+/* Version 1: the tables. States and flags are the numbers in sql.h.
  * due_ms is the state's deadline (run at, lease end, retention end), or the
  * enqueue time while enqueued; enq_ms the last enqueue (enqueued_at); seq
  * the FIFO rank within a priority. Counters are split into shards so nodes
@@ -396,7 +396,7 @@ static const char migration_3[] =
  * working job. A request without a wid is still not checked. The functions
  * are replaced in place with the same signatures, so every ACK, SNOOZE and
  * EXTEND the database applies follows the rule, whichever release the node
- * runs; FAIL is decided in C (pg_fail.c), so a node of an earlier release
+ * runs; FAIL is decided in C (sql_fail.c), so a node of an earlier release
  * keeps the old rule for FAIL until it is restarted. */
 static const char migration_4[] =
     "CREATE OR REPLACE FUNCTION rb_held(p_jid text, p_wid text, OUT status int,\n"

@@ -1,6 +1,6 @@
 /* The group-commit writer thread (see writer.h). Invariant: a batch's
  * completions run only after the batch's transaction has returned. */
-#include "store/writer.h"
+#include "backend/mem/writer.h"
 
 #include <errno.h>
 #include <pthread.h>

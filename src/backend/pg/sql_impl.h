@@ -1,18 +1,18 @@
-/* Shared by the PostgreSQL engine's files (pg_*.c), not by the server: the
+/* Shared by the PostgreSQL engine's files (sql_*.c), not by the server: the
  * connection struct, the prepared-statement table, and helpers to run
  * statements and to build PostgreSQL array literals. */
-#ifndef RB_STORE_PG_INTERNAL_H
-#define RB_STORE_PG_INTERNAL_H
+#ifndef RB_BACKEND_PG_SQL_IMPL_H
+#define RB_BACKEND_PG_SQL_IMPL_H
 
 #include <libpq-fe.h>
 
+#include "backend/pg/sql.h"
 #include "common/buf.h"
 #include "policy/rng.h"
-#include "store/pg_engine.h"
 
 /* Every statement the engine runs more than once: prepared on first use on
  * each connection (they need the schema, which may not exist yet when the
- * engine connects). Keep in step with pg_stmt_sql[] in pg_conn.c. */
+ * engine connects). Keep in step with pg_stmt_sql[] in sql_conn.c. */
 typedef enum pg_stmt {
     PG_PUSH,
     PG_CLAIM,
@@ -69,7 +69,7 @@ PGresult *pg_run(rb_pg *pg, pg_stmt s, int nparams, const char *const *params, r
 PGresult *pg_query(rb_pg *pg, const char *sql, int nparams, const char *const *params,
                    rb_err *err);
 /* pg_ensure, then pg_run of s with the text parameters (now, limit), the
- * shape of the timer's statements (pg_jobs.c). */
+ * shape of the timer's statements (sql_jobs.c). */
 PGresult *pg_run_now_limit(rb_pg *pg, pg_stmt s, int64_t now, int limit, rb_err *err);
 /* A plain SQL text without parameters (BEGIN, COMMIT, DDL); 0 or the error. */
 int pg_exec(rb_pg *pg, const char *sql, rb_err *err);
@@ -97,10 +97,10 @@ int64_t pg_int(const PGresult *r, int row, int c);
  * max entries); returns the count. */
 size_t pg_parse_int_array(const char *s, int64_t *out, size_t max);
 
-/* The live workers at now (pg_workers.c), for INFO. */
+/* The live workers at now (sql_registry.c), for INFO. */
 int pg_workers_count(rb_pg *pg, int64_t now, int64_t *n, rb_err *err);
 
-/* The fail core (pg_fail.c) shared by FAIL and the reaper: runs the failure
+/* The fail core (sql_fail.c) shared by FAIL and the reaper: runs the failure
  * of each locked working row through its policy and writes the outcome. */
 typedef struct pg_locked {
     char *jid, *queue, *wid, *json, *history;
@@ -108,7 +108,7 @@ typedef struct pg_locked {
     int64_t first_ms;
 } pg_locked;
 
-/* The text of `failure`, the new history, and the catch job (pg_failure.c).
+/* The text of `failure`, the new history, and the catch job (sql_failure.c).
  * Fills the decision and writes new JSON/history texts (caller frees), and
  * the catch job to push (catch_json NULL when none). */
 typedef struct pg_fail_out {

@@ -1,22 +1,22 @@
 /* Distributed mode: `rebound serve` on a PostgreSQL database shared by
  * several nodes (docs/distributed.md). The event loop stays non-blocking:
- * the job engine's backend (backend_pg.c) posts requests to database threads, each with
- * its own engine (store/pg_engine.h), which take everything queued at once,
+ * the job engine's backend (backend.c) posts requests to database threads, each with
+ * its own engine (sql.h), which take everything queued at once,
  * run what can be batched as one call (pushes, acks, fails, claims of the
  * same queue list) and hand the finished requests back through an eventfd.
  * A listen thread turns NOTIFY into wake-ups of waiting FETCHes, a
  * maintenance thread promotes, reaps and expires on every node at once
  * (the engine's SKIP LOCKED batches make that safe), and a poll timer
  * covers lost notifications. */
-#ifndef RB_SERVER_PGMODE_H
-#define RB_SERVER_PGMODE_H
+#ifndef RB_BACKEND_PG_MODE_H
+#define RB_BACKEND_PG_MODE_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "backend/pg/sql.h"
 #include "engine/engine.h"
 #include "server/srv.h"
-#include "store/pg_engine.h"
 
 /* Database threads per node (work engines), and how often a waiting FETCH
  * claims again without a notification. */
@@ -35,7 +35,7 @@ typedef enum rb_pgreq_kind {
     RB_PGR_FAIL,  /* batched: one rb_pg_fail */
     RB_PGR_CLAIM, /* batched by queue list: one rb_pg_claim per list */
     RB_PGR_CALL,  /* anything else: r->call runs alone */
-    RB_PGR_SEEN,  /* batched: one rb_pg_workers_seen for every HELLO/BEAT (pg_workers.h) */
+    RB_PGR_SEEN,  /* batched: one rb_pg_workers_seen for every HELLO/BEAT (registry.h) */
 } rb_pgreq_kind;
 #define RB_PGR_KINDS 6
 

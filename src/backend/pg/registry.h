@@ -1,19 +1,19 @@
 /* Distributed mode's worker registry, the server's side (docs/distributed.md,
  * "Workers"): HELLO and BEAT record the worker in the cluster's table
- * (store/pg_engine.h, rb_pg_workers_seen; batched on the database threads),
+ * (sql.h, rb_pg_workers_seen; batched on the database threads),
  * BEAT answers the signal stored there (WORKERS and the HTTP API's worker
  * endpoints signal and list the cluster's live workers through the job
- * engine, backend_pg.c), and every node refreshes the rows of the
+ * engine, backend.c), and every node refreshes the rows of the
  * workers connected to it. Each node still keeps
  * its own connections' workers in srv->workers (connection counts, and
  * whether a BEAT comes from a worker connected here). Loop thread, except
  * rb_pgworkers_run_seen. */
-#ifndef RB_SERVER_PG_WORKERS_H
-#define RB_SERVER_PG_WORKERS_H
+#ifndef RB_BACKEND_PG_REGISTRY_H
+#define RB_BACKEND_PG_REGISTRY_H
 
 #include <event2/util.h>
 
-#include "server/pgmode.h"
+#include "backend/pg/mode.h"
 
 /* How often a node refreshes the rows of the workers connected to it (well
  * inside the liveness window), and how often its maintenance thread

@@ -1,5 +1,5 @@
 /* The timer heap (see heap.h). */
-#include "server/heap.h"
+#include "backend/mem/heap.h"
 
 #include <stdlib.h>
 

@@ -2,8 +2,8 @@
  * pointers) so that SQLite today and PostgreSQL later look the same to the
  * server. The server keeps every hot index in memory; the store only ever
  * receives whole-row writes in batches and is read back once, at start-up. */
-#ifndef RB_STORE_STORE_H
-#define RB_STORE_STORE_H
+#ifndef RB_BACKEND_MEM_STORE_H
+#define RB_BACKEND_MEM_STORE_H
 
 #include <stdint.h>
 

@@ -1,9 +1,9 @@
-/* Distributed mode's worker registry, the server's side (pg_workers.h):
+/* Distributed mode's worker registry, the server's side (registry.h):
  * HELLO, BEAT and this node's refresh of its connected workers, all on the
  * cluster's rb_workers table through the database threads (WORKERS, the
  * HTTP API's list of workers and the worker actions go through the job
- * engine: backend_pg.c). */
-#include "server/pg_workers.h"
+ * engine: backend.c). */
+#include "backend/pg/registry.h"
 
 #include <pthread.h>
 #include <stdio.h>

@@ -1,10 +1,10 @@
 /* A store that keeps nothing: every write succeeds and is forgotten, a load
  * finds no rows. For running the server in memory only (the protocol fuzz
  * target, fuzz/fuzz_protocol.c); never for a real server. */
-#ifndef RB_STORE_NULL_H
-#define RB_STORE_NULL_H
+#ifndef RB_BACKEND_MEM_NULL_H
+#define RB_BACKEND_MEM_NULL_H
 
-#include "store/store.h"
+#include "backend/mem/store.h"
 
 /* A new empty null store; close it with s->ops->close(s). Never fails. */
 rb_store *rb_store_null_new(void);

@@ -1,5 +1,5 @@
 /* The intrusive string-keyed hash table (see table.h). */
-#include "server/table.h"
+#include "common/table.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -2,16 +2,16 @@
  * FIFO per queue and priority), one list per other state, and one timer heap
  * for every deadline (scheduled time, retry time, reservation end, dead-job
  * expiry). Pure data structures: no I/O, no clocks. */
-#ifndef RB_SERVER_JOBS_H
-#define RB_SERVER_JOBS_H
+#ifndef RB_BACKEND_MEM_JOBS_H
+#define RB_BACKEND_MEM_JOBS_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "backend/mem/heap.h"
+#include "common/list.h"
+#include "common/table.h"
 #include "engine/job_state.h"
-#include "server/heap.h"
-#include "server/list.h"
-#include "server/table.h"
 
 #define RB_PRIORITIES 9
 

@@ -3,13 +3,13 @@
  * fills the next, then reports back through a file descriptor. Completions
  * run on the loop's thread, in submission order, after their batch is on
  * disk (or failed). */
-#ifndef RB_STORE_WRITER_H
-#define RB_STORE_WRITER_H
+#ifndef RB_BACKEND_MEM_WRITER_H
+#define RB_BACKEND_MEM_WRITER_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "store/store.h"
+#include "backend/mem/store.h"
 
 typedef struct rb_writer rb_writer;
 

@@ -1,6 +1,6 @@
 /* Reads on the PostgreSQL engine: INFO's numbers, JOB, JOBS and the
  * counters. Cluster-wide: every node sees the same answers. */
-#include "store/pg_internal.h"
+#include "backend/pg/sql_impl.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,9 +1,9 @@
-/* Distributed mode's machinery (pgmode.h): the database threads and their
+/* Distributed mode's machinery (mode.h): the database threads and their
  * batches, completions through an eventfd, the listen thread (NOTIFY ->
  * waking parked FETCHes), the maintenance thread (promote, reap, expire,
  * forget stale workers on every node), the hand-over of what the threads
  * saw to the loop's /metrics, and the FETCH life cycle on top of them. */
-#include "server/pgmode.h"
+#include "backend/pg/mode.h"
 
 #include "engine/engine.h"
 
@@ -17,11 +17,11 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "backend/pg/registry.h"
 #include "common/buf.h"
 #include "common/timeutil.h"
 #include "server/log.h"
 #include "server/metrics.h"
-#include "server/pg_workers.h"
 
 /* A write transaction a database thread ran for a PUSH, ACK or FAIL batch:
  * its rows and how long it took, for rb_metrics_commit. */

@@ -1,7 +1,7 @@
 /* The SQLite backend of the store: one table of job rows, one of counters,
  * one of keys (paused queues). WAL with synchronous=FULL: a commit returns
  * only once it is on disk. */
-#include "store/store.h"
+#include "backend/mem/store.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -4,7 +4,7 @@
  * is held from the state check to the commit, so of two nodes handling one
  * execution (a FAIL on one, the reaper on another) exactly one applies a
  * decision; the other sees the new state. */
-#include "store/pg_internal.h"
+#include "backend/pg/sql_impl.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -162,7 +162,7 @@ static int batch_write(rb_pg *pg, batch *b, int64_t now, rb_err *err)
 
 /* Holder check as docs/protocol.md: a working job belongs to the wid that
  * claimed it; a request from another wid is refused, one without a wid is
- * not checked (rb_held and rb_ack_labels in pg_schema.c say the same). */
+ * not checked (rb_held and rb_ack_labels in sql_schema.c say the same). */
 static bool other_holder(const pg_locked *row, const char *wid)
 {
     return row->state == RB_JOB_WORKING && row->wid && wid && strcmp(row->wid, wid) != 0;

@@ -1,7 +1,7 @@
 /* The PostgreSQL engine's connection: open/close, reconnecting with backoff
  * after a loss, prepared statements, LISTEN/NOTIFY, and the small helpers
- * the other pg_*.c files share (array literals, result fields). */
-#include "store/pg_internal.h"
+ * the other sql_*.c files share (array literals, result fields). */
+#include "backend/pg/sql_impl.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -9,7 +9,7 @@
 #include "common/timeutil.h"
 
 /* The SQL of each pg_stmt. The functions called here are created by the
- * migrations in pg_schema.c. */
+ * migrations in sql_schema.c. */
 static const char *const pg_stmt_sql[PG_STMT_COUNT] = {
     [PG_PUSH] = "SELECT unnest(rb_push($1::text[], $2::text[], $3::int[], $4::bigint[], $5::int[],"
                 " $6::text[], $7::bigint))",

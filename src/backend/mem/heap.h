@@ -1,8 +1,8 @@
 /* A binary min-heap of deadlines with back-pointers: each node knows its
  * index, so any node is removed or moved in O(log n). Ties on the deadline
  * are broken by a sequence number, so equal deadlines come out FIFO. */
-#ifndef RB_SERVER_HEAP_H
-#define RB_SERVER_HEAP_H
+#ifndef RB_BACKEND_MEM_HEAP_H
+#define RB_BACKEND_MEM_HEAP_H
 
 #include <stddef.h>
 #include <stdint.h>

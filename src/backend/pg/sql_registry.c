@@ -1,7 +1,7 @@
-/* The cluster's worker registry on the PostgreSQL engine (pg_engine.h,
+/* The cluster's worker registry on the PostgreSQL engine (sql.h,
  * "The worker registry"): HELLO/BEAT sightings, quiet/terminate signals,
  * the listing and the removal of stale rows. */
-#include "store/pg_internal.h"
+#include "backend/pg/sql_impl.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /* An intrusive doubly-linked list: O(1) append and removal of an element
  * that embeds an rb_link. Used for the ready queues and the per-state sets. */
-#ifndef RB_SERVER_LIST_H
-#define RB_SERVER_LIST_H
+#ifndef RB_COMMON_LIST_H
+#define RB_COMMON_LIST_H
 
 #include <stddef.h>
 

@@ -1,7 +1,7 @@
 /* Administration on the PostgreSQL engine: MUTATE, QUEUE PAUSE/RESUME/
  * REMOVE/LATENCY, FLUSH. These are operator commands: they may scan a
  * state's rows, they are not on the hot path. */
-#include "store/pg_internal.h"
+#include "backend/pg/sql_impl.h"
 
 #include <stdlib.h>
 #include <string.h>
