@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/pg/mode.h"
+#include "backend/pg/request.h"
 #include "common/buf.h"
 #include "common/timeutil.h"
 #include "server/metrics.h"
@@ -136,7 +136,7 @@ static void pg_push(rb_srv *srv, rb_eng_op *op)
     rb_pgreq_post(srv, r);
 }
 
-/* --- FETCH: the first claim; pgmode.c keeps a waiting FETCH --- */
+/* --- FETCH: the first claim; fetch.c keeps a waiting FETCH --- */
 
 static void pg_fetch(rb_srv *srv, rb_eng_op *op)
 {

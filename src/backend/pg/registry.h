@@ -13,7 +13,7 @@
 
 #include <event2/util.h>
 
-#include "backend/pg/mode.h"
+#include "backend/pg/request.h"
 
 /* How often a node refreshes the rows of the workers connected to it (well
  * inside the liveness window), and how often its maintenance thread
