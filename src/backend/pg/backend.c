@@ -120,7 +120,7 @@ static void post(rb_srv *srv, rb_eng_op *op, void (*call)(rb_pg *, rb_pgreq *))
 
 /* --- PUSH, PUSHB --- */
 
-static void pg_push(rb_srv *srv, rb_eng_op *op)
+static void dist_push(rb_srv *srv, rb_eng_op *op)
 {
     size_t n = op->u.push.n;
     rb_pgreq *r = rb_pgreq_new(RB_PGR_PUSH, NULL);
@@ -138,7 +138,7 @@ static void pg_push(rb_srv *srv, rb_eng_op *op)
 
 /* --- FETCH: the first claim; fetch.c keeps a waiting FETCH --- */
 
-static void pg_fetch(rb_srv *srv, rb_eng_op *op)
+static void dist_fetch(rb_srv *srv, rb_eng_op *op)
 {
     rb_pgmode_fetch(srv, op);
 }
@@ -157,14 +157,14 @@ static rb_pgreq *job_request(rb_eng_op *op, rb_pgreq_kind kind)
     return r;
 }
 
-static void pg_ack(rb_srv *srv, rb_eng_op *op)
+static void dist_ack(rb_srv *srv, rb_eng_op *op)
 {
     rb_pgreq *r = job_request(op, RB_PGR_ACK);
     r->u.ack.ref = (rb_pg_ref){r->jid, r->wid};
     rb_pgreq_post(srv, r);
 }
 
-static void pg_fail(rb_srv *srv, rb_eng_op *op)
+static void dist_fail(rb_srv *srv, rb_eng_op *op)
 {
     rb_pgreq *r = job_request(op, RB_PGR_FAIL);
     r->u.fail.f = (rb_pg_failure){.ref = {r->jid, r->wid}, .in = op->u.job.fail};
@@ -187,14 +187,14 @@ static void extend_call(rb_pg *pg, rb_pgreq *r)
                          &r->u.ref.state, &r->err);
 }
 
-static void pg_snooze(rb_srv *srv, rb_eng_op *op)
+static void dist_snooze(rb_srv *srv, rb_eng_op *op)
 {
     rb_pgreq *r = job_request(op, RB_PGR_CALL);
     r->call = snooze_call;
     rb_pgreq_post(srv, r);
 }
 
-static void pg_extend(rb_srv *srv, rb_eng_op *op)
+static void dist_extend(rb_srv *srv, rb_eng_op *op)
 {
     rb_pgreq *r = job_request(op, RB_PGR_CALL);
     r->call = extend_call;
@@ -208,7 +208,7 @@ static void flush_call(rb_pg *pg, rb_pgreq *r)
     r->rc = rb_pg_flush(pg, &r->err);
 }
 
-static void pg_flush(rb_srv *srv, rb_eng_op *op)
+static void dist_flush(rb_srv *srv, rb_eng_op *op)
 {
     post(srv, op, flush_call);
 }
@@ -219,7 +219,7 @@ static void mutate_call(rb_pg *pg, rb_pgreq *r)
     r->rc = rb_pg_mutate(pg, &op->u.mutate.m, op->now, &op->u.mutate.changed, &r->err);
 }
 
-static void pg_mutate(rb_srv *srv, rb_eng_op *op)
+static void dist_mutate(rb_srv *srv, rb_eng_op *op)
 {
     post(srv, op, mutate_call);
 }
@@ -262,7 +262,7 @@ static void info_call(rb_pg *pg, rb_pgreq *r)
     free(names);
 }
 
-static void pg_info(rb_srv *srv, rb_eng_op *op)
+static void dist_info(rb_srv *srv, rb_eng_op *op)
 {
     post(srv, op, info_call);
 }
@@ -307,7 +307,7 @@ static void queue_call(rb_pg *pg, rb_pgreq *r)
         r->rc = queue_read_back(pg, op, &r->err);
 }
 
-static void pg_queue(rb_srv *srv, rb_eng_op *op)
+static void dist_queue(rb_srv *srv, rb_eng_op *op)
 {
     post(srv, op, queue_call);
 }
@@ -321,7 +321,7 @@ static void latency_call(rb_pg *pg, rb_pgreq *r)
                                 op->u.queue.latency, &r->err);
 }
 
-static void pg_latency(rb_srv *srv, rb_eng_op *op)
+static void dist_latency(rb_srv *srv, rb_eng_op *op)
 {
     post(srv, op, latency_call);
 }
@@ -335,7 +335,7 @@ static void job_call(rb_pg *pg, rb_pgreq *r)
         r->rc = 0;
 }
 
-static void pg_job(rb_srv *srv, rb_eng_op *op)
+static void dist_job(rb_srv *srv, rb_eng_op *op)
 {
     post(srv, op, job_call);
 }
@@ -347,7 +347,7 @@ static void jobs_call(rb_pg *pg, rb_pgreq *r)
                        &r->err);
 }
 
-static void pg_jobs(rb_srv *srv, rb_eng_op *op)
+static void dist_jobs(rb_srv *srv, rb_eng_op *op)
 {
     post(srv, op, jobs_call);
 }
@@ -360,7 +360,7 @@ static void workers_call(rb_pg *pg, rb_pgreq *r)
                                  &op->u.workers.changed, &r->err);
 }
 
-static void pg_workers(rb_srv *srv, rb_eng_op *op)
+static void dist_workers(rb_srv *srv, rb_eng_op *op)
 {
     post(srv, op, workers_call);
 }
@@ -400,7 +400,7 @@ static void job_action_call(rb_pg *pg, rb_pgreq *r)
         op->u.job_action.state = 0; /* gone (discarded) */
 }
 
-static void pg_job_action(rb_srv *srv, rb_eng_op *op)
+static void dist_job_action(rb_srv *srv, rb_eng_op *op)
 {
     post(srv, op, job_action_call);
 }
@@ -462,7 +462,7 @@ static void bulk_call(rb_pg *pg, rb_pgreq *r)
     free(pick);
 }
 
-static void pg_bulk(rb_srv *srv, rb_eng_op *op)
+static void dist_bulk(rb_srv *srv, rb_eng_op *op)
 {
     post(srv, op, bulk_call);
 }
@@ -484,28 +484,28 @@ static void worker_list_call(rb_pg *pg, rb_pgreq *r)
     free(l);
 }
 
-static void pg_worker_list(rb_srv *srv, rb_eng_op *op)
+static void dist_worker_list(rb_srv *srv, rb_eng_op *op)
 {
     post(srv, op, worker_list_call);
 }
 
 const rb_backend rb_backend_pg = {
     .name = "postgresql",
-    .push = pg_push,
-    .fetch = pg_fetch,
-    .ack = pg_ack,
-    .fail = pg_fail,
-    .snooze = pg_snooze,
-    .extend = pg_extend,
-    .flush = pg_flush,
-    .mutate = pg_mutate,
-    .info = pg_info,
-    .queue = pg_queue,
-    .latency = pg_latency,
-    .job = pg_job,
-    .jobs = pg_jobs,
-    .workers = pg_workers,
-    .job_action = pg_job_action,
-    .bulk = pg_bulk,
-    .worker_list = pg_worker_list,
+    .push = dist_push,
+    .fetch = dist_fetch,
+    .ack = dist_ack,
+    .fail = dist_fail,
+    .snooze = dist_snooze,
+    .extend = dist_extend,
+    .flush = dist_flush,
+    .mutate = dist_mutate,
+    .info = dist_info,
+    .queue = dist_queue,
+    .latency = dist_latency,
+    .job = dist_job,
+    .jobs = dist_jobs,
+    .workers = dist_workers,
+    .job_action = dist_job_action,
+    .bulk = dist_bulk,
+    .worker_list = dist_worker_list,
 };

@@ -28,7 +28,7 @@ static int64_t mono_us(void)
 /* The write transactions of one batch (at most one each for pushes, acks
  * and fails). */
 typedef struct batch_commits {
-    pg_commit c[3];
+    mode_commit c[3];
     size_t n;
 } batch_commits;
 
@@ -36,7 +36,7 @@ typedef struct batch_commits {
 static void commit_seen(batch_commits *bc, size_t n_ops, int64_t start_us)
 {
     if (bc->n < sizeof bc->c / sizeof *bc->c)
-        bc->c[bc->n++] = (pg_commit){n_ops, mono_us() - start_us};
+        bc->c[bc->n++] = (mode_commit){n_ops, mono_us() - start_us};
 }
 
 static void fail_all(rb_pgreq **v, size_t n, int rc, const rb_err *err)

@@ -51,7 +51,7 @@ static void on_efd(evutil_socket_t fd, short what, void *arg)
     pm->notified = NULL;
     pm->n_notified = 0;
     pm->notify_all = false;
-    pg_observed seen = pm->seen;
+    mode_observed seen = pm->seen;
     memset(&pm->seen, 0, sizeof pm->seen);
     pthread_mutex_unlock(&pm->mu);
     mode_observed_count(srv, &seen);

@@ -25,21 +25,21 @@
 
 /* A write transaction a database thread ran for a PUSH, ACK or FAIL batch:
  * its rows and how long it took, for rb_metrics_commit. */
-typedef struct pg_commit {
+typedef struct mode_commit {
     size_t n_ops;
     int64_t us;
-} pg_commit;
+} mode_commit;
 
 /* What the threads saw for this node's /metrics, waiting for the loop
  * thread (the only one that may touch srv->metrics). */
-typedef struct pg_observed {
+typedef struct mode_observed {
     rb_pg_fail_result *reaped; /* expired reservations failed (status DONE) */
     size_t n_reaped;
     int64_t *late; /* lateness of promoted jobs, ms */
     size_t n_late;
-    pg_commit *commits;
+    mode_commit *commits;
     size_t n_commits;
-} pg_observed;
+} mode_observed;
 
 struct rb_pgmode {
     rb_srv *srv;
@@ -57,7 +57,7 @@ struct rb_pgmode {
     char **notified;
     size_t n_notified;
     bool notify_all;
-    pg_observed seen; /* for /metrics */
+    mode_observed seen; /* for /metrics */
     bool signalled; /* efd written since the loop last read it */
     bool stop;
 
@@ -96,9 +96,9 @@ void *mode_append(void *arr, size_t *len, const void *src, size_t n, size_t sz);
 void mode_note_maintenance(rb_pgmode *pm, const rb_pg_fail_result *reaped, size_t n_reaped,
                            const int64_t *late, size_t n_late);
 /* Frees what o holds and zeroes it. */
-void mode_observed_release(pg_observed *o);
+void mode_observed_release(mode_observed *o);
 /* Counts what the threads saw into this node's /metrics (loop thread). */
-void mode_observed_count(rb_srv *srv, const pg_observed *o);
+void mode_observed_count(rb_srv *srv, const mode_observed *o);
 /* Frees r (its kind's fields, data, copies) without touching its connection. */
 void mode_req_free(rb_pgreq *r);
 /* Frees r and drops its reference without running c's next command (c

@@ -73,7 +73,7 @@ void mode_note_maintenance(rb_pgmode *pm, const rb_pg_fail_result *reaped, size_
     pthread_mutex_unlock(&pm->mu);
 }
 
-void mode_observed_release(pg_observed *o)
+void mode_observed_release(mode_observed *o)
 {
     free(o->reaped);
     free(o->late);
@@ -82,7 +82,7 @@ void mode_observed_release(pg_observed *o)
 }
 
 /* Counts what the threads saw into this node's /metrics (loop thread). */
-void mode_observed_count(rb_srv *srv, const pg_observed *o)
+void mode_observed_count(rb_srv *srv, const mode_observed *o)
 {
     for (size_t i = 0; i < o->n_reaped; i++)
         rb_pgmode_count_failure(srv, &o->reaped[i]);

@@ -13,7 +13,7 @@ int rb_pg_mutate(rb_pg *pg, const rb_mutation *m, int64_t now, size_t *changed, 
     int rc = rb_mutation_check(m, err);
     if (rc)
         return rc;
-    rc = pg_ensure(pg, err);
+    rc = sql_ensure(pg, err);
     if (rc)
         return rc;
     bool clear = !strcmp(m->cmd, "clear");
@@ -22,48 +22,48 @@ int rb_pg_mutate(rb_pg *pg, const rb_mutation *m, int64_t now, size_t *changed, 
     rb_buf jids = RB_BUF_INIT, chosen = RB_BUF_INIT;
     const char *sel[2] = {target, NULL};
     if (!clear && m->jids) { /* an empty list selects nothing */
-        pg_arr_begin(&jids);
+        sql_arr_begin(&jids);
         for (size_t i = 0; i < m->n_jids; i++)
-            pg_arr_str(&jids, m->jids[i]);
-        pg_arr_end(&jids);
+            sql_arr_str(&jids, m->jids[i]);
+        sql_arr_end(&jids);
         sel[1] = jids.data;
     }
     size_t n = 0;
-    if ((rc = pg_exec(pg, "BEGIN", err)))
+    if ((rc = sql_exec(pg, "BEGIN", err)))
         goto out;
-    PGresult *r = pg_run(pg, PG_MUTATE_SELECT, 2, sel, err);
+    PGresult *r = sql_run(pg, SQL_MUTATE_SELECT, 2, sel, err);
     if (!r) {
         rc = err ? err->code : RB_ESTORE;
         goto fail;
     }
-    pg_arr_begin(&chosen);
+    sql_arr_begin(&chosen);
     for (int i = 0; i < PQntuples(r); i++) {
         if (clear || rb_mutation_matches(m, PQgetvalue(r, i, 1))) {
-            pg_arr_str(&chosen, PQgetvalue(r, i, 0));
+            sql_arr_str(&chosen, PQgetvalue(r, i, 0));
             n++;
         }
     }
-    pg_arr_end(&chosen);
+    sql_arr_end(&chosen);
     PQclear(r);
     char nowtxt[24], ret[24];
     snprintf(nowtxt, sizeof nowtxt, "%lld", (long long)now);
-    snprintf(ret, sizeof ret, "%lld", (long long)(pg_cfg(pg)->server.dead_retention_s * 1000));
+    snprintf(ret, sizeof ret, "%lld", (long long)(sql_cfg(pg)->server.dead_retention_s * 1000));
     const char *apply[4] = {m->cmd, chosen.data, nowtxt, ret};
     if (n > 0) {
-        r = pg_run(pg, PG_MUTATE_APPLY, 4, apply, err);
+        r = sql_run(pg, SQL_MUTATE_APPLY, 4, apply, err);
         if (!r) {
             rc = err ? err->code : RB_ESTORE;
             goto fail;
         }
         PQclear(r);
     }
-    if ((rc = pg_exec(pg, "COMMIT", err)))
+    if ((rc = sql_exec(pg, "COMMIT", err)))
         goto fail;
     if (changed)
         *changed = n;
     goto out;
 fail:
-    pg_rollback(pg);
+    sql_rollback(pg);
 out:
     rb_buf_release(&jids);
     rb_buf_release(&chosen);
@@ -74,19 +74,19 @@ out:
 static void names_array(rb_buf *b, const char *const *names, int n, bool *all)
 {
     *all = false;
-    pg_arr_begin(b);
+    sql_arr_begin(b);
     for (int i = 0; i < n; i++) {
         if (!strcmp(names[i], "*"))
             *all = true;
         else
-            pg_arr_str(b, names[i]);
+            sql_arr_str(b, names[i]);
     }
-    pg_arr_end(b);
+    sql_arr_end(b);
 }
 
 int rb_pg_queue_pause(rb_pg *pg, const char *const *names, int n, bool paused, rb_err *err)
 {
-    int rc = pg_ensure(pg, err);
+    int rc = sql_ensure(pg, err);
     if (rc)
         return rc;
     bool all;
@@ -97,8 +97,8 @@ int rb_pg_queue_pause(rb_pg *pg, const char *const *names, int n, bool paused, r
      * or paused). Rows are locked in name order (the lock order). A pause
      * records a queue not known yet; a resume leaves it unknown, as a
      * single node does. */
-    PGresult *r = pg_query(pg,
-                           paused ? "INSERT INTO rb_queues (name, paused)"
+    PGresult *r = sql_query(pg,
+                            paused ? "INSERT INTO rb_queues (name, paused)"
                                     " SELECT q, true FROM (SELECT unnest($1::text[]) AS q"
                                     "   UNION SELECT name FROM rb_queues WHERE $2::boolean) s"
                                     " ORDER BY q"
@@ -119,25 +119,25 @@ int rb_pg_queue_pause(rb_pg *pg, const char *const *names, int n, bool paused, r
 int rb_pg_queue_remove(rb_pg *pg, const char *const *names, int n, int64_t *removed,
                        rb_err *err)
 {
-    int rc = pg_ensure(pg, err);
+    int rc = sql_ensure(pg, err);
     if (rc)
         return rc;
     bool all;
     rb_buf a = RB_BUF_INIT;
     names_array(&a, names, n, &all);
     const char *params[2] = {a.data, all ? "t" : "f"};
-    PGresult *r = pg_query(pg,
-                           "WITH d AS (DELETE FROM rb_jobs WHERE state = 2"
-                           "   AND ($2::boolean OR queue = ANY($1::text[])) RETURNING 1),"
-                           " u AS (UPDATE rb_queues SET paused = false"
-                           "   WHERE paused AND ($2::boolean OR name = ANY($1::text[])) RETURNING 1)"
-                           " SELECT (SELECT count(*) FROM d), (SELECT count(*) FROM u)",
-                           2, params, err);
+    PGresult *r = sql_query(pg,
+                            "WITH d AS (DELETE FROM rb_jobs WHERE state = 2"
+                            "   AND ($2::boolean OR queue = ANY($1::text[])) RETURNING 1),"
+                            " u AS (UPDATE rb_queues SET paused = false"
+                            "   WHERE paused AND ($2::boolean OR name = ANY($1::text[])) RETURNING 1)"
+                            " SELECT (SELECT count(*) FROM d), (SELECT count(*) FROM u)",
+                            2, params, err);
     rb_buf_release(&a);
     if (!r)
         return err ? err->code : RB_ESTORE;
     if (removed)
-        *removed = pg_int(r, 0, 0);
+        *removed = sql_int(r, 0, 0);
     PQclear(r);
     return 0;
 }
@@ -145,26 +145,26 @@ int rb_pg_queue_remove(rb_pg *pg, const char *const *names, int n, int64_t *remo
 int rb_pg_queue_latency(rb_pg *pg, const char *const *names, int n, int64_t now, double *out,
                         rb_err *err)
 {
-    int rc = pg_ensure(pg, err);
+    int rc = sql_ensure(pg, err);
     if (rc)
         return rc;
     rb_buf a = RB_BUF_INIT;
-    pg_arr_begin(&a);
+    sql_arr_begin(&a);
     for (int i = 0; i < n; i++)
-        pg_arr_str(&a, names[i]);
-    pg_arr_end(&a);
+        sql_arr_str(&a, names[i]);
+    sql_arr_end(&a);
     const char *params[1] = {a.data};
-    PGresult *r = pg_query(pg,
-                           "SELECT (SELECT min(j.due_ms) FROM rb_jobs j"
-                           "  WHERE j.state = 2 AND j.queue = u.q)"
-                           " FROM unnest($1::text[]) WITH ORDINALITY AS u(q, ord) ORDER BY u.ord",
-                           1, params, err);
+    PGresult *r = sql_query(pg,
+                            "SELECT (SELECT min(j.due_ms) FROM rb_jobs j"
+                            "  WHERE j.state = 2 AND j.queue = u.q)"
+                            " FROM unnest($1::text[]) WITH ORDINALITY AS u(q, ord) ORDER BY u.ord",
+                            1, params, err);
     rb_buf_release(&a);
     if (!r)
         return err ? err->code : RB_ESTORE;
     for (int i = 0; i < n; i++) {
         bool none = i >= PQntuples(r) || PQgetisnull(r, i, 0);
-        int64_t oldest = none ? now : pg_int(r, i, 0);
+        int64_t oldest = none ? now : sql_int(r, i, 0);
         out[i] = oldest < now ? (double)(now - oldest) / 1000.0 : 0.0;
     }
     PQclear(r);
@@ -173,19 +173,19 @@ int rb_pg_queue_latency(rb_pg *pg, const char *const *names, int n, int64_t now,
 
 int rb_pg_flush(rb_pg *pg, rb_err *err)
 {
-    int rc = pg_ensure(pg, err);
+    int rc = sql_ensure(pg, err);
     if (rc)
         return rc;
-    return pg_exec(pg, "TRUNCATE rb_jobs, rb_counters, rb_queues", err);
+    return sql_exec(pg, "TRUNCATE rb_jobs, rb_counters, rb_queues", err);
 }
 
 int rb_pg_queue_known(rb_pg *pg, const char *name, bool *known, rb_err *err)
 {
-    int rc = pg_ensure(pg, err);
+    int rc = sql_ensure(pg, err);
     if (rc)
         return rc;
     const char *params[1] = {name};
-    PGresult *r = pg_query(pg, "SELECT 1 FROM rb_queues WHERE name = $1", 1, params, err);
+    PGresult *r = sql_query(pg, "SELECT 1 FROM rb_queues WHERE name = $1", 1, params, err);
     if (!r)
         return err ? err->code : RB_ESTORE;
     *known = PQntuples(r) > 0;

@@ -8,59 +8,59 @@
 
 #include "common/timeutil.h"
 
-/* The SQL of each pg_stmt. The functions called here are created by the
+/* The SQL of each sql_stmt. The functions called here are created by the
  * migrations in sql_schema.c. */
-static const char *const pg_stmt_sql[PG_STMT_COUNT] = {
-    [PG_PUSH] = "SELECT unnest(rb_push($1::text[], $2::text[], $3::int[], $4::bigint[], $5::int[],"
+static const char *const sql_stmt_text[SQL_STMT_COUNT] = {
+    [SQL_PUSH] = "SELECT unnest(rb_push($1::text[], $2::text[], $3::int[], $4::bigint[], $5::int[],"
                 " $6::text[], $7::bigint))",
-    [PG_CLAIM] = "SELECT slot, jid, json, enq_ms FROM rb_claim($1::text[], $2::text[], $3::bigint)"
+    [SQL_CLAIM] = "SELECT slot, jid, json, enq_ms FROM rb_claim($1::text[], $2::text[], $3::bigint)"
                  " ORDER BY slot",
-    [PG_ACK] = "SELECT status, queue, jobtype FROM rb_ack_labels($1::text[], $2::text[], $3::int)",
-    [PG_LOCK_JOBS] = "SELECT jid, queue, wid, json, history, state, priority, attempts, flags,"
+    [SQL_ACK] = "SELECT status, queue, jobtype FROM rb_ack_labels($1::text[], $2::text[], $3::int)",
+    [SQL_LOCK_JOBS] = "SELECT jid, queue, wid, json, history, state, priority, attempts, flags,"
                      " first_ms FROM rb_jobs WHERE jid = ANY($1::text[]) ORDER BY jid FOR UPDATE",
-    [PG_LOCK_EXPIRED] = "SELECT jid, queue, wid, json, history, state, priority, attempts, flags,"
+    [SQL_LOCK_EXPIRED] = "SELECT jid, queue, wid, json, history, state, priority, attempts, flags,"
                         " first_ms FROM rb_jobs WHERE state = 3 AND due_ms <= $1::bigint"
                         " ORDER BY due_ms LIMIT $2::int FOR UPDATE SKIP LOCKED",
-    [PG_FAIL_APPLY] = "SELECT rb_fail_apply($1::text[], $2::int[], $3::bigint[], $4::int[],"
+    [SQL_FAIL_APPLY] = "SELECT rb_fail_apply($1::text[], $2::int[], $3::bigint[], $4::int[],"
                       " $5::text[], $6::text[], $7::text[], $8::int, $9::int)",
-    [PG_SNOOZE] = "SELECT status, state FROM rb_snooze($1, $2, $3::bigint, $4::bigint)",
-    [PG_EXTEND] = "SELECT status, state FROM rb_extend($1, $2, $3::bigint, $4::bigint)",
-    [PG_PROMOTE] = "SELECT rb_promote_late($1::bigint, $2::int)",
-    [PG_CLEANUP_DEAD] = "WITH d AS MATERIALIZED (SELECT jid FROM rb_jobs WHERE state = 5"
+    [SQL_SNOOZE] = "SELECT status, state FROM rb_snooze($1, $2, $3::bigint, $4::bigint)",
+    [SQL_EXTEND] = "SELECT status, state FROM rb_extend($1, $2, $3::bigint, $4::bigint)",
+    [SQL_PROMOTE] = "SELECT rb_promote_late($1::bigint, $2::int)",
+    [SQL_CLEANUP_DEAD] = "WITH d AS MATERIALIZED (SELECT jid FROM rb_jobs WHERE state = 5"
                         " AND due_ms <= $1::bigint ORDER BY due_ms LIMIT $2::int"
                         " FOR UPDATE SKIP LOCKED)"
                         " DELETE FROM rb_jobs j USING d WHERE j.jid = d.jid",
-    [PG_NEXT_DUE] = "SELECT least((SELECT min(due_ms) FROM rb_jobs WHERE state = 1),"
+    [SQL_NEXT_DUE] = "SELECT least((SELECT min(due_ms) FROM rb_jobs WHERE state = 1),"
                     " (SELECT min(due_ms) FROM rb_jobs WHERE state = 3),"
                     " (SELECT min(due_ms) FROM rb_jobs WHERE state = 4),"
                     " (SELECT min(due_ms) FROM rb_jobs WHERE state = 5))",
-    [PG_MUTATE_SELECT] = "SELECT jid, json FROM rb_jobs WHERE state = $1::int"
+    [SQL_MUTATE_SELECT] = "SELECT jid, json FROM rb_jobs WHERE state = $1::int"
                          " AND ($2::text[] IS NULL OR jid = ANY($2::text[]))"
                          " ORDER BY jid FOR UPDATE",
-    [PG_MUTATE_APPLY] = "SELECT rb_mutate_apply($1, $2::text[], $3::bigint, $4::bigint)",
-    [PG_INFO] = "SELECT rb_info()",
-    [PG_JOB] = "SELECT jid, queue, json, history, wid, state, priority, attempts, reserve_s,"
+    [SQL_MUTATE_APPLY] = "SELECT rb_mutate_apply($1, $2::text[], $3::bigint, $4::bigint)",
+    [SQL_INFO] = "SELECT rb_info()",
+    [SQL_JOB] = "SELECT jid, queue, json, history, wid, state, priority, attempts, reserve_s,"
                " flags, due_ms, first_ms, enq_ms FROM rb_jobs WHERE jid = $1",
-    [PG_COUNTERS] = "SELECT coalesce(sum(value) FILTER (WHERE name = 'processed'), 0),"
+    [SQL_COUNTERS] = "SELECT coalesce(sum(value) FILTER (WHERE name = 'processed'), 0),"
                     " coalesce(sum(value) FILTER (WHERE name = 'failures'), 0) FROM rb_counters",
-    [PG_WORKERS_SEEN] = "SELECT rb_worker_seen($1::text[], $2::int[], $3::text[], $4, $5::bigint,"
+    [SQL_WORKERS_SEEN] = "SELECT rb_worker_seen($1::text[], $2::int[], $3::text[], $4, $5::bigint,"
                         " $6::bigint)",
-    [PG_WORKERS_SIGNAL] = "WITH l AS (SELECT wid FROM rb_workers WHERE seen_ms >= $3::bigint"
+    [SQL_WORKERS_SIGNAL] = "WITH l AS (SELECT wid FROM rb_workers WHERE seen_ms >= $3::bigint"
                           " AND ($1::text IS NULL OR wid = $1) ORDER BY wid FOR UPDATE)"
                           " UPDATE rb_workers w SET signal = $2::int FROM l WHERE w.wid = l.wid",
-    [PG_WORKERS_LIST] = "SELECT wid, info, node, first_ms, beat_ms, seen_ms, signal"
+    [SQL_WORKERS_LIST] = "SELECT wid, info, node, first_ms, beat_ms, seen_ms, signal"
                         " FROM rb_workers WHERE seen_ms >= $1::bigint ORDER BY wid",
-    [PG_WORKERS_COUNT] = "SELECT count(*) FROM rb_workers WHERE seen_ms >= $1::bigint",
-    [PG_WORKERS_CLEANUP] = "WITH d AS MATERIALIZED (SELECT wid FROM rb_workers"
+    [SQL_WORKERS_COUNT] = "SELECT count(*) FROM rb_workers WHERE seen_ms >= $1::bigint",
+    [SQL_WORKERS_CLEANUP] = "WITH d AS MATERIALIZED (SELECT wid FROM rb_workers"
                            " WHERE seen_ms < $1::bigint ORDER BY seen_ms LIMIT $2::int"
                            " FOR UPDATE SKIP LOCKED)"
                            " DELETE FROM rb_workers w USING d WHERE w.wid = d.wid",
 };
 
-#define PG_BACKOFF_FIRST_MS 100
-#define PG_BACKOFF_MAX_MS 5000
+#define SQL_BACKOFF_FIRST_MS 100
+#define SQL_BACKOFF_MAX_MS 5000
 
-const rb_config *pg_cfg(const rb_pg *pg)
+const rb_config *sql_cfg(const rb_pg *pg)
 {
     return pg->cfg ? pg->cfg : &pg->defaults;
 }
@@ -83,7 +83,7 @@ static void remember_error(rb_pg *pg, const char *msg)
     pg->last_error[n] = '\0';
 }
 
-void pg_lost(rb_pg *pg)
+void sql_lost(rb_pg *pg)
 {
     if (pg->conn) {
         remember_error(pg, PQerrorMessage(pg->conn));
@@ -91,7 +91,7 @@ void pg_lost(rb_pg *pg)
         pg->conn = NULL;
     }
     pg->prepared = 0;
-    pg->backoff_ms = PG_BACKOFF_FIRST_MS;
+    pg->backoff_ms = SQL_BACKOFF_FIRST_MS;
     pg->next_try_ms = rb_mono_ms(); /* the next call tries at once */
 }
 
@@ -136,22 +136,22 @@ static int connect_once(rb_pg *pg, rb_err *err)
         rb_buf sql = RB_BUF_INIT;
         rb_buf_printf(&sql, "LISTEN %s", id ? id : "\"rebound\"");
         PQfreemem(id);
-        int rc = pg_exec(pg, rb_buf_str(&sql), err);
+        int rc = sql_exec(pg, rb_buf_str(&sql), err);
         rb_buf_release(&sql);
         if (rc)
             return rc;
     }
     pg->generation++;
-    pg->backoff_ms = PG_BACKOFF_FIRST_MS;
+    pg->backoff_ms = SQL_BACKOFF_FIRST_MS;
     return 0;
 }
 
-int pg_ensure(rb_pg *pg, rb_err *err)
+int sql_ensure(rb_pg *pg, rb_err *err)
 {
     if (pg->conn && PQstatus(pg->conn) == CONNECTION_OK)
         return 0;
     if (pg->conn)
-        pg_lost(pg);
+        sql_lost(pg);
     int64_t now = rb_mono_ms();
     if (now < pg->next_try_ms)
         return rb_err_set(err, RB_ECONN, "database unavailable (%s); reconnecting in %lld ms",
@@ -159,7 +159,7 @@ int pg_ensure(rb_pg *pg, rb_err *err)
     int rc = connect_once(pg, err);
     if (rc) {
         pg->next_try_ms = rb_mono_ms() + pg->backoff_ms;
-        pg->backoff_ms = pg->backoff_ms * 2 > PG_BACKOFF_MAX_MS ? PG_BACKOFF_MAX_MS
+        pg->backoff_ms = pg->backoff_ms * 2 > SQL_BACKOFF_MAX_MS ? SQL_BACKOFF_MAX_MS
                                                                 : pg->backoff_ms * 2;
     }
     return rc;
@@ -190,7 +190,7 @@ int rb_pg_open(const rb_pg_options *o, rb_pg **out, rb_err *err)
     else
         rb_rng_seed_os(&pg->rng);
     pg->shard = (int)rb_rng_range(&pg->rng, 0, 15);
-    pg->backoff_ms = PG_BACKOFF_FIRST_MS;
+    pg->backoff_ms = SQL_BACKOFF_FIRST_MS;
     int rc = connect_once(pg, err);
     if (rc) {
         rb_pg_close(pg);
@@ -218,7 +218,7 @@ bool rb_pg_connected(const rb_pg *pg)
 
 int rb_pg_reconnect(rb_pg *pg, rb_err *err)
 {
-    return pg_ensure(pg, err);
+    return sql_ensure(pg, err);
 }
 
 int rb_pg_socket(const rb_pg *pg)
@@ -254,8 +254,8 @@ static void fail_result(rb_pg *pg, PGresult *r, rb_err *err)
             PQfinish(pg->conn);
             pg->conn = NULL;
         }
-        pg_lost(pg);
-        pg_lost(pg);
+        sql_lost(pg);
+        sql_lost(pg);
         rb_err_set(err, RB_ECONN, "database connection lost: %s", pg->last_error);
     } else {
         const char *msg = r ? PQresultErrorMessage(r) : PQerrorMessage(pg->conn);
@@ -271,7 +271,7 @@ static bool result_ok(const PGresult *r)
     return r && (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK);
 }
 
-int pg_exec(rb_pg *pg, const char *sql, rb_err *err)
+int sql_exec(rb_pg *pg, const char *sql, rb_err *err)
 {
     if (!pg->conn)
         return rb_err_set(err, RB_ECONN, "database unavailable (%s)", pg->last_error);
@@ -284,13 +284,13 @@ int pg_exec(rb_pg *pg, const char *sql, rb_err *err)
     return 0;
 }
 
-void pg_rollback(rb_pg *pg)
+void sql_rollback(rb_pg *pg)
 {
     if (pg->conn && PQstatus(pg->conn) == CONNECTION_OK)
         PQclear(PQexec(pg->conn, "ROLLBACK"));
 }
 
-PGresult *pg_run(rb_pg *pg, pg_stmt s, int nparams, const char *const *params, rb_err *err)
+PGresult *sql_run(rb_pg *pg, sql_stmt s, int nparams, const char *const *params, rb_err *err)
 {
     if (!pg->conn) {
         rb_err_set(err, RB_ECONN, "database unavailable (%s)", pg->last_error);
@@ -299,7 +299,7 @@ PGresult *pg_run(rb_pg *pg, pg_stmt s, int nparams, const char *const *params, r
     char name[16];
     snprintf(name, sizeof name, "rb_s%d", (int)s);
     if (!(pg->prepared & (1u << s))) {
-        PGresult *p = PQprepare(pg->conn, name, pg_stmt_sql[s], 0, NULL);
+        PGresult *p = PQprepare(pg->conn, name, sql_stmt_text[s], 0, NULL);
         if (!result_ok(p)) {
             fail_result(pg, p, err);
             return NULL;
@@ -315,8 +315,8 @@ PGresult *pg_run(rb_pg *pg, pg_stmt s, int nparams, const char *const *params, r
     return r;
 }
 
-PGresult *pg_query(rb_pg *pg, const char *sql, int nparams, const char *const *params,
-                   rb_err *err)
+PGresult *sql_query(rb_pg *pg, const char *sql, int nparams, const char *const *params,
+                    rb_err *err)
 {
     if (!pg->conn) {
         rb_err_set(err, RB_ECONN, "database unavailable (%s)", pg->last_error);
@@ -337,7 +337,7 @@ int rb_pg_drain(rb_pg *pg, char ***queues, size_t *n, rb_err *err)
     if (!rb_pg_connected(pg)) /* no reconnect here: that would block */
         return rb_err_set(err, RB_ECONN, "listen connection lost (%s)", pg->last_error);
     if (!PQconsumeInput(pg->conn)) {
-        pg_lost(pg);
+        sql_lost(pg);
         return rb_err_set(err, RB_ECONN, "database connection lost: %s", pg->last_error);
     }
     PGnotify *nt;
@@ -356,7 +356,7 @@ int rb_pg_drain(rb_pg *pg, char ***queues, size_t *n, rb_err *err)
 
 /* --- helpers --- */
 
-void pg_arr_begin(rb_buf *b)
+void sql_arr_begin(rb_buf *b)
 {
     rb_buf_reset(b);
     rb_buf_addc(b, '{');
@@ -368,7 +368,7 @@ static void arr_sep(rb_buf *b)
         rb_buf_addc(b, ',');
 }
 
-void pg_arr_str(rb_buf *b, const char *s)
+void sql_arr_str(rb_buf *b, const char *s)
 {
     arr_sep(b);
     if (!s) {
@@ -384,18 +384,18 @@ void pg_arr_str(rb_buf *b, const char *s)
     rb_buf_addc(b, '"');
 }
 
-void pg_arr_int(rb_buf *b, int64_t v)
+void sql_arr_int(rb_buf *b, int64_t v)
 {
     arr_sep(b);
     rb_buf_printf(b, "%lld", (long long)v);
 }
 
-void pg_arr_end(rb_buf *b)
+void sql_arr_end(rb_buf *b)
 {
     rb_buf_addc(b, '}');
 }
 
-char *pg_json_with_enqueued(const char *json, int64_t enq_ms)
+char *sql_json_with_enqueued(const char *json, int64_t enq_ms)
 {
     if (enq_ms <= 0 || json[0] != '{' || strstr(json, "\"enqueued_at\""))
         return rb_xstrdup(json);
@@ -411,17 +411,17 @@ char *pg_json_with_enqueued(const char *json, int64_t enq_ms)
     return rb_buf_detach(&b, NULL);
 }
 
-char *pg_dup(const PGresult *r, int row, int c)
+char *sql_dup(const PGresult *r, int row, int c)
 {
     return PQgetisnull(r, row, c) ? NULL : rb_xstrdup(PQgetvalue(r, row, c));
 }
 
-int64_t pg_int(const PGresult *r, int row, int c)
+int64_t sql_int(const PGresult *r, int row, int c)
 {
     return PQgetisnull(r, row, c) ? 0 : strtoll(PQgetvalue(r, row, c), NULL, 10);
 }
 
-size_t pg_parse_int_array(const char *s, int64_t *out, size_t max)
+size_t sql_parse_int_array(const char *s, int64_t *out, size_t max)
 {
     size_t n = 0;
     if (!s || *s != '{')

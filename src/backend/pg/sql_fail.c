@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void locked_free(pg_locked *rows, int n)
+static void locked_free(locked_row *rows, int n)
 {
     for (int i = 0; rows && i < n; i++) {
         free(rows[i].jid);
@@ -21,22 +21,22 @@ static void locked_free(pg_locked *rows, int n)
     free(rows);
 }
 
-/* Reads PG_LOCK_JOBS / PG_LOCK_EXPIRED rows. */
-static pg_locked *read_locked(PGresult *r, int *n)
+/* Reads SQL_LOCK_JOBS / SQL_LOCK_EXPIRED rows. */
+static locked_row *read_locked(PGresult *r, int *n)
 {
     *n = PQntuples(r);
-    pg_locked *rows = rb_xcalloc(*n ? (size_t)*n : 1, sizeof *rows);
+    locked_row *rows = rb_xcalloc(*n ? (size_t)*n : 1, sizeof *rows);
     for (int i = 0; i < *n; i++) {
-        rows[i].jid = pg_dup(r, i, 0);
-        rows[i].queue = pg_dup(r, i, 1);
-        rows[i].wid = pg_dup(r, i, 2);
-        rows[i].json = pg_dup(r, i, 3);
-        rows[i].history = pg_dup(r, i, 4);
-        rows[i].state = (int)pg_int(r, i, 5);
-        rows[i].priority = (int)pg_int(r, i, 6);
-        rows[i].attempts = (int)pg_int(r, i, 7);
-        rows[i].flags = (int)pg_int(r, i, 8);
-        rows[i].first_ms = pg_int(r, i, 9);
+        rows[i].jid = sql_dup(r, i, 0);
+        rows[i].queue = sql_dup(r, i, 1);
+        rows[i].wid = sql_dup(r, i, 2);
+        rows[i].json = sql_dup(r, i, 3);
+        rows[i].history = sql_dup(r, i, 4);
+        rows[i].state = (int)sql_int(r, i, 5);
+        rows[i].priority = (int)sql_int(r, i, 6);
+        rows[i].attempts = (int)sql_int(r, i, 7);
+        rows[i].flags = (int)sql_int(r, i, 8);
+        rows[i].first_ms = sql_int(r, i, 9);
     }
     return rows;
 }
@@ -55,7 +55,7 @@ static void batch_init(batch *b)
     memset(b, 0, sizeof *b);
     rb_buf *all[] = {&b->jid, &b->state, &b->due, &b->flags, &b->json, &b->hist, &b->del};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
-        pg_arr_begin(all[i]);
+        sql_arr_begin(all[i]);
 }
 
 static void batch_release(batch *b)
@@ -74,11 +74,11 @@ static void batch_release(batch *b)
 
 /* Decides row's failure and adds its writes to b; updates row to its new
  * state (a second FAIL of the same jid in the batch sees it). */
-static int fail_row(rb_pg *pg, batch *b, pg_locked *row, const rb_pg_failure *in, int64_t now,
+static int fail_row(rb_pg *pg, batch *b, locked_row *row, const rb_pg_failure *in, int64_t now,
                     int new_flags, rb_pg_fail_result *res, rb_err *err)
 {
-    pg_fail_out o;
-    int rc = pg_failure_decide(pg, row, in, now, &o, err);
+    fail_out o;
+    int rc = fail_decide(pg, row, in, now, &o, err);
     if (rc)
         return rc;
     b->failures++;
@@ -91,20 +91,20 @@ static int fail_row(rb_pg *pg, batch *b, pg_locked *row, const rb_pg_failure *in
         snprintf(res->labels.jobtype, sizeof res->labels.jobtype, "%s", o.jobtype);
     }
     if (o.d.outcome == RB_OUTCOME_DISCARD) {
-        pg_arr_str(&b->del, row->jid);
+        sql_arr_str(&b->del, row->jid);
         row->state = 0; /* gone */
-        pg_fail_out_release(&o);
+        fail_out_release(&o);
         return 0;
     }
-    const rb_config *cfg = pg_cfg(pg);
+    const rb_config *cfg = sql_cfg(pg);
     int st = o.d.outcome == RB_OUTCOME_RETRY ? RB_JOB_RETRIES : RB_JOB_DEAD;
     int64_t due = st == RB_JOB_RETRIES ? o.d.retry_at_ms : now + cfg->server.dead_retention_s * 1000;
-    pg_arr_str(&b->jid, row->jid);
-    pg_arr_int(&b->state, st);
-    pg_arr_int(&b->due, due);
-    pg_arr_int(&b->flags, new_flags);
-    pg_arr_str(&b->json, o.json);
-    pg_arr_str(&b->hist, o.history);
+    sql_arr_str(&b->jid, row->jid);
+    sql_arr_int(&b->state, st);
+    sql_arr_int(&b->due, due);
+    sql_arr_int(&b->flags, new_flags);
+    sql_arr_str(&b->json, o.json);
+    sql_arr_str(&b->hist, o.history);
     b->n_update++;
     row->state = st;
     row->flags = new_flags;
@@ -128,7 +128,7 @@ static int fail_row(rb_pg *pg, batch *b, pg_locked *row, const rb_pg_failure *in
         b->catch_texts[b->n_catch++] = o.catch_json;
         o.catch_jid = o.catch_json = NULL;
     }
-    pg_fail_out_release(&o);
+    fail_out_release(&o);
     return 0;
 }
 
@@ -146,14 +146,14 @@ static int batch_write(rb_pg *pg, batch *b, int64_t now, rb_err *err)
         return 0;
     rb_buf *all[] = {&b->jid, &b->state, &b->due, &b->flags, &b->json, &b->hist, &b->del};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
-        pg_arr_end(all[i]);
+        sql_arr_end(all[i]);
     char failures[16], shard[8];
     snprintf(failures, sizeof failures, "%d", b->failures);
     snprintf(shard, sizeof shard, "%d", pg->shard);
     const char *params[9] = {b->jid.data,  b->state.data, b->due.data,
                              b->flags.data, b->json.data, b->hist.data,
                              b->del.data,  failures,      shard};
-    PGresult *r = pg_run(pg, PG_FAIL_APPLY, 9, params, err);
+    PGresult *r = sql_run(pg, SQL_FAIL_APPLY, 9, params, err);
     if (!r)
         return err ? err->code : RB_ESTORE;
     PQclear(r);
@@ -163,7 +163,7 @@ static int batch_write(rb_pg *pg, batch *b, int64_t now, rb_err *err)
 /* Holder check as docs/protocol.md: a working job belongs to the wid that
  * claimed it; a request from another wid is refused, one without a wid is
  * not checked (rb_held and rb_ack_labels in sql_schema.c say the same). */
-static bool other_holder(const pg_locked *row, const char *wid)
+static bool other_holder(const locked_row *row, const char *wid)
 {
     return row->state == RB_JOB_WORKING && row->wid && wid && strcmp(row->wid, wid) != 0;
 }
@@ -173,22 +173,22 @@ int rb_pg_fail(rb_pg *pg, const rb_pg_failure *f, size_t n, int64_t now,
 {
     if (n == 0)
         return 0;
-    int rc = pg_ensure(pg, err);
+    int rc = sql_ensure(pg, err);
     if (rc)
         return rc;
     rb_buf jids = RB_BUF_INIT;
-    pg_arr_begin(&jids);
+    sql_arr_begin(&jids);
     for (size_t i = 0; i < n; i++)
-        pg_arr_str(&jids, f[i].ref.jid);
-    pg_arr_end(&jids);
-    pg_locked *rows = NULL;
+        sql_arr_str(&jids, f[i].ref.jid);
+    sql_arr_end(&jids);
+    locked_row *rows = NULL;
     int nrows = 0;
     batch b;
     batch_init(&b);
-    if ((rc = pg_exec(pg, "BEGIN", err)))
+    if ((rc = sql_exec(pg, "BEGIN", err)))
         goto out;
     const char *params[1] = {jids.data};
-    PGresult *r = pg_run(pg, PG_LOCK_JOBS, 1, params, err);
+    PGresult *r = sql_run(pg, SQL_LOCK_JOBS, 1, params, err);
     if (!r) {
         rc = err ? err->code : RB_ESTORE;
         goto fail;
@@ -196,7 +196,7 @@ int rb_pg_fail(rb_pg *pg, const rb_pg_failure *f, size_t n, int64_t now,
     rows = read_locked(r, &nrows);
     PQclear(r);
     for (size_t i = 0; i < n; i++) {
-        pg_locked *row = NULL;
+        locked_row *row = NULL;
         for (int k = 0; k < nrows && !row; k++)
             if (rows[k].state && !strcmp(rows[k].jid, f[i].ref.jid))
                 row = &rows[k];
@@ -210,11 +210,11 @@ int rb_pg_fail(rb_pg *pg, const rb_pg_failure *f, size_t n, int64_t now,
         else if ((rc = fail_row(pg, &b, row, &f[i], now, 0, &res[i], err)))
             goto fail;
     }
-    if ((rc = batch_write(pg, &b, now, err)) || (rc = pg_exec(pg, "COMMIT", err)))
+    if ((rc = batch_write(pg, &b, now, err)) || (rc = sql_exec(pg, "COMMIT", err)))
         goto fail;
     goto out;
 fail:
-    pg_rollback(pg);
+    sql_rollback(pg);
 out:
     batch_release(&b);
     locked_free(rows, nrows);
@@ -226,16 +226,16 @@ int rb_pg_reap(rb_pg *pg, int64_t now, int limit, rb_pg_fail_result *res, int *n
 {
     if (n)
         *n = 0;
-    int rc = pg_ensure(pg, err);
+    int rc = sql_ensure(pg, err);
     if (rc)
         return rc;
-    pg_locked *rows = NULL;
+    locked_row *rows = NULL;
     int nrows = 0;
     batch b;
     batch_init(&b);
-    if ((rc = pg_exec(pg, "BEGIN", err)))
+    if ((rc = sql_exec(pg, "BEGIN", err)))
         goto out;
-    PGresult *r = pg_run_now_limit(pg, PG_LOCK_EXPIRED, now, limit, err);
+    PGresult *r = sql_run_now_limit(pg, SQL_LOCK_EXPIRED, now, limit, err);
     if (!r) {
         rc = err ? err->code : RB_ESTORE;
         goto fail;
@@ -250,13 +250,13 @@ int rb_pg_reap(rb_pg *pg, int64_t now, int limit, rb_pg_fail_result *res, int *n
         if ((rc = fail_row(pg, &b, &rows[i], &expired, now, RB_JOB_EXPIRED,
                            res ? &res[i] : NULL, err)))
             goto fail;
-    if ((rc = batch_write(pg, &b, now, err)) || (rc = pg_exec(pg, "COMMIT", err)))
+    if ((rc = batch_write(pg, &b, now, err)) || (rc = sql_exec(pg, "COMMIT", err)))
         goto fail;
     if (n)
         *n = nrows;
     goto out;
 fail:
-    pg_rollback(pg);
+    sql_rollback(pg);
 out:
     batch_release(&b);
     locked_free(rows, nrows);

@@ -20,8 +20,8 @@ static char *new_jid(rb_pg *pg)
     return s;
 }
 
-static void make_catch(rb_pg *pg, const pg_locked *row, const json_t *job, const rb_policy *pol,
-                       const rb_failrec *rec, int64_t now, pg_fail_out *out)
+static void make_catch(rb_pg *pg, const locked_row *row, const json_t *job, const rb_policy *pol,
+                       const rb_failrec *rec, int64_t now, fail_out *out)
 {
     out->catch_jid = new_jid(pg);
     json_t *cj = rb_failrec_catch_job(rec, job, row->jid, out->catch_jid, row->queue,
@@ -30,8 +30,8 @@ static void make_catch(rb_pg *pg, const pg_locked *row, const json_t *job, const
     json_decref(cj);
 }
 
-int pg_failure_decide(rb_pg *pg, const pg_locked *row, const rb_pg_failure *pf, int64_t now,
-                      pg_fail_out *out, rb_err *err)
+int fail_decide(rb_pg *pg, const locked_row *row, const rb_pg_failure *pf, int64_t now,
+                fail_out *out, rb_err *err)
 {
     memset(out, 0, sizeof *out);
     json_t *job = json_loads(row->json, 0, NULL);
@@ -43,7 +43,7 @@ int pg_failure_decide(rb_pg *pg, const pg_locked *row, const rb_pg_failure *pf, 
     rb_policy pol;
     /* a policy that no longer resolves (a config change) falls back to the
      * default, as on a single node */
-    rb_fail_decide(pg_cfg(pg), job, in, row->attempts, row->first_ms, now, &pg->rng, &pol,
+    rb_fail_decide(sql_cfg(pg), job, in, row->attempts, row->first_ms, now, &pg->rng, &pol,
                    &out->d, NULL);
     const rb_decision *d = &out->d;
 
@@ -65,7 +65,7 @@ int pg_failure_decide(rb_pg *pg, const pg_locked *row, const rb_pg_failure *pf, 
     return 0;
 }
 
-void pg_fail_out_release(pg_fail_out *o)
+void fail_out_release(fail_out *o)
 {
     free(o->json);
     free(o->history);

@@ -38,13 +38,13 @@ void rb_pg_job_from_json(json_t *job, int64_t now, int default_reserve_s, rb_pg_
 int rb_pg_push(rb_pg *pg, const rb_pg_new_job *jobs, size_t n, int64_t now, int *status,
                rb_err *err)
 {
-    int rc = pg_ensure(pg, err);
+    int rc = sql_ensure(pg, err);
     if (rc)
         return rc;
     rb_buf a[6];
     for (int k = 0; k < 6; k++) {
         rb_buf_init(&a[k]);
-        pg_arr_begin(&a[k]);
+        sql_arr_begin(&a[k]);
     }
     size_t sent = 0;
     for (size_t i = 0; i < n; i++) {
@@ -54,21 +54,21 @@ int rb_pg_push(rb_pg *pg, const rb_pg_new_job *jobs, size_t n, int64_t now, int 
                 status[i] = RB_EEXIST;
         if (status[i])
             continue;
-        pg_arr_str(&a[0], jobs[i].jid);
-        pg_arr_str(&a[1], jobs[i].queue);
-        pg_arr_int(&a[2], jobs[i].priority);
-        pg_arr_int(&a[3], jobs[i].at_ms);
-        pg_arr_int(&a[4], jobs[i].reserve_s);
-        pg_arr_str(&a[5], jobs[i].json);
+        sql_arr_str(&a[0], jobs[i].jid);
+        sql_arr_str(&a[1], jobs[i].queue);
+        sql_arr_int(&a[2], jobs[i].priority);
+        sql_arr_int(&a[3], jobs[i].at_ms);
+        sql_arr_int(&a[4], jobs[i].reserve_s);
+        sql_arr_str(&a[5], jobs[i].json);
         sent++;
     }
     for (int k = 0; k < 6; k++)
-        pg_arr_end(&a[k]);
+        sql_arr_end(&a[k]);
     char nowtxt[24];
     snprintf(nowtxt, sizeof nowtxt, "%lld", (long long)now);
     const char *params[7] = {a[0].data, a[1].data, a[2].data, a[3].data,
                              a[4].data, a[5].data, nowtxt};
-    PGresult *r = sent ? pg_run(pg, PG_PUSH, 7, params, err) : NULL;
+    PGresult *r = sent ? sql_run(pg, SQL_PUSH, 7, params, err) : NULL;
     for (int k = 0; k < 6; k++)
         rb_buf_release(&a[k]);
     if (!sent)
@@ -101,22 +101,22 @@ int rb_pg_claim(rb_pg *pg, const char *const *queues, int nq, const char *const 
     *nout = 0;
     if (n <= 0 || nq <= 0)
         return 0;
-    int rc = pg_ensure(pg, err);
+    int rc = sql_ensure(pg, err);
     if (rc)
         return rc;
     rb_buf q = RB_BUF_INIT, w = RB_BUF_INIT;
-    pg_arr_begin(&q);
+    sql_arr_begin(&q);
     for (int i = 0; i < nq; i++)
-        pg_arr_str(&q, queues[i]);
-    pg_arr_end(&q);
-    pg_arr_begin(&w);
+        sql_arr_str(&q, queues[i]);
+    sql_arr_end(&q);
+    sql_arr_begin(&w);
     for (int i = 0; i < n; i++)
-        pg_arr_str(&w, wids ? wids[i] : NULL);
-    pg_arr_end(&w);
+        sql_arr_str(&w, wids ? wids[i] : NULL);
+    sql_arr_end(&w);
     char nowtxt[24];
     snprintf(nowtxt, sizeof nowtxt, "%lld", (long long)now);
     const char *params[3] = {q.data, w.data, nowtxt};
-    PGresult *r = pg_run(pg, PG_CLAIM, 3, params, err);
+    PGresult *r = sql_run(pg, SQL_CLAIM, 3, params, err);
     rb_buf_release(&q);
     rb_buf_release(&w);
     if (!r)
@@ -124,9 +124,9 @@ int rb_pg_claim(rb_pg *pg, const char *const *queues, int nq, const char *const 
     int rows = PQntuples(r);
     rb_pg_claimed *c = rb_xcalloc(rows ? (size_t)rows : 1, sizeof *c);
     for (int i = 0; i < rows; i++) {
-        c[i].slot = (int)pg_int(r, i, 0);
-        c[i].jid = pg_dup(r, i, 1);
-        c[i].json = pg_json_with_enqueued(PQgetvalue(r, i, 2), pg_int(r, i, 3));
+        c[i].slot = (int)sql_int(r, i, 0);
+        c[i].jid = sql_dup(r, i, 1);
+        c[i].json = sql_json_with_enqueued(PQgetvalue(r, i, 2), sql_int(r, i, 3));
     }
     PQclear(r);
     *out = c;
@@ -154,29 +154,29 @@ int rb_pg_ack(rb_pg *pg, const rb_pg_ref *refs, size_t n, int *status, rb_pg_lab
 {
     if (n == 0)
         return 0;
-    int rc = pg_ensure(pg, err);
+    int rc = sql_ensure(pg, err);
     if (rc)
         return rc;
     rb_buf j = RB_BUF_INIT, w = RB_BUF_INIT;
-    pg_arr_begin(&j);
-    pg_arr_begin(&w);
+    sql_arr_begin(&j);
+    sql_arr_begin(&w);
     for (size_t i = 0; i < n; i++) {
-        pg_arr_str(&j, refs[i].jid);
-        pg_arr_str(&w, refs[i].wid);
+        sql_arr_str(&j, refs[i].jid);
+        sql_arr_str(&w, refs[i].wid);
     }
-    pg_arr_end(&j);
-    pg_arr_end(&w);
+    sql_arr_end(&j);
+    sql_arr_end(&w);
     char shard[8];
     snprintf(shard, sizeof shard, "%d", pg->shard);
     const char *params[3] = {j.data, w.data, shard};
-    PGresult *r = pg_run(pg, PG_ACK, 3, params, err);
+    PGresult *r = sql_run(pg, SQL_ACK, 3, params, err);
     rb_buf_release(&j);
     rb_buf_release(&w);
     if (!r)
         return err ? err->code : RB_ESTORE;
     size_t got = (size_t)PQntuples(r); /* one row per ref, in order */
     for (size_t i = 0; i < n; i++) {
-        status[i] = i < got ? (int)pg_int(r, (int)i, 0) : RB_JOB_MISSING;
+        status[i] = i < got ? (int)sql_int(r, (int)i, 0) : RB_JOB_MISSING;
         if (!labels)
             continue;
         memset(&labels[i], 0, sizeof labels[i]);
@@ -190,22 +190,22 @@ int rb_pg_ack(rb_pg *pg, const rb_pg_ref *refs, size_t n, int *status, rb_pg_lab
 }
 
 /* SNOOZE and EXTEND share their shape. */
-static int held_update(rb_pg *pg, pg_stmt s, const rb_pg_ref *ref, int64_t seconds, int64_t now,
+static int held_update(rb_pg *pg, sql_stmt s, const rb_pg_ref *ref, int64_t seconds, int64_t now,
                        int *status, int *state, rb_err *err)
 {
-    int rc = pg_ensure(pg, err);
+    int rc = sql_ensure(pg, err);
     if (rc)
         return rc;
     char sec[24], nowtxt[24];
     snprintf(sec, sizeof sec, "%lld", (long long)seconds);
     snprintf(nowtxt, sizeof nowtxt, "%lld", (long long)now);
     const char *params[4] = {ref->jid, ref->wid, sec, nowtxt};
-    PGresult *r = pg_run(pg, s, 4, params, err);
+    PGresult *r = sql_run(pg, s, 4, params, err);
     if (!r)
         return err ? err->code : RB_ESTORE;
-    *status = (int)pg_int(r, 0, 0);
+    *status = (int)sql_int(r, 0, 0);
     if (state)
-        *state = (int)pg_int(r, 0, 1);
+        *state = (int)sql_int(r, 0, 1);
     PQclear(r);
     return 0;
 }
@@ -213,37 +213,37 @@ static int held_update(rb_pg *pg, pg_stmt s, const rb_pg_ref *ref, int64_t secon
 int rb_pg_snooze(rb_pg *pg, const rb_pg_ref *ref, int64_t seconds, int64_t now, int *status,
                  int *state, rb_err *err)
 {
-    return held_update(pg, PG_SNOOZE, ref, seconds, now, status, state, err);
+    return held_update(pg, SQL_SNOOZE, ref, seconds, now, status, state, err);
 }
 
 int rb_pg_extend(rb_pg *pg, const rb_pg_ref *ref, int64_t seconds, int64_t now, int *status,
                  int *state, rb_err *err)
 {
-    return held_update(pg, PG_EXTEND, ref, seconds, now, status, state, err);
+    return held_update(pg, SQL_EXTEND, ref, seconds, now, status, state, err);
 }
 
 /* --- the timer's work --- */
 
-PGresult *pg_run_now_limit(rb_pg *pg, pg_stmt s, int64_t now, int limit, rb_err *err)
+PGresult *sql_run_now_limit(rb_pg *pg, sql_stmt s, int64_t now, int limit, rb_err *err)
 {
-    if (pg_ensure(pg, err))
+    if (sql_ensure(pg, err))
         return NULL;
     char nowtxt[24], lim[16];
     snprintf(nowtxt, sizeof nowtxt, "%lld", (long long)now);
     snprintf(lim, sizeof lim, "%d", limit);
     const char *params[2] = {nowtxt, lim};
-    return pg_run(pg, s, 2, params, err);
+    return sql_run(pg, s, 2, params, err);
 }
 
 /* Runs a statement with (now, limit) that returns one count, or counts the
  * affected rows. */
-static int timed(rb_pg *pg, pg_stmt s, int64_t now, int limit, int *n, rb_err *err)
+static int timed(rb_pg *pg, sql_stmt s, int64_t now, int limit, int *n, rb_err *err)
 {
-    PGresult *r = pg_run_now_limit(pg, s, now, limit, err);
+    PGresult *r = sql_run_now_limit(pg, s, now, limit, err);
     if (!r)
         return err && err->code ? err->code : RB_ESTORE;
     if (n)
-        *n = PQresultStatus(r) == PGRES_TUPLES_OK ? (int)pg_int(r, 0, 0)
+        *n = PQresultStatus(r) == PGRES_TUPLES_OK ? (int)sql_int(r, 0, 0)
                                                    : atoi(PQcmdTuples(r));
     PQclear(r);
     return 0;
@@ -253,12 +253,12 @@ int rb_pg_promote(rb_pg *pg, int64_t now, int limit, int64_t *late_ms, int *n, r
 {
     if (n)
         *n = 0;
-    PGresult *r = pg_run_now_limit(pg, PG_PROMOTE, now, limit, err);
+    PGresult *r = sql_run_now_limit(pg, SQL_PROMOTE, now, limit, err);
     if (!r)
         return err && err->code ? err->code : RB_ESTORE;
     size_t max = limit > 0 ? (size_t)limit : 0;
     int64_t *late = late_ms ? late_ms : rb_xcalloc(max ? max : 1, sizeof *late);
-    size_t got = pg_parse_int_array(PQgetvalue(r, 0, 0), late, max);
+    size_t got = sql_parse_int_array(PQgetvalue(r, 0, 0), late, max);
     PQclear(r);
     if (late != late_ms)
         free(late);
@@ -269,18 +269,18 @@ int rb_pg_promote(rb_pg *pg, int64_t now, int limit, int64_t *late_ms, int *n, r
 
 int rb_pg_cleanup_dead(rb_pg *pg, int64_t now, int limit, int *n, rb_err *err)
 {
-    return timed(pg, PG_CLEANUP_DEAD, now, limit, n, err);
+    return timed(pg, SQL_CLEANUP_DEAD, now, limit, n, err);
 }
 
 int rb_pg_next_due(rb_pg *pg, int64_t *at_ms, rb_err *err)
 {
-    int rc = pg_ensure(pg, err);
+    int rc = sql_ensure(pg, err);
     if (rc)
         return rc;
-    PGresult *r = pg_run(pg, PG_NEXT_DUE, 0, NULL, err);
+    PGresult *r = sql_run(pg, SQL_NEXT_DUE, 0, NULL, err);
     if (!r)
         return err ? err->code : RB_ESTORE;
-    *at_ms = PQgetisnull(r, 0, 0) ? INT64_MAX : pg_int(r, 0, 0);
+    *at_ms = PQgetisnull(r, 0, 0) ? INT64_MAX : sql_int(r, 0, 0);
     PQclear(r);
     return 0;
 }

@@ -10,10 +10,10 @@
 int rb_pg_info_get(rb_pg *pg, rb_pg_info *out, rb_err *err)
 {
     memset(out, 0, sizeof *out);
-    int rc = pg_ensure(pg, err);
+    int rc = sql_ensure(pg, err);
     if (rc)
         return rc;
-    PGresult *r = pg_run(pg, PG_INFO, 0, NULL, err);
+    PGresult *r = sql_run(pg, SQL_INFO, 0, NULL, err);
     if (!r)
         return err ? err->code : RB_ESTORE;
     json_t *o = json_loads(PQgetvalue(r, 0, 0), 0, NULL);
@@ -41,7 +41,7 @@ int rb_pg_info_get(rb_pg *pg, rb_pg_info *out, rb_err *err)
         out->queues[i].paused = json_is_true(json_array_get(q, 2));
     }
     json_decref(o);
-    rc = pg_workers_count(pg, rb_now_ms(), &out->workers, err);
+    rc = sql_workers_count(pg, rb_now_ms(), &out->workers, err);
     if (rc)
         rb_pg_info_release(out);
     return rc;
@@ -55,32 +55,32 @@ void rb_pg_info_release(rb_pg_info *info)
     memset(info, 0, sizeof *info);
 }
 
-/* Columns as PG_JOB selects them: jid, queue, json, history, wid, state,
+/* Columns as SQL_JOB selects them: jid, queue, json, history, wid, state,
  * priority, attempts, reserve_s, flags, due_ms, first_ms, enq_ms. */
 static void read_job(const PGresult *r, int i, rb_pg_job *j)
 {
-    j->jid = pg_dup(r, i, 0);
-    j->queue = pg_dup(r, i, 1);
-    j->json = pg_json_with_enqueued(PQgetvalue(r, i, 2), pg_int(r, i, 12));
-    j->history = pg_dup(r, i, 3);
-    j->wid = pg_dup(r, i, 4);
-    j->state = (int)pg_int(r, i, 5);
-    j->priority = (int)pg_int(r, i, 6);
-    j->attempts = (int)pg_int(r, i, 7);
-    j->reserve_s = (int)pg_int(r, i, 8);
-    j->flags = (int)pg_int(r, i, 9);
-    j->due_ms = pg_int(r, i, 10);
-    j->first_ms = pg_int(r, i, 11);
+    j->jid = sql_dup(r, i, 0);
+    j->queue = sql_dup(r, i, 1);
+    j->json = sql_json_with_enqueued(PQgetvalue(r, i, 2), sql_int(r, i, 12));
+    j->history = sql_dup(r, i, 3);
+    j->wid = sql_dup(r, i, 4);
+    j->state = (int)sql_int(r, i, 5);
+    j->priority = (int)sql_int(r, i, 6);
+    j->attempts = (int)sql_int(r, i, 7);
+    j->reserve_s = (int)sql_int(r, i, 8);
+    j->flags = (int)sql_int(r, i, 9);
+    j->due_ms = sql_int(r, i, 10);
+    j->first_ms = sql_int(r, i, 11);
 }
 
 int rb_pg_job_get(rb_pg *pg, const char *jid, rb_pg_job *out, rb_err *err)
 {
     memset(out, 0, sizeof *out);
-    int rc = pg_ensure(pg, err);
+    int rc = sql_ensure(pg, err);
     if (rc)
         return rc;
     const char *params[1] = {jid};
-    PGresult *r = pg_run(pg, PG_JOB, 1, params, err);
+    PGresult *r = sql_run(pg, SQL_JOB, 1, params, err);
     if (!r)
         return err ? err->code : RB_ESTORE;
     if (PQntuples(r) == 0) {
@@ -100,7 +100,7 @@ int rb_pg_jobs(rb_pg *pg, const rb_pg_filter *f, rb_pg_job **out, size_t *n, int
     *total = 0;
     if (f->state < RB_JOB_SCHEDULED || f->state > RB_JOB_DEAD)
         return rb_err_set(err, RB_EINVAL, "state must be scheduled, enqueued, working, retries or dead");
-    int rc = pg_ensure(pg, err);
+    int rc = sql_ensure(pg, err);
     if (rc)
         return rc;
     char st[8], off[24], lim[24];
@@ -108,7 +108,7 @@ int rb_pg_jobs(rb_pg *pg, const rb_pg_filter *f, rb_pg_job **out, size_t *n, int
     snprintf(off, sizeof off, "%lld", (long long)(f->offset > 0 ? f->offset : 0));
     snprintf(lim, sizeof lim, "%lld", (long long)(f->limit > 0 ? f->limit : 0));
     const char *params[6] = {st, f->queue, f->jobtype, f->errtype, off, lim};
-    PGresult *r = pg_query(
+    PGresult *r = sql_query(
         pg,
         "SELECT jid, queue, json, history, wid, state, priority, attempts, reserve_s, flags,"
         " due_ms, first_ms, enq_ms, count(*) OVER () FROM rb_jobs"
@@ -127,21 +127,21 @@ int rb_pg_jobs(rb_pg *pg, const rb_pg_filter *f, rb_pg_job **out, size_t *n, int
     for (int i = 0; i < rows; i++)
         read_job(r, i, &jobs[i]);
     if (rows > 0) {
-        *total = pg_int(r, 0, 13);
+        *total = sql_int(r, 0, 13);
     } else { /* none on this page (past the end, or limit 0): count alone */
         PQclear(r);
         const char *cp[4] = {st, f->queue, f->jobtype, f->errtype};
-        r = pg_query(pg,
-                     "SELECT count(*) FROM rb_jobs WHERE state = $1::int"
-                     " AND ($2::text IS NULL OR queue = $2)"
-                     " AND ($3::text IS NULL OR json::jsonb ->> 'jobtype' = $3)"
-                     " AND ($4::text IS NULL OR json::jsonb #>> '{failure,errtype}' = $4)",
-                     4, cp, err);
+        r = sql_query(pg,
+                      "SELECT count(*) FROM rb_jobs WHERE state = $1::int"
+                      " AND ($2::text IS NULL OR queue = $2)"
+                      " AND ($3::text IS NULL OR json::jsonb ->> 'jobtype' = $3)"
+                      " AND ($4::text IS NULL OR json::jsonb #>> '{failure,errtype}' = $4)",
+                      4, cp, err);
         if (!r) {
             free(jobs);
             return err ? err->code : RB_ESTORE;
         }
-        *total = pg_int(r, 0, 0);
+        *total = sql_int(r, 0, 0);
     }
     PQclear(r);
     *out = jobs;
@@ -151,14 +151,14 @@ int rb_pg_jobs(rb_pg *pg, const rb_pg_filter *f, rb_pg_job **out, size_t *n, int
 
 int rb_pg_counters(rb_pg *pg, int64_t *processed, int64_t *failures, rb_err *err)
 {
-    int rc = pg_ensure(pg, err);
+    int rc = sql_ensure(pg, err);
     if (rc)
         return rc;
-    PGresult *r = pg_run(pg, PG_COUNTERS, 0, NULL, err);
+    PGresult *r = sql_run(pg, SQL_COUNTERS, 0, NULL, err);
     if (!r)
         return err ? err->code : RB_ESTORE;
-    *processed = pg_int(r, 0, 0);
-    *failures = pg_int(r, 0, 1);
+    *processed = sql_int(r, 0, 0);
+    *failures = sql_int(r, 0, 1);
     PQclear(r);
     return 0;
 }

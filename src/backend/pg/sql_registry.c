@@ -14,12 +14,12 @@ static void live_since(int64_t now, char out[24])
 }
 
 /* Runs s, whose one parameter is the first live time at now. */
-static PGresult *run_live(rb_pg *pg, pg_stmt s, int64_t now, rb_err *err)
+static PGresult *run_live(rb_pg *pg, sql_stmt s, int64_t now, rb_err *err)
 {
     char live[24];
     live_since(now, live);
     const char *params[1] = {live};
-    return pg_run(pg, s, 1, params, err);
+    return sql_run(pg, s, 1, params, err);
 }
 
 int rb_pg_workers_seen(rb_pg *pg, const rb_pg_sighting *s, size_t n, const char *node,
@@ -27,33 +27,33 @@ int rb_pg_workers_seen(rb_pg *pg, const rb_pg_sighting *s, size_t n, const char 
 {
     if (!n)
         return 0;
-    int rc = pg_ensure(pg, err);
+    int rc = sql_ensure(pg, err);
     if (rc)
         return rc;
     rb_buf wids = RB_BUF_INIT, kinds = RB_BUF_INIT, infos = RB_BUF_INIT;
-    pg_arr_begin(&wids);
-    pg_arr_begin(&kinds);
-    pg_arr_begin(&infos);
+    sql_arr_begin(&wids);
+    sql_arr_begin(&kinds);
+    sql_arr_begin(&infos);
     for (size_t i = 0; i < n; i++) {
-        pg_arr_str(&wids, s[i].wid);
-        pg_arr_int(&kinds, s[i].kind);
-        pg_arr_str(&infos, s[i].kind == RB_PG_SEEN_HELLO ? s[i].info : NULL);
+        sql_arr_str(&wids, s[i].wid);
+        sql_arr_int(&kinds, s[i].kind);
+        sql_arr_str(&infos, s[i].kind == RB_PG_SEEN_HELLO ? s[i].info : NULL);
     }
-    pg_arr_end(&wids);
-    pg_arr_end(&kinds);
-    pg_arr_end(&infos);
+    sql_arr_end(&wids);
+    sql_arr_end(&kinds);
+    sql_arr_end(&infos);
     char nowtxt[24], live[24];
     snprintf(nowtxt, sizeof nowtxt, "%lld", (long long)now);
     live_since(now, live);
     const char *params[6] = {wids.data, kinds.data, infos.data, node, nowtxt, live};
-    PGresult *r = pg_run(pg, PG_WORKERS_SEEN, 6, params, err);
+    PGresult *r = sql_run(pg, SQL_WORKERS_SEEN, 6, params, err);
     rb_buf_release(&wids);
     rb_buf_release(&kinds);
     rb_buf_release(&infos);
     if (!r)
         return err && err->code ? err->code : RB_ESTORE;
     int64_t *got = rb_xcalloc(n, sizeof *got);
-    size_t m = pg_parse_int_array(PQgetvalue(r, 0, 0), got, n);
+    size_t m = sql_parse_int_array(PQgetvalue(r, 0, 0), got, n);
     PQclear(r);
     if (m != n) {
         free(got);
@@ -72,14 +72,14 @@ int rb_pg_workers_signal(rb_pg *pg, const char *wid, int signal, int64_t now, in
         *n = 0;
     if (signal != 1 && signal != 2)
         return rb_err_set(err, RB_EINVAL, "signal must be 1 (quiet) or 2 (terminate)");
-    int rc = pg_ensure(pg, err);
+    int rc = sql_ensure(pg, err);
     if (rc)
         return rc;
     char sig[4], live[24];
     snprintf(sig, sizeof sig, "%d", signal);
     live_since(now, live);
     const char *params[3] = {wid, sig, live};
-    PGresult *r = pg_run(pg, PG_WORKERS_SIGNAL, 3, params, err);
+    PGresult *r = sql_run(pg, SQL_WORKERS_SIGNAL, 3, params, err);
     if (!r)
         return err && err->code ? err->code : RB_ESTORE;
     if (n)
@@ -92,22 +92,22 @@ int rb_pg_workers_list(rb_pg *pg, int64_t now, rb_pg_worker **out, size_t *n, rb
 {
     *out = NULL;
     *n = 0;
-    int rc = pg_ensure(pg, err);
+    int rc = sql_ensure(pg, err);
     if (rc)
         return rc;
-    PGresult *r = run_live(pg, PG_WORKERS_LIST, now, err);
+    PGresult *r = run_live(pg, SQL_WORKERS_LIST, now, err);
     if (!r)
         return err && err->code ? err->code : RB_ESTORE;
     size_t rows = (size_t)PQntuples(r);
     rb_pg_worker *w = rows ? rb_xcalloc(rows, sizeof *w) : NULL;
     for (size_t i = 0; i < rows; i++) {
-        w[i].wid = pg_dup(r, (int)i, 0);
-        w[i].info = pg_dup(r, (int)i, 1);
-        w[i].node = pg_dup(r, (int)i, 2);
-        w[i].first_ms = pg_int(r, (int)i, 3);
-        w[i].beat_ms = pg_int(r, (int)i, 4);
-        w[i].seen_ms = pg_int(r, (int)i, 5);
-        w[i].signal = (int)pg_int(r, (int)i, 6);
+        w[i].wid = sql_dup(r, (int)i, 0);
+        w[i].info = sql_dup(r, (int)i, 1);
+        w[i].node = sql_dup(r, (int)i, 2);
+        w[i].first_ms = sql_int(r, (int)i, 3);
+        w[i].beat_ms = sql_int(r, (int)i, 4);
+        w[i].seen_ms = sql_int(r, (int)i, 5);
+        w[i].signal = (int)sql_int(r, (int)i, 6);
     }
     PQclear(r);
     *out = w;
@@ -125,12 +125,12 @@ void rb_pg_workers_free(rb_pg_worker *w, size_t n)
     free(w);
 }
 
-int pg_workers_count(rb_pg *pg, int64_t now, int64_t *n, rb_err *err)
+int sql_workers_count(rb_pg *pg, int64_t now, int64_t *n, rb_err *err)
 {
-    PGresult *r = run_live(pg, PG_WORKERS_COUNT, now, err);
+    PGresult *r = run_live(pg, SQL_WORKERS_COUNT, now, err);
     if (!r)
         return err && err->code ? err->code : RB_ESTORE;
-    *n = pg_int(r, 0, 0);
+    *n = sql_int(r, 0, 0);
     PQclear(r);
     return 0;
 }
@@ -139,7 +139,7 @@ int rb_pg_workers_cleanup(rb_pg *pg, int64_t now, int limit, int *n, rb_err *err
 {
     if (n)
         *n = 0;
-    PGresult *r = pg_run_now_limit(pg, PG_WORKERS_CLEANUP, now - RB_PG_WORKER_TTL_MS, limit, err);
+    PGresult *r = sql_run_now_limit(pg, SQL_WORKERS_CLEANUP, now - RB_PG_WORKER_TTL_MS, limit, err);
     if (!r)
         return err && err->code ? err->code : RB_ESTORE;
     if (n)

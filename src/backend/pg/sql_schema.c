@@ -463,7 +463,7 @@ static const char *const migrations[RB_PG_SCHEMA_VERSION] = {migration_1, migrat
 /* The version inside the current transaction (or autocommit). */
 static int read_version(rb_pg *pg, int *version, rb_err *err)
 {
-    PGresult *r = pg_query(pg, "SELECT to_regclass('rb_meta') IS NOT NULL", 0, NULL, err);
+    PGresult *r = sql_query(pg, "SELECT to_regclass('rb_meta') IS NOT NULL", 0, NULL, err);
     if (!r)
         return err ? err->code : RB_ESTORE;
     bool exists = PQgetvalue(r, 0, 0)[0] == 't';
@@ -471,7 +471,7 @@ static int read_version(rb_pg *pg, int *version, rb_err *err)
     *version = 0;
     if (!exists)
         return 0;
-    r = pg_query(pg, "SELECT value FROM rb_meta WHERE key = 'schema_version'", 0, NULL, err);
+    r = sql_query(pg, "SELECT value FROM rb_meta WHERE key = 'schema_version'", 0, NULL, err);
     if (!r)
         return err ? err->code : RB_ESTORE;
     if (PQntuples(r) == 1)
@@ -482,7 +482,7 @@ static int read_version(rb_pg *pg, int *version, rb_err *err)
 
 int rb_pg_schema_version(rb_pg *pg, int *version, rb_err *err)
 {
-    int rc = pg_ensure(pg, err);
+    int rc = sql_ensure(pg, err);
     return rc ? rc : read_version(pg, version, err);
 }
 
@@ -510,13 +510,13 @@ int rb_pg_migrate_to(rb_pg *pg, int target, int *from, rb_err *err)
     if (target < 1 || target > RB_PG_SCHEMA_VERSION)
         return rb_err_set(err, RB_EINVAL, "schema version must be from 1 to %d, not %d",
                           RB_PG_SCHEMA_VERSION, target);
-    int rc = pg_ensure(pg, err);
+    int rc = sql_ensure(pg, err);
     if (rc)
         return rc;
-    if ((rc = pg_exec(pg, "BEGIN", err)))
+    if ((rc = sql_exec(pg, "BEGIN", err)))
         return rc;
     int v = 0;
-    if ((rc = pg_exec(pg, "SELECT pg_advisory_xact_lock(hashtext('rebound:migrate:' ||"
+    if ((rc = sql_exec(pg, "SELECT pg_advisory_xact_lock(hashtext('rebound:migrate:' ||"
                           " current_schema()))", err)) ||
         (rc = read_version(pg, &v, err)))
         goto fail;
@@ -529,17 +529,17 @@ int rb_pg_migrate_to(rb_pg *pg, int target, int *from, rb_err *err)
         goto fail;
     }
     for (int next = v + 1; next <= target; next++) {
-        if ((rc = pg_exec(pg, migrations[next - 1], err))) {
+        if ((rc = sql_exec(pg, migrations[next - 1], err))) {
             rb_err_prefix(err, "migration to schema version %d", next);
             goto fail;
         }
     }
-    if ((rc = pg_exec(pg, "COMMIT", err)))
+    if ((rc = sql_exec(pg, "COMMIT", err)))
         return rc;
     pg->prepared = 0; /* functions may have changed */
     return 0;
 fail:
-    pg_rollback(pg);
+    sql_rollback(pg);
     return rc;
 }
 
