@@ -1,7 +1,8 @@
 /* The server's internal state and the functions its files share: the loop
- * (server.c), connections (conn.c), replies (proto.c), the state machine
- * (backend/mem/core.c, backend/mem/fail.c) and the command handlers (cmd_*.c). Everything here runs
- * on the event loop's thread. */
+ * (server.c), connections (conn.c), replies (proto.c), the single-node
+ * backend's state machine (backend/mem/core.c, backend/mem/fail.c) and the
+ * command handlers (cmd_*.c). Everything here runs on the event loop's
+ * thread. */
 #ifndef RB_SERVER_SRV_H
 #define RB_SERVER_SRV_H
 
@@ -172,6 +173,11 @@ rb_worker *rb_srv_worker(rb_srv *srv, const char *wid, bool create);
 void rb_job_set_field(rb_job *j, const char *key, json_t *value);
 /* A fresh random jid (24 hex characters); caller frees. */
 char *rb_srv_new_jid(rb_srv *srv);
+/* Creates a PENDING job from a job object rb_job_validate accepted, filling
+ * in its defaults (queue), and persists it; the job engine's single-node
+ * backend makes it visible after the commit (backend/mem/backend.c). 0, or
+ * RB_EEXIST when the jid is taken (nothing is created). */
+int rb_srv_push(rb_srv *srv, json_t *job);
 
 /* --- backend/mem/fail.c --- */
 /* Runs a failure of working job j through its policy (rb_fail_input:
@@ -186,11 +192,6 @@ int rb_queue_name_valid(const char *q);
 /* Checks a pushed job (jid, jobtype, args, at, reserve_for, priority,
  * retry_policy) and fills in created_at. Returns 0 or RB_EINVAL with err. */
 int rb_job_validate(rb_srv *srv, json_t *job, rb_err *err);
-/* Creates a PENDING job from a job object rb_job_validate accepted, filling
- * in its defaults (queue), and persists it; the job engine's single-node
- * backend makes it visible after the commit (backend/mem/backend.c). 0, or
- * RB_EEXIST when the jid is taken (nothing is created). */
-int rb_srv_push(rb_srv *srv, json_t *job);
 
 /* Reads an integer/string field, NULL/default when absent or mistyped. */
 const char *rb_srv_json_str(const json_t *o, const char *key);

@@ -1,6 +1,7 @@
-/* The state machine over the in-memory indexes and the store: persisting
- * rows, enqueueing, reserving for FETCH, the timer, and the completions that
- * send replies once a commit is on disk. */
+/* The single-node backend's state machine over the in-memory indexes and
+ * the store: persisting rows, enqueueing, reserving for FETCH, the timer,
+ * the completions that send replies once a commit is on disk, and the
+ * creation of a pushed job (rb_srv_push, at the end). */
 #include "server/srv.h"
 
 #include <stdlib.h>
@@ -301,4 +302,41 @@ void rb_srv_arm(rb_srv *srv)
     struct timeval tv = {.tv_sec = delay / 1000, .tv_usec = (delay % 1000) * 1000};
     evtimer_add(srv->timer_ev, &tv);
     srv->armed_ms = j->timer.at_ms;
+}
+
+int rb_srv_push(rb_srv *srv, json_t *job)
+{
+    const char *jid = rb_srv_json_str(job, "jid");
+    if (rb_jobs_find(&srv->jobs, jid))
+        return RB_EEXIST;
+    int64_t now = rb_now_ms(), at_ms = now;
+    const char *at = rb_srv_json_str(job, "at");
+    if (at && *at)
+        rb_time_parse_rfc3339(at, &at_ms);
+    const char *qname = rb_srv_json_str(job, "queue");
+    if (!qname) {
+        qname = "default";
+        json_object_set_new(job, "queue", json_string(qname));
+    }
+    json_t *pv = json_object_get(job, "priority");
+    int prio = pv ? (int)json_integer_value(pv) : 5;
+    json_int_t rs = json_integer_value(json_object_get(job, "reserve_for"));
+    /* created_at (when the server makes it) and enqueued_at stay outside
+     * the text while the job waits: see rb_job_json_out() */
+    json_object_del(job, "enqueued_at");
+    const char *created = rb_srv_json_str(job, "created_at");
+    bool made_created = !created || !*created;
+    if (made_created)
+        json_object_del(job, "created_at");
+    char *text = json_dumps(job, JSON_COMPACT);
+    rb_queue *q = rb_jobs_queue(&srv->jobs, qname, true);
+    rb_job *j = rb_job_new(jid, text, q, prio);
+    j->reserve_s = (int32_t)(rs > 0 ? rs : srv->cfg.server.reserve_for_s);
+    j->timer.at_ms = at_ms > now ? at_ms : now;
+    j->first_ms = at_ms > now ? 0 : now;
+    j->created_ms = made_created ? now : 0;
+    j->timer.seq = srv->jobs.next_seq++;
+    rb_jobs_add(&srv->jobs, j);
+    rb_srv_persist(srv, j);
+    return 0;
 }
