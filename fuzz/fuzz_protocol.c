@@ -26,11 +26,11 @@
 #include <event2/buffer.h>
 #include <jansson.h>
 
+#include "backend/mem/null.h"
 #include "config/config.h"
 #include "fuzz.h"
 #include "server/log.h"
 #include "server/srv.h"
-#include "store/null.h"
 
 /* What the harness saw: the bytes the server sent back. */
 typedef struct sink {

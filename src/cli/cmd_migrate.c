@@ -5,8 +5,8 @@
 #include <getopt.h>
 #include <string.h>
 
+#include "backend/pg/sql.h"
 #include "config/config.h"
-#include "store/pg_engine.h"
 
 static void usage(FILE *f)
 {

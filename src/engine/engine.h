@@ -1,7 +1,7 @@
 /* The job engine: the one interface the protocol handlers and the HTTP API
  * call to change or read jobs, whichever backend holds them (the in-memory
- * indexes with the SQLite log on a single node, server/backend_mem.c; the
- * shared PostgreSQL database in distributed mode, server/backend_pg.c).
+ * indexes with the SQLite log on a single node, backend/mem/backend.c; the
+ * shared PostgreSQL database in distributed mode, backend/pg/backend.c).
  *
  * An operation is asynchronous. The caller makes an rb_eng_op (its kind,
  * its arguments, who waits, what runs when it is done), submits it, and
@@ -267,7 +267,7 @@ typedef struct rb_backend {
     void (*worker_list)(rb_srv *srv, rb_eng_op *op);
 } rb_backend;
 
-/* The two backends (server/backend_mem.c, server/backend_pg.c). */
+/* The two backends (backend/mem/backend.c, backend/pg/backend.c). */
 extern const rb_backend rb_backend_mem;
 extern const rb_backend rb_backend_pg;
 

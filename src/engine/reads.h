@@ -1,5 +1,5 @@
 /* What the job engine's reads return, whichever backend answers (the
- * in-memory indexes or PostgreSQL, store/pg_engine.h, which fills these
+ * in-memory indexes or PostgreSQL, backend/pg/sql.h, which fills these
  * types directly): a stored job as JOB, JOBS and the HTTP API show it, a
  * listing's filter, a queue's size; and the JSON of JOB and JOBS, built
  * once for both. Plain data and pure functions: any thread may use them. */

@@ -1,6 +1,6 @@
 /* The command table (name, argument rule, handler) and the connection-level
  * commands: HELLO, END, BEAT (in distributed mode HELLO and BEAT also reach
- * the cluster's worker registry, pg_workers.h). Every malformed line gets
+ * the cluster's worker registry, backend/pg/registry.h). Every malformed line gets
  * an error reply that says what was wrong and changes nothing. */
 #include "server/cmds.h"
 
@@ -9,10 +9,10 @@
 #include <string.h>
 #include <strings.h>
 
+#include "backend/pg/registry.h"
 #include "common/timeutil.h"
 #include "server/auth.h"
 #include "server/log.h"
-#include "server/pg_workers.h"
 
 enum arg_rule { ARG_NONE, ARG_REQUIRED, ARG_OPTIONAL };
 
@@ -171,7 +171,7 @@ static void cmd_beat(rb_conn *c, char *arg)
     rb_worker *w = wid ? rb_srv_worker(srv, wid, false) : NULL;
     if (!wid || !*wid)
         rb_reply_err(c, "BEAT: wid must be a non-empty string");
-    else if (srv->pgm) /* the signal is the cluster's (pg_workers.h) */
+    else if (srv->pgm) /* the signal is the cluster's (backend/pg/registry.h) */
         rb_pgworkers_beat(c, wid);
     else if (!w)
         rb_reply_err(c, "BEAT: unknown worker %s (say HELLO with this wid first)", wid);

@@ -10,8 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "backend/mem/jobs.h"
 #include "common/buf.h"
-#include "server/jobs.h"
 
 typedef struct rb_metrics rb_metrics;
 struct rb_srv;

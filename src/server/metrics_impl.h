@@ -7,8 +7,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "common/table.h"
 #include "server/metrics.h"
-#include "server/table.h"
 
 /* A histogram with fixed upper bounds; buckets[n] is the +Inf bucket.
  * Counts are per bucket (made cumulative when written out). */

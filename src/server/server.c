@@ -14,13 +14,13 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 
+#include "backend/pg/mode.h"
 #include "common/buf.h"
 #include "common/timeutil.h"
 #include "engine/engine.h"
 #include "server/http.h"
 #include "server/log.h"
 #include "server/metrics.h"
-#include "server/pgmode.h"
 #include "server/srv.h"
 #include "server/tls.h"
 

@@ -1,7 +1,8 @@
 /* The server's internal state and the functions its files share: the loop
- * (server.c), connections (conn.c), replies (proto.c), the state machine
- * (core.c, fail.c) and the command handlers (cmd_*.c). Everything here runs
- * on the event loop's thread. */
+ * (server.c), connections (conn.c), replies (proto.c), the single-node
+ * backend's state machine (backend/mem/core.c, backend/mem/fail.c) and the
+ * command handlers (cmd_*.c). Everything here runs on the event loop's
+ * thread. */
 #ifndef RB_SERVER_SRV_H
 #define RB_SERVER_SRV_H
 
@@ -14,14 +15,14 @@
 #include <event2/listener.h>
 #include <jansson.h>
 
+#include "backend/mem/jobs.h"
+#include "backend/mem/store.h"
+#include "backend/mem/writer.h"
+#include "common/list.h"
+#include "common/table.h"
 #include "config/config.h"
 #include "engine/engine.h"
 #include "policy/rng.h"
-#include "server/jobs.h"
-#include "server/list.h"
-#include "server/table.h"
-#include "store/store.h"
-#include "store/writer.h"
 
 /* A worker process known by its HELLO wid. */
 typedef struct rb_worker {
@@ -86,7 +87,7 @@ struct rb_srv {
     struct rb_tls *http_tls;    /* HTTPS context (rb_http_prepare): tls itself, or its own one
                                  * from http_tls_cert (freed when != tls); NULL: plain HTTP */
     struct event *accept_ev;    /* re-enables the listener after EMFILE (server.c) */
-    struct rb_pgmode *pgm;      /* distributed mode (server/pgmode.h), else NULL */
+    struct rb_pgmode *pgm;      /* distributed mode (backend/pg/mode.h), else NULL */
     const struct rb_backend *backend; /* the job engine's backend (engine/engine.h):
                                        * rb_backend_mem, or rb_backend_pg with pgm */
 };
@@ -144,7 +145,7 @@ void rb_conn_stop_waiting(rb_conn *c);
 /* Runs one command line (NUL-terminated, without its line ending). */
 void rb_command_run(rb_conn *c, char *line);
 
-/* --- core.c: the state machine over jobs + store --- */
+/* --- backend/mem/core.c: the state machine over jobs + store --- */
 /* The job's row to the current batch. */
 void rb_srv_persist(rb_srv *srv, const rb_job *j);
 /* Deletes the job from memory and the store. */
@@ -172,8 +173,13 @@ rb_worker *rb_srv_worker(rb_srv *srv, const char *wid, bool create);
 void rb_job_set_field(rb_job *j, const char *key, json_t *value);
 /* A fresh random jid (24 hex characters); caller frees. */
 char *rb_srv_new_jid(rb_srv *srv);
+/* Creates a PENDING job from a job object rb_job_validate accepted, filling
+ * in its defaults (queue), and persists it; the job engine's single-node
+ * backend makes it visible after the commit (backend/mem/backend.c). 0, or
+ * RB_EEXIST when the jid is taken (nothing is created). */
+int rb_srv_push(rb_srv *srv, json_t *job);
 
-/* --- fail.c --- */
+/* --- backend/mem/fail.c --- */
 /* Runs a failure of working job j through its policy (rb_fail_input:
  * engine/engine.h): retry, dead, discard or catch; persists the result. j
  * may be freed (discard). */
@@ -186,11 +192,6 @@ int rb_queue_name_valid(const char *q);
 /* Checks a pushed job (jid, jobtype, args, at, reserve_for, priority,
  * retry_policy) and fills in created_at. Returns 0 or RB_EINVAL with err. */
 int rb_job_validate(rb_srv *srv, json_t *job, rb_err *err);
-/* Creates a PENDING job from a job object rb_job_validate accepted, filling
- * in its defaults (queue), and persists it; the job engine's single-node
- * backend makes it visible after the commit (backend_mem.c). 0, or
- * RB_EEXIST when the jid is taken (nothing is created). */
-int rb_srv_push(rb_srv *srv, json_t *job);
 
 /* Reads an integer/string field, NULL/default when absent or mistyped. */
 const char *rb_srv_json_str(const json_t *o, const char *key);

@@ -1,5 +1,5 @@
 /* PUSH's job validation (the reference server's rules plus Rebound's
- * fields) and the creation of a pending job. */
+ * fields), shared by both backends. */
 #include "server/srv.h"
 
 #include <string.h>
@@ -87,42 +87,5 @@ int rb_job_validate(rb_srv *srv, json_t *job, rb_err *err)
         return rc;
     }
     rb_policy_release(&pol);
-    return 0;
-}
-
-int rb_srv_push(rb_srv *srv, json_t *job)
-{
-    const char *jid = rb_srv_json_str(job, "jid");
-    if (rb_jobs_find(&srv->jobs, jid))
-        return RB_EEXIST;
-    int64_t now = rb_now_ms(), at_ms = now;
-    const char *at = rb_srv_json_str(job, "at");
-    if (at && *at)
-        rb_time_parse_rfc3339(at, &at_ms);
-    const char *qname = rb_srv_json_str(job, "queue");
-    if (!qname) {
-        qname = "default";
-        json_object_set_new(job, "queue", json_string(qname));
-    }
-    json_t *pv = json_object_get(job, "priority");
-    int prio = pv ? (int)json_integer_value(pv) : 5;
-    json_int_t rs = json_integer_value(json_object_get(job, "reserve_for"));
-    /* created_at (when the server makes it) and enqueued_at stay outside
-     * the text while the job waits: see rb_job_json_out() */
-    json_object_del(job, "enqueued_at");
-    const char *created = rb_srv_json_str(job, "created_at");
-    bool made_created = !created || !*created;
-    if (made_created)
-        json_object_del(job, "created_at");
-    char *text = json_dumps(job, JSON_COMPACT);
-    rb_queue *q = rb_jobs_queue(&srv->jobs, qname, true);
-    rb_job *j = rb_job_new(jid, text, q, prio);
-    j->reserve_s = (int32_t)(rs > 0 ? rs : srv->cfg.server.reserve_for_s);
-    j->timer.at_ms = at_ms > now ? at_ms : now;
-    j->first_ms = at_ms > now ? 0 : now;
-    j->created_ms = made_created ? now : 0;
-    j->timer.seq = srv->jobs.next_seq++;
-    rb_jobs_add(&srv->jobs, j);
-    rb_srv_persist(srv, j);
     return 0;
 }

@@ -1,4 +1,4 @@
-/* The PostgreSQL job engine (src/store/pg_engine.h) against a real,
+/* The PostgreSQL job engine (src/backend/pg/sql.h) against a real,
  * throwaway PostgreSQL cluster per test (tests/server/pg_harness.h):
  * migrations and version refusal, every operation, concurrent claimers and
  * deciders on two connections, notifications, and a lost database. */
@@ -12,10 +12,10 @@
 
 #include <libpq-fe.h>
 
+#include "backend/pg/sql.h"
 #include "common/buf.h"
 #include "common/timeutil.h"
 #include "pg_harness.h"
-#include "store/pg_engine.h"
 
 ReportHook(PRE_ALL)(struct criterion_test_set *set)
 {

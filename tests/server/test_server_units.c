@@ -10,13 +10,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "backend/mem/heap.h"
+#include "backend/mem/jobs.h"
+#include "backend/mem/store.h"
+#include "backend/mem/writer.h"
 #include "common/buf.h"
+#include "common/table.h"
 #include "common/timeutil.h"
-#include "server/heap.h"
-#include "server/jobs.h"
-#include "server/table.h"
-#include "store/store.h"
-#include "store/writer.h"
 
 #include <sqlite3.h>
 

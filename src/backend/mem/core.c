@@ -1,0 +1,342 @@
+/* The single-node backend's state machine over the in-memory indexes and
+ * the store: persisting rows, enqueueing, reserving for FETCH, the timer,
+ * the completions that send replies once a commit is on disk, and the
+ * creation of a pushed job (rb_srv_push, at the end). */
+#include "server/srv.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/buf.h"
+#include "common/timeutil.h"
+#include "server/log.h"
+#include "server/metrics.h"
+
+static int stored_state(const rb_job *j)
+{
+    if (j->state != RB_JOB_PENDING)
+        return j->state;
+    return j->timer.at_ms > rb_now_ms() ? RB_JOB_SCHEDULED : RB_JOB_ENQUEUED;
+}
+
+void rb_srv_persist(rb_srv *srv, const rb_job *j)
+{
+    /* The stored text carries a server-made created_at (loaded back as
+     * part of the text). */
+    char *json = j->created_ms ? rb_job_json_out(j, 0) : NULL;
+    rb_job_row row = {
+        .id = j->row_id,
+        .jid = j->jid,
+        .state = stored_state(j),
+        .queue = j->queue->name,
+        .priority = j->priority,
+        .seq = j->timer.seq,
+        .due_ms = j->timer.at_ms,
+        .first_ms = j->first_ms,
+        .attempts = j->attempts,
+        .reserve_s = j->reserve_s,
+        .wid = j->wid,
+        .json = json ? json : j->json,
+        .history = j->history,
+    };
+    rb_writer_put(srv->writer, &row);
+    free(json);
+}
+
+void rb_srv_forget(rb_srv *srv, rb_job *j)
+{
+    rb_writer_del(srv->writer, j->row_id, j->jid);
+    rb_jobs_delete(&srv->jobs, j);
+}
+
+void rb_srv_persist_counters(rb_srv *srv)
+{
+    rb_writer_counter(srv->writer, "total_processed", srv->total_processed);
+    rb_writer_counter(srv->writer, "total_failures", srv->total_failures);
+}
+
+void rb_job_set_field(rb_job *j, const char *key, json_t *value)
+{
+    json_t *o = json_loads(j->json, 0, NULL);
+    if (!o) { /* cannot happen: json came from json_dumps */
+        json_decref(value);
+        return;
+    }
+    if (value)
+        json_object_set_new(o, key, value);
+    else
+        json_object_del(o, key);
+    char *s = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    if (s) {
+        free(j->json);
+        j->json = s;
+    }
+}
+
+void rb_srv_enqueue(rb_srv *srv, rb_job *j, int64_t at_ms, int64_t now)
+{
+    if (at_ms > now) {
+        rb_jobs_set_state(&srv->jobs, j, RB_JOB_SCHEDULED, at_ms);
+        return;
+    }
+    /* enqueued_at is kept outside the text while the job waits */
+    if (strstr(j->json, "\"enqueued_at\""))
+        rb_job_set_field(j, "enqueued_at", NULL);
+    if (!j->first_ms)
+        j->first_ms = now;
+    rb_jobs_set_state(&srv->jobs, j, RB_JOB_ENQUEUED, now);
+}
+
+char *rb_srv_new_jid(rb_srv *srv)
+{
+    char *s = rb_xmalloc(25);
+    uint64_t a = rb_rng_next(&srv->rng), b = rb_rng_next(&srv->rng);
+    snprintf(s, 25, "%016llx%08llx", (unsigned long long)a, (unsigned long long)(b & 0xffffffffULL));
+    return s;
+}
+
+rb_worker *rb_srv_worker(rb_srv *srv, const char *wid, bool create)
+{
+    rb_worker *w = rb_table_get(&srv->workers, wid);
+    if (w || !create)
+        return w;
+    w = rb_xcalloc(1, sizeof *w);
+    w->wid = rb_xstrdup(wid);
+    w->last_beat_ms = rb_now_ms();
+    rb_table_put(&srv->workers, w);
+    return w;
+}
+
+/* --- completions --- */
+
+typedef struct pending {
+    rb_srv *srv;
+    rb_conn *c;     /* NULL: nobody to answer */
+    char *bulk;     /* reply on success; NULL = +OK */
+    char *fetched;  /* FETCH: the reserved jid, put back on failure */
+} pending;
+
+static void pending_free(pending *p)
+{
+    free(p->bulk);
+    free(p->fetched);
+    free(p);
+}
+
+static void on_commit(void *arg, int status, const rb_err *err)
+{
+    pending *p = arg;
+    rb_srv *srv = p->srv;
+    if (status && p->fetched)
+        rb_srv_unreserve(srv, p->fetched);
+    if (status)
+        rb_log(RB_LOG_ERROR, "commit failed: %s", rb_err_msg(err));
+    if (p->c) {
+        if (status)
+            rb_reply_err(p->c, "storage error: %s", rb_err_msg(err));
+        else if (p->bulk)
+            rb_reply_bulk(p->c, p->bulk, strlen(p->bulk));
+        else
+            rb_reply_ok(p->c);
+        rb_conn *c = p->c;
+        rb_conn_done(c);
+        rb_conn_unref(c);
+    }
+    pending_free(p);
+    rb_srv_kick(srv);
+    rb_srv_arm(srv);
+}
+
+static pending *pending_new(rb_srv *srv, rb_conn *c)
+{
+    pending *p = rb_xcalloc(1, sizeof *p);
+    p->srv = srv;
+    p->c = c;
+    if (c) {
+        c->busy = true;
+        c->refs++;
+    }
+    return p;
+}
+
+void rb_srv_reply_after_commit(rb_srv *srv, rb_conn *c)
+{
+    rb_writer_then(srv->writer, on_commit, pending_new(srv, c));
+}
+
+rb_job *rb_srv_reserve(rb_srv *srv, const char *wid, char **queues, int n)
+{
+    for (int i = 0; i < n; i++) {
+        rb_queue *q = rb_jobs_queue(&srv->jobs, queues[i], false);
+        if (!q || q->paused)
+            continue;
+        rb_job *j = rb_queue_first(q);
+        if (!j)
+            continue;
+        int64_t now = rb_now_ms();
+        /* From now on the text carries both times, as clients see it. */
+        char *out = rb_job_json_out(j, j->timer.at_ms);
+        free(j->json);
+        j->json = out;
+        j->created_ms = 0;
+        j->attempts++;
+        j->flags = (j->flags & RB_JOB_EXPIRED) ? RB_JOB_REFETCHED : 0;
+        free(j->wid);
+        j->wid = wid ? rb_xstrdup(wid) : NULL;
+        rb_jobs_set_state(&srv->jobs, j, RB_JOB_WORKING, now + (int64_t)j->reserve_s * 1000);
+        rb_srv_persist(srv, j);
+        return j;
+    }
+    return NULL;
+}
+
+void rb_srv_unreserve(rb_srv *srv, const char *jid)
+{
+    rb_job *j = rb_jobs_find(&srv->jobs, jid);
+    if (j && j->state == RB_JOB_WORKING) {
+        j->attempts--;
+        free(j->wid);
+        j->wid = NULL;
+        rb_jobs_set_state(&srv->jobs, j, RB_JOB_ENQUEUED, rb_now_ms());
+    }
+}
+
+/* Reserves the first ready job of queues for c, waiting in a FETCH, and
+ * replies with it after the commit. False when none is ready. */
+static bool try_fetch(rb_srv *srv, rb_conn *c, char **queues, int n)
+{
+    rb_job *j = rb_srv_reserve(srv, c->worker ? c->worker->wid : NULL, queues, n);
+    if (!j)
+        return false;
+    pending *p = pending_new(srv, c);
+    p->bulk = rb_xstrdup(j->json);
+    p->fetched = rb_xstrdup(j->jid);
+    rb_writer_then(srv->writer, on_commit, p);
+    return true;
+}
+
+void rb_srv_kick(rb_srv *srv)
+{
+    rb_link *l = srv->waiters.head;
+    while (l && srv->jobs.enqueued > 0) {
+        rb_link *next = l->next;
+        rb_conn *c = rb_container_of(l, rb_conn, wlink);
+        char **queues = c->fetch_queues;
+        int n = c->n_fetch_queues;
+        c->fetch_queues = NULL;
+        c->n_fetch_queues = 0;
+        bool got = try_fetch(srv, c, queues, n);
+        if (got) {
+            rb_conn_stop_waiting(c);
+            for (int i = 0; i < n; i++)
+                free(queues[i]);
+            free(queues);
+        } else {
+            c->fetch_queues = queues;
+            c->n_fetch_queues = n;
+        }
+        l = next;
+    }
+}
+
+/* A deadline passed. */
+static void fire(rb_srv *srv, rb_job *j, int64_t now)
+{
+    switch (j->state) {
+    case RB_JOB_SCHEDULED:
+    case RB_JOB_RETRIES:
+        rb_metrics_lateness(srv->metrics, now - j->timer.at_ms);
+        rb_srv_enqueue(srv, j, now, now);
+        break;
+    case RB_JOB_WORKING: {
+        rb_log(RB_LOG_INFO, "reservation of job %s expired", j->jid);
+        rb_fail_input in = {.errtype = "ReservationExpired",
+                            .message = "the job's reservation expired before ACK or FAIL"};
+        rb_err err = {0};
+        j->flags |= RB_JOB_EXPIRED;
+        if (rb_srv_fail_job(srv, j, &in, now, &err))
+            rb_log(RB_LOG_ERROR, "expiring job: %s", rb_err_msg(&err));
+        break;
+    }
+    case RB_JOB_DEAD:
+        rb_log(RB_LOG_DEBUG, "dead job %s reached its retention", j->jid);
+        rb_srv_forget(srv, j);
+        break;
+    default:
+        rb_heap_remove(&srv->jobs.timers, &j->timer);
+        break;
+    }
+}
+
+static void on_timer(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    rb_srv *srv = arg;
+    srv->armed_ms = INT64_MAX;
+    int64_t now = rb_now_ms();
+    rb_job *j;
+    while ((j = rb_jobs_next_timer(&srv->jobs)) && j->timer.at_ms <= now)
+        fire(srv, j, now);
+    rb_srv_kick(srv);
+    rb_srv_arm(srv);
+}
+
+void rb_srv_arm(rb_srv *srv)
+{
+    if (!srv->timer_ev)
+        srv->timer_ev = evtimer_new(srv->base, on_timer, srv);
+    rb_job *j = rb_jobs_next_timer(&srv->jobs);
+    if (!j) {
+        if (srv->armed_ms != INT64_MAX)
+            evtimer_del(srv->timer_ev);
+        srv->armed_ms = INT64_MAX;
+        return;
+    }
+    if (j->timer.at_ms == srv->armed_ms)
+        return;
+    int64_t delay = j->timer.at_ms - rb_now_ms();
+    if (delay < 0)
+        delay = 0;
+    struct timeval tv = {.tv_sec = delay / 1000, .tv_usec = (delay % 1000) * 1000};
+    evtimer_add(srv->timer_ev, &tv);
+    srv->armed_ms = j->timer.at_ms;
+}
+
+int rb_srv_push(rb_srv *srv, json_t *job)
+{
+    const char *jid = rb_srv_json_str(job, "jid");
+    if (rb_jobs_find(&srv->jobs, jid))
+        return RB_EEXIST;
+    int64_t now = rb_now_ms(), at_ms = now;
+    const char *at = rb_srv_json_str(job, "at");
+    if (at && *at)
+        rb_time_parse_rfc3339(at, &at_ms);
+    const char *qname = rb_srv_json_str(job, "queue");
+    if (!qname) {
+        qname = "default";
+        json_object_set_new(job, "queue", json_string(qname));
+    }
+    json_t *pv = json_object_get(job, "priority");
+    int prio = pv ? (int)json_integer_value(pv) : 5;
+    json_int_t rs = json_integer_value(json_object_get(job, "reserve_for"));
+    /* created_at (when the server makes it) and enqueued_at stay outside
+     * the text while the job waits: see rb_job_json_out() */
+    json_object_del(job, "enqueued_at");
+    const char *created = rb_srv_json_str(job, "created_at");
+    bool made_created = !created || !*created;
+    if (made_created)
+        json_object_del(job, "created_at");
+    char *text = json_dumps(job, JSON_COMPACT);
+    rb_queue *q = rb_jobs_queue(&srv->jobs, qname, true);
+    rb_job *j = rb_job_new(jid, text, q, prio);
+    j->reserve_s = (int32_t)(rs > 0 ? rs : srv->cfg.server.reserve_for_s);
+    j->timer.at_ms = at_ms > now ? at_ms : now;
+    j->first_ms = at_ms > now ? 0 : now;
+    j->created_ms = made_created ? now : 0;
+    j->timer.seq = srv->jobs.next_seq++;
+    rb_jobs_add(&srv->jobs, j);
+    rb_srv_persist(srv, j);
+    return 0;
+}

@@ -1,0 +1,115 @@
+/* The job model and the in-memory indexes: a jid table, ready queues (one
+ * FIFO per queue and priority), one list per other state, and one timer heap
+ * for every deadline (scheduled time, retry time, reservation end, dead-job
+ * expiry). Pure data structures: no I/O, no clocks. */
+#ifndef RB_BACKEND_MEM_JOBS_H
+#define RB_BACKEND_MEM_JOBS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "backend/mem/heap.h"
+#include "common/list.h"
+#include "common/table.h"
+#include "engine/job_state.h"
+
+#define RB_PRIORITIES 9
+
+typedef struct rb_queue rb_queue;
+
+/* One job, compact: the job's JSON is one string, everything the indexes
+ * need is a field. Invariants: `link` is in queue->ready[priority-1] when
+ * ENQUEUED, in the state list when SCHEDULED/WORKING/RETRIES/DEAD, in no
+ * list when PENDING; `timer` is in the heap exactly when SCHEDULED, WORKING,
+ * RETRIES or DEAD (at_ms = run/lease-end/expiry); when ENQUEUED
+ * timer.at_ms is the enqueue time and timer.seq its FIFO rank (persisted as
+ * the row's seq). To keep waiting jobs small, the JSON text of a PENDING or
+ * ENQUEUED job has no enqueued_at (it is timer.at_ms, added on output), and
+ * no server-made created_at (created_ms). */
+typedef struct rb_job {
+    rb_link link;
+    rb_heap_node timer;
+    void *hnext;      /* jid table chain */
+    rb_queue *queue;
+    char *json;       /* compact Faktory job JSON; owned */
+    char *history;    /* JSON array of failed attempts, or NULL; owned */
+    char *wid;        /* reservation holder (WORKING), or NULL; owned */
+    int64_t first_ms; /* first enqueue (policy deadline) */
+    /* When the server made created_at: its time, and the JSON text leaves
+     * it out (added on output); 0 when created_at is in the text. */
+    int64_t created_ms;
+    int64_t row_id;   /* the key of its stored row (rb_job_row.id), set by rb_jobs_add */
+    int32_t attempts; /* executions started (counted at FETCH) */
+    /* Packed in one word so that a job with a 22-character jid fits a
+     * 144-byte malloc chunk (memory per waiting job, docs/design.md):
+     * reserve_s up to 2^21-1 s (server.reserve_for is at most 7 days,
+     * a job's reserve_for at most one), state an rb_job_state, priority
+     * 1..9, flags RB_JOB_EXPIRED/RB_JOB_REFETCHED. */
+    uint32_t reserve_s : 21; /* reservation length at FETCH */
+    uint32_t state : 3, priority : 4, flags : 4;
+    char jid[];
+} rb_job;
+
+/* A named queue. Queues are created on first use and live until removed. */
+struct rb_queue {
+    void *hnext;
+    char *name;
+    rb_list ready[RB_PRIORITIES]; /* index priority-1; higher runs first */
+    size_t size;
+    bool paused;
+};
+
+typedef struct rb_jobs {
+    rb_table by_jid;
+    rb_table queues;
+    rb_list scheduled, working, retries, dead;
+    rb_heap timers;
+    uint64_t next_seq; /* FIFO rank of the next enqueued job */
+    int64_t last_row_id; /* the highest row id given or loaded */
+    size_t enqueued;   /* jobs in all ready queues */
+} rb_jobs;
+
+void rb_jobs_init(rb_jobs *js);
+/* Frees every job and queue. */
+void rb_jobs_release(rb_jobs *js);
+
+/* A new PENDING job (not yet in the table): json is taken over. */
+rb_job *rb_job_new(const char *jid, char *json, rb_queue *q, int priority);
+/* Unlinks j from every index and frees it. */
+void rb_jobs_delete(rb_jobs *js, rb_job *j);
+
+rb_job *rb_jobs_find(const rb_jobs *js, const char *jid);
+/* Into the jid table, state as is. A job without a row id (row_id 0) gets
+ * the next one; a loaded job keeps its own. */
+void rb_jobs_add(rb_jobs *js, rb_job *j);
+
+/* The queue named name, created when create is true (else NULL if unknown). */
+rb_queue *rb_jobs_queue(rb_jobs *js, const char *name, bool create);
+/* Removes q (must be empty) and frees it. */
+void rb_jobs_queue_free(rb_jobs *js, rb_queue *q);
+
+/* Moves j to a state, unlinking it from the old one's indexes. at_ms: the
+ * deadline (SCHEDULED/WORKING/RETRIES/DEAD) or the enqueue time (ENQUEUED).
+ * Ignored for PENDING. */
+void rb_jobs_set_state(rb_jobs *js, rb_job *j, rb_job_state st, int64_t at_ms);
+
+/* j's JSON as clients see it: the text plus the fields kept outside it
+ * (created_at when created_ms is set; enqueued_at when enqueued_ms > 0).
+ * Returns a new string (free it). */
+char *rb_job_json_out(const rb_job *j, int64_t enqueued_ms);
+
+/* The first ready job of q in priority order, or NULL. */
+rb_job *rb_queue_first(const rb_queue *q);
+
+/* The job whose deadline is earliest, or NULL. */
+rb_job *rb_jobs_next_timer(const rb_jobs *js);
+
+/* The list of a listable state (SCHEDULED, WORKING, RETRIES, DEAD), else NULL. */
+rb_list *rb_jobs_state_list(rb_jobs *js, rb_job_state st);
+
+static inline rb_job *rb_job_of_link(rb_link *l)
+{
+    return l ? rb_container_of(l, rb_job, link) : NULL;
+}
+
+#endif

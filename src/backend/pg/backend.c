@@ -1,0 +1,511 @@
+/* The distributed backend of the job engine (engine/engine.h): each
+ * operation becomes a request to a database thread (mode.h), which runs
+ * it as one transaction on the shared PostgreSQL database (ACK and FAIL
+ * batched with the others the thread takes at once); its completion comes
+ * back to the loop thread and completes the op. */
+#include "engine/engine.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/pg/request.h"
+#include "common/buf.h"
+#include "common/timeutil.h"
+#include "server/metrics.h"
+
+/* The engine's labels hold every queue name a job may have. */
+_Static_assert(RB_PG_QUEUE_MAX >= RB_QUEUE_NAME_MAX, "rb_pg_labels.queue is too short");
+
+/* A push's results: each job's status, the pushed ones counted, and the
+ * parked FETCHes of this node woken for those enqueued at once (before
+ * the NOTIFY reaches the other nodes; before op's done frees the queue
+ * names). */
+static void push_results(rb_srv *srv, rb_eng_op *op, rb_pgreq *r)
+{
+    size_t n = r->u.push.n, n_ready = 0;
+    const char **ready = rb_xcalloc(n + 1, sizeof *ready);
+    size_t made = 0;
+    for (size_t i = 0; i < n; i++) {
+        const rb_pg_new_job *j = &r->u.push.jobs[i];
+        op->u.push.status[i] = r->u.push.status[i];
+        if (r->u.push.status[i] == RB_EEXIST)
+            continue;
+        made++;
+        rb_metrics_event(srv->metrics, RB_M_PUSHED, j->queue, j->json);
+        if (j->at_ms <= r->now)
+            ready[n_ready++] = j->queue;
+    }
+    if (!made)
+        op->applied = RB_ENG_NOT_APPLIED; /* every jid was taken */
+    if (n_ready)
+        rb_pgmode_kick(srv, ready, n_ready);
+    free(ready);
+}
+
+/* Loop thread, r succeeded: its results to op, and what this node's
+ * /metrics counts of them. */
+static void results(rb_srv *srv, rb_eng_op *op, rb_pgreq *r)
+{
+    switch (op->kind) {
+    case RB_ENG_PUSH:
+        push_results(srv, op, r);
+        return;
+    case RB_ENG_ACK:
+        op->u.job.status = (rb_job_status)r->u.ack.status;
+        if (op->u.job.status == RB_JOB_DONE)
+            rb_metrics_event_labels(srv->metrics, RB_M_PROCESSED, r->u.ack.labels.queue,
+                                    r->u.ack.labels.jobtype);
+        break;
+    case RB_ENG_FAIL:
+        op->u.job.status = (rb_job_status)r->u.fail.res.status;
+        if (op->u.job.status == RB_JOB_DONE)
+            rb_pgmode_count_failure(srv, &r->u.fail.res);
+        break;
+    case RB_ENG_SNOOZE:
+    case RB_ENG_EXTEND:
+        op->u.job.status = (rb_job_status)r->u.ref.status;
+        op->u.job.state = (rb_job_state)r->u.ref.state;
+        break;
+    default:
+        return;
+    }
+    if (op->u.job.status != RB_JOB_DONE)
+        op->applied = RB_ENG_NOT_APPLIED; /* refused, or nothing to do */
+}
+
+/* Whether op made jobs ready at once, for the parked FETCHes. */
+static bool readies(const rb_eng_op *op)
+{
+    if (op->rc)
+        return false;
+    if (op->kind == RB_ENG_MUTATE)
+        return !strcmp(op->u.mutate.m.cmd, "requeue");
+    if (op->kind == RB_ENG_BULK)
+        return op->u.bulk.changed && !strcmp(op->u.bulk.cmd, "requeue");
+    if (op->kind == RB_ENG_JOB_ACTION)
+        return op->u.job_action.state == RB_JOB_ENQUEUED;
+    if (op->kind == RB_ENG_QUEUE) /* a resumed queue's jobs */
+        return op->u.queue.verb == RB_ENG_QUEUE_RESUME;
+    return op->kind == RB_ENG_SNOOZE && op->u.job.status == RB_JOB_DONE && op->u.job.seconds == 0;
+}
+
+/* Loop thread: the request ran; its results go to the op. */
+static void req_done(rb_srv *srv, rb_pgreq *r)
+{
+    rb_eng_op *op = r->data;
+    if (r->rc) {
+        rb_pgmode_storage_error(srv, r); /* logs; r has no connection to answer */
+        op->rc = r->rc;
+        op->err = r->err;
+        /* a transaction that failed was rolled back, unless the failure
+         * was the connection's, perhaps during COMMIT */
+        op->applied = r->rc == RB_ECONN ? RB_ENG_UNKNOWN : RB_ENG_NOT_APPLIED;
+    } else {
+        rb_pgmode_storage_ok(srv);
+        op->applied = RB_ENG_APPLIED;
+        results(srv, op, r);
+    }
+    rb_pgreq_finish(srv, r);
+    bool kick = readies(op);
+    rb_eng_complete(srv, op);
+    if (kick)
+        rb_pgmode_kick(srv, NULL, 0);
+}
+
+/* Posts op to a database thread, to run call there. */
+static void post(rb_srv *srv, rb_eng_op *op, void (*call)(rb_pg *, rb_pgreq *))
+{
+    rb_pgreq_post(srv, rb_pgreq_new_call(NULL, op, NULL, call, req_done));
+}
+
+/* --- PUSH, PUSHB --- */
+
+static void dist_push(rb_srv *srv, rb_eng_op *op)
+{
+    size_t n = op->u.push.n;
+    rb_pgreq *r = rb_pgreq_new(RB_PGR_PUSH, NULL);
+    r->u.push.jobs = rb_xcalloc(n, sizeof *r->u.push.jobs);
+    r->u.push.texts = rb_xcalloc(n, sizeof *r->u.push.texts);
+    r->u.push.status = rb_xcalloc(n, sizeof *r->u.push.status);
+    r->u.push.n = n;
+    for (size_t i = 0; i < n; i++)
+        rb_pg_job_from_json(op->u.push.jobs[i], op->now, (int)srv->cfg.server.reserve_for_s,
+                            &r->u.push.jobs[i], &r->u.push.texts[i]);
+    r->data = op;
+    r->done = req_done;
+    rb_pgreq_post(srv, r);
+}
+
+/* --- FETCH: the first claim; fetch.c keeps a waiting FETCH --- */
+
+static void dist_fetch(rb_srv *srv, rb_eng_op *op)
+{
+    rb_pgmode_fetch(srv, op);
+}
+
+/* --- ACK, FAIL, SNOOZE, EXTEND --- */
+
+/* A request of kind for job op op, naming its jid and wid (copied: the
+ * op's wid is only borrowed while it is submitted). */
+static rb_pgreq *job_request(rb_eng_op *op, rb_pgreq_kind kind)
+{
+    rb_pgreq *r = rb_pgreq_new(kind, NULL);
+    r->jid = rb_xstrdup(op->u.job.jid);
+    r->wid = op->u.job.wid ? rb_xstrdup(op->u.job.wid) : NULL;
+    r->data = op;
+    r->done = req_done;
+    return r;
+}
+
+static void dist_ack(rb_srv *srv, rb_eng_op *op)
+{
+    rb_pgreq *r = job_request(op, RB_PGR_ACK);
+    r->u.ack.ref = (rb_pg_ref){r->jid, r->wid};
+    rb_pgreq_post(srv, r);
+}
+
+static void dist_fail(rb_srv *srv, rb_eng_op *op)
+{
+    rb_pgreq *r = job_request(op, RB_PGR_FAIL);
+    r->u.fail.f = (rb_pg_failure){.ref = {r->jid, r->wid}, .in = op->u.job.fail};
+    rb_pgreq_post(srv, r);
+}
+
+static void snooze_call(rb_pg *pg, rb_pgreq *r)
+{
+    rb_eng_op *op = r->data;
+    rb_pg_ref ref = {r->jid, r->wid};
+    r->rc = rb_pg_snooze(pg, &ref, op->u.job.seconds, rb_now_ms(), &r->u.ref.status,
+                         &r->u.ref.state, &r->err);
+}
+
+static void extend_call(rb_pg *pg, rb_pgreq *r)
+{
+    rb_eng_op *op = r->data;
+    rb_pg_ref ref = {r->jid, r->wid};
+    r->rc = rb_pg_extend(pg, &ref, op->u.job.seconds, rb_now_ms(), &r->u.ref.status,
+                         &r->u.ref.state, &r->err);
+}
+
+static void dist_snooze(rb_srv *srv, rb_eng_op *op)
+{
+    rb_pgreq *r = job_request(op, RB_PGR_CALL);
+    r->call = snooze_call;
+    rb_pgreq_post(srv, r);
+}
+
+static void dist_extend(rb_srv *srv, rb_eng_op *op)
+{
+    rb_pgreq *r = job_request(op, RB_PGR_CALL);
+    r->call = extend_call;
+    rb_pgreq_post(srv, r);
+}
+
+/* --- FLUSH, MUTATE --- */
+
+static void flush_call(rb_pg *pg, rb_pgreq *r)
+{
+    r->rc = rb_pg_flush(pg, &r->err);
+}
+
+static void dist_flush(rb_srv *srv, rb_eng_op *op)
+{
+    post(srv, op, flush_call);
+}
+
+static void mutate_call(rb_pg *pg, rb_pgreq *r)
+{
+    rb_eng_op *op = r->data;
+    r->rc = rb_pg_mutate(pg, &op->u.mutate.m, op->now, &op->u.mutate.changed, &r->err);
+}
+
+static void dist_mutate(rb_srv *srv, rb_eng_op *op)
+{
+    post(srv, op, mutate_call);
+}
+
+/* --- the administration and inspection commands --- */
+
+static void info_call(rb_pg *pg, rb_pgreq *r)
+{
+    rb_eng_op *op = r->data;
+    rb_pg_info in;
+    if ((r->rc = rb_pg_info_get(pg, &in, &r->err)))
+        return;
+    bool latency = op->u.info.latency;
+    op->u.info = (rb_eng_info){
+        .every_queue = op->u.info.every_queue, /* the registry's empty queues stay out */
+        .latency = latency,
+        .store = "postgresql",
+        .processed = in.processed,
+        .failures = in.failures,
+        .enqueued = in.enqueued,
+        .scheduled = in.scheduled,
+        .retries = in.retries,
+        .dead = in.dead,
+        .working = in.working,
+        .workers = in.workers,
+        .queues = in.queues, /* taken over */
+        .n_queues = in.n_queues,
+        .rebound = json_pack("{s:{s:s, s:i}}", "storage", "backend", "postgresql",
+                             "schema_version", RB_PG_SCHEMA_VERSION),
+    };
+    if (!latency)
+        return;
+    size_t n = in.n_queues;
+    const char **names = rb_xcalloc(n + 1, sizeof *names);
+    for (size_t i = 0; i < n; i++)
+        names[i] = in.queues[i].name;
+    op->u.info.latency_s = rb_xcalloc(n + 1, sizeof *op->u.info.latency_s);
+    r->rc = n ? rb_pg_queue_latency(pg, names, (int)n, rb_now_ms(), op->u.info.latency_s, &r->err)
+              : 0;
+    free(names);
+}
+
+static void dist_info(rb_srv *srv, rb_eng_op *op)
+{
+    post(srv, op, info_call);
+}
+
+/* QUEUE's read-back: each named queue's size and latency after the
+ * change; a queue outside the registry has no name. */
+static int queue_read_back(rb_pg *pg, rb_eng_op *op, rb_err *err)
+{
+    int n = op->u.queue.n;
+    const char *const *names = (const char *const *)op->u.queue.names;
+    op->u.queue.sizes = rb_xcalloc((size_t)n + 1, sizeof *op->u.queue.sizes);
+    op->u.queue.latency = rb_xcalloc((size_t)n + 1, sizeof *op->u.queue.latency);
+    rb_pg_info in;
+    int rc = rb_pg_info_get(pg, &in, err);
+    if (rc)
+        return rc;
+    for (int i = 0; i < n && !rc; i++) {
+        bool known = false;
+        if ((rc = rb_pg_queue_known(pg, names[i], &known, err)) || !known)
+            continue;
+        rb_queue_size *q = &op->u.queue.sizes[i];
+        *q = (rb_queue_size){.name = rb_xstrdup(names[i]),
+                             .paused = op->u.queue.verb == RB_ENG_QUEUE_PAUSE};
+        for (size_t k = 0; k < in.n_queues; k++)
+            if (!strcmp(in.queues[k].name, names[i]))
+                q->size = in.queues[k].size;
+    }
+    rb_pg_info_release(&in);
+    return rc ? rc : rb_pg_queue_latency(pg, names, n, rb_now_ms(), op->u.queue.latency, err);
+}
+
+static void queue_call(rb_pg *pg, rb_pgreq *r)
+{
+    rb_eng_op *op = r->data;
+    const char *const *names = (const char *const *)op->u.queue.names;
+    if (op->u.queue.verb == RB_ENG_QUEUE_REMOVE)
+        r->rc = rb_pg_queue_remove(pg, names, op->u.queue.n, NULL, &r->err);
+    else
+        r->rc = rb_pg_queue_pause(pg, names, op->u.queue.n,
+                                  op->u.queue.verb == RB_ENG_QUEUE_PAUSE, &r->err);
+    if (!r->rc && op->u.queue.read_back)
+        r->rc = queue_read_back(pg, op, &r->err);
+}
+
+static void dist_queue(rb_srv *srv, rb_eng_op *op)
+{
+    post(srv, op, queue_call);
+}
+
+static void latency_call(rb_pg *pg, rb_pgreq *r)
+{
+    rb_eng_op *op = r->data;
+    int n = op->u.queue.n;
+    op->u.queue.latency = rb_xcalloc((size_t)n + 1, sizeof *op->u.queue.latency);
+    r->rc = rb_pg_queue_latency(pg, (const char *const *)op->u.queue.names, n, rb_now_ms(),
+                                op->u.queue.latency, &r->err);
+}
+
+static void dist_latency(rb_srv *srv, rb_eng_op *op)
+{
+    post(srv, op, latency_call);
+}
+
+static void job_call(rb_pg *pg, rb_pgreq *r)
+{
+    rb_eng_op *op = r->data;
+    r->rc = rb_pg_job_get(pg, op->u.lookup.jid, &op->u.lookup.view, &r->err);
+    op->u.lookup.found = r->rc == 0;
+    if (r->rc == RB_ENOENT)
+        r->rc = 0;
+}
+
+static void dist_job(rb_srv *srv, rb_eng_op *op)
+{
+    post(srv, op, job_call);
+}
+
+static void jobs_call(rb_pg *pg, rb_pgreq *r)
+{
+    rb_eng_op *op = r->data;
+    r->rc = rb_pg_jobs(pg, &op->u.jobs.f, &op->u.jobs.views, &op->u.jobs.n, &op->u.jobs.total,
+                       &r->err);
+}
+
+static void dist_jobs(rb_srv *srv, rb_eng_op *op)
+{
+    post(srv, op, jobs_call);
+}
+
+/* Signals are the cluster's (the worker registry, registry.h). */
+static void workers_call(rb_pg *pg, rb_pgreq *r)
+{
+    rb_eng_op *op = r->data;
+    r->rc = rb_pg_workers_signal(pg, op->u.workers.wid, op->u.workers.signal, rb_now_ms(),
+                                 &op->u.workers.changed, &r->err);
+}
+
+static void dist_workers(rb_srv *srv, rb_eng_op *op)
+{
+    post(srv, op, workers_call);
+}
+
+/* --- the HTTP API's own --- */
+
+/* Reads jid's state into *state; *found false when there is no such job. */
+static int job_state(rb_pg *pg, const char *jid, bool *found, int *state, rb_err *err)
+{
+    rb_pg_job j;
+    int rc = rb_pg_job_get(pg, jid, &j, err);
+    *found = rc == 0;
+    if (rc)
+        return rc == RB_ENOENT ? 0 : rc;
+    *state = j.state;
+    rb_pg_job_release(&j);
+    return 0;
+}
+
+/* Check, change (as MUTATE of the one jid), read back. */
+static void job_action_call(rb_pg *pg, rb_pgreq *r)
+{
+    rb_eng_op *op = r->data;
+    const char *jid = op->u.job_action.jid;
+    bool found;
+    if ((r->rc = job_state(pg, jid, &op->u.job_action.found, &op->u.job_action.prev_state,
+                           &r->err)) ||
+        !op->u.job_action.found || !rb_job_state_mutable(op->u.job_action.prev_state))
+        return;
+    const char *jids[1] = {jid};
+    rb_mutation m = {.cmd = op->u.job_action.cmd, .target = op->u.job_action.prev_state,
+                     .jids = jids, .n_jids = 1};
+    if ((r->rc = rb_pg_mutate(pg, &m, op->now, NULL, &r->err)))
+        return;
+    r->rc = job_state(pg, jid, &found, &op->u.job_action.state, &r->err);
+    if (!found)
+        op->u.job_action.state = 0; /* gone (discarded) */
+}
+
+static void dist_job_action(rb_srv *srv, rb_eng_op *op)
+{
+    post(srv, op, job_action_call);
+}
+
+/* The bulk action: MUTATE's own filters when they suffice (jids, or every
+ * job of the state with an optional job type); otherwise the jids of the
+ * matching jobs are read first (queue and errtype filters, or a job type
+ * with a list) and mutated as a list, in one MUTATE. */
+static void bulk_call(rb_pg *pg, rb_pgreq *r)
+{
+    rb_eng_op *op = r->data;
+    const rb_job_filter *want = &op->u.bulk.f;
+    rb_mutation m = {.cmd = op->u.bulk.cmd, .target = want->state};
+    const char **named = op->u.bulk.jids;
+    if (!want->queue && !want->errtype && !(named && want->jobtype)) {
+        if (named) {
+            if (!op->u.bulk.n_jids) /* an empty list changes nothing */
+                return;
+            m.jids = named;
+            m.n_jids = op->u.bulk.n_jids;
+        } else {
+            m.jobtype = want->jobtype;
+        }
+        r->rc = rb_pg_mutate(pg, &m, op->now, &op->u.bulk.changed, &r->err);
+        return;
+    }
+    rb_pg_filter f = *want;
+    f.offset = 0;
+    f.limit = 1000;
+    char **pick = NULL;
+    size_t n_pick = 0;
+    for (;;) {
+        rb_pg_job *jobs = NULL;
+        size_t n = 0;
+        int64_t total = 0;
+        if ((r->rc = rb_pg_jobs(pg, &f, &jobs, &n, &total, &r->err)))
+            break;
+        for (size_t i = 0; i < n; i++) {
+            bool keep = !named;
+            for (size_t k = 0; named && k < op->u.bulk.n_jids && !keep; k++)
+                keep = !strcmp(named[k], jobs[i].jid);
+            if (!keep)
+                continue;
+            pick = rb_xrealloc(pick, (n_pick + 1) * sizeof *pick);
+            pick[n_pick++] = rb_xstrdup(jobs[i].jid);
+        }
+        rb_pg_jobs_free(jobs, n);
+        f.offset += (int64_t)n;
+        if (n < (size_t)f.limit || f.offset >= total)
+            break;
+    }
+    if (!r->rc && n_pick) {
+        m.jids = (const char *const *)pick;
+        m.n_jids = n_pick;
+        r->rc = rb_pg_mutate(pg, &m, op->now, &op->u.bulk.changed, &r->err);
+    }
+    for (size_t i = 0; i < n_pick; i++)
+        free(pick[i]);
+    free(pick);
+}
+
+static void dist_bulk(rb_srv *srv, rb_eng_op *op)
+{
+    post(srv, op, bulk_call);
+}
+
+/* The cluster's live workers (the worker registry, registry.h). */
+static void worker_list_call(rb_pg *pg, rb_pgreq *r)
+{
+    rb_eng_op *op = r->data;
+    rb_pg_worker *l = NULL;
+    size_t n = 0;
+    if ((r->rc = rb_pg_workers_list(pg, rb_now_ms(), &l, &n, &r->err)))
+        return;
+    op->u.worker_list.v = rb_xcalloc(n + 1, sizeof *op->u.worker_list.v);
+    for (size_t i = 0; i < n; i++) /* the strings taken over */
+        op->u.worker_list.v[i] = (rb_eng_worker){
+            .wid = l[i].wid, .node = l[i].node ? l[i].node : rb_xstrdup(""), .info = l[i].info,
+            .first_ms = l[i].first_ms, .beat_ms = l[i].beat_ms, .signal = l[i].signal};
+    op->u.worker_list.n = n;
+    free(l);
+}
+
+static void dist_worker_list(rb_srv *srv, rb_eng_op *op)
+{
+    post(srv, op, worker_list_call);
+}
+
+const rb_backend rb_backend_pg = {
+    .name = "postgresql",
+    .push = dist_push,
+    .fetch = dist_fetch,
+    .ack = dist_ack,
+    .fail = dist_fail,
+    .snooze = dist_snooze,
+    .extend = dist_extend,
+    .flush = dist_flush,
+    .mutate = dist_mutate,
+    .info = dist_info,
+    .queue = dist_queue,
+    .latency = dist_latency,
+    .job = dist_job,
+    .jobs = dist_jobs,
+    .workers = dist_workers,
+    .job_action = dist_job_action,
+    .bulk = dist_bulk,
+    .worker_list = dist_worker_list,
+};

@@ -1,0 +1,229 @@
+/* Distributed mode's database threads (RB_PGMODE_THREADS of them, started
+ * by mode.c): each takes every request queued on pm->todo at once, runs
+ * them as one batch on its own engine (pushes first, then single calls,
+ * acks, fails, claims per queue list, worker sightings; one transaction
+ * per batched kind) and hands the batch back on pm->done with its commit
+ * timings. Everything here runs on a database thread; the requests are the
+ * thread's from taking them until they are on pm->done. */
+#include "backend/pg/mode_impl.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "backend/pg/registry.h"
+#include "common/buf.h"
+#include "common/timeutil.h"
+
+/* --- database threads: one batch per turn --- */
+
+static int64_t mono_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* The write transactions of one batch (at most one each for pushes, acks
+ * and fails). */
+typedef struct batch_commits {
+    mode_commit c[3];
+    size_t n;
+} batch_commits;
+
+/* A write transaction of n_ops rows that began at start_us committed. */
+static void commit_seen(batch_commits *bc, size_t n_ops, int64_t start_us)
+{
+    if (bc->n < sizeof bc->c / sizeof *bc->c)
+        bc->c[bc->n++] = (mode_commit){n_ops, mono_us() - start_us};
+}
+
+static void fail_all(rb_pgreq **v, size_t n, int rc, const rb_err *err)
+{
+    for (size_t i = 0; i < n; i++) {
+        v[i]->rc = rc;
+        v[i]->err = *err;
+    }
+}
+
+static void run_pushes(rb_pg *pg, rb_pgreq **v, size_t n, batch_commits *bc)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++)
+        total += v[i]->u.push.n;
+    rb_pg_new_job *jobs = rb_xcalloc(total ? total : 1, sizeof *jobs);
+    int *status = rb_xcalloc(total ? total : 1, sizeof *status);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < v[i]->u.push.n; j++)
+            jobs[k++] = v[i]->u.push.jobs[j];
+    rb_err err = {0};
+    int64_t t0 = mono_us();
+    int rc = total ? rb_pg_push(pg, jobs, total, rb_now_ms(), status, &err) : 0;
+    if (!rc && total)
+        commit_seen(bc, total, t0);
+    if (rc) {
+        fail_all(v, n, rc, &err);
+    } else {
+        k = 0;
+        for (size_t i = 0; i < n; i++)
+            for (size_t j = 0; j < v[i]->u.push.n; j++)
+                v[i]->u.push.status[j] = status[k++];
+    }
+    free(jobs);
+    free(status);
+}
+
+static void run_acks(rb_pg *pg, rb_pgreq **v, size_t n, batch_commits *bc)
+{
+    rb_pg_ref *refs = rb_xcalloc(n, sizeof *refs);
+    int *status = rb_xcalloc(n, sizeof *status);
+    rb_pg_labels *labels = rb_xcalloc(n, sizeof *labels);
+    for (size_t i = 0; i < n; i++)
+        refs[i] = v[i]->u.ack.ref;
+    rb_err err = {0};
+    int64_t t0 = mono_us();
+    int rc = rb_pg_ack(pg, refs, n, status, labels, &err);
+    if (rc) {
+        fail_all(v, n, rc, &err);
+    } else {
+        commit_seen(bc, n, t0);
+        for (size_t i = 0; i < n; i++) {
+            v[i]->u.ack.status = status[i];
+            v[i]->u.ack.labels = labels[i];
+        }
+    }
+    free(refs);
+    free(status);
+    free(labels);
+}
+
+static void run_fails(rb_pg *pg, rb_pgreq **v, size_t n, batch_commits *bc)
+{
+    rb_pg_failure *f = rb_xcalloc(n, sizeof *f);
+    rb_pg_fail_result *res = rb_xcalloc(n, sizeof *res);
+    for (size_t i = 0; i < n; i++)
+        f[i] = v[i]->u.fail.f;
+    rb_err err = {0};
+    int64_t t0 = mono_us();
+    int rc = rb_pg_fail(pg, f, n, rb_now_ms(), res, &err);
+    if (!rc)
+        commit_seen(bc, n, t0);
+    if (rc)
+        fail_all(v, n, rc, &err);
+    else
+        for (size_t i = 0; i < n; i++)
+            v[i]->u.fail.res = res[i];
+    free(f);
+    free(res);
+}
+
+static bool same_queues(const rb_pgreq *a, const rb_pgreq *b)
+{
+    if (a->u.claim.nq != b->u.claim.nq)
+        return false;
+    for (int i = 0; i < a->u.claim.nq; i++)
+        if (strcmp(a->u.claim.queues[i], b->u.claim.queues[i]))
+            return false;
+    return true;
+}
+
+/* One rb_pg_claim per distinct queue list. */
+static void run_claims(rb_pg *pg, rb_pgreq **v, size_t n)
+{
+    bool *taken = rb_xcalloc(n, sizeof *taken);
+    rb_pgreq **group = rb_xcalloc(n, sizeof *group);
+    const char **wids = rb_xcalloc(n, sizeof *wids);
+    for (size_t i = 0; i < n; i++) {
+        if (taken[i])
+            continue;
+        int g = 0;
+        for (size_t j = i; j < n; j++) {
+            if (!taken[j] && same_queues(v[i], v[j])) {
+                taken[j] = true;
+                wids[g] = v[j]->wid;
+                group[g++] = v[j];
+            }
+        }
+        rb_pg_claimed *out = NULL;
+        int nout = 0;
+        rb_err err = {0};
+        int rc = rb_pg_claim(pg, (const char *const *)v[i]->u.claim.queues, v[i]->u.claim.nq,
+                             wids, g, rb_now_ms(), &out, &nout, &err);
+        if (rc) {
+            fail_all(group, (size_t)g, rc, &err);
+            continue;
+        }
+        for (int k = 0; k < nout; k++) {
+            rb_pgreq *r = group[out[k].slot];
+            r->u.claim.job = out[k];
+            r->u.claim.got = true;
+        }
+        free(out); /* the strings moved into the requests */
+    }
+    free(taken);
+    free(group);
+    free(wids);
+}
+
+/* Runs a batch: pushes first (so claims in the same batch see them), then
+ * the single calls, acks, fails, claims and worker sightings. bc receives
+ * the timings of the push, ack and fail transactions that committed. */
+static void run_batch(rb_pg *pg, rb_pgreq *list, batch_commits *bc)
+{
+    size_t n = 0;
+    for (rb_pgreq *r = list; r; r = r->next)
+        n++;
+    rb_pgreq **by[RB_PGR_KINDS];
+    size_t cnt[RB_PGR_KINDS] = {0};
+    for (int k = 0; k < RB_PGR_KINDS; k++)
+        by[k] = rb_xcalloc(n, sizeof **by);
+    for (rb_pgreq *r = list; r; r = r->next)
+        by[r->kind][cnt[r->kind]++] = r;
+    if (cnt[RB_PGR_PUSH])
+        run_pushes(pg, by[RB_PGR_PUSH], cnt[RB_PGR_PUSH], bc);
+    for (size_t i = 0; i < cnt[RB_PGR_CALL]; i++)
+        by[RB_PGR_CALL][i]->call(pg, by[RB_PGR_CALL][i]);
+    if (cnt[RB_PGR_ACK])
+        run_acks(pg, by[RB_PGR_ACK], cnt[RB_PGR_ACK], bc);
+    if (cnt[RB_PGR_FAIL])
+        run_fails(pg, by[RB_PGR_FAIL], cnt[RB_PGR_FAIL], bc);
+    if (cnt[RB_PGR_CLAIM])
+        run_claims(pg, by[RB_PGR_CLAIM], cnt[RB_PGR_CLAIM]);
+    if (cnt[RB_PGR_SEEN])
+        rb_pgworkers_run_seen(pg, by[RB_PGR_SEEN], cnt[RB_PGR_SEEN]);
+    for (int k = 0; k < RB_PGR_KINDS; k++)
+        free(by[k]);
+}
+
+void *mode_db_thread(void *arg)
+{
+    mode_thread_arg ta = *(mode_thread_arg *)arg;
+    free(arg);
+    rb_pgmode *pm = ta.pm;
+    for (;;) {
+        pthread_mutex_lock(&pm->mu);
+        while (!pm->todo && !pm->stop)
+            pthread_cond_wait(&pm->cv, &pm->mu);
+        rb_pgreq *list = pm->todo;
+        pm->todo = NULL;
+        pm->todo_tail = &pm->todo;
+        pthread_mutex_unlock(&pm->mu);
+        if (!list)
+            break; /* mode_stopping, and nothing left */
+        batch_commits bc = {.n = 0};
+        run_batch(ta.pg, list, &bc);
+        rb_pgreq **last = &list;
+        while (*last)
+            last = &(*last)->next;
+        pthread_mutex_lock(&pm->mu);
+        *pm->done_tail = list;
+        pm->done_tail = last;
+        pm->seen.commits = mode_append(pm->seen.commits, &pm->seen.n_commits, bc.c, bc.n,
+                                  sizeof *bc.c);
+        mode_signal_loop(pm);
+        pthread_mutex_unlock(&pm->mu);
+    }
+    return NULL;
+}

@@ -1,0 +1,212 @@
+/* FETCH in distributed mode (request.h, rb_pgmode_fetch and
+ * rb_pgmode_kick): the first claim for the job engine's op, the claims
+ * again for a connection parked in a waiting FETCH when its queues get a
+ * job (a notification, a local push, the poll timer), the null reply after
+ * 2 s, and the release of a job claimed for a connection that closed
+ * meanwhile. Loop thread only (the claims run on the database threads). A
+ * parked connection owns its queue list (c->fetch_queues) while no claim
+ * is in flight; a claim request owns it while one is. */
+#include "backend/pg/mode_impl.h"
+
+#include "engine/engine.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+
+#include "common/buf.h"
+#include "common/timeutil.h"
+#include "server/log.h"
+
+/* --- FETCH --- */
+
+static void fetch_done(rb_srv *srv, rb_pgreq *r);
+
+static char *dup_wid(const rb_conn *c)
+{
+    return c->worker ? rb_xstrdup(c->worker->wid) : NULL;
+}
+
+/* Claims again for c, parked in a FETCH that waits until wait_until_ms. */
+static void post_claim(rb_srv *srv, rb_conn *c, char **queues, int n, int64_t wait_until_ms)
+{
+    rb_pgreq *r = rb_pgreq_new(RB_PGR_CLAIM, c);
+    r->u.claim.queues = queues;
+    r->u.claim.nq = n;
+    r->u.claim.wait_until_ms = wait_until_ms;
+    r->u.claim.seq = srv->pgm->notify_seq;
+    r->wid = dup_wid(c);
+    r->done = fetch_done;
+    rb_pgreq_post(srv, r);
+}
+
+void rb_pgmode_fetch(rb_srv *srv, rb_eng_op *op)
+{
+    rb_pgreq *r = rb_pgreq_new(RB_PGR_CLAIM, NULL);
+    r->u.claim.queues = op->u.fetch.queues; /* borrowed: op_claim_done hands them back */
+    r->u.claim.nq = op->u.fetch.n;
+    r->u.claim.seq = srv->pgm->notify_seq;
+    r->wid = op->u.fetch.wid ? rb_xstrdup(op->u.fetch.wid) : NULL;
+    r->data = op;
+    r->done = fetch_done;
+    rb_pgreq_post(srv, r);
+}
+
+static void release_call(rb_pg *pg, rb_pgreq *r)
+{
+    int status, state;
+    rb_pg_ref ref = {r->jid, r->wid};
+    r->rc = rb_pg_snooze(pg, &ref, 0, rb_now_ms(), &status, &state, &r->err);
+}
+
+static void release_done(rb_srv *srv, rb_pgreq *r)
+{
+    (void)srv;
+    if (r->rc)
+        rb_log(RB_LOG_WARN, "job %s stays reserved until its lease ends: %s", r->jid,
+               rb_err_msg(&r->err));
+    mode_req_free(r);
+}
+
+/* A job was claimed for a FETCH nobody waits for any more (closed, or
+ * shutting down): put it back at once, without consuming the attempt. */
+static void release_job(rb_srv *srv, rb_pgreq *claim)
+{
+    rb_log(RB_LOG_DEBUG, "job %s claimed for a closed connection: released", claim->u.claim.job.jid);
+    if (!srv->base || srv->stopping)
+        return; /* its lease ends it */
+    rb_pgreq *r = rb_pgreq_new(RB_PGR_CALL, NULL);
+    r->jid = rb_xstrdup(claim->u.claim.job.jid);
+    r->wid = claim->wid ? rb_xstrdup(claim->wid) : NULL;
+    r->call = release_call;
+    r->done = release_done;
+    rb_pgreq_post(srv, r);
+}
+
+/* Takes the queue list out of r (for handing back to the connection). */
+static char **take_queues(rb_pgreq *r, int *n)
+{
+    char **q = r->u.claim.queues;
+    *n = r->u.claim.nq;
+    r->u.claim.queues = NULL;
+    r->u.claim.nq = 0;
+    return q;
+}
+
+/* The first claim of a FETCH (the job engine's op in r->data) is done:
+ * its results to the op, which replies or parks the connection; a wake-up
+ * that went by meanwhile claims again for it. */
+static void op_claim_done(rb_srv *srv, rb_pgreq *r)
+{
+    rb_eng_op *op = r->data;
+    r->u.claim.queues = NULL; /* the op's */
+    r->u.claim.nq = 0;
+    if (r->rc) {
+        rb_pgmode_storage_error(srv, r); /* logs; r has no connection to answer */
+        op->rc = r->rc;
+        op->err = r->err;
+        op->applied = r->rc == RB_ECONN ? RB_ENG_UNKNOWN : RB_ENG_NOT_APPLIED;
+        mode_req_free(r);
+        rb_eng_complete(srv, op);
+        return;
+    }
+    rb_pgmode_storage_ok(srv);
+    op->applied = RB_ENG_APPLIED;
+    bool got = r->u.claim.got;
+    if (got && op->c && op->c->closed) {
+        release_job(srv, r);
+    } else if (got) {
+        op->u.fetch.jid = r->u.claim.job.jid;
+        op->u.fetch.job = r->u.claim.job.json;
+        r->u.claim.job.jid = r->u.claim.job.json = NULL;
+    }
+    bool missed = r->u.claim.seq != srv->pgm->notify_seq; /* a wake-up went by */
+    mode_req_free(r);
+    rb_eng_complete(srv, op);
+    if (!got && missed)
+        rb_pgmode_kick(srv, NULL, 0);
+}
+
+/* A claim is done: a FETCH's first (op_claim_done), or a parked FETCH's. */
+static void fetch_done(rb_srv *srv, rb_pgreq *r)
+{
+    if (r->data) {
+        op_claim_done(srv, r);
+        return;
+    }
+    rb_conn *c = r->c;
+    if (!r->rc)
+        rb_pgmode_storage_ok(srv);
+    if (r->u.claim.got) {
+        if (c->closed || !c->waiting) {
+            release_job(srv, r);
+            mode_req_drop(r);
+            return;
+        }
+        rb_conn_stop_waiting(c);
+        rb_reply_bulk(c, r->u.claim.job.json, strlen(r->u.claim.job.json));
+        rb_pgreq_finish(srv, r);
+        return;
+    }
+    if (c->closed || !c->waiting) {
+        mode_req_drop(r);
+        return;
+    }
+    bool missed = r->u.claim.seq != srv->pgm->notify_seq; /* a wake-up went by */
+    int n;
+    char **queues = take_queues(r, &n);
+    int64_t left = r->u.claim.wait_until_ms - rb_now_ms();
+    if (left <= 0) {
+        for (int i = 0; i < n; i++)
+            free(queues[i]);
+        free(queues);
+        rb_conn_stop_waiting(c);
+        rb_reply_null(c);
+        rb_pgreq_finish(srv, r);
+        return;
+    }
+    c->fetch_queues = queues;
+    c->n_fetch_queues = n;
+    struct timeval tv = {left / 1000, (left % 1000) * 1000};
+    evtimer_add(c->fetch_timeout, &tv);
+    mode_req_drop(r);
+    if (missed)
+        rb_pgmode_kick(srv, NULL, 0);
+}
+
+static bool wants(const rb_conn *c, const char *const *queues, size_t n)
+{
+    if (!queues)
+        return true;
+    for (int i = 0; i < c->n_fetch_queues; i++)
+        for (size_t k = 0; k < n; k++)
+            if (!strcmp(c->fetch_queues[i], queues[k]))
+                return true;
+    return false;
+}
+
+void rb_pgmode_kick(rb_srv *srv, const char *const *queues, size_t n)
+{
+    if (srv->stopping && !srv->base)
+        return;
+    for (rb_link *l = srv->waiters.head; l; l = l->next) {
+        rb_conn *c = rb_container_of(l, rb_conn, wlink);
+        if (!c->fetch_queues || !wants(c, queues, n))
+            continue; /* a claim is in flight, or other queues */
+        struct timeval at, now;
+        int64_t until = rb_now_ms() + 2000;
+        if (c->fetch_timeout && event_pending(c->fetch_timeout, EV_TIMEOUT, &at)) {
+            gettimeofday(&now, NULL);
+            until = rb_now_ms() + ((int64_t)at.tv_sec - now.tv_sec) * 1000 +
+                    ((int64_t)at.tv_usec - now.tv_usec) / 1000;
+        }
+        if (c->fetch_timeout)
+            evtimer_del(c->fetch_timeout);
+        int nq;
+        char **qs = c->fetch_queues;
+        nq = c->n_fetch_queues;
+        c->fetch_queues = NULL;
+        c->n_fetch_queues = 0;
+        post_claim(srv, c, qs, nq, until);
+    }
+}

@@ -1,0 +1,124 @@
+/* Distributed mode's maintenance thread (started by mode.c's
+ * rb_pgmode_attach), on every node at once: promotes due jobs, reaps
+ * expired reservations, drops dead jobs past retention and forgets stale
+ * workers, in batches of RB_PGMODE_BATCH on its own engine (pm->maint, the
+ * thread's alone; the SKIP LOCKED batches make the nodes' concurrent runs
+ * safe), handing what it saw to the loop's /metrics, then sleeps a
+ * jittered tick or until the next due time. Maintenance thread only. */
+#include "backend/pg/mode_impl.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "backend/pg/registry.h"
+#include "common/buf.h"
+#include "common/timeutil.h"
+#include "server/log.h"
+
+/* --- the maintenance thread --- */
+
+/* Runs op in batches until one is not full. Returns 0 or the error. */
+static int batches(rb_pgmode *pm, int (*op)(rb_pg *, int64_t, int, int *, rb_err *),
+                   int *total, rb_err *err)
+{
+    int n, rc;
+    do {
+        n = 0;
+        rc = op(pm->maint, rb_now_ms(), RB_PGMODE_BATCH, &n, err);
+        *total += n;
+    } while (!rc && n == RB_PGMODE_BATCH && !mode_stopping(pm));
+    return rc;
+}
+
+/* The maintenance thread's result buffers, one batch each. */
+typedef struct maint_bufs {
+    int64_t late[RB_PGMODE_BATCH];
+    rb_pg_fail_result reaped[RB_PGMODE_BATCH];
+} maint_bufs;
+
+/* Promotes in batches until one is not full, handing each batch's
+ * lateness to the loop. */
+static int promote_all(rb_pgmode *pm, maint_bufs *mb, int *total, rb_err *err)
+{
+    int n, rc;
+    do {
+        n = 0;
+        rc = rb_pg_promote(pm->maint, rb_now_ms(), RB_PGMODE_BATCH, mb->late, &n, err);
+        *total += n;
+        mode_note_maintenance(pm, NULL, 0, mb->late, (size_t)n);
+    } while (!rc && n == RB_PGMODE_BATCH && !mode_stopping(pm));
+    return rc;
+}
+
+/* Reaps in batches until one is not full, handing each batch's failures
+ * (queue, job type, outcome, delay) to the loop. */
+static int reap_all(rb_pgmode *pm, maint_bufs *mb, int *total, rb_err *err)
+{
+    int n, rc;
+    do {
+        n = 0;
+        rc = rb_pg_reap(pm->maint, rb_now_ms(), RB_PGMODE_BATCH, mb->reaped, &n, err);
+        *total += n;
+        mode_note_maintenance(pm, mb->reaped, (size_t)n, NULL, 0);
+    } while (!rc && n == RB_PGMODE_BATCH && !mode_stopping(pm));
+    return rc;
+}
+
+void *mode_maint_thread(void *arg)
+{
+    rb_pgmode *pm = arg;
+    unsigned seed = (unsigned)getpid() ^ (unsigned)rb_now_ms();
+    bool down = false;
+    maint_bufs *mb = rb_xmalloc(sizeof *mb);
+    int64_t workers_due = 0; /* next removal of stale worker rows */
+    for (;;) {
+        rb_err err = {0};
+        int promoted = 0, reaped = 0, dropped = 0, forgotten = 0;
+        int64_t due = INT64_MAX;
+        int rc = promote_all(pm, mb, &promoted, &err);
+        if (!rc)
+            rc = reap_all(pm, mb, &reaped, &err);
+        if (!rc)
+            rc = batches(pm, rb_pg_cleanup_dead, &dropped, &err);
+        if (!rc && rb_now_ms() >= workers_due) {
+            rc = batches(pm, rb_pg_workers_cleanup, &forgotten, &err);
+            if (!rc)
+                workers_due = rb_now_ms() + RB_PGWORKERS_CLEANUP_MS;
+        }
+        if (!rc)
+            rc = rb_pg_next_due(pm->maint, &due, &err);
+        if (rc && !down)
+            rb_log(RB_LOG_WARN, "maintenance: %s (retrying)", rb_err_msg(&err));
+        down = rc != 0;
+        if (reaped)
+            rb_log(RB_LOG_INFO, "%d expired reservations failed", reaped);
+        if (forgotten)
+            rb_log(RB_LOG_DEBUG, "%d stale workers forgotten", forgotten);
+        if (promoted || reaped)
+            mode_note_ready(pm, NULL, 0); /* notifications are a hint: wake locally too */
+        int64_t now = rb_now_ms();
+        int64_t wait = RB_PGMODE_TICK_MS * 4 / 5 + rand_r(&seed) % (RB_PGMODE_TICK_MS * 2 / 5 + 1);
+        if (!rc && due != INT64_MAX && due - now < wait)
+            wait = due - now < 5 ? 5 : due - now;
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_sec += wait / 1000;
+        until.tv_nsec += (long)(wait % 1000) * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        pthread_mutex_lock(&pm->mu);
+        while (!pm->stop && pthread_cond_timedwait(&pm->maint_cv, &pm->mu, &until) != ETIMEDOUT)
+            ;
+        bool stop = pm->stop;
+        pthread_mutex_unlock(&pm->mu);
+        if (stop)
+            break;
+    }
+    free(mb);
+    return NULL;
+}

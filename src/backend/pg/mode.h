@@ -1,0 +1,43 @@
+/* Distributed mode: `rebound serve` on a PostgreSQL database shared by
+ * several nodes (docs/distributed.md). The event loop stays non-blocking:
+ * the job engine's backend (backend.c) posts requests (request.h) to
+ * database threads, each with its own engine (sql.h), which take
+ * everything queued at once, run what can be batched as one call (pushes,
+ * acks, fails, claims of the same queue list) and hand the finished
+ * requests back through an eventfd. A listen thread turns NOTIFY into
+ * wake-ups of waiting FETCHes, a maintenance thread promotes, reaps and
+ * expires on every node at once (the engine's SKIP LOCKED batches make
+ * that safe), and a poll timer covers lost notifications.
+ *
+ * The files: mode.c (this header: open, attach, free; the loop's eventfd
+ * and poll callbacks), request.c (requests and the hand-over back to the
+ * loop), db_thread.c, listen_thread.c, maint_thread.c (one thread kind
+ * each), fetch.c (FETCH's claims and parked FETCHes); mode_impl.h is what
+ * they share. This header is the server's (server.c): loop thread only. */
+#ifndef RB_BACKEND_PG_MODE_H
+#define RB_BACKEND_PG_MODE_H
+
+#include <stdbool.h>
+
+#include "common/error.h"
+#include "server/srv.h"
+
+typedef struct rb_pgmode rb_pgmode;
+
+/* True for a PostgreSQL storage url (postgres://, postgresql:// or a
+ * conninfo string with '='). */
+bool rb_pgmode_is_url(const char *url);
+
+/* Connects the engines (retrying with a backoff while the database cannot
+ * be reached), checks the schema (RB_EVERSION with "run 'rebound migrate'"
+ * or "upgrade rebound" otherwise) and starts the database threads; sets
+ * srv->pgm. Before the event base exists. */
+int rb_pgmode_open(rb_srv *srv, rb_err *err);
+/* Registers the loop's events (completions, poll timer) and starts the
+ * listen and maintenance threads. After the event base exists. */
+void rb_pgmode_attach(rb_srv *srv);
+/* Stops the threads after the requests already posted have run, completes
+ * them (their connections are closed by then), frees everything. */
+void rb_pgmode_free(rb_srv *srv);
+
+#endif

@@ -1,0 +1,119 @@
+/* Shared by distributed mode's machinery (mode.c, request.c, db_thread.c,
+ * listen_thread.c, maint_thread.c, fetch.c), not by the rest of the
+ * backend: the mode's struct with the lock that guards what the threads
+ * hand to the loop, the tuning constants, and the threads' entry points.
+ * Who may touch what is marked at each field. */
+#ifndef RB_BACKEND_PG_MODE_IMPL_H
+#define RB_BACKEND_PG_MODE_IMPL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend/pg/mode.h"
+#include "backend/pg/request.h"
+
+/* Database threads per node (work engines), and how often a waiting FETCH
+ * claims again without a notification. */
+#define RB_PGMODE_THREADS 2
+#define RB_PGMODE_POLL_MS 1000
+/* The maintenance tick (promote, reap, drop dead jobs), with +-20 % jitter,
+ * and its batch size. */
+#define RB_PGMODE_TICK_MS 250
+#define RB_PGMODE_BATCH 1000
+
+/* A write transaction a database thread ran for a PUSH, ACK or FAIL batch:
+ * its rows and how long it took, for rb_metrics_commit. */
+typedef struct mode_commit {
+    size_t n_ops;
+    int64_t us;
+} mode_commit;
+
+/* What the threads saw for this node's /metrics, waiting for the loop
+ * thread (the only one that may touch srv->metrics). */
+typedef struct mode_observed {
+    rb_pg_fail_result *reaped; /* expired reservations failed (status DONE) */
+    size_t n_reaped;
+    int64_t *late; /* lateness of promoted jobs, ms */
+    size_t n_late;
+    mode_commit *commits;
+    size_t n_commits;
+} mode_observed;
+
+struct rb_pgmode {
+    rb_srv *srv;
+    rb_pg *work[RB_PGMODE_THREADS];
+    pthread_t threads[RB_PGMODE_THREADS];
+    int n_threads;
+
+    /* Guarded by mu: the requests to run, the finished ones, and the
+     * queues the listen or maintenance thread saw jobs arrive in. */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;       /* requests queued, or stop */
+    pthread_cond_t maint_cv; /* maintenance: stop */
+    rb_pgreq *todo, **todo_tail;
+    rb_pgreq *done, **done_tail;
+    char **notified;
+    size_t n_notified;
+    bool notify_all;
+    mode_observed seen; /* for /metrics */
+    bool signalled; /* efd written since the loop last read it */
+    bool stop;
+
+    int efd;
+    struct event *efd_ev, *poll_ev;
+    struct event *held_ev; /* refreshes the registry rows of this node's workers */
+
+    rb_pg *listen, *maint;
+    pthread_t listen_th, maint_th;
+    bool listen_started, maint_started;
+    int stop_pipe[2]; /* wakes the listen thread's poll() */
+
+    /* Loop thread only. */
+    uint64_t notify_seq; /* wake-ups delivered so far */
+    bool outage;         /* an outage was logged and has not ended */
+};
+
+/* A database thread's argument: its mode and its own engine. */
+typedef struct mode_thread_arg {
+    rb_pgmode *pm;
+    rb_pg *pg;
+} mode_thread_arg;
+
+/* --- the hand-over between the loop and the threads (request.c) --- */
+
+/* Wakes the loop (mu held). Any thread. */
+void mode_signal_loop(rb_pgmode *pm);
+/* Records that jobs arrived in queues (NULL: anywhere; the names are taken
+ * over) for the loop; wakes it. Listen and maintenance threads (mu not held). */
+void mode_note_ready(rb_pgmode *pm, char **queues, size_t n);
+/* Appends n items of size sz from src to arr (holding *len items);
+ * returns the array, reallocated when n > 0. */
+void *mode_append(void *arr, size_t *len, const void *src, size_t n, size_t sz);
+/* Hands the maintenance thread's reaps and promotions to the loop (mu
+ * not held); wakes it. Maintenance thread. */
+void mode_note_maintenance(rb_pgmode *pm, const rb_pg_fail_result *reaped, size_t n_reaped,
+                           const int64_t *late, size_t n_late);
+/* Frees what o holds and zeroes it. */
+void mode_observed_release(mode_observed *o);
+/* Counts what the threads saw into this node's /metrics (loop thread). */
+void mode_observed_count(rb_srv *srv, const mode_observed *o);
+/* Frees r (its kind's fields, data, copies) without touching its connection. */
+void mode_req_free(rb_pgreq *r);
+/* Frees r and drops its reference without running c's next command (c
+ * was parked in a waiting FETCH). Loop thread. */
+void mode_req_drop(rb_pgreq *r);
+
+/* --- the threads, started by mode.c, joined by rb_pgmode_free --- */
+
+/* True once rb_pgmode_free asked the threads to stop. Any thread. */
+bool mode_stopping(rb_pgmode *pm);
+/* A database thread (db_thread.c); arg: a malloc'd mode_thread_arg it frees. */
+void *mode_db_thread(void *arg);
+/* The listen thread (listen_thread.c); arg: the rb_pgmode. */
+void *mode_listen_thread(void *arg);
+/* The maintenance thread (maint_thread.c); arg: the rb_pgmode. */
+void *mode_maint_thread(void *arg);
+
+#endif

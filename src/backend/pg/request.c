@@ -1,0 +1,207 @@
+/* Distributed mode's requests (request.h) and their hand-over between the
+ * threads and the loop: making, posting and freeing requests (loop thread),
+ * the finished requests, ready queues and observations the threads hand
+ * back under pm->mu with one eventfd write (any thread; mode.c's on_efd
+ * takes them on the loop thread), counting those observations into
+ * /metrics, and the storage error/ok bookkeeping (loop thread). A request
+ * belongs to the loop until posted, to the database thread that took it
+ * until it is on pm->done, then to the loop again, whose done frees it. */
+#include "backend/pg/mode_impl.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/buf.h"
+#include "common/timeutil.h"
+#include "server/log.h"
+#include "server/metrics.h"
+
+/* --- the hand-over between the loop and the threads --- */
+
+/* Wakes the loop (mu held). */
+void mode_signal_loop(rb_pgmode *pm)
+{
+    if (pm->signalled)
+        return;
+    pm->signalled = true;
+    uint64_t one = 1;
+    ssize_t w = write(pm->efd, &one, sizeof one);
+    (void)w;
+}
+
+/* Records that jobs arrived in queues (NULL: anywhere) for the loop. */
+void mode_note_ready(rb_pgmode *pm, char **queues, size_t n)
+{
+    pthread_mutex_lock(&pm->mu);
+    if (!queues) {
+        pm->notify_all = true;
+    } else {
+        pm->notified = rb_xrealloc(pm->notified, (pm->n_notified + n) * sizeof *pm->notified);
+        for (size_t i = 0; i < n; i++)
+            pm->notified[pm->n_notified++] = queues[i];
+    }
+    mode_signal_loop(pm);
+    pthread_mutex_unlock(&pm->mu);
+}
+
+/* Appends n items of size sz from src to arr (holding *len items);
+ * returns the array, reallocated when n > 0. */
+void *mode_append(void *arr, size_t *len, const void *src, size_t n, size_t sz)
+{
+    if (!n)
+        return arr;
+    char *a = rb_xrealloc(arr, (*len + n) * sz);
+    memcpy(a + *len * sz, src, n * sz);
+    *len += n;
+    return a;
+}
+
+/* Hands the maintenance thread's reaps and promotions to the loop (mu
+ * not held); wakes it. */
+void mode_note_maintenance(rb_pgmode *pm, const rb_pg_fail_result *reaped, size_t n_reaped,
+                             const int64_t *late, size_t n_late)
+{
+    if (!n_reaped && !n_late)
+        return;
+    pthread_mutex_lock(&pm->mu);
+    pm->seen.reaped = mode_append(pm->seen.reaped, &pm->seen.n_reaped, reaped, n_reaped,
+                             sizeof *reaped);
+    pm->seen.late = mode_append(pm->seen.late, &pm->seen.n_late, late, n_late, sizeof *late);
+    mode_signal_loop(pm);
+    pthread_mutex_unlock(&pm->mu);
+}
+
+void mode_observed_release(mode_observed *o)
+{
+    free(o->reaped);
+    free(o->late);
+    free(o->commits);
+    memset(o, 0, sizeof *o);
+}
+
+/* Counts what the threads saw into this node's /metrics (loop thread). */
+void mode_observed_count(rb_srv *srv, const mode_observed *o)
+{
+    for (size_t i = 0; i < o->n_reaped; i++)
+        rb_pgmode_count_failure(srv, &o->reaped[i]);
+    for (size_t i = 0; i < o->n_late; i++)
+        rb_metrics_lateness(srv->metrics, o->late[i]);
+    for (size_t i = 0; i < o->n_commits; i++)
+        rb_metrics_commit(srv->metrics, o->commits[i].n_ops, o->commits[i].us);
+}
+
+void rb_pgmode_count_failure(rb_srv *srv, const rb_pg_fail_result *res)
+{
+    const rb_pg_labels *l = &res->labels;
+    rb_metrics_event_labels(srv->metrics, RB_M_FAILED, l->queue, l->jobtype);
+    rb_metrics_event_labels(srv->metrics,
+                            res->outcome == RB_OUTCOME_RETRY     ? RB_M_RETRIED
+                            : res->outcome == RB_OUTCOME_DISCARD ? RB_M_DISCARDED
+                                                                 : RB_M_DEAD,
+                            l->queue, l->jobtype);
+    if (res->outcome == RB_OUTCOME_RETRY)
+        rb_metrics_retry_delay(srv->metrics, res->delay_ms);
+}
+
+rb_pgreq *rb_pgreq_new(rb_pgreq_kind kind, rb_conn *c)
+{
+    rb_pgreq *r = rb_xcalloc(1, sizeof *r);
+    r->kind = kind;
+    r->c = c;
+    return r;
+}
+
+rb_pgreq *rb_pgreq_new_call(rb_conn *c, void *data, void (*data_free)(void *),
+                            void (*call)(rb_pg *, rb_pgreq *),
+                            void (*done)(rb_srv *, rb_pgreq *))
+{
+    rb_pgreq *r = rb_pgreq_new(RB_PGR_CALL, c);
+    r->data = data;
+    r->data_free = data_free;
+    r->call = call;
+    r->done = done;
+    return r;
+}
+
+void rb_pgreq_post(rb_srv *srv, rb_pgreq *r)
+{
+    rb_pgmode *pm = srv->pgm;
+    if (r->c) {
+        r->c->busy = true;
+        r->c->refs++;
+    }
+    r->now = rb_now_ms();
+    r->next = NULL;
+    pthread_mutex_lock(&pm->mu);
+    *pm->todo_tail = r;
+    pm->todo_tail = &r->next;
+    pthread_cond_signal(&pm->cv);
+    pthread_mutex_unlock(&pm->mu);
+}
+
+void mode_req_free(rb_pgreq *r)
+{
+    if (r->kind == RB_PGR_PUSH) {
+        for (size_t i = 0; r->u.push.texts && i < r->u.push.n; i++)
+            free(r->u.push.texts[i]);
+        free(r->u.push.texts);
+        free(r->u.push.jobs);
+        free(r->u.push.status);
+    }
+    if (r->kind == RB_PGR_CLAIM) {
+        for (int i = 0; i < r->u.claim.nq; i++)
+            free(r->u.claim.queues[i]);
+        free(r->u.claim.queues);
+        free(r->u.claim.job.jid);
+        free(r->u.claim.job.json);
+    }
+    if (r->data_free)
+        r->data_free(r->data);
+    free(r->jid);
+    free(r->wid);
+    free(r);
+}
+
+void rb_pgreq_finish(rb_srv *srv, rb_pgreq *r)
+{
+    (void)srv;
+    rb_conn *c = r->c;
+    mode_req_free(r);
+    if (c) {
+        rb_conn_done(c);
+        rb_conn_unref(c);
+    }
+}
+
+/* Frees r and drops its reference without running c's next command (c
+ * was parked in a waiting FETCH). */
+void mode_req_drop(rb_pgreq *r)
+{
+    rb_conn *c = r->c;
+    mode_req_free(r);
+    if (c)
+        rb_conn_unref(c);
+}
+
+void rb_pgmode_storage_ok(rb_srv *srv)
+{
+    if (srv->pgm->outage) {
+        srv->pgm->outage = false;
+        rb_log(RB_LOG_INFO, "database reachable again");
+    }
+}
+
+void rb_pgmode_storage_error(rb_srv *srv, rb_pgreq *r)
+{
+    if (!srv->pgm->outage && r->rc == RB_ECONN) {
+        srv->pgm->outage = true;
+        rb_log(RB_LOG_ERROR, "database unreachable: %s (answering errors, reconnecting)",
+               rb_err_msg(&r->err));
+    } else if (r->rc != RB_ECONN) {
+        rb_log(RB_LOG_WARN, "storage error: %s", rb_err_msg(&r->err));
+    }
+    if (r->c)
+        rb_reply_err(r->c, "storage error: %s", rb_err_msg(&r->err));
+}

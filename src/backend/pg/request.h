@@ -1,0 +1,112 @@
+/* One request from distributed mode's loop thread to a database thread
+ * and back (mode.h has the overview): how the backend (backend.c) and the
+ * worker registry (registry.c) post their operations, what a database
+ * thread fills in, and the completion on the loop thread. Also FETCH's
+ * claims and the wake-ups of parked FETCHes (fetch.c). Loop thread, except
+ * where a field or function says otherwise. */
+#ifndef RB_BACKEND_PG_REQUEST_H
+#define RB_BACKEND_PG_REQUEST_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "backend/pg/sql.h"
+#include "engine/engine.h"
+#include "server/srv.h"
+
+typedef enum rb_pgreq_kind {
+    RB_PGR_PUSH,  /* batched: one rb_pg_push for every push request taken */
+    RB_PGR_ACK,   /* batched: one rb_pg_ack */
+    RB_PGR_FAIL,  /* batched: one rb_pg_fail */
+    RB_PGR_CLAIM, /* batched by queue list: one rb_pg_claim per list */
+    RB_PGR_CALL,  /* anything else: r->call runs alone */
+    RB_PGR_SEEN,  /* batched: one rb_pg_workers_seen for every HELLO/BEAT (registry.h) */
+} rb_pgreq_kind;
+#define RB_PGR_KINDS 6
+
+/* One request from the loop to a database thread and back. The loop fills
+ * the kind's fields, the thread fills rc/err and the results, then `done`
+ * runs on the loop thread and must end with rb_pgreq_finish(). */
+typedef struct rb_pgreq rb_pgreq;
+struct rb_pgreq {
+    rb_pgreq *next;
+    rb_pgreq_kind kind;
+    rb_conn *c; /* referenced (refs+1, busy) while pending; NULL: nobody */
+    void (*call)(rb_pg *pg, rb_pgreq *r);    /* RB_PGR_CALL: on a database thread */
+    void (*done)(rb_srv *srv, rb_pgreq *r); /* on the loop thread */
+    int rc;                                  /* 0 or the engine's RB_E* code */
+    rb_err err;
+    int64_t now; /* wall-clock ms when posted */
+    union {
+        struct {
+            rb_pg_new_job *jobs; /* json from texts, other strings borrowed from data */
+            char **texts;        /* owned: the jobs' JSON texts (NULL: none) */
+            int *status;
+            size_t n;
+        } push;
+        struct {
+            rb_pg_ref ref;
+            int status;
+            rb_pg_labels labels; /* when DONE */
+        } ack;
+        struct {
+            rb_pg_failure f;
+            rb_pg_fail_result res;
+        } fail;
+        struct {
+            char **queues; /* owned (a FETCH's first claim: its op's) */
+            int nq;
+            int64_t wait_until_ms; /* a parked FETCH's: when its 2 s end */
+            uint64_t seq;    /* notification count when posted */
+            rb_pg_claimed job;
+            bool got;
+        } claim;
+        struct {
+            int status, state;
+            int64_t seconds;
+        } ref;
+        struct {
+            rb_pg_seen_kind kind; /* the wid is r->wid, a HELLO's info r->data */
+            int signal;           /* stored signal, -1: not a live worker */
+        } seen;
+    } u;
+    char *jid, *wid; /* owned copies the refs point to (may be NULL) */
+    void *data;      /* the handler's; freed by its done */
+    void (*data_free)(void *data);
+};
+
+/* A zeroed request of kind for c (NULL: none). */
+rb_pgreq *rb_pgreq_new(rb_pgreq_kind kind, rb_conn *c);
+/* An RB_PGR_CALL request for c (NULL: none) running call, then done,
+ * with data (freed by data_free with the request); not posted yet. */
+rb_pgreq *rb_pgreq_new_call(rb_conn *c, void *data, void (*data_free)(void *),
+                            void (*call)(rb_pg *, rb_pgreq *),
+                            void (*done)(rb_srv *, rb_pgreq *));
+/* Hands r to the database threads; marks c busy and referenced. */
+void rb_pgreq_post(rb_srv *srv, rb_pgreq *r);
+/* The end of a done handler: the connection's next command may run, the
+ * reference is dropped, r is freed. */
+void rb_pgreq_finish(rb_srv *srv, rb_pgreq *r);
+/* Replies "-ERR storage error: ..." for a failed request and logs the
+ * outage once (until a request succeeds again). */
+void rb_pgmode_storage_error(rb_srv *srv, rb_pgreq *r);
+/* A request succeeded: ends a logged outage. */
+void rb_pgmode_storage_ok(rb_srv *srv);
+
+/* Counts an applied failure (a FAIL, or an expiry the maintenance thread
+ * reaped) in this node's /metrics: failed and its outcome (retried, dead
+ * or discarded) under the job's queue and job type, and the retry delay.
+ * Loop thread only. */
+void rb_pgmode_count_failure(rb_srv *srv, const rb_pg_fail_result *res);
+
+/* FETCH (the job engine's op, backend.c): claims for op->c at once and
+ * completes op with the job or none; its done then parks the connection
+ * (rb_conn_wait_fetch), and fetch.c claims again for it on a
+ * notification, a local push or the poll, answering null after 2 s. A job
+ * claimed for a connection closed meanwhile is released at once. */
+void rb_pgmode_fetch(rb_srv *srv, rb_eng_op *op);
+/* Jobs became ready in these queues (NULL, 0: any): claim for the parked
+ * FETCHes that wait on one of them. */
+void rb_pgmode_kick(rb_srv *srv, const char *const *queues, size_t n);
+
+#endif

@@ -1,0 +1,360 @@
+/* The PostgreSQL job engine: distributed mode (docs/distributed.md). Several
+ * `rebound serve` processes share one PostgreSQL database; the database holds
+ * every job and decides every claim, so the engine's operations map one to
+ * one onto the server's commands (PUSH/PUSHB, FETCH, ACK, FAIL, SNOOZE,
+ * EXTEND, MUTATE, QUEUE, INFO, JOB, JOBS, FLUSH; HELLO, BEAT and WORKERS
+ * on the cluster's worker registry) plus the timer's work (promote due
+ * jobs, reap expired leases, drop dead jobs past retention, forget stale
+ * workers).
+ *
+ * Threading: an rb_pg is one libpq connection and is not thread-safe; use it
+ * from one thread at a time (it may move between threads between calls). Every call blocks for its round trips, so the
+ * intended integration (docs/distributed.md) runs one engine on a dedicated
+ * database thread that batches the requests arriving together, and a second
+ * engine opened with `listen` on the event loop, which only waits on
+ * rb_pg_socket() and calls rb_pg_drain().
+ *
+ * Errors: every function returns 0 or a negative RB_E* code with err filled.
+ * RB_ECONN means the database is unreachable or the connection was lost
+ * (the change may or may not have been applied when the loss happened during
+ * the final COMMIT; it was never acknowledged); the engine then reconnects
+ * on a later call, with a backoff from 100 ms doubling to 5 s. RB_ESTORE is
+ * any other database error (the transaction was rolled back).
+ * RB_EVERSION: the schema is not the one this build speaks.
+ *
+ * Times are wall-clock milliseconds (rb_now_ms()) passed in by the caller, so
+ * every node must keep its clock in sync (NTP): leases and retry times are
+ * compared across nodes. */
+#ifndef RB_BACKEND_PG_SQL_H
+#define RB_BACKEND_PG_SQL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "common/error.h"
+#include "config/config.h"
+#include "engine/failure.h"
+#include "engine/job_state.h"
+#include "engine/mutation.h"
+#include "engine/reads.h"
+#include "policy/policy.h"
+
+/* The schema version this build creates and requires (rb_pg_migrate). */
+#define RB_PG_SCHEMA_VERSION 4
+
+/* Job states, flags and per-job outcomes are the engine's
+ * (engine/job_state.h), stored as the same numbers. Done and discarded jobs
+ * are deleted. */
+
+typedef struct rb_pg rb_pg;
+
+typedef struct rb_pg_options {
+    const char *url;       /* libpq URL or conninfo ("postgres://u@h/db") */
+    const rb_config *cfg;  /* borrowed for the engine's life; NULL = defaults */
+    bool listen;           /* LISTEN on the jobs channel (rb_pg_drain) */
+    uint64_t seed;         /* random source for jitter and catch jids; 0 = OS */
+} rb_pg_options;
+
+/* Connects. On success *out is the engine (rb_pg_close() it); the schema is
+ * not checked (rb_pg_check_schema). RB_ECONN with the server's message when
+ * the database cannot be reached, RB_EINVAL for a malformed URL. */
+int rb_pg_open(const rb_pg_options *o, rb_pg **out, rb_err *err);
+void rb_pg_close(rb_pg *pg);
+
+/* --- schema (sql_schema.c) --- */
+
+/* The stored schema version: 0 when the database has no Rebound schema. */
+int rb_pg_schema_version(rb_pg *pg, int *version, rb_err *err);
+/* 0 when the schema is RB_PG_SCHEMA_VERSION; RB_EVERSION with a message
+ * saying what to do otherwise (older: run `rebound migrate`; newer: this
+ * rebound is too old for the database). */
+int rb_pg_check_schema(rb_pg *pg, rb_err *err);
+/* Creates or upgrades the schema to RB_PG_SCHEMA_VERSION in one transaction
+ * (under an advisory lock, so nodes migrating at once are safe). *from and
+ * *to (may be NULL) receive the versions before and after. A database newer
+ * than this build is refused with RB_EVERSION and left untouched. */
+int rb_pg_migrate(rb_pg *pg, int *from, int *to, rb_err *err);
+/* Same, stopping at version target (1..RB_PG_SCHEMA_VERSION); for tests. */
+int rb_pg_migrate_to(rb_pg *pg, int target, int *from, rb_err *err);
+
+/* --- connection state and notifications (sql_conn.c) --- */
+
+/* True while the connection is up (a lost one is reopened by the next call
+ * once its backoff has passed). */
+bool rb_pg_connected(const rb_pg *pg);
+/* Reconnects now if disconnected and the backoff has passed. 0 when
+ * connected afterwards, else RB_ECONN. */
+int rb_pg_reconnect(rb_pg *pg, rb_err *err);
+/* The connection's socket to wait on for notifications, or -1 when
+ * disconnected. It changes on reconnect: compare rb_pg_generation(). */
+int rb_pg_socket(const rb_pg *pg);
+/* Incremented on every successful (re)connect. */
+unsigned rb_pg_generation(const rb_pg *pg);
+/* Reads what the socket has and returns, in *queues (NULL-free array of
+ * *n distinct queue names, caller frees each and the array), the queues
+ * that received jobs since the last drain. Never blocks: when the
+ * connection is lost it returns RB_ECONN and leaves the reconnect to
+ * rb_pg_reconnect() (which blocks for at most the connect timeout, 5 s
+ * unless the URL sets connect_timeout). Only meaningful for an engine
+ * opened with listen. Notifications are a hint: a waiting
+ * FETCH must still poll (docs/distributed.md), since poolers in
+ * transaction mode drop them. */
+int rb_pg_drain(rb_pg *pg, char ***queues, size_t *n, rb_err *err);
+
+/* --- pushing and claiming (sql_jobs.c) --- */
+
+/* A job to push. Strings are borrowed for the call. */
+typedef struct rb_pg_new_job {
+    const char *jid;
+    const char *queue;
+    int priority;     /* 1..9 */
+    int64_t at_ms;    /* run time; <= now: enqueued at once */
+    int reserve_s;    /* lease length at claim */
+    const char *json; /* compact job JSON, with created_at, without enqueued_at */
+} rb_pg_new_job;
+
+/* Fills *out from a validated job object (rb_job_validate's rules): queue
+ * default "default", priority default 5, at, reserve_for (0 = default_s),
+ * created_at made from now when absent, enqueued_at removed. *text receives
+ * the compact JSON out->json points to (caller frees); the other strings
+ * are borrowed from job. */
+void rb_pg_job_from_json(json_t *job, int64_t now, int default_reserve_s, rb_pg_new_job *out,
+                         char **text);
+
+/* Inserts the jobs in one statement (PUSH and PUSHB). status[i] is 0 or
+ * RB_EEXIST when jid i is taken (by a stored job or an earlier element of
+ * the same batch). Enqueued jobs notify their queues' listeners. */
+int rb_pg_push(rb_pg *pg, const rb_pg_new_job *jobs, size_t n, int64_t now, int *status,
+               rb_err *err);
+
+/* One claimed job (FETCH's reply). */
+typedef struct rb_pg_claimed {
+    int slot;   /* the index into wids this job was claimed for */
+    char *jid;  /* owned */
+    char *json; /* owned: the job as clients see it, enqueued_at included */
+} rb_pg_claimed;
+
+/* Claims up to n ready jobs for n waiting FETCHes that named the same
+ * queues: queues in the given order (a later queue only when the earlier
+ * ones are empty), paused queues skipped, higher priority first, FIFO
+ * within a priority. Each job gets attempts + 1, a lease until now +
+ * reserve_s, holder wids[slot] (NULL entries: no wid). One fenced
+ * `FOR UPDATE SKIP LOCKED` statement per queue inside one function call:
+ * concurrent claimers on any node never get the same job. *out (free with
+ * rb_pg_claimed_free) gets *nout <= n jobs ordered by slot. */
+int rb_pg_claim(rb_pg *pg, const char *const *queues, int nq, const char *const *wids, int n,
+                int64_t now, rb_pg_claimed **out, int *nout, rb_err *err);
+void rb_pg_claimed_free(rb_pg_claimed *c, int n);
+
+/* --- finishing work (sql_jobs.c, sql_fail.c) --- */
+
+/* A job named by a worker: its jid and the caller's HELLO wid. A working
+ * job belongs to the wid that claimed it: ACK, FAIL, SNOOZE and EXTEND
+ * from another wid get OTHER_HOLDER and change nothing; a NULL wid (the
+ * connection said none) is not checked. */
+typedef struct rb_pg_ref {
+    const char *jid;
+    const char *wid;
+} rb_pg_ref;
+
+/* The longest queue name (the server's RB_QUEUE_NAME_MAX) and the longest
+ * job type reported, in bytes; a longer job type is cut (possibly inside a
+ * UTF-8 sequence, as the server's /metrics cuts it). */
+#define RB_PG_QUEUE_MAX 200
+#define RB_PG_JOBTYPE_MAX 127
+
+/* What a finished job is counted under in /metrics: its queue and its
+ * top-level "jobtype" as decoded text, "" when the job has none (or a
+ * non-string one). */
+typedef struct rb_pg_labels {
+    char queue[RB_PG_QUEUE_MAX + 1];
+    char jobtype[RB_PG_JOBTYPE_MAX + 1];
+} rb_pg_labels;
+
+/* ACK for n jobs in one transaction: status[i] is DONE (deleted, counted
+ * processed), MISSING, OTHER_HOLDER or NOOP. A late ACK of a job whose
+ * lease expired and which nobody claimed since completes it. labels (may
+ * be NULL; else n entries) receives, for each DONE job, the deleted job's
+ * queue and job type; the entries of other statuses are zeroed. */
+int rb_pg_ack(rb_pg *pg, const rb_pg_ref *refs, size_t n, int *status, rb_pg_labels *labels,
+              rb_err *err);
+
+/* FAIL's input (docs/protocol.md "FAIL fields"). Strings borrowed. */
+typedef struct rb_pg_failure {
+    rb_pg_ref ref;
+    rb_fail_input in; /* FAIL's fields, borrowed */
+} rb_pg_failure;
+
+typedef struct rb_pg_fail_result {
+    int status;          /* rb_job_status */
+    rb_outcome outcome;  /* when DONE */
+    int64_t delay_ms;    /* when retried */
+    rb_pg_labels labels; /* when DONE: the failed job's */
+} rb_pg_fail_result;
+
+/* FAIL for n jobs in one transaction with the rows locked: each working job
+ * held by the caller runs through its effective policy
+ * (rb_config_effective_policy + rb_policy_decide): retry, dead, discard or
+ * catch (a catch job pushed in the same transaction), with the attempt
+ * history and Faktory's `failure` hash written into the row. A job that is
+ * no longer working (its lease expired and was reaped) gets NOOP when it
+ * carries the expired flag, NOT_WORKING otherwise: two nodes can never both
+ * apply a decision for one execution. */
+int rb_pg_fail(rb_pg *pg, const rb_pg_failure *f, size_t n, int64_t now,
+               rb_pg_fail_result *res, rb_err *err);
+
+/* SNOOZE: the working job runs again at now + seconds (enqueued at once
+ * when 0) without consuming an attempt. *state (may be NULL) receives the
+ * job's state when status is NOT_WORKING. */
+int rb_pg_snooze(rb_pg *pg, const rb_pg_ref *ref, int64_t seconds, int64_t now, int *status,
+                 int *state, rb_err *err);
+/* EXTEND: the working job's lease ends at now + seconds. As SNOOZE. */
+int rb_pg_extend(rb_pg *pg, const rb_pg_ref *ref, int64_t seconds, int64_t now, int *status,
+                 int *state, rb_err *err);
+
+/* --- the timer's work: any node, concurrently (sql_jobs.c, sql_fail.c) --- */
+
+/* Enqueues up to limit scheduled and retrying jobs due by now, notifying
+ * their queues. *n (may be NULL) = jobs promoted. late_ms (may be NULL;
+ * else room for limit entries) receives, for each promoted job, now minus
+ * the time it was due (the scheduler's lateness), in no particular order. */
+int rb_pg_promote(rb_pg *pg, int64_t now, int limit, int64_t *late_ms, int *n, rb_err *err);
+/* Fails up to limit working jobs whose lease ended by now with
+ * `ReservationExpired` through their policies, marking them expired; rows
+ * locked with SKIP LOCKED so two reaping nodes never take the same job.
+ * *n (may be NULL) = jobs failed. res (may be NULL; else room for limit
+ * entries) receives each failed job's result as rb_pg_fail gives it
+ * (status DONE, outcome, delay, labels). */
+int rb_pg_reap(rb_pg *pg, int64_t now, int limit, rb_pg_fail_result *res, int *n, rb_err *err);
+/* Deletes up to limit dead jobs past their retention. */
+int rb_pg_cleanup_dead(rb_pg *pg, int64_t now, int limit, int *n, rb_err *err);
+/* The earliest deadline of any scheduled, retrying, working or dead job
+ * (INT64_MAX when none): when the timer should next run. */
+int rb_pg_next_due(rb_pg *pg, int64_t *at_ms, rb_err *err);
+
+/* --- administration and reads (sql_admin.c, sql_read.c) --- */
+
+/* MUTATE in one transaction. "clear" ignores the filters. *changed (may be
+ * NULL) = jobs that matched. RB_EINVAL for an unknown cmd or target. */
+int rb_pg_mutate(rb_pg *pg, const rb_mutation *m, int64_t now, size_t *changed, rb_err *err);
+
+/* QUEUE PAUSE / RESUME for the named queues ("*" = every known queue). A
+ * pause makes an unknown queue known (rb_pg_queue_known); a resume of an
+ * unknown queue changes nothing. */
+int rb_pg_queue_pause(rb_pg *pg, const char *const *names, int n, bool paused, rb_err *err);
+/* Whether the queue is in the registry (ever pushed to or paused): the
+ * HTTP API's "no queue" for a resume. */
+int rb_pg_queue_known(rb_pg *pg, const char *name, bool *known, rb_err *err);
+/* QUEUE REMOVE: deletes the queues' enqueued jobs and resumes them.
+ * *removed (may be NULL) = jobs deleted. */
+int rb_pg_queue_remove(rb_pg *pg, const char *const *names, int n, int64_t *removed,
+                       rb_err *err);
+/* QUEUE LATENCY: seconds since the oldest enqueued job of each queue was
+ * enqueued (0 for an empty or unknown queue), into out[i]. */
+int rb_pg_queue_latency(rb_pg *pg, const char *const *names, int n, int64_t now, double *out,
+                        rb_err *err);
+
+/* A queue's size: the engine's (engine/reads.h). */
+typedef rb_queue_size rb_pg_queue_info;
+
+/* INFO's numbers, cluster-wide. */
+typedef struct rb_pg_info {
+    int64_t processed, failures; /* counters */
+    int64_t enqueued, scheduled, retries, dead, working;
+    int64_t workers; /* live rows of the worker registry (below) */
+    rb_pg_queue_info *queues; /* queues with jobs enqueued or paused, by name */
+    size_t n_queues;
+} rb_pg_info;
+
+int rb_pg_info_get(rb_pg *pg, rb_pg_info *out, rb_err *err);
+void rb_pg_info_release(rb_pg_info *info);
+
+/* --- The worker registry (docs/distributed.md, "Workers") ---
+ * One row per HELLO wid for the whole cluster. A worker is live while some
+ * node saw it within RB_PG_WORKER_TTL_MS: its HELLO, a BEAT, or a refresh
+ * by a node holding a connection from it (the server refreshes every
+ * RB_PG_WORKER_TTL_MS / 4). Only live workers are listed, counted and
+ * signalled; stale rows are deleted by rb_pg_workers_cleanup. Signals are
+ * 0, 1 (quiet) and 2 (terminate), the server's RB_WORKER_* numbers. */
+#define RB_PG_WORKER_TTL_MS 60000
+
+/* What a node saw of a worker (rb_pg_workers_seen). */
+typedef enum rb_pg_seen_kind {
+    RB_PG_SEEN_BEAT = 0,      /* a BEAT to a node without a connection that said this
+                                 wid in HELLO: counts only when the row is live */
+    RB_PG_SEEN_BEAT_HELD = 1, /* a BEAT to a node with such a connection */
+    RB_PG_SEEN_HELLO = 2,     /* a HELLO (info: its JSON text) */
+    RB_PG_SEEN_HELD = 3,      /* a node still holds a connection from it (beat time kept) */
+} rb_pg_seen_kind;
+
+typedef struct rb_pg_sighting {
+    const char *wid;
+    rb_pg_seen_kind kind;
+    const char *info; /* HELLO: the worker's description (JSON text), else NULL */
+} rb_pg_sighting;
+
+/* Records n sightings by node (any text naming it) at now, in one
+ * transaction: every kind but RB_PG_SEEN_BEAT creates a missing row (a
+ * stale row found again starts afresh, without a signal), and every kind
+ * refreshes seen_ms. signal[i] (may be NULL) receives the worker's stored
+ * signal, or -1 for an RB_PG_SEEN_BEAT of a wid without a live row (the
+ * caller's "unknown worker"). */
+int rb_pg_workers_seen(rb_pg *pg, const rb_pg_sighting *s, size_t n, const char *node,
+                       int64_t now, int *signal, rb_err *err);
+
+/* Sets signal (1 or 2) on the live worker wid, or on every live worker
+ * when wid is NULL; *n (may be NULL) receives how many (0: wid is not a
+ * live worker). */
+int rb_pg_workers_signal(rb_pg *pg, const char *wid, int signal, int64_t now, int64_t *n,
+                         rb_err *err);
+
+/* One live worker. Strings owned (rb_pg_workers_free). */
+typedef struct rb_pg_worker {
+    char *wid, *info, *node; /* info: its HELLO's JSON text, or NULL */
+    int64_t first_ms, beat_ms, seen_ms;
+    int signal;
+} rb_pg_worker;
+
+/* The live workers at now, by wid; *out is NULL when there are none. */
+int rb_pg_workers_list(rb_pg *pg, int64_t now, rb_pg_worker **out, size_t *n, rb_err *err);
+void rb_pg_workers_free(rb_pg_worker *w, size_t n);
+
+/* Deletes up to limit stale rows (not seen for RB_PG_WORKER_TTL_MS at
+ * now), skipping rows others hold; *n (may be NULL) receives how many. */
+int rb_pg_workers_cleanup(rb_pg *pg, int64_t now, int limit, int *n, rb_err *err);
+
+/* One stored job, for JOB and JOBS: the engine's job view
+ * (engine/reads.h); its json has enqueued_at when the job was ever
+ * enqueued. Strings owned (rb_pg_job_release). */
+typedef rb_job_view rb_pg_job;
+
+/* JOB: RB_ENOENT when there is no such job. */
+int rb_pg_job_get(rb_pg *pg, const char *jid, rb_pg_job *out, rb_err *err);
+static inline void rb_pg_job_release(rb_pg_job *j)
+{
+    rb_job_view_release(j);
+}
+
+/* A listing's filter and page: the engine's (engine/reads.h). */
+typedef rb_job_filter rb_pg_filter;
+
+/* JOBS: the matching jobs from offset, at most limit, in the engine's
+ * listing order (engine/reads.h: enqueued by queue name, priority, FIFO;
+ * the others by deadline). *total = all matches. Free *out with
+ * rb_pg_jobs_free. */
+int rb_pg_jobs(rb_pg *pg, const rb_pg_filter *f, rb_pg_job **out, size_t *n, int64_t *total,
+               rb_err *err);
+static inline void rb_pg_jobs_free(rb_pg_job *jobs, size_t n)
+{
+    rb_job_views_free(jobs, n);
+}
+
+/* FLUSH: every job, counter and queue setting deleted. */
+int rb_pg_flush(rb_pg *pg, rb_err *err);
+/* total_processed and total_failures, cluster-wide. */
+int rb_pg_counters(rb_pg *pg, int64_t *processed, int64_t *failures, rb_err *err);
+
+#endif

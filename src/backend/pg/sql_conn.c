@@ -1,0 +1,438 @@
+/* The PostgreSQL engine's connection: open/close, reconnecting with backoff
+ * after a loss, prepared statements, LISTEN/NOTIFY, and the small helpers
+ * the other sql_*.c files share (array literals, result fields). */
+#include "backend/pg/sql_impl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/timeutil.h"
+
+/* The SQL of each sql_stmt. The functions called here are created by the
+ * migrations in sql_schema.c. */
+static const char *const sql_stmt_text[SQL_STMT_COUNT] = {
+    [SQL_PUSH] = "SELECT unnest(rb_push($1::text[], $2::text[], $3::int[], $4::bigint[], $5::int[],"
+                " $6::text[], $7::bigint))",
+    [SQL_CLAIM] = "SELECT slot, jid, json, enq_ms FROM rb_claim($1::text[], $2::text[], $3::bigint)"
+                 " ORDER BY slot",
+    [SQL_ACK] = "SELECT status, queue, jobtype FROM rb_ack_labels($1::text[], $2::text[], $3::int)",
+    [SQL_LOCK_JOBS] = "SELECT jid, queue, wid, json, history, state, priority, attempts, flags,"
+                     " first_ms FROM rb_jobs WHERE jid = ANY($1::text[]) ORDER BY jid FOR UPDATE",
+    [SQL_LOCK_EXPIRED] = "SELECT jid, queue, wid, json, history, state, priority, attempts, flags,"
+                        " first_ms FROM rb_jobs WHERE state = 3 AND due_ms <= $1::bigint"
+                        " ORDER BY due_ms LIMIT $2::int FOR UPDATE SKIP LOCKED",
+    [SQL_FAIL_APPLY] = "SELECT rb_fail_apply($1::text[], $2::int[], $3::bigint[], $4::int[],"
+                      " $5::text[], $6::text[], $7::text[], $8::int, $9::int)",
+    [SQL_SNOOZE] = "SELECT status, state FROM rb_snooze($1, $2, $3::bigint, $4::bigint)",
+    [SQL_EXTEND] = "SELECT status, state FROM rb_extend($1, $2, $3::bigint, $4::bigint)",
+    [SQL_PROMOTE] = "SELECT rb_promote_late($1::bigint, $2::int)",
+    [SQL_CLEANUP_DEAD] = "WITH d AS MATERIALIZED (SELECT jid FROM rb_jobs WHERE state = 5"
+                        " AND due_ms <= $1::bigint ORDER BY due_ms LIMIT $2::int"
+                        " FOR UPDATE SKIP LOCKED)"
+                        " DELETE FROM rb_jobs j USING d WHERE j.jid = d.jid",
+    [SQL_NEXT_DUE] = "SELECT least((SELECT min(due_ms) FROM rb_jobs WHERE state = 1),"
+                    " (SELECT min(due_ms) FROM rb_jobs WHERE state = 3),"
+                    " (SELECT min(due_ms) FROM rb_jobs WHERE state = 4),"
+                    " (SELECT min(due_ms) FROM rb_jobs WHERE state = 5))",
+    [SQL_MUTATE_SELECT] = "SELECT jid, json FROM rb_jobs WHERE state = $1::int"
+                         " AND ($2::text[] IS NULL OR jid = ANY($2::text[]))"
+                         " ORDER BY jid FOR UPDATE",
+    [SQL_MUTATE_APPLY] = "SELECT rb_mutate_apply($1, $2::text[], $3::bigint, $4::bigint)",
+    [SQL_INFO] = "SELECT rb_info()",
+    [SQL_JOB] = "SELECT jid, queue, json, history, wid, state, priority, attempts, reserve_s,"
+               " flags, due_ms, first_ms, enq_ms FROM rb_jobs WHERE jid = $1",
+    [SQL_COUNTERS] = "SELECT coalesce(sum(value) FILTER (WHERE name = 'processed'), 0),"
+                    " coalesce(sum(value) FILTER (WHERE name = 'failures'), 0) FROM rb_counters",
+    [SQL_WORKERS_SEEN] = "SELECT rb_worker_seen($1::text[], $2::int[], $3::text[], $4, $5::bigint,"
+                        " $6::bigint)",
+    [SQL_WORKERS_SIGNAL] = "WITH l AS (SELECT wid FROM rb_workers WHERE seen_ms >= $3::bigint"
+                          " AND ($1::text IS NULL OR wid = $1) ORDER BY wid FOR UPDATE)"
+                          " UPDATE rb_workers w SET signal = $2::int FROM l WHERE w.wid = l.wid",
+    [SQL_WORKERS_LIST] = "SELECT wid, info, node, first_ms, beat_ms, seen_ms, signal"
+                        " FROM rb_workers WHERE seen_ms >= $1::bigint ORDER BY wid",
+    [SQL_WORKERS_COUNT] = "SELECT count(*) FROM rb_workers WHERE seen_ms >= $1::bigint",
+    [SQL_WORKERS_CLEANUP] = "WITH d AS MATERIALIZED (SELECT wid FROM rb_workers"
+                           " WHERE seen_ms < $1::bigint ORDER BY seen_ms LIMIT $2::int"
+                           " FOR UPDATE SKIP LOCKED)"
+                           " DELETE FROM rb_workers w USING d WHERE w.wid = d.wid",
+};
+
+#define SQL_BACKOFF_FIRST_MS 100
+#define SQL_BACKOFF_MAX_MS 5000
+
+const rb_config *sql_cfg(const rb_pg *pg)
+{
+    return pg->cfg ? pg->cfg : &pg->defaults;
+}
+
+/* Copies libpq's message into pg->last_error as one line: line breaks and
+ * tabs become single spaces, no trailing space. */
+static void remember_error(rb_pg *pg, const char *msg)
+{
+    if (!msg || !*msg)
+        msg = "unknown error";
+    size_t n = 0;
+    for (; *msg && n + 1 < sizeof pg->last_error; msg++) {
+        bool space = *msg == '\n' || *msg == '\r' || *msg == '\t' || *msg == ' ';
+        if (space && (n == 0 || pg->last_error[n - 1] == ' '))
+            continue;
+        pg->last_error[n++] = space ? ' ' : *msg;
+    }
+    while (n > 0 && pg->last_error[n - 1] == ' ')
+        n--;
+    pg->last_error[n] = '\0';
+}
+
+void sql_lost(rb_pg *pg)
+{
+    if (pg->conn) {
+        remember_error(pg, PQerrorMessage(pg->conn));
+        PQfinish(pg->conn);
+        pg->conn = NULL;
+    }
+    pg->prepared = 0;
+    pg->backoff_ms = SQL_BACKOFF_FIRST_MS;
+    pg->next_try_ms = rb_mono_ms(); /* the next call tries at once */
+}
+
+/* The server's notices and warnings ("terminating connection because of
+ * crash of another server process") are not the engine's to print: the
+ * error that follows, if any, is returned to the caller. */
+static void drop_notice(void *arg, const char *msg)
+{
+    (void)arg;
+    (void)msg;
+}
+
+/* One connection attempt; on success runs LISTEN when asked. */
+static int connect_once(rb_pg *pg, rb_err *err)
+{
+    const char *keys[] = {"connect_timeout", "application_name", "dbname", NULL};
+    const char *vals[] = {"5", "rebound", pg->url, NULL};
+    PGconn *c = PQconnectdbParams(keys, vals, 1);
+    if (!c || PQstatus(c) != CONNECTION_OK) {
+        remember_error(pg, c ? PQerrorMessage(c) : "out of memory");
+        PQfinish(c);
+        return rb_err_set(err, RB_ECONN, "cannot connect to the database: %s", pg->last_error);
+    }
+    PQsetNoticeProcessor(c, drop_notice, NULL);
+    pg->conn = c;
+    pg->prepared = 0;
+    PGresult *r = PQexec(c, "SELECT current_schema()");
+    if (PQresultStatus(r) != PGRES_TUPLES_OK || PQgetisnull(r, 0, 0)) {
+        remember_error(pg, PQerrorMessage(c));
+        PQclear(r);
+        PQfinish(c);
+        pg->conn = NULL;
+        return rb_err_set(err, RB_ECONN, "cannot read the current schema: %s", pg->last_error);
+    }
+    free(pg->channel);
+    rb_buf ch = RB_BUF_INIT;
+    rb_buf_printf(&ch, "rebound:%s", PQgetvalue(r, 0, 0));
+    pg->channel = rb_buf_detach(&ch, NULL);
+    PQclear(r);
+    if (pg->listen) {
+        char *id = PQescapeIdentifier(c, pg->channel, strlen(pg->channel));
+        rb_buf sql = RB_BUF_INIT;
+        rb_buf_printf(&sql, "LISTEN %s", id ? id : "\"rebound\"");
+        PQfreemem(id);
+        int rc = sql_exec(pg, rb_buf_str(&sql), err);
+        rb_buf_release(&sql);
+        if (rc)
+            return rc;
+    }
+    pg->generation++;
+    pg->backoff_ms = SQL_BACKOFF_FIRST_MS;
+    return 0;
+}
+
+int sql_ensure(rb_pg *pg, rb_err *err)
+{
+    if (pg->conn && PQstatus(pg->conn) == CONNECTION_OK)
+        return 0;
+    if (pg->conn)
+        sql_lost(pg);
+    int64_t now = rb_mono_ms();
+    if (now < pg->next_try_ms)
+        return rb_err_set(err, RB_ECONN, "database unavailable (%s); reconnecting in %lld ms",
+                          pg->last_error, (long long)(pg->next_try_ms - now));
+    int rc = connect_once(pg, err);
+    if (rc) {
+        pg->next_try_ms = rb_mono_ms() + pg->backoff_ms;
+        pg->backoff_ms = pg->backoff_ms * 2 > SQL_BACKOFF_MAX_MS ? SQL_BACKOFF_MAX_MS
+                                                                : pg->backoff_ms * 2;
+    }
+    return rc;
+}
+
+int rb_pg_open(const rb_pg_options *o, rb_pg **out, rb_err *err)
+{
+    if (!o || !o->url || !*o->url)
+        return rb_err_set(err, RB_EINVAL, "storage url is empty");
+    char *perr = NULL;
+    PQconninfoOption *opts = PQconninfoParse(o->url, &perr);
+    if (!opts) {
+        rb_err_set(err, RB_EINVAL, "invalid database url '%s': %s", o->url,
+                   perr ? perr : "out of memory");
+        PQfreemem(perr);
+        if (err) /* libpq's message ends with a newline */
+            err->msg[strcspn(err->msg, "\n")] = '\0';
+        return RB_EINVAL;
+    }
+    PQconninfoFree(opts);
+    rb_pg *pg = rb_xcalloc(1, sizeof *pg);
+    pg->url = rb_xstrdup(o->url);
+    pg->cfg = o->cfg;
+    rb_config_init(&pg->defaults);
+    pg->listen = o->listen;
+    if (o->seed)
+        rb_rng_seed(&pg->rng, o->seed);
+    else
+        rb_rng_seed_os(&pg->rng);
+    pg->shard = (int)rb_rng_range(&pg->rng, 0, 15);
+    pg->backoff_ms = SQL_BACKOFF_FIRST_MS;
+    int rc = connect_once(pg, err);
+    if (rc) {
+        rb_pg_close(pg);
+        return rc;
+    }
+    *out = pg;
+    return 0;
+}
+
+void rb_pg_close(rb_pg *pg)
+{
+    if (!pg)
+        return;
+    PQfinish(pg->conn);
+    rb_config_release(&pg->defaults);
+    free(pg->url);
+    free(pg->channel);
+    free(pg);
+}
+
+bool rb_pg_connected(const rb_pg *pg)
+{
+    return pg->conn && PQstatus(pg->conn) == CONNECTION_OK;
+}
+
+int rb_pg_reconnect(rb_pg *pg, rb_err *err)
+{
+    return sql_ensure(pg, err);
+}
+
+int rb_pg_socket(const rb_pg *pg)
+{
+    return rb_pg_connected(pg) ? PQsocket(pg->conn) : -1;
+}
+
+unsigned rb_pg_generation(const rb_pg *pg)
+{
+    return pg->generation;
+}
+
+/* True when a failed result means the connection is gone or going: libpq's
+ * own errors (no SQLSTATE: "server closed the connection unexpectedly"),
+ * class 08 (connection exception), and 57P01-57P03 (the server is shutting
+ * down, crashed, or not accepting connections yet). */
+static bool connection_lost(const rb_pg *pg, const PGresult *r)
+{
+    if (!pg->conn || PQstatus(pg->conn) != CONNECTION_OK || !r)
+        return true;
+    const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+    return !state || !strncmp(state, "08", 2) || !strcmp(state, "57P01") ||
+           !strcmp(state, "57P02") || !strcmp(state, "57P03");
+}
+
+/* Turns a failed result into err; closes a lost connection. */
+static void fail_result(rb_pg *pg, PGresult *r, rb_err *err)
+{
+    if (connection_lost(pg, r)) {
+        if (pg->conn && r)
+            remember_error(pg, PQresultErrorMessage(r));
+        if (pg->conn) {
+            PQfinish(pg->conn);
+            pg->conn = NULL;
+        }
+        sql_lost(pg);
+        sql_lost(pg);
+        rb_err_set(err, RB_ECONN, "database connection lost: %s", pg->last_error);
+    } else {
+        const char *msg = r ? PQresultErrorMessage(r) : PQerrorMessage(pg->conn);
+        remember_error(pg, msg);
+        rb_err_set(err, RB_ESTORE, "database error: %s", pg->last_error);
+    }
+    PQclear(r);
+}
+
+static bool result_ok(const PGresult *r)
+{
+    ExecStatusType st = PQresultStatus(r);
+    return r && (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK);
+}
+
+int sql_exec(rb_pg *pg, const char *sql, rb_err *err)
+{
+    if (!pg->conn)
+        return rb_err_set(err, RB_ECONN, "database unavailable (%s)", pg->last_error);
+    PGresult *r = PQexec(pg->conn, sql);
+    if (!result_ok(r)) {
+        fail_result(pg, r, err);
+        return err ? err->code : RB_ESTORE;
+    }
+    PQclear(r);
+    return 0;
+}
+
+void sql_rollback(rb_pg *pg)
+{
+    if (pg->conn && PQstatus(pg->conn) == CONNECTION_OK)
+        PQclear(PQexec(pg->conn, "ROLLBACK"));
+}
+
+PGresult *sql_run(rb_pg *pg, sql_stmt s, int nparams, const char *const *params, rb_err *err)
+{
+    if (!pg->conn) {
+        rb_err_set(err, RB_ECONN, "database unavailable (%s)", pg->last_error);
+        return NULL;
+    }
+    char name[16];
+    snprintf(name, sizeof name, "rb_s%d", (int)s);
+    if (!(pg->prepared & (1u << s))) {
+        PGresult *p = PQprepare(pg->conn, name, sql_stmt_text[s], 0, NULL);
+        if (!result_ok(p)) {
+            fail_result(pg, p, err);
+            return NULL;
+        }
+        PQclear(p);
+        pg->prepared |= 1u << s;
+    }
+    PGresult *r = PQexecPrepared(pg->conn, name, nparams, params, NULL, NULL, 0);
+    if (!result_ok(r)) {
+        fail_result(pg, r, err);
+        return NULL;
+    }
+    return r;
+}
+
+PGresult *sql_query(rb_pg *pg, const char *sql, int nparams, const char *const *params,
+                    rb_err *err)
+{
+    if (!pg->conn) {
+        rb_err_set(err, RB_ECONN, "database unavailable (%s)", pg->last_error);
+        return NULL;
+    }
+    PGresult *r = PQexecParams(pg->conn, sql, nparams, NULL, params, NULL, NULL, 0);
+    if (!result_ok(r)) {
+        fail_result(pg, r, err);
+        return NULL;
+    }
+    return r;
+}
+
+int rb_pg_drain(rb_pg *pg, char ***queues, size_t *n, rb_err *err)
+{
+    *queues = NULL;
+    *n = 0;
+    if (!rb_pg_connected(pg)) /* no reconnect here: that would block */
+        return rb_err_set(err, RB_ECONN, "listen connection lost (%s)", pg->last_error);
+    if (!PQconsumeInput(pg->conn)) {
+        sql_lost(pg);
+        return rb_err_set(err, RB_ECONN, "database connection lost: %s", pg->last_error);
+    }
+    PGnotify *nt;
+    while ((nt = PQnotifies(pg->conn))) {
+        bool seen = false;
+        for (size_t i = 0; i < *n && !seen; i++)
+            seen = strcmp((*queues)[i], nt->extra) == 0;
+        if (!seen) {
+            *queues = rb_xrealloc(*queues, (*n + 1) * sizeof **queues);
+            (*queues)[(*n)++] = rb_xstrdup(nt->extra);
+        }
+        PQfreemem(nt);
+    }
+    return 0;
+}
+
+/* --- helpers --- */
+
+void sql_arr_begin(rb_buf *b)
+{
+    rb_buf_reset(b);
+    rb_buf_addc(b, '{');
+}
+
+static void arr_sep(rb_buf *b)
+{
+    if (b->len > 1)
+        rb_buf_addc(b, ',');
+}
+
+void sql_arr_str(rb_buf *b, const char *s)
+{
+    arr_sep(b);
+    if (!s) {
+        rb_buf_adds(b, "NULL");
+        return;
+    }
+    rb_buf_addc(b, '"');
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            rb_buf_addc(b, '\\');
+        rb_buf_addc(b, *s);
+    }
+    rb_buf_addc(b, '"');
+}
+
+void sql_arr_int(rb_buf *b, int64_t v)
+{
+    arr_sep(b);
+    rb_buf_printf(b, "%lld", (long long)v);
+}
+
+void sql_arr_end(rb_buf *b)
+{
+    rb_buf_addc(b, '}');
+}
+
+char *sql_json_with_enqueued(const char *json, int64_t enq_ms)
+{
+    if (enq_ms <= 0 || json[0] != '{' || strstr(json, "\"enqueued_at\""))
+        return rb_xstrdup(json);
+    char ts[RB_TIME_STRLEN];
+    rb_buf b = RB_BUF_INIT;
+    rb_buf_printf(&b, "{\"enqueued_at\":\"%s\"", rb_time_format(enq_ms, ts));
+    const char *rest = json + 1;
+    while (*rest == ' ')
+        rest++;
+    if (*rest != '}')
+        rb_buf_addc(&b, ',');
+    rb_buf_adds(&b, rest);
+    return rb_buf_detach(&b, NULL);
+}
+
+char *sql_dup(const PGresult *r, int row, int c)
+{
+    return PQgetisnull(r, row, c) ? NULL : rb_xstrdup(PQgetvalue(r, row, c));
+}
+
+int64_t sql_int(const PGresult *r, int row, int c)
+{
+    return PQgetisnull(r, row, c) ? 0 : strtoll(PQgetvalue(r, row, c), NULL, 10);
+}
+
+size_t sql_parse_int_array(const char *s, int64_t *out, size_t max)
+{
+    size_t n = 0;
+    if (!s || *s != '{')
+        return 0;
+    s++;
+    while (*s && *s != '}' && n < max) {
+        char *end;
+        out[n++] = strtoll(s, &end, 10);
+        s = *end == ',' ? end + 1 : end;
+        if (end == s && *s != '}')
+            break;
+    }
+    return n;
+}

@@ -1,0 +1,124 @@
+/* Shared by the PostgreSQL engine's files (sql_*.c), not by the server: the
+ * connection struct, the prepared-statement table, and helpers to run
+ * statements and to build PostgreSQL array literals. */
+#ifndef RB_BACKEND_PG_SQL_IMPL_H
+#define RB_BACKEND_PG_SQL_IMPL_H
+
+#include <libpq-fe.h>
+
+#include "backend/pg/sql.h"
+#include "common/buf.h"
+#include "policy/rng.h"
+
+/* Every statement the engine runs more than once: prepared on first use on
+ * each connection (they need the schema, which may not exist yet when the
+ * engine connects). Keep in step with sql_stmt_text[] in sql_conn.c. */
+typedef enum sql_stmt {
+    SQL_PUSH,
+    SQL_CLAIM,
+    SQL_ACK,
+    SQL_LOCK_JOBS,
+    SQL_LOCK_EXPIRED,
+    SQL_FAIL_APPLY,
+    SQL_SNOOZE,
+    SQL_EXTEND,
+    SQL_PROMOTE,
+    SQL_CLEANUP_DEAD,
+    SQL_NEXT_DUE,
+    SQL_MUTATE_SELECT,
+    SQL_MUTATE_APPLY,
+    SQL_INFO,
+    SQL_JOB,
+    SQL_COUNTERS,
+    SQL_WORKERS_SEEN,
+    SQL_WORKERS_SIGNAL,
+    SQL_WORKERS_LIST,
+    SQL_WORKERS_COUNT,
+    SQL_WORKERS_CLEANUP,
+    SQL_STMT_COUNT
+} sql_stmt;
+
+struct rb_pg {
+    PGconn *conn;       /* NULL while disconnected */
+    char *url;
+    const rb_config *cfg;
+    rb_config defaults; /* used when cfg is NULL */
+    bool listen;
+    char *channel;      /* "rebound:<schema>", the NOTIFY channel */
+    int shard;          /* counter row this engine adds to (0..15) */
+    rb_rng rng;
+    unsigned generation;
+    unsigned prepared;  /* bit per sql_stmt, for this connection */
+    int64_t next_try_ms; /* monotonic time of the next reconnect attempt */
+    int64_t backoff_ms;
+    char last_error[256];
+};
+
+/* The config in force (never NULL). */
+const rb_config *sql_cfg(const rb_pg *pg);
+
+/* Connected, or reconnected now when the backoff allows; else RB_ECONN. */
+int sql_ensure(rb_pg *pg, rb_err *err);
+
+/* Runs prepared statement s with text parameters (NULL = SQL NULL). Returns
+ * the result (PQclear it) when it is COMMAND_OK or TUPLES_OK, else NULL with
+ * err set: RB_ECONN when the connection is gone (it is then closed and a
+ * reconnect scheduled), RB_ESTORE otherwise. */
+PGresult *sql_run(rb_pg *pg, sql_stmt s, int nparams, const char *const *params, rb_err *err);
+/* Same for a statement that is not prepared (administration, DDL). */
+PGresult *sql_query(rb_pg *pg, const char *sql, int nparams, const char *const *params,
+                    rb_err *err);
+/* sql_ensure, then sql_run of s with the text parameters (now, limit), the
+ * shape of the timer's statements (sql_jobs.c). */
+PGresult *sql_run_now_limit(rb_pg *pg, sql_stmt s, int64_t now, int limit, rb_err *err);
+/* A plain SQL text without parameters (BEGIN, COMMIT, DDL); 0 or the error. */
+int sql_exec(rb_pg *pg, const char *sql, rb_err *err);
+/* Ends a transaction that failed: ROLLBACK when still connected. */
+void sql_rollback(rb_pg *pg);
+
+/* Marks a lost connection: closes it and schedules the reconnect. */
+void sql_lost(rb_pg *pg);
+
+/* PostgreSQL array literals: sql_arr_begin, sql_arr_str/sql_arr_int per
+ * element, sql_arr_end. Strings are quoted and escaped; NULL is SQL NULL. */
+void sql_arr_begin(rb_buf *b);
+void sql_arr_str(rb_buf *b, const char *s);
+void sql_arr_int(rb_buf *b, int64_t v);
+void sql_arr_end(rb_buf *b);
+
+/* The job's JSON with enqueued_at (ms, > 0) added as the first field. */
+char *sql_json_with_enqueued(const char *json, int64_t enq_ms);
+
+/* A copy of field c of row r, or NULL when SQL NULL. */
+char *sql_dup(const PGresult *r, int row, int c);
+int64_t sql_int(const PGresult *r, int row, int c);
+
+/* Parses a PostgreSQL array text of integers ("{0,1,3}") into out (at most
+ * max entries); returns the count. */
+size_t sql_parse_int_array(const char *s, int64_t *out, size_t max);
+
+/* The live workers at now (sql_registry.c), for INFO. */
+int sql_workers_count(rb_pg *pg, int64_t now, int64_t *n, rb_err *err);
+
+/* The fail core (sql_fail.c) shared by FAIL and the reaper: runs the failure
+ * of each locked working row through its policy and writes the outcome. */
+typedef struct locked_row {
+    char *jid, *queue, *wid, *json, *history;
+    int state, priority, attempts, flags;
+    int64_t first_ms;
+} locked_row;
+
+/* The text of `failure`, the new history, and the catch job (sql_failure.c).
+ * Fills the decision and writes new JSON/history texts (caller frees), and
+ * the catch job to push (catch_json NULL when none). */
+typedef struct fail_out {
+    rb_decision d;
+    char jobtype[RB_PG_JOBTYPE_MAX + 1]; /* the job's, "" when not a string */
+    char *json, *history;
+    char *catch_jid, *catch_json;
+} fail_out;
+int fail_decide(rb_pg *pg, const locked_row *row, const rb_pg_failure *f, int64_t now,
+                fail_out *out, rb_err *err);
+void fail_out_release(fail_out *o);
+
+#endif

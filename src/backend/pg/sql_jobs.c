@@ -1,0 +1,286 @@
+/* The PostgreSQL engine's work commands: PUSH/PUSHB, FETCH (claims), ACK,
+ * SNOOZE and EXTEND, each one statement (one round trip) over arrays, so the
+ * requests that arrive together share it. */
+#include "backend/pg/sql_impl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/timeutil.h"
+
+void rb_pg_job_from_json(json_t *job, int64_t now, int default_reserve_s, rb_pg_new_job *out,
+                         char **text)
+{
+    memset(out, 0, sizeof *out);
+    if (!json_is_string(json_object_get(job, "queue")))
+        json_object_set_new(job, "queue", json_string("default"));
+    const char *created = json_string_value(json_object_get(job, "created_at"));
+    if (!created || !*created) {
+        char ts[RB_TIME_STRLEN];
+        json_object_set_new(job, "created_at", json_string(rb_time_format(now, ts)));
+    }
+    json_object_del(job, "enqueued_at");
+    out->jid = json_string_value(json_object_get(job, "jid"));
+    out->queue = json_string_value(json_object_get(job, "queue"));
+    json_t *p = json_object_get(job, "priority");
+    out->priority = json_is_integer(p) ? (int)json_integer_value(p) : 5;
+    json_t *rs = json_object_get(job, "reserve_for");
+    out->reserve_s = json_is_integer(rs) && json_integer_value(rs) > 0
+                         ? (int)json_integer_value(rs) : default_reserve_s;
+    out->at_ms = now;
+    const char *at = json_string_value(json_object_get(job, "at"));
+    if (at && *at)
+        rb_time_parse_rfc3339(at, &out->at_ms);
+    *text = json_dumps(job, JSON_COMPACT);
+    out->json = *text;
+}
+
+int rb_pg_push(rb_pg *pg, const rb_pg_new_job *jobs, size_t n, int64_t now, int *status,
+               rb_err *err)
+{
+    int rc = sql_ensure(pg, err);
+    if (rc)
+        return rc;
+    rb_buf a[6];
+    for (int k = 0; k < 6; k++) {
+        rb_buf_init(&a[k]);
+        sql_arr_begin(&a[k]);
+    }
+    size_t sent = 0;
+    for (size_t i = 0; i < n; i++) {
+        status[i] = 0;
+        for (size_t k = 0; k < i && !status[i]; k++) /* a jid twice in one batch */
+            if (!status[k] && !strcmp(jobs[k].jid, jobs[i].jid))
+                status[i] = RB_EEXIST;
+        if (status[i])
+            continue;
+        sql_arr_str(&a[0], jobs[i].jid);
+        sql_arr_str(&a[1], jobs[i].queue);
+        sql_arr_int(&a[2], jobs[i].priority);
+        sql_arr_int(&a[3], jobs[i].at_ms);
+        sql_arr_int(&a[4], jobs[i].reserve_s);
+        sql_arr_str(&a[5], jobs[i].json);
+        sent++;
+    }
+    for (int k = 0; k < 6; k++)
+        sql_arr_end(&a[k]);
+    char nowtxt[24];
+    snprintf(nowtxt, sizeof nowtxt, "%lld", (long long)now);
+    const char *params[7] = {a[0].data, a[1].data, a[2].data, a[3].data,
+                             a[4].data, a[5].data, nowtxt};
+    PGresult *r = sent ? sql_run(pg, SQL_PUSH, 7, params, err) : NULL;
+    for (int k = 0; k < 6; k++)
+        rb_buf_release(&a[k]);
+    if (!sent)
+        return 0;
+    if (!r)
+        return err ? err->code : RB_ESTORE;
+    /* One row per inserted jid, normally in request order (so the search
+     * below starts where the last one matched); every other one was taken. */
+    int n_ok = PQntuples(r), pos = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (status[i])
+            continue;
+        bool found = false;
+        for (int t = 0; t < n_ok && !found; t++) {
+            int k = (pos + t) % n_ok;
+            if ((found = !strcmp(PQgetvalue(r, k, 0), jobs[i].jid)))
+                pos = k + 1;
+        }
+        if (!found)
+            status[i] = RB_EEXIST;
+    }
+    PQclear(r);
+    return 0;
+}
+
+int rb_pg_claim(rb_pg *pg, const char *const *queues, int nq, const char *const *wids, int n,
+                int64_t now, rb_pg_claimed **out, int *nout, rb_err *err)
+{
+    *out = NULL;
+    *nout = 0;
+    if (n <= 0 || nq <= 0)
+        return 0;
+    int rc = sql_ensure(pg, err);
+    if (rc)
+        return rc;
+    rb_buf q = RB_BUF_INIT, w = RB_BUF_INIT;
+    sql_arr_begin(&q);
+    for (int i = 0; i < nq; i++)
+        sql_arr_str(&q, queues[i]);
+    sql_arr_end(&q);
+    sql_arr_begin(&w);
+    for (int i = 0; i < n; i++)
+        sql_arr_str(&w, wids ? wids[i] : NULL);
+    sql_arr_end(&w);
+    char nowtxt[24];
+    snprintf(nowtxt, sizeof nowtxt, "%lld", (long long)now);
+    const char *params[3] = {q.data, w.data, nowtxt};
+    PGresult *r = sql_run(pg, SQL_CLAIM, 3, params, err);
+    rb_buf_release(&q);
+    rb_buf_release(&w);
+    if (!r)
+        return err ? err->code : RB_ESTORE;
+    int rows = PQntuples(r);
+    rb_pg_claimed *c = rb_xcalloc(rows ? (size_t)rows : 1, sizeof *c);
+    for (int i = 0; i < rows; i++) {
+        c[i].slot = (int)sql_int(r, i, 0);
+        c[i].jid = sql_dup(r, i, 1);
+        c[i].json = sql_json_with_enqueued(PQgetvalue(r, i, 2), sql_int(r, i, 3));
+    }
+    PQclear(r);
+    *out = c;
+    *nout = rows;
+    return 0;
+}
+
+void rb_pg_claimed_free(rb_pg_claimed *c, int n)
+{
+    for (int i = 0; c && i < n; i++) {
+        free(c[i].jid);
+        free(c[i].json);
+    }
+    free(c);
+}
+
+/* Copies field c of row r (NULL: "") into out, cut to outlen - 1 bytes. */
+static void copy_field(const PGresult *r, int row, int c, char *out, size_t outlen)
+{
+    snprintf(out, outlen, "%s", PQgetisnull(r, row, c) ? "" : PQgetvalue(r, row, c));
+}
+
+int rb_pg_ack(rb_pg *pg, const rb_pg_ref *refs, size_t n, int *status, rb_pg_labels *labels,
+              rb_err *err)
+{
+    if (n == 0)
+        return 0;
+    int rc = sql_ensure(pg, err);
+    if (rc)
+        return rc;
+    rb_buf j = RB_BUF_INIT, w = RB_BUF_INIT;
+    sql_arr_begin(&j);
+    sql_arr_begin(&w);
+    for (size_t i = 0; i < n; i++) {
+        sql_arr_str(&j, refs[i].jid);
+        sql_arr_str(&w, refs[i].wid);
+    }
+    sql_arr_end(&j);
+    sql_arr_end(&w);
+    char shard[8];
+    snprintf(shard, sizeof shard, "%d", pg->shard);
+    const char *params[3] = {j.data, w.data, shard};
+    PGresult *r = sql_run(pg, SQL_ACK, 3, params, err);
+    rb_buf_release(&j);
+    rb_buf_release(&w);
+    if (!r)
+        return err ? err->code : RB_ESTORE;
+    size_t got = (size_t)PQntuples(r); /* one row per ref, in order */
+    for (size_t i = 0; i < n; i++) {
+        status[i] = i < got ? (int)sql_int(r, (int)i, 0) : RB_JOB_MISSING;
+        if (!labels)
+            continue;
+        memset(&labels[i], 0, sizeof labels[i]);
+        if (i < got && status[i] == RB_JOB_DONE) {
+            copy_field(r, (int)i, 1, labels[i].queue, sizeof labels[i].queue);
+            copy_field(r, (int)i, 2, labels[i].jobtype, sizeof labels[i].jobtype);
+        }
+    }
+    PQclear(r);
+    return 0;
+}
+
+/* SNOOZE and EXTEND share their shape. */
+static int held_update(rb_pg *pg, sql_stmt s, const rb_pg_ref *ref, int64_t seconds, int64_t now,
+                       int *status, int *state, rb_err *err)
+{
+    int rc = sql_ensure(pg, err);
+    if (rc)
+        return rc;
+    char sec[24], nowtxt[24];
+    snprintf(sec, sizeof sec, "%lld", (long long)seconds);
+    snprintf(nowtxt, sizeof nowtxt, "%lld", (long long)now);
+    const char *params[4] = {ref->jid, ref->wid, sec, nowtxt};
+    PGresult *r = sql_run(pg, s, 4, params, err);
+    if (!r)
+        return err ? err->code : RB_ESTORE;
+    *status = (int)sql_int(r, 0, 0);
+    if (state)
+        *state = (int)sql_int(r, 0, 1);
+    PQclear(r);
+    return 0;
+}
+
+int rb_pg_snooze(rb_pg *pg, const rb_pg_ref *ref, int64_t seconds, int64_t now, int *status,
+                 int *state, rb_err *err)
+{
+    return held_update(pg, SQL_SNOOZE, ref, seconds, now, status, state, err);
+}
+
+int rb_pg_extend(rb_pg *pg, const rb_pg_ref *ref, int64_t seconds, int64_t now, int *status,
+                 int *state, rb_err *err)
+{
+    return held_update(pg, SQL_EXTEND, ref, seconds, now, status, state, err);
+}
+
+/* --- the timer's work --- */
+
+PGresult *sql_run_now_limit(rb_pg *pg, sql_stmt s, int64_t now, int limit, rb_err *err)
+{
+    if (sql_ensure(pg, err))
+        return NULL;
+    char nowtxt[24], lim[16];
+    snprintf(nowtxt, sizeof nowtxt, "%lld", (long long)now);
+    snprintf(lim, sizeof lim, "%d", limit);
+    const char *params[2] = {nowtxt, lim};
+    return sql_run(pg, s, 2, params, err);
+}
+
+/* Runs a statement with (now, limit) that returns one count, or counts the
+ * affected rows. */
+static int timed(rb_pg *pg, sql_stmt s, int64_t now, int limit, int *n, rb_err *err)
+{
+    PGresult *r = sql_run_now_limit(pg, s, now, limit, err);
+    if (!r)
+        return err && err->code ? err->code : RB_ESTORE;
+    if (n)
+        *n = PQresultStatus(r) == PGRES_TUPLES_OK ? (int)sql_int(r, 0, 0)
+                                                   : atoi(PQcmdTuples(r));
+    PQclear(r);
+    return 0;
+}
+
+int rb_pg_promote(rb_pg *pg, int64_t now, int limit, int64_t *late_ms, int *n, rb_err *err)
+{
+    if (n)
+        *n = 0;
+    PGresult *r = sql_run_now_limit(pg, SQL_PROMOTE, now, limit, err);
+    if (!r)
+        return err && err->code ? err->code : RB_ESTORE;
+    size_t max = limit > 0 ? (size_t)limit : 0;
+    int64_t *late = late_ms ? late_ms : rb_xcalloc(max ? max : 1, sizeof *late);
+    size_t got = sql_parse_int_array(PQgetvalue(r, 0, 0), late, max);
+    PQclear(r);
+    if (late != late_ms)
+        free(late);
+    if (n)
+        *n = (int)got;
+    return 0;
+}
+
+int rb_pg_cleanup_dead(rb_pg *pg, int64_t now, int limit, int *n, rb_err *err)
+{
+    return timed(pg, SQL_CLEANUP_DEAD, now, limit, n, err);
+}
+
+int rb_pg_next_due(rb_pg *pg, int64_t *at_ms, rb_err *err)
+{
+    int rc = sql_ensure(pg, err);
+    if (rc)
+        return rc;
+    PGresult *r = sql_run(pg, SQL_NEXT_DUE, 0, NULL, err);
+    if (!r)
+        return err ? err->code : RB_ESTORE;
+    *at_ms = PQgetisnull(r, 0, 0) ? INT64_MAX : sql_int(r, 0, 0);
+    PQclear(r);
+    return 0;
+}

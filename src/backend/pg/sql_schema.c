@@ -1,0 +1,552 @@
+/* The PostgreSQL schema and its migrations. Each version is one SQL text,
+ * applied in order inside one transaction under an advisory lock; the
+ * version is kept in rb_meta. Invariant: never edit a released migration,
+ * add a new one and bump RB_PG_SCHEMA_VERSION. Every object lives in the
+ * connection's current schema, so one database can hold several deployments
+ * (and the tests use one schema per case). */
+#include "backend/pg/sql_impl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Version 1: the tables. States and flags are the numbers in sql.h.
+ * due_ms is the state's deadline (run at, lease end, retention end), or the
+ * enqueue time while enqueued; enq_ms the last enqueue (enqueued_at); seq
+ * the FIFO rank within a priority. Counters are split into shards so nodes
+ * do not queue behind one row; readers sum them. */
+static const char migration_1[] =
+    "CREATE TABLE rb_meta (key text PRIMARY KEY, value text NOT NULL);\n"
+    "CREATE SEQUENCE rb_job_seq;\n"
+    "CREATE TABLE rb_jobs (\n"
+    "  jid text PRIMARY KEY,\n"
+    "  state smallint NOT NULL,\n"
+    "  queue text NOT NULL,\n"
+    "  priority smallint NOT NULL,\n"
+    "  seq bigint NOT NULL DEFAULT nextval('rb_job_seq'),\n"
+    "  due_ms bigint NOT NULL,\n"
+    "  enq_ms bigint NOT NULL DEFAULT 0,\n"
+    "  first_ms bigint NOT NULL DEFAULT 0,\n"
+    "  attempts integer NOT NULL DEFAULT 0,\n"
+    "  reserve_s integer NOT NULL,\n"
+    "  flags smallint NOT NULL DEFAULT 0,\n"
+    "  wid text,\n"
+    "  json text NOT NULL,\n"
+    "  history text\n"
+    ");\n"
+    "CREATE INDEX rb_jobs_ready ON rb_jobs (queue, priority DESC, seq) WHERE state = 2;\n"
+    "CREATE INDEX rb_jobs_timed ON rb_jobs (state, due_ms) WHERE state <> 2;\n"
+    "CREATE TABLE rb_queues (name text PRIMARY KEY, paused boolean NOT NULL DEFAULT false);\n"
+    "CREATE TABLE rb_counters (name text NOT NULL, shard smallint NOT NULL,\n"
+    "  value bigint NOT NULL, PRIMARY KEY (name, shard));\n"
+    "INSERT INTO rb_meta VALUES ('schema_version', '1');\n";
+
+/* Version 2: the functions behind the engine's statements (one round trip
+ * each). Lock order, to rule out deadlocks: job rows in jid order (or SKIP
+ * LOCKED), queue rows in name order, counter rows last. */
+static const char migration_2[] =
+    "CREATE FUNCTION rb_channel() RETURNS text LANGUAGE sql STABLE AS\n"
+    "$$ SELECT 'rebound:' || current_schema() $$;\n"
+
+    "CREATE FUNCTION rb_count(p_name text, p_shard int, p_delta bigint) RETURNS void\n"
+    "LANGUAGE sql AS $$\n"
+    "  INSERT INTO rb_counters (name, shard, value) VALUES (p_name, p_shard, p_delta)\n"
+    "  ON CONFLICT (name, shard) DO UPDATE SET value = rb_counters.value + excluded.value\n"
+    "$$;\n"
+
+    /* PUSH/PUSHB: inserted jids back; taken ones are left out. */
+    "CREATE FUNCTION rb_push(p_jid text[], p_queue text[], p_prio int[], p_at bigint[],\n"
+    "  p_reserve int[], p_json text[], p_now bigint) RETURNS text[]\n"
+    "LANGUAGE plpgsql AS $$\n"
+    "DECLARE ok text[]; qs text[];\n"
+    "BEGIN\n"
+    "  INSERT INTO rb_queues (name) SELECT DISTINCT u.q FROM unnest(p_queue) AS u(q)\n"
+    "    ORDER BY 1 ON CONFLICT DO NOTHING;\n"
+    "  WITH ins AS (\n"
+    "    INSERT INTO rb_jobs AS j (jid, state, queue, priority, due_ms, enq_ms, first_ms,\n"
+    "                              reserve_s, json)\n"
+    "    SELECT u.jid, CASE WHEN u.run_at > p_now THEN 1 ELSE 2 END, u.queue, u.prio,\n"
+    "      greatest(u.run_at, p_now), CASE WHEN u.run_at > p_now THEN 0 ELSE p_now END,\n"
+    "      CASE WHEN u.run_at > p_now THEN 0 ELSE p_now END, u.reserve, u.body\n"
+    "    FROM unnest(p_jid, p_queue, p_prio, p_at, p_reserve, p_json) WITH ORDINALITY\n"
+    "      AS u(jid, queue, prio, run_at, reserve, body, ord)\n"
+    "    ORDER BY u.ord\n"
+    "    ON CONFLICT (jid) DO NOTHING\n"
+    "    RETURNING j.jid, j.queue, j.state)\n"
+    "  SELECT coalesce(array_agg(i.jid), '{}'),\n"
+    "         array_agg(DISTINCT i.queue) FILTER (WHERE i.state = 2)\n"
+    "    INTO ok, qs FROM ins i;\n"
+    "  PERFORM pg_notify(rb_channel(), q) FROM unnest(qs) AS q;\n"
+    "  RETURN ok;\n"
+    "END $$;\n"
+
+    /* FETCH: per queue in order, the fenced CTE picks and locks, then the
+     * UPDATE claims; MATERIALIZED keeps the planner from re-running the
+     * LIMIT subquery. Slot k gets holder p_wids[k+1]. */
+    "CREATE FUNCTION rb_claim(p_queues text[], p_wids text[], p_now bigint)\n"
+    "RETURNS TABLE (slot int, jid text, json text, enq_ms bigint)\n"
+    "LANGUAGE plpgsql AS $$\n"
+    "#variable_conflict use_column\n"
+    "DECLARE q text; want int := coalesce(array_length(p_wids, 1), 0); got int := 0; n int;\n"
+    "BEGIN\n"
+    "  FOREACH q IN ARRAY p_queues LOOP\n"
+    "    EXIT WHEN got >= want;\n"
+    "    CONTINUE WHEN EXISTS (SELECT 1 FROM rb_queues qq WHERE qq.name = q AND qq.paused);\n"
+    "    RETURN QUERY\n"
+    "      WITH picked AS MATERIALIZED (\n"
+    "        SELECT r.jid, r.priority, r.seq FROM rb_jobs r\n"
+    "        WHERE r.state = 2 AND r.queue = q\n"
+    "        ORDER BY r.priority DESC, r.seq\n"
+    "        LIMIT want - got\n"
+    "        FOR UPDATE SKIP LOCKED),\n"
+    "      numbered AS (\n"
+    "        SELECT p.jid, (got + row_number() OVER (ORDER BY p.priority DESC, p.seq))::int AS rn\n"
+    "        FROM picked p)\n"
+    "      UPDATE rb_jobs j SET state = 3, attempts = j.attempts + 1, wid = p_wids[nb.rn],\n"
+    "        due_ms = p_now + j.reserve_s * 1000::bigint,\n"
+    "        flags = CASE WHEN j.flags & 1 <> 0 THEN 2 ELSE 0 END\n"
+    "      FROM numbered nb WHERE j.jid = nb.jid\n"
+    "      RETURNING nb.rn - 1, j.jid, j.json, j.enq_ms;\n"
+    "    GET DIAGNOSTICS n = ROW_COUNT;\n"
+    "    got := got + n;\n"
+    "  END LOOP;\n"
+    "END $$;\n"
+
+    /* ACK: statuses as rb_job_status, in request order. */
+    "CREATE FUNCTION rb_ack(p_jids text[], p_wids text[], p_shard int) RETURNS int[]\n"
+    "LANGUAGE plpgsql AS $$\n"
+    "DECLARE st int[] := array_fill(0, ARRAY[coalesce(array_length(p_jids, 1), 0)]);\n"
+    "  i int; r record; done int := 0;\n"
+    "BEGIN\n"
+    "  FOR i IN SELECT u.ord FROM unnest(p_jids) WITH ORDINALITY AS u(jid, ord)\n"
+    "           ORDER BY u.jid, u.ord LOOP\n"
+    "    SELECT j.state, j.flags, j.wid INTO r FROM rb_jobs j WHERE j.jid = p_jids[i] FOR UPDATE;\n"
+    "    IF NOT FOUND THEN\n"
+    "      st[i] := 1;\n"
+    "    ELSIF r.state = 3 AND r.flags & 2 <> 0 AND r.wid IS NOT NULL\n"
+    "          AND p_wids[i] IS NOT NULL AND r.wid <> p_wids[i] THEN\n"
+    "      st[i] := 2;\n"
+    "    ELSIF r.state = 3 OR r.flags & 1 <> 0 THEN\n"
+    "      DELETE FROM rb_jobs j WHERE j.jid = p_jids[i];\n"
+    "      done := done + 1;\n"
+    "      st[i] := 0;\n"
+    "    ELSE\n"
+    "      st[i] := 3;\n"
+    "    END IF;\n"
+    "  END LOOP;\n"
+    "  IF done > 0 THEN PERFORM rb_count('processed', p_shard, done); END IF;\n"
+    "  RETURN st;\n"
+    "END $$;\n"
+
+    /* FAIL and the reaper: the decisions made in C, written at once. */
+    "CREATE FUNCTION rb_fail_apply(p_jid text[], p_state int[], p_due bigint[], p_flags int[],\n"
+    "  p_json text[], p_hist text[], p_del text[], p_failures int, p_shard int) RETURNS void\n"
+    "LANGUAGE plpgsql AS $$\n"
+    "BEGIN\n"
+    "  UPDATE rb_jobs j SET state = u.st, due_ms = u.due, flags = u.fl, json = u.body,\n"
+    "    history = u.hist, wid = NULL\n"
+    "  FROM unnest(p_jid, p_state, p_due, p_flags, p_json, p_hist)\n"
+    "    AS u(jid, st, due, fl, body, hist)\n"
+    "  WHERE j.jid = u.jid;\n"
+    "  DELETE FROM rb_jobs j WHERE j.jid = ANY(p_del);\n"
+    "  IF p_failures > 0 THEN PERFORM rb_count('failures', p_shard, p_failures); END IF;\n"
+    "END $$;\n"
+
+    /* SNOOZE and EXTEND: (status, state) as rb_job_status and the job's state. */
+    "CREATE FUNCTION rb_held(p_jid text, p_wid text, OUT status int, OUT state int,\n"
+    "  OUT queue text) LANGUAGE plpgsql AS $$\n"
+    "#variable_conflict use_column\n"
+    "DECLARE r record;\n"
+    "BEGIN\n"
+    "  SELECT j.state, j.flags, j.wid, j.queue INTO r FROM rb_jobs j\n"
+    "    WHERE j.jid = p_jid FOR UPDATE;\n"
+    "  IF NOT FOUND THEN status := 1; state := 0; RETURN; END IF;\n"
+    "  state := r.state; queue := r.queue;\n"
+    "  IF r.state = 3 AND r.flags & 2 <> 0 AND r.wid IS NOT NULL AND p_wid IS NOT NULL\n"
+    "     AND r.wid <> p_wid THEN status := 2;\n"
+    "  ELSIF r.state <> 3 THEN status := 4;\n"
+    "  ELSE status := 0;\n"
+    "  END IF;\n"
+    "END $$;\n"
+
+    "CREATE FUNCTION rb_snooze(p_jid text, p_wid text, p_seconds bigint, p_now bigint,\n"
+    "  OUT status int, OUT state int) LANGUAGE plpgsql AS $$\n"
+    "#variable_conflict use_column\n"
+    "DECLARE h record;\n"
+    "BEGIN\n"
+    "  SELECT * INTO h FROM rb_held(p_jid, p_wid);\n"
+    "  status := h.status; state := h.state;\n"
+    "  IF h.status <> 0 THEN RETURN; END IF;\n"
+    "  IF p_seconds > 0 THEN\n"
+    "    UPDATE rb_jobs j SET state = 1, due_ms = p_now + p_seconds * 1000,\n"
+    "      attempts = j.attempts - 1, flags = 0, wid = NULL WHERE j.jid = p_jid;\n"
+    "  ELSE\n"
+    "    UPDATE rb_jobs j SET state = 2, due_ms = p_now, enq_ms = p_now,\n"
+    "      seq = nextval('rb_job_seq'), attempts = j.attempts - 1, flags = 0, wid = NULL\n"
+    "      WHERE j.jid = p_jid;\n"
+    "    PERFORM pg_notify(rb_channel(), h.queue);\n"
+    "  END IF;\n"
+    "END $$;\n"
+
+    "CREATE FUNCTION rb_extend(p_jid text, p_wid text, p_seconds bigint, p_now bigint,\n"
+    "  OUT status int, OUT state int) LANGUAGE plpgsql AS $$\n"
+    "#variable_conflict use_column\n"
+    "DECLARE h record;\n"
+    "BEGIN\n"
+    "  SELECT * INTO h FROM rb_held(p_jid, p_wid);\n"
+    "  status := h.status; state := h.state;\n"
+    "  IF h.status = 0 THEN\n"
+    "    UPDATE rb_jobs j SET due_ms = p_now + p_seconds * 1000 WHERE j.jid = p_jid;\n"
+    "  END IF;\n"
+    "END $$;\n"
+
+    /* The timer: due scheduled/retrying jobs become enqueued. One state at
+     * a time, so each pick walks rb_jobs_timed in order and stops at the
+     * limit, however many jobs are due. */
+    "CREATE FUNCTION rb_promote(p_now bigint, p_limit int) RETURNS int\n"
+    "LANGUAGE plpgsql AS $$\n"
+    "DECLARE st int; qs text[]; n int; total int := 0;\n"
+    "BEGIN\n"
+    "  FOREACH st IN ARRAY ARRAY[4, 1] LOOP\n"
+    "    EXIT WHEN total >= p_limit;\n"
+    "    WITH due AS MATERIALIZED (\n"
+    "      SELECT d.jid FROM rb_jobs d WHERE d.state = st AND d.due_ms <= p_now\n"
+    "      ORDER BY d.due_ms LIMIT p_limit - total FOR UPDATE SKIP LOCKED),\n"
+    "    up AS (\n"
+    "      UPDATE rb_jobs j SET state = 2, due_ms = p_now, enq_ms = p_now,\n"
+    "        first_ms = CASE WHEN j.first_ms = 0 THEN p_now ELSE j.first_ms END,\n"
+    "        seq = nextval('rb_job_seq')\n"
+    "      FROM due WHERE j.jid = due.jid RETURNING j.queue)\n"
+    "    SELECT count(*), array_agg(DISTINCT up.queue) INTO n, qs FROM up;\n"
+    "    PERFORM pg_notify(rb_channel(), q) FROM unnest(qs) AS q;\n"
+    "    total := total + n;\n"
+    "  END LOOP;\n"
+    "  RETURN total;\n"
+    "END $$;\n"
+
+    /* MUTATE on rows the caller selected (and locked) in this transaction. */
+    "CREATE FUNCTION rb_mutate_apply(p_cmd text, p_jids text[], p_now bigint,\n"
+    "  p_retention_ms bigint) RETURNS void\n"
+    "LANGUAGE plpgsql AS $$\n"
+    "DECLARE qs text[];\n"
+    "BEGIN\n"
+    "  IF p_cmd IN ('discard', 'clear') THEN\n"
+    "    DELETE FROM rb_jobs j WHERE j.jid = ANY(p_jids);\n"
+    "  ELSIF p_cmd = 'kill' THEN\n"
+    "    UPDATE rb_jobs j SET state = 5, due_ms = p_now + p_retention_ms, wid = NULL\n"
+    "      WHERE j.jid = ANY(p_jids) AND j.state <> 5;\n"
+    "  ELSIF p_cmd = 'requeue' THEN\n"
+    "    WITH up AS (\n"
+    "      UPDATE rb_jobs j SET state = 2, flags = 0, wid = NULL, due_ms = p_now,\n"
+    "        enq_ms = p_now, seq = nextval('rb_job_seq'),\n"
+    "        first_ms = CASE WHEN j.first_ms = 0 THEN p_now ELSE j.first_ms END\n"
+    "      WHERE j.jid = ANY(p_jids) RETURNING j.queue)\n"
+    "    SELECT array_agg(DISTINCT up.queue) INTO qs FROM up;\n"
+    "    PERFORM pg_notify(rb_channel(), q) FROM unnest(qs) AS q;\n"
+    "  ELSE\n"
+    "    RAISE EXCEPTION 'unknown mutation %', p_cmd;\n"
+    "  END IF;\n"
+    "END $$;\n"
+
+    /* INFO's numbers as one JSON text. */
+    "CREATE FUNCTION rb_info() RETURNS text LANGUAGE sql STABLE AS $$\n"
+    "  SELECT json_build_object(\n"
+    "    'counts', (SELECT coalesce(json_object_agg(s.state, s.n), '{}')\n"
+    "               FROM (SELECT state, count(*) AS n FROM rb_jobs GROUP BY state) s),\n"
+    "    'queues', (SELECT coalesce(json_agg(json_build_array(x.name, x.size, x.paused)\n"
+    "                                        ORDER BY x.name), '[]')\n"
+    "               FROM (SELECT coalesce(a.queue, q.name) AS name, coalesce(a.n, 0) AS size,\n"
+    "                            coalesce(q.paused, false) AS paused\n"
+    "                     FROM (SELECT queue, count(*) AS n FROM rb_jobs WHERE state = 2\n"
+    "                           GROUP BY queue) a\n"
+    "                     FULL JOIN (SELECT name, paused FROM rb_queues WHERE paused) q\n"
+    "                       ON q.name = a.queue) x),\n"
+    "    'processed', (SELECT coalesce(sum(value), 0) FROM rb_counters\n"
+    "                  WHERE name = 'processed'),\n"
+    "    'failures', (SELECT coalesce(sum(value), 0) FROM rb_counters\n"
+    "                 WHERE name = 'failures'))::text\n"
+    "$$;\n"
+    "UPDATE rb_meta SET value = '2' WHERE key = 'schema_version';\n";
+
+/* Version 3: what a node's /metrics needs back from the database. An ACK
+ * reports each completed job's queue and job type (rb_ack_labels), a
+ * promotion how late each job was (rb_promote_late); and the cluster-wide
+ * worker registry (rb_workers, rb_worker_seen). rb_ack and rb_promote
+ * are left in place so that nodes still running the previous release keep
+ * working until they are restarted (docs/distributed.md, upgrading). */
+static const char migration_3[] =
+    /* ACK: one row per request, in request order: the status as
+     * rb_job_status, and for a completed job its queue and its top-level
+     * "jobtype" (at most 127 characters; NULL when not a string). */
+    "CREATE FUNCTION rb_ack_labels(p_jids text[], p_wids text[], p_shard int)\n"
+    "RETURNS TABLE (status int, queue text, jobtype text)\n"
+    "LANGUAGE plpgsql AS $$\n"
+    "#variable_conflict use_column\n"
+    "DECLARE n int := coalesce(array_length(p_jids, 1), 0);\n"
+    "  st int[] := array_fill(0, ARRAY[n]);\n"
+    "  qs text[] := array_fill(NULL::text, ARRAY[n]);\n"
+    "  ts text[] := array_fill(NULL::text, ARRAY[n]);\n"
+    "  i int; r record; jt json; done int := 0;\n"
+    "BEGIN\n"
+    "  FOR i IN SELECT u.ord FROM unnest(p_jids) WITH ORDINALITY AS u(jid, ord)\n"
+    "           ORDER BY u.jid, u.ord LOOP\n"
+    "    SELECT j.state, j.flags, j.wid, j.queue, j.json INTO r FROM rb_jobs j\n"
+    "      WHERE j.jid = p_jids[i] FOR UPDATE;\n"
+    "    IF NOT FOUND THEN\n"
+    "      st[i] := 1;\n"
+    "    ELSIF r.state = 3 AND r.flags & 2 <> 0 AND r.wid IS NOT NULL\n"
+    "          AND p_wids[i] IS NOT NULL AND r.wid <> p_wids[i] THEN\n"
+    "      st[i] := 2;\n"
+    "    ELSIF r.state = 3 OR r.flags & 1 <> 0 THEN\n"
+    "      DELETE FROM rb_jobs j WHERE j.jid = p_jids[i];\n"
+    "      done := done + 1;\n"
+    "      st[i] := 0;\n"
+    "      qs[i] := r.queue;\n"
+    "      jt := r.json::json -> 'jobtype';\n"
+    "      ts[i] := CASE WHEN json_typeof(jt) = 'string' THEN left(jt #>> '{}', 127) END;\n"
+    "    ELSE\n"
+    "      st[i] := 3;\n"
+    "    END IF;\n"
+    "  END LOOP;\n"
+    "  IF done > 0 THEN PERFORM rb_count('processed', p_shard, done); END IF;\n"
+    "  RETURN QUERY SELECT * FROM unnest(st, qs, ts);\n"
+    "END $$;\n"
+
+    /* The timer, as rb_promote, returning p_now - due_ms of every job it
+     * moved to its queue (the array's length is the count). */
+    "CREATE FUNCTION rb_promote_late(p_now bigint, p_limit int) RETURNS bigint[]\n"
+    "LANGUAGE plpgsql AS $$\n"
+    "DECLARE st int; qs text[]; ls bigint[]; late bigint[] := '{}';\n"
+    "BEGIN\n"
+    "  FOREACH st IN ARRAY ARRAY[4, 1] LOOP\n"
+    "    EXIT WHEN cardinality(late) >= p_limit;\n"
+    "    WITH due AS MATERIALIZED (\n"
+    "      SELECT d.jid, d.due_ms FROM rb_jobs d WHERE d.state = st AND d.due_ms <= p_now\n"
+    "      ORDER BY d.due_ms LIMIT p_limit - cardinality(late) FOR UPDATE SKIP LOCKED),\n"
+    "    up AS (\n"
+    "      UPDATE rb_jobs j SET state = 2, due_ms = p_now, enq_ms = p_now,\n"
+    "        first_ms = CASE WHEN j.first_ms = 0 THEN p_now ELSE j.first_ms END,\n"
+    "        seq = nextval('rb_job_seq')\n"
+    "      FROM due WHERE j.jid = due.jid RETURNING j.queue, p_now - due.due_ms AS late_ms)\n"
+    "    SELECT coalesce(array_agg(up.late_ms), '{}'), array_agg(DISTINCT up.queue)\n"
+    "      INTO ls, qs FROM up;\n"
+    "    PERFORM pg_notify(rb_channel(), q) FROM unnest(qs) AS q;\n"
+    "    late := late || ls;\n"
+    "  END LOOP;\n"
+    "  RETURN late;\n"
+    "END $$;\n"
+
+    /* The cluster's workers (docs/distributed.md, "Workers"): one row per
+     * HELLO wid. seen_ms is the last time any node saw it alive (its
+     * HELLO, a BEAT, or the node holding a connection from it refreshing
+     * the row); a row is live while seen_ms is within RB_PG_WORKER_TTL_MS,
+     * and stale rows are deleted by any node's maintenance. signal is 0,
+     * 1 (quiet) or 2 (terminate), said at the worker's next BEAT. */
+    "CREATE TABLE rb_workers (\n"
+    "  wid text PRIMARY KEY,\n"
+    "  info text,\n"
+    "  node text NOT NULL,\n"
+    "  first_ms bigint NOT NULL,\n"
+    "  beat_ms bigint NOT NULL,\n"
+    "  seen_ms bigint NOT NULL,\n"
+    "  signal int NOT NULL DEFAULT 0);\n"
+    "CREATE INDEX rb_workers_seen ON rb_workers (seen_ms);\n"
+
+    /* HELLO, BEAT and a node's refresh, batched: the signal per request in
+     * request order, -1 for a BEAT (kind 0) of a wid without a live row.
+     * Kinds: 0 BEAT from a node without a connection from the wid (only a
+     * live row counts), 1 BEAT from a node with one, 2 HELLO (with info),
+     * 3 refresh (beat_ms kept); 1-3 insert the row when missing, and a
+     * stale row found again starts afresh (first_ms, no signal). Rows are
+     * locked in wid order so that concurrent batches cannot deadlock. */
+    "CREATE FUNCTION rb_worker_seen(p_wids text[], p_kinds int[], p_infos text[],\n"
+    "                               p_node text, p_now bigint, p_live bigint)\n"
+    "RETURNS int[]\n"
+    "LANGUAGE plpgsql AS $$\n"
+    "DECLARE n int := coalesce(array_length(p_wids, 1), 0);\n"
+    "  res int[] := array_fill(-1, ARRAY[n]);\n"
+    "  i int; k int; s int;\n"
+    "BEGIN\n"
+    "  FOR i IN SELECT u.ord FROM unnest(p_wids) WITH ORDINALITY AS u(wid, ord)\n"
+    "           ORDER BY u.wid, u.ord LOOP\n"
+    "    k := p_kinds[i];\n"
+    "    IF k = 0 THEN\n"
+    "      UPDATE rb_workers w SET beat_ms = p_now, seen_ms = p_now, node = p_node\n"
+    "        WHERE w.wid = p_wids[i] AND w.seen_ms >= p_live RETURNING w.signal INTO s;\n"
+    "      IF FOUND THEN res[i] := s; END IF;\n"
+    "    ELSE\n"
+    "      INSERT INTO rb_workers AS w (wid, info, node, first_ms, beat_ms, seen_ms)\n"
+    "        VALUES (p_wids[i], p_infos[i], p_node, p_now, p_now, p_now)\n"
+    "      ON CONFLICT (wid) DO UPDATE SET\n"
+    "        info = coalesce(excluded.info, w.info), node = excluded.node,\n"
+    "        first_ms = CASE WHEN w.seen_ms < p_live THEN p_now ELSE w.first_ms END,\n"
+    "        signal = CASE WHEN w.seen_ms < p_live THEN 0 ELSE w.signal END,\n"
+    "        beat_ms = CASE WHEN k = 3 AND w.seen_ms >= p_live THEN w.beat_ms ELSE p_now END,\n"
+    "        seen_ms = p_now\n"
+    "      RETURNING w.signal INTO s;\n"
+    "      res[i] := s;\n"
+    "    END IF;\n"
+    "  END LOOP;\n"
+    "  RETURN res;\n"
+    "END $$;\n"
+    "UPDATE rb_meta SET value = '3' WHERE key = 'schema_version';\n";
+
+/* Version 4: a working job belongs to the wid that claimed it (issue 13).
+ * Before, ACK, SNOOZE and EXTEND from another wid were refused only for a
+ * job claimed again after an expired lease (flags & 2); now for every
+ * working job. A request without a wid is still not checked. The functions
+ * are replaced in place with the same signatures, so every ACK, SNOOZE and
+ * EXTEND the database applies follows the rule, whichever release the node
+ * runs; FAIL is decided in C (sql_fail.c), so a node of an earlier release
+ * keeps the old rule for FAIL until it is restarted. */
+static const char migration_4[] =
+    "CREATE OR REPLACE FUNCTION rb_held(p_jid text, p_wid text, OUT status int,\n"
+    "  OUT state int, OUT queue text) LANGUAGE plpgsql AS $$\n"
+    "#variable_conflict use_column\n"
+    "DECLARE r record;\n"
+    "BEGIN\n"
+    "  SELECT j.state, j.wid, j.queue INTO r FROM rb_jobs j WHERE j.jid = p_jid FOR UPDATE;\n"
+    "  IF NOT FOUND THEN status := 1; state := 0; RETURN; END IF;\n"
+    "  state := r.state; queue := r.queue;\n"
+    "  IF r.state = 3 AND r.wid IS NOT NULL AND p_wid IS NOT NULL AND r.wid <> p_wid THEN\n"
+    "    status := 2;\n"
+    "  ELSIF r.state <> 3 THEN status := 4;\n"
+    "  ELSE status := 0;\n"
+    "  END IF;\n"
+    "END $$;\n"
+
+    "CREATE OR REPLACE FUNCTION rb_ack_labels(p_jids text[], p_wids text[], p_shard int)\n"
+    "RETURNS TABLE (status int, queue text, jobtype text)\n"
+    "LANGUAGE plpgsql AS $$\n"
+    "#variable_conflict use_column\n"
+    "DECLARE n int := coalesce(array_length(p_jids, 1), 0);\n"
+    "  st int[] := array_fill(0, ARRAY[n]);\n"
+    "  qs text[] := array_fill(NULL::text, ARRAY[n]);\n"
+    "  ts text[] := array_fill(NULL::text, ARRAY[n]);\n"
+    "  i int; r record; jt json; done int := 0;\n"
+    "BEGIN\n"
+    "  FOR i IN SELECT u.ord FROM unnest(p_jids) WITH ORDINALITY AS u(jid, ord)\n"
+    "           ORDER BY u.jid, u.ord LOOP\n"
+    "    SELECT j.state, j.flags, j.wid, j.queue, j.json INTO r FROM rb_jobs j\n"
+    "      WHERE j.jid = p_jids[i] FOR UPDATE;\n"
+    "    IF NOT FOUND THEN\n"
+    "      st[i] := 1;\n"
+    "    ELSIF r.state = 3 AND r.wid IS NOT NULL AND p_wids[i] IS NOT NULL\n"
+    "          AND r.wid <> p_wids[i] THEN\n"
+    "      st[i] := 2;\n"
+    "    ELSIF r.state = 3 OR r.flags & 1 <> 0 THEN\n"
+    "      DELETE FROM rb_jobs j WHERE j.jid = p_jids[i];\n"
+    "      done := done + 1;\n"
+    "      st[i] := 0;\n"
+    "      qs[i] := r.queue;\n"
+    "      jt := r.json::json -> 'jobtype';\n"
+    "      ts[i] := CASE WHEN json_typeof(jt) = 'string' THEN left(jt #>> '{}', 127) END;\n"
+    "    ELSE\n"
+    "      st[i] := 3;\n"
+    "    END IF;\n"
+    "  END LOOP;\n"
+    "  IF done > 0 THEN PERFORM rb_count('processed', p_shard, done); END IF;\n"
+    "  RETURN QUERY SELECT * FROM unnest(st, qs, ts);\n"
+    "END $$;\n"
+
+    /* version 2's ACK, for nodes of that release still running */
+    "CREATE OR REPLACE FUNCTION rb_ack(p_jids text[], p_wids text[], p_shard int)\n"
+    "RETURNS int[] LANGUAGE sql AS $$\n"
+    "  SELECT coalesce(array_agg(a.status ORDER BY a.ord), '{}')\n"
+    "  FROM rb_ack_labels(p_jids, p_wids, p_shard) WITH ORDINALITY\n"
+    "    AS a(status, queue, jobtype, ord)\n"
+    "$$;\n"
+    "UPDATE rb_meta SET value = '4' WHERE key = 'schema_version';\n";
+
+static const char *const migrations[RB_PG_SCHEMA_VERSION] = {migration_1, migration_2,
+                                                             migration_3, migration_4};
+
+/* The version inside the current transaction (or autocommit). */
+static int read_version(rb_pg *pg, int *version, rb_err *err)
+{
+    PGresult *r = sql_query(pg, "SELECT to_regclass('rb_meta') IS NOT NULL", 0, NULL, err);
+    if (!r)
+        return err ? err->code : RB_ESTORE;
+    bool exists = PQgetvalue(r, 0, 0)[0] == 't';
+    PQclear(r);
+    *version = 0;
+    if (!exists)
+        return 0;
+    r = sql_query(pg, "SELECT value FROM rb_meta WHERE key = 'schema_version'", 0, NULL, err);
+    if (!r)
+        return err ? err->code : RB_ESTORE;
+    if (PQntuples(r) == 1)
+        *version = atoi(PQgetvalue(r, 0, 0));
+    PQclear(r);
+    return 0;
+}
+
+int rb_pg_schema_version(rb_pg *pg, int *version, rb_err *err)
+{
+    int rc = sql_ensure(pg, err);
+    return rc ? rc : read_version(pg, version, err);
+}
+
+int rb_pg_check_schema(rb_pg *pg, rb_err *err)
+{
+    int v, rc = rb_pg_schema_version(pg, &v, err);
+    if (rc)
+        return rc;
+    if (v == RB_PG_SCHEMA_VERSION)
+        return 0;
+    if (v == 0)
+        return rb_err_set(err, RB_EVERSION,
+                          "the database has no rebound schema: run 'rebound migrate' first");
+    if (v < RB_PG_SCHEMA_VERSION)
+        return rb_err_set(err, RB_EVERSION,
+                          "the database schema is version %d, this rebound needs %d: run "
+                          "'rebound migrate'", v, RB_PG_SCHEMA_VERSION);
+    return rb_err_set(err, RB_EVERSION,
+                      "the database schema is version %d, newer than this rebound supports "
+                      "(%d): upgrade rebound on this node", v, RB_PG_SCHEMA_VERSION);
+}
+
+int rb_pg_migrate_to(rb_pg *pg, int target, int *from, rb_err *err)
+{
+    if (target < 1 || target > RB_PG_SCHEMA_VERSION)
+        return rb_err_set(err, RB_EINVAL, "schema version must be from 1 to %d, not %d",
+                          RB_PG_SCHEMA_VERSION, target);
+    int rc = sql_ensure(pg, err);
+    if (rc)
+        return rc;
+    if ((rc = sql_exec(pg, "BEGIN", err)))
+        return rc;
+    int v = 0;
+    if ((rc = sql_exec(pg, "SELECT pg_advisory_xact_lock(hashtext('rebound:migrate:' ||"
+                          " current_schema()))", err)) ||
+        (rc = read_version(pg, &v, err)))
+        goto fail;
+    if (from)
+        *from = v;
+    if (v > RB_PG_SCHEMA_VERSION) {
+        rc = rb_err_set(err, RB_EVERSION,
+                        "the database schema is version %d, newer than this rebound supports "
+                        "(%d): refusing to touch it", v, RB_PG_SCHEMA_VERSION);
+        goto fail;
+    }
+    for (int next = v + 1; next <= target; next++) {
+        if ((rc = sql_exec(pg, migrations[next - 1], err))) {
+            rb_err_prefix(err, "migration to schema version %d", next);
+            goto fail;
+        }
+    }
+    if ((rc = sql_exec(pg, "COMMIT", err)))
+        return rc;
+    pg->prepared = 0; /* functions may have changed */
+    return 0;
+fail:
+    sql_rollback(pg);
+    return rc;
+}
+
+int rb_pg_migrate(rb_pg *pg, int *from, int *to, rb_err *err)
+{
+    int rc = rb_pg_migrate_to(pg, RB_PG_SCHEMA_VERSION, from, err);
+    if (!rc && to)
+        *to = RB_PG_SCHEMA_VERSION;
+    return rc;
+}
