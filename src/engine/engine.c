@@ -3,6 +3,7 @@
 #include "engine/engine.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "common/buf.h"
 #include "common/timeutil.h"
@@ -225,4 +226,28 @@ bool rb_eng_failed(rb_srv *srv, rb_eng_op *op)
     }
     rb_eng_op_finish(srv, op);
     return true;
+}
+
+static bool waits_for(const rb_conn *c, const char *const *queues, size_t n)
+{
+    if (!queues)
+        return true;
+    for (int i = 0; i < c->n_fetch_queues; i++)
+        for (size_t k = 0; k < n; k++)
+            if (!strcmp(c->fetch_queues[i], queues[k]))
+                return true;
+    return false;
+}
+
+void rb_eng_wake(rb_srv *srv, const char *const *queues, size_t n)
+{
+    rb_link *l = srv->waiters.head;
+    while (l) {
+        rb_link *next = l->next; /* a refetch that answers c unlinks it */
+        rb_conn *c = rb_container_of(l, rb_conn, wlink);
+        /* no fetch_queues: a try is in flight for c already */
+        if (c->fetch_queues && waits_for(c, queues, n) && !srv->backend->refetch(srv, c))
+            break;
+        l = next;
+    }
 }

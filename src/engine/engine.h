@@ -153,7 +153,7 @@ struct rb_eng_op {
             int *status;
         } push;
         /* FETCH (the first try; a connection that then waits is woken by
-         * its backend: rb_srv_kick, rb_pgmode_kick). */
+         * rb_eng_wake). */
         struct {
             char **queues; /* owned, in the order they are tried */
             int n;
@@ -265,6 +265,11 @@ typedef struct rb_backend {
     void (*job_action)(rb_srv *srv, rb_eng_op *op);
     void (*bulk)(rb_srv *srv, rb_eng_op *op);
     void (*worker_list)(rb_srv *srv, rb_eng_op *op);
+    /* Another try for c, parked in a FETCH (rb_eng_wake): hand it a ready
+     * job of its queues (c->fetch_queues, which the backend takes while it
+     * tries) or leave it waiting. False when the backend can tell that no
+     * other waiter would get one either (rb_eng_wake stops there). */
+    bool (*refetch)(rb_srv *srv, rb_conn *c);
 } rb_backend;
 
 /* The two backends (backend/mem/backend.c, backend/pg/backend.c). */
@@ -293,6 +298,12 @@ bool rb_eng_store_error(int rc);
  * (rb_conn_wait_fetch): as rb_eng_op_finish, but the connection stays busy
  * and runs no further command until its wait ends. */
 void rb_eng_op_park(rb_srv *srv, rb_eng_op *op);
+
+/* Jobs may have become ready in queues (NULL, 0: in any): every connection
+ * parked in a FETCH on one of them gets another try (its backend's
+ * refetch), in the order they started waiting. The one place a waiting
+ * FETCH is woken, whichever backend holds the jobs. */
+void rb_eng_wake(rb_srv *srv, const char *const *queues, size_t n);
 
 /* For a done function: false when op succeeded; true after replying the
  * error to op->c ("storage error: ..." for a store failure, the message

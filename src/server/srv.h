@@ -154,8 +154,10 @@ void rb_srv_persist_counters(rb_srv *srv);
 /* Makes j ENQUEUED now (setting enqueued_at), or SCHEDULED when at_ms is in
  * the future. Does not persist. */
 void rb_srv_enqueue(rb_srv *srv, rb_job *j, int64_t at_ms, int64_t now);
-/* Hands ready jobs to waiting FETCHes (each replied after its commit). */
-void rb_srv_kick(rb_srv *srv);
+/* The single node's rb_backend.refetch: reserves a ready job of c's queues
+ * for c, waiting in a FETCH (replied after its commit); false when no job
+ * is ready in any queue (waking the others is pointless). */
+bool rb_srv_refetch(rb_srv *srv, rb_conn *c);
 /* Re-arms the timer for the earliest deadline. */
 void rb_srv_arm(rb_srv *srv);
 /* Reserves the first ready job of the given queues (in their order; paused

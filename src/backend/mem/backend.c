@@ -32,7 +32,7 @@ static void committed(void *arg, int status, const rb_err *err)
         op->applied = RB_ENG_APPLIED;
     }
     rb_eng_complete(srv, op);
-    rb_srv_kick(srv);
+    rb_eng_wake(srv, NULL, 0);
     rb_srv_arm(srv);
 }
 
@@ -206,7 +206,7 @@ static void mem_snooze(rb_srv *srv, rb_eng_op *op)
     rb_srv_enqueue(srv, j, op->now + op->u.job.seconds * 1000, op->now);
     rb_srv_persist(srv, j);
     changed(srv, op);
-    rb_srv_kick(srv);
+    rb_eng_wake(srv, NULL, 0);
 }
 
 static void mem_extend(rb_srv *srv, rb_eng_op *op)
@@ -276,7 +276,7 @@ static void mem_mutate(rb_srv *srv, rb_eng_op *op)
     }
     op->u.mutate.changed = changed;
     after_commit(srv, op);
-    rb_srv_kick(srv);
+    rb_eng_wake(srv, NULL, 0);
 }
 
 /* --- the administration and inspection commands --- */
@@ -391,7 +391,7 @@ static void mem_queue(rb_srv *srv, rb_eng_op *op)
         }
     }
     after_commit(srv, op);
-    rb_srv_kick(srv);
+    rb_eng_wake(srv, NULL, 0);
 }
 
 static void mem_latency(rb_srv *srv, rb_eng_op *op)
@@ -564,7 +564,7 @@ static void mem_job_action(rb_srv *srv, rb_eng_op *op)
     j = rb_jobs_find(&srv->jobs, jid);
     op->u.job_action.state = j ? (int)j->state : 0;
     after_commit(srv, op);
-    rb_srv_kick(srv);
+    rb_eng_wake(srv, NULL, 0);
 }
 
 static void bulk_one(rb_srv *srv, rb_eng_op *op, rb_job *j)
@@ -593,7 +593,7 @@ static void mem_bulk(rb_srv *srv, rb_eng_op *op)
         }
     }
     after_commit(srv, op);
-    rb_srv_kick(srv);
+    rb_eng_wake(srv, NULL, 0);
 }
 
 /* This node's workers, in memory only. */
@@ -629,4 +629,5 @@ const rb_backend rb_backend_mem = {
     .job_action = mem_job_action,
     .bulk = mem_bulk,
     .worker_list = mem_worker_list,
+    .refetch = rb_srv_refetch,
 };

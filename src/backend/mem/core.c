@@ -144,7 +144,7 @@ static void on_commit(void *arg, int status, const rb_err *err)
         rb_conn_unref(c);
     }
     pending_free(p);
-    rb_srv_kick(srv);
+    rb_eng_wake(srv, NULL, 0);
     rb_srv_arm(srv);
 }
 
@@ -216,28 +216,24 @@ static bool try_fetch(rb_srv *srv, rb_conn *c, char **queues, int n)
     return true;
 }
 
-void rb_srv_kick(rb_srv *srv)
+bool rb_srv_refetch(rb_srv *srv, rb_conn *c)
 {
-    rb_link *l = srv->waiters.head;
-    while (l && srv->jobs.enqueued > 0) {
-        rb_link *next = l->next;
-        rb_conn *c = rb_container_of(l, rb_conn, wlink);
-        char **queues = c->fetch_queues;
-        int n = c->n_fetch_queues;
-        c->fetch_queues = NULL;
-        c->n_fetch_queues = 0;
-        bool got = try_fetch(srv, c, queues, n);
-        if (got) {
-            rb_conn_stop_waiting(c);
-            for (int i = 0; i < n; i++)
-                free(queues[i]);
-            free(queues);
-        } else {
-            c->fetch_queues = queues;
-            c->n_fetch_queues = n;
-        }
-        l = next;
+    if (srv->jobs.enqueued == 0)
+        return false;
+    char **queues = c->fetch_queues;
+    int n = c->n_fetch_queues;
+    c->fetch_queues = NULL;
+    c->n_fetch_queues = 0;
+    if (try_fetch(srv, c, queues, n)) {
+        rb_conn_stop_waiting(c);
+        for (int i = 0; i < n; i++)
+            free(queues[i]);
+        free(queues);
+    } else {
+        c->fetch_queues = queues;
+        c->n_fetch_queues = n;
     }
+    return true;
 }
 
 /* A deadline passed. */
@@ -279,7 +275,7 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
     rb_job *j;
     while ((j = rb_jobs_next_timer(&srv->jobs)) && j->timer.at_ms <= now)
         fire(srv, j, now);
-    rb_srv_kick(srv);
+    rb_eng_wake(srv, NULL, 0);
     rb_srv_arm(srv);
 }
 

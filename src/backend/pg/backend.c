@@ -38,7 +38,7 @@ static void push_results(rb_srv *srv, rb_eng_op *op, rb_pgreq *r)
     if (!made)
         op->applied = RB_ENG_NOT_APPLIED; /* every jid was taken */
     if (n_ready)
-        rb_pgmode_kick(srv, ready, n_ready);
+        rb_eng_wake(srv, ready, n_ready);
     free(ready);
 }
 
@@ -109,7 +109,7 @@ static void req_done(rb_srv *srv, rb_pgreq *r)
     bool kick = readies(op);
     rb_eng_complete(srv, op);
     if (kick)
-        rb_pgmode_kick(srv, NULL, 0);
+        rb_eng_wake(srv, NULL, 0);
 }
 
 /* Posts op to a database thread, to run call there. */
@@ -508,4 +508,5 @@ const rb_backend rb_backend_pg = {
     .job_action = dist_job_action,
     .bulk = dist_bulk,
     .worker_list = dist_worker_list,
+    .refetch = rb_pgmode_refetch,
 };

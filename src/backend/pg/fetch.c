@@ -1,7 +1,7 @@
 /* FETCH in distributed mode (request.h, rb_pgmode_fetch and
- * rb_pgmode_kick): the first claim for the job engine's op, the claims
- * again for a connection parked in a waiting FETCH when its queues get a
- * job (a notification, a local push, the poll timer), the null reply after
+ * rb_pgmode_refetch): the first claim for the job engine's op, the claims
+ * again for a connection parked in a waiting FETCH when rb_eng_wake says
+ * its queues got a job (a notification, a local push, the poll timer), the null reply after
  * 2 s, and the release of a job claimed for a connection that closed
  * meanwhile. Loop thread only (the claims run on the database threads). A
  * parked connection owns its queue list (c->fetch_queues) while no claim
@@ -124,7 +124,7 @@ static void op_claim_done(rb_srv *srv, rb_pgreq *r)
     mode_req_free(r);
     rb_eng_complete(srv, op);
     if (!got && missed)
-        rb_pgmode_kick(srv, NULL, 0);
+        rb_eng_wake(srv, NULL, 0);
 }
 
 /* A claim is done: a FETCH's first (op_claim_done), or a parked FETCH's. */
@@ -171,42 +171,26 @@ static void fetch_done(rb_srv *srv, rb_pgreq *r)
     evtimer_add(c->fetch_timeout, &tv);
     mode_req_drop(r);
     if (missed)
-        rb_pgmode_kick(srv, NULL, 0);
+        rb_eng_wake(srv, NULL, 0);
 }
 
-static bool wants(const rb_conn *c, const char *const *queues, size_t n)
-{
-    if (!queues)
-        return true;
-    for (int i = 0; i < c->n_fetch_queues; i++)
-        for (size_t k = 0; k < n; k++)
-            if (!strcmp(c->fetch_queues[i], queues[k]))
-                return true;
-    return false;
-}
-
-void rb_pgmode_kick(rb_srv *srv, const char *const *queues, size_t n)
+bool rb_pgmode_refetch(rb_srv *srv, rb_conn *c)
 {
     if (srv->stopping && !srv->base)
-        return;
-    for (rb_link *l = srv->waiters.head; l; l = l->next) {
-        rb_conn *c = rb_container_of(l, rb_conn, wlink);
-        if (!c->fetch_queues || !wants(c, queues, n))
-            continue; /* a claim is in flight, or other queues */
-        struct timeval at, now;
-        int64_t until = rb_now_ms() + 2000;
-        if (c->fetch_timeout && event_pending(c->fetch_timeout, EV_TIMEOUT, &at)) {
-            gettimeofday(&now, NULL);
-            until = rb_now_ms() + ((int64_t)at.tv_sec - now.tv_sec) * 1000 +
-                    ((int64_t)at.tv_usec - now.tv_usec) / 1000;
-        }
-        if (c->fetch_timeout)
-            evtimer_del(c->fetch_timeout);
-        int nq;
-        char **qs = c->fetch_queues;
-        nq = c->n_fetch_queues;
-        c->fetch_queues = NULL;
-        c->n_fetch_queues = 0;
-        post_claim(srv, c, qs, nq, until);
+        return false;
+    struct timeval at, now;
+    int64_t until = rb_now_ms() + 2000;
+    if (c->fetch_timeout && event_pending(c->fetch_timeout, EV_TIMEOUT, &at)) {
+        gettimeofday(&now, NULL);
+        until = rb_now_ms() + ((int64_t)at.tv_sec - now.tv_sec) * 1000 +
+                ((int64_t)at.tv_usec - now.tv_usec) / 1000;
     }
+    if (c->fetch_timeout)
+        evtimer_del(c->fetch_timeout);
+    char **qs = c->fetch_queues;
+    int nq = c->n_fetch_queues;
+    c->fetch_queues = NULL;
+    c->n_fetch_queues = 0;
+    post_claim(srv, c, qs, nq, until);
+    return true;
 }

@@ -63,7 +63,7 @@ static void on_efd(evutil_socket_t fd, short what, void *arg)
     }
     if (all || nq) {
         pm->notify_seq++;
-        rb_pgmode_kick(srv, all ? NULL : (const char *const *)queues, all ? 0 : nq);
+        rb_eng_wake(srv, all ? NULL : (const char *const *)queues, all ? 0 : nq);
     }
     for (size_t i = 0; i < nq; i++)
         free(queues[i]);
@@ -75,7 +75,7 @@ static void on_poll(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     rb_srv *srv = arg;
-    rb_pgmode_kick(srv, NULL, 0);
+    rb_eng_wake(srv, NULL, 0);
 }
 
 static int open_engine(rb_srv *srv, bool listen, rb_pg **out, rb_err *err)

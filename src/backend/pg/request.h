@@ -105,8 +105,8 @@ void rb_pgmode_count_failure(rb_srv *srv, const rb_pg_fail_result *res);
  * notification, a local push or the poll, answering null after 2 s. A job
  * claimed for a connection closed meanwhile is released at once. */
 void rb_pgmode_fetch(rb_srv *srv, rb_eng_op *op);
-/* Jobs became ready in these queues (NULL, 0: any): claim for the parked
- * FETCHes that wait on one of them. */
-void rb_pgmode_kick(rb_srv *srv, const char *const *queues, size_t n);
+/* Distributed mode's rb_backend.refetch: claims again for c, parked in a
+ * FETCH, within what is left of its wait (false while the node stops). */
+bool rb_pgmode_refetch(rb_srv *srv, rb_conn *c);
 
 #endif
