@@ -11,10 +11,12 @@
 #include "server/log.h"
 #include "server/metrics.h"
 
-static int stored_state(const rb_job *j)
+static int stored_state(const rb_srv *srv, const rb_job *j)
 {
     if (j->state != RB_JOB_PENDING)
         return j->state;
+    if (srv->deps.nodes.size && rb_deps_pending_waits(srv, j))
+        return RB_JOB_WAITING;
     return j->timer.at_ms > rb_now_ms() ? RB_JOB_SCHEDULED : RB_JOB_ENQUEUED;
 }
 
@@ -26,7 +28,7 @@ void rb_srv_persist(rb_srv *srv, const rb_job *j)
     rb_job_row row = {
         .id = j->row_id,
         .jid = j->jid,
-        .state = stored_state(j),
+        .state = stored_state(srv, j),
         .queue = j->queue->name,
         .priority = j->priority,
         .seq = j->timer.seq,
@@ -44,6 +46,8 @@ void rb_srv_persist(rb_srv *srv, const rb_job *j)
 
 void rb_srv_forget(rb_srv *srv, rb_job *j)
 {
+    if (srv->deps.nodes.size) /* deleted without succeeding (an ACK told its children first) */
+        rb_deps_discarded(srv, j, rb_now_ms());
     rb_writer_del(srv->writer, j->row_id, j->jid);
     rb_jobs_delete(&srv->jobs, j);
 }
@@ -278,6 +282,7 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
     rb_job *j;
     while ((j = rb_jobs_next_timer(&srv->jobs)) && j->timer.at_ms <= now)
         fire(srv, j, now);
+    rb_deps_expire(srv, now);
     rb_srv_kick(srv);
     rb_srv_arm(srv);
 }
@@ -287,18 +292,21 @@ void rb_srv_arm(rb_srv *srv)
     if (!srv->timer_ev)
         srv->timer_ev = evtimer_new(srv->base, on_timer, srv);
     rb_job *j = rb_jobs_next_timer(&srv->jobs);
-    if (!j) {
+    int64_t at = rb_deps_next_expiry(srv); /* the workflows' succeeded records */
+    if (j && j->timer.at_ms < at)
+        at = j->timer.at_ms;
+    if (at == INT64_MAX) {
         if (srv->armed_ms != INT64_MAX)
             evtimer_del(srv->timer_ev);
         srv->armed_ms = INT64_MAX;
         return;
     }
-    if (j->timer.at_ms == srv->armed_ms)
+    if (at == srv->armed_ms)
         return;
-    int64_t delay = j->timer.at_ms - rb_now_ms();
+    int64_t delay = at - rb_now_ms();
     if (delay < 0)
         delay = 0;
     struct timeval tv = {.tv_sec = delay / 1000, .tv_usec = (delay % 1000) * 1000};
     evtimer_add(srv->timer_ev, &tv);
-    srv->armed_ms = j->timer.at_ms;
+    srv->armed_ms = at;
 }

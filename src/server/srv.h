@@ -17,6 +17,7 @@
 #include "config/config.h"
 #include "engine/engine.h"
 #include "policy/rng.h"
+#include "server/deps.h"
 #include "server/jobs.h"
 #include "server/list.h"
 #include "server/table.h"
@@ -69,6 +70,7 @@ struct rb_srv {
     struct event *flush_ev; /* hands the open batch to the writer (server.c) */
     struct evconnlistener *listener;
     rb_jobs jobs;
+    rb_deps deps;    /* job dependencies (server/deps.h) */
     rb_rng rng;
     rb_table workers;
     rb_list conns;   /* every open connection */
@@ -178,6 +180,11 @@ char *rb_srv_new_jid(rb_srv *srv);
  * engine/engine.h): retry, dead, discard or catch; persists the result. j
  * may be freed (discard). */
 int rb_srv_fail_job(rb_srv *srv, rb_job *j, const rb_fail_input *in, int64_t now, rb_err *err);
+/* The death of waiting or blocked job j because its parent failed
+ * (docs/workflows.md): dead with reason "dependency" as a failure's death
+ * (history, failure hash, its policy's catch job), then its own children
+ * told. */
+void rb_srv_dep_kill(rb_srv *srv, rb_job *j, const char *parent, int64_t now);
 
 /* --- validate.c --- */
 /* Queue names: 1 to RB_QUEUE_NAME_MAX bytes, no spaces or control bytes. */

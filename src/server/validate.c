@@ -6,6 +6,7 @@
 
 #include "common/buf.h"
 #include "common/timeutil.h"
+#include "engine/depend.h"
 #include "policy/policy.h"
 
 const char *rb_srv_json_str(const json_t *o, const char *key)
@@ -79,6 +80,15 @@ int rb_job_validate(rb_srv *srv, json_t *job, rb_err *err)
     json_t *custom = json_object_get(job, "custom");
     if (custom && !json_is_null(custom) && !json_is_object(custom))
         return rb_err_set(err, RB_EINVAL, "job %s: custom must be an object", jid);
+    if (rb_dep_has(job)) { /* job dependencies (docs/workflows.md) */
+        if (srv->pgm)
+            return rb_err_set(err, RB_EINVAL,
+                              "depends_on is not supported in distributed mode yet");
+        rb_dep_spec spec;
+        if ((rc = rb_dep_parse(job, &spec, err)))
+            return rc;
+        rb_dep_spec_release(&spec);
+    }
     rb_policy pol;
     rb_policy_layer layer;
     if ((rc = rb_config_effective_policy(&srv->cfg, job, &pol, &layer, err))) {
@@ -123,6 +133,8 @@ int rb_srv_push(rb_srv *srv, json_t *job)
     j->created_ms = made_created ? now : 0;
     j->timer.seq = srv->jobs.next_seq++;
     rb_jobs_add(&srv->jobs, j);
+    if (rb_deps_add_child(srv, j, job))
+        j->first_ms = 0; /* its policy counts from its release */
     rb_srv_persist(srv, j);
     return 0;
 }
