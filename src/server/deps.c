@@ -64,6 +64,9 @@ void rb_deps_release(rb_deps *d)
     rb_table_each(&d->done, free_done, NULL);
     rb_table_release(&d->nodes);
     rb_table_release(&d->done);
+    for (size_t i = 0; i < d->n_dying; i++)
+        free(d->dying[i]);
+    free(d->dying);
     memset(d, 0, sizeof *d);
 }
 
@@ -244,15 +247,6 @@ static void release(rb_srv *srv, rb_job *c, rb_dep_node *n, int64_t now)
     rb_log(RB_LOG_DEBUG, "job %s: every parent is done, released", c->jid);
 }
 
-/* The chain of deaths a dependency can cause is walked with this list
- * rather than recursion (a long chain would not fit the stack). */
-typedef struct dying {
-    char **jids;
-    size_t n, cap;
-    bool draining;
-} dying;
-static dying pending_deaths;
-
 static void apply(rb_srv *srv, rb_job *c, rb_dep_node *n, rb_dep_next next, const char *parent,
                   int64_t now)
 {
@@ -314,32 +308,34 @@ static void notify(rb_srv *srv, rb_dep_node *p, rb_dep_event ev, int64_t now)
 /* Runs the parent events of children that died of a dependency, in turn. */
 static void drain_deaths(rb_srv *srv, int64_t now)
 {
-    if (pending_deaths.draining)
+    rb_deps *d = &srv->deps;
+    if (d->draining)
         return;
-    pending_deaths.draining = true;
-    for (size_t i = 0; i < pending_deaths.n; i++) {
-        char *jid = pending_deaths.jids[i];
+    d->draining = true;
+    for (size_t i = 0; i < d->n_dying; i++) { /* n_dying grows while this runs */
+        char *jid = d->dying[i];
         rb_dep_node *n = node_get(srv, jid);
         rb_job *j = rb_jobs_find(&srv->jobs, jid);
         if (n && j && j->state == RB_JOB_DEAD)
             notify(srv, n, RB_DEP_PARENT_DIED, now);
-        free(jid);
+        free(d->dying[i]);
+        d->dying[i] = NULL;
     }
-    pending_deaths.n = 0;
-    pending_deaths.draining = false;
+    d->n_dying = 0;
+    d->draining = false;
 }
 
 void rb_deps_died(rb_srv *srv, rb_job *j, int64_t now)
 {
+    rb_deps *d = &srv->deps;
     rb_dep_node *n = node_get(srv, j->jid);
     if (!n || !n->n_children)
         return;
-    if (pending_deaths.n == pending_deaths.cap) {
-        pending_deaths.cap = pending_deaths.cap ? pending_deaths.cap * 2 : 8;
-        pending_deaths.jids =
-            rb_xrealloc(pending_deaths.jids, pending_deaths.cap * sizeof *pending_deaths.jids);
+    if (d->n_dying == d->cap_dying) {
+        d->cap_dying = d->cap_dying ? d->cap_dying * 2 : 8;
+        d->dying = rb_xrealloc(d->dying, d->cap_dying * sizeof *d->dying);
     }
-    pending_deaths.jids[pending_deaths.n++] = rb_xstrdup(j->jid);
+    d->dying[d->n_dying++] = rb_xstrdup(j->jid);
     drain_deaths(srv, now);
 }
 

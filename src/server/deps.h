@@ -47,6 +47,12 @@ typedef struct rb_deps {
     rb_table nodes; /* rb_dep_node by jid */
     rb_table done;  /* rb_dep_done by jid */
     rb_list done_fifo;
+    /* Jobs dead of a dependency whose children are still to be told: the
+     * chain is walked with this list rather than recursion (a long chain
+     * would not fit the stack). Owned strings. */
+    char **dying;
+    size_t n_dying, cap_dying;
+    bool draining;
 } rb_deps;
 
 void rb_deps_init(rb_deps *d);

@@ -97,7 +97,8 @@ void rb_srv_dep_kill(rb_srv *srv, rb_job *j, const char *parent, int64_t now)
 {
     json_t *job = json_loads(j->json, 0, NULL);
     if (!job) { /* cannot happen: the text came from json_dumps */
-        rb_jobs_set_state(&srv->jobs, j, RB_JOB_DEAD, now + srv->cfg.server.dead_retention_s * 1000);
+        rb_jobs_set_state(&srv->jobs, j, RB_JOB_DEAD,
+                          now + srv->cfg.server.dead_retention_s * 1000);
         rb_srv_persist(srv, j);
         return;
     }

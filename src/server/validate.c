@@ -85,8 +85,13 @@ int rb_job_validate(rb_srv *srv, json_t *job, rb_err *err)
             return rb_err_set(err, RB_EINVAL,
                               "depends_on is not supported in distributed mode yet");
         rb_dep_spec spec;
-        if ((rc = rb_dep_parse(job, &spec, err)))
+        if ((rc = rb_dep_parse(job, &spec, err))) {
+            /* a field's type: "job J: ..."; a self-dependency reads as a
+             * push's cycle, "depends_on: cycle through J" */
+            if (err && strncmp(rb_err_msg(err), "depends_on:", 11))
+                rb_err_prefix(err, "job %s", jid);
             return rc;
+        }
         rb_dep_spec_release(&spec);
     }
     rb_policy pol;

@@ -55,7 +55,8 @@ static void fetch_ack(const char *queue, const char *jid)
 
 SERVER_TEST(diamond_runs_in_order_and_retries_count_from_release)
 {
-    cr_assert(rbh_expect(C, "{}", "PUSHB [{\"jid\":\"dia-A000\",\"jobtype\":\"a\",\"args\":[],\"queue\":\"dq\"},"
+    cr_assert(rbh_expect(C, "{}",
+                         "PUSHB [{\"jid\":\"dia-A000\",\"jobtype\":\"a\",\"args\":[],\"queue\":\"dq\"},"
        "{\"jid\":\"dia-B000\",\"jobtype\":\"b\",\"args\":[],\"queue\":\"dq\","
        "\"custom\":{\"depends_on\":[\"dia-A000\"]}},"
        "{\"jid\":\"dia-C000\",\"jobtype\":\"c\",\"args\":[],\"queue\":\"dq\","
@@ -133,14 +134,17 @@ SERVER_TEST(refused_pushes_change_nothing)
                          "\"custom\":{\"depends_on\":[\"ref-x001\"]}}"));
     const char *bad[] = {"\"ref-root\"", "[\"\"]", "[1]", "{}", NULL};
     for (int i = 0; bad[i]; i++)
-        cr_assert(rbh_expect(C, "-ERR depends_on must be an array of non-empty strings",
+        cr_assert(rbh_expect(C,
+                             "-ERR job ref-x001: depends_on must be an array of non-empty strings",
                              "PUSH {\"jid\":\"ref-x001\",\"jobtype\":\"x\",\"args\":[],"
                              "\"custom\":{\"depends_on\":%s}}", bad[i]), "%s", bad[i]);
-    cr_assert(rbh_expect(C, "-ERR on_dep_failure must be \"block\", \"cancel\" or \"ignore\"",
+    cr_assert(rbh_expect(C,
+                         "-ERR job ref-x001: on_dep_failure must be \"block\", \"cancel\" or "
+                         "\"ignore\"",
                          "PUSH {\"jid\":\"ref-x001\",\"jobtype\":\"x\",\"args\":[],"
                          "\"custom\":{\"depends_on\":[\"ref-root\"],\"on_dep_failure\":\"x\"}}"));
     /* a workflow batch with one bad job is refused whole */
-    cr_assert(rbh_expect(C, "-ERR depends_on must be an array of non-empty strings",
+    cr_assert(rbh_expect(C, "-ERR job ref-x003: depends_on must be an array of non-empty strings",
                          "PUSHB [{\"jid\":\"ref-x001\",\"jobtype\":\"x\",\"args\":[]},"
                          "{\"jid\":\"ref-x002\",\"jobtype\":\"x\",\"args\":[],"
                          "\"custom\":{\"depends_on\":[\"ref-x001\"]}},"
@@ -155,7 +159,8 @@ SERVER_TEST(refused_pushes_change_nothing)
     for (int i = 0; i < 1001; i++)
         n += (size_t)snprintf(big + n, cap - n, "%s\"p-%05d\"", i ? "," : "", i);
     snprintf(big + n, cap - n, "]}");
-    cr_assert(rbh_expect(C, "-ERR depends_on must name at most 1000 parents", "%s", big));
+    cr_assert(rbh_expect(C, "-ERR job ref-x001: depends_on must name at most 1000 parents", "%s",
+                         big));
     free(big);
     nothing_changed(none);
 }
