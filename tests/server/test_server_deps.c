@@ -313,3 +313,22 @@ SERVER_TEST(policy_deadline_counts_from_release)
     OK("FAIL {\"jid\":\"ddl-kid1\",\"errtype\":\"E\",\"message\":\"once\"}");
     expect_state("ddl-kid1", "retries");
 }
+
+SERVER_TEST(cancelled_child_dies_through_the_death_path_with_its_catch_job)
+{
+    OK("PUSH {\"jid\":\"cat-par0\",\"jobtype\":\"p\",\"args\":[],\"retry\":-1,\"queue\":\"cq\"}");
+    OK("PUSH {\"jid\":\"cat-kid0\",\"jobtype\":\"k\",\"args\":[],\"queue\":\"cq\","
+       "\"retry_policy\":\"//ftl:retry 10 5s 1m catch notify\","
+       "\"custom\":{\"depends_on\":[\"cat-par0\"],\"on_dep_failure\":\"cancel\"}}");
+    expect_fetch("cq", "cat-par0");
+    OK("FAIL {\"jid\":\"cat-par0\",\"errtype\":\"E\",\"message\":\"boom\"}");
+    expect_state("cat-kid0", "dead");
+    /* nothing is blocked with cancel */
+    json_t *l = rbh_json(rbh_cmd(C, "JOBS {\"state\":\"blocked\"}"));
+    cr_assert_eq(json_integer_value(json_object_get(l, "total")), 0);
+    json_decref(l);
+    json_t *j = rbh_json(rbh_cmd(C, "FETCH cq"));
+    cr_assert_str_eq(json_string_value(json_object_get(j, "jobtype")), "notify");
+    cr_assert_str_eq(json_string_value(rbh_get(j, "custom.catch_of")), "cat-kid0");
+    json_decref(j);
+}
