@@ -51,6 +51,9 @@ typedef struct rb_config {
     struct {
         char *url; /* SQLite path (default "./rebound.db") or postgres:// URL */
     } storage;
+    struct {
+        int64_t succeeded_ttl_s; /* ACKed workflow jobs remembered, default 1 h */
+    } workflows;
     rb_backoff_config backoff; /* tasker's [backoff] */
     bool has_retry_default;    /* [retry] present */
     rb_policy retry_default;   /* valid when has_retry_default */
