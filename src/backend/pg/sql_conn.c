@@ -15,7 +15,8 @@ static const char *const sql_stmt_text[SQL_STMT_COUNT] = {
                 " $6::text[], $7::bigint))",
     [SQL_CLAIM] = "SELECT slot, jid, json, enq_ms FROM rb_claim($1::text[], $2::text[], $3::bigint)"
                  " ORDER BY slot",
-    [SQL_ACK] = "SELECT status, queue, jobtype FROM rb_ack_labels($1::text[], $2::text[], $3::int)",
+    [SQL_ACK] = "SELECT status, queue, jobtype FROM rb_ack_deps($1::text[], $2::text[], $3::int,"
+                " $4::bigint, $5::bigint)",
     [SQL_LOCK_JOBS] = "SELECT jid, queue, wid, json, history, state, priority, attempts, flags,"
                      " first_ms FROM rb_jobs WHERE jid = ANY($1::text[]) ORDER BY jid FOR UPDATE",
     [SQL_LOCK_EXPIRED] = "SELECT jid, queue, wid, json, history, state, priority, attempts, flags,"

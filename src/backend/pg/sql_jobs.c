@@ -166,10 +166,13 @@ int rb_pg_ack(rb_pg *pg, const rb_pg_ref *refs, size_t n, int *status, rb_pg_lab
     }
     sql_arr_end(&j);
     sql_arr_end(&w);
-    char shard[8];
+    char shard[8], nowtxt[24], ttl[24];
     snprintf(shard, sizeof shard, "%d", pg->shard);
-    const char *params[3] = {j.data, w.data, shard};
-    PGresult *r = sql_run(pg, SQL_ACK, 3, params, err);
+    snprintf(nowtxt, sizeof nowtxt, "%lld", (long long)rb_now_ms());
+    snprintf(ttl, sizeof ttl, "%lld", (long long)sql_cfg(pg)->workflows.succeeded_ttl_s * 1000);
+    /* one statement: a workflow job's children are released inside it */
+    const char *params[5] = {j.data, w.data, shard, nowtxt, ttl};
+    PGresult *r = sql_run(pg, SQL_ACK, 5, params, err);
     rb_buf_release(&j);
     rb_buf_release(&w);
     if (!r)
