@@ -153,3 +153,148 @@ out:
     free(objs);
     return rc;
 }
+
+/* --- a parent's death, requeue or discard --- */
+
+typedef struct dep_work {
+    char **jid;
+    int *ev;
+    size_t n, cap;
+} dep_work;
+
+static void work_add(dep_work *w, const char *jid, int ev)
+{
+    if (w->n == w->cap) {
+        w->cap = w->cap ? w->cap * 2 : 8;
+        w->jid = rb_xrealloc(w->jid, w->cap * sizeof *w->jid);
+        w->ev = rb_xrealloc(w->ev, w->cap * sizeof *w->ev);
+    }
+    w->jid[w->n] = rb_xstrdup(jid);
+    w->ev[w->n++] = ev;
+}
+
+static int run_sql(rb_pg *pg, const char *sql, int n, const char *const *params, rb_err *err)
+{
+    PGresult *r = sql_query(pg, sql, n, params, err);
+    if (!r)
+        return err && err->code ? err->code : RB_ESTORE;
+    PQclear(r);
+    return 0;
+}
+
+/* The child of row i (columns below) dies: its edges and counts go, its row
+ * is written dead as a failure's death, its catch job pushed. */
+static int kill_child(rb_pg *pg, PGresult *r, int i, const char *parent, int64_t now, rb_err *err)
+{
+    locked_row row = {.jid = PQgetvalue(r, i, 0), .json = PQgetvalue(r, i, 4),
+                      .history = PQgetisnull(r, i, 5) ? NULL : PQgetvalue(r, i, 5),
+                      .attempts = (int)sql_int(r, i, 6), .queue = PQgetvalue(r, i, 7),
+                      .priority = (int)sql_int(r, i, 8), .state = (int)sql_int(r, i, 9)};
+    fail_out o;
+    int rc = fail_dependency(pg, &row, parent, now, &o, err);
+    if (rc)
+        return rc;
+    char due[24];
+    snprintf(due, sizeof due, "%lld",
+             (long long)(now + sql_cfg(pg)->server.dead_retention_s * 1000));
+    const char *p1[1] = {row.jid};
+    const char *p2[4] = {row.jid, due, o.json, o.history};
+    if ((rc = run_sql(pg, "DELETE FROM rb_edges WHERE child = $1", 1, p1, err)) ||
+        (rc = run_sql(pg, "DELETE FROM rb_wait WHERE child = $1", 1, p1, err)) ||
+        (rc = run_sql(pg,
+                      "UPDATE rb_jobs SET state = 5, due_ms = $2::bigint, json = $3,"
+                      " history = $4, wid = NULL, flags = 0 WHERE jid = $1",
+                      4, p2, err)))
+        goto out;
+    if (o.catch_json) {
+        rb_pg_new_job cj = {.jid = o.catch_jid, .queue = row.queue, .priority = row.priority,
+                            .at_ms = now, .reserve_s = (int)sql_cfg(pg)->server.reserve_for_s,
+                            .json = o.catch_json};
+        int st = 0;
+        rc = rb_pg_push(pg, &cj, 1, now, &st, err);
+    }
+out:
+    fail_out_release(&o);
+    return rc;
+}
+
+/* One parent's event to its children, locked in jid order. */
+static int tell_children(rb_pg *pg, dep_work *w, const char *parent, rb_dep_event ev, int64_t now,
+                         rb_err *err)
+{
+    const char *p1[1] = {parent};
+    PGresult *r = sql_query(pg,
+                            "SELECT e.child, w.remaining, w.dead, w.mode, j.json, j.history,"
+                            " j.attempts, j.queue, j.priority, j.state"
+                            " FROM rb_edges e JOIN rb_wait w ON w.child = e.child"
+                            " JOIN rb_jobs j ON j.jid = e.child"
+                            " WHERE e.parent = $1 AND j.state IN (6, 7)"
+                            " ORDER BY e.child FOR UPDATE OF j, w",
+                            1, p1, err);
+    if (!r)
+        return err && err->code ? err->code : RB_ESTORE;
+    int rc = 0;
+    char nowtxt[24];
+    snprintf(nowtxt, sizeof nowtxt, "%lld", (long long)now);
+    for (int i = 0; i < PQntuples(r) && !rc; i++) {
+        const char *child = PQgetvalue(r, i, 0);
+        rb_dep_counts c = {(uint32_t)sql_int(r, i, 1), (uint32_t)sql_int(r, i, 2)};
+        bool consumed = false;
+        rb_dep_next next = rb_dep_on_parent((rb_dep_mode)sql_int(r, i, 3), ev, &c, &consumed);
+        const char *pe[2] = {parent, child};
+        if (consumed &&
+            (rc = run_sql(pg, "DELETE FROM rb_edges WHERE parent = $1 AND child = $2", 2, pe,
+                          err)))
+            break;
+        char rem[16], dead[16], st[4];
+        snprintf(rem, sizeof rem, "%u", c.remaining);
+        snprintf(dead, sizeof dead, "%u", c.dead);
+        snprintf(st, sizeof st, "%d", next == RB_DEP_NEXT_BLOCK ? RB_JOB_BLOCKED : RB_JOB_WAITING);
+        const char *pw[4] = {child, rem, dead, st};
+        const char *pr[2] = {child, nowtxt};
+        switch (next) {
+        case RB_DEP_NEXT_WAIT:
+        case RB_DEP_NEXT_BLOCK:
+            rc = run_sql(pg,
+                         "WITH w AS (UPDATE rb_wait SET remaining = $2::int, dead = $3::int"
+                         "  WHERE child = $1 RETURNING child)"
+                         " UPDATE rb_jobs j SET state = $4::int FROM w WHERE j.jid = w.child",
+                         4, pw, err);
+            break;
+        case RB_DEP_NEXT_RELEASE:
+            rc = run_sql(pg, "SELECT rb_dep_release($1, $2::bigint)", 2, pr, err);
+            break;
+        case RB_DEP_NEXT_DIE:
+            if (!(rc = kill_child(pg, r, i, parent, now, err)))
+                work_add(w, child, RB_DEP_PARENT_DIED);
+            break;
+        }
+    }
+    PQclear(r);
+    if (!rc && ev == RB_DEP_PARENT_DISCARDED) /* gone: nothing of it stays */
+        rc = run_sql(pg, "DELETE FROM rb_edges WHERE parent = $1", 1, p1, err);
+    return rc;
+}
+
+int sql_dep_events(rb_pg *pg, const char *jids, int ev, int64_t now, rb_err *err)
+{
+    const char *p1[1] = {jids};
+    PGresult *r = sql_query(pg,
+                            "SELECT DISTINCT parent FROM rb_edges"
+                            " WHERE parent = ANY($1::text[]) ORDER BY parent",
+                            1, p1, err);
+    if (!r)
+        return err && err->code ? err->code : RB_ESTORE;
+    dep_work w = {0};
+    for (int i = 0; i < PQntuples(r); i++)
+        work_add(&w, PQgetvalue(r, i, 0), ev);
+    PQclear(r);
+    int rc = 0;
+    for (size_t i = 0; i < w.n && !rc; i++) /* w grows with the children that die */
+        rc = tell_children(pg, &w, w.jid[i], (rb_dep_event)w.ev[i], now, err);
+    for (size_t i = 0; i < w.n; i++)
+        free(w.jid[i]);
+    free(w.jid);
+    free(w.ev);
+    return rc;
+}
