@@ -575,6 +575,14 @@ static const char migration_5[] =
     "  END IF;\n"
     "  RETURN n;\n"
     "END $$;\n"
+    /* nodes of the previous release still running: their ACK (and
+     * version 2's rb_ack, which calls it) releases children too, with the
+     * database's clock and the default succeeded_ttl (1 h) */
+    "CREATE OR REPLACE FUNCTION rb_ack_labels(p_jids text[], p_wids text[], p_shard int)\n"
+    "RETURNS TABLE (status int, queue text, jobtype text) LANGUAGE sql AS $$\n"
+    "  SELECT * FROM rb_ack_deps(p_jids, p_wids, p_shard,\n"
+    "    (extract(epoch FROM clock_timestamp()) * 1000)::bigint, 3600000)\n"
+    "$$;\n"
     "UPDATE rb_meta SET value = '5' WHERE key = 'schema_version';\n";
 
 static const char *const migrations[RB_PG_SCHEMA_VERSION] = {migration_1, migration_2,
