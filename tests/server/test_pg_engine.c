@@ -480,6 +480,39 @@ Test(pg, version_4_database_upgrades_to_dependencies)
     rb_pg_close(pg);
 }
 
+/* A workflow parent's ACK records it for succeeded_ttl (1 h by default);
+ * the maintenance's expiry forgets it after, in batches. */
+Test(pg, succeeded_records_expire_in_batches)
+{
+    rb_err err = {0};
+    int64_t now = rb_now_ms();
+    cr_assert_eq(push_at(eng, "{\"jid\":\"exppar001\",\"jobtype\":\"t\",\"args\":[]}", now),
+                 0);
+    json_t *kid = json_loads("{\"jid\":\"expkid001\",\"jobtype\":\"t\",\"args\":[],"
+                             "\"custom\":{\"depends_on\":[\"exppar001\"]}}", 0, NULL);
+    rb_pg_new_job nj;
+    char *text;
+    rb_pg_job_from_json(kid, now, 1800, &nj, &text);
+    int st = -1;
+    cr_assert_eq(rb_pg_push_deps(eng, &nj, 1, now, &st, &err), 0, "%s", rb_err_msg(&err));
+    free(text);
+    json_decref(kid);
+    char *a = claim_at(eng, "default", "w1", now, NULL);
+    cr_assert_str_eq(a, "exppar001");
+    rb_pg_ref ref = {a, "w1"};
+    cr_assert_eq(rb_pg_ack(eng, &ref, 1, &st, NULL, &err), 0, "%s", rb_err_msg(&err));
+    cr_assert_eq(st, RB_JOB_DONE);
+    free(a);
+    int n = -1;
+    cr_assert_eq(rb_pg_deps_expire(eng, rb_now_ms(), 10, &n, &err), 0, "%s", rb_err_msg(&err));
+    cr_assert_eq(n, 0);
+    cr_assert_eq(rb_pg_deps_expire(eng, rb_now_ms() + 3600 * 1000 + 1000, 10, &n, &err), 0);
+    cr_assert_eq(n, 1);
+    char *r = sql1("SELECT count(*) FROM rb_dep_done");
+    cr_assert_str_eq(r, "0");
+    free(r);
+}
+
 /* --- push and claim --- */
 
 Test(pg, push_rejects_taken_jids_per_job)

@@ -240,6 +240,10 @@ int rb_pg_promote(rb_pg *pg, int64_t now, int limit, int64_t *late_ms, int *n, r
 int rb_pg_reap(rb_pg *pg, int64_t now, int limit, rb_pg_fail_result *res, int *n, rb_err *err);
 /* Deletes up to limit dead jobs past their retention. */
 int rb_pg_cleanup_dead(rb_pg *pg, int64_t now, int limit, int *n, rb_err *err);
+/* Forgets up to limit succeeded records of workflow jobs past their
+ * [workflows] succeeded_ttl (rows locked SKIP LOCKED: nodes run it at
+ * once). *n (may be NULL) = records deleted. */
+int rb_pg_deps_expire(rb_pg *pg, int64_t now, int limit, int *n, rb_err *err);
 /* The earliest deadline of any scheduled, retrying, working or dead job
  * (INT64_MAX when none): when the timer should next run. */
 int rb_pg_next_due(rb_pg *pg, int64_t *at_ms, rb_err *err);

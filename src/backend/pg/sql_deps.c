@@ -298,3 +298,27 @@ int sql_dep_events(rb_pg *pg, const char *jids, int ev, int64_t now, rb_err *err
     free(w.ev);
     return rc;
 }
+
+int rb_pg_deps_expire(rb_pg *pg, int64_t now, int limit, int *n, rb_err *err)
+{
+    if (n)
+        *n = 0;
+    int rc = sql_ensure(pg, err);
+    if (rc)
+        return rc;
+    char nowtxt[24], lim[16];
+    snprintf(nowtxt, sizeof nowtxt, "%lld", (long long)now);
+    snprintf(lim, sizeof lim, "%d", limit);
+    const char *params[2] = {nowtxt, lim};
+    PGresult *r = sql_query(pg,
+                  "DELETE FROM rb_dep_done d USING (SELECT jid FROM rb_dep_done"
+                  "  WHERE until_ms <= $1::bigint ORDER BY until_ms LIMIT $2::int"
+                  "  FOR UPDATE SKIP LOCKED) x WHERE d.jid = x.jid",
+                  2, params, err);
+    if (!r)
+        return err && err->code ? err->code : RB_ESTORE;
+    if (n)
+        *n = atoi(PQcmdTuples(r));
+    PQclear(r);
+    return 0;
+}
