@@ -151,7 +151,8 @@ int rb_pg_queue_remove(rb_pg *pg, const char *const *names, int n, int64_t *remo
                             " u AS (UPDATE rb_queues SET paused = false"
                             "   WHERE paused AND ($2::boolean OR name = ANY($1::text[])) RETURNING 1)"
                             " SELECT (SELECT count(*) FROM d), (SELECT count(*) FROM u),"
-                            " (SELECT coalesce(array_agg(jid), '{}') FROM d WHERE wf)::text",
+                            " (SELECT coalesce(array_agg(d.jid), '{}') FROM d WHERE d.wf"
+                            "   OR EXISTS (SELECT 1 FROM rb_edges e WHERE e.parent = d.jid))::text",
                             2, params, err);
     rb_buf_release(&a);
     if (!r) {

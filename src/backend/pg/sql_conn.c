@@ -30,7 +30,8 @@ static const char *const sql_stmt_text[SQL_STMT_COUNT] = {
     [SQL_CLEANUP_DEAD] = "WITH d AS MATERIALIZED (SELECT jid FROM rb_jobs WHERE state = 5"
                         " AND due_ms <= $1::bigint ORDER BY due_ms LIMIT $2::int"
                         " FOR UPDATE SKIP LOCKED)"
-                        " DELETE FROM rb_jobs j USING d WHERE j.jid = d.jid RETURNING j.jid, j.wf",
+                        " DELETE FROM rb_jobs j USING d WHERE j.jid = d.jid RETURNING j.jid,"
+                        " j.wf OR EXISTS (SELECT 1 FROM rb_edges e WHERE e.parent = j.jid)",
     [SQL_NEXT_DUE] = "SELECT least((SELECT min(due_ms) FROM rb_jobs WHERE state = 1),"
                     " (SELECT min(due_ms) FROM rb_jobs WHERE state = 3),"
                     " (SELECT min(due_ms) FROM rb_jobs WHERE state = 4),"

@@ -273,6 +273,9 @@ static int tell_children(rb_pg *pg, dep_work *w, const char *parent, rb_dep_even
     PQclear(r);
     if (!rc && ev == RB_DEP_PARENT_DISCARDED) /* gone: nothing of it stays */
         rc = run_sql(pg, "DELETE FROM rb_edges WHERE parent = $1", 1, p1, err);
+    else if (!rc) /* its row is this transaction's already: a parent whose edges
+                     were used up by its death is still recorded when ACKed */
+        rc = run_sql(pg, "UPDATE rb_jobs SET wf = true WHERE jid = $1 AND NOT wf", 1, p1, err);
     return rc;
 }
 

@@ -464,8 +464,10 @@ static const char migration_4[] =
  * parents, of those the dead ones blocking it, its on_dep_failure as
  * rb_dep_mode); rb_dep_done the ACKed workflow jobs a later push may still
  * name, until until_ms ([workflows] succeeded_ttl). rb_jobs.wf marks a job
- * of a workflow (it named parents or had children), so a plain ACK costs
- * nothing more. rb_ack_deps is rb_ack_labels plus the release of an ACKed
+ * that named parents; a parent is known by its edges (an index probe), so
+ * a push never writes its parents' rows (it holds them FOR SHARE, and two
+ * pushes naming one parent must not both upgrade that lock). A plain ACK
+ * costs one probe more. rb_ack_deps is rb_ack_labels plus the release of an ACKed
  * parent's children (the succeeded event of src/engine/depend.c's
  * rb_dep_on_parent: the edge is used up, remaining drops by one, a child
  * at 0 with no dead parent is enqueued, or scheduled when its `at` is
@@ -543,7 +545,9 @@ static const char migration_5[] =
     "      st[i] := 2;\n"
     "    ELSIF r.state = 3 OR r.flags & 1 <> 0 THEN\n"
     "      DELETE FROM rb_jobs j WHERE j.jid = p_jids[i];\n"
-    "      IF r.wf THEN PERFORM rb_dep_succeeded(p_jids[i], p_now, p_ttl_ms); END IF;\n"
+    "      IF r.wf OR EXISTS (SELECT 1 FROM rb_edges e WHERE e.parent = p_jids[i]) THEN\n"
+    "        PERFORM rb_dep_succeeded(p_jids[i], p_now, p_ttl_ms);\n"
+    "      END IF;\n"
     "      done := done + 1;\n"
     "      st[i] := 0;\n"
     "      qs[i] := r.queue;\n"
@@ -559,7 +563,7 @@ static const char migration_5[] =
 
     /* A pushed child (its row inserted by rb_push in this transaction):
      * edges to its parents still stored (the others succeeded), its
-     * count, state waiting when any remain; every job involved marked. */
+     * count, state waiting when any remain; the child marked. */
     "CREATE FUNCTION rb_dep_attach(p_child text, p_parents text[], p_mode int)\n"
     "RETURNS int LANGUAGE plpgsql AS $$\n"
     "DECLARE n int;\n"
@@ -568,7 +572,7 @@ static const char migration_5[] =
     "    SELECT j.jid, p_child FROM rb_jobs j WHERE j.jid = ANY(p_parents)\n"
     "    ON CONFLICT DO NOTHING;\n"
     "  GET DIAGNOSTICS n = ROW_COUNT;\n"
-    "  UPDATE rb_jobs j SET wf = true WHERE j.jid = ANY(p_parents) OR j.jid = p_child;\n"
+    "  UPDATE rb_jobs j SET wf = true WHERE j.jid = p_child;\n"
     "  IF n > 0 THEN\n"
     "    INSERT INTO rb_wait (child, remaining, dead, mode) VALUES (p_child, n, 0, p_mode);\n"
     "    UPDATE rb_jobs j SET state = 6, enq_ms = 0, first_ms = 0 WHERE j.jid = p_child;\n"
