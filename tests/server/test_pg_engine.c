@@ -1729,3 +1729,75 @@ Test(pg, workers_go_stale_and_are_deleted)
     cr_assert_eq(w[0].first_ms, later);
     rb_pg_workers_free(w, n);
 }
+
+/* --- job dependencies (issue 15) --- */
+
+typedef struct fanout {
+    rb_pg *pg;
+    const char *prefix;
+    int failed;
+    char msg[256];
+} fanout;
+
+/* Pushes 60 children of fan-par01, one push (one transaction) each. */
+static void *push_children(void *arg)
+{
+    fanout *f = arg;
+    for (int i = 0; i < 60; i++) {
+        char text[160];
+        snprintf(text, sizeof text,
+                 "{\"jid\":\"%s%04d\",\"jobtype\":\"t\",\"args\":[],\"queue\":\"fan\","
+                 "\"custom\":{\"depends_on\":[\"fan-par01\"]}}",
+                 f->prefix, i);
+        json_t *job = json_loads(text, 0, NULL);
+        rb_pg_new_job nj;
+        char *t;
+        rb_pg_job_from_json(job, rb_now_ms(), 60, &nj, &t);
+        int st = -1;
+        rb_err err = {0};
+        if (rb_pg_push_deps(f->pg, &nj, 1, rb_now_ms(), &st, &err) || st) {
+            f->failed++;
+            snprintf(f->msg, sizeof f->msg, "%s", rb_err_msg(&err));
+        }
+        free(t);
+        json_decref(job);
+    }
+    return NULL;
+}
+
+/* Two nodes pushing children of one parent at once: the parent row is only
+ * read FOR SHARE, so neither waits on the other nor deadlocks; the parent's
+ * ACK then releases all of them in its one statement. */
+Test(pg, concurrent_fan_out_pushes_then_one_ack_releases_all)
+{
+    cr_assert_eq(push("{\"jid\":\"fan-par01\",\"jobtype\":\"t\",\"args\":[],\"queue\":\"fanp\"}"),
+                 0);
+    fanout a = {.pg = open_engine(false, 21), .prefix = "fan-a"},
+           b = {.pg = open_engine(false, 22), .prefix = "fan-b"};
+    pthread_t ta, tb;
+    pthread_create(&ta, NULL, push_children, &a);
+    pthread_create(&tb, NULL, push_children, &b);
+    pthread_join(ta, NULL);
+    pthread_join(tb, NULL);
+    cr_assert_eq(a.failed, 0, "%s", a.msg);
+    cr_assert_eq(b.failed, 0, "%s", b.msg);
+    char *t = sql1("SELECT count(*) FROM rb_jobs WHERE state = 6");
+    cr_assert_str_eq(t, "120");
+    free(t);
+    char *jid = claim_at(eng, "fanp", "w1", rb_now_ms(), NULL);
+    cr_assert_str_eq(jid, "fan-par01");
+    rb_pg_ref ref = {jid, "w1"};
+    int st = -1;
+    rb_err err = {0};
+    cr_assert_eq(rb_pg_ack(eng, &ref, 1, &st, NULL, &err), 0, "%s", rb_err_msg(&err));
+    cr_assert_eq(st, RB_JOB_DONE);
+    free(jid);
+    t = sql1("SELECT count(*) FROM rb_jobs WHERE state = 2 AND queue = 'fan' AND attempts = 0");
+    cr_assert_str_eq(t, "120");
+    free(t);
+    t = sql1("SELECT (SELECT count(*) FROM rb_edges) + (SELECT count(*) FROM rb_wait)");
+    cr_assert_str_eq(t, "0");
+    free(t);
+    rb_pg_close(a.pg);
+    rb_pg_close(b.pg);
+}
