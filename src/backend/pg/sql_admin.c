@@ -206,7 +206,9 @@ int rb_pg_flush(rb_pg *pg, rb_err *err)
     int rc = sql_ensure(pg, err);
     if (rc)
         return rc;
-    return sql_exec(pg, "TRUNCATE rb_jobs, rb_counters, rb_queues, rb_edges, rb_wait, rb_dep_done", err);
+    return sql_exec(pg,
+                    "TRUNCATE rb_jobs, rb_counters, rb_queues, rb_edges, rb_wait, rb_dep_done",
+                    err);
 }
 
 int rb_pg_queue_known(rb_pg *pg, const char *name, bool *known, rb_err *err)
