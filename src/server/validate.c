@@ -81,9 +81,6 @@ int rb_job_validate(rb_srv *srv, json_t *job, rb_err *err)
     if (custom && !json_is_null(custom) && !json_is_object(custom))
         return rb_err_set(err, RB_EINVAL, "job %s: custom must be an object", jid);
     if (rb_dep_has(job)) { /* job dependencies (docs/workflows.md) */
-        if (srv->pgm)
-            return rb_err_set(err, RB_EINVAL,
-                              "depends_on is not supported in distributed mode yet");
         rb_dep_spec spec;
         if ((rc = rb_dep_parse(job, &spec, err))) {
             /* a field's type: "job J: ..."; a self-dependency reads as a

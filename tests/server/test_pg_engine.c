@@ -224,7 +224,8 @@ Test(pg, migrate_is_idempotent_and_checked)
     cr_assert_eq(v, RB_PG_SCHEMA_VERSION);
     char *t = sql1("SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()"
                    " AND tablename LIKE 'rb\\_%'");
-    cr_assert_str_eq(t, "5"); /* rb_jobs, rb_queues, rb_counters, rb_meta, rb_workers */
+    cr_assert_str_eq(t, "8"); /* rb_jobs, rb_queues, rb_counters, rb_meta, rb_workers,
+                                 rb_edges, rb_wait, rb_dep_done */
     free(t);
 }
 
@@ -292,16 +293,16 @@ Test(pg, migrate_command)
     cr_assert(strstr(out, "schema version 0: the database has no rebound schema"), "%s", out);
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema created (version 4)\n");
+    cr_assert_str_eq(out, "schema created (version 5)\n");
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema is up to date (version 4)\n");
+    cr_assert_str_eq(out, "schema is up to date (version 5)\n");
     snprintf(args, sizeof args, "migrate --check --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema version 4: up to date\n");
-    free(sql1("UPDATE rb_meta SET value = '5' WHERE key = 'schema_version'"));
+    cr_assert_str_eq(out, "schema version 5: up to date\n");
+    free(sql1("UPDATE rb_meta SET value = '6' WHERE key = 'schema_version'"));
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 1, "%s", out);
-    cr_assert(strstr(out, "version 5, newer than this rebound supports (4)"), "%s", out);
+    cr_assert(strstr(out, "version 6, newer than this rebound supports (5)"), "%s", out);
     cr_assert_eq(run_cli("migrate --url ./rebound.db", out, sizeof out), 2, "%s", out);
     cr_assert(strstr(out, "not a PostgreSQL url"), "%s", out);
     cr_assert_eq(run_cli("migrate --bogus", out, sizeof out), 2, "%s", out);
@@ -326,17 +327,17 @@ Test(pg, version_2_database_is_refused_then_upgraded_in_place)
     char *jid = claim_at(pg, "uq", "w1", rb_now_ms(), NULL);
     cr_assert_str_eq(jid, "upgr00001");
     cr_assert_eq(rb_pg_check_schema(pg, &err), RB_EVERSION);
-    cr_assert(strstr(rb_err_msg(&err), "version 2, this rebound needs 4: run 'rebound migrate'"),
+    cr_assert(strstr(rb_err_msg(&err), "version 2, this rebound needs 5: run 'rebound migrate'"),
               "%s", rb_err_msg(&err));
     snprintf(args, sizeof args, "migrate --check --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 1, "%s", out);
     cr_assert(strstr(out, "schema version 2:"), "%s", out);
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema upgraded from version 2 to 4\n");
+    cr_assert_str_eq(out, "schema upgraded from version 2 to 5\n");
     cr_assert_eq(rb_pg_check_schema(pg, &err), 0, "%s", rb_err_msg(&err));
     cr_assert_eq(rb_pg_schema_version(pg, &v, &err), 0);
-    cr_assert_eq(v, 4);
+    cr_assert_eq(v, 5);
     rb_pg_ref ref = {jid, "w1"};
     int st = -1;
     rb_pg_labels lab;
@@ -400,7 +401,7 @@ Test(pg, version_3_database_upgrades_to_the_holder_rule)
     free(r);
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema upgraded from version 3 to 4\n");
+    cr_assert_str_eq(out, "schema upgraded from version 3 to 5\n");
     /* pg, connected before the upgrade, goes on: its statements reach the
      * replaced functions */
     cr_assert_eq(rb_pg_check_schema(pg, &err), 0, "%s", rb_err_msg(&err));
@@ -428,6 +429,88 @@ Test(pg, version_3_database_upgrades_to_the_holder_rule)
     free(a);
     free(b);
     rb_pg_close(pg);
+}
+
+/* A version-4 database (the previous release's) holding a claimed job:
+ * after `rebound migrate` a child may name it (issue 15), and the previous
+ * release's ACK (rb_ack_labels, replaced in place) releases the child and
+ * records the parent as succeeded. */
+Test(pg, version_4_database_upgrades_to_dependencies)
+{
+    char drop[160], args[1200], out[1024];
+    snprintf(drop, sizeof drop, "DROP SCHEMA %s CASCADE; CREATE SCHEMA %s", schema, schema);
+    free(sql1(drop));
+    rb_pg *pg = open_engine(false, 11);
+    rb_err err = {0};
+    int from = -1;
+    cr_assert_eq(rb_pg_migrate_to(pg, 4, &from, &err), 0, "%s", rb_err_msg(&err));
+    int64_t now = rb_now_ms();
+    cr_assert_eq(push_at(pg, "{\"jid\":\"v4par0001\",\"jobtype\":\"t\",\"args\":[]}", now), 0);
+    char *a = claim_at(pg, "default", "w1", now, NULL);
+    cr_assert_str_eq(a, "v4par0001");
+    snprintf(args, sizeof args, "migrate --url '%s'", url);
+    cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
+    cr_assert_str_eq(out, "schema upgraded from version 4 to 5\n");
+    cr_assert_eq(rb_pg_check_schema(pg, &err), 0, "%s", rb_err_msg(&err));
+    json_t *kid = json_loads("{\"jid\":\"v4kid0001\",\"jobtype\":\"t\",\"args\":[],"
+                             "\"depends_on\":[\"v4par0001\"]}", 0, NULL);
+    rb_pg_new_job nj;
+    char *text;
+    rb_pg_job_from_json(kid, now, 1800, &nj, &text);
+    int st = -1;
+    cr_assert_eq(rb_pg_push_deps(pg, &nj, 1, now, &st, &err), 0, "%s", rb_err_msg(&err));
+    cr_assert_eq(st, 0);
+    free(text);
+    json_decref(kid);
+    rb_pg_job j;
+    cr_assert_eq(rb_pg_job_get(pg, "v4kid0001", &j, &err), 0, "%s", rb_err_msg(&err));
+    cr_assert_eq(j.state, RB_JOB_WAITING);
+    cr_assert_str_eq(j.waits_for, "[\"v4par0001\"]");
+    rb_pg_job_release(&j);
+    char *r = sql1("SELECT status FROM rb_ack_labels(ARRAY['v4par0001'], ARRAY['w1'], 0)");
+    cr_assert_str_eq(r, "0");
+    free(r);
+    cr_assert_eq(rb_pg_job_get(pg, "v4kid0001", &j, &err), 0, "%s", rb_err_msg(&err));
+    cr_assert_eq(j.state, RB_JOB_ENQUEUED);
+    rb_pg_job_release(&j);
+    r = sql1("SELECT count(*) FROM rb_dep_done WHERE jid = 'v4par0001'");
+    cr_assert_str_eq(r, "1");
+    free(r);
+    free(a);
+    rb_pg_close(pg);
+}
+
+/* A workflow parent's ACK records it for succeeded_ttl (1 h by default);
+ * the maintenance's expiry forgets it after, in batches. */
+Test(pg, succeeded_records_expire_in_batches)
+{
+    rb_err err = {0};
+    int64_t now = rb_now_ms();
+    cr_assert_eq(push_at(eng, "{\"jid\":\"exppar001\",\"jobtype\":\"t\",\"args\":[]}", now),
+                 0);
+    json_t *kid = json_loads("{\"jid\":\"expkid001\",\"jobtype\":\"t\",\"args\":[],"
+                             "\"custom\":{\"depends_on\":[\"exppar001\"]}}", 0, NULL);
+    rb_pg_new_job nj;
+    char *text;
+    rb_pg_job_from_json(kid, now, 1800, &nj, &text);
+    int st = -1;
+    cr_assert_eq(rb_pg_push_deps(eng, &nj, 1, now, &st, &err), 0, "%s", rb_err_msg(&err));
+    free(text);
+    json_decref(kid);
+    char *a = claim_at(eng, "default", "w1", now, NULL);
+    cr_assert_str_eq(a, "exppar001");
+    rb_pg_ref ref = {a, "w1"};
+    cr_assert_eq(rb_pg_ack(eng, &ref, 1, &st, NULL, &err), 0, "%s", rb_err_msg(&err));
+    cr_assert_eq(st, RB_JOB_DONE);
+    free(a);
+    int n = -1;
+    cr_assert_eq(rb_pg_deps_expire(eng, rb_now_ms(), 10, &n, &err), 0, "%s", rb_err_msg(&err));
+    cr_assert_eq(n, 0);
+    cr_assert_eq(rb_pg_deps_expire(eng, rb_now_ms() + 3600 * 1000 + 1000, 10, &n, &err), 0);
+    cr_assert_eq(n, 1);
+    char *r = sql1("SELECT count(*) FROM rb_dep_done");
+    cr_assert_str_eq(r, "0");
+    free(r);
 }
 
 /* --- push and claim --- */
@@ -1645,4 +1728,76 @@ Test(pg, workers_go_stale_and_are_deleted)
     cr_assert_str_eq(w[0].wid, "back");
     cr_assert_eq(w[0].first_ms, later);
     rb_pg_workers_free(w, n);
+}
+
+/* --- job dependencies (issue 15) --- */
+
+typedef struct fanout {
+    rb_pg *pg;
+    const char *prefix;
+    int failed;
+    char msg[256];
+} fanout;
+
+/* Pushes 60 children of fan-par01, one push (one transaction) each. */
+static void *push_children(void *arg)
+{
+    fanout *f = arg;
+    for (int i = 0; i < 60; i++) {
+        char text[160];
+        snprintf(text, sizeof text,
+                 "{\"jid\":\"%s%04d\",\"jobtype\":\"t\",\"args\":[],\"queue\":\"fan\","
+                 "\"custom\":{\"depends_on\":[\"fan-par01\"]}}",
+                 f->prefix, i);
+        json_t *job = json_loads(text, 0, NULL);
+        rb_pg_new_job nj;
+        char *t;
+        rb_pg_job_from_json(job, rb_now_ms(), 60, &nj, &t);
+        int st = -1;
+        rb_err err = {0};
+        if (rb_pg_push_deps(f->pg, &nj, 1, rb_now_ms(), &st, &err) || st) {
+            f->failed++;
+            snprintf(f->msg, sizeof f->msg, "%s", rb_err_msg(&err));
+        }
+        free(t);
+        json_decref(job);
+    }
+    return NULL;
+}
+
+/* Two nodes pushing children of one parent at once: the parent row is only
+ * read FOR SHARE, so neither waits on the other nor deadlocks; the parent's
+ * ACK then releases all of them in its one statement. */
+Test(pg, concurrent_fan_out_pushes_then_one_ack_releases_all)
+{
+    cr_assert_eq(push("{\"jid\":\"fan-par01\",\"jobtype\":\"t\",\"args\":[],\"queue\":\"fanp\"}"),
+                 0);
+    fanout a = {.pg = open_engine(false, 21), .prefix = "fan-a"},
+           b = {.pg = open_engine(false, 22), .prefix = "fan-b"};
+    pthread_t ta, tb;
+    pthread_create(&ta, NULL, push_children, &a);
+    pthread_create(&tb, NULL, push_children, &b);
+    pthread_join(ta, NULL);
+    pthread_join(tb, NULL);
+    cr_assert_eq(a.failed, 0, "%s", a.msg);
+    cr_assert_eq(b.failed, 0, "%s", b.msg);
+    char *t = sql1("SELECT count(*) FROM rb_jobs WHERE state = 6");
+    cr_assert_str_eq(t, "120");
+    free(t);
+    char *jid = claim_at(eng, "fanp", "w1", rb_now_ms(), NULL);
+    cr_assert_str_eq(jid, "fan-par01");
+    rb_pg_ref ref = {jid, "w1"};
+    int st = -1;
+    rb_err err = {0};
+    cr_assert_eq(rb_pg_ack(eng, &ref, 1, &st, NULL, &err), 0, "%s", rb_err_msg(&err));
+    cr_assert_eq(st, RB_JOB_DONE);
+    free(jid);
+    t = sql1("SELECT count(*) FROM rb_jobs WHERE state = 2 AND queue = 'fan' AND attempts = 0");
+    cr_assert_str_eq(t, "120");
+    free(t);
+    t = sql1("SELECT (SELECT count(*) FROM rb_edges) + (SELECT count(*) FROM rb_wait)");
+    cr_assert_str_eq(t, "0");
+    free(t);
+    rb_pg_close(a.pg);
+    rb_pg_close(b.pg);
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "backend/pg/request.h"
+#include "engine/depend.h"
 #include "common/buf.h"
 #include "common/timeutil.h"
 #include "server/metrics.h"
@@ -93,7 +94,11 @@ static bool readies(const rb_eng_op *op)
 static void req_done(rb_srv *srv, rb_pgreq *r)
 {
     rb_eng_op *op = r->data;
-    if (r->rc) {
+    if (r->rc == RB_EINVAL) { /* refused (a push's depends_on): nothing changed */
+        op->rc = r->rc;
+        op->err = r->err;
+        op->applied = RB_ENG_NOT_APPLIED;
+    } else if (r->rc) {
         rb_pgmode_storage_error(srv, r); /* logs; r has no connection to answer */
         op->rc = r->rc;
         op->err = r->err;
@@ -128,9 +133,11 @@ static void dist_push(rb_srv *srv, rb_eng_op *op)
     r->u.push.texts = rb_xcalloc(n, sizeof *r->u.push.texts);
     r->u.push.status = rb_xcalloc(n, sizeof *r->u.push.status);
     r->u.push.n = n;
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
+        r->u.push.deps = r->u.push.deps || rb_dep_has(op->u.push.jobs[i]);
         rb_pg_job_from_json(op->u.push.jobs[i], op->now, (int)srv->cfg.server.reserve_for_s,
                             &r->u.push.jobs[i], &r->u.push.texts[i]);
+    }
     r->data = op;
     r->done = req_done;
     rb_pgreq_post(srv, r);
@@ -244,6 +251,8 @@ static void info_call(rb_pg *pg, rb_pgreq *r)
         .retries = in.retries,
         .dead = in.dead,
         .working = in.working,
+        .waiting = in.waiting,
+        .blocked = in.blocked,
         .workers = in.workers,
         .queues = in.queues, /* taken over */
         .n_queues = in.n_queues,

@@ -49,6 +49,25 @@ static void fail_all(rb_pgreq **v, size_t n, int rc, const rb_err *err)
 
 static void run_pushes(rb_pg *pg, rb_pgreq **v, size_t n, batch_commits *bc)
 {
+    /* pushes naming parents: one checked transaction each, refused whole */
+    size_t plain = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!v[i]->u.push.deps) {
+            v[plain++] = v[i];
+            continue;
+        }
+        rb_err derr = {0};
+        int64_t t0 = mono_us();
+        v[i]->rc = rb_pg_push_deps(pg, v[i]->u.push.jobs, v[i]->u.push.n, rb_now_ms(),
+                                   v[i]->u.push.status, &derr);
+        if (v[i]->rc)
+            v[i]->err = derr;
+        else
+            commit_seen(bc, v[i]->u.push.n, t0);
+    }
+    n = plain;
+    if (!n)
+        return;
     size_t total = 0;
     for (size_t i = 0; i < n; i++)
         total += v[i]->u.push.n;

@@ -1,6 +1,7 @@
 /* Distributed mode's maintenance thread (started by mode.c's
  * rb_pgmode_attach), on every node at once: promotes due jobs, reaps
- * expired reservations, drops dead jobs past retention and forgets stale
+ * expired reservations, drops dead jobs past retention (telling their
+ * children), forgets expired succeeded records of workflow jobs and stale
  * workers, in batches of RB_PGMODE_BATCH on its own engine (pm->maint, the
  * thread's alone; the SKIP LOCKED batches make the nodes' concurrent runs
  * safe), handing what it saw to the loop's /metrics, then sleeps a
@@ -76,13 +77,15 @@ void *mode_maint_thread(void *arg)
     int64_t workers_due = 0; /* next removal of stale worker rows */
     for (;;) {
         rb_err err = {0};
-        int promoted = 0, reaped = 0, dropped = 0, forgotten = 0;
+        int promoted = 0, reaped = 0, dropped = 0, forgotten = 0, expired = 0;
         int64_t due = INT64_MAX;
         int rc = promote_all(pm, mb, &promoted, &err);
         if (!rc)
             rc = reap_all(pm, mb, &reaped, &err);
         if (!rc)
             rc = batches(pm, rb_pg_cleanup_dead, &dropped, &err);
+        if (!rc) /* the succeeded records of workflow jobs past their TTL */
+            rc = batches(pm, rb_pg_deps_expire, &expired, &err);
         if (!rc && rb_now_ms() >= workers_due) {
             rc = batches(pm, rb_pg_workers_cleanup, &forgotten, &err);
             if (!rc)
@@ -97,7 +100,9 @@ void *mode_maint_thread(void *arg)
             rb_log(RB_LOG_INFO, "%d expired reservations failed", reaped);
         if (forgotten)
             rb_log(RB_LOG_DEBUG, "%d stale workers forgotten", forgotten);
-        if (promoted || reaped)
+        if (expired)
+            rb_log(RB_LOG_DEBUG, "%d succeeded workflow records expired", expired);
+        if (promoted || reaped || dropped) /* a discard may release children */
             mode_note_ready(pm, NULL, 0); /* notifications are a hint: wake locally too */
         int64_t now = rb_now_ms();
         int64_t wait = RB_PGMODE_TICK_MS * 4 / 5 + rand_r(&seed) % (RB_PGMODE_TICK_MS * 2 / 5 + 1);

@@ -43,6 +43,7 @@ struct rb_pgreq {
             char **texts;        /* owned: the jobs' JSON texts (NULL: none) */
             int *status;
             size_t n;
+            bool deps; /* a job names parents: its own transaction (rb_pg_push_deps) */
         } push;
         struct {
             rb_pg_ref ref;

@@ -43,7 +43,7 @@
 #include "policy/policy.h"
 
 /* The schema version this build creates and requires (rb_pg_migrate). */
-#define RB_PG_SCHEMA_VERSION 4
+#define RB_PG_SCHEMA_VERSION 5
 
 /* Job states, flags and per-job outcomes are the engine's
  * (engine/job_state.h), stored as the same numbers. Done and discarded jobs
@@ -129,6 +129,15 @@ void rb_pg_job_from_json(json_t *job, int64_t now, int default_reserve_s, rb_pg_
  * the same batch). Enqueued jobs notify their queues' listeners. */
 int rb_pg_push(rb_pg *pg, const rb_pg_new_job *jobs, size_t n, int64_t now, int *status,
                rb_err *err);
+
+/* The same for a push where some job names parents (docs/workflows.md),
+ * in one transaction: the parents outside the push read (`FOR SHARE`,
+ * or a succeeded record), the push checked as a unit by the engine's
+ * rb_dep_check_push (RB_EINVAL with its message, nothing changed), the
+ * jobs inserted, then each child's edges and count (rb_dep_attach):
+ * waiting while a parent remains. */
+int rb_pg_push_deps(rb_pg *pg, const rb_pg_new_job *jobs, size_t n, int64_t now, int *status,
+                    rb_err *err);
 
 /* One claimed job (FETCH's reply). */
 typedef struct rb_pg_claimed {
@@ -231,6 +240,10 @@ int rb_pg_promote(rb_pg *pg, int64_t now, int limit, int64_t *late_ms, int *n, r
 int rb_pg_reap(rb_pg *pg, int64_t now, int limit, rb_pg_fail_result *res, int *n, rb_err *err);
 /* Deletes up to limit dead jobs past their retention. */
 int rb_pg_cleanup_dead(rb_pg *pg, int64_t now, int limit, int *n, rb_err *err);
+/* Forgets up to limit succeeded records of workflow jobs past their
+ * [workflows] succeeded_ttl (rows locked SKIP LOCKED: nodes run it at
+ * once). *n (may be NULL) = records deleted. */
+int rb_pg_deps_expire(rb_pg *pg, int64_t now, int limit, int *n, rb_err *err);
 /* The earliest deadline of any scheduled, retrying, working or dead job
  * (INT64_MAX when none): when the timer should next run. */
 int rb_pg_next_due(rb_pg *pg, int64_t *at_ms, rb_err *err);
@@ -264,6 +277,7 @@ typedef rb_queue_size rb_pg_queue_info;
 typedef struct rb_pg_info {
     int64_t processed, failures; /* counters */
     int64_t enqueued, scheduled, retries, dead, working;
+    int64_t waiting, blocked; /* job dependencies (docs/workflows.md) */
     int64_t workers; /* live rows of the worker registry (below) */
     rb_pg_queue_info *queues; /* queues with jobs enqueued or paused, by name */
     size_t n_queues;

@@ -6,6 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/timeutil.h"
+#include "engine/depend.h"
+
 int rb_pg_mutate(rb_pg *pg, const rb_mutation *m, int64_t now, size_t *changed, rb_err *err)
 {
     if (changed)
@@ -56,6 +59,16 @@ int rb_pg_mutate(rb_pg *pg, const rb_mutation *m, int64_t now, size_t *changed, 
             goto fail;
         }
         PQclear(r);
+        /* the children of the changed jobs (docs/workflows.md) */
+        int ev = -1;
+        if (!strcmp(m->cmd, "discard") || clear)
+            ev = RB_DEP_PARENT_DISCARDED;
+        else if (!strcmp(m->cmd, "kill") && m->target != RB_JOB_DEAD)
+            ev = RB_DEP_PARENT_DIED;
+        else if (!strcmp(m->cmd, "requeue") && m->target == RB_JOB_DEAD)
+            ev = RB_DEP_PARENT_REQUEUED;
+        if (ev >= 0 && (rc = sql_dep_events(pg, chosen.data, ev, now, err)))
+            goto fail;
     }
     if ((rc = sql_exec(pg, "COMMIT", err)))
         goto fail;
@@ -126,20 +139,37 @@ int rb_pg_queue_remove(rb_pg *pg, const char *const *names, int n, int64_t *remo
     rb_buf a = RB_BUF_INIT;
     names_array(&a, names, n, &all);
     const char *params[2] = {a.data, all ? "t" : "f"};
+    /* removed jobs of a workflow tell their children (a discard) in the
+     * same transaction */
+    if ((rc = sql_exec(pg, "BEGIN", err))) {
+        rb_buf_release(&a);
+        return rc;
+    }
     PGresult *r = sql_query(pg,
                             "WITH d AS (DELETE FROM rb_jobs WHERE state = 2"
-                            "   AND ($2::boolean OR queue = ANY($1::text[])) RETURNING 1),"
+                            "   AND ($2::boolean OR queue = ANY($1::text[])) RETURNING jid, wf),"
                             " u AS (UPDATE rb_queues SET paused = false"
                             "   WHERE paused AND ($2::boolean OR name = ANY($1::text[])) RETURNING 1)"
-                            " SELECT (SELECT count(*) FROM d), (SELECT count(*) FROM u)",
+                            " SELECT (SELECT count(*) FROM d), (SELECT count(*) FROM u),"
+                            " (SELECT coalesce(array_agg(d.jid), '{}') FROM d WHERE d.wf"
+                            "   OR EXISTS (SELECT 1 FROM rb_edges e WHERE e.parent = d.jid))::text",
                             2, params, err);
     rb_buf_release(&a);
-    if (!r)
-        return err ? err->code : RB_ESTORE;
+    if (!r) {
+        rc = err && err->code ? err->code : RB_ESTORE;
+        sql_rollback(pg);
+        return rc;
+    }
     if (removed)
         *removed = sql_int(r, 0, 0);
+    char *wf = sql_dup(r, 0, 2);
     PQclear(r);
-    return 0;
+    if ((wf && strcmp(wf, "{}") &&
+         (rc = sql_dep_events(pg, wf, RB_DEP_PARENT_DISCARDED, rb_now_ms(), err))) ||
+        (rc = sql_exec(pg, "COMMIT", err)))
+        sql_rollback(pg);
+    free(wf);
+    return rc;
 }
 
 int rb_pg_queue_latency(rb_pg *pg, const char *const *names, int n, int64_t now, double *out,
@@ -176,7 +206,9 @@ int rb_pg_flush(rb_pg *pg, rb_err *err)
     int rc = sql_ensure(pg, err);
     if (rc)
         return rc;
-    return sql_exec(pg, "TRUNCATE rb_jobs, rb_counters, rb_queues", err);
+    return sql_exec(pg,
+                    "TRUNCATE rb_jobs, rb_counters, rb_queues, rb_edges, rb_wait, rb_dep_done",
+                    err);
 }
 
 int rb_pg_queue_known(rb_pg *pg, const char *name, bool *known, rb_err *err)

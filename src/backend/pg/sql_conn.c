@@ -15,7 +15,8 @@ static const char *const sql_stmt_text[SQL_STMT_COUNT] = {
                 " $6::text[], $7::bigint))",
     [SQL_CLAIM] = "SELECT slot, jid, json, enq_ms FROM rb_claim($1::text[], $2::text[], $3::bigint)"
                  " ORDER BY slot",
-    [SQL_ACK] = "SELECT status, queue, jobtype FROM rb_ack_labels($1::text[], $2::text[], $3::int)",
+    [SQL_ACK] = "SELECT status, queue, jobtype FROM rb_ack_deps($1::text[], $2::text[], $3::int,"
+                " $4::bigint, $5::bigint)",
     [SQL_LOCK_JOBS] = "SELECT jid, queue, wid, json, history, state, priority, attempts, flags,"
                      " first_ms FROM rb_jobs WHERE jid = ANY($1::text[]) ORDER BY jid FOR UPDATE",
     [SQL_LOCK_EXPIRED] = "SELECT jid, queue, wid, json, history, state, priority, attempts, flags,"
@@ -29,7 +30,8 @@ static const char *const sql_stmt_text[SQL_STMT_COUNT] = {
     [SQL_CLEANUP_DEAD] = "WITH d AS MATERIALIZED (SELECT jid FROM rb_jobs WHERE state = 5"
                         " AND due_ms <= $1::bigint ORDER BY due_ms LIMIT $2::int"
                         " FOR UPDATE SKIP LOCKED)"
-                        " DELETE FROM rb_jobs j USING d WHERE j.jid = d.jid",
+                        " DELETE FROM rb_jobs j USING d WHERE j.jid = d.jid RETURNING j.jid,"
+                        " j.wf OR EXISTS (SELECT 1 FROM rb_edges e WHERE e.parent = j.jid)",
     [SQL_NEXT_DUE] = "SELECT least((SELECT min(due_ms) FROM rb_jobs WHERE state = 1),"
                     " (SELECT min(due_ms) FROM rb_jobs WHERE state = 3),"
                     " (SELECT min(due_ms) FROM rb_jobs WHERE state = 4),"

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/depend.h"
+
 static void locked_free(locked_row *rows, int n)
 {
     for (int i = 0; rows && i < n; i++) {
@@ -44,6 +46,7 @@ static locked_row *read_locked(PGresult *r, int *n)
 /* The writes of one transaction, gathered as array literals. */
 typedef struct batch {
     rb_buf jid, state, due, flags, json, hist, del;
+    rb_buf died; /* the jobs that went dead, for their children */
     rb_pg_new_job *catches;
     char **catch_texts;
     size_t n_update, n_catch;
@@ -53,14 +56,16 @@ typedef struct batch {
 static void batch_init(batch *b)
 {
     memset(b, 0, sizeof *b);
-    rb_buf *all[] = {&b->jid, &b->state, &b->due, &b->flags, &b->json, &b->hist, &b->del};
+    rb_buf *all[] = {&b->jid,  &b->state, &b->due, &b->flags,
+                     &b->json, &b->hist,  &b->del, &b->died};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         sql_arr_begin(all[i]);
 }
 
 static void batch_release(batch *b)
 {
-    rb_buf *all[] = {&b->jid, &b->state, &b->due, &b->flags, &b->json, &b->hist, &b->del};
+    rb_buf *all[] = {&b->jid,  &b->state, &b->due, &b->flags,
+                     &b->json, &b->hist,  &b->del, &b->died};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         rb_buf_release(all[i]);
     for (size_t i = 0; i < b->n_catch; i++) {
@@ -100,6 +105,8 @@ static int fail_row(rb_pg *pg, batch *b, locked_row *row, const rb_pg_failure *i
     int st = o.d.outcome == RB_OUTCOME_RETRY ? RB_JOB_RETRIES : RB_JOB_DEAD;
     int64_t due = st == RB_JOB_RETRIES ? o.d.retry_at_ms : now + cfg->server.dead_retention_s * 1000;
     sql_arr_str(&b->jid, row->jid);
+    if (st == RB_JOB_DEAD)
+        sql_arr_str(&b->died, row->jid);
     sql_arr_int(&b->state, st);
     sql_arr_int(&b->due, due);
     sql_arr_int(&b->flags, new_flags);
@@ -144,7 +151,8 @@ static int batch_write(rb_pg *pg, batch *b, int64_t now, rb_err *err)
     }
     if (b->failures == 0)
         return 0;
-    rb_buf *all[] = {&b->jid, &b->state, &b->due, &b->flags, &b->json, &b->hist, &b->del};
+    rb_buf *all[] = {&b->jid,  &b->state, &b->due, &b->flags,
+                     &b->json, &b->hist,  &b->del, &b->died};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         sql_arr_end(all[i]);
     char failures[16], shard[8];
@@ -157,7 +165,13 @@ static int batch_write(rb_pg *pg, batch *b, int64_t now, rb_err *err)
     if (!r)
         return err ? err->code : RB_ESTORE;
     PQclear(r);
-    return 0;
+    /* the children of the jobs that died or were discarded, told at once */
+    int rc = 0;
+    if (strcmp(b->died.data, "{}"))
+        rc = sql_dep_events(pg, b->died.data, RB_DEP_PARENT_DIED, now, err);
+    if (!rc && strcmp(b->del.data, "{}"))
+        rc = sql_dep_events(pg, b->del.data, RB_DEP_PARENT_DISCARDED, now, err);
+    return rc;
 }
 
 /* Holder check as docs/protocol.md: a working job belongs to the wid that

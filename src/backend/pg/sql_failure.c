@@ -10,6 +10,7 @@
 
 #include "common/timeutil.h"
 #include "policy/failrec.h"
+#include "policy/policy.h"
 
 static char *new_jid(rb_pg *pg)
 {
@@ -72,4 +73,35 @@ void fail_out_release(fail_out *o)
     free(o->catch_jid);
     free(o->catch_json);
     memset(o, 0, sizeof *o);
+}
+
+int fail_dependency(rb_pg *pg, const locked_row *row, const char *parent, int64_t now,
+                    fail_out *out, rb_err *err)
+{
+    memset(out, 0, sizeof *out);
+    json_t *job = json_loads(row->json, 0, NULL);
+    if (!job)
+        return rb_err_set(err, RB_ESTATE, "job %s has unreadable JSON", row->jid);
+    const char *jobtype = json_string_value(json_object_get(job, "jobtype"));
+    snprintf(out->jobtype, sizeof out->jobtype, "%s", jobtype ? jobtype : "");
+    rb_policy pol;
+    rb_policy_layer layer;
+    if (rb_config_effective_policy(sql_cfg(pg), job, &pol, &layer, NULL))
+        rb_policy_default(&pol);
+    out->d = (rb_decision){.outcome = pol.catch_jobtype ? RB_OUTCOME_CATCH : RB_OUTCOME_DEAD,
+                           .reason = RB_REASON_DEPENDENCY};
+    char msg[320];
+    snprintf(msg, sizeof msg, "job %s it depends on failed", parent ? parent : "?");
+    rb_failrec_input fin = {.attempt = row->attempts, .history = row->history,
+                            .errtype = "DependencyFailed", .message = msg, .now = now};
+    rb_failrec rec;
+    rb_failrec_build(job, &fin, &pol, &out->d, &rec);
+    out->json = json_dumps(job, JSON_COMPACT);
+    out->history = json_dumps(rec.history, JSON_COMPACT);
+    if (out->d.outcome == RB_OUTCOME_CATCH)
+        make_catch(pg, row, job, &pol, &rec, now, out);
+    rb_failrec_release(&rec);
+    json_decref(job);
+    rb_policy_release(&pol);
+    return 0;
 }

@@ -120,5 +120,17 @@ typedef struct fail_out {
 int fail_decide(rb_pg *pg, const locked_row *row, const rb_pg_failure *f, int64_t now,
                 fail_out *out, rb_err *err);
 void fail_out_release(fail_out *o);
+/* A waiting or blocked child dying of parent's failure, as a failure's
+ * death: reason dependency, errtype DependencyFailed, its policy's catch
+ * job when it names one (rb_srv_dep_kill's rules on a single node). */
+int fail_dependency(rb_pg *pg, const locked_row *row, const char *parent, int64_t now,
+                    fail_out *out, rb_err *err);
+
+/* Job dependencies (sql_deps.c): event ev (an rb_dep_event) of each job of
+ * jids (an array literal) that has children, told to them inside the open
+ * transaction through engine/depend.h's rb_dep_on_parent: edges used up,
+ * counts and states written, children released or killed (and their own
+ * children told of their deaths, in turn). */
+int sql_dep_events(rb_pg *pg, const char *jids, int ev, int64_t now, rb_err *err);
 
 #endif

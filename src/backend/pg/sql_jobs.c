@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/timeutil.h"
+#include "engine/depend.h"
 
 void rb_pg_job_from_json(json_t *job, int64_t now, int default_reserve_s, rb_pg_new_job *out,
                          char **text)
@@ -166,10 +167,13 @@ int rb_pg_ack(rb_pg *pg, const rb_pg_ref *refs, size_t n, int *status, rb_pg_lab
     }
     sql_arr_end(&j);
     sql_arr_end(&w);
-    char shard[8];
+    char shard[8], nowtxt[24], ttl[24];
     snprintf(shard, sizeof shard, "%d", pg->shard);
-    const char *params[3] = {j.data, w.data, shard};
-    PGresult *r = sql_run(pg, SQL_ACK, 3, params, err);
+    snprintf(nowtxt, sizeof nowtxt, "%lld", (long long)rb_now_ms());
+    snprintf(ttl, sizeof ttl, "%lld", (long long)sql_cfg(pg)->workflows.succeeded_ttl_s * 1000);
+    /* one statement: a workflow job's children are released inside it */
+    const char *params[5] = {j.data, w.data, shard, nowtxt, ttl};
+    PGresult *r = sql_run(pg, SQL_ACK, 5, params, err);
     rb_buf_release(&j);
     rb_buf_release(&w);
     if (!r)
@@ -235,20 +239,6 @@ PGresult *sql_run_now_limit(rb_pg *pg, sql_stmt s, int64_t now, int limit, rb_er
     return sql_run(pg, s, 2, params, err);
 }
 
-/* Runs a statement with (now, limit) that returns one count, or counts the
- * affected rows. */
-static int timed(rb_pg *pg, sql_stmt s, int64_t now, int limit, int *n, rb_err *err)
-{
-    PGresult *r = sql_run_now_limit(pg, s, now, limit, err);
-    if (!r)
-        return err && err->code ? err->code : RB_ESTORE;
-    if (n)
-        *n = PQresultStatus(r) == PGRES_TUPLES_OK ? (int)sql_int(r, 0, 0)
-                                                   : atoi(PQcmdTuples(r));
-    PQclear(r);
-    return 0;
-}
-
 int rb_pg_promote(rb_pg *pg, int64_t now, int limit, int64_t *late_ms, int *n, rb_err *err)
 {
     if (n)
@@ -269,7 +259,36 @@ int rb_pg_promote(rb_pg *pg, int64_t now, int limit, int64_t *late_ms, int *n, r
 
 int rb_pg_cleanup_dead(rb_pg *pg, int64_t now, int limit, int *n, rb_err *err)
 {
-    return timed(pg, SQL_CLEANUP_DEAD, now, limit, n, err);
+    /* one transaction: the deleted workflow jobs' children are told (a
+     * discard: they die, or count it as done when they ignore it) */
+    if (n)
+        *n = 0;
+    int rc = sql_ensure(pg, err);
+    if (rc || (rc = sql_exec(pg, "BEGIN", err)))
+        return rc;
+    PGresult *r = sql_run_now_limit(pg, SQL_CLEANUP_DEAD, now, limit, err);
+    if (!r) {
+        rc = err && err->code ? err->code : RB_ESTORE;
+        sql_rollback(pg);
+        return rc;
+    }
+    rb_buf wf = RB_BUF_INIT;
+    sql_arr_begin(&wf);
+    int rows = PQntuples(r), n_wf = 0;
+    for (int i = 0; i < rows; i++)
+        if (!strcmp(PQgetvalue(r, i, 1), "t")) {
+            sql_arr_str(&wf, PQgetvalue(r, i, 0));
+            n_wf++;
+        }
+    sql_arr_end(&wf);
+    PQclear(r);
+    if ((n_wf && (rc = sql_dep_events(pg, wf.data, RB_DEP_PARENT_DISCARDED, now, err))) ||
+        (rc = sql_exec(pg, "COMMIT", err)))
+        sql_rollback(pg);
+    else if (n)
+        *n = rows;
+    rb_buf_release(&wf);
+    return rc;
 }
 
 int rb_pg_next_due(rb_pg *pg, int64_t *at_ms, rb_err *err)

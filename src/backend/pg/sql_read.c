@@ -21,9 +21,9 @@ int rb_pg_info_get(rb_pg *pg, rb_pg_info *out, rb_err *err)
     if (!o)
         return rb_err_set(err, RB_ESTORE, "database returned unreadable INFO");
     json_t *counts = json_object_get(o, "counts");
-    int64_t *slot[] = {NULL, &out->scheduled, &out->enqueued, &out->working, &out->retries,
-                       &out->dead};
-    for (int st = RB_JOB_SCHEDULED; st <= RB_JOB_DEAD; st++) {
+    int64_t *slot[] = {NULL,        &out->scheduled, &out->enqueued, &out->working,
+                       &out->retries, &out->dead,    &out->waiting, &out->blocked};
+    for (int st = RB_JOB_SCHEDULED; st <= RB_JOB_BLOCKED; st++) {
         char key[4];
         snprintf(key, sizeof key, "%d", st);
         *slot[st] = json_integer_value(json_object_get(counts, key));
@@ -73,6 +73,30 @@ static void read_job(const PGresult *r, int i, rb_pg_job *j)
     j->first_ms = sql_int(r, i, 11);
 }
 
+/* A waiting or blocked job's parents not done (its edges to parents still
+ * stored) and the dead one blocking it, as JOB shows them. */
+static int deps_of(rb_pg *pg, rb_pg_job *j, rb_err *err)
+{
+    const char *params[1] = {j->jid};
+    PGresult *r = sql_query(pg,
+                            "SELECT coalesce(json_agg(e.parent ORDER BY e.parent), '[]')::text,"
+                            " (SELECT min(e2.parent) FROM rb_edges e2 JOIN rb_jobs p"
+                            "   ON p.jid = e2.parent AND p.state = 5"
+                            "   JOIN rb_wait w ON w.child = e2.child AND w.dead > 0"
+                            "   WHERE e2.child = $1)"
+                            " FROM rb_edges e JOIN rb_jobs p ON p.jid = e.parent"
+                            " WHERE e.child = $1",
+                            1, params, err);
+    if (!r) {
+        rb_job_view_release(j);
+        return err && err->code ? err->code : RB_ESTORE;
+    }
+    j->waits_for = sql_dup(r, 0, 0);
+    j->blocked_by = sql_dup(r, 0, 1);
+    PQclear(r);
+    return 0;
+}
+
 int rb_pg_job_get(rb_pg *pg, const char *jid, rb_pg_job *out, rb_err *err)
 {
     memset(out, 0, sizeof *out);
@@ -89,6 +113,8 @@ int rb_pg_job_get(rb_pg *pg, const char *jid, rb_pg_job *out, rb_err *err)
     }
     read_job(r, 0, out);
     PQclear(r);
+    if (out->state == RB_JOB_WAITING || out->state == RB_JOB_BLOCKED)
+        return deps_of(pg, out, err);
     return 0;
 }
 
@@ -98,10 +124,9 @@ int rb_pg_jobs(rb_pg *pg, const rb_pg_filter *f, rb_pg_job **out, size_t *n, int
     *out = NULL;
     *n = 0;
     *total = 0;
-    if (f->state == RB_JOB_WAITING || f->state == RB_JOB_BLOCKED)
-        return 0; /* job dependencies are refused in distributed mode (issue 15) */
-    if (f->state < RB_JOB_SCHEDULED || f->state > RB_JOB_DEAD)
-        return rb_err_set(err, RB_EINVAL, "state must be scheduled, enqueued, working, retries or dead");
+    if (f->state < RB_JOB_SCHEDULED || f->state > RB_JOB_BLOCKED)
+        return rb_err_set(err, RB_EINVAL, "state must be scheduled, enqueued, working, retries,"
+                                          " dead, waiting or blocked");
     int rc = sql_ensure(pg, err);
     if (rc)
         return rc;
