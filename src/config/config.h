@@ -51,6 +51,9 @@ typedef struct rb_config {
     struct {
         char *url; /* SQLite path (default "./rebound.db") or postgres:// URL */
     } storage;
+    struct {
+        int64_t batch_retention_s; /* a finished batch's STATUS kept, default 24 h */
+    } workflows;
     rb_backoff_config backoff; /* tasker's [backoff] */
     bool has_retry_default;    /* [retry] present */
     rb_policy retry_default;   /* valid when has_retry_default */

@@ -3,6 +3,8 @@
  * to quiet, finish the commit in progress, exit). */
 #include "server/server.h"
 
+#include "backend/mem/batch.h"
+
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -56,6 +58,8 @@ static int load_counter(void *arg, const char *name, int64_t value)
         srv->total_processed = value;
     else if (!strcmp(name, "total_failures"))
         srv->total_failures = value;
+    else if (!strcmp(name, "batch_callbacks"))
+        srv->batch_callbacks = value;
     return 0;
 }
 
@@ -65,6 +69,7 @@ static int load_meta(void *arg, const char *key, const char *value)
     (void)value;
     if (!strncmp(key, "paused:", 7))
         rb_jobs_queue(&srv->jobs, key + 7, true)->paused = true;
+    rb_mem_batch_load(srv, key, value);
     return 0;
 }
 
@@ -289,6 +294,7 @@ rb_srv *rb_srv_alloc(void)
     srv->metrics = rb_metrics_new();
     srv->backend = &rb_backend_mem;
     rb_jobs_init(&srv->jobs);
+    rb_mem_batches_init(srv);
     rb_table_init(&srv->workers, offsetof(rb_worker, hnext), worker_key);
     rb_rng_seed_os(&srv->rng);
     return srv;
@@ -356,6 +362,8 @@ void rb_srv_free(rb_srv *srv)
     free_event(srv->flush_ev);
     free_event(srv->sigterm_ev);
     free_event(srv->sigint_ev);
+    free_event(srv->batch_ev);
+    srv->batch_ev = NULL;
     if (srv->base)
         event_base_free(srv->base);
     if (srv->store)
@@ -365,6 +373,7 @@ void rb_srv_free(rb_srv *srv)
     rb_tls_free(srv->tls);
     rb_config_release(&srv->cfg);
     rb_jobs_release(&srv->jobs);
+    rb_mem_batches_release(srv);
     rb_table_each(&srv->workers, free_worker, NULL);
     rb_table_release(&srv->workers);
     rb_metrics_free(srv->metrics);

@@ -79,6 +79,11 @@ int rb_job_validate(rb_srv *srv, json_t *job, rb_err *err)
     json_t *custom = json_object_get(job, "custom");
     if (custom && !json_is_null(custom) && !json_is_object(custom))
         return rb_err_set(err, RB_EINVAL, "job %s: custom must be an object", jid);
+    const char *bid;
+    if ((rc = rb_batch_member_bid(job, &bid, err)) || (bid && (rc = rb_eng_batch_check(srv, err)))) {
+        rb_err_prefix(err, "job %s", jid);
+        return rc;
+    }
     rb_policy pol;
     rb_policy_layer layer;
     if ((rc = rb_config_effective_policy(&srv->cfg, job, &pol, &layer, err))) {

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/mem/batch.h"
 #include "common/buf.h"
 #include "common/timeutil.h"
 #include "policy/failrec.h"
@@ -56,6 +57,7 @@ int rb_srv_fail_job(rb_srv *srv, rb_job *j, const rb_fail_input *in, int64_t now
     rb_failrec rec;
     rb_failrec_build(job, &fin, &pol, &d, &rec);
 
+    rb_mem_batch_failed(srv, j, !j->history, d.outcome != RB_OUTCOME_RETRY, now);
     free(j->wid);
     j->wid = NULL;
     if (d.outcome == RB_OUTCOME_DISCARD) {
