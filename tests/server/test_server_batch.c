@@ -779,7 +779,7 @@ SERVER_TEST(kill_9_at_random_moments_fires_each_callback_once)
         pthread_t w1, w2;
         pthread_create(&w1, NULL, worker, "kw1");
         pthread_create(&w2, NULL, worker, "kw2");
-        rbh_sleep_ms(30 + rand() % 300);
+        rbh_sleep_ms(10 + rand() % 120);
         rbh_kill(&S, SIGKILL);
         pthread_join(w1, NULL);
         pthread_join(w2, NULL);
