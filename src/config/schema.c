@@ -52,11 +52,15 @@ const rb_config_key rb_config_schema[] = {
      OFF(server.dead_retention_s), "how long dead jobs are kept before they are deleted", false},
     {"server.metrics_public", RB_CFG_BOOL, "true", 0, 0, 0, 0, OFF(server.metrics_public),
      "serve /metrics without the password", false},
-    {"storage.url", RB_CFG_STORAGE_URL, "\"./rebound.db\"", 0, 0, 0, 0, OFF(storage.url),
-     "a SQLite database file, or a postgres:// (postgresql://) connection URL", false},
+    {"workflows.succeeded_ttl", RB_CFG_DURATION, "\"1h\"", 1, 30 * DAY, 0, 0,
+     OFF(workflows.succeeded_ttl_s),
+     "how long an ACKed job of a workflow (with dependents or dependencies) is remembered, so "
+     "that a later push may still name it in depends_on", false},
     {"workflows.batch_retention", RB_CFG_DURATION, "\"24h\"", 60, 3650 * (int64_t)DAY, 0, 0,
      OFF(workflows.batch_retention_s), "how long a finished batch (every callback done) stays "
      "readable with BATCH STATUS and OPEN, and longer while its parent is unfinished", false},
+    {"storage.url", RB_CFG_STORAGE_URL, "\"./rebound.db\"", 0, 0, 0, 0, OFF(storage.url),
+     "a SQLite database file, or a postgres:// (postgresql://) connection URL", false},
     {"backoff.default_backoff_seconds", RB_CFG_SECONDS_LIST, "[1, 2, 4, 8, 16, 32]", 0, 0, 0,
      DAY, OFF(backoff.default_backoff_ms),
      "tasker dialect: the delays before retries 1, 2, ... (the last one repeats)", false},
@@ -73,8 +77,8 @@ const size_t rb_config_schema_len = sizeof rb_config_schema / sizeof rb_config_s
 _Static_assert(sizeof rb_config_schema / sizeof rb_config_schema[0] <= RB_CONFIG_MAX_KEYS,
                "rb_config.key_from is too small for the schema");
 
-const char *const rb_config_sections[] = {"server", "storage", "workflows", "backoff",
-                                            "retry", NULL};
+const char *const rb_config_sections[] = {"server", "storage", "backoff", "retry", "workflows",
+                                          NULL};
 
 int rb_config_key_index(const char *name)
 {

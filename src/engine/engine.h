@@ -104,6 +104,8 @@ typedef struct rb_eng_info {
     /* results */
     int64_t processed, failures; /* the all-time counters */
     int64_t enqueued, scheduled, retries, dead, working;
+    int64_t waiting, blocked; /* job dependencies (docs/workflows.md); 0 in
+                                 distributed mode, which refuses them */
     int64_t workers;        /* the node's (single node) or the cluster's live ones */
     rb_queue_size *queues;  /* those with jobs enqueued or paused (every known
                                one with every_queue on a single node), any

@@ -4,7 +4,8 @@
 #include <string.h>
 
 static const char *const state_names[] = {"pending", "scheduled", "enqueued",
-                                          "working", "retries",   "dead"};
+                                          "working", "retries",   "dead",
+                                          "waiting", "blocked"};
 
 const char *rb_job_state_name(rb_job_state st)
 {

@@ -16,6 +16,8 @@ typedef enum rb_job_state {
     RB_JOB_WORKING = 3,   /* reserved by a worker until its lease ends */
     RB_JOB_RETRIES = 4,   /* failed, waiting for its retry time */
     RB_JOB_DEAD = 5,      /* kept until its retention ends */
+    RB_JOB_WAITING = 6,   /* waits for its parents (depends_on) to be ACKed */
+    RB_JOB_BLOCKED = 7,   /* a parent died (on_dep_failure "block") */
 } rb_job_state;
 
 /* Job flags, stored as an integer bit set: never renumber. */
@@ -50,7 +52,8 @@ const char *rb_job_state_name(rb_job_state st);
  * excluded; -1 if unknown. */
 int rb_job_state_parse(const char *s);
 /* Whether MUTATE and the HTTP API's job actions may change a job in state
- * st: scheduled, retries and dead. */
+ * st: scheduled, retries and dead (not waiting or blocked: a child moves
+ * with its parents, docs/workflows.md). */
 bool rb_job_state_mutable(int st);
 
 #endif

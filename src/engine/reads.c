@@ -14,6 +14,8 @@ void rb_job_view_release(rb_job_view *j)
     free(j->json);
     free(j->history);
     free(j->wid);
+    free(j->waits_for);
+    free(j->blocked_by);
     memset(j, 0, sizeof *j);
 }
 
@@ -43,6 +45,12 @@ json_t *rb_job_view_detail(const rb_job_view *j)
     if (j->state == RB_JOB_WORKING) {
         json_object_set_new(v, "reserved_until", json_string(rb_time_format(j->due_ms, ts)));
         json_object_set_new(v, "wid", j->wid ? json_string(j->wid) : json_null());
+    }
+    if (j->state == RB_JOB_WAITING || j->state == RB_JOB_BLOCKED) {
+        json_t *w = j->waits_for ? json_loads(j->waits_for, 0, NULL) : NULL;
+        json_object_set_new(v, "waits_for", w ? w : json_array());
+        json_object_set_new(v, "blocked_by",
+                            j->blocked_by ? json_string(j->blocked_by) : json_null());
     }
     return v;
 }

@@ -22,6 +22,9 @@ typedef struct rb_job_view {
     int priority, attempts, reserve_s, flags;
     int64_t due_ms;   /* run at / lease end / retention end; enqueue time when enqueued */
     int64_t first_ms; /* first enqueue, 0 when never enqueued */
+    char *waits_for;  /* waiting/blocked: JSON array text of the parents not
+                         done yet, or NULL */
+    char *blocked_by; /* blocked: the dead parent that blocks it, or NULL */
 } rb_job_view;
 
 /* Frees j's strings and zeroes it. */
@@ -32,8 +35,10 @@ void rb_job_views_free(rb_job_view *v, size_t n);
 /* JOBS's entry for j: {"state", "job", "attempts"} (docs/protocol.md). The
  * caller owns the result. */
 json_t *rb_job_view_json(const rb_job_view *j);
-/* JOB's reply for j: JOBS's entry plus "history", "next_at", and for a
- * working job "reserved_until" and "wid". The caller owns the result. */
+/* JOB's reply for j: JOBS's entry plus "history", "next_at", for a
+ * working job "reserved_until" and "wid", and for a waiting or blocked one
+ * "waits_for" (the parents not done) and "blocked_by" (a dead parent, or
+ * null). The caller owns the result. */
 json_t *rb_job_view_detail(const rb_job_view *j);
 
 /* A listing's request (JOBS, GET /api/jobs). Strings borrowed. Order, in

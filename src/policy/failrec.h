@@ -4,7 +4,7 @@
  * hash (errtype, message and backtrace trimmed as docs/protocol.md says)
  * and the catch job FTL spawns when retries are exhausted. Pure JSON
  * building from a decision already taken (rb_policy_decide): no I/O, no
- * server or store state, so src/server and src/store may both include it. */
+ * server or store state, so both backends may include it. */
 #ifndef RB_POLICY_FAILREC_H
 #define RB_POLICY_FAILREC_H
 

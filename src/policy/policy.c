@@ -195,6 +195,7 @@ const char *rb_reason_name(rb_dead_reason r)
     case RB_REASON_NON_RETRYABLE_FLAG: return "non-retryable-flag";
     case RB_REASON_DEADLINE: return "deadline";
     case RB_REASON_NOT_RETRYABLE: return "not-retryable";
+    case RB_REASON_DEPENDENCY: return "dependency";
     }
     return "?";
 }

@@ -103,6 +103,7 @@ typedef enum rb_dead_reason {
     RB_REASON_NON_RETRYABLE_FLAG,
     RB_REASON_DEADLINE,
     RB_REASON_NOT_RETRYABLE, /* policy retryable = false */
+    RB_REASON_DEPENDENCY,    /* a parent it depends on failed (docs/workflows.md) */
 } rb_dead_reason;
 
 typedef struct rb_decision {

@@ -63,6 +63,9 @@ static json_t *info_json(const rb_srv *srv, rb_eng_info *f)
         (json_int_t)srv->conns.size, "command_count", (json_int_t)srv->command_count,
         "used_memory_mb", (json_int_t)rb_cmd_rss_mb(), "rebound", "version", RB_VERSION,
         "faktory_protocol_version", RB_FAKTORY_VERSION, "paused_queues", paused);
+    /* job dependencies (docs/workflows.md): Rebound's own states */
+    json_object_set_new(json_object_get(info, "rebound"), "waiting", json_integer(f->waiting));
+    json_object_set_new(json_object_get(info, "rebound"), "blocked", json_integer(f->blocked));
     if (f->rebound)
         json_object_update(json_object_get(info, "rebound"), f->rebound);
     return info;
@@ -246,7 +249,7 @@ void rb_cmd_jobs(rb_conn *c, char *arg)
                        .offset = off ? json_integer_value(off) : 0,
                        .limit = lim ? json_integer_value(lim) : 50};
     if (f.state < 0) {
-        rb_reply_err(c, "JOBS: state must be scheduled, enqueued, working, retries or dead");
+        rb_reply_err(c, "JOBS: state must be scheduled, enqueued, working, retries, dead, waiting or blocked");
     } else if ((off && !json_is_integer(off)) || f.offset < 0 || (lim && !json_is_integer(lim)) ||
                f.limit < 0 || f.limit > 10000) {
         rb_reply_err(c, "JOBS: offset must be >= 0 and limit from 0 to 10000");

@@ -3,6 +3,7 @@
  * and EXTEND are one handler each for both modes: the argument checked
  * here, the op submitted to the job engine (engine/engine.h), the job's
  * outcome turned into the reply in job_done. */
+#include "engine/depend.h"
 #include "server/cmds.h"
 
 #include <math.h>
@@ -159,6 +160,22 @@ void rb_cmd_pushb(rb_conn *c, char *arg)
             bad->n = n;
         }
         bad->msg[i] = rb_xstrdup(rb_err_msg(&err));
+    }
+    for (size_t i = 0; bad && i < n; i++) {
+        json_t *job = json_array_get(arr, i);
+        if (json_is_object(job) && rb_dep_has(job)) {
+            /* a workflow batch is atomic: one bad job refuses it whole
+             * (docs/workflows.md) */
+            for (size_t k = 0; k < n; k++)
+                if (bad->msg[k]) {
+                    rb_reply_err(c, "%s", bad->msg[k]);
+                    break;
+                }
+            pushb_bad_free(bad);
+            free(valid);
+            json_decref(arr);
+            return;
+        }
     }
     if (!ok) { /* nothing to push */
         pushb_reply(c, arr, bad, NULL);

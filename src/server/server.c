@@ -31,7 +31,7 @@
 static int load_job(void *arg, const rb_job_row *r)
 {
     rb_srv *srv = arg;
-    if (r->state < RB_JOB_SCHEDULED || r->state > RB_JOB_DEAD || !r->jid || !r->json ||
+    if (r->state < RB_JOB_SCHEDULED || r->state > RB_JOB_BLOCKED || !r->jid || !r->json ||
         !r->queue || rb_jobs_find(&srv->jobs, r->jid)) {
         rb_log(RB_LOG_WARN, "skipping unreadable stored job %s", r->jid ? r->jid : "?");
         return 0;
@@ -66,9 +66,10 @@ static int load_counter(void *arg, const char *name, int64_t value)
 static int load_meta(void *arg, const char *key, const char *value)
 {
     rb_srv *srv = arg;
-    (void)value;
     if (!strncmp(key, "paused:", 7))
         rb_jobs_queue(&srv->jobs, key + 7, true)->paused = true;
+    else
+        rb_deps_load_meta(srv, key, value);
     rb_mem_batch_load(srv, key, value);
     return 0;
 }
@@ -295,6 +296,7 @@ rb_srv *rb_srv_alloc(void)
     srv->backend = &rb_backend_mem;
     rb_jobs_init(&srv->jobs);
     rb_mem_batches_init(srv);
+    rb_deps_init(&srv->deps);
     rb_table_init(&srv->workers, offsetof(rb_worker, hnext), worker_key);
     rb_rng_seed_os(&srv->rng);
     return srv;
@@ -314,6 +316,7 @@ int rb_srv_recover(rb_srv *srv, rb_store *store, rb_err *err)
     if (!(srv->writer = rb_writer_start(store, err)))
         return err ? err->code : RB_EIO;
     rb_writer_observe(srv->writer, rb_metrics_commit, srv->metrics);
+    rb_deps_rebuild(srv); /* the waiting and blocked jobs' edges */
     return 0;
 }
 
@@ -374,6 +377,7 @@ void rb_srv_free(rb_srv *srv)
     rb_config_release(&srv->cfg);
     rb_jobs_release(&srv->jobs);
     rb_mem_batches_release(srv);
+    rb_deps_release(&srv->deps);
     rb_table_each(&srv->workers, free_worker, NULL);
     rb_table_release(&srv->workers);
     rb_metrics_free(srv->metrics);

@@ -15,6 +15,7 @@
 #include <event2/listener.h>
 #include <jansson.h>
 
+#include "backend/mem/deps.h"
 #include "backend/mem/jobs.h"
 #include "backend/mem/store.h"
 #include "backend/mem/writer.h"
@@ -70,6 +71,7 @@ struct rb_srv {
     struct event *flush_ev; /* hands the open batch to the writer (server.c) */
     struct evconnlistener *listener;
     rb_jobs jobs;
+    rb_deps deps;    /* job dependencies (backend/mem/deps.h) */
     rb_rng rng;
     rb_table workers;
     rb_list conns;   /* every open connection */
@@ -190,6 +192,11 @@ int rb_srv_push(rb_srv *srv, json_t *job);
  * engine/engine.h): retry, dead, discard or catch; persists the result. j
  * may be freed (discard). */
 int rb_srv_fail_job(rb_srv *srv, rb_job *j, const rb_fail_input *in, int64_t now, rb_err *err);
+/* The death of waiting or blocked job j because its parent failed
+ * (docs/workflows.md): dead with reason "dependency" as a failure's death
+ * (history, failure hash, its policy's catch job), then its own children
+ * told. */
+void rb_srv_dep_kill(rb_srv *srv, rb_job *j, const char *parent, int64_t now);
 
 /* --- validate.c --- */
 /* Queue names: 1 to RB_QUEUE_NAME_MAX bytes, no spaces or control bytes. */

@@ -6,6 +6,7 @@
 
 #include "common/buf.h"
 #include "common/timeutil.h"
+#include "engine/depend.h"
 #include "policy/policy.h"
 
 const char *rb_srv_json_str(const json_t *o, const char *key)
@@ -83,6 +84,20 @@ int rb_job_validate(rb_srv *srv, json_t *job, rb_err *err)
     if ((rc = rb_batch_member_bid(job, &bid, err)) || (bid && (rc = rb_eng_batch_check(srv, err)))) {
         rb_err_prefix(err, "job %s", jid);
         return rc;
+    }
+    if (rb_dep_has(job)) { /* job dependencies (docs/workflows.md) */
+        if (srv->pgm)
+            return rb_err_set(err, RB_EINVAL,
+                              "depends_on is not supported in distributed mode yet");
+        rb_dep_spec spec;
+        if ((rc = rb_dep_parse(job, &spec, err))) {
+            /* a field's type: "job J: ..."; a self-dependency reads as a
+             * push's cycle, "depends_on: cycle through J" */
+            if (err && strncmp(rb_err_msg(err), "depends_on:", 11))
+                rb_err_prefix(err, "job %s", jid);
+            return rc;
+        }
+        rb_dep_spec_release(&spec);
     }
     rb_policy pol;
     rb_policy_layer layer;

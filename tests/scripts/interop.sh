@@ -3,7 +3,8 @@
 # tests/interop on first run), unchanged, against a real `rebound serve` on a
 # free port in a temp dir.
 #  1. tests/interop/interop.js as producer and worker, with a password and a
-#     retry policy set in the config;
+#     retry policy set in the config, then tests/interop/workflow.js (job
+#     dependencies sent in custom.depends_on);
 #  2. the README quick start: examples/rebound.toml, examples/worker.js and the
 #     CLI, until the flaky job is dead.
 # Env: REBOUND_BIN (the binary), REBOUND_TOP (the checkout). Exit 0 = pass.
@@ -65,12 +66,19 @@ password = "$password"
 
 [retry.jobtypes.flaky]
 ftl = "2 1s 1s"
+
+[retry.jobtypes.step]
+ftl = "2 1s 1s"
 EOT
 start_server interop
 status=0
 FAKTORY_URL="tcp://:$password@127.0.0.1:$port" node "$dir/interop.js" || status=$?
 if [ "$status" -ne 0 ]; then
   echo "interop: failed; server log:"; tail -n 40 "$tmp/interop.log"; exit "$status"
+fi
+FAKTORY_URL="tcp://:$password@127.0.0.1:$port" node "$dir/workflow.js" || status=$?
+if [ "$status" -ne 0 ]; then
+  echo "interop: workflow failed; server log:"; tail -n 40 "$tmp/interop.log"; exit "$status"
 fi
 stop_server
 

@@ -134,7 +134,7 @@ SERVER_TEST(queue_commands)
 
 SERVER_TEST(jobs_listing_with_filters)
 {
-    cr_assert(rbh_expect(C, "-ERR JOBS: state must be scheduled, enqueued, working, retries or dead", "JOBS {}"));
+    cr_assert(rbh_expect(C, "-ERR JOBS: state must be scheduled, enqueued, working, retries, dead, waiting or blocked", "JOBS {}"));
     cr_assert(rbh_expect(C, "-ERR JOBS: offset must be >= 0 and limit from 0 to 10000",
                          "JOBS {\"state\":\"dead\",\"limit\":-1}"));
     for (int i = 0; i < 5; i++)

@@ -116,6 +116,7 @@ Test(config, every_key_is_read_from_a_file, .init = in_tmpdir)
                   "[storage]\n"
                   "url = \"postgres://u@h/db\"\n"
                   "[workflows]\n"
+                  "succeeded_ttl = \"10m\"\n"
                   "batch_retention = \"2h\"\n"
                   "[backoff]\n"
                   "default_backoff_seconds = [0.5, 3]\n"
@@ -141,6 +142,7 @@ Test(config, every_key_is_read_from_a_file, .init = in_tmpdir)
     cr_assert_eq(cfg.server.dead_retention_s, 7 * 86400);
     cr_assert_not(cfg.server.metrics_public);
     cr_assert_str_eq(cfg.storage.url, "postgres://u@h/db");
+    cr_assert_eq(cfg.workflows.succeeded_ttl_s, 600);
     cr_assert_eq(cfg.backoff.n_default_backoff, 2);
     cr_assert_eq(cfg.backoff.default_backoff_ms[0], 500);
     cr_assert_eq(cfg.backoff.default_backoff_ms[1], 3000);

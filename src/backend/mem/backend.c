@@ -60,7 +60,11 @@ static void push_committed(void *arg, int status, const rb_err *err)
         if (!j || j->state != RB_JOB_PENDING)
             continue; /* flushed meanwhile */
         if (status) {
+            if (srv->deps.nodes.size)
+                rb_deps_drop(srv, j->jid);
             rb_jobs_delete(&srv->jobs, j);
+        } else if (srv->deps.nodes.size && rb_deps_pending_waits(srv, j)) {
+            rb_deps_pending_commit(srv, j, now); /* waiting for its parents */
         } else if (j->timer.at_ms > now) {
             rb_jobs_set_state(&srv->jobs, j, RB_JOB_SCHEDULED, j->timer.at_ms);
         } else { /* enqueued as of the PUSH, as its stored row says */
@@ -74,6 +78,12 @@ static void push_committed(void *arg, int status, const rb_err *err)
 
 static void mem_push(rb_srv *srv, rb_eng_op *op)
 {
+    /* a push naming parents is checked as one unit, and refused whole */
+    if ((op->rc = rb_deps_check_push(srv, op->u.push.jobs, op->u.push.n, &op->err))) {
+        op->applied = RB_ENG_NOT_APPLIED;
+        rb_eng_complete(srv, op);
+        return;
+    }
     size_t made = 0;
     for (size_t i = 0; i < op->u.push.n; i++) {
         const char *bid;
@@ -177,6 +187,8 @@ static void mem_ack(rb_srv *srv, rb_eng_op *op)
     }
     rb_metrics_job(srv->metrics, RB_M_PROCESSED, j);
     rb_mem_batch_acked(srv, j, op->now);
+    if (srv->deps.nodes.size) /* a job in a workflow: recorded, its children told */
+        rb_deps_succeeded(srv, j, op->now);
     rb_srv_forget(srv, j);
     srv->total_processed++;
     rb_srv_persist_counters(srv);
@@ -235,6 +247,8 @@ static void mem_flush(rb_srv *srv, rb_eng_op *op)
     uint64_t seq = srv->jobs.next_seq;
     rb_jobs_release(&srv->jobs);
     rb_jobs_init(&srv->jobs);
+    rb_deps_release(&srv->deps);
+    rb_deps_init(&srv->deps);
     srv->jobs.next_seq = seq;
     srv->total_processed = srv->total_failures = 0;
     rb_mem_batches_flush(srv);
@@ -254,11 +268,17 @@ static void mutate_one(rb_srv *srv, const char *cmd, rb_job *j, int64_t now)
             return;
         rb_jobs_set_state(&srv->jobs, j, RB_JOB_DEAD,
                           now + srv->cfg.server.dead_retention_s * 1000);
-    } else { /* requeue */
-        j->flags = 0;
-        rb_srv_enqueue(srv, j, now, now);
+        rb_srv_persist(srv, j);
+        rb_deps_died(srv, j, now);
+        return;
     }
+    /* requeue */
+    bool was_dead = j->state == RB_JOB_DEAD;
+    j->flags = 0;
+    rb_srv_enqueue(srv, j, now, now);
     rb_srv_persist(srv, j);
+    if (was_dead)
+        rb_deps_requeued(srv, j, now);
 }
 
 static void mem_mutate(rb_srv *srv, rb_eng_op *op)
@@ -336,6 +356,8 @@ static void mem_info(rb_srv *srv, rb_eng_op *op)
         .retries = (int64_t)srv->jobs.retries.size,
         .dead = (int64_t)srv->jobs.dead.size,
         .working = (int64_t)srv->jobs.working.size,
+        .waiting = (int64_t)srv->jobs.waiting.size,
+        .blocked = (int64_t)srv->jobs.blocked.size,
         .workers = (int64_t)srv->workers.size,
         .queues = rb_xcalloc(nq, sizeof(rb_queue_size)),
         .rebound = group_commit_info(srv),
@@ -417,7 +439,7 @@ static void mem_latency(rb_srv *srv, rb_eng_op *op)
 }
 
 /* j as the engine's reads show it. */
-static void view_of(const rb_job *j, rb_job_view *v)
+static void view_of(const rb_srv *srv, const rb_job *j, rb_job_view *v)
 {
     *v = (rb_job_view){
         .jid = rb_xstrdup(j->jid),
@@ -433,6 +455,12 @@ static void view_of(const rb_job *j, rb_job_view *v)
         .due_ms = j->timer.at_ms,
         .first_ms = j->first_ms,
     };
+    if (j->state == RB_JOB_WAITING || j->state == RB_JOB_BLOCKED) {
+        json_t *w = rb_deps_waits_for(srv, j->jid);
+        v->waits_for = w ? json_dumps(w, JSON_COMPACT) : NULL;
+        json_decref(w);
+        v->blocked_by = rb_deps_blocked_by(srv, j->jid);
+    }
 }
 
 static void mem_job(rb_srv *srv, rb_eng_op *op)
@@ -440,13 +468,14 @@ static void mem_job(rb_srv *srv, rb_eng_op *op)
     rb_job *j = rb_jobs_find(&srv->jobs, op->u.lookup.jid);
     op->u.lookup.found = j && j->state != RB_JOB_PENDING;
     if (op->u.lookup.found)
-        view_of(j, &op->u.lookup.view);
+        view_of(srv, j, &op->u.lookup.view);
     rb_eng_complete(srv, op);
 }
 
 /* A listing's page being filled: every match is counted, those from the
  * offset on are viewed until the page is full. */
 typedef struct page {
+    const rb_srv *srv;
     const rb_job_filter *f;
     rb_job_view *views;
     size_t n, cap;
@@ -461,7 +490,7 @@ static void page_add(page *pg, const rb_job *j)
         pg->cap = pg->cap ? pg->cap * 2 : 16;
         pg->views = rb_xrealloc(pg->views, pg->cap * sizeof *pg->views);
     }
-    view_of(j, &pg->views[pg->n++]);
+    view_of(pg->srv, j, &pg->views[pg->n++]);
 }
 
 /* q's matching jobs in claim order: priority high first, FIFO. */
@@ -505,7 +534,7 @@ static int by_deadline(const void *a, const void *b)
 static void mem_jobs(rb_srv *srv, rb_eng_op *op)
 {
     const rb_job_filter *f = &op->u.jobs.f;
-    page pg = {.f = f};
+    page pg = {.srv = srv, .f = f};
     if (f->state == RB_JOB_ENQUEUED && f->queue) {
         const rb_queue *q = rb_jobs_queue(&srv->jobs, f->queue, false);
         if (q)

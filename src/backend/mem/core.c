@@ -12,10 +12,12 @@
 #include "server/log.h"
 #include "server/metrics.h"
 
-static int stored_state(const rb_job *j)
+static int stored_state(const rb_srv *srv, const rb_job *j)
 {
     if (j->state != RB_JOB_PENDING)
         return j->state;
+    if (srv->deps.nodes.size && rb_deps_pending_waits(srv, j))
+        return RB_JOB_WAITING;
     return j->timer.at_ms > rb_now_ms() ? RB_JOB_SCHEDULED : RB_JOB_ENQUEUED;
 }
 
@@ -27,7 +29,7 @@ void rb_srv_persist(rb_srv *srv, const rb_job *j)
     rb_job_row row = {
         .id = j->row_id,
         .jid = j->jid,
-        .state = stored_state(j),
+        .state = stored_state(srv, j),
         .queue = j->queue->name,
         .priority = j->priority,
         .seq = j->timer.seq,
@@ -45,6 +47,8 @@ void rb_srv_persist(rb_srv *srv, const rb_job *j)
 
 void rb_srv_forget(rb_srv *srv, rb_job *j)
 {
+    if (srv->deps.nodes.size) /* deleted without succeeding (an ACK told its children first) */
+        rb_deps_discarded(srv, j, rb_now_ms());
     rb_writer_del(srv->writer, j->row_id, j->jid);
     rb_jobs_delete(&srv->jobs, j);
 }
@@ -275,6 +279,7 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
     rb_job *j;
     while ((j = rb_jobs_next_timer(&srv->jobs)) && j->timer.at_ms <= now)
         fire(srv, j, now);
+    rb_deps_expire(srv, now);
     rb_eng_wake(srv, NULL, 0);
     rb_srv_arm(srv);
 }
@@ -284,20 +289,23 @@ void rb_srv_arm(rb_srv *srv)
     if (!srv->timer_ev)
         srv->timer_ev = evtimer_new(srv->base, on_timer, srv);
     rb_job *j = rb_jobs_next_timer(&srv->jobs);
-    if (!j) {
+    int64_t at = rb_deps_next_expiry(srv); /* the workflows' succeeded records */
+    if (j && j->timer.at_ms < at)
+        at = j->timer.at_ms;
+    if (at == INT64_MAX) {
         if (srv->armed_ms != INT64_MAX)
             evtimer_del(srv->timer_ev);
         srv->armed_ms = INT64_MAX;
         return;
     }
-    if (j->timer.at_ms == srv->armed_ms)
+    if (at == srv->armed_ms)
         return;
-    int64_t delay = j->timer.at_ms - rb_now_ms();
+    int64_t delay = at - rb_now_ms();
     if (delay < 0)
         delay = 0;
     struct timeval tv = {.tv_sec = delay / 1000, .tv_usec = (delay % 1000) * 1000};
     evtimer_add(srv->timer_ev, &tv);
-    srv->armed_ms = j->timer.at_ms;
+    srv->armed_ms = at;
 }
 
 int rb_srv_push(rb_srv *srv, json_t *job)
@@ -333,6 +341,8 @@ int rb_srv_push(rb_srv *srv, json_t *job)
     j->created_ms = made_created ? now : 0;
     j->timer.seq = srv->jobs.next_seq++;
     rb_jobs_add(&srv->jobs, j);
+    if (rb_deps_add_child(srv, j, job))
+        j->first_ms = 0; /* its policy counts from its release */
     rb_srv_persist(srv, j);
     return 0;
 }

@@ -11,6 +11,7 @@
 #include "common/timeutil.h"
 #include "policy/failrec.h"
 #include "policy/policy.h"
+#include "backend/mem/deps.h"
 #include "server/log.h"
 #include "server/metrics.h"
 
@@ -84,10 +85,54 @@ int rb_srv_fail_job(rb_srv *srv, rb_job *j, const rb_fail_input *in, int64_t now
                               now + srv->cfg.server.dead_retention_s * 1000);
         }
         rb_srv_persist(srv, j);
+        if (j->state == RB_JOB_DEAD)
+            rb_deps_died(srv, j, now);
     }
     rb_srv_persist_counters(srv);
     rb_failrec_release(&rec);
     json_decref(job);
     rb_policy_release(&pol);
     return 0;
+}
+
+void rb_srv_dep_kill(rb_srv *srv, rb_job *j, const char *parent, int64_t now)
+{
+    rb_mem_batch_failed(srv, j, !j->history, true, now); /* a batch member's death */
+    json_t *job = json_loads(j->json, 0, NULL);
+    if (!job) { /* cannot happen: the text came from json_dumps */
+        rb_jobs_set_state(&srv->jobs, j, RB_JOB_DEAD,
+                          now + srv->cfg.server.dead_retention_s * 1000);
+        rb_srv_persist(srv, j);
+        return;
+    }
+    rb_policy pol;
+    rb_policy_layer layer;
+    if (rb_config_effective_policy(&srv->cfg, job, &pol, &layer, NULL))
+        rb_policy_default(&pol);
+    rb_decision d = {.outcome = pol.catch_jobtype ? RB_OUTCOME_CATCH : RB_OUTCOME_DEAD,
+                     .reason = RB_REASON_DEPENDENCY};
+    char msg[320];
+    snprintf(msg, sizeof msg, "job %s it depends on failed", parent ? parent : "?");
+    rb_failrec_input fin = {.attempt = j->attempts, .history = j->history,
+                            .errtype = "DependencyFailed", .message = msg, .now = now};
+    rb_failrec rec;
+    rb_failrec_build(job, &fin, &pol, &d, &rec);
+    char *text = json_dumps(job, JSON_COMPACT);
+    char *htext = json_dumps(rec.history, JSON_COMPACT);
+    if (text) {
+        free(j->json);
+        j->json = text;
+    }
+    free(j->history);
+    j->history = htext;
+    rb_metrics_job(srv->metrics, RB_M_DEAD, j);
+    if (d.outcome == RB_OUTCOME_CATCH)
+        spawn_catch(srv, j, job, &pol, &rec, now);
+    rb_log(RB_LOG_INFO, "job %s is dead: dependency (%s)", j->jid, msg);
+    rb_jobs_set_state(&srv->jobs, j, RB_JOB_DEAD, now + srv->cfg.server.dead_retention_s * 1000);
+    rb_srv_persist(srv, j);
+    rb_failrec_release(&rec);
+    json_decref(job);
+    rb_policy_release(&pol);
+    rb_deps_died(srv, j, now);
 }

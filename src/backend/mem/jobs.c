@@ -105,6 +105,8 @@ rb_list *rb_jobs_state_list(rb_jobs *js, rb_job_state st)
     case RB_JOB_WORKING: return &js->working;
     case RB_JOB_RETRIES: return &js->retries;
     case RB_JOB_DEAD: return &js->dead;
+    case RB_JOB_WAITING: return &js->waiting;
+    case RB_JOB_BLOCKED: return &js->blocked;
     default: return NULL;
     }
 }
@@ -136,6 +138,10 @@ void rb_jobs_set_state(rb_jobs *js, rb_job *j, rb_job_state st, int64_t at_ms)
         return;
     }
     rb_list_append(rb_jobs_state_list(js, st), &j->link);
+    if (st == RB_JOB_WAITING || st == RB_JOB_BLOCKED) {
+        j->timer.at_ms = at_ms; /* its `at`, for when it is released: no deadline */
+        return;
+    }
     rb_heap_push(&js->timers, &j->timer, at_ms);
 }
 

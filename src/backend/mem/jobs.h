@@ -19,9 +19,10 @@ typedef struct rb_queue rb_queue;
 
 /* One job, compact: the job's JSON is one string, everything the indexes
  * need is a field. Invariants: `link` is in queue->ready[priority-1] when
- * ENQUEUED, in the state list when SCHEDULED/WORKING/RETRIES/DEAD, in no
- * list when PENDING; `timer` is in the heap exactly when SCHEDULED, WORKING,
- * RETRIES or DEAD (at_ms = run/lease-end/expiry); when ENQUEUED
+ * ENQUEUED, in the state list when SCHEDULED/WORKING/RETRIES/DEAD/WAITING/
+ * BLOCKED, in no list when PENDING; `timer` is in the heap exactly when
+ * SCHEDULED, WORKING, RETRIES or DEAD (at_ms = run/lease-end/expiry); when
+ * WAITING or BLOCKED timer.at_ms is the job's `at` (not in the heap); when ENQUEUED
  * timer.at_ms is the enqueue time and timer.seq its FIFO rank (persisted as
  * the row's seq). To keep waiting jobs small, the JSON text of a PENDING or
  * ENQUEUED job has no enqueued_at (it is timer.at_ms, added on output), and
@@ -63,6 +64,7 @@ typedef struct rb_jobs {
     rb_table by_jid;
     rb_table queues;
     rb_list scheduled, working, retries, dead;
+    rb_list waiting, blocked; /* job dependencies (backend/mem/deps.h): no timer */
     rb_heap timers;
     uint64_t next_seq; /* FIFO rank of the next enqueued job */
     int64_t last_row_id; /* the highest row id given or loaded */
@@ -104,7 +106,8 @@ rb_job *rb_queue_first(const rb_queue *q);
 /* The job whose deadline is earliest, or NULL. */
 rb_job *rb_jobs_next_timer(const rb_jobs *js);
 
-/* The list of a listable state (SCHEDULED, WORKING, RETRIES, DEAD), else NULL. */
+/* The list of a listable state (SCHEDULED, WORKING, RETRIES, DEAD, WAITING,
+ * BLOCKED), else NULL. */
 rb_list *rb_jobs_state_list(rb_jobs *js, rb_job_state st);
 
 static inline rb_job *rb_job_of_link(rb_link *l)

@@ -98,6 +98,8 @@ int rb_pg_jobs(rb_pg *pg, const rb_pg_filter *f, rb_pg_job **out, size_t *n, int
     *out = NULL;
     *n = 0;
     *total = 0;
+    if (f->state == RB_JOB_WAITING || f->state == RB_JOB_BLOCKED)
+        return 0; /* job dependencies are refused in distributed mode (issue 15) */
     if (f->state < RB_JOB_SCHEDULED || f->state > RB_JOB_DEAD)
         return rb_err_set(err, RB_EINVAL, "state must be scheduled, enqueued, working, retries or dead");
     int rc = sql_ensure(pg, err);

@@ -1,0 +1,484 @@
+/* Job dependencies on a single node (deps.h): the side table, the push's
+ * check and edges, the parents' events, the succeeded records and their
+ * reload. The rules are engine/depend.h's. */
+#include "backend/mem/deps.h"
+
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/buf.h"
+#include "common/timeutil.h"
+#include "server/log.h"
+#include "server/srv.h"
+
+#define DONE_PREFIX "dep_done:"
+
+static const char *node_key(const void *e)
+{
+    return ((const rb_dep_node *)e)->jid;
+}
+
+static const char *done_key(const void *e)
+{
+    return ((const rb_dep_done *)e)->jid;
+}
+
+void rb_deps_init(rb_deps *d)
+{
+    memset(d, 0, sizeof *d);
+    rb_table_init(&d->nodes, offsetof(rb_dep_node, hnext), node_key);
+    rb_table_init(&d->done, offsetof(rb_dep_done, hnext), done_key);
+}
+
+static void free_parents(rb_dep_node *n)
+{
+    for (uint32_t i = 0; i < n->n_parents; i++)
+        free(n->parents[i]);
+    free(n->parents);
+    n->parents = NULL;
+    n->n_parents = 0;
+}
+
+static void free_node(void *e, void *arg)
+{
+    (void)arg;
+    rb_dep_node *n = e;
+    free_parents(n);
+    for (uint32_t i = 0; i < n->n_children; i++)
+        free(n->children[i]);
+    free(n->children);
+    free(n);
+}
+
+static void free_done(void *e, void *arg)
+{
+    (void)arg;
+    free(e);
+}
+
+void rb_deps_release(rb_deps *d)
+{
+    rb_table_each(&d->nodes, free_node, NULL);
+    rb_table_each(&d->done, free_done, NULL);
+    rb_table_release(&d->nodes);
+    rb_table_release(&d->done);
+    for (size_t i = 0; i < d->n_dying; i++)
+        free(d->dying[i]);
+    free(d->dying);
+    memset(d, 0, sizeof *d);
+}
+
+static rb_dep_node *node_get(const rb_srv *srv, const char *jid)
+{
+    return srv->deps.nodes.size ? rb_table_get(&srv->deps.nodes, jid) : NULL;
+}
+
+static rb_dep_node *node_make(rb_srv *srv, const char *jid)
+{
+    rb_dep_node *n = node_get(srv, jid);
+    if (n)
+        return n;
+    size_t len = strlen(jid) + 1;
+    n = rb_xcalloc(1, sizeof *n + len);
+    memcpy(n->jid, jid, len);
+    rb_table_put(&srv->deps.nodes, n);
+    return n;
+}
+
+static void node_free(rb_srv *srv, rb_dep_node *n)
+{
+    rb_table_del(&srv->deps.nodes, n);
+    free_node(n, NULL);
+}
+
+static void add_child(rb_dep_node *parent, const char *child)
+{
+    if (parent->n_children == parent->cap_children) {
+        parent->cap_children = parent->cap_children ? parent->cap_children * 2 : 4;
+        parent->children =
+            rb_xrealloc(parent->children, parent->cap_children * sizeof *parent->children);
+    }
+    parent->children[parent->n_children++] = rb_xstrdup(child);
+}
+
+static void add_parent(rb_dep_node *child, const char *parent)
+{
+    child->parents = rb_xrealloc(child->parents, (child->n_parents + 1) * sizeof *child->parents);
+    child->parents[child->n_parents++] = rb_xstrdup(parent);
+}
+
+static bool live(const rb_job *j)
+{
+    return j && j->state != RB_JOB_PENDING && j->state != RB_JOB_DEAD;
+}
+
+/* --- the push --- */
+
+static rb_dep_known lookup(void *arg, const char *jid)
+{
+    rb_srv *srv = arg;
+    if (live(rb_jobs_find(&srv->jobs, jid)))
+        return RB_DEP_LIVE;
+    rb_dep_done *d = srv->deps.done.size ? rb_table_get(&srv->deps.done, jid) : NULL;
+    return d ? RB_DEP_SUCCEEDED : RB_DEP_UNKNOWN;
+}
+
+int rb_deps_check_push(rb_srv *srv, json_t *const *jobs, size_t n, rb_err *err)
+{
+    bool any = false;
+    for (size_t i = 0; i < n && !any; i++)
+        any = rb_dep_has(jobs[i]);
+    return any ? rb_dep_check_push(jobs, n, lookup, srv, err) : 0;
+}
+
+bool rb_deps_add_child(rb_srv *srv, rb_job *j, const json_t *job)
+{
+    if (!rb_dep_has(job))
+        return false;
+    rb_dep_spec spec;
+    if (rb_dep_parse(job, &spec, NULL) || !spec.n) { /* checked before: cannot fail */
+        rb_dep_spec_release(&spec);
+        return false;
+    }
+    rb_dep_node *c = node_make(srv, j->jid);
+    c->mode = spec.mode;
+    for (size_t i = 0; i < spec.n; i++) {
+        rb_job *p = rb_jobs_find(&srv->jobs, spec.parents[i]);
+        if (!p) /* succeeded (recorded): nothing to wait for */
+            continue;
+        add_child(node_make(srv, spec.parents[i]), j->jid);
+        add_parent(c, spec.parents[i]);
+        c->counts.remaining++;
+    }
+    rb_dep_spec_release(&spec);
+    return c->counts.remaining > 0;
+}
+
+bool rb_deps_pending_waits(const rb_srv *srv, const rb_job *j)
+{
+    rb_dep_node *n = node_get(srv, j->jid);
+    return n && rb_dep_state_of(&n->counts) != RB_DEP_NEXT_RELEASE;
+}
+
+void rb_deps_pending_commit(rb_srv *srv, rb_job *j, int64_t now)
+{
+    rb_dep_node *n = node_get(srv, j->jid);
+    bool doomed = n->counts.dead == UINT32_MAX;
+    rb_dep_next next = rb_dep_state_of(&n->counts);
+    rb_jobs_set_state(&srv->jobs, j, next == RB_DEP_NEXT_BLOCK && !doomed ? RB_JOB_BLOCKED
+                                                                         : RB_JOB_WAITING,
+                      j->timer.at_ms);
+    if (doomed) {
+        free_parents(n);
+        n->counts = (rb_dep_counts){0, 0};
+        rb_srv_dep_kill(srv, j, NULL, now);
+    } else if (next == RB_DEP_NEXT_BLOCK) {
+        rb_srv_persist(srv, j);
+    }
+}
+
+void rb_deps_drop(rb_srv *srv, const char *jid)
+{
+    rb_dep_node *n = node_get(srv, jid);
+    if (n)
+        node_free(srv, n);
+}
+
+/* --- the succeeded records --- */
+
+static void done_forget(rb_srv *srv, rb_dep_done *d, bool persist)
+{
+    if (persist) {
+        char key[sizeof DONE_PREFIX + 256];
+        snprintf(key, sizeof key, DONE_PREFIX "%s", d->jid);
+        rb_writer_meta(srv->writer, key, NULL);
+    }
+    rb_list_remove(&srv->deps.done_fifo, &d->link);
+    rb_table_del(&srv->deps.done, d);
+    free(d);
+}
+
+static rb_dep_done *done_add(rb_srv *srv, const char *jid, int64_t expires_ms)
+{
+    rb_dep_done *d = rb_table_get(&srv->deps.done, jid);
+    if (d)
+        done_forget(srv, d, false);
+    size_t len = strlen(jid) + 1;
+    d = rb_xcalloc(1, sizeof *d + len);
+    memcpy(d->jid, jid, len);
+    d->expires_ms = expires_ms;
+    rb_table_put(&srv->deps.done, d);
+    rb_list_append(&srv->deps.done_fifo, &d->link);
+    return d;
+}
+
+static rb_dep_done *done_of(rb_link *l)
+{
+    return rb_container_of(l, rb_dep_done, link);
+}
+
+void rb_deps_expire(rb_srv *srv, int64_t now)
+{
+    rb_link *l;
+    while ((l = srv->deps.done_fifo.head) && done_of(l)->expires_ms <= now)
+        done_forget(srv, done_of(l), true);
+}
+
+int64_t rb_deps_next_expiry(const rb_srv *srv)
+{
+    rb_link *l = srv->deps.done_fifo.head;
+    return l ? done_of(l)->expires_ms : INT64_MAX;
+}
+
+/* --- the parents' events --- */
+
+/* A child leaves waiting: its policy counts from now (docs/workflows.md). */
+static void release(rb_srv *srv, rb_job *c, rb_dep_node *n, int64_t now)
+{
+    free_parents(n);
+    n->counts = (rb_dep_counts){0, 0};
+    c->first_ms = 0;
+    c->attempts = 0;
+    int64_t at = c->timer.at_ms;
+    rb_srv_enqueue(srv, c, at, now);
+    rb_srv_persist(srv, c);
+    rb_log(RB_LOG_DEBUG, "job %s: every parent is done, released", c->jid);
+}
+
+static void apply(rb_srv *srv, rb_job *c, rb_dep_node *n, rb_dep_next next, const char *parent,
+                  int64_t now)
+{
+    if (c->state == RB_JOB_PENDING) { /* its push's commit is not done: push_committed decides */
+        if (next == RB_DEP_NEXT_DIE) {
+            n->counts.dead = n->counts.remaining = UINT32_MAX; /* doomed */
+        }
+        rb_srv_persist(srv, c);
+        return;
+    }
+    switch (next) {
+    case RB_DEP_NEXT_WAIT:
+    case RB_DEP_NEXT_BLOCK: {
+        rb_job_state st = next == RB_DEP_NEXT_WAIT ? RB_JOB_WAITING : RB_JOB_BLOCKED;
+        if (c->state != st) {
+            rb_jobs_set_state(&srv->jobs, c, st, c->timer.at_ms);
+            rb_srv_persist(srv, c);
+        }
+        break;
+    }
+    case RB_DEP_NEXT_RELEASE:
+        release(srv, c, n, now);
+        break;
+    case RB_DEP_NEXT_DIE:
+        free_parents(n);
+        n->counts = (rb_dep_counts){0, 0};
+        rb_srv_dep_kill(srv, c, parent, now);
+        break;
+    }
+}
+
+/* Event ev of parent p to each of its children still waiting or blocked. */
+static void notify(rb_srv *srv, rb_dep_node *p, rb_dep_event ev, int64_t now)
+{
+    for (uint32_t i = 0; i < p->n_children; i++) {
+        char *cj = p->children[i];
+        if (!cj)
+            continue;
+        rb_job *c = rb_jobs_find(&srv->jobs, cj);
+        rb_dep_node *n = node_get(srv, cj);
+        bool gone = !c || !n || !n->n_parents ||
+                    (c->state != RB_JOB_WAITING && c->state != RB_JOB_BLOCKED &&
+                     c->state != RB_JOB_PENDING);
+        bool consumed = gone;
+        if (!gone) {
+            rb_dep_next next = rb_dep_on_parent(n->mode, ev, &n->counts, &consumed);
+            if (consumed) {
+                free(cj);
+                p->children[i] = cj = NULL;
+            }
+            apply(srv, c, n, next, p->jid, now);
+        } else {
+            free(cj);
+            p->children[i] = NULL;
+        }
+    }
+}
+
+/* Runs the parent events of children that died of a dependency, in turn. */
+static void drain_deaths(rb_srv *srv, int64_t now)
+{
+    rb_deps *d = &srv->deps;
+    if (d->draining)
+        return;
+    d->draining = true;
+    for (size_t i = 0; i < d->n_dying; i++) { /* n_dying grows while this runs */
+        char *jid = d->dying[i];
+        rb_dep_node *n = node_get(srv, jid);
+        rb_job *j = rb_jobs_find(&srv->jobs, jid);
+        if (n && j && j->state == RB_JOB_DEAD)
+            notify(srv, n, RB_DEP_PARENT_DIED, now);
+        free(d->dying[i]);
+        d->dying[i] = NULL;
+    }
+    d->n_dying = 0;
+    d->draining = false;
+}
+
+void rb_deps_died(rb_srv *srv, rb_job *j, int64_t now)
+{
+    rb_deps *d = &srv->deps;
+    rb_dep_node *n = node_get(srv, j->jid);
+    if (!n || !n->n_children)
+        return;
+    if (d->n_dying == d->cap_dying) {
+        d->cap_dying = d->cap_dying ? d->cap_dying * 2 : 8;
+        d->dying = rb_xrealloc(d->dying, d->cap_dying * sizeof *d->dying);
+    }
+    d->dying[d->n_dying++] = rb_xstrdup(j->jid);
+    drain_deaths(srv, now);
+}
+
+void rb_deps_requeued(rb_srv *srv, rb_job *j, int64_t now)
+{
+    rb_dep_node *n = node_get(srv, j->jid);
+    if (n)
+        notify(srv, n, RB_DEP_PARENT_REQUEUED, now);
+}
+
+void rb_deps_succeeded(rb_srv *srv, rb_job *j, int64_t now)
+{
+    rb_dep_node *n = node_get(srv, j->jid);
+    if (!n)
+        return;
+    int64_t exp = now + srv->cfg.workflows.succeeded_ttl_s * 1000;
+    done_add(srv, j->jid, exp);
+    char key[sizeof DONE_PREFIX + 256], val[32];
+    snprintf(key, sizeof key, DONE_PREFIX "%s", j->jid);
+    snprintf(val, sizeof val, "%lld", (long long)exp);
+    rb_writer_meta(srv->writer, key, val);
+    notify(srv, n, RB_DEP_PARENT_SUCCEEDED, now);
+    node_free(srv, n);
+    drain_deaths(srv, now);
+}
+
+void rb_deps_discarded(rb_srv *srv, rb_job *j, int64_t now)
+{
+    rb_dep_node *n = node_get(srv, j->jid);
+    if (!n)
+        return;
+    rb_table_del(&srv->deps.nodes, n); /* out first: the children's deaths do not see it */
+    notify(srv, n, RB_DEP_PARENT_DISCARDED, now);
+    free_node(n, NULL);
+    drain_deaths(srv, now);
+}
+
+/* --- JOB --- */
+
+json_t *rb_deps_waits_for(const rb_srv *srv, const char *jid)
+{
+    rb_dep_node *n = node_get(srv, jid);
+    if (!n || !n->n_parents)
+        return NULL;
+    json_t *a = json_array();
+    for (uint32_t i = 0; i < n->n_parents; i++) {
+        const rb_job *p = rb_jobs_find(&srv->jobs, n->parents[i]);
+        if (p && (p->state != RB_JOB_DEAD || n->mode != RB_DEP_IGNORE))
+            json_array_append_new(a, json_string(n->parents[i]));
+    }
+    return a;
+}
+
+char *rb_deps_blocked_by(const rb_srv *srv, const char *jid)
+{
+    rb_dep_node *n = node_get(srv, jid);
+    for (uint32_t i = 0; n && n->counts.dead && i < n->n_parents; i++) {
+        const rb_job *p = rb_jobs_find(&srv->jobs, n->parents[i]);
+        if (p && p->state == RB_JOB_DEAD)
+            return rb_xstrdup(n->parents[i]);
+    }
+    return NULL;
+}
+
+/* --- start-up --- */
+
+void rb_deps_load_meta(rb_srv *srv, const char *key, const char *value)
+{
+    if (strncmp(key, DONE_PREFIX, sizeof DONE_PREFIX - 1) || !value)
+        return;
+    done_add(srv, key + sizeof DONE_PREFIX - 1, strtoll(value, NULL, 10));
+}
+
+static int by_expiry(const void *a, const void *b)
+{
+    int64_t x = (*(rb_dep_done *const *)a)->expires_ms, y = (*(rb_dep_done *const *)b)->expires_ms;
+    return x < y ? -1 : x > y;
+}
+
+/* Jobs whose JSON names parents, already released (or never held): they
+ * are in a workflow, so their ACK is recorded. */
+static void mark_workflow(void *e, void *arg)
+{
+    rb_job *j = e;
+    rb_srv *srv = arg;
+    if (j->state != RB_JOB_WAITING && j->state != RB_JOB_BLOCKED &&
+        strstr(j->json, "\"depends_on\""))
+        node_make(srv, j->jid);
+}
+
+/* A loaded waiting or blocked job's edges from its depends_on and its
+ * parents' states now. */
+static void rebuild_child(rb_srv *srv, rb_job *c, int64_t now)
+{
+    json_t *job = json_loads(c->json, 0, NULL);
+    rb_dep_spec spec;
+    if (!job || rb_dep_parse(job, &spec, NULL)) {
+        rb_log(RB_LOG_WARN, "job %s: unreadable depends_on, released", c->jid);
+        json_decref(job);
+        rb_srv_enqueue(srv, c, c->timer.at_ms, now);
+        rb_srv_persist(srv, c);
+        return;
+    }
+    rb_dep_node *n = node_make(srv, c->jid);
+    n->mode = spec.mode;
+    for (size_t i = 0; i < spec.n; i++) {
+        rb_job *p = rb_jobs_find(&srv->jobs, spec.parents[i]);
+        if (!p || (p->state == RB_JOB_DEAD && spec.mode == RB_DEP_IGNORE))
+            continue; /* done with: succeeded, discarded or ignored */
+        add_child(node_make(srv, spec.parents[i]), c->jid);
+        add_parent(n, spec.parents[i]);
+        n->counts.remaining++;
+        if (p->state == RB_JOB_DEAD)
+            n->counts.dead++;
+    }
+    rb_dep_spec_release(&spec);
+    json_decref(job);
+    apply(srv, c, n, rb_dep_state_of(&n->counts), NULL, now);
+}
+
+void rb_deps_rebuild(rb_srv *srv)
+{
+    int64_t now = rb_now_ms();
+    /* the records in expiry order (the store gives them by key) */
+    size_t nd = srv->deps.done_fifo.size, k = 0;
+    rb_dep_done **v = rb_xcalloc(nd + 1, sizeof *v);
+    for (rb_link *l = srv->deps.done_fifo.head; l; l = l->next)
+        v[k++] = done_of(l);
+    qsort(v, nd, sizeof *v, by_expiry);
+    srv->deps.done_fifo = (rb_list){0};
+    for (size_t i = 0; i < nd; i++)
+        rb_list_append(&srv->deps.done_fifo, &v[i]->link);
+    free(v);
+    rb_table_each(&srv->jobs.by_jid, mark_workflow, srv);
+    rb_list *lists[] = {&srv->jobs.waiting, &srv->jobs.blocked};
+    for (int li = 0; li < 2; li++) {
+        size_t n = lists[li]->size; /* a job moved to the other list is not seen twice here */
+        for (rb_link *e = lists[li]->head, *next; e && n > 0; e = next, n--) {
+            next = e->next;
+            rb_job *c = rb_job_of_link(e);
+            if (!node_get(srv, c->jid) || !node_get(srv, c->jid)->n_parents)
+                rebuild_child(srv, c, now);
+        }
+    }
+    rb_deps_expire(srv, now);
+}

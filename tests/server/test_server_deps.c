@@ -1,0 +1,334 @@
+/* Job dependencies against the real server (issue 15, docs/workflows.md):
+ * a diamond in one PUSHB, refused pushes that change nothing, a dead
+ * parent with each on_dep_failure mode, requeue and discard from the dead
+ * set, recently succeeded parents, restart durability (graceful and
+ * kill -9), and the policy's clock starting at the release. */
+#include <criterion/criterion.h>
+#include <signal.h>
+
+#include "common_helpers.h"
+
+static void start(void)
+{
+    rbh_suite_start("w1");
+}
+
+TestSuite(deps, .init = start, .fini = rbh_suite_stop, .timeout = 60);
+
+#define SERVER_TEST(name) RBH_SERVER_TEST(deps, name)
+
+#define OK(...) cr_assert(rbh_expect(C, "+OK", __VA_ARGS__))
+
+static json_t *job_info(const char *jid)
+{
+    return rbh_json(rbh_cmd(C, "JOB {\"jid\":\"%s\"}", jid));
+}
+
+static void expect_state(const char *jid, const char *want)
+{
+    char *st = rbh_job_state(C, jid);
+    cr_assert(want ? st && !strcmp(st, want) : !st, "job %s is %s, wanted %s", jid,
+              st ? st : "gone", want ? want : "gone");
+    free(st);
+}
+
+static void expect_fetch(const char *queue, const char *want)
+{
+    json_t *j = rbh_json(rbh_cmd(C, "FETCH %s", queue));
+    const char *jid = json_string_value(json_object_get(j, "jid"));
+    cr_assert(jid && !strcmp(jid, want), "fetched %s, wanted %s", jid ? jid : "nothing", want);
+    json_decref(j);
+}
+
+static long long queue_size(const char *q)
+{
+    char path[128];
+    snprintf(path, sizeof path, "faktory.queues.%s", q);
+    return rbh_info_int(C, path);
+}
+
+static void fetch_ack(const char *queue, const char *jid)
+{
+    expect_fetch(queue, jid);
+    OK("ACK {\"jid\":\"%s\"}", jid);
+}
+
+SERVER_TEST(diamond_runs_in_order_and_retries_count_from_release)
+{
+    cr_assert(rbh_expect(C, "{}",
+                         "PUSHB [{\"jid\":\"dia-A000\",\"jobtype\":\"a\",\"args\":[],\"queue\":\"dq\"},"
+       "{\"jid\":\"dia-B000\",\"jobtype\":\"b\",\"args\":[],\"queue\":\"dq\","
+       "\"custom\":{\"depends_on\":[\"dia-A000\"]}},"
+       "{\"jid\":\"dia-C000\",\"jobtype\":\"c\",\"args\":[],\"queue\":\"dq\","
+       "\"depends_on\":[\"dia-A000\"]},"
+       "{\"jid\":\"dia-D000\",\"jobtype\":\"d\",\"args\":[],\"queue\":\"dq\","
+       "\"custom\":{\"depends_on\":[\"dia-B000\",\"dia-C000\"]}}]"));
+    cr_assert_eq(queue_size("dq"), 1);
+    cr_assert_eq(rbh_info_int(C, "rebound.waiting"), 3);
+    json_t *d = job_info("dia-D000");
+    cr_assert_str_eq(json_string_value(json_object_get(d, "state")), "waiting");
+    cr_assert_eq(json_array_size(json_object_get(d, "waits_for")), 2);
+    cr_assert(json_is_null(json_object_get(d, "blocked_by")));
+    json_decref(d);
+    json_t *l = rbh_json(rbh_cmd(C, "JOBS {\"state\":\"waiting\"}"));
+    cr_assert_eq(json_array_size(json_object_get(l, "jobs")) + json_array_size(l), 3,
+                 "JOBS waiting lists the three children");
+    json_decref(l);
+
+    fetch_ack("dq", "dia-A000");
+    cr_assert_eq(queue_size("dq"), 2);
+    expect_state("dia-B000", "enqueued");
+    expect_state("dia-C000", "enqueued");
+    expect_state("dia-D000", "waiting");
+    expect_fetch("dq", "dia-B000");
+    OK("FAIL {\"jid\":\"dia-B000\",\"errtype\":\"E\",\"message\":\"once\"}");
+    expect_state("dia-B000", "retries");
+    OK("MUTATE {\"cmd\":\"requeue\",\"target\":\"retries\",\"filter\":{\"jids\":[\"dia-B000\"]}}");
+    fetch_ack("dq", "dia-C000");
+    expect_state("dia-D000", "waiting");
+    d = job_info("dia-D000");
+    cr_assert_str_eq(json_string_value(rbh_get(d, "waits_for.0")), "dia-B000");
+    json_decref(d);
+    fetch_ack("dq", "dia-B000");
+    expect_state("dia-D000", "enqueued");
+    d = job_info("dia-D000");
+    cr_assert_eq(json_integer_value(json_object_get(d, "attempts")), 0);
+    json_decref(d);
+    fetch_ack("dq", "dia-D000");
+    cr_assert_eq(rbh_info_int(C, "rebound.waiting"), 0);
+    cr_assert_eq(rbh_info_int(C, "faktory.total_processed"), 4);
+}
+
+/* INFO's counts and the named jobs after a refused push. */
+static void nothing_changed(const char *const *jids)
+{
+    cr_assert_eq(rbh_info_int(C, "faktory.total_enqueued"), 1);
+    cr_assert_eq(rbh_info_int(C, "rebound.waiting"), 0);
+    for (int i = 0; jids[i]; i++)
+        cr_assert(rbh_expect(C, "$-1", "JOB {\"jid\":\"%s\"}", jids[i]), "%s exists", jids[i]);
+}
+
+SERVER_TEST(refused_pushes_change_nothing)
+{
+    OK("PUSH {\"jid\":\"ref-root\",\"jobtype\":\"r\",\"args\":[]}");
+    const char *none[] = {"ref-x001", "ref-x002", "ref-x003", NULL};
+    cr_assert(rbh_expect(C, "-ERR depends_on: unknown job nope-0001",
+                         "PUSH {\"jid\":\"ref-x001\",\"jobtype\":\"x\",\"args\":[],"
+                         "\"custom\":{\"depends_on\":[\"nope-0001\"]}}"));
+    nothing_changed(none);
+    cr_assert(rbh_expect(C, "-ERR depends_on: unknown job nope-0002",
+                         "PUSHB [{\"jid\":\"ref-x001\",\"jobtype\":\"x\",\"args\":[]},"
+                         "{\"jid\":\"ref-x002\",\"jobtype\":\"x\",\"args\":[],"
+                         "\"custom\":{\"depends_on\":[\"ref-x001\",\"nope-0002\"]}}]"));
+    nothing_changed(none);
+    char *r = rbh_cmd(C, "PUSHB [{\"jid\":\"ref-x001\",\"jobtype\":\"x\",\"args\":[]},"
+                         "{\"jid\":\"ref-x002\",\"jobtype\":\"x\",\"args\":[],"
+                         "\"custom\":{\"depends_on\":[\"ref-x001\",\"ref-x003\"]}},"
+                         "{\"jid\":\"ref-x003\",\"jobtype\":\"x\",\"args\":[],"
+                         "\"custom\":{\"depends_on\":[\"ref-x002\",\"ref-root\"]}}]");
+    cr_assert(r && !strncmp(r, "-ERR depends_on: cycle through ref-x00", 38), "got %s", r);
+    free(r);
+    nothing_changed(none);
+    cr_assert(rbh_expect(C, "-ERR depends_on: cycle through ref-x001",
+                         "PUSH {\"jid\":\"ref-x001\",\"jobtype\":\"x\",\"args\":[],"
+                         "\"custom\":{\"depends_on\":[\"ref-x001\"]}}"));
+    const char *bad[] = {"\"ref-root\"", "[\"\"]", "[1]", "{}", NULL};
+    for (int i = 0; bad[i]; i++)
+        cr_assert(rbh_expect(C,
+                             "-ERR job ref-x001: depends_on must be an array of non-empty strings",
+                             "PUSH {\"jid\":\"ref-x001\",\"jobtype\":\"x\",\"args\":[],"
+                             "\"custom\":{\"depends_on\":%s}}", bad[i]), "%s", bad[i]);
+    cr_assert(rbh_expect(C,
+                         "-ERR job ref-x001: on_dep_failure must be \"block\", \"cancel\" or "
+                         "\"ignore\"",
+                         "PUSH {\"jid\":\"ref-x001\",\"jobtype\":\"x\",\"args\":[],"
+                         "\"custom\":{\"depends_on\":[\"ref-root\"],\"on_dep_failure\":\"x\"}}"));
+    /* a workflow batch with one bad job is refused whole */
+    cr_assert(rbh_expect(C, "-ERR job ref-x003: depends_on must be an array of non-empty strings",
+                         "PUSHB [{\"jid\":\"ref-x001\",\"jobtype\":\"x\",\"args\":[]},"
+                         "{\"jid\":\"ref-x002\",\"jobtype\":\"x\",\"args\":[],"
+                         "\"custom\":{\"depends_on\":[\"ref-x001\"]}},"
+                         "{\"jid\":\"ref-x003\",\"jobtype\":\"x\",\"args\":[],"
+                         "\"depends_on\":[7]}]"));
+    nothing_changed(none);
+    /* too many parents */
+    size_t cap = 1100 * 16 + 256;
+    char *big = malloc(cap);
+    size_t n = (size_t)snprintf(big, cap, "PUSH {\"jid\":\"ref-x001\",\"jobtype\":\"x\","
+                                           "\"args\":[],\"depends_on\":[");
+    for (int i = 0; i < 1001; i++)
+        n += (size_t)snprintf(big + n, cap - n, "%s\"p-%05d\"", i ? "," : "", i);
+    snprintf(big + n, cap - n, "]}");
+    cr_assert(rbh_expect(C, "-ERR job ref-x001: depends_on must name at most 1000 parents", "%s",
+                         big));
+    free(big);
+    nothing_changed(none);
+}
+
+SERVER_TEST(dead_parent_blocks_then_requeue_and_ack_release)
+{
+    OK("PUSH {\"jid\":\"blk-par0\",\"jobtype\":\"p\",\"args\":[],\"retry\":-1,\"queue\":\"bq\"}");
+    OK("PUSH {\"jid\":\"blk-kid0\",\"jobtype\":\"k\",\"args\":[],\"queue\":\"bq\","
+       "\"custom\":{\"depends_on\":[\"blk-par0\"]}}");
+    expect_fetch("bq", "blk-par0");
+    OK("FAIL {\"jid\":\"blk-par0\",\"errtype\":\"E\",\"message\":\"boom\"}");
+    expect_state("blk-par0", "dead");
+    expect_state("blk-kid0", "blocked");
+    cr_assert_eq(rbh_info_int(C, "rebound.blocked"), 1);
+    json_t *k = job_info("blk-kid0");
+    cr_assert_str_eq(json_string_value(json_object_get(k, "blocked_by")), "blk-par0");
+    json_decref(k);
+    OK("MUTATE {\"cmd\":\"requeue\",\"target\":\"dead\",\"filter\":{\"jids\":[\"blk-par0\"]}}");
+    expect_state("blk-kid0", "waiting");
+    fetch_ack("bq", "blk-par0");
+    fetch_ack("bq", "blk-kid0");
+    cr_assert_eq(rbh_info_int(C, "rebound.blocked"), 0);
+}
+
+SERVER_TEST(discarded_dead_parent_kills_the_child_with_reason_dependency)
+{
+    OK("PUSH {\"jid\":\"dis-par0\",\"jobtype\":\"p\",\"args\":[],\"retry\":-1,\"queue\":\"xq\"}");
+    OK("PUSH {\"jid\":\"dis-kid0\",\"jobtype\":\"k\",\"args\":[],\"queue\":\"xq\","
+       "\"custom\":{\"depends_on\":[\"dis-par0\"]}}");
+    OK("PUSH {\"jid\":\"dis-gkid\",\"jobtype\":\"g\",\"args\":[],\"queue\":\"xq\","
+       "\"custom\":{\"depends_on\":[\"dis-kid0\"]}}");
+    expect_fetch("xq", "dis-par0");
+    OK("FAIL {\"jid\":\"dis-par0\",\"errtype\":\"E\",\"message\":\"boom\"}");
+    expect_state("dis-kid0", "blocked");
+    OK("MUTATE {\"cmd\":\"discard\",\"target\":\"dead\",\"filter\":{\"jids\":[\"dis-par0\"]}}");
+    expect_state("dis-par0", NULL);
+    expect_state("dis-kid0", "dead");
+    json_t *k = job_info("dis-kid0");
+    cr_assert_str_eq(json_string_value(rbh_get(k, "job.failure.errtype")), "DependencyFailed");
+    json_t *h = json_object_get(k, "history");
+    cr_assert_str_eq(json_string_value(
+                         json_object_get(json_array_get(h, json_array_size(h) - 1), "reason")),
+                     "dependency");
+    json_decref(k);
+    /* its own child, blocking by default, is now blocked by it */
+    expect_state("dis-gkid", "blocked");
+}
+
+SERVER_TEST(cancel_and_ignore_modes)
+{
+    OK("PUSH {\"jid\":\"mod-par0\",\"jobtype\":\"p\",\"args\":[],\"retry\":-1,\"queue\":\"mq\"}");
+    OK("PUSH {\"jid\":\"mod-can0\",\"jobtype\":\"c\",\"args\":[],\"queue\":\"mq\","
+       "\"custom\":{\"depends_on\":[\"mod-par0\"],\"on_dep_failure\":\"cancel\"}}");
+    OK("PUSH {\"jid\":\"mod-ign0\",\"jobtype\":\"i\",\"args\":[],\"queue\":\"mq\","
+       "\"custom\":{\"depends_on\":[\"mod-par0\"],\"on_dep_failure\":\"ignore\"}}");
+    cr_assert_eq(rbh_info_int(C, "rebound.waiting"), 2);
+    expect_fetch("mq", "mod-par0");
+    OK("FAIL {\"jid\":\"mod-par0\",\"errtype\":\"E\",\"message\":\"boom\"}");
+    expect_state("mod-can0", "dead");
+    expect_state("mod-ign0", "enqueued");
+    fetch_ack("mq", "mod-ign0");
+    cr_assert_eq(rbh_info_int(C, "rebound.waiting"), 0);
+}
+
+SERVER_TEST(recently_succeeded_parent_is_accepted)
+{
+    OK("PUSH {\"jid\":\"rec-par0\",\"jobtype\":\"p\",\"args\":[],\"queue\":\"rq\"}");
+    OK("PUSH {\"jid\":\"rec-kid0\",\"jobtype\":\"k\",\"args\":[],\"queue\":\"rq\","
+       "\"custom\":{\"depends_on\":[\"rec-par0\"]}}");
+    OK("PUSH {\"jid\":\"rec-plain\",\"jobtype\":\"k\",\"args\":[],\"queue\":\"pq\"}");
+    fetch_ack("rq", "rec-par0");
+    fetch_ack("rq", "rec-kid0");
+    fetch_ack("pq", "rec-plain");
+    /* both were in a workflow: recorded, so a later child starts at once */
+    OK("PUSH {\"jid\":\"rec-late\",\"jobtype\":\"k\",\"args\":[],\"queue\":\"rq\","
+       "\"custom\":{\"depends_on\":[\"rec-par0\",\"rec-kid0\"]}}");
+    expect_state("rec-late", "enqueued");
+    /* a plain job is not recorded, and a jid never seen is unknown */
+    cr_assert(rbh_expect(C, "-ERR depends_on: unknown job rec-plain",
+                         "PUSH {\"jid\":\"rec-bad0\",\"jobtype\":\"k\",\"args\":[],"
+                         "\"custom\":{\"depends_on\":[\"rec-plain\"]}}"));
+    cr_assert(rbh_expect(C, "-ERR depends_on: unknown job rec-never",
+                         "PUSH {\"jid\":\"rec-bad0\",\"jobtype\":\"k\",\"args\":[],"
+                         "\"custom\":{\"depends_on\":[\"rec-never\"]}}"));
+}
+
+/* Stops the server with sig, starts it again on the same database and
+ * reconnects C. */
+static void restart(int sig)
+{
+    rbh_close(C);
+    rbh_kill(&S, sig);
+    cr_assert_eq(rbh_launch(&S, NULL), 0, "server did not restart (see %s)", S.log);
+    C = rbh_connect(&S, "w1");
+    cr_assert_not_null(C);
+}
+
+static void survives(int sig)
+{
+    OK("PUSH {\"jid\":\"dur-par0\",\"jobtype\":\"p\",\"args\":[],\"queue\":\"uq\",\"retry\":-1}");
+    OK("PUSH {\"jid\":\"dur-par1\",\"jobtype\":\"p\",\"args\":[],\"queue\":\"uq\"}");
+    OK("PUSH {\"jid\":\"dur-kid0\",\"jobtype\":\"k\",\"args\":[],\"queue\":\"uq\","
+       "\"custom\":{\"depends_on\":[\"dur-par1\"]}}");
+    OK("PUSH {\"jid\":\"dur-kid1\",\"jobtype\":\"k\",\"args\":[],\"queue\":\"uq\","
+       "\"custom\":{\"depends_on\":[\"dur-par0\"]}}");
+    expect_fetch("uq", "dur-par0");
+    OK("FAIL {\"jid\":\"dur-par0\",\"errtype\":\"E\",\"message\":\"boom\"}");
+    expect_state("dur-kid1", "blocked");
+    restart(sig);
+    expect_state("dur-kid0", "waiting");
+    expect_state("dur-kid1", "blocked");
+    cr_assert_eq(rbh_info_int(C, "rebound.waiting"), 1);
+    cr_assert_eq(rbh_info_int(C, "rebound.blocked"), 1);
+    fetch_ack("uq", "dur-par1");
+    expect_state("dur-kid0", "enqueued");
+    restart(sig);
+    /* the succeeded record survives too */
+    OK("PUSH {\"jid\":\"dur-kid2\",\"jobtype\":\"k\",\"args\":[],\"queue\":\"uq\","
+       "\"custom\":{\"depends_on\":[\"dur-par1\"]}}");
+    expect_state("dur-kid2", "enqueued");
+    OK("MUTATE {\"cmd\":\"requeue\",\"target\":\"dead\",\"filter\":{\"jids\":[\"dur-par0\"]}}");
+    expect_state("dur-kid1", "waiting");
+    fetch_ack("uq", "dur-kid0");
+    fetch_ack("uq", "dur-kid2");
+    fetch_ack("uq", "dur-par0");
+    fetch_ack("uq", "dur-kid1");
+}
+
+SERVER_TEST(waiting_children_survive_a_graceful_restart)
+{
+    survives(SIGTERM);
+}
+
+SERVER_TEST(waiting_children_survive_kill_9)
+{
+    survives(SIGKILL);
+}
+
+SERVER_TEST(policy_deadline_counts_from_release)
+{
+    OK("PUSH {\"jid\":\"ddl-par0\",\"jobtype\":\"p\",\"args\":[],\"queue\":\"tq\"}");
+    OK("PUSH {\"jid\":\"ddl-kid1\",\"jobtype\":\"k\",\"args\":[],\"queue\":\"tq\","
+       "\"custom\":{\"depends_on\":[\"ddl-par0\"]},"
+       "\"retry_policy\":{\"initial_interval\":\"1s\",\"backoff_coefficient\":1.0,"
+       "\"schedule_to_close_timeout\":\"3s\"}}");
+    expect_fetch("tq", "ddl-par0");
+    rbh_sleep_ms(3500); /* longer than the child's deadline, spent waiting */
+    OK("ACK {\"jid\":\"ddl-par0\"}");
+    expect_fetch("tq", "ddl-kid1");
+    OK("FAIL {\"jid\":\"ddl-kid1\",\"errtype\":\"E\",\"message\":\"once\"}");
+    expect_state("ddl-kid1", "retries");
+}
+
+SERVER_TEST(cancelled_child_dies_through_the_death_path_with_its_catch_job)
+{
+    OK("PUSH {\"jid\":\"cat-par0\",\"jobtype\":\"p\",\"args\":[],\"retry\":-1,\"queue\":\"cq\"}");
+    OK("PUSH {\"jid\":\"cat-kid0\",\"jobtype\":\"k\",\"args\":[],\"queue\":\"cq\","
+       "\"retry_policy\":\"//ftl:retry 10 5s 1m catch notify\","
+       "\"custom\":{\"depends_on\":[\"cat-par0\"],\"on_dep_failure\":\"cancel\"}}");
+    expect_fetch("cq", "cat-par0");
+    OK("FAIL {\"jid\":\"cat-par0\",\"errtype\":\"E\",\"message\":\"boom\"}");
+    expect_state("cat-kid0", "dead");
+    /* nothing is blocked with cancel */
+    json_t *l = rbh_json(rbh_cmd(C, "JOBS {\"state\":\"blocked\"}"));
+    cr_assert_eq(json_integer_value(json_object_get(l, "total")), 0);
+    json_decref(l);
+    json_t *j = rbh_json(rbh_cmd(C, "FETCH cq"));
+    cr_assert_str_eq(json_string_value(json_object_get(j, "jobtype")), "notify");
+    cr_assert_str_eq(json_string_value(rbh_get(j, "custom.catch_of")), "cat-kid0");
+    json_decref(j);
+}
