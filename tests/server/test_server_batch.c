@@ -561,6 +561,55 @@ SERVER_TEST(ruby_nested_definition)
     free(child);
 }
 
+/* ---- §6.12: faktory_worker_ruby examples/complex_batch.rb ---- */
+
+SERVER_TEST(ruby_complex_batch_done_fires_last_and_once)
+{
+    /* Overall (success: Done) with child step1 (success: Step1Done); Step1Done,
+     * while it runs, adds child step2 (success: Step2Done) to the parent it
+     * finds through _pbid: Done waits for step2 */
+    char *overall = batch_new(C, "{\"description\":\"Overall\",\"success\":"
+                                 CB("cx-done-01", "Done", "cxcb") "}");
+    char def[512];
+    snprintf(def, sizeof def, "{\"parent_bid\":\"%s\",\"success\":" CB("cx-s1done", "Step1Done",
+             "cxcb") "}", overall);
+    char *step1 = batch_new(C, def);
+    push_member(C, "cx-step1-a", "cx", step1);
+    push_member(C, "cx-step1-b", "cx", step1);
+    cr_assert(rbh_expect(C, "+OK", "BATCH COMMIT %s", step1));
+    cr_assert(rbh_expect(C, "+OK", "BATCH COMMIT %s", overall));
+    fetch_ack(C, "cx", "cx-step1-a");
+    fetch_ack(C, "cx", "cx-step1-b");
+    json_t *cb = fetch(C, "cxcb");
+    cr_assert_str_eq(str_at(cb, "jobtype"), "Step1Done");
+    const char *pbid = str_at(cb, "custom._pbid");
+    cr_assert_str_eq(pbid, overall);
+    char *r = rbh_cmd(C, "BATCH OPEN %s", pbid);
+    cr_assert_str_eq(r, overall);
+    free(r);
+    snprintf(def, sizeof def, "{\"parent_bid\":\"%s\",\"success\":" CB("cx-s2done", "Step2Done",
+             "cxcb") "}", pbid);
+    char *step2 = batch_new(C, def);
+    push_member(C, "cx-step2-a", "cx", step2);
+    cr_assert(rbh_expect(C, "+OK", "BATCH COMMIT %s", step2));
+    ack(C, "cx-s1done");
+    json_decref(cb);
+    expect_status(C, overall, 0, 0, 0, "", "");
+    cr_assert_eq(queue_size(C, "cxcb"), 0);
+    fetch_ack(C, "cx", "cx-step2-a");
+    fetch_ack(C, "cxcb", "cx-s2done");
+    expect_status(C, overall, 0, 0, 0, "", "1");
+    fetch_ack(C, "cxcb", "cx-done-01");
+    cr_assert_eq(queue_size(C, "cxcb"), 0);
+    expect_status(C, overall, 0, 0, 0, "", "2");
+    cr_assert_eq(rbh_info_int(C, "rebound.batches.callbacks"), 3);
+    cr_assert_eq(rbh_info_int(C, "rebound.batches.open"), 0);
+    cr_assert_eq(rbh_info_int(C, "rebound.batches.stored"), 3);
+    free(overall);
+    free(step1);
+    free(step2);
+}
+
 /* ---- §6.13: FAIL then ACK; the death callback ---- */
 
 /* Puts a member waiting for its retry back in its queue. */
