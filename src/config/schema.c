@@ -56,6 +56,9 @@ const rb_config_key rb_config_schema[] = {
      OFF(workflows.succeeded_ttl_s),
      "how long an ACKed job of a workflow (with dependents or dependencies) is remembered, so "
      "that a later push may still name it in depends_on", false},
+    {"workflows.batch_retention", RB_CFG_DURATION, "\"24h\"", 60, 3650 * (int64_t)DAY, 0, 0,
+     OFF(workflows.batch_retention_s), "how long a finished batch (every callback done) stays "
+     "readable with BATCH STATUS and OPEN, and longer while its parent is unfinished", false},
     {"storage.url", RB_CFG_STORAGE_URL, "\"./rebound.db\"", 0, 0, 0, 0, OFF(storage.url),
      "a SQLite database file, or a postgres:// (postgresql://) connection URL", false},
     {"backoff.default_backoff_seconds", RB_CFG_SECONDS_LIST, "[1, 2, 4, 8, 16, 32]", 0, 0, 0,

@@ -82,6 +82,16 @@ void rb_eng_submit(rb_srv *srv, rb_eng_op *op)
     case RB_ENG_WORKER_LIST:
         fn = b->worker_list;
         break;
+    case RB_ENG_BATCH:
+        if (!b->batch) { /* refused: nothing to do */
+            op->submitting = true;
+            op->rc = rb_eng_batch_check(srv, &op->err);
+            rb_eng_complete(srv, op);
+            op->submitting = false;
+            goto submitted;
+        }
+        fn = b->batch;
+        break;
     case RB_ENG_KINDS:
         break;
     }
@@ -90,6 +100,7 @@ void rb_eng_submit(rb_srv *srv, rb_eng_op *op)
     op->submitting = true;
     fn(srv, op);
     op->submitting = false;
+submitted:
     if (op->finished) {
         /* done ran inside fn: the handler's caller (conn.c's loop over
          * the buffered lines) runs the next command, unless c waits */
@@ -175,6 +186,9 @@ static void op_free(rb_eng_op *op)
     case RB_ENG_MUTATE:
         rb_mutation_release(&op->u.mutate.m);
         break;
+    case RB_ENG_BATCH:
+        free(op->u.batch.out);
+        break;
     default:
         break;
     }
@@ -183,6 +197,13 @@ static void op_free(rb_eng_op *op)
     if (op->arg_free)
         op->arg_free(op->arg);
     free(op);
+}
+
+int rb_eng_batch_check(const rb_srv *srv, rb_err *err)
+{
+    if (srv->backend->batch)
+        return 0;
+    return rb_err_set(err, RB_EINVAL, "%s", RB_BATCH_UNSUPPORTED);
 }
 
 void rb_eng_op_finish(rb_srv *srv, rb_eng_op *op)

@@ -30,6 +30,7 @@
 #include <jansson.h>
 
 #include "common/error.h"
+#include "engine/batch.h"
 #include "engine/failure.h"
 #include "engine/job_state.h"
 #include "engine/mutation.h"
@@ -63,6 +64,7 @@ typedef enum rb_eng_kind {
     RB_ENG_JOB_ACTION,  /* u.job_action: one job's retry/kill/discard, checked and read back */
     RB_ENG_BULK,        /* u.bulk: retry/kill/discard the jobs a filter or a jid list names */
     RB_ENG_WORKER_LIST, /* read, u.worker_list: the workers, as GET /api/workers lists them */
+    RB_ENG_BATCH,       /* u.batch: BATCH NEW, OPEN, COMMIT or STATUS (engine/batch.h) */
     RB_ENG_KINDS
 } rb_eng_kind;
 
@@ -80,6 +82,15 @@ typedef enum rb_eng_queue_verb {
     RB_ENG_QUEUE_RESUME, /* a queue not known stays unknown */
     RB_ENG_QUEUE_REMOVE, /* deletes the enqueued jobs and resumes */
 } rb_eng_queue_verb;
+
+/* BATCH's subcommands (RB_ENG_BATCH). An unknown bid (or one expired)
+ * fails the op with RB_ENOENT, "No such batch <bid>". */
+typedef enum rb_eng_batch_verb {
+    RB_ENG_BATCH_NEW,    /* a bid made for u.batch.def */
+    RB_ENG_BATCH_OPEN,   /* the bid back; never uncommits */
+    RB_ENG_BATCH_COMMIT, /* callbacks may fire from now on; again: no-op */
+    RB_ENG_BATCH_STATUS, /* rb_batch_status_json's text */
+} rb_eng_batch_verb;
 
 /* INFO's figures (RB_ENG_INFO): the single node's memory or the cluster's
  * tables. Also GET /api/info's, /api/queues's and /metrics's, which ask
@@ -237,6 +248,13 @@ struct rb_eng_op {
                                  cluster's live ones by wid; owned */
             size_t n;
         } worker_list;
+        struct {
+            rb_eng_batch_verb verb;
+            const char *bid;  /* OPEN, COMMIT, STATUS: borrowed (op->arg) */
+            rb_batch_def def; /* NEW: checked, borrowed from op->json */
+            char *out;        /* result: NEW and OPEN the bid, STATUS the
+                                 JSON text; owned */
+        } batch;
     } u;
 };
 
@@ -267,6 +285,9 @@ typedef struct rb_backend {
     void (*job_action)(rb_srv *srv, rb_eng_op *op);
     void (*bulk)(rb_srv *srv, rb_eng_op *op);
     void (*worker_list)(rb_srv *srv, rb_eng_op *op);
+    /* Faktory Enterprise batches; NULL where the backend has none (the op
+     * then fails with RB_BATCH_UNSUPPORTED, rb_eng_batch_check). */
+    void (*batch)(rb_srv *srv, rb_eng_op *op);
     /* Another try for c, parked in a FETCH (rb_eng_wake): hand it a ready
      * job of its queues (c->fetch_queues, which the backend takes while it
      * tries) or leave it waiting. False when the backend can tell that no
@@ -306,6 +327,11 @@ void rb_eng_op_park(rb_srv *srv, rb_eng_op *op);
  * refetch), in the order they started waiting. The one place a waiting
  * FETCH is woken, whichever backend holds the jobs. */
 void rb_eng_wake(rb_srv *srv, const char *const *queues, size_t n);
+
+/* The one place batches are refused where a backend has none: 0 when
+ * srv's backend keeps batches, else RB_EINVAL with err set to
+ * RB_BATCH_UNSUPPORTED (for BATCH, and for PUSH of a job with custom.bid). */
+int rb_eng_batch_check(const rb_srv *srv, rb_err *err);
 
 /* For a done function: false when op succeeded; true after replying the
  * error to op->c ("storage error: ..." for a store failure, the message

@@ -24,6 +24,15 @@ static const char *taken(rb_err *err, const char *jid)
     return rb_err_msg(err);
 }
 
+/* The error of a job whose batch (custom.bid) is unknown or expired. */
+static const char *no_batch(rb_err *err, const json_t *job)
+{
+    const char *bid = NULL;
+    rb_batch_member_bid(job, &bid, err);
+    rb_err_set(err, RB_ENOENT, "No such batch %s", bid ? bid : "");
+    return rb_err_msg(err);
+}
+
 /* PUSHB's invalid elements: msg[i] is element i's error, NULL when it is
  * valid. */
 typedef struct pushb_bad {
@@ -41,8 +50,8 @@ static void pushb_bad_free(void *p)
 
 /* PUSHB's reply: the error object, its keys in the order of the array: an
  * invalid element's message (bad, NULL when all are valid), or for a valid
- * one whose jid is taken "job J already exists" (status: one entry per
- * valid element). */
+ * one whose jid is taken "job J already exists", or whose batch is unknown
+ * "No such batch B" (status: one entry per valid element). */
 static void pushb_reply(rb_conn *c, json_t *arr, const pushb_bad *bad, const int *status)
 {
     json_t *errors = json_object();
@@ -53,8 +62,13 @@ static void pushb_reply(rb_conn *c, json_t *arr, const pushb_bad *bad, const int
         const char *jid = rb_cmd_pushb_key(json_array_get(arr, i), i, key);
         if (bad && bad->msg[i])
             json_object_set_new(errors, jid, json_string(bad->msg[i]));
-        else if (status[k++] == RB_EEXIST)
+        else if (status[k] == RB_EEXIST)
             json_object_set_new(errors, jid, json_string(taken(&err, jid)));
+        else if (status[k] == RB_ENOENT)
+            json_object_set_new(errors, jid,
+                                json_string(no_batch(&err, json_array_get(arr, i))));
+        if (!(bad && bad->msg[i]))
+            k++;
     }
     char *s = json_dumps(errors, JSON_COMPACT);
     rb_reply_bulk(c, s, strlen(s));
@@ -67,9 +81,11 @@ static void push_done(rb_srv *srv, rb_eng_op *op)
 {
     if (rb_eng_failed(srv, op))
         return;
+    rb_err err;
     if (op->u.push.status[0] == RB_EEXIST) {
-        rb_err err;
         rb_reply_err(op->c, "%s", taken(&err, rb_srv_json_str(op->u.push.jobs[0], "jid")));
+    } else if (op->u.push.status[0] == RB_ENOENT) {
+        rb_reply_err(op->c, "%s", no_batch(&err, op->u.push.jobs[0]));
     } else {
         rb_reply_ok(op->c);
     }

@@ -21,6 +21,7 @@ void rb_cmd_queue(rb_conn *c, char *arg);
 void rb_cmd_job(rb_conn *c, char *arg);
 void rb_cmd_jobs(rb_conn *c, char *arg);
 void rb_cmd_workers(rb_conn *c, char *arg);
+void rb_cmd_batch(rb_conn *c, char *arg);
 
 /* Parses arg as JSON of the given type (JSON_OBJECT, JSON_ARRAY, or -1 for
  * any). On failure replies an error naming verb and returns NULL. */

@@ -42,6 +42,7 @@ static const struct command {
     {"JOB", ARG_REQUIRED, rb_cmd_job},
     {"JOBS", ARG_REQUIRED, rb_cmd_jobs},
     {"WORKERS", ARG_REQUIRED, rb_cmd_workers},
+    {"BATCH", ARG_REQUIRED, rb_cmd_batch},
 };
 
 json_t *rb_cmd_json_arg(rb_conn *c, const char *verb, const char *arg, int want_type)

@@ -3,6 +3,8 @@
  * to quiet, finish the commit in progress, exit). */
 #include "server/server.h"
 
+#include "backend/mem/batch.h"
+
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -56,6 +58,8 @@ static int load_counter(void *arg, const char *name, int64_t value)
         srv->total_processed = value;
     else if (!strcmp(name, "total_failures"))
         srv->total_failures = value;
+    else if (!strcmp(name, "batch_callbacks"))
+        srv->batch_callbacks = value;
     return 0;
 }
 
@@ -66,6 +70,7 @@ static int load_meta(void *arg, const char *key, const char *value)
         rb_jobs_queue(&srv->jobs, key + 7, true)->paused = true;
     else
         rb_deps_load_meta(srv, key, value);
+    rb_mem_batch_load(srv, key, value);
     return 0;
 }
 
@@ -290,6 +295,7 @@ rb_srv *rb_srv_alloc(void)
     srv->metrics = rb_metrics_new();
     srv->backend = &rb_backend_mem;
     rb_jobs_init(&srv->jobs);
+    rb_mem_batches_init(srv);
     rb_deps_init(&srv->deps);
     rb_table_init(&srv->workers, offsetof(rb_worker, hnext), worker_key);
     rb_rng_seed_os(&srv->rng);
@@ -359,6 +365,8 @@ void rb_srv_free(rb_srv *srv)
     free_event(srv->flush_ev);
     free_event(srv->sigterm_ev);
     free_event(srv->sigint_ev);
+    free_event(srv->batch_ev);
+    srv->batch_ev = NULL;
     if (srv->base)
         event_base_free(srv->base);
     if (srv->store)
@@ -368,6 +376,7 @@ void rb_srv_free(rb_srv *srv)
     rb_tls_free(srv->tls);
     rb_config_release(&srv->cfg);
     rb_jobs_release(&srv->jobs);
+    rb_mem_batches_release(srv);
     rb_deps_release(&srv->deps);
     rb_table_each(&srv->workers, free_worker, NULL);
     rb_table_release(&srv->workers);

@@ -92,6 +92,10 @@ struct rb_srv {
     struct rb_pgmode *pgm;      /* distributed mode (backend/pg/mode.h), else NULL */
     const struct rb_backend *backend; /* the job engine's backend (engine/engine.h):
                                        * rb_backend_mem, or rb_backend_pg with pgm */
+    /* Single node: Faktory Enterprise batches by bid (backend/mem/batch.h) */
+    rb_table batches;
+    int64_t batch_callbacks;    /* callback jobs enqueued, all time (INFO) */
+    struct event *batch_ev;     /* the expiry sweep, armed with the first batch */
 };
 
 /* --- server.c: the in-memory server, without a listener or signals ---

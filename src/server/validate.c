@@ -80,6 +80,11 @@ int rb_job_validate(rb_srv *srv, json_t *job, rb_err *err)
     json_t *custom = json_object_get(job, "custom");
     if (custom && !json_is_null(custom) && !json_is_object(custom))
         return rb_err_set(err, RB_EINVAL, "job %s: custom must be an object", jid);
+    const char *bid;
+    if ((rc = rb_batch_member_bid(job, &bid, err)) || (bid && (rc = rb_eng_batch_check(srv, err)))) {
+        rb_err_prefix(err, "job %s", jid);
+        return rc;
+    }
     if (rb_dep_has(job)) { /* job dependencies (docs/workflows.md) */
         rb_dep_spec spec;
         if ((rc = rb_dep_parse(job, &spec, err))) {

@@ -117,6 +117,7 @@ Test(config, every_key_is_read_from_a_file, .init = in_tmpdir)
                   "url = \"postgres://u@h/db\"\n"
                   "[workflows]\n"
                   "succeeded_ttl = \"10m\"\n"
+                  "batch_retention = \"2h\"\n"
                   "[backoff]\n"
                   "default_backoff_seconds = [0.5, 3]\n"
                   "max_backoff_seconds = 30.5\n"
@@ -137,6 +138,7 @@ Test(config, every_key_is_read_from_a_file, .init = in_tmpdir)
     cr_assert_eq(cfg.server.reserve_for_s, 3600);
     cr_assert_eq(cfg.server.line_timeout_s, 120);
     cr_assert_eq(cfg.server.hello_timeout_s, 3);
+    cr_assert_eq(cfg.workflows.batch_retention_s, 7200);
     cr_assert_eq(cfg.server.dead_retention_s, 7 * 86400);
     cr_assert_not(cfg.server.metrics_public);
     cr_assert_str_eq(cfg.storage.url, "postgres://u@h/db");

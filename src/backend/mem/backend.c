@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/mem/batch.h"
 #include "common/buf.h"
 #include "common/timeutil.h"
 #include "server/log.h"
@@ -84,9 +85,16 @@ static void mem_push(rb_srv *srv, rb_eng_op *op)
         return;
     }
     size_t made = 0;
-    for (size_t i = 0; i < op->u.push.n; i++)
-        if (!(op->u.push.status[i] = rb_srv_push(srv, op->u.push.jobs[i])))
+    for (size_t i = 0; i < op->u.push.n; i++) {
+        const char *bid;
+        if ((op->u.push.status[i] = rb_mem_batch_check_push(srv, op->u.push.jobs[i], &bid)))
+            continue; /* no such batch */
+        if (!(op->u.push.status[i] = rb_srv_push(srv, op->u.push.jobs[i]))) {
             made++;
+            if (bid)
+                rb_mem_batch_pushed(srv, bid, op->now);
+        }
+    }
     if (!made) { /* every jid was taken: nothing to commit */
         op->applied = RB_ENG_NOT_APPLIED;
         rb_eng_complete(srv, op);
@@ -178,6 +186,7 @@ static void mem_ack(rb_srv *srv, rb_eng_op *op)
         return;
     }
     rb_metrics_job(srv->metrics, RB_M_PROCESSED, j);
+    rb_mem_batch_acked(srv, j, op->now);
     if (srv->deps.nodes.size) /* a job in a workflow: recorded, its children told */
         rb_deps_succeeded(srv, j, op->now);
     rb_srv_forget(srv, j);
@@ -242,6 +251,7 @@ static void mem_flush(rb_srv *srv, rb_eng_op *op)
     rb_deps_init(&srv->deps);
     srv->jobs.next_seq = seq;
     srv->total_processed = srv->total_failures = 0;
+    rb_mem_batches_flush(srv);
     rb_writer_clear(srv->writer);
     after_commit(srv, op);
 }
@@ -352,6 +362,7 @@ static void mem_info(rb_srv *srv, rb_eng_op *op)
         .queues = rb_xcalloc(nq, sizeof(rb_queue_size)),
         .rebound = group_commit_info(srv),
     };
+    json_object_set_new(f->rebound, "batches", rb_mem_batch_info(srv));
     rb_table_each(&srv->jobs.queues, info_queue, op);
     rb_eng_complete(srv, op);
 }
@@ -658,5 +669,6 @@ const rb_backend rb_backend_mem = {
     .job_action = mem_job_action,
     .bulk = mem_bulk,
     .worker_list = mem_worker_list,
+    .batch = rb_mem_batch,
     .refetch = rb_srv_refetch,
 };

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/mem/batch.h"
 #include "common/buf.h"
 #include "common/timeutil.h"
 #include "policy/failrec.h"
@@ -57,6 +58,7 @@ int rb_srv_fail_job(rb_srv *srv, rb_job *j, const rb_fail_input *in, int64_t now
     rb_failrec rec;
     rb_failrec_build(job, &fin, &pol, &d, &rec);
 
+    rb_mem_batch_failed(srv, j, !j->history, d.outcome != RB_OUTCOME_RETRY, now);
     free(j->wid);
     j->wid = NULL;
     if (d.outcome == RB_OUTCOME_DISCARD) {
@@ -95,6 +97,7 @@ int rb_srv_fail_job(rb_srv *srv, rb_job *j, const rb_fail_input *in, int64_t now
 
 void rb_srv_dep_kill(rb_srv *srv, rb_job *j, const char *parent, int64_t now)
 {
+    rb_mem_batch_failed(srv, j, !j->history, true, now); /* a batch member's death */
     json_t *job = json_loads(j->json, 0, NULL);
     if (!job) { /* cannot happen: the text came from json_dumps */
         rb_jobs_set_state(&srv->jobs, j, RB_JOB_DEAD,

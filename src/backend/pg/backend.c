@@ -517,5 +517,6 @@ const rb_backend rb_backend_pg = {
     .job_action = dist_job_action,
     .bulk = dist_bulk,
     .worker_list = dist_worker_list,
+    .batch = NULL, /* not yet: rb_eng_batch_check refuses BATCH */
     .refetch = rb_pgmode_refetch,
 };

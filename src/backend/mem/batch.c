@@ -1,0 +1,419 @@
+/* The single-node backend's batches: the table by bid, their rows in the
+ * store's meta table, BATCH's op, and the hooks PUSH, ACK and FAIL call.
+ * The rules themselves are engine/batch.c's. */
+#include "backend/mem/batch.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/buf.h"
+#include "common/timeutil.h"
+#include "server/log.h"
+#include "server/metrics.h"
+#include "server/srv.h"
+
+/* How often the expiry sweep runs. */
+#define SWEEP_MS 10000
+/* The deepest chain of parents followed (cycles cannot be made: a parent
+ * exists before its child; this only bounds the walk). */
+#define MAX_DEPTH 64
+
+static const char *batch_key(const void *e)
+{
+    return ((const rb_batch *)e)->bid;
+}
+
+void rb_mem_batches_init(rb_srv *srv)
+{
+    rb_table_init(&srv->batches, offsetof(rb_batch, hnext), batch_key);
+}
+
+static void free_batch(void *e, void *arg)
+{
+    (void)arg;
+    rb_batch_free(e);
+}
+
+void rb_mem_batches_release(rb_srv *srv)
+{
+    if (srv->batch_ev) {
+        event_free(srv->batch_ev);
+        srv->batch_ev = NULL;
+    }
+    rb_table_each(&srv->batches, free_batch, NULL);
+    rb_table_release(&srv->batches);
+}
+
+void rb_mem_batches_flush(rb_srv *srv)
+{
+    rb_table_each(&srv->batches, free_batch, NULL);
+    rb_table_release(&srv->batches);
+    rb_mem_batches_init(srv);
+    srv->batch_callbacks = 0;
+}
+
+/* b's row into the current commit (NULL text: deleted). */
+static void save(rb_srv *srv, const rb_batch *b, bool gone)
+{
+    rb_buf key;
+    rb_buf_init(&key);
+    rb_buf_printf(&key, RB_MEM_BATCH_KEY "%s", b->bid);
+    char *text = gone ? NULL : rb_batch_dump(b);
+    rb_writer_meta(srv->writer, rb_buf_str(&key), text);
+    free(text);
+    rb_buf_release(&key);
+}
+
+void rb_mem_batch_load(rb_srv *srv, const char *key, const char *value)
+{
+    if (strncmp(key, RB_MEM_BATCH_KEY, strlen(RB_MEM_BATCH_KEY)) != 0)
+        return;
+    rb_batch *b = value ? rb_batch_load(value) : NULL;
+    if (!b || rb_table_get(&srv->batches, b->bid)) {
+        rb_log(RB_LOG_WARN, "skipping unreadable stored batch '%s'", key);
+        rb_batch_free(b);
+        return;
+    }
+    rb_table_put(&srv->batches, b);
+}
+
+/* --- expiry --- */
+
+/* Whether an ancestor of b is still unfinished (b is then kept). */
+static bool ancestor_unfinished(rb_srv *srv, const rb_batch *b)
+{
+    for (int d = 0; b->parent_bid && d < MAX_DEPTH; d++) {
+        b = rb_table_get(&srv->batches, b->parent_bid);
+        if (!b)
+            return false;
+        if (!b->finished_ms)
+            return true;
+    }
+    return false;
+}
+
+static bool expired(rb_srv *srv, const rb_batch *b, int64_t now)
+{
+    if (!b->committed)
+        return now - b->created_ms >= RB_BATCH_UNCOMMITTED_TTL_MS;
+    return b->finished_ms &&
+           now - b->finished_ms >= srv->cfg.workflows.batch_retention_s * 1000 &&
+           !ancestor_unfinished(srv, b);
+}
+
+static void update(rb_srv *srv, rb_batch *b, rb_batch_event ev, int64_t now, int depth);
+
+/* Forgets b (freed): its row deleted, and its parent no longer waits for
+ * it. */
+static void drop(rb_srv *srv, rb_batch *b, int64_t now)
+{
+    rb_log(RB_LOG_INFO, "batch %s expired (%s)", b->bid,
+           b->committed ? "finished" : "never committed");
+    rb_table_del(&srv->batches, b);
+    save(srv, b, true);
+    rb_batch *p = b->parent_bid ? rb_table_get(&srv->batches, b->parent_bid) : NULL;
+    if (p) {
+        if (p->children > 0)
+            p->children--;
+        if (b->told_complete && p->children_complete > 0)
+            p->children_complete--;
+        if (b->told_success && p->children_success > 0)
+            p->children_success--;
+        update(srv, p, RB_BATCH_EV_NONE, now, 0);
+    }
+    rb_batch_free(b);
+}
+
+/* The batch bid while it lives (an expired one is dropped: NULL). */
+static rb_batch *find_live(rb_srv *srv, const char *bid, int64_t now)
+{
+    rb_batch *b = rb_table_get(&srv->batches, bid);
+    if (b && expired(srv, b, now)) {
+        drop(srv, b, now);
+        return NULL;
+    }
+    return b;
+}
+
+typedef struct sweep {
+    rb_srv *srv;
+    int64_t now;
+    char **bids;
+    size_t n, cap;
+} sweep;
+
+static void sweep_one(void *e, void *arg)
+{
+    rb_batch *b = e;
+    sweep *s = arg;
+    if (!expired(s->srv, b, s->now))
+        return;
+    if (s->n == s->cap) {
+        s->cap = s->cap ? 2 * s->cap : 16;
+        s->bids = rb_xrealloc(s->bids, s->cap * sizeof *s->bids);
+    }
+    s->bids[s->n++] = rb_xstrdup(b->bid);
+}
+
+static void on_sweep(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    rb_srv *srv = arg;
+    sweep s = {.srv = srv, .now = rb_now_ms()};
+    rb_table_each(&srv->batches, sweep_one, &s);
+    for (size_t i = 0; i < s.n; i++) {
+        find_live(srv, s.bids[i], s.now); /* drops it when still expired */
+        free(s.bids[i]);
+    }
+    free(s.bids);
+    if (s.n)
+        rb_srv_reply_after_commit(srv, NULL);
+}
+
+/* Starts the periodic sweep once the loop exists. */
+static void arm_sweep(rb_srv *srv)
+{
+    if (srv->batch_ev || !srv->base)
+        return;
+    srv->batch_ev = event_new(srv->base, -1, EV_PERSIST, on_sweep, srv);
+    struct timeval tv = {SWEEP_MS / 1000, (SWEEP_MS % 1000) * 1000};
+    event_add(srv->batch_ev, &tv);
+}
+
+/* --- callbacks and events --- */
+
+/* Enqueues b's callback k (rb_batch_apply moved it to "1"), in the current
+ * commit. A jid already taken by another job gets a fresh one. */
+static void enqueue_callback(rb_srv *srv, rb_batch *b, int k, int64_t now)
+{
+    json_t *job = b->cb[k] ? json_loads(b->cb[k], 0, NULL) : NULL;
+    if (!job) { /* cannot happen: the text was made by json_dumps */
+        rb_log(RB_LOG_ERROR, "batch %s: unreadable callback", b->bid);
+        return;
+    }
+    char *jid = rb_xstrdup(rb_srv_json_str(job, "jid") ? rb_srv_json_str(job, "jid") : "");
+    if (!*jid || rb_jobs_find(&srv->jobs, jid)) {
+        free(jid);
+        jid = rb_srv_new_jid(srv);
+        json_object_set_new(job, "jid", json_string(jid));
+    }
+    const char *created = rb_srv_json_str(job, "created_at");
+    if (!created || !*created) {
+        char ts[RB_TIME_STRLEN];
+        json_object_set_new(job, "created_at", json_string(rb_time_format(now, ts)));
+    }
+    json_object_del(job, "enqueued_at");
+    json_int_t prio = json_integer_value(json_object_get(job, "priority"));
+    json_int_t rs = json_integer_value(json_object_get(job, "reserve_for"));
+    const char *qname = rb_srv_json_str(job, "queue");
+    rb_queue *q = rb_jobs_queue(&srv->jobs, qname ? qname : "default", true);
+    rb_job *c = rb_job_new(jid, json_dumps(job, JSON_COMPACT), q,
+                           prio >= 1 && prio <= RB_PRIORITIES ? (int)prio : 5);
+    c->reserve_s = (int32_t)(rs > 0 ? rs : srv->cfg.server.reserve_for_s);
+    rb_jobs_add(&srv->jobs, c);
+    rb_srv_enqueue(srv, c, now, now);
+    rb_srv_persist(srv, c);
+    rb_metrics_job(srv->metrics, RB_M_PUSHED, c);
+    free(b->cb_jid[k]);
+    b->cb_jid[k] = jid;
+    srv->batch_callbacks++;
+    rb_writer_counter(srv->writer, "batch_callbacks", srv->batch_callbacks);
+    static const char *const names[RB_BATCH_CBS] = {"complete", "success", "death"};
+    rb_log(RB_LOG_INFO, "batch %s: %s callback %s enqueued", b->bid, names[k], jid);
+    json_decref(job);
+}
+
+/* Applies ev to b, enqueues the callbacks it fires, stores b, and tells
+ * its parent, in the current commit. */
+static void update(rb_srv *srv, rb_batch *b, rb_batch_event ev, int64_t now, int depth)
+{
+    unsigned act = rb_batch_apply(b, ev, now);
+    for (int k = 0; k < RB_BATCH_CBS; k++)
+        if (act & (1u << k))
+            enqueue_callback(srv, b, k, now);
+    save(srv, b, false);
+    if (!b->parent_bid || depth >= MAX_DEPTH)
+        return;
+    rb_batch *p = rb_table_get(&srv->batches, b->parent_bid);
+    if (!p)
+        return;
+    if (act & RB_BATCH_TELL_COMPLETE)
+        update(srv, p, RB_BATCH_EV_CHILD_COMPLETE, now, depth + 1);
+    if (act & RB_BATCH_TELL_SUCCESS)
+        update(srv, p, RB_BATCH_EV_CHILD_SUCCESS, now, depth + 1);
+}
+
+int rb_mem_batch_check_push(rb_srv *srv, const json_t *job, const char **bid)
+{
+    rb_err err = {0};
+    if (rb_batch_member_bid(job, bid, &err) || !*bid) /* a bad type: refused by validation */
+        return 0;
+    arm_sweep(srv);
+    return find_live(srv, *bid, rb_now_ms()) ? 0 : RB_ENOENT;
+}
+
+void rb_mem_batch_pushed(rb_srv *srv, const char *bid, int64_t now)
+{
+    rb_batch *b = rb_table_get(&srv->batches, bid);
+    if (b)
+        update(srv, b, RB_BATCH_EV_ADDED, now, 0);
+}
+
+/* The batch a job belongs to (custom.bid) or is a callback of (custom._bid),
+ * read from its JSON only when the text mentions one. */
+static rb_batch *batch_of(rb_srv *srv, const rb_job *j, bool *callback)
+{
+    if (!srv->batches.size || !strstr(j->json, "bid\""))
+        return NULL;
+    json_t *o = json_loads(j->json, 0, NULL);
+    json_t *custom = json_object_get(o, "custom");
+    const char *bid = json_string_value(json_object_get(custom, "bid"));
+    *callback = !bid;
+    if (!bid)
+        bid = json_string_value(json_object_get(custom, "_bid"));
+    rb_batch *b = bid ? rb_table_get(&srv->batches, bid) : NULL;
+    json_decref(o);
+    return b;
+}
+
+void rb_mem_batch_acked(rb_srv *srv, const rb_job *j, int64_t now)
+{
+    bool callback;
+    rb_batch *b = batch_of(srv, j, &callback);
+    if (!b)
+        return;
+    if (!callback) {
+        update(srv, b, j->history ? RB_BATCH_EV_ACKED_AFTER_FAIL : RB_BATCH_EV_ACKED, now, 0);
+        return;
+    }
+    static const rb_batch_event acked[RB_BATCH_CBS] = {
+        RB_BATCH_EV_CB_COMPLETE_ACKED, RB_BATCH_EV_CB_SUCCESS_ACKED, RB_BATCH_EV_CB_DEATH_ACKED};
+    int k = rb_batch_callback_of(b, j->jid);
+    if (k >= 0)
+        update(srv, b, acked[k], now, 0);
+}
+
+void rb_mem_batch_failed(rb_srv *srv, const rb_job *j, bool first_failure, bool died,
+                         int64_t now)
+{
+    bool callback;
+    rb_batch *b = batch_of(srv, j, &callback);
+    if (!b || callback) /* a failed callback stays "1" and retries by its policy */
+        return;
+    if (first_failure)
+        update(srv, b, RB_BATCH_EV_FIRST_FAIL, now, 0);
+    if (died)
+        update(srv, b, RB_BATCH_EV_DIED, now, 0);
+}
+
+/* --- BATCH --- */
+
+/* The writer's completion of a BATCH that changed something. */
+static void committed(void *arg, int status, const rb_err *err)
+{
+    rb_eng_op *op = arg;
+    rb_srv *srv = op->srv;
+    if (status) {
+        op->rc = status;
+        op->err = *err;
+        op->applied = RB_ENG_UNKNOWN;
+        rb_log(RB_LOG_ERROR, "commit failed: %s", rb_err_msg(err));
+    } else {
+        op->applied = RB_ENG_APPLIED;
+    }
+    rb_eng_complete(srv, op);
+    rb_eng_wake(srv, NULL, 0);
+    rb_srv_arm(srv);
+}
+
+/* "b-" and 14 letters or digits, unused. */
+static char *new_bid(rb_srv *srv)
+{
+    static const char alnum[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    char *bid = rb_xmalloc(17);
+    do {
+        bid[0] = 'b';
+        bid[1] = '-';
+        for (int i = 2; i < 16; i++)
+            bid[i] = alnum[rb_rng_next(&srv->rng) % (sizeof alnum - 1)];
+        bid[16] = '\0';
+    } while (rb_table_get(&srv->batches, bid));
+    return bid;
+}
+
+static void no_such(rb_eng_op *op, const char *bid)
+{
+    op->rc = rb_err_set(&op->err, RB_ENOENT, "No such batch %s", bid);
+    op->applied = RB_ENG_NOT_APPLIED;
+}
+
+void rb_mem_batch(rb_srv *srv, rb_eng_op *op)
+{
+    arm_sweep(srv);
+    int64_t now = op->now;
+    rb_batch *b = NULL;
+    if (op->u.batch.verb == RB_ENG_BATCH_NEW) {
+        const rb_batch_def *def = &op->u.batch.def;
+        rb_batch *p = def->parent_bid ? find_live(srv, def->parent_bid, now) : NULL;
+        if (def->parent_bid && !p) {
+            no_such(op, def->parent_bid);
+            rb_srv_reply_after_commit(srv, NULL); /* an expired parent's row goes */
+            rb_eng_complete(srv, op);
+            return;
+        }
+        char *bid = new_bid(srv);
+        b = rb_batch_new(bid, def, now);
+        rb_table_put(&srv->batches, b);
+        save(srv, b, false);
+        if (p)
+            update(srv, p, RB_BATCH_EV_CHILD_ADDED, now, 0);
+        op->u.batch.out = bid;
+        rb_writer_then(srv->writer, committed, op);
+        return;
+    }
+    b = find_live(srv, op->u.batch.bid, now);
+    if (!b) {
+        no_such(op, op->u.batch.bid);
+        rb_eng_complete(srv, op);
+        return;
+    }
+    switch (op->u.batch.verb) {
+    case RB_ENG_BATCH_OPEN:
+        op->u.batch.out = rb_xstrdup(b->bid);
+        rb_eng_complete(srv, op);
+        return;
+    case RB_ENG_BATCH_STATUS: {
+        json_t *st = rb_batch_status_json(b);
+        op->u.batch.out = json_dumps(st, JSON_COMPACT);
+        json_decref(st);
+        rb_eng_complete(srv, op);
+        return;
+    }
+    case RB_ENG_BATCH_COMMIT:
+        update(srv, b, RB_BATCH_EV_COMMIT, now, 0);
+        rb_writer_then(srv->writer, committed, op);
+        return;
+    case RB_ENG_BATCH_NEW:
+        break;
+    }
+}
+
+typedef struct count {
+    int64_t open;
+} count;
+
+static void count_open(void *e, void *arg)
+{
+    if (!((rb_batch *)e)->finished_ms)
+        ((count *)arg)->open++;
+}
+
+json_t *rb_mem_batch_info(rb_srv *srv)
+{
+    count n = {0};
+    rb_table_each(&srv->batches, count_open, &n);
+    return json_pack("{s:I, s:I, s:I}", "open", (json_int_t)n.open, "stored",
+                     (json_int_t)srv->batches.size, "callbacks",
+                     (json_int_t)srv->batch_callbacks);
+}

@@ -1,0 +1,50 @@
+/* The single-node backend's batches (engine/batch.h holds the rules): a
+ * table by bid in memory, each batch stored as one key of the store's meta
+ * table ("batch:<bid>", its rb_batch_dump text) written in the same commit
+ * as the ACK, FAIL, PUSH or COMMIT that changed it, and read back at
+ * start-up. Loop thread only. */
+#ifndef RB_BACKEND_MEM_BATCH_H
+#define RB_BACKEND_MEM_BATCH_H
+
+#include <stdbool.h>
+
+#include <jansson.h>
+
+typedef struct rb_srv rb_srv;
+typedef struct rb_eng_op rb_eng_op;
+struct rb_job;
+
+/* The meta key prefix of a stored batch. */
+#define RB_MEM_BATCH_KEY "batch:"
+
+/* Sets up srv->batches (rb_srv_alloc); frees them and the sweep's timer. */
+void rb_mem_batches_init(rb_srv *srv);
+void rb_mem_batches_release(rb_srv *srv);
+/* FLUSH: every batch forgotten (the store's clear drops their rows). */
+void rb_mem_batches_flush(rb_srv *srv);
+
+/* A stored meta key at start-up: a batch when key starts with
+ * RB_MEM_BATCH_KEY (an unreadable one is logged and skipped). */
+void rb_mem_batch_load(rb_srv *srv, const char *key, const char *value);
+
+/* PUSH: 0 when job names no batch or a live one (*bid then set, or NULL);
+ * RB_ENOENT when its custom.bid is unknown or expired (nothing changed). */
+int rb_mem_batch_check_push(rb_srv *srv, const json_t *job, const char **bid);
+/* A member of bid was pushed (after rb_mem_batch_check_push said it lives). */
+void rb_mem_batch_pushed(rb_srv *srv, const char *bid, int64_t now);
+/* A job is being ACKed (before it is deleted): a member counts, a callback
+ * becomes "2"; callbacks that then fire are enqueued. */
+void rb_mem_batch_acked(rb_srv *srv, const struct rb_job *j, int64_t now);
+/* A job's attempt failed (j as before the failure): first_failure when it
+ * had never failed, died when the failure killed (or discarded) it. */
+void rb_mem_batch_failed(rb_srv *srv, const struct rb_job *j, bool first_failure, bool died,
+                         int64_t now);
+
+/* The backend's RB_ENG_BATCH (rb_backend_mem.batch). */
+void rb_mem_batch(rb_srv *srv, rb_eng_op *op);
+
+/* INFO's "batches" object under "rebound": open (not finished) and
+ * callbacks (enqueued, all time). New reference. */
+json_t *rb_mem_batch_info(rb_srv *srv);
+
+#endif
