@@ -27,5 +27,5 @@ RBH_SERVER_TEST(pg_batch, batch_commands_and_members_are_refused_and_change_noth
                          "PUSH {\"jid\":\"member-0001\",\"jobtype\":\"m\",\"args\":[],"
                          "\"custom\":{\"bid\":\"b-0000000000000\"}}"));
     cr_assert(rbh_expect(c, "$-1", "JOB {\"jid\":\"member-0001\"}"));
-    cr_assert_eq(rbh_info_int(c, "faktory.queues.default"), 0);
+    cr_assert_eq(rbh_info_int(c, "faktory.total_enqueued"), 0);
 }
