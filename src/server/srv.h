@@ -164,6 +164,10 @@ void rb_srv_enqueue(rb_srv *srv, rb_job *j, int64_t at_ms, int64_t now);
  * for c, waiting in a FETCH (replied after its commit); false when no job
  * is ready in any queue (waking the others is pointless). */
 bool rb_srv_refetch(rb_srv *srv, rb_conn *c);
+/* The single node's end of an op that changed something (backend.c, and
+ * batch.c's BATCH): completes op once everything submitted so far is on
+ * disk (or with the commit's error, applied unknown). */
+void rb_mem_after_commit(rb_srv *srv, rb_eng_op *op);
 /* Re-arms the timer for the earliest deadline. */
 void rb_srv_arm(rb_srv *srv);
 /* Reserves the first ready job of the given queues (in their order; paused

@@ -8,37 +8,15 @@
 "use strict";
 
 const faktory = require("faktory-worker");
+const tap = require("./tap");
+const { check } = tap;
+const until = (what, fn) => tap.until(what, fn, DEADLINE_MS);
 
 const N_DEFAULT = 6; // jobs pushed one by one into "default"
 const N_OTHER = 4; // jobs pushed with PUSHB into "other"
 const FLAKY_RETRIES = 2; // from the config the script writes
 const FLAKY_MIN_GAP_MS = 1000; // the config's delay before each retry
 const DEADLINE_MS = 60000;
-
-let passed = 0;
-let failed = 0;
-function check(ok, what) {
-  if (ok) {
-    passed++;
-    console.log(`ok - ${what}`);
-  } else {
-    failed++;
-    console.log(`not ok - ${what}`);
-  }
-}
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-// Polls fn() until it returns a truthy value; fails after DEADLINE_MS.
-async function until(what, fn) {
-  const start = Date.now();
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() - start > DEADLINE_MS) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
-}
 
 async function main() {
   if (!process.env.FAKTORY_URL) throw new Error("FAKTORY_URL is not set");
@@ -124,20 +102,4 @@ async function main() {
   return okJids;
 }
 
-const timer = setTimeout(() => {
-  console.log("not ok - interop test did not finish in time");
-  process.exit(1);
-}, DEADLINE_MS * 2);
-
-main()
-  .then(() => {
-    clearTimeout(timer);
-    console.log(`interop: ${passed} passed, ${failed} failed`);
-    process.exit(failed ? 1 : 0);
-  })
-  .catch((e) => {
-    clearTimeout(timer);
-    console.log(`not ok - ${e && e.stack ? e.stack : e}`);
-    console.log(`interop: ${passed} passed, ${failed + 1} failed`);
-    process.exit(1);
-  });
+tap.run("interop", main, DEADLINE_MS * 2);

@@ -11,30 +11,13 @@
 const fs = require("fs");
 const tls = require("tls");
 const faktory = require("faktory-worker");
+const tap = require("./tap");
+const { check } = tap;
+const until = (what, fn) => tap.until(what, fn, DEADLINE_MS);
 
 const N = 12; // jobs pushed one by one
 const NB = 5; // jobs pushed with PUSHB
 const DEADLINE_MS = 30000;
-
-let passed = 0;
-let failed = 0;
-function check(ok, what) {
-  if (ok) passed++;
-  else failed++;
-  console.log(`${ok ? "ok" : "not ok"} - ${what}`);
-}
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-async function until(what, fn) {
-  const start = Date.now();
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() - start > DEADLINE_MS) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
-}
 
 // Opens a raw TLS socket with the given options; resolves with the first
 // line the server sends, or rejects with the TLS error.
@@ -112,19 +95,4 @@ async function main() {
   await client.close();
 }
 
-const timer = setTimeout(() => {
-  console.log("not ok - tls interop test did not finish in time");
-  process.exit(1);
-}, DEADLINE_MS * 2);
-
-main()
-  .then(() => {
-    clearTimeout(timer);
-    console.log(`tls interop: ${passed} passed, ${failed} failed`);
-    process.exit(failed ? 1 : 0);
-  })
-  .catch((e) => {
-    clearTimeout(timer);
-    console.log(`not ok - ${e && e.stack ? e.stack : e}`);
-    process.exit(1);
-  });
+tap.run("tls interop", main, DEADLINE_MS * 2);

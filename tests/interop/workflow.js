@@ -9,29 +9,11 @@
 "use strict";
 
 const faktory = require("faktory-worker");
+const tap = require("./tap");
+const { check } = tap;
+const until = (what, fn) => tap.until(what, fn, DEADLINE_MS);
 
 const DEADLINE_MS = 60000;
-let passed = 0;
-let failed = 0;
-function check(ok, what) {
-  if (ok) {
-    passed++;
-    console.log(`ok - ${what}`);
-  } else {
-    failed++;
-    console.log(`not ok - ${what}`);
-  }
-}
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-async function until(what, fn) {
-  const start = Date.now();
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() - start > DEADLINE_MS) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
-}
 
 // JOB is Rebound's (the stock client has no method for it): its JSON, or null.
 async function jobState(client, jid) {
@@ -101,20 +83,4 @@ async function main() {
   await client.close();
 }
 
-const timer = setTimeout(() => {
-  console.log("not ok - workflow interop test did not finish in time");
-  process.exit(1);
-}, DEADLINE_MS * 2);
-
-main()
-  .then(() => {
-    clearTimeout(timer);
-    console.log(`workflow interop: ${passed} passed, ${failed} failed`);
-    process.exit(failed ? 1 : 0);
-  })
-  .catch((e) => {
-    clearTimeout(timer);
-    console.log(`not ok - ${e && e.stack ? e.stack : e}`);
-    console.log(`workflow interop: ${passed} passed, ${failed + 1} failed`);
-    process.exit(1);
-  });
+tap.run("workflow interop", main, DEADLINE_MS * 2);

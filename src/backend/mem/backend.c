@@ -37,8 +37,7 @@ static void committed(void *arg, int status, const rb_err *err)
     rb_srv_arm(srv);
 }
 
-/* Completes op after everything submitted so far is durable. */
-static void after_commit(rb_srv *srv, rb_eng_op *op)
+void rb_mem_after_commit(rb_srv *srv, rb_eng_op *op)
 {
     rb_writer_then(srv->writer, committed, op);
 }
@@ -142,7 +141,7 @@ static void decided(rb_srv *srv, rb_eng_op *op, rb_job_status status)
 static void changed(rb_srv *srv, rb_eng_op *op)
 {
     op->u.job.status = RB_JOB_DONE;
-    after_commit(srv, op);
+    rb_mem_after_commit(srv, op);
 }
 
 /* The job a job op names, or NULL after completing op: there is no such
@@ -253,7 +252,7 @@ static void mem_flush(rb_srv *srv, rb_eng_op *op)
     srv->total_processed = srv->total_failures = 0;
     rb_mem_batches_flush(srv);
     rb_writer_clear(srv->writer);
-    after_commit(srv, op);
+    rb_mem_after_commit(srv, op);
 }
 
 /* MUTATE's cmd applied to one job of its target; j may be freed. */
@@ -305,7 +304,7 @@ static void mem_mutate(rb_srv *srv, rb_eng_op *op)
         }
     }
     op->u.mutate.changed = changed;
-    after_commit(srv, op);
+    rb_mem_after_commit(srv, op);
     rb_eng_wake(srv, NULL, 0);
 }
 
@@ -423,7 +422,7 @@ static void mem_queue(rb_srv *srv, rb_eng_op *op)
             op->u.queue.latency[i] = rb_queue_latency_s(q, op->now);
         }
     }
-    after_commit(srv, op);
+    rb_mem_after_commit(srv, op);
     rb_eng_wake(srv, NULL, 0);
 }
 
@@ -603,7 +602,7 @@ static void mem_job_action(rb_srv *srv, rb_eng_op *op)
     mutate_one(srv, op->u.job_action.cmd, j, op->now);
     j = rb_jobs_find(&srv->jobs, jid);
     op->u.job_action.state = j ? (int)j->state : 0;
-    after_commit(srv, op);
+    rb_mem_after_commit(srv, op);
     rb_eng_wake(srv, NULL, 0);
 }
 
@@ -632,7 +631,7 @@ static void mem_bulk(rb_srv *srv, rb_eng_op *op)
             bulk_one(srv, op, rb_job_of_link(e));
         }
     }
-    after_commit(srv, op);
+    rb_mem_after_commit(srv, op);
     rb_eng_wake(srv, NULL, 0);
 }
 

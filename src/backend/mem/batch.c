@@ -309,24 +309,6 @@ void rb_mem_batch_failed(rb_srv *srv, const rb_job *j, bool first_failure, bool 
 
 /* --- BATCH --- */
 
-/* The writer's completion of a BATCH that changed something. */
-static void committed(void *arg, int status, const rb_err *err)
-{
-    rb_eng_op *op = arg;
-    rb_srv *srv = op->srv;
-    if (status) {
-        op->rc = status;
-        op->err = *err;
-        op->applied = RB_ENG_UNKNOWN;
-        rb_log(RB_LOG_ERROR, "commit failed: %s", rb_err_msg(err));
-    } else {
-        op->applied = RB_ENG_APPLIED;
-    }
-    rb_eng_complete(srv, op);
-    rb_eng_wake(srv, NULL, 0);
-    rb_srv_arm(srv);
-}
-
 /* "b-" and 14 letters or digits, unused. */
 static char *new_bid(rb_srv *srv)
 {
@@ -369,7 +351,7 @@ void rb_mem_batch(rb_srv *srv, rb_eng_op *op)
         if (p)
             update(srv, p, RB_BATCH_EV_CHILD_ADDED, now, 0);
         op->u.batch.out = bid;
-        rb_writer_then(srv->writer, committed, op);
+        rb_mem_after_commit(srv, op);
         return;
     }
     b = find_live(srv, op->u.batch.bid, now);
@@ -392,7 +374,7 @@ void rb_mem_batch(rb_srv *srv, rb_eng_op *op)
     }
     case RB_ENG_BATCH_COMMIT:
         update(srv, b, RB_BATCH_EV_COMMIT, now, 0);
-        rb_writer_then(srv->writer, committed, op);
+        rb_mem_after_commit(srv, op);
         return;
     case RB_ENG_BATCH_NEW:
         break;
