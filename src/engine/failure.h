@@ -12,6 +12,7 @@
 
 #include "common/error.h"
 #include "config/config.h"
+#include "policy/failrec.h"
 #include "policy/policy.h"
 #include "policy/rng.h"
 
@@ -34,5 +35,16 @@ typedef struct rb_fail_input {
 int rb_fail_decide(const rb_config *cfg, const json_t *job, const rb_fail_input *in,
                    int64_t attempts, int64_t first_ms, int64_t now, rb_rng *rng, rb_policy *pol,
                    rb_decision *d, rb_err *perr);
+
+/* A job dying because a job it depends on failed (docs/workflows.md, "When
+ * a parent dies"), as both backends record it: its effective policy (the
+ * default when it no longer resolves) into *pol, the decision (its catch
+ * job when the policy names one, else dead; reason dependency) into *d,
+ * and the failure record (errtype DependencyFailed, a message naming
+ * parent) built into *rec, job's `failure` hash set. attempt and history
+ * are the job's. Release pol and rec. */
+void rb_fail_dependency(const rb_config *cfg, json_t *job, const char *parent, int64_t attempt,
+                        const char *history, int64_t now, rb_policy *pol, rb_decision *d,
+                        rb_failrec *rec);
 
 #endif

@@ -106,17 +106,9 @@ void rb_srv_dep_kill(rb_srv *srv, rb_job *j, const char *parent, int64_t now)
         return;
     }
     rb_policy pol;
-    rb_policy_layer layer;
-    if (rb_config_effective_policy(&srv->cfg, job, &pol, &layer, NULL))
-        rb_policy_default(&pol);
-    rb_decision d = {.outcome = pol.catch_jobtype ? RB_OUTCOME_CATCH : RB_OUTCOME_DEAD,
-                     .reason = RB_REASON_DEPENDENCY};
-    char msg[320];
-    snprintf(msg, sizeof msg, "job %s it depends on failed", parent ? parent : "?");
-    rb_failrec_input fin = {.attempt = j->attempts, .history = j->history,
-                            .errtype = "DependencyFailed", .message = msg, .now = now};
+    rb_decision d;
     rb_failrec rec;
-    rb_failrec_build(job, &fin, &pol, &d, &rec);
+    rb_fail_dependency(&srv->cfg, job, parent, j->attempts, j->history, now, &pol, &d, &rec);
     char *text = json_dumps(job, JSON_COMPACT);
     char *htext = json_dumps(rec.history, JSON_COMPACT);
     if (text) {
@@ -128,7 +120,8 @@ void rb_srv_dep_kill(rb_srv *srv, rb_job *j, const char *parent, int64_t now)
     rb_metrics_job(srv->metrics, RB_M_DEAD, j);
     if (d.outcome == RB_OUTCOME_CATCH)
         spawn_catch(srv, j, job, &pol, &rec, now);
-    rb_log(RB_LOG_INFO, "job %s is dead: dependency (%s)", j->jid, msg);
+    rb_log(RB_LOG_INFO, "job %s is dead: dependency (job %s it depends on failed)", j->jid,
+           parent ? parent : "?");
     rb_jobs_set_state(&srv->jobs, j, RB_JOB_DEAD, now + srv->cfg.server.dead_retention_s * 1000);
     rb_srv_persist(srv, j);
     rb_failrec_release(&rec);

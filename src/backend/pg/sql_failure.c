@@ -85,17 +85,9 @@ int fail_dependency(rb_pg *pg, const locked_row *row, const char *parent, int64_
     const char *jobtype = json_string_value(json_object_get(job, "jobtype"));
     snprintf(out->jobtype, sizeof out->jobtype, "%s", jobtype ? jobtype : "");
     rb_policy pol;
-    rb_policy_layer layer;
-    if (rb_config_effective_policy(sql_cfg(pg), job, &pol, &layer, NULL))
-        rb_policy_default(&pol);
-    out->d = (rb_decision){.outcome = pol.catch_jobtype ? RB_OUTCOME_CATCH : RB_OUTCOME_DEAD,
-                           .reason = RB_REASON_DEPENDENCY};
-    char msg[320];
-    snprintf(msg, sizeof msg, "job %s it depends on failed", parent ? parent : "?");
-    rb_failrec_input fin = {.attempt = row->attempts, .history = row->history,
-                            .errtype = "DependencyFailed", .message = msg, .now = now};
     rb_failrec rec;
-    rb_failrec_build(job, &fin, &pol, &out->d, &rec);
+    rb_fail_dependency(sql_cfg(pg), job, parent, row->attempts, row->history, now, &pol, &out->d,
+                       &rec);
     out->json = json_dumps(job, JSON_COMPACT);
     out->history = json_dumps(rec.history, JSON_COMPACT);
     if (out->d.outcome == RB_OUTCOME_CATCH)
