@@ -4,7 +4,8 @@
 # free port in a temp dir.
 #  1. tests/interop/interop.js as producer and worker, with a password and a
 #     retry policy set in the config, then tests/interop/workflow.js (job
-#     dependencies sent in custom.depends_on);
+#     dependencies sent in custom.depends_on) and tests/interop/batch.js
+#     (BATCH through the client's generic send, members by custom.bid);
 #  2. the README quick start: examples/rebound.toml, examples/worker.js and the
 #     CLI, until the flaky job is dead.
 # Env: REBOUND_BIN (the binary), REBOUND_TOP (the checkout). Exit 0 = pass.
@@ -76,10 +77,12 @@ FAKTORY_URL="tcp://:$password@127.0.0.1:$port" node "$dir/interop.js" || status=
 if [ "$status" -ne 0 ]; then
   echo "interop: failed; server log:"; tail -n 40 "$tmp/interop.log"; exit "$status"
 fi
-FAKTORY_URL="tcp://:$password@127.0.0.1:$port" node "$dir/workflow.js" || status=$?
-if [ "$status" -ne 0 ]; then
-  echo "interop: workflow failed; server log:"; tail -n 40 "$tmp/interop.log"; exit "$status"
-fi
+for script in workflow batch; do
+  FAKTORY_URL="tcp://:$password@127.0.0.1:$port" node "$dir/$script.js" || status=$?
+  if [ "$status" -ne 0 ]; then
+    echo "interop: $script failed; server log:"; tail -n 40 "$tmp/interop.log"; exit "$status"
+  fi
+done
 stop_server
 
 # --- 2. the README quick start ------------------------------------------------
