@@ -21,7 +21,8 @@
     X(ECONN, "connection error")                          \
     X(EPROTO, "protocol error")                           \
     X(ETIMEDOUT, "timed out")                             \
-    X(EVERSION, "unsupported version")
+    X(EVERSION, "unsupported version")                    \
+    X(ENOTUNIQUE, "not unique")
 
 enum rb_errno {
     RB_OK = 0,

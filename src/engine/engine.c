@@ -206,6 +206,31 @@ int rb_eng_batch_check(const rb_srv *srv, rb_err *err)
     return rb_err_set(err, RB_EINVAL, "%s", RB_BATCH_UNSUPPORTED);
 }
 
+int rb_eng_unique_check(const rb_srv *srv, json_t *job, int64_t now, rb_err *err)
+{
+    if (!rb_unique_or_expiring(job))
+        return 0;
+    const char *jid = json_string_value(json_object_get(job, "jid"));
+    rb_unique_spec spec;
+    int rc;
+    if ((rc = rb_unique_parse(job, &spec, err)))
+        goto bad;
+    json_t *c = json_object_get(job, "custom");
+    bool expiring = json_object_get(c, "expires_at") || json_object_get(c, "expires_in");
+    /* refused whole, as batches are (the message alone, no "job J") */
+    if (!srv->backend->unique_jobs && (spec.on || json_object_get(c, "unique_until")))
+        return rb_err_set(err, RB_EINVAL, "%s", RB_UNIQUE_UNSUPPORTED);
+    if (!srv->backend->unique_jobs && expiring)
+        return rb_err_set(err, RB_EINVAL, "%s", RB_EXPIRING_UNSUPPORTED);
+    int64_t ms;
+    if ((rc = rb_expiry_prepare(job, now, &ms, err)))
+        goto bad;
+    return 0;
+bad:
+    rb_err_prefix(err, "job %s", jid ? jid : "?");
+    return rc;
+}
+
 void rb_eng_op_finish(rb_srv *srv, rb_eng_op *op)
 {
     (void)srv;

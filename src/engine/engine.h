@@ -35,6 +35,7 @@
 #include "engine/job_state.h"
 #include "engine/mutation.h"
 #include "engine/reads.h"
+#include "engine/unique.h"
 
 typedef struct rb_srv rb_srv;
 typedef struct rb_conn rb_conn;
@@ -161,8 +162,10 @@ struct rb_eng_op {
              * defaults (queue, created_at) */
             json_t **jobs;
             size_t n;
-            /* Result, owned, n entries: 0 (pushed) or RB_EEXIST (the jid
-             * is taken, by a job or an earlier one of jobs). */
+            /* Result, owned, n entries: 0 (pushed), RB_EEXIST (the jid
+             * is taken, by a job or an earlier one of jobs), RB_ENOENT (its
+             * batch is unknown) or RB_ENOTUNIQUE (another job holds its
+             * unique lock, engine/unique.h). */
             int *status;
         } push;
         /* FETCH (the first try; a connection that then waits is woken by
@@ -288,6 +291,10 @@ typedef struct rb_backend {
     /* Faktory Enterprise batches; NULL where the backend has none (the op
      * then fails with RB_BATCH_UNSUPPORTED, rb_eng_batch_check). */
     void (*batch)(rb_srv *srv, rb_eng_op *op);
+    /* Whether the backend keeps unique locks and drops expired jobs
+     * (engine/unique.h); false: a PUSH naming them is refused
+     * (rb_eng_unique_check). */
+    bool unique_jobs;
     /* Another try for c, parked in a FETCH (rb_eng_wake): hand it a ready
      * job of its queues (c->fetch_queues, which the backend takes while it
      * tries) or leave it waiting. False when the backend can tell that no
@@ -332,6 +339,14 @@ void rb_eng_wake(rb_srv *srv, const char *const *queues, size_t n);
  * srv's backend keeps batches, else RB_EINVAL with err set to
  * RB_BATCH_UNSUPPORTED (for BATCH, and for PUSH of a job with custom.bid). */
 int rb_eng_batch_check(const rb_srv *srv, rb_err *err);
+
+/* The one place unique and expiring jobs are checked at PUSH, for every
+ * backend: job's custom.unique_for/unique_until/expires_at/expires_in read
+ * (engine/unique.h), expires_in turned into expires_at (now: the push's
+ * time), and refused with RB_UNIQUE_UNSUPPORTED / RB_EXPIRING_UNSUPPORTED
+ * where srv's backend keeps neither. 0, or RB_EINVAL with err "job J: ..."
+ * and job unchanged. */
+int rb_eng_unique_check(const rb_srv *srv, json_t *job, int64_t now, rb_err *err);
 
 /* For a done function: false when op succeeded; true after replying the
  * error to op->c ("storage error: ..." for a store failure, the message

@@ -64,6 +64,9 @@ static void pushb_reply(rb_conn *c, json_t *arr, const pushb_bad *bad, const int
             json_object_set_new(errors, jid, json_string(bad->msg[i]));
         else if (status[k] == RB_EEXIST)
             json_object_set_new(errors, jid, json_string(taken(&err, jid)));
+        else if (status[k] == RB_ENOTUNIQUE) /* Faktory's coded error as text */
+            json_object_set_new(errors, jid,
+                                json_string(RB_NOTUNIQUE_CODE " " RB_NOTUNIQUE_MSG));
         else if (status[k] == RB_ENOENT)
             json_object_set_new(errors, jid,
                                 json_string(no_batch(&err, json_array_get(arr, i))));
@@ -86,6 +89,8 @@ static void push_done(rb_srv *srv, rb_eng_op *op)
         rb_reply_err(op->c, "%s", taken(&err, rb_srv_json_str(op->u.push.jobs[0], "jid")));
     } else if (op->u.push.status[0] == RB_ENOENT) {
         rb_reply_err(op->c, "%s", no_batch(&err, op->u.push.jobs[0]));
+    } else if (op->u.push.status[0] == RB_ENOTUNIQUE) {
+        rb_reply_err_code(op->c, RB_NOTUNIQUE_CODE, RB_NOTUNIQUE_MSG);
     } else {
         rb_reply_ok(op->c);
     }

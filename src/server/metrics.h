@@ -23,6 +23,7 @@ typedef enum rb_metric_event {
     RB_M_RETRIED,   /* ... and the policy scheduled a retry */
     RB_M_DEAD,      /* ... and the job is dead (exhausted, non-retryable, caught) */
     RB_M_DISCARDED, /* ... and the job was discarded */
+    RB_M_EXPIRED,   /* dropped unrun: its custom.expires_at passed (engine/unique.h) */
     RB_M_EVENTS
 } rb_metric_event;
 

@@ -56,6 +56,7 @@ static void counters(const rb_metrics *m, rb_buf *out)
         {"rebound_jobs_retried_total", "failures followed by a scheduled retry"},
         {"rebound_jobs_dead_total", "failures after which the job is dead"},
         {"rebound_jobs_discarded_total", "failures after which the job was discarded"},
+        {"rebound_jobs_expired_total", "jobs dropped unrun because their expires_at passed"},
     };
     collect c = {rb_xcalloc(m->series.size + 1, sizeof *c.v), 0};
     rb_table_each(&m->series, collect_series, &c);

@@ -71,6 +71,15 @@ void rb_reply_err(rb_conn *c, const char *fmt, ...)
     rb_conn_flush(c);
 }
 
+void rb_reply_err_code(rb_conn *c, const char *code, const char *msg)
+{
+    struct evbuffer *o = out(c);
+    if (!o)
+        return;
+    evbuffer_add_printf(o, "-%s %s\r\n", code, msg);
+    rb_conn_flush(c);
+}
+
 void rb_reply_json(rb_conn *c, json_t *v)
 {
     char *s = json_dumps(v, JSON_COMPACT);

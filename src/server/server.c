@@ -4,6 +4,7 @@
 #include "server/server.h"
 
 #include "backend/mem/batch.h"
+#include "backend/mem/unique.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -60,6 +61,8 @@ static int load_counter(void *arg, const char *name, int64_t value)
         srv->total_failures = value;
     else if (!strcmp(name, "batch_callbacks"))
         srv->batch_callbacks = value;
+    else
+        rb_mem_unique_load_counter(srv, name, value);
     return 0;
 }
 
@@ -71,6 +74,7 @@ static int load_meta(void *arg, const char *key, const char *value)
     else
         rb_deps_load_meta(srv, key, value);
     rb_mem_batch_load(srv, key, value);
+    rb_mem_unique_load(srv, key, value);
     return 0;
 }
 
@@ -296,6 +300,7 @@ rb_srv *rb_srv_alloc(void)
     srv->backend = &rb_backend_mem;
     rb_jobs_init(&srv->jobs);
     rb_mem_batches_init(srv);
+    rb_mem_unique_init(srv);
     rb_deps_init(&srv->deps);
     rb_table_init(&srv->workers, offsetof(rb_worker, hnext), worker_key);
     rb_rng_seed_os(&srv->rng);
@@ -317,6 +322,7 @@ int rb_srv_recover(rb_srv *srv, rb_store *store, rb_err *err)
         return err ? err->code : RB_EIO;
     rb_writer_observe(srv->writer, rb_metrics_commit, srv->metrics);
     rb_deps_rebuild(srv); /* the waiting and blocked jobs' edges */
+    rb_mem_unique_rebuild(srv); /* unique locks whose holder is gone, expiring jobs */
     return 0;
 }
 
@@ -377,6 +383,7 @@ void rb_srv_free(rb_srv *srv)
     rb_config_release(&srv->cfg);
     rb_jobs_release(&srv->jobs);
     rb_mem_batches_release(srv);
+    rb_mem_unique_release(srv);
     rb_deps_release(&srv->deps);
     rb_table_each(&srv->workers, free_worker, NULL);
     rb_table_release(&srv->workers);

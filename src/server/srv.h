@@ -37,6 +37,7 @@ typedef struct rb_worker {
 enum { RB_WORKER_QUIET = 1, RB_WORKER_TERMINATE = 2 };
 
 typedef struct rb_srv rb_srv;
+typedef struct rb_mem_unique rb_mem_unique; /* backend/mem/unique.h */
 
 /* One client connection. Commands run one at a time: while `busy` (a reply
  * waits for a commit, or a FETCH waits for work) further lines stay
@@ -96,6 +97,7 @@ struct rb_srv {
     rb_table batches;
     int64_t batch_callbacks;    /* callback jobs enqueued, all time (INFO) */
     struct event *batch_ev;     /* the expiry sweep, armed with the first batch */
+    rb_mem_unique *unique;      /* single node: unique locks, expiring jobs (backend/mem/unique.h) */
 };
 
 /* --- server.c: the in-memory server, without a listener or signals ---
@@ -122,6 +124,9 @@ void rb_reply_bulk(rb_conn *c, const char *data, size_t len);
 void rb_reply_null(rb_conn *c);
 /* "-ERR <message>"; CR/LF in the message become spaces. */
 void rb_reply_err(rb_conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* An error reply with its own code instead of ERR: "-CODE msg" (Faktory's
+ * coded errors, e.g. "-NOTUNIQUE Job not unique"). */
+void rb_reply_err_code(rb_conn *c, const char *code, const char *msg);
 /* Replies a JSON value as a bulk string; takes over v. */
 void rb_reply_json(rb_conn *c, json_t *v);
 

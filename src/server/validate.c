@@ -85,6 +85,8 @@ int rb_job_validate(rb_srv *srv, json_t *job, rb_err *err)
         rb_err_prefix(err, "job %s", jid);
         return rc;
     }
+    if ((rc = rb_eng_unique_check(srv, job, rb_now_ms(), err))) /* engine/unique.h */
+        return rc;
     if (rb_dep_has(job)) { /* job dependencies (docs/workflows.md) */
         rb_dep_spec spec;
         if ((rc = rb_dep_parse(job, &spec, err))) {

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "backend/mem/batch.h"
+#include "backend/mem/unique.h"
 #include "common/buf.h"
 #include "common/timeutil.h"
 #include "server/log.h"
@@ -61,6 +62,7 @@ static void push_committed(void *arg, int status, const rb_err *err)
         if (status) {
             if (srv->deps.nodes.size)
                 rb_deps_drop(srv, j->jid);
+            rb_mem_unique_gone(srv, j);
             rb_jobs_delete(&srv->jobs, j);
         } else if (srv->deps.nodes.size && rb_deps_pending_waits(srv, j)) {
             rb_deps_pending_commit(srv, j, now); /* waiting for its parents */
@@ -86,10 +88,15 @@ static void mem_push(rb_srv *srv, rb_eng_op *op)
     size_t made = 0;
     for (size_t i = 0; i < op->u.push.n; i++) {
         const char *bid;
+        /* uniqueness first: a unique job's own jid again is NOTUNIQUE */
+        if ((op->u.push.status[i] = rb_mem_unique_check(srv, op->u.push.jobs[i], op->now)))
+            continue;
         if ((op->u.push.status[i] = rb_mem_batch_check_push(srv, op->u.push.jobs[i], &bid)))
             continue; /* no such batch */
         if (!(op->u.push.status[i] = rb_srv_push(srv, op->u.push.jobs[i]))) {
             made++;
+            rb_mem_unique_pushed(srv, rb_jobs_find(&srv->jobs, rb_srv_json_str(op->u.push.jobs[i], "jid")),
+                                 op->u.push.jobs[i], op->now);
             if (bid)
                 rb_mem_batch_pushed(srv, bid, op->now);
         }
@@ -251,6 +258,7 @@ static void mem_flush(rb_srv *srv, rb_eng_op *op)
     srv->jobs.next_seq = seq;
     srv->total_processed = srv->total_failures = 0;
     rb_mem_batches_flush(srv);
+    rb_mem_unique_flush(srv);
     rb_writer_clear(srv->writer);
     rb_mem_after_commit(srv, op);
 }
@@ -268,6 +276,7 @@ static void mutate_one(rb_srv *srv, const char *cmd, rb_job *j, int64_t now)
         rb_jobs_set_state(&srv->jobs, j, RB_JOB_DEAD,
                           now + srv->cfg.server.dead_retention_s * 1000);
         rb_srv_persist(srv, j);
+        rb_mem_unique_died(srv, j);
         rb_deps_died(srv, j, now);
         return;
     }
@@ -362,6 +371,7 @@ static void mem_info(rb_srv *srv, rb_eng_op *op)
         .rebound = group_commit_info(srv),
     };
     json_object_set_new(f->rebound, "batches", rb_mem_batch_info(srv));
+    rb_mem_unique_info(srv, f->rebound);
     rb_table_each(&srv->jobs.queues, info_queue, op);
     rb_eng_complete(srv, op);
 }
@@ -669,5 +679,6 @@ const rb_backend rb_backend_mem = {
     .bulk = mem_bulk,
     .worker_list = mem_worker_list,
     .batch = rb_mem_batch,
+    .unique_jobs = true,
     .refetch = rb_srv_refetch,
 };

@@ -4,6 +4,8 @@
  * creation of a pushed job (rb_srv_push, at the end). */
 #include "server/srv.h"
 
+#include "backend/mem/unique.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,6 +51,7 @@ void rb_srv_forget(rb_srv *srv, rb_job *j)
 {
     if (srv->deps.nodes.size) /* deleted without succeeding (an ACK told its children first) */
         rb_deps_discarded(srv, j, rb_now_ms());
+    rb_mem_unique_gone(srv, j); /* its unique lock and expiry (an ACK's too) */
     rb_writer_del(srv->writer, j->row_id, j->jid);
     rb_jobs_delete(&srv->jobs, j);
 }
@@ -175,10 +178,12 @@ rb_job *rb_srv_reserve(rb_srv *srv, const char *wid, char **queues, int n)
         rb_queue *q = rb_jobs_queue(&srv->jobs, queues[i], false);
         if (!q || q->paused)
             continue;
-        rb_job *j = rb_queue_first(q);
+        int64_t now = rb_now_ms();
+        rb_job *j;
+        while ((j = rb_queue_first(q)) && rb_mem_unique_expire(srv, j, now))
+            ; /* an expired job is dropped, never handed out: the next one */
         if (!j)
             continue;
-        int64_t now = rb_now_ms();
         /* From now on the text carries both times, as clients see it. */
         char *out = rb_job_json_out(j, j->timer.at_ms);
         free(j->json);
@@ -190,6 +195,7 @@ rb_job *rb_srv_reserve(rb_srv *srv, const char *wid, char **queues, int n)
         j->wid = wid ? rb_xstrdup(wid) : NULL;
         rb_jobs_set_state(&srv->jobs, j, RB_JOB_WORKING, now + (int64_t)j->reserve_s * 1000);
         rb_srv_persist(srv, j);
+        rb_mem_unique_started(srv, j); /* unique_until "start" */
         return j;
     }
     return NULL;
@@ -246,6 +252,8 @@ static void fire(rb_srv *srv, rb_job *j, int64_t now)
     switch (j->state) {
     case RB_JOB_SCHEDULED:
     case RB_JOB_RETRIES:
+        if (rb_mem_unique_expire(srv, j, now))
+            break; /* expired while it waited: dropped */
         rb_metrics_lateness(srv->metrics, now - j->timer.at_ms);
         rb_srv_enqueue(srv, j, now, now);
         break;

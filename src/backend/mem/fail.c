@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "backend/mem/batch.h"
+#include "backend/mem/unique.h"
 #include "common/buf.h"
 #include "common/timeutil.h"
 #include "policy/failrec.h"
@@ -85,8 +86,10 @@ int rb_srv_fail_job(rb_srv *srv, rb_job *j, const rb_fail_input *in, int64_t now
                               now + srv->cfg.server.dead_retention_s * 1000);
         }
         rb_srv_persist(srv, j);
-        if (j->state == RB_JOB_DEAD)
+        if (j->state == RB_JOB_DEAD) {
+            rb_mem_unique_died(srv, j);
             rb_deps_died(srv, j, now);
+        }
     }
     rb_srv_persist_counters(srv);
     rb_failrec_release(&rec);
@@ -127,5 +130,6 @@ void rb_srv_dep_kill(rb_srv *srv, rb_job *j, const char *parent, int64_t now)
     rb_failrec_release(&rec);
     json_decref(job);
     rb_policy_release(&pol);
+    rb_mem_unique_died(srv, j);
     rb_deps_died(srv, j, now);
 }
