@@ -1,0 +1,434 @@
+/* Faktory Enterprise's unique jobs and expiring jobs against the real
+ * server (single node; docs/enterprise.md): NOTUNIQUE in PUSH and PUSHB,
+ * the key (jobtype, canonical args, queue), unique_until success and start,
+ * the lock's release at ACK, death, discard, expiry and when unique_for runs
+ * out, a job's own retry never blocked, the lock across a restart and
+ * kill -9, many pushers at once; expired jobs dropped at FETCH with the
+ * next job returned, expires_in converted, the counts in INFO and /metrics;
+ * bad input. The scenarios of faktory-rs tests/real/enterprise.rs and of
+ * the brief's test list (docs/research/faktory-enterprise-features.md §6). */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "common_helpers.h"
+
+static void start(void)
+{
+    rbh_suite_start("w1");
+}
+
+TestSuite(unique, .init = start, .fini = rbh_suite_stop, .timeout = 120);
+
+#define SERVER_TEST(name) RBH_SERVER_TEST(unique, name)
+
+#define NOTUNIQUE "-NOTUNIQUE Job not unique"
+
+/* PUSH of jid (jobtype "U", queue q, args) with custom's members (text
+ * inside the braces, may be empty); returns the reply (caller frees). */
+static char *push(rbh_conn *c, const char *jid, const char *q, const char *args,
+                  const char *custom)
+{
+    return rbh_cmd(c, "PUSH {\"jid\":\"%s\",\"jobtype\":\"U\",\"queue\":\"%s\",\"args\":%s,"
+                      "\"custom\":{%s}}",
+                   jid, q, args, custom);
+}
+
+static void expect_push(rbh_conn *c, const char *want, const char *jid, const char *q,
+                        const char *args, const char *custom)
+{
+    char *r = push(c, jid, q, args, custom);
+    cr_assert(r && !strcmp(r, want), "PUSH %s: '%s', wanted '%s'", jid, r ? r : "(closed)",
+              want);
+    free(r);
+}
+
+static long queue_size(rbh_conn *c, const char *queue)
+{
+    char path[128];
+    snprintf(path, sizeof path, "faktory.queues.%s", queue);
+    long long n = rbh_info_int(c, path);
+    return n < 0 ? 0 : (long)n;
+}
+
+/* FETCHes one job of queue (which must hold one) and returns its jid
+ * (caller frees). */
+static char *fetch(rbh_conn *c, const char *queue)
+{
+    cr_assert(queue_size(c, queue) > 0, "queue %s is empty", queue);
+    json_t *j = rbh_json(rbh_cmd(c, "FETCH %s", queue));
+    const char *jid = json_string_value(json_object_get(j, "jid"));
+    cr_assert(jid, "FETCH %s gave no job", queue);
+    char *out = strdup(jid);
+    json_decref(j);
+    return out;
+}
+
+static void fetch_expect(rbh_conn *c, const char *queue, const char *jid)
+{
+    char *got = fetch(c, queue);
+    cr_assert_str_eq(got, jid);
+    free(got);
+}
+
+static void ack(rbh_conn *c, const char *jid)
+{
+    cr_assert(rbh_expect(c, "+OK", "ACK {\"jid\":\"%s\"}", jid));
+}
+
+#define U60 "\"unique_for\":60"
+
+SERVER_TEST(duplicate_push_is_notunique_and_never_stored)
+{
+    expect_push(C, "+OK", "uniq-0001", "uq", "[1,2]", U60);
+    expect_push(C, NOTUNIQUE, "uniq-0002", "uq", "[1,2]", U60);
+    /* other args, other queue: other jobs */
+    expect_push(C, "+OK", "uniq-0003", "uq", "[1,3]", U60);
+    expect_push(C, "+OK", "uniq-0004", "uq2", "[1,2]", U60);
+    /* canonical args: key order and 1.0 vs 1 do not matter */
+    expect_push(C, "+OK", "uniq-0005", "uq", "[{\"a\":1,\"b\":2}]", U60);
+    expect_push(C, NOTUNIQUE, "uniq-0006", "uq", "[{\"b\":2.0,\"a\":1}]", U60);
+    /* the holder's own jid again: NOTUNIQUE before "already exists" */
+    expect_push(C, NOTUNIQUE, "uniq-0001", "uq", "[1,2]", U60);
+    cr_assert_eq(queue_size(C, "uq"), 3);
+    cr_assert(rbh_expect(C, "$-1", "JOB {\"jid\":\"uniq-0002\"}"));
+    cr_assert_eq(rbh_info_int(C, "rebound.unique.locks"), 4);
+    cr_assert_eq(rbh_info_int(C, "rebound.unique.rejected"), 3);
+}
+
+SERVER_TEST(without_unique_for_no_lock_is_taken_or_checked)
+{
+    expect_push(C, "+OK", "plain-001", "pq", "[7]", "");
+    expect_push(C, "+OK", "plain-002", "pq", "[7]", "");
+    /* bypass (faktory-rs ent_unique_job_bypass_unique_lock) */
+    expect_push(C, "+OK", "bypass-01", "pq", "[8]", U60);
+    expect_push(C, "+OK", "bypass-02", "pq", "[8]", "");
+    expect_push(C, NOTUNIQUE, "bypass-03", "pq", "[8]", U60);
+    /* unique_for 0 is no lock (Go's SetUniqueFor(0)) */
+    expect_push(C, "+OK", "zero-0001", "pq", "[9]", "\"unique_for\":0");
+    expect_push(C, "+OK", "zero-0002", "pq", "[9]", "\"unique_for\":0");
+    cr_assert_eq(queue_size(C, "pq"), 6);
+}
+
+SERVER_TEST(pushb_rejects_each_duplicate_in_its_map)
+{
+    char *r = rbh_cmd(C, "PUSHB [{\"jid\":\"pb-u-0001\",\"jobtype\":\"U\",\"queue\":\"bq\",\"args\":[1],"
+                         "\"custom\":{" U60 "}},"
+                         "{\"jid\":\"pb-u-0002\",\"jobtype\":\"U\",\"queue\":\"bq\",\"args\":[1],"
+                         "\"custom\":{" U60 "}},"
+                         "{\"jid\":\"pb-u-0003\",\"jobtype\":\"U\",\"queue\":\"bq\",\"args\":[2],"
+                         "\"custom\":{" U60 "}}]");
+    cr_assert_str_eq(r, "{\"pb-u-0002\":\"NOTUNIQUE Job not unique\"}");
+    free(r);
+    cr_assert_eq(queue_size(C, "bq"), 2);
+    r = rbh_cmd(C, "PUSHB [{\"jid\":\"pb-u-0004\",\"jobtype\":\"U\",\"queue\":\"bq\",\"args\":[2],"
+                   "\"custom\":{" U60 "}}]");
+    cr_assert_str_eq(r, "{\"pb-u-0004\":\"NOTUNIQUE Job not unique\"}");
+    free(r);
+}
+
+SERVER_TEST(until_success_holds_while_working_and_ack_releases)
+{
+    expect_push(C, "+OK", "succ-0001", "sq", "[1]", U60);
+    fetch_expect(C, "sq", "succ-0001");
+    expect_push(C, NOTUNIQUE, "succ-0002", "sq", "[1]", U60);
+    ack(C, "succ-0001");
+    expect_push(C, "+OK", "succ-0003", "sq", "[1]", U60);
+    cr_assert_eq(rbh_info_int(C, "rebound.unique.locks"), 1);
+}
+
+SERVER_TEST(until_start_releases_at_fetch)
+{
+    expect_push(C, "+OK", "start-001", "tq", "[1]", U60 ",\"unique_until\":\"start\"");
+    expect_push(C, NOTUNIQUE, "start-002", "tq", "[1]", U60 ",\"unique_until\":\"start\"");
+    fetch_expect(C, "tq", "start-001");
+    expect_push(C, "+OK", "start-003", "tq", "[1]", U60 ",\"unique_until\":\"start\"");
+    ack(C, "start-001"); /* the first's ACK does not free the second's lock */
+    expect_push(C, NOTUNIQUE, "start-004", "tq", "[1]", U60 ",\"unique_until\":\"start\"");
+}
+
+SERVER_TEST(lock_runs_out_after_unique_for)
+{
+    expect_push(C, "+OK", "ttl-00001", "xq", "[1]", "\"unique_for\":1");
+    expect_push(C, NOTUNIQUE, "ttl-00002", "xq", "[1]", "\"unique_for\":1");
+    rbh_sleep_ms(1100);
+    /* B takes the lock that ran out; A's ACK must not free B's */
+    expect_push(C, "+OK", "ttl-00003", "xq", "[1]", "\"unique_for\":0.5");
+    fetch_expect(C, "xq", "ttl-00001");
+    ack(C, "ttl-00001");
+    expect_push(C, NOTUNIQUE, "ttl-00004", "xq", "[1]", "\"unique_for\":0.5");
+    rbh_sleep_ms(600);
+    expect_push(C, "+OK", "ttl-00005", "xq", "[1]", "\"unique_for\":0.5");
+}
+
+SERVER_TEST(scheduled_lock_lasts_from_at)
+{
+    char at[64];
+    time_t t = time(NULL) + 2;
+    strftime(at, sizeof at, "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));
+    char *r = rbh_cmd(C, "PUSH {\"jid\":\"sch-00001\",\"jobtype\":\"U\",\"queue\":\"hq\",\"args\":[1],"
+                         "\"at\":\"%s\",\"custom\":{\"unique_for\":1}}", at);
+    cr_assert_str_eq(r, "+OK");
+    free(r);
+    rbh_sleep_ms(1200); /* unique_for has passed since the push, not since at */
+    expect_push(C, NOTUNIQUE, "sch-00002", "hq", "[1]", "\"unique_for\":1");
+}
+
+SERVER_TEST(death_and_discard_release_the_lock)
+{
+    /* death by a failure (no retries) */
+    expect_push(C, "+OK", "die-00001", "dq", "[1]", U60);
+    cr_assert(rbh_expect(C, "+OK", "PUSH {\"jid\":\"die-00009\",\"jobtype\":\"Z\",\"args\":[],\"queue\":\"zz\"}"));
+    char *r = rbh_cmd(C, "PUSH {\"jid\":\"die-00002\",\"jobtype\":\"U\",\"queue\":\"dq\",\"args\":[2],"
+                         "\"retry\":0,\"custom\":{" U60 "}}");
+    cr_assert_str_eq(r, "+OK");
+    free(r);
+    fetch_expect(C, "dq", "die-00001");
+    fetch_expect(C, "dq", "die-00002");
+    cr_assert(rbh_expect(C, "+OK", "FAIL {\"jid\":\"die-00002\",\"errtype\":\"E\",\"message\":\"m\"}"));
+    char *st = rbh_job_state(C, "die-00002");
+    cr_assert(!st || strcmp(st, "retries"), "a retry 0 job is in retries");
+    free(st);
+    expect_push(C, "+OK", "die-00003", "dq", "[2]", U60);
+    /* MUTATE kill of a scheduled unique job */
+    r = rbh_cmd(C, "PUSH {\"jid\":\"kill-0001\",\"jobtype\":\"U\",\"queue\":\"dq\",\"args\":[3],"
+                   "\"at\":\"2099-01-01T00:00:00Z\",\"custom\":{" U60 "}}");
+    cr_assert_str_eq(r, "+OK");
+    free(r);
+    expect_push(C, NOTUNIQUE, "kill-0002", "dq", "[3]", U60);
+    cr_assert(rbh_expect(C, "+OK", "MUTATE {\"cmd\":\"kill\",\"target\":\"scheduled\","
+                                   "\"filter\":{\"jids\":[\"kill-0001\"]}}"));
+    expect_push(C, "+OK", "kill-0003", "dq", "[3]", U60);
+    /* MUTATE discard */
+    r = rbh_cmd(C, "PUSH {\"jid\":\"disc-0001\",\"jobtype\":\"U\",\"queue\":\"dq\",\"args\":[4],"
+                   "\"at\":\"2099-01-01T00:00:00Z\",\"custom\":{" U60 "}}");
+    cr_assert_str_eq(r, "+OK");
+    free(r);
+    cr_assert(rbh_expect(C, "+OK", "MUTATE {\"cmd\":\"discard\",\"target\":\"scheduled\","
+                                   "\"filter\":{\"jids\":[\"disc-0001\"]}}"));
+    expect_push(C, "+OK", "disc-0002", "dq", "[4]", U60);
+    /* QUEUE REMOVE of an enqueued one */
+    expect_push(C, "+OK", "rm-000001", "rq", "[5]", U60);
+    cr_assert(rbh_expect(C, "+OK", "QUEUE REMOVE rq"));
+    expect_push(C, "+OK", "rm-000002", "rq", "[5]", U60);
+}
+
+SERVER_TEST(own_retry_is_never_blocked_by_its_lock)
+{
+    char *r = rbh_cmd(C, "PUSH {\"jid\":\"retry-001\",\"jobtype\":\"U\",\"queue\":\"yq\",\"args\":[1],"
+                         "\"retry\":5,\"custom\":{" U60 "}}");
+    cr_assert_str_eq(r, "+OK");
+    free(r);
+    fetch_expect(C, "yq", "retry-001");
+    cr_assert(rbh_expect(C, "+OK", "FAIL {\"jid\":\"retry-001\",\"errtype\":\"E\",\"message\":\"m\"}"));
+    char *st = rbh_job_state(C, "retry-001");
+    cr_assert_str_eq(st, "retries");
+    free(st);
+    expect_push(C, NOTUNIQUE, "retry-002", "yq", "[1]", U60); /* a retry keeps the lock */
+    cr_assert(rbh_expect(C, "+OK", "MUTATE {\"cmd\":\"requeue\",\"target\":\"retries\","
+                                   "\"filter\":{\"jids\":[\"retry-001\"]}}"));
+    fetch_expect(C, "yq", "retry-001");
+    expect_push(C, NOTUNIQUE, "retry-003", "yq", "[1]", U60);
+    ack(C, "retry-001");
+    expect_push(C, "+OK", "retry-004", "yq", "[1]", U60);
+}
+
+SERVER_TEST(flush_forgets_every_lock)
+{
+    expect_push(C, "+OK", "flush-001", "fq", "[1]", U60);
+    cr_assert(rbh_expect(C, "+OK", "FLUSH"));
+    expect_push(C, "+OK", "flush-002", "fq", "[1]", U60);
+}
+
+/* Restarts S on its database: SIGTERM (graceful) or SIGKILL. */
+static void restart(int sig)
+{
+    rbh_close(C);
+    C = NULL;
+    rbh_kill(&S, sig);
+    cr_assert_eq(rbh_launch(&S, NULL), 0, "no restart (see %s)", S.log);
+    C = rbh_connect(&S, "w1");
+    cr_assert_not_null(C);
+}
+
+static void lock_survives(int sig)
+{
+    expect_push(C, "+OK", "dur-00001", "kq", "[1]", U60);
+    expect_push(C, "+OK", "dur-00002", "kq", "[2]", U60 ",\"unique_until\":\"start\"");
+    expect_push(C, "+OK", "dur-00003", "kq", "[3]", U60);
+    fetch_expect(C, "kq", "dur-00001");
+    fetch_expect(C, "kq", "dur-00002");
+    ack(C, "dur-00001"); /* [1]'s lock released, [2]'s at its FETCH */
+    restart(sig);
+    expect_push(C, "+OK", "dur-00011", "kq", "[1]", U60);
+    expect_push(C, "+OK", "dur-00012", "kq", "[2]", U60);
+    expect_push(C, NOTUNIQUE, "dur-00013", "kq", "[3]", U60);
+    cr_assert_eq(rbh_info_int(C, "rebound.unique.locks"), 3);
+    restart(sig);
+    expect_push(C, NOTUNIQUE, "dur-00021", "kq", "[1]", U60);
+    expect_push(C, NOTUNIQUE, "dur-00023", "kq", "[3]", U60);
+    cr_assert(rbh_expect(C, "+OK", "ACK {\"jid\":\"dur-00002\"}")); /* reserved before the restart */
+    fetch_expect(C, "kq", "dur-00003");
+    ack(C, "dur-00003");
+    expect_push(C, "+OK", "dur-00033", "kq", "[3]", U60);
+}
+
+SERVER_TEST(graceful_restart_keeps_locks)
+{
+    lock_survives(SIGTERM);
+}
+
+SERVER_TEST(kill_9_keeps_locks)
+{
+    lock_survives(SIGKILL);
+}
+
+/* Many clients push the same unique job at once: exactly one is taken. */
+#define PUSHERS 16
+static atomic_int accepted, refused;
+
+static void *pusher(void *arg)
+{
+    long i = (long)arg;
+    rbh_conn *c = rbh_connect(&S, NULL);
+    if (!c)
+        return NULL;
+    char jid[32];
+    snprintf(jid, sizeof jid, "race-%04ld", i);
+    for (int k = 0; k < 20; k++) {
+        char kjid[48];
+        snprintf(kjid, sizeof kjid, "%s-%02d", jid, k);
+        char *r = push(c, kjid, "cq", "[\"same\"]", U60);
+        if (r && !strcmp(r, "+OK"))
+            atomic_fetch_add(&accepted, 1);
+        else if (r && !strcmp(r, NOTUNIQUE))
+            atomic_fetch_add(&refused, 1);
+        free(r);
+    }
+    rbh_close(c);
+    return NULL;
+}
+
+SERVER_TEST(concurrent_pushers_get_exactly_one_ok)
+{
+    pthread_t t[PUSHERS];
+    for (long i = 0; i < PUSHERS; i++)
+        pthread_create(&t[i], NULL, pusher, (void *)i);
+    for (int i = 0; i < PUSHERS; i++)
+        pthread_join(t[i], NULL);
+    cr_assert_eq(atomic_load(&accepted), 1);
+    cr_assert_eq(atomic_load(&refused), PUSHERS * 20 - 1);
+    cr_assert_eq(queue_size(C, "cq"), 1);
+}
+
+SERVER_TEST(bad_unique_fields_are_refused_and_change_nothing)
+{
+    expect_push(C, "-ERR job bad-u-001: custom.unique_for must be a number of seconds", "bad-u-001",
+                "eq", "[]", "\"unique_for\":\"600\"");
+    expect_push(C, "-ERR job bad-u-002: custom.unique_for must be a number of seconds", "bad-u-002",
+                "eq", "[]", "\"unique_for\":-1");
+    expect_push(C, "-ERR job bad-u-003: custom.unique_for must be a number of seconds", "bad-u-003",
+                "eq", "[]", "\"unique_for\":true");
+    expect_push(C, "-ERR job bad-u-004: custom.unique_until must be \"success\" or \"start\"",
+                "bad-u-004", "eq", "[]", U60 ",\"unique_until\":\"end\"");
+    expect_push(C, "-ERR job bad-e-001: custom.expires_at must be an RFC 3339 time", "bad-e-001",
+                "eq", "[]", "\"expires_at\":\"tomorrow\"");
+    expect_push(C, "-ERR job bad-e-002: custom.expires_at must be an RFC 3339 time", "bad-e-002",
+                "eq", "[]", "\"expires_at\":12");
+    expect_push(C, "-ERR job bad-e-003: custom.expires_in must be a number of seconds", "bad-e-003",
+                "eq", "[]", "\"expires_in\":\"60\"");
+    expect_push(C, "-ERR job bad-e-004: custom.expires_in must be a number of seconds", "bad-e-004",
+                "eq", "[]", "\"expires_in\":-5");
+    cr_assert_eq(queue_size(C, "eq"), 0);
+    cr_assert_eq(rbh_info_int(C, "rebound.unique.locks"), 0);
+    /* in PUSHB: that element's error, the others pushed */
+    char *r = rbh_cmd(C, "PUSHB [{\"jid\":\"bad-b-001\",\"jobtype\":\"U\",\"queue\":\"eq\",\"args\":[],"
+                         "\"custom\":{\"unique_for\":\"x\"}},"
+                         "{\"jid\":\"bad-b-002\",\"jobtype\":\"U\",\"queue\":\"eq\",\"args\":[],"
+                         "\"custom\":{" U60 "}}]");
+    cr_assert_str_eq(r, "{\"bad-b-001\":\"job bad-b-001: custom.unique_for must be a number of seconds\"}");
+    free(r);
+    cr_assert_eq(queue_size(C, "eq"), 1);
+}
+
+/* --- expiring jobs --- */
+
+SERVER_TEST(expired_job_is_skipped_and_the_next_returned)
+{
+    expect_push(C, "+OK", "exp-00001", "eq", "[1]", "\"expires_at\":\"2001-01-01T00:00:00Z\"");
+    expect_push(C, "+OK", "exp-00002", "eq", "[2]", "\"expires_at\":\"2000-12-31T23:00:00-02:00\"");
+    expect_push(C, "+OK", "exp-00003", "eq", "[3]", "\"expires_at\":\"2099-01-01T00:00:00+02:00\"");
+    expect_push(C, "+OK", "exp-00004", "eq", "[4]", "");
+    fetch_expect(C, "eq", "exp-00003");
+    fetch_expect(C, "eq", "exp-00004");
+    cr_assert(rbh_expect(C, "$-1", "JOB {\"jid\":\"exp-00001\"}"));
+    cr_assert(rbh_expect(C, "$-1", "JOB {\"jid\":\"exp-00002\"}"));
+    cr_assert_eq(rbh_info_int(C, "rebound.expired"), 2);
+    cr_assert_eq(rbh_info_int(C, "faktory.tasks.Dead.size"), 0);
+    cr_assert_eq(rbh_info_int(C, "faktory.tasks.Retries.size"), 0);
+    FILE *f = fopen(S.log, "r");
+    cr_assert_not_null(f);
+    char line[1024];
+    bool logged = false;
+    while (fgets(line, sizeof line, f))
+        logged |= strstr(line, "JID exp-00001: Halt: job expired") != NULL;
+    fclose(f);
+    cr_assert(logged, "no 'JID exp-00001: Halt: job expired' in %s", S.log);
+}
+
+SERVER_TEST(expires_in_becomes_expires_at_and_expires)
+{
+    int64_t before = (int64_t)time(NULL) * 1000; /* wall clock (rbh_now_ms is monotonic) */
+    expect_push(C, "+OK", "expin-001", "iq", "[1]", "\"expires_in\":1");
+    json_t *v = rbh_json(rbh_cmd(C, "JOB {\"jid\":\"expin-001\"}"));
+    const char *at = json_string_value(rbh_get(v, "job.custom.expires_at"));
+    if (!at)
+        at = json_string_value(rbh_get(v, "custom.expires_at"));
+    cr_assert(at, "no custom.expires_at in JOB");
+    struct tm tm = {0};
+    cr_assert(strptime(at, "%Y-%m-%dT%H:%M:%S", &tm));
+    int64_t ms = (int64_t)timegm(&tm) * 1000;
+    cr_assert(ms >= before && ms <= before + 3000, "expires_at %s (%lld, pushed at %lld)",
+              at, (long long)ms, (long long)before);
+    json_decref(v);
+    expect_push(C, "+OK", "expin-002", "iq", "[2]", "\"expires_in\":60");
+    rbh_sleep_ms(1100);
+    fetch_expect(C, "iq", "expin-002");
+    cr_assert_eq(rbh_info_int(C, "rebound.expired"), 1);
+}
+
+SERVER_TEST(scheduled_job_that_expires_before_its_time_is_dropped_by_the_timer)
+{
+    char at[64];
+    time_t t = time(NULL) + 2; /* at least 1 s away: after the expiry */
+    strftime(at, sizeof at, "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));
+    char *r = rbh_cmd(C, "PUSH {\"jid\":\"expsch-01\",\"jobtype\":\"U\",\"queue\":\"wq\",\"args\":[],"
+                         "\"at\":\"%s\",\"custom\":{\"expires_in\":0.5}}", at);
+    cr_assert_str_eq(r, "+OK");
+    free(r);
+    cr_assert(rbh_wait_state(C, "expsch-01", NULL, 4000), "the expired scheduled job stays");
+    cr_assert_eq(queue_size(C, "wq"), 0);
+    cr_assert_eq(rbh_info_int(C, "rebound.expired"), 1);
+}
+
+SERVER_TEST(expired_unique_job_releases_its_lock)
+{
+    expect_push(C, "+OK", "expu-0001", "uq", "[1]", U60 ",\"expires_in\":0.3");
+    expect_push(C, NOTUNIQUE, "expu-0002", "uq", "[1]", U60);
+    rbh_sleep_ms(400);
+    expect_push(C, "+OK", "expu-0003", "uq", "[2]", "");
+    fetch_expect(C, "uq", "expu-0003"); /* expu-0001 dropped on the way */
+    expect_push(C, "+OK", "expu-0004", "uq", "[1]", U60);
+}
+
+SERVER_TEST(expiry_survives_a_restart_and_counts_in_metrics)
+{
+    expect_push(C, "+OK", "expr-0001", "mq", "[1]", "\"expires_in\":1");
+    expect_push(C, "+OK", "expr-0002", "mq", "[2]", "");
+    restart(SIGKILL);
+    rbh_sleep_ms(1100);
+    fetch_expect(C, "mq", "expr-0002");
+    cr_assert_eq(rbh_info_int(C, "rebound.expired"), 1);
+    restart(SIGTERM);
+    cr_assert_eq(rbh_info_int(C, "rebound.expired"), 1); /* the all-time count is stored */
+}
