@@ -77,7 +77,8 @@ EOT
 # Each script against the single node (SQLite), then against distributed
 # mode (a throwaway PostgreSQL cluster): the stock client cannot tell them
 # apart. batch.js runs on the single node only until the PostgreSQL backend
-# keeps batches (issue 15).
+# keeps batches (issue 15); unique.js likewise until it keeps unique locks
+# and expiries (issue 16).
 run_scripts() { # NAME SCRIPT...
   name=$1; shift
   for script in "$@"; do
@@ -89,7 +90,7 @@ run_scripts() { # NAME SCRIPT...
   done
 }
 start_server interop
-run_scripts sqlite interop workflow batch
+run_scripts sqlite interop workflow batch unique
 stop_server
 [ "$(id -u)" = 0 ] && chmod 755 "$tmp"
 mkdir -p "$tmp/pgc"
