@@ -12,6 +12,7 @@
 #include <stdatomic.h>
 
 #include "common_helpers.h"
+#include "test_http_harness.h"
 
 static void start(void)
 {
@@ -431,4 +432,29 @@ SERVER_TEST(expiry_survives_a_restart_and_counts_in_metrics)
     cr_assert_eq(rbh_info_int(C, "rebound.expired"), 1);
     restart(SIGTERM);
     cr_assert_eq(rbh_info_int(C, "rebound.expired"), 1); /* the all-time count is stored */
+}
+
+/* /metrics counts expired jobs by queue and job type (its own server, with
+ * HTTP). */
+Test(unique_http, expired_jobs_in_metrics, .timeout = 60)
+{
+    rbh_server hs;
+    int port;
+    cr_assert_eq(rbh_start_http(&hs, NULL, &port), 0, "server did not start");
+    rbh_conn *c = rbh_connect(&hs, "w1");
+    cr_assert(rbh_expect(c, "+OK", "PUSH {\"jid\":\"expm-0001\",\"jobtype\":\"Old\",\"queue\":\"mq\","
+                                   "\"args\":[],\"custom\":{\"expires_at\":\"2001-01-01T00:00:00Z\"}}"));
+    cr_assert(rbh_expect(c, "+OK", "PUSH {\"jid\":\"expm-0002\",\"jobtype\":\"New\",\"queue\":\"mq\","
+                                   "\"args\":[]}"));
+    json_t *j = rbh_json(rbh_cmd(c, "FETCH mq"));
+    cr_assert_str_eq(json_string_value(json_object_get(j, "jid")), "expm-0002");
+    json_decref(j);
+    rbh_resp *r = rbh_http(port, "GET", "/metrics", NULL, NULL);
+    cr_assert(r && r->status == 200);
+    cr_assert(strstr(r->body, "# TYPE rebound_jobs_expired_total counter"), "%s", r->body);
+    cr_assert(strstr(r->body, "rebound_jobs_expired_total{queue=\"mq\",jobtype=\"Old\"} 1\n"),
+              "no expired count in /metrics");
+    rbh_resp_free(r);
+    rbh_close(c);
+    cr_assert_eq(rbh_stop(&hs), 0);
 }
