@@ -458,3 +458,59 @@ Test(unique_http, expired_jobs_in_metrics, .timeout = 60)
     rbh_close(c);
     cr_assert_eq(rbh_stop(&hs), 0);
 }
+
+/* An expired batch member is a member that died: complete fires, success
+ * never, the death callback does. */
+RBH_SERVER_TEST(unique, expired_batch_member_counts_as_a_death)
+{
+    char *bid = rbh_cmd(C, "BATCH NEW {\"success\":{\"jid\":\"cb-succ-01\",\"jobtype\":\"S\",\"args\":[],"
+                           "\"queue\":\"cbq\"},\"complete\":{\"jid\":\"cb-comp-01\",\"jobtype\":\"C\","
+                           "\"args\":[],\"queue\":\"cbq\"},\"death\":{\"jid\":\"cb-dead-01\","
+                           "\"jobtype\":\"D\",\"args\":[],\"queue\":\"cbq\"}}");
+    cr_assert(bid && !strncmp(bid, "b-", 2), "BATCH NEW gave '%s'", bid ? bid : "(closed)");
+    char *r = rbh_cmd(C, "PUSH {\"jid\":\"bexp-0001\",\"jobtype\":\"M\",\"queue\":\"bmq\",\"args\":[],"
+                         "\"custom\":{\"bid\":\"%s\",\"expires_at\":\"2001-01-01T00:00:00Z\"}}", bid);
+    cr_assert_str_eq(r, "+OK");
+    free(r);
+    r = rbh_cmd(C, "PUSH {\"jid\":\"bexp-0002\",\"jobtype\":\"M\",\"queue\":\"bmq\",\"args\":[],"
+                   "\"custom\":{\"bid\":\"%s\"}}", bid);
+    cr_assert_str_eq(r, "+OK");
+    free(r);
+    cr_assert(rbh_expect(C, "+OK", "BATCH COMMIT %s", bid));
+    fetch_expect(C, "bmq", "bexp-0002"); /* bexp-0001 dropped on the way */
+    ack(C, "bexp-0002");
+    json_t *st = rbh_json(rbh_cmd(C, "BATCH STATUS %s", bid));
+    cr_assert_str_eq(json_string_value(json_object_get(st, "complete_st")), "1");
+    cr_assert_str_eq(json_string_value(json_object_get(st, "success_st")), "");
+    json_decref(st);
+    char *s1 = rbh_job_state(C, "cb-comp-01"), *s2 = rbh_job_state(C, "cb-dead-01"),
+         *s3 = rbh_job_state(C, "cb-succ-01");
+    cr_assert(s1 && s2 && !s3, "complete %s, death %s, success %s", s1, s2, s3);
+    free(s1);
+    free(s2);
+    free(bid);
+}
+
+/* An expired parent is a parent deleted without succeeding: each child
+ * follows its on_dep_failure. */
+RBH_SERVER_TEST(unique, expired_parent_is_a_discarded_parent)
+{
+    cr_assert(rbh_expect(C, "+OK", "PUSH {\"jid\":\"dexp-par1\",\"jobtype\":\"P\",\"queue\":\"dpq\",\"args\":[],"
+                                   "\"custom\":{\"expires_in\":0.3}}"));
+    cr_assert(rbh_expect(C, "+OK", "PUSH {\"jid\":\"dexp-chc1\",\"jobtype\":\"K\",\"queue\":\"dcq\",\"args\":[],"
+                                   "\"custom\":{\"depends_on\":[\"dexp-par1\"],\"on_dep_failure\":\"cancel\"}}"));
+    cr_assert(rbh_expect(C, "+OK", "PUSH {\"jid\":\"dexp-chi1\",\"jobtype\":\"K\",\"queue\":\"dcq\",\"args\":[],"
+                                   "\"custom\":{\"depends_on\":[\"dexp-par1\"],\"on_dep_failure\":\"ignore\"}}"));
+    char *st = rbh_job_state(C, "dexp-chc1");
+    cr_assert_str_eq(st, "waiting");
+    free(st);
+    rbh_sleep_ms(400);
+    cr_assert(rbh_expect(C, "+OK", "PUSH {\"jid\":\"dexp-live\",\"jobtype\":\"P\",\"queue\":\"dpq\",\"args\":[]}"));
+    fetch_expect(C, "dpq", "dexp-live");
+    st = rbh_job_state(C, "dexp-chc1");
+    cr_assert_str_eq(st, "dead");
+    free(st);
+    st = rbh_job_state(C, "dexp-chi1");
+    cr_assert_str_eq(st, "enqueued");
+    free(st);
+}
