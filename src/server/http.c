@@ -225,6 +225,12 @@ static void metrics_done(rb_srv *srv, rb_eng_op *op)
         st.batches_open = json_integer_value(json_object_get(batches, "open"));
         st.batch_callbacks = json_integer_value(json_object_get(batches, "callbacks"));
     }
+    json_t *unique = json_object_get(f->rebound, "unique");
+    if (json_is_object(unique)) {
+        st.has_unique = true;
+        st.unique_locks = json_integer_value(json_object_get(unique, "locks"));
+        st.unique_rejected = json_integer_value(json_object_get(unique, "rejected"));
+    }
     rb_buf b = RB_BUF_INIT;
     rb_metrics_render_state(srv->metrics, srv, &st, &b);
     rb_http_reply_raw(rb_api_call_of(op)->req, 200, "text/plain; version=0.0.4; charset=utf-8",

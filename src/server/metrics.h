@@ -92,6 +92,9 @@ typedef struct rb_metrics_state {
     /* batches (docs/workflows.md): false where the backend keeps none */
     bool has_batches;
     int64_t batches_open, batch_callbacks;
+    /* unique jobs (docs/enterprise.md): false where the backend keeps none */
+    bool has_unique;
+    int64_t unique_locks, unique_rejected;
 } rb_metrics_state;
 /* Appends the Prometheus text exposition (format 0.0.4) of m, of srv's
  * connections and workers, and of the job state st (the job engine's INFO

@@ -135,6 +135,14 @@ void rb_metrics_render_state(const rb_metrics *m, const rb_srv *srv, const rb_me
              "batch callback jobs enqueued (complete, success, death)");
         rb_buf_printf(out, "rebound_batch_callbacks_total %lld\n", (long long)st->batch_callbacks);
     }
+    if (st->has_unique) {
+        head(out, "rebound_unique_locks", "gauge",
+             "unique locks held (some may have run out, freed at the next push of their key)");
+        rb_buf_printf(out, "rebound_unique_locks %lld\n", (long long)st->unique_locks);
+        head(out, "rebound_unique_rejected_total", "counter",
+             "pushes refused NOTUNIQUE since the server started");
+        rb_buf_printf(out, "rebound_unique_rejected_total %lld\n", (long long)st->unique_rejected);
+    }
     head(out, "rebound_jobs_in_flight", "gauge", "jobs reserved by workers (fetched, not yet ACKed or FAILed)");
     rb_buf_printf(out, "rebound_jobs_in_flight %lld\n", (long long)st->working);
     head(out, "rebound_connections", "gauge", "open work-protocol connections");

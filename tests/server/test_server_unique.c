@@ -446,6 +446,10 @@ Test(unique_http, expired_jobs_in_metrics, .timeout = 60)
                                    "\"args\":[],\"custom\":{\"expires_at\":\"2001-01-01T00:00:00Z\"}}"));
     cr_assert(rbh_expect(c, "+OK", "PUSH {\"jid\":\"expm-0002\",\"jobtype\":\"New\",\"queue\":\"mq\","
                                    "\"args\":[]}"));
+    cr_assert(rbh_expect(c, "+OK", "PUSH {\"jid\":\"expm-0003\",\"jobtype\":\"U\",\"queue\":\"mq2\","
+                                   "\"args\":[],\"custom\":{\"unique_for\":60}}"));
+    cr_assert(rbh_expect(c, NOTUNIQUE, "PUSH {\"jid\":\"expm-0004\",\"jobtype\":\"U\",\"queue\":\"mq2\","
+                                       "\"args\":[],\"custom\":{\"unique_for\":60}}"));
     json_t *j = rbh_json(rbh_cmd(c, "FETCH mq"));
     cr_assert_str_eq(json_string_value(json_object_get(j, "jid")), "expm-0002");
     json_decref(j);
@@ -454,6 +458,8 @@ Test(unique_http, expired_jobs_in_metrics, .timeout = 60)
     cr_assert(strstr(r->body, "# TYPE rebound_jobs_expired_total counter"), "%s", r->body);
     cr_assert(strstr(r->body, "rebound_jobs_expired_total{queue=\"mq\",jobtype=\"Old\"} 1\n"),
               "no expired count in /metrics");
+    cr_assert(strstr(r->body, "\nrebound_unique_locks 1\n"), "no unique locks in /metrics");
+    cr_assert(strstr(r->body, "\nrebound_unique_rejected_total 1\n"), "no rejections in /metrics");
     rbh_resp_free(r);
     rbh_close(c);
     cr_assert_eq(rbh_stop(&hs), 0);
