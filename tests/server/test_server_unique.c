@@ -520,3 +520,38 @@ RBH_SERVER_TEST(unique, expired_parent_is_a_discarded_parent)
     cr_assert_str_eq(st, "enqueued");
     free(st);
 }
+
+/* A PUSHB naming parents is refused whole when one of its unique jobs is
+ * not unique: a child must not take a refused parent for a succeeded one. */
+RBH_SERVER_TEST(unique, pushb_with_parents_and_a_duplicate_is_refused_whole)
+{
+    expect_push(C, "+OK", "wfu-00001", "wq", "[1]", U60);
+    char *r = rbh_cmd(C, "PUSHB [{\"jid\":\"wfu-00002\",\"jobtype\":\"U\",\"queue\":\"wq\",\"args\":[1],"
+                         "\"custom\":{" U60 "}},"
+                         "{\"jid\":\"wfu-00003\",\"jobtype\":\"K\",\"queue\":\"wq\",\"args\":[],"
+                         "\"custom\":{\"depends_on\":[\"wfu-00002\"]}}]");
+    cr_assert_str_eq(r, "-ERR job wfu-00002: NOTUNIQUE Job not unique (a PUSHB naming parents is "
+                        "refused whole)");
+    free(r);
+    cr_assert(rbh_expect(C, "$-1", "JOB {\"jid\":\"wfu-00003\"}"));
+    /* two identical unique jobs in one such PUSHB */
+    r = rbh_cmd(C, "PUSHB [{\"jid\":\"wfu-00004\",\"jobtype\":\"U\",\"queue\":\"wq\",\"args\":[2],"
+                   "\"custom\":{" U60 "}},"
+                   "{\"jid\":\"wfu-00005\",\"jobtype\":\"U\",\"queue\":\"wq\",\"args\":[2],"
+                   "\"custom\":{" U60 "}},"
+                   "{\"jid\":\"wfu-00006\",\"jobtype\":\"K\",\"queue\":\"wq\",\"args\":[],"
+                   "\"custom\":{\"depends_on\":[\"wfu-00005\"]}}]");
+    cr_assert(r && strstr(r, "job wfu-00005: NOTUNIQUE"), "%s", r);
+    free(r);
+    cr_assert_eq(queue_size(C, "wq"), 1);
+    /* without the duplicate: pushed, the child waits */
+    r = rbh_cmd(C, "PUSHB [{\"jid\":\"wfu-00007\",\"jobtype\":\"U\",\"queue\":\"wq\",\"args\":[3],"
+                   "\"custom\":{" U60 "}},"
+                   "{\"jid\":\"wfu-00008\",\"jobtype\":\"K\",\"queue\":\"wq\",\"args\":[],"
+                   "\"custom\":{\"depends_on\":[\"wfu-00007\"]}}]");
+    cr_assert_str_eq(r, "{}");
+    free(r);
+    char *st = rbh_job_state(C, "wfu-00008");
+    cr_assert_str_eq(st, "waiting");
+    free(st);
+}

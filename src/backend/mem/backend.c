@@ -80,7 +80,9 @@ static void push_committed(void *arg, int status, const rb_err *err)
 static void mem_push(rb_srv *srv, rb_eng_op *op)
 {
     /* a push naming parents is checked as one unit, and refused whole */
-    if ((op->rc = rb_deps_check_push(srv, op->u.push.jobs, op->u.push.n, &op->err))) {
+    if ((op->rc = rb_deps_check_push(srv, op->u.push.jobs, op->u.push.n, &op->err)) ||
+        (op->rc = rb_mem_unique_check_push(srv, op->u.push.jobs, op->u.push.n, op->now,
+                                           &op->err))) {
         op->applied = RB_ENG_NOT_APPLIED;
         rb_eng_complete(srv, op);
         return;

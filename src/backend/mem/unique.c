@@ -10,6 +10,7 @@
 #include "backend/mem/batch.h"
 #include "common/buf.h"
 #include "common/timeutil.h"
+#include "engine/depend.h"
 #include "engine/unique.h"
 #include "server/log.h"
 #include "server/metrics.h"
@@ -244,6 +245,37 @@ int rb_mem_unique_check(rb_srv *srv, const json_t *job, int64_t now)
     rb_log(RB_LOG_INFO, "JID %s: " RB_NOTUNIQUE_CODE " " RB_NOTUNIQUE_MSG " (held by %s)",
            json_string_value(json_object_get(job, "jid")), l->jid);
     return RB_ENOTUNIQUE;
+}
+
+int rb_mem_unique_check_push(rb_srv *srv, json_t *const *jobs, size_t n, int64_t now,
+                             rb_err *err)
+{
+    if (n < 2)
+        return 0;
+    bool deps = false;
+    for (size_t i = 0; i < n && !deps; i++)
+        deps = rb_dep_has(jobs[i]);
+    if (!deps)
+        return 0;
+    char (*keys)[RB_UNIQUE_KEY_LEN] = rb_xcalloc(n, sizeof *keys);
+    int rc = 0;
+    for (size_t i = 0; i < n && !rc; i++) {
+        rb_unique_spec s;
+        if (!rb_unique_or_expiring(jobs[i]) || rb_unique_parse(jobs[i], &s, NULL) || !s.on)
+            continue;
+        rb_unique_key(jobs[i], keys[i]);
+        lock *l = rb_table_get(&srv->unique->by_key, keys[i]);
+        bool held = l && l->until_ms > now;
+        for (size_t k = 0; k < i && !held; k++)
+            held = !strcmp(keys[k], keys[i]);
+        if (held)
+            rc = rb_err_set(err, RB_ENOTUNIQUE,
+                            "job %s: " RB_NOTUNIQUE_CODE " " RB_NOTUNIQUE_MSG
+                            " (a PUSHB naming parents is refused whole)",
+                            json_string_value(json_object_get(jobs[i], "jid")));
+    }
+    free(keys);
+    return rc;
 }
 
 void rb_mem_unique_pushed(rb_srv *srv, const rb_job *j, const json_t *job, int64_t now)

@@ -14,6 +14,8 @@
 
 #include <jansson.h>
 
+#include "common/error.h"
+
 typedef struct rb_srv rb_srv;
 struct rb_job;
 
@@ -38,6 +40,15 @@ void rb_mem_unique_rebuild(rb_srv *srv);
 /* PUSH, before the job is made: RB_ENOTUNIQUE when job is unique and a
  * live lock holds its key (counted rejected), else 0. Nothing changes. */
 int rb_mem_unique_check(rb_srv *srv, const json_t *job, int64_t now);
+/* A PUSHB that names parents (job dependencies) is refused whole when one
+ * of its unique jobs would be NOTUNIQUE (held by a lock, or by an earlier
+ * identical job of the same PUSHB), as such a push is for any other
+ * mistake: a child must not take a refused parent for a succeeded one.
+ * RB_ENOTUNIQUE with err "job J: NOTUNIQUE Job not unique (...)", else 0
+ * (also for a single job, and for a PUSHB without parents: their
+ * duplicates are refused one by one). Nothing changes. */
+int rb_mem_unique_check_push(rb_srv *srv, json_t *const *jobs, size_t n, int64_t now,
+                             rb_err *err);
 /* PUSH, once j is made from job (rb_srv_push succeeded): its lock taken
  * (in the push's commit) and its expiry recorded. */
 void rb_mem_unique_pushed(rb_srv *srv, const struct rb_job *j, const json_t *job, int64_t now);
