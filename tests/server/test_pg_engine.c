@@ -293,16 +293,16 @@ Test(pg, migrate_command)
     cr_assert(strstr(out, "schema version 0: the database has no rebound schema"), "%s", out);
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema created (version 5)\n");
+    cr_assert_str_eq(out, "schema created (version 6)\n");
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema is up to date (version 5)\n");
+    cr_assert_str_eq(out, "schema is up to date (version 6)\n");
     snprintf(args, sizeof args, "migrate --check --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema version 5: up to date\n");
-    free(sql1("UPDATE rb_meta SET value = '6' WHERE key = 'schema_version'"));
+    cr_assert_str_eq(out, "schema version 6: up to date\n");
+    free(sql1("UPDATE rb_meta SET value = '7' WHERE key = 'schema_version'"));
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 1, "%s", out);
-    cr_assert(strstr(out, "version 6, newer than this rebound supports (5)"), "%s", out);
+    cr_assert(strstr(out, "version 7, newer than this rebound supports (6)"), "%s", out);
     cr_assert_eq(run_cli("migrate --url ./rebound.db", out, sizeof out), 2, "%s", out);
     cr_assert(strstr(out, "not a PostgreSQL url"), "%s", out);
     cr_assert_eq(run_cli("migrate --bogus", out, sizeof out), 2, "%s", out);
@@ -327,17 +327,17 @@ Test(pg, version_2_database_is_refused_then_upgraded_in_place)
     char *jid = claim_at(pg, "uq", "w1", rb_now_ms(), NULL);
     cr_assert_str_eq(jid, "upgr00001");
     cr_assert_eq(rb_pg_check_schema(pg, &err), RB_EVERSION);
-    cr_assert(strstr(rb_err_msg(&err), "version 2, this rebound needs 5: run 'rebound migrate'"),
+    cr_assert(strstr(rb_err_msg(&err), "version 2, this rebound needs 6: run 'rebound migrate'"),
               "%s", rb_err_msg(&err));
     snprintf(args, sizeof args, "migrate --check --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 1, "%s", out);
     cr_assert(strstr(out, "schema version 2:"), "%s", out);
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema upgraded from version 2 to 5\n");
+    cr_assert_str_eq(out, "schema upgraded from version 2 to 6\n");
     cr_assert_eq(rb_pg_check_schema(pg, &err), 0, "%s", rb_err_msg(&err));
     cr_assert_eq(rb_pg_schema_version(pg, &v, &err), 0);
-    cr_assert_eq(v, 5);
+    cr_assert_eq(v, 6);
     rb_pg_ref ref = {jid, "w1"};
     int st = -1;
     rb_pg_labels lab;
