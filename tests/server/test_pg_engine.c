@@ -224,8 +224,8 @@ Test(pg, migrate_is_idempotent_and_checked)
     cr_assert_eq(v, RB_PG_SCHEMA_VERSION);
     char *t = sql1("SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()"
                    " AND tablename LIKE 'rb\\_%'");
-    cr_assert_str_eq(t, "8"); /* rb_jobs, rb_queues, rb_counters, rb_meta, rb_workers,
-                                 rb_edges, rb_wait, rb_dep_done */
+    cr_assert_str_eq(t, "9"); /* rb_jobs, rb_queues, rb_counters, rb_meta, rb_workers,
+                                 rb_edges, rb_wait, rb_dep_done, rb_batches */
     free(t);
 }
 
@@ -401,7 +401,7 @@ Test(pg, version_3_database_upgrades_to_the_holder_rule)
     free(r);
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema upgraded from version 3 to 5\n");
+    cr_assert_str_eq(out, "schema upgraded from version 3 to 6\n");
     /* pg, connected before the upgrade, goes on: its statements reach the
      * replaced functions */
     cr_assert_eq(rb_pg_check_schema(pg, &err), 0, "%s", rb_err_msg(&err));
@@ -450,7 +450,7 @@ Test(pg, version_4_database_upgrades_to_dependencies)
     cr_assert_str_eq(a, "v4par0001");
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema upgraded from version 4 to 5\n");
+    cr_assert_str_eq(out, "schema upgraded from version 4 to 6\n");
     cr_assert_eq(rb_pg_check_schema(pg, &err), 0, "%s", rb_err_msg(&err));
     json_t *kid = json_loads("{\"jid\":\"v4kid0001\",\"jobtype\":\"t\",\"args\":[],"
                              "\"depends_on\":[\"v4par0001\"]}", 0, NULL);
