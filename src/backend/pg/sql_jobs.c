@@ -198,7 +198,12 @@ int rb_pg_ack(rb_pg *pg, const rb_pg_ref *refs, size_t n, int *status, rb_pg_lab
         if (status[i] != RB_PG_ACK_BATCH)
             continue;
         rb_pg_labels one;
-        if ((rc = sql_batch_ack(pg, &refs[i], now, &status[i], &one, err)))
+        /* the plain ACKs above are committed: a database error (a deadlock
+         * PostgreSQL broke, say) is tried again before failing them all */
+        for (int tries = 0; tries < 3; tries++)
+            if ((rc = sql_batch_ack(pg, &refs[i], now, &status[i], &one, err)) != RB_ESTORE)
+                break;
+        if (rc)
             return rc;
         if (labels)
             labels[i] = one;
