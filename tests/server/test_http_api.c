@@ -181,6 +181,37 @@ HTTP_TEST(metrics_count_waiting_and_blocked_jobs)
     rbh_resp_free(r);
 }
 
+/* /metrics counts open batches and the callbacks fired, in both modes. */
+HTTP_TEST(metrics_count_open_batches_and_callbacks)
+{
+    char *bid = rbh_cmd(C, "BATCH NEW {\"success\":{\"jid\":\"jobid-cb1\",\"jobtype\":\"cb\","
+                           "\"args\":[],\"queue\":\"cbq\"}}");
+    cr_assert(bid && !strncmp(bid, "b-", 2), "BATCH NEW gave %s", bid ? bid : "(closed)");
+    rbh_resp *r = expect(200, "GET", "/metrics", NULL);
+    cr_assert(strstr(r->body, "\nrebound_batches_open 1\n"), "%s", r->body);
+    cr_assert(strstr(r->body, "\nrebound_batch_callbacks_total 0\n"), "%s", r->body);
+    rbh_resp_free(r);
+    cr_assert(rbh_expect(C, "+OK", "PUSH {\"jid\":\"jobid-m1\",\"jobtype\":\"m\",\"args\":[],"
+                                   "\"queue\":\"mq\",\"custom\":{\"bid\":\"%s\"}}", bid));
+    cr_assert(rbh_expect(C, "+OK", "BATCH COMMIT %s", bid));
+    json_t *j = rbh_json(rbh_cmd(C, "FETCH mq"));
+    cr_assert_str_eq(json_string_value(json_object_get(j, "jid")), "jobid-m1");
+    json_decref(j);
+    cr_assert(rbh_expect(C, "+OK", "ACK {\"jid\":\"jobid-m1\"}"));
+    r = expect(200, "GET", "/metrics", NULL);
+    cr_assert(strstr(r->body, "\nrebound_batch_callbacks_total 1\n"), "%s", r->body);
+    rbh_resp_free(r);
+    j = rbh_json(rbh_cmd(C, "FETCH cbq"));
+    cr_assert_str_eq(json_string_value(json_object_get(j, "jid")), "jobid-cb1");
+    json_decref(j);
+    cr_assert(rbh_expect(C, "+OK", "ACK {\"jid\":\"jobid-cb1\"}"));
+    r = expect(200, "GET", "/metrics", NULL);
+    cr_assert(strstr(r->body, "\nrebound_batches_open 0\n"), "%s", r->body);
+    cr_assert(strstr(r->body, "\nrebound_batch_callbacks_total 1\n"), "%s", r->body);
+    rbh_resp_free(r);
+    free(bid);
+}
+
 HTTP_TEST(stats_has_per_second_samples)
 {
     rbh_resp *r = expect(200, "GET", "/api/stats", NULL);
