@@ -94,11 +94,10 @@ static bool ancestor_unfinished(rb_srv *srv, const rb_batch *b)
 
 static bool expired(rb_srv *srv, const rb_batch *b, int64_t now)
 {
-    if (!b->committed)
-        return now - b->created_ms >= RB_BATCH_UNCOMMITTED_TTL_MS;
-    return b->finished_ms &&
-           now - b->finished_ms >= srv->cfg.workflows.batch_retention_s * 1000 &&
-           !ancestor_unfinished(srv, b);
+    const rb_config *cfg = &srv->cfg;
+    return rb_batch_expired(b, now, cfg->workflows.batch_uncommitted_ttl_s * 1000,
+                            cfg->workflows.batch_retention_s * 1000,
+                            b->committed && b->finished_ms && ancestor_unfinished(srv, b));
 }
 
 static void update(rb_srv *srv, rb_batch *b, rb_batch_event ev, int64_t now, int depth);

@@ -109,15 +109,13 @@ static bool ancestor_unfinished(const bset *s, const rb_batch *b)
     return false;
 }
 
-/* backend/mem/batch.c's rule: uncommitted for 30 minutes, or finished for
- * [workflows] batch_retention while no ancestor waits. */
+/* The engine's rule (rb_batch_expired) over the batches locked in s. */
 static bool expired(rb_pg *pg, const bset *s, const rb_batch *b, int64_t now)
 {
-    if (!b->committed)
-        return now - b->created_ms >= RB_BATCH_UNCOMMITTED_TTL_MS;
-    return b->finished_ms &&
-           now - b->finished_ms >= sql_cfg(pg)->workflows.batch_retention_s * 1000 &&
-           !ancestor_unfinished(s, b);
+    const rb_config *cfg = sql_cfg(pg);
+    return rb_batch_expired(b, now, cfg->workflows.batch_uncommitted_ttl_s * 1000,
+                            cfg->workflows.batch_retention_s * 1000,
+                            b->committed && b->finished_ms && ancestor_unfinished(s, b));
 }
 
 static int exec_params(rb_pg *pg, const char *sql, int n, const char *const *p, rb_err *err)
@@ -643,7 +641,7 @@ int rb_pg_batches_expire(rb_pg *pg, int64_t now, int limit, int *n, rb_err *err)
         return rc;
     char uncommitted[24], finished[24], lim[16];
     snprintf(uncommitted, sizeof uncommitted, "%lld",
-             (long long)(now - RB_BATCH_UNCOMMITTED_TTL_MS));
+             (long long)(now - sql_cfg(pg)->workflows.batch_uncommitted_ttl_s * 1000));
     snprintf(finished, sizeof finished, "%lld",
              (long long)(now - sql_cfg(pg)->workflows.batch_retention_s * 1000));
     snprintf(lim, sizeof lim, "%d", limit);
