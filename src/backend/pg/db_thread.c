@@ -116,6 +116,10 @@ static void run_acks(rb_pg *pg, rb_pgreq **v, size_t n, batch_commits *bc)
     } else {
         commit_seen(bc, n, t0);
         for (size_t i = 0; i < n; i++) {
+            if (status[i] == RB_PG_ACK_STORE_ERROR) { /* a batch's job, alone */
+                fail_all(&v[i], 1, err.code ? err.code : RB_ESTORE, &err);
+                continue;
+            }
             v[i]->u.ack.status = status[i];
             v[i]->u.ack.labels = labels[i];
         }

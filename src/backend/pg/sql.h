@@ -212,8 +212,13 @@ typedef struct rb_pg_labels {
     char jobtype[RB_PG_JOBTYPE_MAX + 1];
 } rb_pg_labels;
 
+/* The status rb_pg_ack gives an ACK of a batch member or callback whose own
+ * transaction (with its batch) failed: that request alone gets the storage
+ * error in err; the other ACKs of the call are committed. */
+#define RB_PG_ACK_STORE_ERROR (-1)
+
 /* ACK for n jobs in one transaction: status[i] is DONE (deleted, counted
- * processed), MISSING, OTHER_HOLDER or NOOP. A late ACK of a job whose
+ * processed), MISSING, OTHER_HOLDER, NOOP or RB_PG_ACK_STORE_ERROR. A late ACK of a job whose
  * lease expired and which nobody claimed since completes it. labels (may
  * be NULL; else n entries) receives, for each DONE job, the deleted job's
  * queue and job type; the entries of other statuses are zeroed. */

@@ -199,12 +199,14 @@ int rb_pg_ack(rb_pg *pg, const rb_pg_ref *refs, size_t n, int *status, rb_pg_lab
             continue;
         rb_pg_labels one;
         /* the plain ACKs above are committed: a database error (a deadlock
-         * PostgreSQL broke, say) is tried again before failing them all */
+         * PostgreSQL broke, say) is tried again, then fails this ACK alone */
         for (int tries = 0; tries < 3; tries++)
             if ((rc = sql_batch_ack(pg, &refs[i], now, &status[i], &one, err)) != RB_ESTORE)
                 break;
-        if (rc)
-            return rc;
+        if (rc) {
+            status[i] = RB_PG_ACK_STORE_ERROR;
+            continue;
+        }
         if (labels)
             labels[i] = one;
     }
