@@ -302,6 +302,28 @@ void rb_api_job(rb_http_req *r)
     rb_eng_submit(r->h->srv, op);
 }
 
+/* --- GET /api/workflow/JID --- */
+
+static void workflow_done(rb_srv *srv, rb_eng_op *op)
+{
+    if (rb_api_failed(srv, op))
+        return;
+    struct evhttp_request *req = rb_api_call_of(op)->req;
+    if (op->u.workflow.found)
+        rb_http_reply_json(req, 200, rb_workflow_json(op->u.workflow.jid, &op->u.workflow.g));
+    else
+        rb_http_reply_error(req, 404, "no job '%s'", op->u.workflow.jid);
+    rb_eng_op_finish(srv, op);
+}
+
+/* The workflow graph of any member job (engine/workflow.h). */
+void rb_api_workflow(rb_http_req *r)
+{
+    rb_eng_op *op = rb_api_op(r, RB_ENG_WORKFLOW, workflow_done);
+    op->u.workflow.jid = rb_api_call_of(op)->strs[0] = rb_xstrdup(r->seg[1]);
+    rb_eng_submit(r->h->srv, op);
+}
+
 /* --- GET /api/workers --- */
 
 static void workers_done(rb_srv *srv, rb_eng_op *op)
