@@ -152,7 +152,8 @@ static void order(rb_workflow *g)
     for (size_t e = 0; e < g->n_edges; e++)
         g->edges[e] = (rb_wf_edge){at[g->edges[e].parent], at[g->edges[e].child]};
     free(at);
-    qsort(g->edges, g->n_edges, sizeof *g->edges, by_ends);
+    if (g->n_edges) /* edges is NULL without any */
+        qsort(g->edges, g->n_edges, sizeof *g->edges, by_ends);
     size_t k = 0;
     for (size_t e = 0; e < g->n_edges; e++)
         if (!k || by_ends(&g->edges[k - 1], &g->edges[e]))
