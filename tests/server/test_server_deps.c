@@ -2,7 +2,8 @@
  * a diamond in one PUSHB, refused pushes that change nothing, a dead
  * parent with each on_dep_failure mode, requeue and discard from the dead
  * set, recently succeeded parents, restart durability (graceful and
- * kill -9), and the policy's clock starting at the release. */
+ * kill -9), the policy's clock starting at the release, and the workflow
+ * graph (WORKFLOW: states, edges, blocking parents, unknown ones, the cap). */
 #include <criterion/criterion.h>
 #include <signal.h>
 
@@ -470,4 +471,34 @@ SERVER_TEST(workflow_graph_is_capped)
     cr_assert(json_is_true(json_object_get(g, "truncated")));
     cr_assert_eq(json_array_size(json_object_get(g, "nodes")), RB_WF_TEST_MAX);
     json_decref(g);
+}
+
+SERVER_TEST(workflow_shows_a_discarded_parent_as_unknown)
+{
+    OK("PUSH {\"jid\":\"wfu-par0\",\"jobtype\":\"p\",\"args\":[],\"retry\":-1,\"queue\":\"uq\"}");
+    OK("PUSH {\"jid\":\"wfu-kid0\",\"jobtype\":\"k\",\"args\":[],\"queue\":\"uq\","
+       "\"custom\":{\"depends_on\":[\"wfu-par0\"]}}");
+    OK("PUSH {\"jid\":\"wfu-gkid\",\"jobtype\":\"g\",\"args\":[],\"queue\":\"uq\","
+       "\"custom\":{\"depends_on\":[\"wfu-kid0\"]}}");
+    expect_fetch("uq", "wfu-par0");
+    OK("FAIL {\"jid\":\"wfu-par0\",\"errtype\":\"E\",\"message\":\"boom\"}");
+    json_t *g = workflow("wfu-gkid"); /* the chain: par blocks kid, kid waits */
+    cr_assert_eq(json_array_size(json_object_get(g, "nodes")), 3);
+    expect_node(g, "wfu-par0", "dead", true);
+    expect_node(g, "wfu-kid0", "blocked", false);
+    expect_node(g, "wfu-gkid", "waiting", false);
+    json_decref(g);
+    OK("MUTATE {\"cmd\":\"discard\",\"target\":\"dead\",\"filter\":{\"jids\":[\"wfu-par0\"]}}");
+    expect_state("wfu-kid0", "dead");
+    g = workflow("wfu-gkid"); /* the parent gone: unknown; the kid dead, blocking */
+    cr_assert_eq(json_array_size(json_object_get(g, "nodes")), 3);
+    expect_node(g, "wfu-par0", "unknown", false);
+    expect_node(g, "wfu-kid0", "dead", true);
+    expect_node(g, "wfu-gkid", "blocked", false);
+    cr_assert(json_is_null(json_object_get(wf_node(g, "wfu-par0"), "attempts")));
+    cr_assert_str_eq(json_string_value(json_object_get(wf_node(g, "wfu-gkid"), "blocked_by")),
+                     "wfu-kid0");
+    cr_assert(has_edge(g, "wfu-par0", "wfu-kid0") && has_edge(g, "wfu-kid0", "wfu-gkid"));
+    json_decref(g);
+    cr_assert(rbh_expect(C, "$-1", "WORKFLOW {\"jid\":\"wfu-par0\"}"));
 }
