@@ -96,24 +96,33 @@ static void expand_node(expand *x, size_t i)
         edge_add(x, (long)i, node_add(x, n->p.children[k]));
 }
 
-/* Longest-path layers from the roots (Kahn's order; a DAG by the push's
- * checks, but a node left on a cycle keeps layer 0). */
+/* Longest-path layers from the roots (Kahn's order over each node's
+ * outgoing edges, O(V + E); a DAG by the push's checks, but a node left
+ * on a cycle keeps layer 0). */
 static void layer(rb_workflow *g)
 {
     size_t n = g->n_nodes;
     size_t *indeg = rb_xcalloc(n + 1, sizeof *indeg), *queue = rb_xcalloc(n + 1, sizeof *queue);
-    size_t head = 0, tail = 0;
-    for (size_t e = 0; e < g->n_edges; e++)
+    size_t *first = rb_xcalloc(n + 2, sizeof *first); /* node i's edges: out[first[i]..first[i+1]) */
+    size_t *out = rb_xcalloc(g->n_edges + 1, sizeof *out), *fill = rb_xcalloc(n + 1, sizeof *fill);
+    for (size_t e = 0; e < g->n_edges; e++) {
         indeg[g->edges[e].child]++;
+        first[g->edges[e].parent + 1]++;
+    }
+    for (size_t i = 0; i < n; i++)
+        first[i + 1] += first[i];
+    for (size_t e = 0; e < g->n_edges; e++) {
+        size_t p = g->edges[e].parent;
+        out[first[p] + fill[p]++] = g->edges[e].child;
+    }
+    size_t head = 0, tail = 0;
     for (size_t i = 0; i < n; i++)
         if (!indeg[i])
             queue[tail++] = i;
     while (head < tail) {
         size_t p = queue[head++];
-        for (size_t e = 0; e < g->n_edges; e++) { /* O(V*E) at worst: 2,000 nodes */
-            if (g->edges[e].parent != p)
-                continue;
-            size_t c = g->edges[e].child;
+        for (size_t k = first[p]; k < first[p + 1]; k++) {
+            size_t c = out[k];
             if (g->nodes[c]->layer < g->nodes[p]->layer + 1)
                 g->nodes[c]->layer = g->nodes[p]->layer + 1;
             if (--indeg[c] == 0)
@@ -122,6 +131,9 @@ static void layer(rb_workflow *g)
     }
     free(indeg);
     free(queue);
+    free(first);
+    free(out);
+    free(fill);
 }
 
 static int by_layer(const void *a, const void *b)
@@ -180,18 +192,19 @@ int rb_workflow_build(const char *jid, size_t max_nodes, rb_wf_probe_fn probe, v
         }
         expand_node(&x, i);
     }
-    rb_table_release(&x.by_jid);
     if (rc) {
+        rb_table_release(&x.by_jid);
         rb_workflow_release(g);
         return rc;
     }
-    layer(g);
     for (size_t i = 0; i < g->n_nodes; i++) {
         const char *b = g->nodes[i]->p.view.blocked_by;
-        for (size_t k = 0; b && k < g->n_nodes; k++)
-            if (!strcmp(g->nodes[k]->jid, b))
-                g->nodes[k]->blocking = true;
+        rb_wf_node *p = b ? rb_table_get(&x.by_jid, b) : NULL;
+        if (p)
+            p->blocking = true;
     }
+    rb_table_release(&x.by_jid);
+    layer(g);
     order(g);
     return 0;
 }
