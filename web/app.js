@@ -512,6 +512,10 @@ async function jobPage(jid) {
         job.next_at ? [h('dt', {}, 'next attempt'), h('dd', {}, fmtTime(job.next_at), ' (', rel(job.next_at), ')')] : null,
         job.reserved_until ? [h('dt', {}, 'reserved until'), h('dd', {}, fmtTime(job.reserved_until), job.wid ? ' by ' + job.wid : '')] : null,
         job.expires_at ? [h('dt', {}, 'deleted after'), h('dd', {}, fmtTime(job.expires_at))] : null,
+        job.waits_for ? [h('dt', {}, 'waits for'), h('dd', {'data-testid': 'job-waits-for'}, job.waits_for.length ? job.waits_for.map((p, i) =>
+          [i ? ', ' : '', h('a', {class: 'mono', href: '#/job/' + encodeURIComponent(p)}, p)]) : '–')] : null,
+        job.blocked_by ? [h('dt', {}, 'blocked by'), h('dd', {class: 'err', 'data-testid': 'job-blocked-by'},
+          h('a', {class: 'mono', href: '#/job/' + encodeURIComponent(job.blocked_by)}, job.blocked_by), ' (dead: retry it to unblock)')] : null,
         h('dt', {}, 'args'), h('dd', {}, h('pre', {}, JSON.stringify(job.args, null, 2))))),
       h('div', {class: 'panel grow'}, h('h2', {}, 'Retry policy'),
         sch.description ? [h('div', {class: 'muted'}, 'from: ', sch.layer), h('pre', {}, sch.description)] : h('div', {class: 'error-box'}, sch.error || 'no policy'))),

@@ -291,6 +291,12 @@ static void job_done(rb_srv *srv, rb_eng_op *op)
         json_decref(h);
     json_object_set_new(v, "schedule", job ? rb_api_schedule(srv, j->first_ms, job) : json_null());
     json_object_set_new(v, "job", job ? job : json_null());
+    if (j->state == RB_JOB_WAITING || j->state == RB_JOB_BLOCKED) { /* as JOB gives them */
+        json_t *d = rb_job_view_detail(j);
+        json_object_set(v, "waits_for", json_object_get(d, "waits_for"));
+        json_object_set(v, "blocked_by", json_object_get(d, "blocked_by"));
+        json_decref(d);
+    }
     rb_http_reply_json(req, 200, v);
     rb_eng_op_finish(srv, op);
 }

@@ -354,6 +354,10 @@ test('the workflow page draws a diamond blocked by a dead parent', async () => {
   await page.waitForSelector('[data-testid=job-workflow]:not([hidden])');
   await page.goto(BASE + '/#/job/wfdia-D000');
   await page.waitForSelector('[data-testid=job-workflow]:not([hidden])');
+  assert.equal(await page.textContent('[data-testid=job-state]'), 'blocked');
+  assert.equal(await page.textContent('[data-testid=job-waits-for]'), 'wfdia-B000, wfdia-C000');
+  assert.match(await page.textContent('[data-testid=job-blocked-by]'), /^wfdia-B000/);
+  await shot('job-in-workflow');
   await page.click('[data-testid=job-workflow]');
   await page.waitForSelector('[data-testid=workflow-graph] .wf-node');
   assert.equal(new URL(page.url()).hash, '#/workflow/wfdia-D000');

@@ -390,6 +390,10 @@ HTTP_TEST(workflow_graph_of_a_job)
     cr_assert_str_eq(jstr(r, "edges.0.parent"), "wfjob-a1");
     cr_assert_str_eq(jstr(r, "edges.0.child"), "wfjob-d1");
     rbh_resp_free(r);
+    r = expect(200, "GET", "/api/job/wfjob-d1", NULL); /* the job page's: what it waits for */
+    cr_assert_str_eq(jstr(r, "waits_for.0"), "wfjob-a1");
+    cr_assert(json_is_null(rbh_get(r->json, "blocked_by")));
+    rbh_resp_free(r);
     r = expect(200, "GET", "/api/workflow/wfjob-b1", NULL); /* a plain job: itself */
     cr_assert_eq(json_array_size(rbh_get(r->json, "nodes")), 1);
     cr_assert_str_eq(jstr(r, "nodes.0.state"), "dead");
