@@ -41,9 +41,9 @@ fi
 
 need="$LG $MICRO"
 case " $servers " in *" rebound"*) need="$need $REBOUND" ;; esac
+. "$(dirname "$0")/../scripts/pg_cluster.sh"
 case " $servers " in *" rebound-pg"*)
-  pgbin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
-  [ -x "$pgbin/initdb" ] || { echo "run.sh: PostgreSQL is not installed (initdb not found)" >&2; exit 1; } ;;
+  [ -x "$pg_cluster_bin/initdb" ] || { echo "run.sh: PostgreSQL is not installed (initdb not found)" >&2; exit 1; } ;;
 esac
 for bin in $need; do
   [ -x "$bin" ] || { echo "run.sh: $bin is missing; run 'make O=$O bench-bin all' first" >&2; exit 1; }
@@ -68,9 +68,6 @@ listening() {
   grep -qi "0100007F:$hex 00000000:0000 0A" /proc/net/tcp 2>/dev/null
 }
 
-# PostgreSQL's tools run as the postgres user when we are root.
-as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
-
 # Waits for the port file $1 of process $2; sets port.
 wait_port() {
   i=0
@@ -88,12 +85,9 @@ start_server() {
     rebound-pg|rebound-pg2)
       # A cluster in $dir/data/pg (default durability settings), the schema,
       # then one or two nodes; port becomes "P1,P2" for the load generator.
-      [ "$(id -u)" = 0 ] && chmod 755 "$tmp" && chown postgres "$dir/data" "$dir"
-      pgdir=$dir/data/pg; pgport=$(awk 'BEGIN { srand(); print 20000 + int(rand() * 40000) }')
-      as_pg "$pgbin/initdb" -D "$pgdir" -A trust -U rebound -E UTF8 --locale=C >"$dir/server.log" 2>&1 &&
-        as_pg "$pgbin/pg_ctl" -D "$pgdir" -l "$dir/pg.log" -w -o "-p $pgport -k $dir -c listen_addresses=''" start >>"$dir/server.log" 2>&1 &&
-        as_pg "$pgbin/psql" -X -q -h "$dir" -p "$pgport" -U rebound -d postgres -c "CREATE DATABASE rebound" >>"$dir/server.log" 2>&1 &&
-        pgurl="postgresql://rebound@/rebound?host=$dir&port=$pgport" &&
+      [ "$(id -u)" = 0 ] && chmod 755 "$tmp" "$dir"
+      : >"$dir/server.log"
+      pg_cluster_start "$dir/data" "$dir/server.log" &&
         "$REBOUND" migrate --url "$pgurl" >>"$dir/server.log" 2>&1 || { echo "run.sh: PostgreSQL did not start:" >&2; cat "$dir/server.log" >&2; return 1; }
       nodes=1; [ "$name" = rebound-pg2 ] && nodes=2
       ports=""; extra_pids=""; pid=""
@@ -149,8 +143,8 @@ start_server() {
 stop_server() {
   [ -n "$pid" ] && { kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; }
   for p in ${extra_pids:-}; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
-  [ -n "${pgdir:-}" ] && as_pg "$pgbin/pg_ctl" -D "$pgdir" -m fast -w stop >/dev/null 2>&1
-  pid=""; extra_pids=""; pgdir=""
+  pg_cluster_stop
+  pid=""; extra_pids=""
 }
 
 # run SERVER WORKLOAD loadgen-options...: one workload on a fresh server;

@@ -16,7 +16,8 @@
 #include "common/error.h"
 
 /* The reply to BATCH, and to PUSH of a job with custom.bid, where the
- * backend has no batches (distributed mode, for now). */
+ * backend has no batches (both of Rebound's backends have them now: a
+ * backend without a `batch` function, rb_eng_batch_check). */
 #define RB_BATCH_UNSUPPORTED "batches are not supported in distributed mode yet"
 /* The longest description BATCH NEW accepts, in bytes. */
 #define RB_BATCH_DESC_MAX 1024

@@ -215,8 +215,17 @@ static void metrics_done(rb_srv *srv, rb_eng_op *op)
     for (size_t i = 0; i < f->n_queues; i++)
         qs[i] = (rb_metrics_queue){f->queues[i].name, f->queues[i].size, f->queues[i].paused,
                                    f->latency_s[i]};
-    rb_metrics_state st = {qs,          f->n_queues, f->scheduled, f->enqueued,
-                           f->working,  f->retries,  f->dead};
+    rb_metrics_state st = {.queues = qs,         .n_queues = f->n_queues,
+                           .scheduled = f->scheduled, .enqueued = f->enqueued,
+                           .working = f->working, .retries = f->retries,
+                           .dead = f->dead,        .waiting = f->waiting,
+                           .blocked = f->blocked};
+    json_t *batches = json_object_get(f->rebound, "batches");
+    if (json_is_object(batches)) {
+        st.has_batches = true;
+        st.batches_open = json_integer_value(json_object_get(batches, "open"));
+        st.batch_callbacks = json_integer_value(json_object_get(batches, "callbacks"));
+    }
     rb_buf b = RB_BUF_INIT;
     rb_metrics_render_state(srv->metrics, srv, &st, &b);
     rb_http_reply_raw(rb_api_call_of(op)->req, 200, "text/plain; version=0.0.4; charset=utf-8",

@@ -87,6 +87,10 @@ typedef struct rb_metrics_state {
     const rb_metrics_queue *queues;
     size_t n_queues;
     int64_t scheduled, enqueued, working, retries, dead;
+    int64_t waiting, blocked; /* job dependencies (docs/workflows.md) */
+    /* batches (docs/workflows.md): false where the backend keeps none */
+    bool has_batches;
+    int64_t batches_open, batch_callbacks;
 } rb_metrics_state;
 /* Appends the Prometheus text exposition (format 0.0.4) of m, of srv's
  * connections and workers, and of the job state st (the job engine's INFO

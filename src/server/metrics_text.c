@@ -121,9 +121,19 @@ void rb_metrics_render_state(const rb_metrics *m, const rb_srv *srv, const rb_me
     rb_buf_printf(out,
                   "rebound_jobs{state=\"scheduled\"} %lld\nrebound_jobs{state=\"enqueued\"} %lld\n"
                   "rebound_jobs{state=\"working\"} %lld\nrebound_jobs{state=\"retries\"} %lld\n"
-                  "rebound_jobs{state=\"dead\"} %lld\n",
+                  "rebound_jobs{state=\"dead\"} %lld\nrebound_jobs{state=\"waiting\"} %lld\n"
+                  "rebound_jobs{state=\"blocked\"} %lld\n",
                   (long long)st->scheduled, (long long)st->enqueued, (long long)st->working,
-                  (long long)st->retries, (long long)st->dead);
+                  (long long)st->retries, (long long)st->dead, (long long)st->waiting,
+                  (long long)st->blocked);
+    if (st->has_batches) {
+        head(out, "rebound_batches_open", "gauge",
+             "batches whose callbacks have not all run (uncommitted ones included)");
+        rb_buf_printf(out, "rebound_batches_open %lld\n", (long long)st->batches_open);
+        head(out, "rebound_batch_callbacks_total", "counter",
+             "batch callback jobs enqueued (complete, success, death)");
+        rb_buf_printf(out, "rebound_batch_callbacks_total %lld\n", (long long)st->batch_callbacks);
+    }
     head(out, "rebound_jobs_in_flight", "gauge", "jobs reserved by workers (fetched, not yet ACKed or FAILed)");
     rb_buf_printf(out, "rebound_jobs_in_flight %lld\n", (long long)st->working);
     head(out, "rebound_connections", "gauge", "open work-protocol connections");

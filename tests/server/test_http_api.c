@@ -159,6 +159,28 @@ HTTP_TEST(info_and_metrics_name_the_version_and_the_protocols)
     rbh_resp_free(r);
 }
 
+/* /metrics counts the jobs that wait for others and those a dead parent
+ * blocks (docs/workflows.md), in both modes. */
+HTTP_TEST(metrics_count_waiting_and_blocked_jobs)
+{
+    cr_assert(rbh_expect(C, "+OK", "PUSH {\"jid\":\"jobid-p1\",\"jobtype\":\"a\",\"args\":[]}"));
+    cr_assert(rbh_expect(C, "+OK", "PUSH {\"jid\":\"jobid-c1\",\"jobtype\":\"a\",\"args\":[],"
+                                   "\"custom\":{\"depends_on\":[\"jobid-p1\"]}}"));
+    cr_assert(rbh_expect(C, "+OK", "PUSH {\"jid\":\"jobid-p2\",\"jobtype\":\"a\",\"args\":[],"
+                                   "\"at\":\"2999-01-01T00:00:00Z\"}"));
+    cr_assert(rbh_expect(C, "+OK", "PUSH {\"jid\":\"jobid-c2\",\"jobtype\":\"a\",\"args\":[],"
+                                   "\"custom\":{\"depends_on\":[\"jobid-p2\"]}}"));
+    cr_assert(rbh_expect(C, "+OK", "PUSH {\"jid\":\"jobid-c3\",\"jobtype\":\"a\",\"args\":[],"
+                                   "\"custom\":{\"depends_on\":[\"jobid-p2\"]}}"));
+    cr_assert(rbh_expect(C, "+OK", "MUTATE {\"cmd\":\"kill\",\"target\":\"scheduled\","
+                                   "\"filter\":{\"jids\":[\"jobid-p2\"]}}"));
+    rbh_resp *r = expect(200, "GET", "/metrics", NULL);
+    cr_assert(strstr(r->body, "\nrebound_jobs{state=\"waiting\"} 1\n"), "%s", r->body);
+    cr_assert(strstr(r->body, "\nrebound_jobs{state=\"blocked\"} 2\n"), "%s", r->body);
+    cr_assert(strstr(r->body, "\nrebound_jobs{state=\"dead\"} 1\n"), "%s", r->body);
+    rbh_resp_free(r);
+}
+
 HTTP_TEST(stats_has_per_second_samples)
 {
     rbh_resp *r = expect(200, "GET", "/api/stats", NULL);
