@@ -223,6 +223,33 @@ void rb_cmd_job(rb_conn *c, char *arg)
     rb_eng_submit(c->srv, op);
 }
 
+static void workflow_done(rb_srv *srv, rb_eng_op *op)
+{
+    if (rb_eng_failed(srv, op))
+        return;
+    if (op->u.workflow.found)
+        rb_reply_json(op->c, rb_workflow_json(op->u.workflow.jid, &op->u.workflow.g));
+    else
+        rb_reply_null(op->c);
+    rb_eng_op_finish(srv, op);
+}
+
+void rb_cmd_workflow(rb_conn *c, char *arg)
+{
+    json_t *o = rb_cmd_json_arg(c, "WORKFLOW", arg, JSON_OBJECT);
+    if (!o)
+        return;
+    const char *jid = rb_cmd_jid(c, "WORKFLOW", o);
+    if (!jid) {
+        json_decref(o);
+        return;
+    }
+    rb_eng_op *op = rb_eng_op_new(RB_ENG_WORKFLOW, c, workflow_done);
+    op->json = o; /* the jid's */
+    op->u.workflow.jid = jid;
+    rb_eng_submit(c->srv, op);
+}
+
 static void jobs_done(rb_srv *srv, rb_eng_op *op)
 {
     if (rb_eng_failed(srv, op))

@@ -412,6 +412,48 @@ HTTP_TEST(job_shows_history_and_schedule)
     expect_error(404, "no job 'nope'", "GET", "/api/job/nope", NULL);
 }
 
+HTTP_TEST(workflow_graph_of_a_job)
+{
+    make_failed("wfjob-b1", "B", "E", true); /* dead: no push may name it */
+    cr_assert(rbh_expect(C, "+OK", "PUSH {\"jid\":\"wfjob-a1\",\"jobtype\":\"A\",\"args\":[]}"));
+    cr_assert(rbh_expect(C, "{}",
+                         "PUSHB [{\"jid\":\"wfjob-d1\",\"jobtype\":\"D\",\"args\":[],"
+                         "\"custom\":{\"depends_on\":[\"wfjob-a1\"]}}]"));
+    cr_assert(rbh_expect(C, "-ERR depends_on: unknown job wfjob-b1",
+                         "PUSH {\"jid\":\"wfjob-x1\",\"jobtype\":\"X\",\"args\":[],"
+                         "\"custom\":{\"depends_on\":[\"wfjob-b1\"]}}"));
+    rbh_resp *r = expect(200, "GET", "/api/workflow/wfjob-d1", NULL);
+    char *ct = rbh_header(r, "Content-Type");
+    cr_assert_str_eq(ct, "application/json");
+    free(ct);
+    cr_assert_str_eq(jstr(r, "jid"), "wfjob-d1");
+    cr_assert(json_is_false(rbh_get(r->json, "truncated")));
+    cr_assert_eq(jint(r, "max_nodes"), 2000);
+    cr_assert_eq(json_array_size(rbh_get(r->json, "nodes")), 2);
+    cr_assert_str_eq(jstr(r, "nodes.0.jid"), "wfjob-a1");
+    cr_assert_str_eq(jstr(r, "nodes.0.state"), "enqueued");
+    cr_assert_str_eq(jstr(r, "nodes.0.jobtype"), "A");
+    cr_assert_eq(jint(r, "nodes.0.layer"), 0);
+    cr_assert_str_eq(jstr(r, "nodes.1.jid"), "wfjob-d1");
+    cr_assert_str_eq(jstr(r, "nodes.1.state"), "waiting");
+    cr_assert_str_eq(jstr(r, "nodes.1.waits_for.0"), "wfjob-a1");
+    cr_assert(json_is_null(rbh_get(r->json, "nodes.1.blocked_by")));
+    cr_assert_eq(jint(r, "nodes.1.layer"), 1);
+    cr_assert_eq(json_array_size(rbh_get(r->json, "edges")), 1);
+    cr_assert_str_eq(jstr(r, "edges.0.parent"), "wfjob-a1");
+    cr_assert_str_eq(jstr(r, "edges.0.child"), "wfjob-d1");
+    rbh_resp_free(r);
+    r = expect(200, "GET", "/api/job/wfjob-d1", NULL); /* the job page's: what it waits for */
+    cr_assert_str_eq(jstr(r, "waits_for.0"), "wfjob-a1");
+    cr_assert(json_is_null(rbh_get(r->json, "blocked_by")));
+    rbh_resp_free(r);
+    r = expect(200, "GET", "/api/workflow/wfjob-b1", NULL); /* a plain job: itself */
+    cr_assert_eq(json_array_size(rbh_get(r->json, "nodes")), 1);
+    cr_assert_str_eq(jstr(r, "nodes.0.state"), "dead");
+    rbh_resp_free(r);
+    expect_error(404, "no job 'nope'", "GET", "/api/workflow/nope", NULL);
+}
+
 /* --- actions --- */
 
 HTTP_TEST(job_actions_change_state_durably)

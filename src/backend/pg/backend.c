@@ -547,6 +547,23 @@ static void dist_batch(rb_srv *srv, rb_eng_op *op)
     post(srv, op, batch_call);
 }
 
+/* --- workflows --- */
+
+static void workflow_call(rb_pg *pg, rb_pgreq *r)
+{
+    rb_eng_op *op = r->data;
+    r->rc = rb_pg_workflow(pg, op->u.workflow.jid, op->u.workflow.max_nodes, op->now,
+                           &op->u.workflow.g, &r->err);
+    op->u.workflow.found = r->rc == 0;
+    if (r->rc == RB_ENOENT)
+        r->rc = 0;
+}
+
+static void dist_workflow(rb_srv *srv, rb_eng_op *op)
+{
+    post(srv, op, workflow_call);
+}
+
 const rb_backend rb_backend_pg = {
     .name = "postgresql",
     .push = dist_push,
@@ -568,4 +585,5 @@ const rb_backend rb_backend_pg = {
     .worker_list = dist_worker_list,
     .batch = dist_batch,
     .refetch = rb_pgmode_refetch,
+    .workflow = dist_workflow,
 };

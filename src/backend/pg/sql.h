@@ -41,6 +41,7 @@
 #include "engine/job_state.h"
 #include "engine/mutation.h"
 #include "engine/reads.h"
+#include "engine/workflow.h"
 #include "policy/policy.h"
 
 /* The schema version this build creates and requires (rb_pg_migrate). */
@@ -404,5 +405,13 @@ static inline void rb_pg_jobs_free(rb_pg_job *jobs, size_t n)
 int rb_pg_flush(rb_pg *pg, rb_err *err);
 /* total_processed and total_failures, cluster-wide. */
 int rb_pg_counters(rb_pg *pg, int64_t *processed, int64_t *failures, rb_err *err);
+
+/* --- workflows (sql_workflow.c) --- */
+
+/* The workflow graph of jid (engine/workflow.h: rb_workflow_build over
+ * rb_jobs, rb_edges and rb_dep_done) in one read-only repeatable-read
+ * transaction. RB_ENOENT when jid is no stored job. */
+int rb_pg_workflow(rb_pg *pg, const char *jid, size_t max_nodes, int64_t now, rb_workflow *g,
+                   rb_err *err);
 
 #endif
