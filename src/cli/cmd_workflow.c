@@ -76,32 +76,6 @@ static void print_graph(const json_t *g)
 
 int cmd_workflow(int argc, char **argv)
 {
-    cli_common co = {0};
-    int prc = cli_parse_common_only("workflow", workflow_usage, argc, argv, &co);
-    if (prc >= 0)
-        return prc;
-    if (optind >= argc)
-        return cli_error(CLI_USAGE, "workflow: missing JID (see 'rebound workflow --help')");
-    if (argc - optind > 1)
-        return cli_error(CLI_USAGE, "workflow: unexpected argument '%s'", argv[optind + 1]);
-    const char *jid = argv[optind];
-    rb_client *c;
-    int cc = cli_connect(&co, &c);
-    if (cc != CLI_OK)
-        return cc;
-    json_t *res = NULL;
-    rb_err err = {0};
-    int rc = rb_client_workflow(c, jid, &res, &err);
-    rb_client_close(c);
-    if (rc)
-        return cli_call_error("workflow", rc, &err, 0);
-    if (!res)
-        return cli_error(CLI_FAIL, "job '%s' not found (done and discarded jobs are deleted)",
-                         jid);
-    if (co.json)
-        cli_print_json(res);
-    else
-        print_graph(res);
-    json_decref(res);
-    return CLI_OK;
+    return cli_show_one("workflow", workflow_usage, "JID", argc, argv, rb_client_workflow, print_graph,
+                        "job '%s' not found (done and discarded jobs are deleted)");
 }
