@@ -362,3 +362,13 @@ bool rb_batch_expired(const rb_batch *b, int64_t now, int64_t uncommitted_ttl_ms
         return now - b->created_ms >= uncommitted_ttl_ms;
     return b->finished_ms && now - b->finished_ms >= retention_ms && !ancestor_unfinished;
 }
+
+void rb_batch_child_gone(rb_batch *parent, const rb_batch *child)
+{
+    if (parent->children > 0)
+        parent->children--;
+    if (child->told_complete && parent->children_complete > 0)
+        parent->children_complete--;
+    if (child->told_success && parent->children_success > 0)
+        parent->children_success--;
+}

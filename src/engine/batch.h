@@ -126,6 +126,9 @@ bool rb_batch_finished(const rb_batch *b);
  * ([workflows] batch_uncommitted_ttl, 30 minutes by default as Faktory's),
  * or finished for retention_ms ([workflows] batch_retention) while no
  * ancestor is unfinished (the backend says, ancestor_unfinished). */
+/* A child batch is gone (expired): parent stops waiting for it and
+ * forgets what it told (then apply RB_BATCH_EV_NONE to parent). */
+void rb_batch_child_gone(rb_batch *parent, const rb_batch *child);
 bool rb_batch_expired(const rb_batch *b, int64_t now, int64_t uncommitted_ttl_ms,
                       int64_t retention_ms, bool ancestor_unfinished);
 

@@ -112,12 +112,7 @@ static void drop(rb_srv *srv, rb_batch *b, int64_t now)
     save(srv, b, true);
     rb_batch *p = b->parent_bid ? rb_table_get(&srv->batches, b->parent_bid) : NULL;
     if (p) {
-        if (p->children > 0)
-            p->children--;
-        if (b->told_complete && p->children_complete > 0)
-            p->children_complete--;
-        if (b->told_success && p->children_success > 0)
-            p->children_success--;
+        rb_batch_child_gone(p, b);
         update(srv, p, RB_BATCH_EV_NONE, now, 0);
     }
     rb_batch_free(b);

@@ -611,12 +611,7 @@ static int drop_one(rb_pg *pg, const char *bid, int64_t now, bool *dropped, rb_e
         *dropped = true;
         rb_batch *p = bset_find(&s, b->parent_bid, NULL);
         if (p) {
-            if (p->children > 0)
-                p->children--;
-            if (b->told_complete && p->children_complete > 0)
-                p->children_complete--;
-            if (b->told_success && p->children_success > 0)
-                p->children_success--;
+            rb_batch_child_gone(p, b);
             if ((rc = update(pg, &s, p, RB_BATCH_EV_NONE, now, 0, err)))
                 goto fail;
         }
