@@ -471,6 +471,16 @@ function timeline(job) {
   return svg;
 }
 
+// Whether a job has parents (depends_on, either place) or children: the
+// latter only its workflow's graph knows.
+async function inWorkflow(job) {
+  const j = job.job || {};
+  const named = (v) => Array.isArray(v) && v.length > 0;
+  if (named(j.depends_on) || named(j.custom && j.custom.depends_on)) return true;
+  try { return (await api('GET', 'workflow/' + encodeURIComponent(job.jid))).edges.length > 0; }
+  catch (e) { return false; }
+}
+
 async function jobPage(jid) {
   show(h('h1', {}, 'Job ', h('span', {class: 'mono'}, jid)), h('div', {class: 'panel muted'}, 'Loading…'));
   let job;
@@ -487,8 +497,10 @@ async function jobPage(jid) {
   }}, name === 'retry' ? 'Retry now' : name[0].toUpperCase() + name.slice(1));
   const hist = job.history || [];
   const sch = job.schedule || {};
+  const wfLink = h('a', {href: '#/workflow/' + encodeURIComponent(jid), class: 'wf-link', 'data-testid': 'job-workflow', hidden: true}, 'workflow');
+  inWorkflow(job).then((yes) => { wfLink.hidden = !yes; });
   show(
-    h('h1', {}, job.jobtype, ' ', pill(job.state), ' ', h('span', {class: 'muted mono', style: 'font-size:13px'}, job.jid)),
+    h('h1', {}, job.jobtype, ' ', pill(job.state), ' ', h('span', {class: 'muted mono', style: 'font-size:13px'}, job.jid), ' ', wfLink),
     mutable ? h('div', {class: 'toolbar'}, action('retry', 'primary'), job.state !== 'dead' ? action('kill') : null, action('discard', 'danger')) : null,
     h('div', {class: 'row'},
       h('div', {class: 'panel grow'}, h('h2', {}, 'Job'), h('dl', {class: 'kv'},
@@ -500,6 +512,10 @@ async function jobPage(jid) {
         job.next_at ? [h('dt', {}, 'next attempt'), h('dd', {}, fmtTime(job.next_at), ' (', rel(job.next_at), ')')] : null,
         job.reserved_until ? [h('dt', {}, 'reserved until'), h('dd', {}, fmtTime(job.reserved_until), job.wid ? ' by ' + job.wid : '')] : null,
         job.expires_at ? [h('dt', {}, 'deleted after'), h('dd', {}, fmtTime(job.expires_at))] : null,
+        job.waits_for ? [h('dt', {}, 'waits for'), h('dd', {'data-testid': 'job-waits-for'}, job.waits_for.length ? job.waits_for.map((p, i) =>
+          [i ? ', ' : '', h('a', {class: 'mono', href: '#/job/' + encodeURIComponent(p)}, p)]) : '–')] : null,
+        job.blocked_by ? [h('dt', {}, 'blocked by'), h('dd', {class: 'err', 'data-testid': 'job-blocked-by'},
+          h('a', {class: 'mono', href: '#/job/' + encodeURIComponent(job.blocked_by)}, job.blocked_by), ' (dead: retry it to unblock)')] : null,
         h('dt', {}, 'args'), h('dd', {}, h('pre', {}, JSON.stringify(job.args, null, 2))))),
       h('div', {class: 'panel grow'}, h('h2', {}, 'Retry policy'),
         sch.description ? [h('div', {class: 'muted'}, 'from: ', sch.layer), h('pre', {}, sch.description)] : h('div', {class: 'error-box'}, sch.error || 'no policy'))),
@@ -514,6 +530,81 @@ async function jobPage(jid) {
       h('div', {class: 'muted'}, `${sch.attempts.length} step(s), then ${sch.final} (${sch.reason})`),
       scheduleChart(sch), h('details', {}, h('summary', {}, 'table'), scheduleTable(sch))) : null,
     h('div', {class: 'panel'}, h('details', {}, h('summary', {}, 'Raw job JSON'), h('pre', {}, JSON.stringify(job.job, null, 2)))));
+}
+
+// --- workflow ----------------------------------------------------------------
+
+const WF_COLOR = {
+  waiting: '#8a93a6', blocked: '#b5651d', scheduled: '#7b4fd6', enqueued: '#2a9fb5', working: '#3457d5',
+  retries: '#c77700', dead: '#d33b3b', succeeded: '#1f9d55', unknown: '#c8cedc',
+};
+
+// The graph of /api/workflow/JID (docs/http.md) as SVG: one column per layer
+// (the API's longest path from a root), nodes in the order the API gives them,
+// an edge from each parent's right side to its child's left side.
+function workflowGraph(g, focus) {
+  const NW = 190, NH = 50, GX = 90, GY = 18, M = 16;
+  const cols = [];
+  for (const n of g.nodes) (cols[n.layer] = cols[n.layer] || []).push(n);
+  const at = {};
+  cols.forEach((col, li) => col.forEach((n, i) => { at[n.jid] = {x: M + li * (NW + GX), y: M + i * (NH + GY)}; }));
+  const rows = Math.max(1, ...cols.map((c) => (c ? c.length : 0)));
+  const W = M * 2 + Math.max(1, cols.length) * NW + Math.max(0, cols.length - 1) * GX;
+  const H = M * 2 + rows * NH + (rows - 1) * GY;
+  const svg = s('svg', {viewBox: `0 0 ${W} ${H}`, width: W, height: H, class: 'wf-graph', role: 'img',
+    'aria-label': 'workflow graph', 'data-testid': 'workflow-graph'});
+  svg.append(s('defs', {}, s('marker', {id: 'wf-arrow', viewBox: '0 0 10 10', refX: 10, refY: 5, markerWidth: 7, markerHeight: 7, orient: 'auto'},
+    s('path', {d: 'M0,0 L10,5 L0,10 z', fill: '#9aa5c2'}))));
+  const edges = s('g', {class: 'wf-edges'});
+  for (const e of g.edges) {
+    const p = at[e.parent], c = at[e.child];
+    if (!p || !c) continue;
+    const x1 = p.x + NW, y1 = p.y + NH / 2, x2 = c.x, y2 = c.y + NH / 2, mx = (x1 + x2) / 2;
+    edges.append(s('path', {class: 'wf-edge', d: `M${x1},${y1} C${mx},${y1} ${mx},${y2} ${x2},${y2}`,
+      'data-parent': e.parent, 'data-child': e.child, 'marker-end': 'url(#wf-arrow)'}));
+  }
+  svg.append(edges);
+  for (const n of g.nodes) {
+    const {x, y} = at[n.jid];
+    const color = WF_COLOR[n.state] || WF_COLOR.unknown;
+    const cls = `wf-node state-${n.state}` + (n.blocking ? ' wf-blocking' : '') + (n.jid === focus ? ' wf-focus' : '');
+    const box = [
+      s('rect', {x, y, width: NW, height: NH, rx: 7, fill: color}),
+      s('text', {x: x + 10, y: y + 19, class: 'wf-title'}, n.jobtype || n.state),
+      s('text', {x: x + 10, y: y + 37, class: 'wf-sub'},
+        n.jid.length > 22 ? n.jid.slice(0, 21) + '…' : n.jid, ' · ', n.state, n.attempts ? ` · ${n.attempts} ${n.attempts === 1 ? 'try' : 'tries'}` : ''),
+      s('title', {}, `${n.jid}: ${n.state}` + (n.blocked_by ? `, blocked by ${n.blocked_by}` : '') +
+        (n.waits_for && n.waits_for.length ? `, waits for ${n.waits_for.join(', ')}` : '') +
+        (n.blocking ? ' (dead: blocks its children; retry it to unblock them)' : '')),
+    ];
+    const known = n.state !== 'succeeded' && n.state !== 'unknown'; // a row to show
+    svg.append(s('g', {class: cls, 'data-jid': n.jid, 'data-state': n.state},
+      known ? s('a', {href: '#/job/' + encodeURIComponent(n.jid)}, box) : box));
+  }
+  return svg;
+}
+
+function workflowPage(jid) {
+  const title = () => h('h1', {}, 'Workflow of ', h('a', {class: 'mono', href: '#/job/' + encodeURIComponent(jid)}, jid));
+  show(title(), h('div', {class: 'panel muted'}, 'Loading…'));
+  every(3000, async () => {
+    let g;
+    try { g = await api('GET', 'workflow/' + encodeURIComponent(jid)); }
+    catch (e) { show(title(), h('div', {class: 'panel error-box', 'data-testid': 'workflow-error'}, e.message)); return; }
+    const blocking = g.nodes.filter((n) => n.blocking);
+    const counts = {};
+    for (const n of g.nodes) counts[n.state] = (counts[n.state] || 0) + 1;
+    show(title(),
+      h('div', {class: 'panel'},
+        h('div', {class: 'muted', 'data-testid': 'workflow-summary'}, `${g.nodes.length} job(s), ${g.edges.length} edge(s) · `,
+          Object.entries(counts).map(([k, v]) => `${v} ${k}`).join(', ')),
+        g.truncated ? h('div', {class: 'error-box', 'data-testid': 'workflow-truncated'}, `Showing the first ${g.max_nodes} jobs found: the workflow is bigger.`) : null,
+        blocking.length ? h('div', {class: 'wf-alert', 'data-testid': 'workflow-blocking'}, 'Blocked by dead parent(s): ',
+          blocking.map((n, i) => [i ? ', ' : '', h('a', {class: 'mono', href: '#/job/' + encodeURIComponent(n.jid)}, n.jid)]),
+          ' — retry to unblock their children.') : null,
+        legend(Object.entries(WF_COLOR)),
+        h('div', {class: 'wf-scroll'}, workflowGraph(g, jid))));
+  });
 }
 
 // --- workers ---------------------------------------------------------------
@@ -620,6 +711,7 @@ function route() {
   else if (path === '/queues') { page = 'queues'; queues(); }
   else if ((m = path.match(/^\/(scheduled|retries|dead|enqueued|working)$/))) { page = m[1]; jobList(m[1], params); }
   else if ((m = path.match(/^\/job\/(.+)$/))) { page = ''; jobPage(decodeURIComponent(m[1])); }
+  else if ((m = path.match(/^\/workflow\/(.+)$/))) { page = ''; workflowPage(decodeURIComponent(m[1])); }
   else if (path === '/workers') { page = 'workers'; workers(); }
   else if (path === '/simulate') { page = 'simulate'; simulator(); }
   else show(h('h1', {}, 'Not found'), h('p', {}, h('a', {href: '#/'}, 'Back to the overview')));

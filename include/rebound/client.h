@@ -211,6 +211,11 @@ int rb_client_extend(rb_client *c, const char *jid, int64_t reserve_for, rb_err 
  * the server knows no such job. */
 int rb_client_job(rb_client *c, const char *jid, json_t **job, rb_err *err);
 
+/* WORKFLOW (a Rebound extension): on 0, *graph gets the workflow graph of
+ * the job jid ({"jid", "truncated", "max_nodes", "nodes", "edges"},
+ * docs/protocol.md), or NULL when the server knows no such job. */
+int rb_client_workflow(rb_client *c, const char *jid, json_t **graph, rb_err *err);
+
 /* JOBS query; state is required, the rest optional (NULL, or limit 0 = the
  * server's default, offset 0). */
 typedef struct rb_jobs_query {

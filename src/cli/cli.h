@@ -17,6 +17,7 @@ int cmd_push(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_jobs(int argc, char **argv);
 int cmd_job(int argc, char **argv);
+int cmd_workflow(int argc, char **argv); /* cmd_workflow.c */
 int cmd_retry(int argc, char **argv);
 int cmd_kill(int argc, char **argv);
 int cmd_discard(int argc, char **argv);

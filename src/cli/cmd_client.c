@@ -245,3 +245,36 @@ int cmd_info(int argc, char **argv)
     rb_client_close(c);
     return CLI_OK;
 }
+
+int cli_show_one(const char *cmd, const char *usage, const char *id_name, int argc, char **argv,
+                 int (*fetch)(rb_client *c, const char *id, json_t **out, rb_err *err),
+                 void (*print)(const json_t *v), const char *missing)
+{
+    cli_common co = {0};
+    int prc = cli_parse_common_only(cmd, usage, argc, argv, &co);
+    if (prc >= 0)
+        return prc;
+    if (optind >= argc)
+        return cli_error(CLI_USAGE, "%s: missing %s (see 'rebound %s --help')", cmd, id_name, cmd);
+    if (argc - optind > 1)
+        return cli_error(CLI_USAGE, "%s: unexpected argument '%s'", cmd, argv[optind + 1]);
+    const char *id = argv[optind];
+    rb_client *c;
+    int cc = cli_connect(&co, &c);
+    if (cc != CLI_OK)
+        return cc;
+    json_t *res = NULL;
+    rb_err err = {0};
+    int rc = fetch(c, id, &res, &err);
+    rb_client_close(c);
+    if (rc)
+        return cli_call_error(cmd, rc, &err, 0);
+    if (!res)
+        return cli_error(CLI_FAIL, missing, id);
+    if (co.json)
+        cli_print_json(res);
+    else
+        print(res);
+    json_decref(res);
+    return CLI_OK;
+}

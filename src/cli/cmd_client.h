@@ -67,6 +67,15 @@ int cli_bad_option(const char *cmd, int opt, char **argv);
 int cli_parse_common_only(const char *cmd, const char *usage, int argc, char **argv,
                           cli_common *co);
 
+/* A command that shows one thing by its id (`rebound job JID`, `rebound
+ * workflow JID`): the common options, exactly one ID argument, one client
+ * call (fetch: 0 with *out NULL when there is no such thing), then the
+ * JSON (--json) or print(out). missing is the message for no such id (a
+ * printf format taking the id). Returns the exit code. */
+int cli_show_one(const char *cmd, const char *usage, const char *id_name, int argc, char **argv,
+                 int (*fetch)(rb_client *c, const char *id, json_t **out, rb_err *err),
+                 void (*print)(const json_t *v), const char *missing);
+
 /* `rebound push --file PATH` ('-' = stdin): PUSHB in batches of at most
  * batch jobs; returns the exit code (cmd_push_file.c). */
 int cli_push_file(const cli_common *co, const char *path, size_t batch);

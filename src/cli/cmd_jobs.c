@@ -246,32 +246,6 @@ static void print_job(const json_t *res)
 
 int cmd_job(int argc, char **argv)
 {
-    cli_common co = {0};
-    int prc = cli_parse_common_only("job", job_usage, argc, argv, &co);
-    if (prc >= 0)
-        return prc;
-    if (optind >= argc)
-        return cli_error(CLI_USAGE, "job: missing JID (see 'rebound job --help')");
-    if (argc - optind > 1)
-        return cli_error(CLI_USAGE, "job: unexpected argument '%s'", argv[optind + 1]);
-    const char *jid = argv[optind];
-    rb_client *c;
-    int cc = cli_connect(&co, &c);
-    if (cc != CLI_OK)
-        return cc;
-    json_t *res = NULL;
-    rb_err err = {0};
-    int rc = rb_client_job(c, jid, &res, &err);
-    rb_client_close(c);
-    if (rc)
-        return cli_call_error("job", rc, &err, 0);
-    if (!res)
-        return cli_error(CLI_FAIL, "job '%s' not found (done and discarded jobs are deleted)",
-                         jid);
-    if (co.json)
-        cli_print_json(res);
-    else
-        print_job(res);
-    json_decref(res);
-    return CLI_OK;
+    return cli_show_one("job", job_usage, "JID", argc, argv, rb_client_job, print_job,
+                        "job '%s' not found (done and discarded jobs are deleted)");
 }

@@ -29,6 +29,7 @@ static const struct command {
     {"info", cmd_info, "show the server's queues, sets and totals"},
     {"jobs", cmd_jobs, "list jobs by state, queue and job type"},
     {"job", cmd_job, "show one job with its attempt history and next retry"},
+    {"workflow", cmd_workflow, "show the workflow (job dependencies) a job belongs to"},
     {"retry", cmd_retry, "enqueue a scheduled, retrying or dead job now"},
     {"kill", cmd_kill, "move a scheduled or retrying job to dead"},
     {"discard", cmd_discard, "delete a scheduled, retrying or dead job"},

@@ -333,6 +333,13 @@ int rb_client_job(rb_client *c, const char *jid, json_t **job, rb_err *err)
     return call_json(c, job, 1, err);
 }
 
+int rb_client_workflow(rb_client *c, const char *jid, json_t **graph, rb_err *err)
+{
+    start_jid(c, "WORKFLOW", jid);
+    rb_buf_addc(&c->out, '}');
+    return call_json(c, graph, 1, err);
+}
+
 int rb_client_jobs(rb_client *c, const rb_jobs_query *q, json_t **result, rb_err *err)
 {
     *result = NULL;

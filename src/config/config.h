@@ -54,6 +54,7 @@ typedef struct rb_config {
     struct {
         int64_t succeeded_ttl_s; /* ACKed workflow jobs remembered, default 1 h */
         int64_t batch_retention_s; /* a finished batch's STATUS kept, default 24 h */
+        int64_t batch_uncommitted_ttl_s; /* a batch never committed, default 30 min */
     } workflows;
     rb_backoff_config backoff; /* tasker's [backoff] */
     bool has_retry_default;    /* [retry] present */

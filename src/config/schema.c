@@ -59,6 +59,9 @@ const rb_config_key rb_config_schema[] = {
     {"workflows.batch_retention", RB_CFG_DURATION, "\"24h\"", 60, 3650 * (int64_t)DAY, 0, 0,
      OFF(workflows.batch_retention_s), "how long a finished batch (every callback done) stays "
      "readable with BATCH STATUS and OPEN, and longer while its parent is unfinished", false},
+    {"workflows.batch_uncommitted_ttl", RB_CFG_DURATION, "\"30m\"", 1, 30 * DAY, 0, 0,
+     OFF(workflows.batch_uncommitted_ttl_s), "how long a batch that is never committed (BATCH "
+     "COMMIT) lives before it expires with its counts (Faktory's is 30 minutes)", false},
     {"storage.url", RB_CFG_STORAGE_URL, "\"./rebound.db\"", 0, 0, 0, 0, OFF(storage.url),
      "a SQLite database file, or a postgres:// (postgresql://) connection URL", false},
     {"backoff.default_backoff_seconds", RB_CFG_SECONDS_LIST, "[1, 2, 4, 8, 16, 32]", 0, 0, 0,

@@ -354,3 +354,21 @@ int rb_batch_member_bid(const json_t *job, const char **bid, rb_err *err)
         *bid = json_string_value(v);
     return 0;
 }
+
+bool rb_batch_expired(const rb_batch *b, int64_t now, int64_t uncommitted_ttl_ms,
+                      int64_t retention_ms, bool ancestor_unfinished)
+{
+    if (!b->committed)
+        return now - b->created_ms >= uncommitted_ttl_ms;
+    return b->finished_ms && now - b->finished_ms >= retention_ms && !ancestor_unfinished;
+}
+
+void rb_batch_child_gone(rb_batch *parent, const rb_batch *child)
+{
+    if (parent->children > 0)
+        parent->children--;
+    if (child->told_complete && parent->children_complete > 0)
+        parent->children_complete--;
+    if (child->told_success && parent->children_success > 0)
+        parent->children_success--;
+}

@@ -16,12 +16,11 @@
 #include "common/error.h"
 
 /* The reply to BATCH, and to PUSH of a job with custom.bid, where the
- * backend has no batches (distributed mode, for now). */
+ * backend has no batches (both of Rebound's backends have them now: a
+ * backend without a `batch` function, rb_eng_batch_check). */
 #define RB_BATCH_UNSUPPORTED "batches are not supported in distributed mode yet"
 /* The longest description BATCH NEW accepts, in bytes. */
 #define RB_BATCH_DESC_MAX 1024
-/* An uncommitted batch expires this long after BATCH NEW. */
-#define RB_BATCH_UNCOMMITTED_TTL_MS (30 * 60 * 1000)
 
 /* A batch's callbacks. Stored by number: never renumber. */
 typedef enum rb_batch_cb {
@@ -123,6 +122,15 @@ bool rb_batch_success_done(const rb_batch *b);
  * complete reached and a member died (success cannot come unless that
  * member is requeued). */
 bool rb_batch_finished(const rb_batch *b);
+/* Whether b is gone at now: never committed for uncommitted_ttl_ms
+ * ([workflows] batch_uncommitted_ttl, 30 minutes by default as Faktory's),
+ * or finished for retention_ms ([workflows] batch_retention) while no
+ * ancestor is unfinished (the backend says, ancestor_unfinished). */
+/* A child batch is gone (expired): parent stops waiting for it and
+ * forgets what it told (then apply RB_BATCH_EV_NONE to parent). */
+void rb_batch_child_gone(rb_batch *parent, const rb_batch *child);
+bool rb_batch_expired(const rb_batch *b, int64_t now, int64_t uncommitted_ttl_ms,
+                      int64_t retention_ms, bool ancestor_unfinished);
 
 /* Which of b's callbacks jid is (the job's custom._bid named b), or -1. */
 int rb_batch_callback_of(const rb_batch *b, const char *jid);

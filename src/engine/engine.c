@@ -92,6 +92,9 @@ void rb_eng_submit(rb_srv *srv, rb_eng_op *op)
         }
         fn = b->batch;
         break;
+    case RB_ENG_WORKFLOW:
+        fn = b->workflow;
+        break;
     case RB_ENG_KINDS:
         break;
     }
@@ -143,6 +146,9 @@ static void admin_release(rb_eng_op *op)
         break;
     case RB_ENG_JOB:
         rb_job_view_release(&op->u.lookup.view);
+        break;
+    case RB_ENG_WORKFLOW:
+        rb_workflow_release(&op->u.workflow.g);
         break;
     case RB_ENG_JOBS:
         rb_job_views_free(op->u.jobs.views, op->u.jobs.n);

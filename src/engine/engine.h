@@ -36,6 +36,7 @@
 #include "engine/mutation.h"
 #include "engine/reads.h"
 #include "engine/unique.h"
+#include "engine/workflow.h"
 
 typedef struct rb_srv rb_srv;
 typedef struct rb_conn rb_conn;
@@ -66,6 +67,7 @@ typedef enum rb_eng_kind {
     RB_ENG_BULK,        /* u.bulk: retry/kill/discard the jobs a filter or a jid list names */
     RB_ENG_WORKER_LIST, /* read, u.worker_list: the workers, as GET /api/workers lists them */
     RB_ENG_BATCH,       /* u.batch: BATCH NEW, OPEN, COMMIT or STATUS (engine/batch.h) */
+    RB_ENG_WORKFLOW,    /* read, u.workflow: a job's workflow graph (engine/workflow.h) */
     RB_ENG_KINDS
 } rb_eng_kind;
 
@@ -258,6 +260,12 @@ struct rb_eng_op {
             char *out;        /* result: NEW and OPEN the bid, STATUS the
                                  JSON text; owned */
         } batch;
+        struct {
+            const char *jid;  /* borrowed (op->json or op->arg) */
+            size_t max_nodes; /* 0: RB_WORKFLOW_MAX_NODES */
+            bool found;       /* result: false for no such job */
+            rb_workflow g;    /* result when found; released with the op */
+        } workflow;
     } u;
 };
 
@@ -300,6 +308,9 @@ typedef struct rb_backend {
      * tries) or leave it waiting. False when the backend can tell that no
      * other waiter would get one either (rb_eng_wake stops there). */
     bool (*refetch)(rb_srv *srv, rb_conn *c);
+    /* A job's workflow graph (read; rb_workflow_build with the backend's
+     * probe): found false for a jid that is no stored job. */
+    void (*workflow)(rb_srv *srv, rb_eng_op *op);
 } rb_backend;
 
 /* The two backends (backend/mem/backend.c, backend/pg/backend.c). */

@@ -207,19 +207,52 @@ static void job_done(rb_srv *srv, rb_eng_op *op)
     rb_eng_op_finish(srv, op);
 }
 
+/* A read of one job's something named by {"jid": J} (JOB, WORKFLOW): the
+ * argument checked, an op of kind with *jid borrowed from its op->json;
+ * NULL after replying the error. */
+static rb_eng_op *jid_op(rb_conn *c, const char *cmd, char *arg, rb_eng_kind kind,
+                         void (*done)(rb_srv *, rb_eng_op *), const char **jid)
+{
+    json_t *o = rb_cmd_json_arg(c, cmd, arg, JSON_OBJECT);
+    if (!o)
+        return NULL;
+    if (!(*jid = rb_cmd_jid(c, cmd, o))) {
+        json_decref(o);
+        return NULL;
+    }
+    rb_eng_op *op = rb_eng_op_new(kind, c, done);
+    op->json = o; /* the jid's */
+    return op;
+}
+
 void rb_cmd_job(rb_conn *c, char *arg)
 {
-    json_t *o = rb_cmd_json_arg(c, "JOB", arg, JSON_OBJECT);
-    if (!o)
+    const char *jid;
+    rb_eng_op *op = jid_op(c, "JOB", arg, RB_ENG_JOB, job_done, &jid);
+    if (!op)
         return;
-    const char *jid = rb_cmd_jid(c, "JOB", o);
-    if (!jid) {
-        json_decref(o);
-        return;
-    }
-    rb_eng_op *op = rb_eng_op_new(RB_ENG_JOB, c, job_done);
-    op->json = o; /* the jid's */
     op->u.lookup.jid = jid;
+    rb_eng_submit(c->srv, op);
+}
+
+static void workflow_done(rb_srv *srv, rb_eng_op *op)
+{
+    if (rb_eng_failed(srv, op))
+        return;
+    if (op->u.workflow.found)
+        rb_reply_json(op->c, rb_workflow_json(op->u.workflow.jid, &op->u.workflow.g));
+    else
+        rb_reply_null(op->c);
+    rb_eng_op_finish(srv, op);
+}
+
+void rb_cmd_workflow(rb_conn *c, char *arg)
+{
+    const char *jid;
+    rb_eng_op *op = jid_op(c, "WORKFLOW", arg, RB_ENG_WORKFLOW, workflow_done, &jid);
+    if (!op)
+        return;
+    op->u.workflow.jid = jid;
     rb_eng_submit(c->srv, op);
 }
 

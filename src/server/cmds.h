@@ -19,6 +19,9 @@ void rb_cmd_flush(rb_conn *c, char *arg);
 void rb_cmd_mutate(rb_conn *c, char *arg);
 void rb_cmd_queue(rb_conn *c, char *arg);
 void rb_cmd_job(rb_conn *c, char *arg);
+/* WORKFLOW {"jid": J}: the workflow graph's JSON (engine/workflow.h), nil
+ * for an unknown jid (a Rebound extension, docs/protocol.md). */
+void rb_cmd_workflow(rb_conn *c, char *arg);
 void rb_cmd_jobs(rb_conn *c, char *arg);
 void rb_cmd_workers(rb_conn *c, char *arg);
 void rb_cmd_batch(rb_conn *c, char *arg);

@@ -291,6 +291,12 @@ static void job_done(rb_srv *srv, rb_eng_op *op)
         json_decref(h);
     json_object_set_new(v, "schedule", job ? rb_api_schedule(srv, j->first_ms, job) : json_null());
     json_object_set_new(v, "job", job ? job : json_null());
+    if (j->state == RB_JOB_WAITING || j->state == RB_JOB_BLOCKED) { /* as JOB gives them */
+        json_t *d = rb_job_view_detail(j);
+        json_object_set(v, "waits_for", json_object_get(d, "waits_for"));
+        json_object_set(v, "blocked_by", json_object_get(d, "blocked_by"));
+        json_decref(d);
+    }
     rb_http_reply_json(req, 200, v);
     rb_eng_op_finish(srv, op);
 }
@@ -299,6 +305,28 @@ void rb_api_job(rb_http_req *r)
 {
     rb_eng_op *op = rb_api_op(r, RB_ENG_JOB, job_done);
     op->u.lookup.jid = rb_api_call_of(op)->strs[0] = rb_xstrdup(r->seg[1]);
+    rb_eng_submit(r->h->srv, op);
+}
+
+/* --- GET /api/workflow/JID --- */
+
+static void workflow_done(rb_srv *srv, rb_eng_op *op)
+{
+    if (rb_api_failed(srv, op))
+        return;
+    struct evhttp_request *req = rb_api_call_of(op)->req;
+    if (op->u.workflow.found)
+        rb_http_reply_json(req, 200, rb_workflow_json(op->u.workflow.jid, &op->u.workflow.g));
+    else
+        rb_http_reply_error(req, 404, "no job '%s'", op->u.workflow.jid);
+    rb_eng_op_finish(srv, op);
+}
+
+/* The workflow graph of any member job (engine/workflow.h). */
+void rb_api_workflow(rb_http_req *r)
+{
+    rb_eng_op *op = rb_api_op(r, RB_ENG_WORKFLOW, workflow_done);
+    op->u.workflow.jid = rb_api_call_of(op)->strs[0] = rb_xstrdup(r->seg[1]);
     rb_eng_submit(r->h->srv, op);
 }
 

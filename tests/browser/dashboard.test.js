@@ -1,7 +1,8 @@
 // Dashboard tests in headless Chromium (Debian's, driven by playwright-core):
 // every page opens and shows the server's data; actions done through the
 // page (retry a dead job, pause a queue, retry from the job page, bulk
-// discard) change the server's state, checked through the API; the job
+// discard) change the server's state, checked through the API; the workflow
+// page draws a job's dependency graph (issue 15); the job
 // page's attempt timeline stays legible (no label overlaps another or
 // leaves the chart) for 1 to 120 attempts however close in time. Screenshots
 // go to $REBOUND_SCREENSHOTS. Run by tests/scripts/browser.sh, which starts
@@ -325,6 +326,80 @@ test('an unknown job shows the API error', async () => {
   await page.goto(BASE + '/#/job/no-such-job');
   await page.waitForSelector('[data-testid=job-error]');
   assert.match(await page.textContent('[data-testid=job-error]'), /no job 'no-such-job'/);
+});
+
+test('the workflow page draws a diamond blocked by a dead parent', async () => {
+  // A -> B, C -> D; A succeeds, B dies (retry -1): D is blocked by B
+  const dep = (jid, jobtype, parents, extra) => ({jid, jobtype, args: [], queue: 'wfq', custom: {depends_on: parents}, ...extra});
+  await client.cmd('PUSHB ' + JSON.stringify([
+    {jid: 'wfdia-A000', jobtype: 'Extract', args: [], queue: 'wfq'},
+    dep('wfdia-B000', 'Transform', ['wfdia-A000'], {retry: -1}),
+    dep('wfdia-C000', 'Enrich', ['wfdia-A000']),
+    dep('wfdia-D000', 'Load', ['wfdia-B000', 'wfdia-C000']),
+  ]));
+  const a = await client.fetch('wfq');
+  assert.equal(a && a.jid, 'wfdia-A000');
+  await client.ack('wfdia-A000');
+  const b = await client.fetch('wfq');
+  assert.equal(b && b.jid, 'wfdia-B000');
+  await client.fail('wfdia-B000', 'SchemaError', 'column "total" missing');
+  assert.equal((await apiGet('job/wfdia-D000')).state, 'blocked');
+
+  // the job page links to the workflow (a job with parents); a plain job's does not
+  await page.goto(BASE + '/#/job/mail-000001');
+  await page.waitForSelector('[data-testid=job-state]');
+  await sleep(300);
+  assert.equal(await page.isVisible('[data-testid=job-workflow]'), false, 'a plain job has no workflow link');
+  await page.goto(BASE + '/#/job/wfdia-B000'); // depends_on A
+  await page.waitForSelector('[data-testid=job-workflow]:not([hidden])');
+  await page.goto(BASE + '/#/job/wfdia-D000');
+  await page.waitForSelector('[data-testid=job-workflow]:not([hidden])');
+  assert.equal(await page.textContent('[data-testid=job-state]'), 'blocked');
+  assert.equal(await page.textContent('[data-testid=job-waits-for]'), 'wfdia-B000, wfdia-C000');
+  assert.match(await page.textContent('[data-testid=job-blocked-by]'), /^wfdia-B000/);
+  await shot('job-in-workflow');
+  await page.click('[data-testid=job-workflow]');
+  await page.waitForSelector('[data-testid=workflow-graph] .wf-node');
+  assert.equal(new URL(page.url()).hash, '#/workflow/wfdia-D000');
+
+  const nodes = await page.$$eval('[data-testid=workflow-graph] g.wf-node', (gs) => gs.map((g) => ({
+    jid: g.dataset.jid, state: g.dataset.state, cls: g.getAttribute('class'),
+    fill: g.querySelector('rect').getAttribute('fill'),
+    link: (g.querySelector('a') || {getAttribute: () => null}).getAttribute('href'),
+    x: +g.querySelector('rect').getAttribute('x'), y: +g.querySelector('rect').getAttribute('y')})));
+  assert.deepEqual(nodes.map((n) => [n.jid, n.state]), [
+    ['wfdia-A000', 'succeeded'], ['wfdia-B000', 'dead'], ['wfdia-C000', 'enqueued'], ['wfdia-D000', 'blocked']]);
+  const by = Object.fromEntries(nodes.map((n) => [n.jid, n]));
+  // colours by state, as the legend says
+  const legendColors = await page.$$eval('.legend span', (sp) => Object.fromEntries(sp.map((x) => [x.textContent, x.querySelector('i').style.background])));
+  for (const n of nodes) {
+    assert.ok(legendColors[n.state], `legend has ${n.state}`);
+    assert.match(n.cls, new RegExp(`\\bstate-${n.state}\\b`));
+  }
+  assert.equal(by['wfdia-B000'].fill, '#d33b3b');
+  assert.equal(by['wfdia-A000'].fill, '#1f9d55');
+  assert.notEqual(by['wfdia-C000'].fill, by['wfdia-D000'].fill);
+  // the blocking dead parent is highlighted, and only it
+  assert.deepEqual(nodes.filter((n) => /\bwf-blocking\b/.test(n.cls)).map((n) => n.jid), ['wfdia-B000']);
+  assert.match(await page.textContent('[data-testid=workflow-blocking]'), /wfdia-B000/);
+  // layers left to right: A, then B and C, then D
+  assert.ok(by['wfdia-A000'].x < by['wfdia-B000'].x && by['wfdia-B000'].x === by['wfdia-C000'].x && by['wfdia-C000'].x < by['wfdia-D000'].x);
+  assert.notEqual(by['wfdia-B000'].y, by['wfdia-C000'].y);
+  // stored jobs link to their job pages; the succeeded A has no page left
+  assert.equal(by['wfdia-D000'].link, '#/job/wfdia-D000');
+  assert.equal(by['wfdia-B000'].link, '#/job/wfdia-B000');
+  assert.equal(by['wfdia-A000'].link, null);
+  const edges = await page.$$eval('[data-testid=workflow-graph] path.wf-edge', (ps) => ps.map((p) => p.dataset.parent + '>' + p.dataset.child).sort());
+  assert.deepEqual(edges, ['wfdia-A000>wfdia-B000', 'wfdia-A000>wfdia-C000', 'wfdia-B000>wfdia-D000', 'wfdia-C000>wfdia-D000']);
+  await shot('workflow');
+
+  // a node is a link to its job page
+  await page.click('[data-testid=workflow-graph] g.wf-node[data-jid=wfdia-B000] a');
+  await page.waitForSelector('[data-testid=job-state]');
+  assert.equal(await page.textContent('[data-testid=job-state]'), 'dead');
+  await page.goto(BASE + '/#/workflow/no-such-job');
+  await page.waitForSelector('[data-testid=workflow-error]');
+  assert.match(await page.textContent('[data-testid=workflow-error]'), /no job 'no-such-job'/);
 });
 
 test('the dashboard loads nothing from outside the server and raises no script error', async () => {

@@ -1,6 +1,6 @@
 #!/bin/sh
 # CLI suite: the client commands (version, push, push --file, info, jobs, job,
-# retry, kill, discard, queue) end to end against a real `rebound serve` on a free
+# retry, kill, discard, queue, workflow) end to end against a real `rebound serve` on a free
 # port in a temp dir: human and --json output, and the exit codes.
 # Env: REBOUND_BIN (the binary). Exit 0 = pass.
 set -u
@@ -144,6 +144,27 @@ run 0 push --file - --json --batch 2 <"$tmp/good.jsonl"
 has out '"pushed":5'; has out '"rejected":[]'
 run 0 jobs --queue bulk2 --json;     has out '"total":5'
 run 2 push --file "$tmp/does-not-exist.jsonl"; has err "cannot open"
+
+# --- workflow: a diamond whose root is killed blocks its children (issue 15)
+cat >"$tmp/wf.jsonl" <<'EOT'
+{"jid":"cliwf-A000","jobtype":"extract","args":[],"queue":"wf","at":"2099-01-01T00:00:00Z"}
+{"jid":"cliwf-B000","jobtype":"transform","args":[],"queue":"wf","custom":{"depends_on":["cliwf-A000"]}}
+{"jid":"cliwf-C000","jobtype":"transform","args":[],"queue":"wf","custom":{"depends_on":["cliwf-A000"]}}
+{"jid":"cliwf-D000","jobtype":"load","args":[],"queue":"wf","custom":{"depends_on":["cliwf-B000","cliwf-C000"]}}
+EOT
+run 0 push --file "$tmp/wf.jsonl"
+run 0 kill cliwf-A000
+run 0 workflow cliwf-D000;           has out "workflow of cliwf-D000: 4 jobs, 4 edges"
+has out "    0  ! cliwf-A000"; has out "dead"
+has out "cliwf-B000                blocked    transform             0  cliwf-A000 (blocked by cliwf-A000)"
+has out "    2    cliwf-D000                waiting    load                  0  cliwf-B000,cliwf-C000"
+has out "! dead parent blocking its children"
+run 0 workflow cliwf-B000 --json;    has out '"jid":"cliwf-B000","truncated":false'
+has out '{"parent":"cliwf-A000","child":"cliwf-C000"}'; has out '"blocking":true'
+run 0 workflow clijob-0001;          has out "1 jobs, 0 edges"; hasnt out "blocking its children"
+run 1 workflow cliwf-nope;           has err "job 'cliwf-nope' not found"
+run 2 workflow;                      has err "missing JID"
+run 2 workflow a b;                  has err "unexpected argument 'b'"
 
 echo "cli: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -224,7 +224,8 @@ static void build_table(void)
     n_cases = 0;
     /* Arity: every verb without its argument, and argument-less verbs with one. */
     const char *need_arg[] = {"HELLO", "BEAT", "PUSH", "PUSHB", "ACK", "FAIL", "SNOOZE",
-                              "EXTEND", "MUTATE", "QUEUE", "JOB", "JOBS", "WORKERS"};
+                              "EXTEND", "MUTATE", "QUEUE", "JOB", "JOBS", "WORKERS",
+                              "WORKFLOW"};
     for (size_t i = 0; i < sizeof need_arg / sizeof *need_arg; i++) {
         add("-ERR", 0, "%s", need_arg[i]);
         add("-ERR", 0, "%s   ", need_arg[i]);
@@ -246,7 +247,7 @@ static void build_table(void)
 
     /* Garbage and wrong-typed arguments for every JSON-taking command. */
     const char *json_verbs[] = {"BEAT", "PUSH", "PUSHB", "ACK", "FAIL", "SNOOZE", "EXTEND",
-                                "MUTATE", "JOB", "JOBS", "WORKERS"};
+                                "MUTATE", "JOB", "JOBS", "WORKERS", "WORKFLOW"};
     for (size_t v = 0; v < sizeof json_verbs / sizeof *json_verbs; v++) {
         for (size_t g = 0; g < sizeof garbage / sizeof *garbage; g++)
             add("-ERR", 0, "%s %s", json_verbs[v], garbage[g]);
@@ -346,7 +347,7 @@ static void build_table(void)
      * see fuzz/pending/test_empty_jid.c.) */
     const char *jid_forms[] = {"{}", "{\"jid\":\"\"}", "{\"jid\":1}", "{\"jid\":null}",
                                "{\"jid\":[\"" JID_WRK "\"]}", "{\"jid\":{}}"};
-    const char *jid_verbs[] = {"ACK", "FAIL", "SNOOZE", "EXTEND", "JOB"};
+    const char *jid_verbs[] = {"ACK", "FAIL", "SNOOZE", "EXTEND", "JOB", "WORKFLOW"};
     for (size_t v = 0; v < sizeof jid_verbs / sizeof *jid_verbs; v++)
         for (size_t i = 0; i < sizeof jid_forms / sizeof *jid_forms; i++)
             add("-ERR", 0, "%s %s", jid_verbs[v], jid_forms[i]);
@@ -356,6 +357,7 @@ static void build_table(void)
     add("+OK", EXACT, "ACK {\"jid\":\"" JID_RET "\"}");
     add("+OK", EXACT, "ACK {\"jid\":\"" JID_DED "\"}");
     add("$-1", EXACT, "JOB {\"jid\":\"no-such-job-1\"}");
+    add("$-1", EXACT, "WORKFLOW {\"jid\":\"no-such-job-1\"}");
 
     /* FAIL: unknown or not working; bad fields on the working job. */
     add("-ERR Job not found no-such-job-1", EXACT, "FAIL {\"jid\":\"no-such-job-1\"}");

@@ -181,6 +181,37 @@ HTTP_TEST(metrics_count_waiting_and_blocked_jobs)
     rbh_resp_free(r);
 }
 
+/* /metrics counts open batches and the callbacks fired, in both modes. */
+HTTP_TEST(metrics_count_open_batches_and_callbacks)
+{
+    char *bid = rbh_cmd(C, "BATCH NEW {\"success\":{\"jid\":\"jobid-cb1\",\"jobtype\":\"cb\","
+                           "\"args\":[],\"queue\":\"cbq\"}}");
+    cr_assert(bid && !strncmp(bid, "b-", 2), "BATCH NEW gave %s", bid ? bid : "(closed)");
+    rbh_resp *r = expect(200, "GET", "/metrics", NULL);
+    cr_assert(strstr(r->body, "\nrebound_batches_open 1\n"), "%s", r->body);
+    cr_assert(strstr(r->body, "\nrebound_batch_callbacks_total 0\n"), "%s", r->body);
+    rbh_resp_free(r);
+    cr_assert(rbh_expect(C, "+OK", "PUSH {\"jid\":\"jobid-m1\",\"jobtype\":\"m\",\"args\":[],"
+                                   "\"queue\":\"mq\",\"custom\":{\"bid\":\"%s\"}}", bid));
+    cr_assert(rbh_expect(C, "+OK", "BATCH COMMIT %s", bid));
+    json_t *j = rbh_json(rbh_cmd(C, "FETCH mq"));
+    cr_assert_str_eq(json_string_value(json_object_get(j, "jid")), "jobid-m1");
+    json_decref(j);
+    cr_assert(rbh_expect(C, "+OK", "ACK {\"jid\":\"jobid-m1\"}"));
+    r = expect(200, "GET", "/metrics", NULL);
+    cr_assert(strstr(r->body, "\nrebound_batch_callbacks_total 1\n"), "%s", r->body);
+    rbh_resp_free(r);
+    j = rbh_json(rbh_cmd(C, "FETCH cbq"));
+    cr_assert_str_eq(json_string_value(json_object_get(j, "jid")), "jobid-cb1");
+    json_decref(j);
+    cr_assert(rbh_expect(C, "+OK", "ACK {\"jid\":\"jobid-cb1\"}"));
+    r = expect(200, "GET", "/metrics", NULL);
+    cr_assert(strstr(r->body, "\nrebound_batches_open 0\n"), "%s", r->body);
+    cr_assert(strstr(r->body, "\nrebound_batch_callbacks_total 1\n"), "%s", r->body);
+    rbh_resp_free(r);
+    free(bid);
+}
+
 HTTP_TEST(stats_has_per_second_samples)
 {
     rbh_resp *r = expect(200, "GET", "/api/stats", NULL);
@@ -379,6 +410,48 @@ HTTP_TEST(job_shows_history_and_schedule)
     rbh_resp_free(r);
 
     expect_error(404, "no job 'nope'", "GET", "/api/job/nope", NULL);
+}
+
+HTTP_TEST(workflow_graph_of_a_job)
+{
+    make_failed("wfjob-b1", "B", "E", true); /* dead: no push may name it */
+    cr_assert(rbh_expect(C, "+OK", "PUSH {\"jid\":\"wfjob-a1\",\"jobtype\":\"A\",\"args\":[]}"));
+    cr_assert(rbh_expect(C, "{}",
+                         "PUSHB [{\"jid\":\"wfjob-d1\",\"jobtype\":\"D\",\"args\":[],"
+                         "\"custom\":{\"depends_on\":[\"wfjob-a1\"]}}]"));
+    cr_assert(rbh_expect(C, "-ERR depends_on: unknown job wfjob-b1",
+                         "PUSH {\"jid\":\"wfjob-x1\",\"jobtype\":\"X\",\"args\":[],"
+                         "\"custom\":{\"depends_on\":[\"wfjob-b1\"]}}"));
+    rbh_resp *r = expect(200, "GET", "/api/workflow/wfjob-d1", NULL);
+    char *ct = rbh_header(r, "Content-Type");
+    cr_assert_str_eq(ct, "application/json");
+    free(ct);
+    cr_assert_str_eq(jstr(r, "jid"), "wfjob-d1");
+    cr_assert(json_is_false(rbh_get(r->json, "truncated")));
+    cr_assert_eq(jint(r, "max_nodes"), 2000);
+    cr_assert_eq(json_array_size(rbh_get(r->json, "nodes")), 2);
+    cr_assert_str_eq(jstr(r, "nodes.0.jid"), "wfjob-a1");
+    cr_assert_str_eq(jstr(r, "nodes.0.state"), "enqueued");
+    cr_assert_str_eq(jstr(r, "nodes.0.jobtype"), "A");
+    cr_assert_eq(jint(r, "nodes.0.layer"), 0);
+    cr_assert_str_eq(jstr(r, "nodes.1.jid"), "wfjob-d1");
+    cr_assert_str_eq(jstr(r, "nodes.1.state"), "waiting");
+    cr_assert_str_eq(jstr(r, "nodes.1.waits_for.0"), "wfjob-a1");
+    cr_assert(json_is_null(rbh_get(r->json, "nodes.1.blocked_by")));
+    cr_assert_eq(jint(r, "nodes.1.layer"), 1);
+    cr_assert_eq(json_array_size(rbh_get(r->json, "edges")), 1);
+    cr_assert_str_eq(jstr(r, "edges.0.parent"), "wfjob-a1");
+    cr_assert_str_eq(jstr(r, "edges.0.child"), "wfjob-d1");
+    rbh_resp_free(r);
+    r = expect(200, "GET", "/api/job/wfjob-d1", NULL); /* the job page's: what it waits for */
+    cr_assert_str_eq(jstr(r, "waits_for.0"), "wfjob-a1");
+    cr_assert(json_is_null(rbh_get(r->json, "blocked_by")));
+    rbh_resp_free(r);
+    r = expect(200, "GET", "/api/workflow/wfjob-b1", NULL); /* a plain job: itself */
+    cr_assert_eq(json_array_size(rbh_get(r->json, "nodes")), 1);
+    cr_assert_str_eq(jstr(r, "nodes.0.state"), "dead");
+    rbh_resp_free(r);
+    expect_error(404, "no job 'nope'", "GET", "/api/workflow/nope", NULL);
 }
 
 /* --- actions --- */

@@ -224,8 +224,8 @@ Test(pg, migrate_is_idempotent_and_checked)
     cr_assert_eq(v, RB_PG_SCHEMA_VERSION);
     char *t = sql1("SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()"
                    " AND tablename LIKE 'rb\\_%'");
-    cr_assert_str_eq(t, "8"); /* rb_jobs, rb_queues, rb_counters, rb_meta, rb_workers,
-                                 rb_edges, rb_wait, rb_dep_done */
+    cr_assert_str_eq(t, "9"); /* rb_jobs, rb_queues, rb_counters, rb_meta, rb_workers,
+                                 rb_edges, rb_wait, rb_dep_done, rb_batches */
     free(t);
 }
 
@@ -293,16 +293,16 @@ Test(pg, migrate_command)
     cr_assert(strstr(out, "schema version 0: the database has no rebound schema"), "%s", out);
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema created (version 5)\n");
+    cr_assert_str_eq(out, "schema created (version 6)\n");
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema is up to date (version 5)\n");
+    cr_assert_str_eq(out, "schema is up to date (version 6)\n");
     snprintf(args, sizeof args, "migrate --check --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema version 5: up to date\n");
-    free(sql1("UPDATE rb_meta SET value = '6' WHERE key = 'schema_version'"));
+    cr_assert_str_eq(out, "schema version 6: up to date\n");
+    free(sql1("UPDATE rb_meta SET value = '7' WHERE key = 'schema_version'"));
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 1, "%s", out);
-    cr_assert(strstr(out, "version 6, newer than this rebound supports (5)"), "%s", out);
+    cr_assert(strstr(out, "version 7, newer than this rebound supports (6)"), "%s", out);
     cr_assert_eq(run_cli("migrate --url ./rebound.db", out, sizeof out), 2, "%s", out);
     cr_assert(strstr(out, "not a PostgreSQL url"), "%s", out);
     cr_assert_eq(run_cli("migrate --bogus", out, sizeof out), 2, "%s", out);
@@ -327,17 +327,17 @@ Test(pg, version_2_database_is_refused_then_upgraded_in_place)
     char *jid = claim_at(pg, "uq", "w1", rb_now_ms(), NULL);
     cr_assert_str_eq(jid, "upgr00001");
     cr_assert_eq(rb_pg_check_schema(pg, &err), RB_EVERSION);
-    cr_assert(strstr(rb_err_msg(&err), "version 2, this rebound needs 5: run 'rebound migrate'"),
+    cr_assert(strstr(rb_err_msg(&err), "version 2, this rebound needs 6: run 'rebound migrate'"),
               "%s", rb_err_msg(&err));
     snprintf(args, sizeof args, "migrate --check --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 1, "%s", out);
     cr_assert(strstr(out, "schema version 2:"), "%s", out);
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema upgraded from version 2 to 5\n");
+    cr_assert_str_eq(out, "schema upgraded from version 2 to 6\n");
     cr_assert_eq(rb_pg_check_schema(pg, &err), 0, "%s", rb_err_msg(&err));
     cr_assert_eq(rb_pg_schema_version(pg, &v, &err), 0);
-    cr_assert_eq(v, 5);
+    cr_assert_eq(v, 6);
     rb_pg_ref ref = {jid, "w1"};
     int st = -1;
     rb_pg_labels lab;
@@ -401,7 +401,7 @@ Test(pg, version_3_database_upgrades_to_the_holder_rule)
     free(r);
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema upgraded from version 3 to 5\n");
+    cr_assert_str_eq(out, "schema upgraded from version 3 to 6\n");
     /* pg, connected before the upgrade, goes on: its statements reach the
      * replaced functions */
     cr_assert_eq(rb_pg_check_schema(pg, &err), 0, "%s", rb_err_msg(&err));
@@ -450,7 +450,7 @@ Test(pg, version_4_database_upgrades_to_dependencies)
     cr_assert_str_eq(a, "v4par0001");
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema upgraded from version 4 to 5\n");
+    cr_assert_str_eq(out, "schema upgraded from version 4 to 6\n");
     cr_assert_eq(rb_pg_check_schema(pg, &err), 0, "%s", rb_err_msg(&err));
     json_t *kid = json_loads("{\"jid\":\"v4kid0001\",\"jobtype\":\"t\",\"args\":[],"
                              "\"depends_on\":[\"v4par0001\"]}", 0, NULL);
@@ -1800,4 +1800,125 @@ Test(pg, concurrent_fan_out_pushes_then_one_ack_releases_all)
     free(t);
     rb_pg_close(a.pg);
     rb_pg_close(b.pg);
+}
+
+/* --- batches (schema version 6, issue 15) --- */
+
+/* A version-5 database holding a claimed job: after `rebound migrate` the
+ * job is acknowledged as before and batches are kept. */
+Test(pg, version_5_database_upgrades_to_batches)
+{
+    char drop[160], args[1200], out[1024];
+    snprintf(drop, sizeof drop, "DROP SCHEMA %s CASCADE; CREATE SCHEMA %s", schema, schema);
+    free(sql1(drop));
+    rb_pg *pg = open_engine(false, 13);
+    rb_err err = {0};
+    int from = -1;
+    cr_assert_eq(rb_pg_migrate_to(pg, 5, &from, &err), 0, "%s", rb_err_msg(&err));
+    int64_t now = rb_now_ms();
+    cr_assert_eq(push_at(pg, "{\"jid\":\"v5job0001\",\"jobtype\":\"t\",\"args\":[]}", now), 0);
+    char *a = claim_at(pg, "default", "w1", now, NULL);
+    cr_assert_str_eq(a, "v5job0001");
+    snprintf(args, sizeof args, "migrate --url '%s'", url);
+    cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
+    cr_assert_str_eq(out, "schema upgraded from version 5 to 6\n");
+    cr_assert_eq(rb_pg_check_schema(pg, &err), 0, "%s", rb_err_msg(&err));
+    rb_pg_ref ref = {a, "w1"};
+    int st = -1;
+    rb_pg_labels lab;
+    cr_assert_eq(rb_pg_ack(pg, &ref, 1, &st, &lab, &err), 0, "%s", rb_err_msg(&err));
+    cr_assert_eq(st, RB_JOB_DONE);
+    cr_assert_str_eq(lab.queue, "default");
+    json_t *o = json_loads("{\"success\":{\"jobtype\":\"S\",\"args\":[]}}", 0, NULL);
+    rb_batch_def def;
+    cr_assert_eq(rb_batch_parse_new(o, &def, &err), 0, "%s", rb_err_msg(&err));
+    char *bid = NULL;
+    cr_assert_eq(rb_pg_batch_new(pg, &def, now, &bid, &err), 0, "%s", rb_err_msg(&err));
+    cr_assert(bid && !strncmp(bid, "b-", 2));
+    free(bid);
+    json_decref(o);
+    free(a);
+    rb_pg_close(pg);
+}
+
+/* Pushes job text as a batch member (bid NULL: plain); its status. */
+static int push_member(const char *json_text, const char *bid, int64_t now)
+{
+    json_t *job = json_loads(json_text, 0, NULL);
+    cr_assert(job, "bad test JSON %s", json_text);
+    rb_pg_new_job nj;
+    char *text;
+    rb_pg_job_from_json(job, now, 1800, &nj, &text);
+    int st = -1;
+    rb_err err = {0};
+    const char *bids[1] = {bid};
+    cr_assert_eq(rb_pg_push_batch(eng, &nj, bids, 1, false, now, &st, &err), 0, "push: %s",
+                 rb_err_msg(&err));
+    free(text);
+    json_decref(job);
+    return st;
+}
+
+static rb_batch *get_batch(const char *bid, int64_t now)
+{
+    rb_batch *b = NULL;
+    rb_err err = {0};
+    cr_assert_eq(rb_pg_batch_get(eng, bid, now, &b, &err), 0, "%s", rb_err_msg(&err));
+    return b;
+}
+
+/* A member whose lease expires and whose policy lets it die (retry -1)
+ * through the reaper: its batch counts the failure and fires death; the
+ * other member's ACK completes the batch; success never comes; an unknown
+ * bid is refused per job. */
+Test(pg, batch_member_reaped_dies_and_the_batch_completes_without_success)
+{
+    int64_t now = rb_now_ms();
+    rb_err err = {0};
+    json_t *o = json_loads("{\"success\":{\"jobtype\":\"S\",\"args\":[],\"queue\":\"bcb\"},"
+                           "\"complete\":{\"jobtype\":\"C\",\"args\":[],\"queue\":\"bcb\"},"
+                           "\"death\":{\"jobtype\":\"D\",\"args\":[],\"queue\":\"bcb\"}}",
+                           0, NULL);
+    rb_batch_def def;
+    cr_assert_eq(rb_batch_parse_new(o, &def, &err), 0, "%s", rb_err_msg(&err));
+    char *bid = NULL;
+    cr_assert_eq(rb_pg_batch_new(eng, &def, now, &bid, &err), 0, "%s", rb_err_msg(&err));
+    json_decref(o);
+    cr_assert_eq(push_member("{\"jid\":\"bmem00001\",\"jobtype\":\"M\",\"args\":[],"
+                             "\"queue\":\"bm\",\"retry\":-1}", bid, now), 0);
+    cr_assert_eq(push_member("{\"jid\":\"bmem00002\",\"jobtype\":\"M\",\"args\":[],"
+                             "\"queue\":\"bm\"}", bid, now), 0);
+    cr_assert_eq(push_member("{\"jid\":\"bmem00003\",\"jobtype\":\"M\",\"args\":[],"
+                             "\"queue\":\"bm\"}", "b-nosuchbatch0", now), RB_ENOENT);
+    cr_assert_eq(rb_pg_batch_commit(eng, bid, now, &err), 0, "%s", rb_err_msg(&err));
+    char *a = claim_at(eng, "bm", "w", now, NULL);
+    cr_assert_str_eq(a, "bmem00001");
+    int n = -1;
+    cr_assert_eq(rb_pg_reap(eng, now + 3600 * 1000, 10, NULL, &n, &err), 0, "%s",
+                 rb_err_msg(&err));
+    cr_assert_eq(n, 1);
+    rb_batch *b = get_batch(bid, now);
+    cr_assert_eq(b->total, 2);
+    cr_assert_eq(b->failed, 1);
+    cr_assert_eq(b->dead, 1);
+    cr_assert_eq(b->st[RB_BATCH_DEATH], RB_BATCH_ST_ENQUEUED);
+    cr_assert_eq(b->st[RB_BATCH_COMPLETE], RB_BATCH_ST_NONE);
+    rb_batch_free(b);
+    char *m2 = claim_at(eng, "bm", "w", now, NULL);
+    cr_assert_str_eq(m2, "bmem00002");
+    rb_pg_ref ref = {m2, "w"};
+    int st = -1;
+    cr_assert_eq(rb_pg_ack(eng, &ref, 1, &st, NULL, &err), 0, "%s", rb_err_msg(&err));
+    cr_assert_eq(st, RB_JOB_DONE);
+    b = get_batch(bid, now);
+    cr_assert_eq(b->st[RB_BATCH_COMPLETE], RB_BATCH_ST_ENQUEUED);
+    cr_assert_eq(b->st[RB_BATCH_SUCCESS], RB_BATCH_ST_NONE);
+    rb_batch_free(b);
+    char *cbs = sql1("SELECT string_agg(json::json->>'jobtype', ',' ORDER BY json::json->>'jobtype')"
+                     " FROM rb_jobs WHERE bcb");
+    cr_assert_str_eq(cbs, "C,D");
+    free(cbs);
+    free(a);
+    free(m2);
+    free(bid);
 }

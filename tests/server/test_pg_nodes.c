@@ -11,7 +11,9 @@
  *   and a BEAT from a worker connected to it is answered by the node; a
  *   BEAT for a wid it has no connection from is an error) and resumes
  *   after, recording the workers that said HELLO meanwhile at their next
- *   BEAT.
+ *   BEAT;
+ * - a 1,000-job batch run by workers on three nodes, one node killed with
+ *   SIGKILL in the middle: each callback exists exactly once.
  * $REBOUND_PG_NODES_JOBS sets the job count of the first test (default
  * 20000; 100000 is the full run of docs/distributed.md). */
 #define RBH_PG 1
@@ -369,6 +371,186 @@ Test(nodes, three_nodes_random_failures_node_kill_and_database_restart)
     cr_assert_eq(bad_history, 0);
     cr_assert_eq(processed, n_acked, "the processed counter disagrees with the ACKs");
     cr_assert(n_dead > 0 || n_jobs < 2000, "no job died: the failures did not run");
+    for (int i = 0; i < NODES; i++) {
+        cr_assert_eq(rbh_stop(&node[i]), 0, "node %d did not exit cleanly", i);
+        node[i].dir[0] = '\0';
+    }
+}
+
+/* --- a batch across nodes --- */
+
+#define BATCH_JOBS 1000
+
+static _Atomic unsigned char bflags[BATCH_JOBS];
+static atomic_int b_acked, b_cb_success, b_cb_complete, b_rerun;
+
+/* Fetches members and callbacks from any node and ACKs them; an ACK whose
+ * answer was lost (its node killed) is sent again to another node. */
+static void *batch_worker(void *arg)
+{
+    int self = (int)(intptr_t)arg, at = self % NODES;
+    char wid[32];
+    snprintf(wid, sizeof wid, "bw%d", self);
+    rbh_conn *c = NULL;
+    char pending[128] = "", pending_type[32] = "";
+    int pending_id = -1;
+    while (!atomic_load(&stop_workers)) {
+        if (!c && !(c = connect_any(at, wid, &at))) {
+            rbh_sleep_ms(50);
+            continue;
+        }
+        if (pending[0]) {
+            char *r = rbh_cmd(c, "%s", pending);
+            if (!r) {
+                rbh_close(c);
+                c = NULL;
+                at++;
+                continue;
+            }
+            if (storage_error(r)) {
+                free(r);
+                rbh_sleep_ms(20);
+                continue;
+            }
+            if (!strcmp(r, "+OK")) {
+                if (pending_id >= 0) {
+                    atomic_fetch_or(&bflags[pending_id], ACK_OK);
+                    atomic_fetch_add(&b_acked, 1);
+                } else if (!strcmp(pending_type, "CbSuccess")) {
+                    atomic_fetch_add(&b_cb_success, 1);
+                } else {
+                    atomic_fetch_add(&b_cb_complete, 1);
+                }
+            } else if (!strstr(r, "Job not found")) {
+                fprintf(stderr, "batch worker: unexpected reply to %s: %s\n", pending, r);
+            }
+            free(r);
+            pending[0] = '\0';
+            continue;
+        }
+        char *r = rbh_cmd(c, "FETCH bmem bcb");
+        if (!r) {
+            rbh_close(c);
+            c = NULL;
+            at++;
+            continue;
+        }
+        if (r[0] == '-') {
+            if (!storage_error(r))
+                fprintf(stderr, "batch worker: FETCH: %s\n", r);
+            free(r);
+            rbh_sleep_ms(20);
+            continue;
+        }
+        json_t *j = rbh_json(r);
+        const char *jid = json_string_value(json_object_get(j, "jid"));
+        const char *type = json_string_value(json_object_get(j, "jobtype"));
+        if (!jid || !type) {
+            json_decref(j);
+            continue;
+        }
+        pending_id = -1;
+        if (!strcmp(type, "Member")) {
+            pending_id = atoi(jid + 3);
+            if (pending_id < 0 || pending_id >= BATCH_JOBS) {
+                json_decref(j);
+                continue;
+            }
+            if (atomic_load(&bflags[pending_id]) & ACK_OK)
+                atomic_fetch_add(&b_rerun, 1);
+        }
+        snprintf(pending_type, sizeof pending_type, "%s", type);
+        snprintf(pending, sizeof pending, "ACK {\"jid\":\"%s\"}", jid);
+        json_decref(j);
+    }
+    rbh_close(c);
+    return NULL;
+}
+
+static bool a_third_of_batch_acked(void)
+{
+    return atomic_load(&b_acked) >= BATCH_JOBS / 3;
+}
+
+static bool batch_done(void)
+{
+    return atomic_load(&b_cb_success) >= 1 && atomic_load(&b_cb_complete) >= 1 &&
+           cluster_int("faktory.total_enqueued") == 0 &&
+           cluster_int("faktory.tasks.Busy.size") == 0;
+}
+
+/* Three nodes, one 1,000-job batch with success and complete callbacks,
+ * workers on every node, one node killed with SIGKILL in the middle: each
+ * callback is enqueued exactly once (the batch row's lock, issue 15). */
+Test(nodes, batch_across_nodes_with_a_node_killed_fires_each_callback_once)
+{
+    for (int i = 0; i < NODES; i++)
+        start_node(i);
+    rbh_conn *c = rbh_connect(&node[0], NULL);
+    cr_assert_not_null(c);
+    char *bid = rbh_cmd(c, "BATCH NEW {\"description\":\"nodes\","
+                           "\"success\":{\"jid\":\"cb-success\",\"jobtype\":\"CbSuccess\","
+                           "\"args\":[],\"queue\":\"bcb\"},"
+                           "\"complete\":{\"jid\":\"cb-complete\",\"jobtype\":\"CbComplete\","
+                           "\"args\":[],\"queue\":\"bcb\"}}");
+    cr_assert(bid && !strncmp(bid, "b-", 2), "BATCH NEW gave %s", bid ? bid : "(closed)");
+    /* members pushed through every node */
+    rbh_conn *pc[NODES];
+    for (int i = 0; i < NODES; i++)
+        cr_assert_not_null(pc[i] = rbh_connect(&node[i], NULL));
+    for (int i = 0; i < BATCH_JOBS; i++)
+        cr_assert(rbh_expect(pc[i % NODES], "+OK",
+                             "PUSH {\"jid\":\"bm-%07d\",\"jobtype\":\"Member\",\"args\":[],"
+                             "\"queue\":\"bmem\",\"custom\":{\"bid\":\"%s\"}}",
+                             i, bid));
+    for (int i = 0; i < NODES; i++)
+        rbh_close(pc[i]);
+    cr_assert(rbh_expect(c, "+OK", "BATCH COMMIT %s", bid));
+    rbh_close(c);
+
+    atomic_store(&stop_workers, false);
+    pthread_t w[NODES * WORKERS_PER_NODE];
+    for (int i = 0; i < NODES * WORKERS_PER_NODE; i++)
+        pthread_create(&w[i], NULL, batch_worker, (void *)(intptr_t)i);
+    cr_assert(wait_until(a_third_of_batch_acked, 120000), "a third not acknowledged in time");
+    fprintf(stderr, "nodes: batch: %d acked; killing node 2 with SIGKILL\n",
+            atomic_load(&b_acked));
+    atomic_store(&port[2], 0);
+    rbh_kill(&node[2], SIGKILL);
+    cr_assert_eq(rbh_launch(&node[2], NULL), 0, "node 2 did not start again");
+    atomic_store(&port[2], node[2].port);
+    cr_assert(wait_until(batch_done, 120000), "batch unfinished: %d acked, callbacks %d/%d",
+              atomic_load(&b_acked), atomic_load(&b_cb_complete), atomic_load(&b_cb_success));
+    rbh_sleep_ms(500); /* a second callback, were there one, would show now */
+    atomic_store(&stop_workers, true);
+    for (int i = 0; i < NODES * WORKERS_PER_NODE; i++)
+        pthread_join(w[i], NULL);
+
+    int at;
+    c = connect_any(0, NULL, &at);
+    cr_assert_not_null(c);
+    json_t *st = rbh_json(rbh_cmd(c, "BATCH STATUS %s", bid));
+    json_t *info = rbh_json(rbh_cmd(c, "INFO"));
+    long long callbacks = json_integer_value(rbh_get(info, "rebound.batches.callbacks"));
+    long long left = json_integer_value(rbh_get(info, "faktory.total_enqueued"));
+    fprintf(stderr, "nodes: batch of %d: %d acked, %d re-run, callbacks enqueued %lld, "
+                    "complete ACKed %d, success ACKed %d\n",
+            BATCH_JOBS, atomic_load(&b_acked), atomic_load(&b_rerun), callbacks,
+            atomic_load(&b_cb_complete), atomic_load(&b_cb_success));
+    cr_assert_eq(atomic_load(&b_acked), BATCH_JOBS);
+    cr_assert_eq(atomic_load(&b_rerun), 0);
+    cr_assert_eq(callbacks, 2, "each callback enqueued once");
+    cr_assert_eq(left, 0);
+    cr_assert_eq(atomic_load(&b_cb_complete), 1);
+    cr_assert_eq(atomic_load(&b_cb_success), 1);
+    cr_assert_eq(json_integer_value(json_object_get(st, "total")), BATCH_JOBS);
+    cr_assert_eq(json_integer_value(json_object_get(st, "pending")), 0);
+    cr_assert_str_eq(json_string_value(json_object_get(st, "complete_st")), "2");
+    cr_assert_str_eq(json_string_value(json_object_get(st, "success_st")), "2");
+    json_decref(st);
+    json_decref(info);
+    rbh_close(c);
+    free(bid);
     for (int i = 0; i < NODES; i++) {
         cr_assert_eq(rbh_stop(&node[i]), 0, "node %d did not exit cleanly", i);
         node[i].dir[0] = '\0';

@@ -858,3 +858,37 @@ SERVER_TEST(kill_9_at_random_moments_fires_each_callback_once)
     cr_assert_eq(rbh_info_int(C, "rebound.batches.callbacks"), 2);
     free(bid);
 }
+
+/* A batch never committed expires after [workflows] batch_uncommitted_ttl
+ * (Faktory's 30 minutes by default; 1 s here): OPEN, STATUS and a member's
+ * PUSH then answer No such batch. A committed one stays. */
+SERVER_TEST(an_uncommitted_batch_expires_after_its_ttl)
+{
+    rbh_close(C);
+    cr_assert_eq(rbh_stop(&S), 0);
+    cr_assert_eq(rbh_start(&S, "[workflows]\nbatch_uncommitted_ttl = \"1s\"\n", NULL), 0);
+    C = rbh_connect(&S, "w1");
+    const char *cb = "{\"success\":{\"jid\":\"cb-ttl-0001\",\"jobtype\":\"cb\",\"args\":[]}}";
+    char *open_bid = batch_new(C, cb);
+    char *kept = batch_new(C, cb);
+    char *member = job_text("member-ttl-0001", "m", "default", kept);
+    cr_assert(rbh_expect(C, "+OK", "PUSH %s", member));
+    cr_assert(rbh_expect(C, "+OK", "BATCH COMMIT %s", kept));
+    rbh_sleep_ms(1500);
+    char want[128];
+    snprintf(want, sizeof want, "-ERR No such batch %s", open_bid);
+    cr_assert(rbh_expect(C, want, "BATCH STATUS %s", open_bid));
+    cr_assert(rbh_expect(C, want, "BATCH OPEN %s", open_bid));
+    char *late = job_text("member-ttl-0002", "m", "default", open_bid);
+    char *r = rbh_cmd(C, "PUSH %s", late);
+    cr_assert(r && strstr(r, "No such batch"), "PUSH into an expired batch: %s", r ? r : "(closed)");
+    free(r);
+    cr_assert(rbh_expect(C, "$-1", "JOB {\"jid\":\"member-ttl-0002\"}"));
+    json_t *st = status(C, kept);
+    cr_assert_eq(json_integer_value(json_object_get(st, "total")), 1);
+    json_decref(st);
+    free(late);
+    free(member);
+    free(kept);
+    free(open_bid);
+}

@@ -2,11 +2,15 @@
  * a diamond in one PUSHB, refused pushes that change nothing, a dead
  * parent with each on_dep_failure mode, requeue and discard from the dead
  * set, recently succeeded parents, restart durability (graceful and
- * kill -9), and the policy's clock starting at the release. */
+ * kill -9), the policy's clock starting at the release, and the workflow
+ * graph (WORKFLOW: states, edges, blocking parents, unknown ones, the cap). */
 #include <criterion/criterion.h>
 #include <signal.h>
 
 #include "common_helpers.h"
+
+/* engine/workflow.h's RB_WORKFLOW_MAX_NODES, as the server caps a graph */
+#define RB_WF_TEST_MAX 2000
 
 static void start(void)
 {
@@ -331,4 +335,170 @@ SERVER_TEST(cancelled_child_dies_through_the_death_path_with_its_catch_job)
     cr_assert_str_eq(json_string_value(json_object_get(j, "jobtype")), "notify");
     cr_assert_str_eq(json_string_value(rbh_get(j, "custom.catch_of")), "cat-kid0");
     json_decref(j);
+}
+
+/* --- the workflow graph (WORKFLOW; GET /api/workflow/JID in test_http_api.c) --- */
+
+static json_t *workflow(const char *jid)
+{
+    return rbh_json(rbh_cmd(C, "WORKFLOW {\"jid\":\"%s\"}", jid));
+}
+
+static json_t *wf_node(json_t *g, const char *jid)
+{
+    size_t i;
+    json_t *n;
+    json_array_foreach(json_object_get(g, "nodes"), i, n)
+        if (!strcmp(json_string_value(json_object_get(n, "jid")), jid))
+            return n;
+    cr_assert_fail("no node %s in the graph", jid);
+    return NULL;
+}
+
+static void expect_node(json_t *g, const char *jid, const char *state, bool blocking)
+{
+    json_t *n = wf_node(g, jid);
+    const char *st = json_string_value(json_object_get(n, "state"));
+    cr_assert(st && !strcmp(st, state), "%s is %s, wanted %s", jid, st ? st : "?", state);
+    cr_assert_eq(json_is_true(json_object_get(n, "blocking")), blocking, "%s blocking", jid);
+}
+
+static bool has_edge(json_t *g, const char *parent, const char *child)
+{
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(g, "edges"), i, e)
+        if (!strcmp(json_string_value(json_object_get(e, "parent")), parent) &&
+            !strcmp(json_string_value(json_object_get(e, "child")), child))
+            return true;
+    return false;
+}
+
+SERVER_TEST(workflow_graph_of_a_diamond_blocked_by_a_dead_parent)
+{
+    cr_assert(rbh_expect(C, "{}",
+        "PUSHB [{\"jid\":\"wfg-A000\",\"jobtype\":\"a\",\"args\":[],\"queue\":\"gq\"},"
+        "{\"jid\":\"wfg-B000\",\"jobtype\":\"b\",\"args\":[],\"queue\":\"gq\",\"retry\":-1,"
+        "\"custom\":{\"depends_on\":[\"wfg-A000\"]}},"
+        "{\"jid\":\"wfg-C000\",\"jobtype\":\"c\",\"args\":[],\"queue\":\"gq\","
+        "\"custom\":{\"depends_on\":[\"wfg-A000\"]}},"
+        "{\"jid\":\"wfg-D000\",\"jobtype\":\"d\",\"args\":[],\"queue\":\"gq\","
+        "\"custom\":{\"depends_on\":[\"wfg-B000\",\"wfg-C000\"]}}]"));
+    /* before anything ran: any member gives the whole diamond */
+    json_t *g = workflow("wfg-C000");
+    cr_assert_eq(json_array_size(json_object_get(g, "nodes")), 4);
+    cr_assert_eq(json_array_size(json_object_get(g, "edges")), 4);
+    cr_assert(json_is_false(json_object_get(g, "truncated")));
+    expect_node(g, "wfg-A000", "enqueued", false);
+    expect_node(g, "wfg-D000", "waiting", false);
+    cr_assert_eq(json_integer_value(json_object_get(wf_node(g, "wfg-D000"), "layer")), 2);
+    json_decref(g);
+
+    fetch_ack("gq", "wfg-A000");
+    expect_fetch("gq", "wfg-B000");
+    OK("FAIL {\"jid\":\"wfg-B000\",\"errtype\":\"E\",\"message\":\"boom\"}");
+    expect_state("wfg-D000", "blocked");
+    g = workflow("wfg-D000");
+    cr_assert_str_eq(json_string_value(json_object_get(g, "jid")), "wfg-D000");
+    cr_assert_eq(json_array_size(json_object_get(g, "nodes")), 4);
+    expect_node(g, "wfg-A000", "succeeded", false);
+    expect_node(g, "wfg-B000", "dead", true);
+    expect_node(g, "wfg-C000", "enqueued", false);
+    expect_node(g, "wfg-D000", "blocked", false);
+    json_t *d = wf_node(g, "wfg-D000");
+    cr_assert_str_eq(json_string_value(json_object_get(d, "blocked_by")), "wfg-B000");
+    cr_assert_str_eq(json_string_value(json_object_get(d, "jobtype")), "d");
+    cr_assert_str_eq(json_string_value(json_object_get(d, "queue")), "gq");
+    cr_assert_eq(json_array_size(json_object_get(d, "waits_for")), 2);
+    cr_assert_eq(json_integer_value(json_object_get(wf_node(g, "wfg-B000"), "attempts")), 1);
+    cr_assert(json_is_null(json_object_get(wf_node(g, "wfg-A000"), "jobtype")));
+    cr_assert_eq(json_array_size(json_object_get(g, "edges")), 4);
+    cr_assert(has_edge(g, "wfg-A000", "wfg-B000") && has_edge(g, "wfg-A000", "wfg-C000") &&
+              has_edge(g, "wfg-B000", "wfg-D000") && has_edge(g, "wfg-C000", "wfg-D000"));
+    /* nodes in layer order, then jid */
+    const char *order[] = {"wfg-A000", "wfg-B000", "wfg-C000", "wfg-D000"};
+    for (size_t i = 0; i < 4; i++)
+        cr_assert_str_eq(json_string_value(rbh_get(json_array_get(json_object_get(g, "nodes"), i),
+                                                   "jid")), order[i]);
+    json_decref(g);
+
+    /* C succeeds: known by its record; its own parents with it */
+    fetch_ack("gq", "wfg-C000");
+    g = workflow("wfg-B000");
+    expect_node(g, "wfg-C000", "succeeded", false);
+    expect_node(g, "wfg-B000", "dead", true);
+    cr_assert(has_edge(g, "wfg-C000", "wfg-D000") && has_edge(g, "wfg-B000", "wfg-D000"));
+    cr_assert_eq(json_array_size(json_object_get(wf_node(g, "wfg-D000"), "waits_for")), 1);
+    json_decref(g);
+}
+
+SERVER_TEST(workflow_of_an_unknown_or_plain_job)
+{
+    cr_assert(rbh_expect(C, "$-1", "WORKFLOW {\"jid\":\"nope-0001\"}"));
+    cr_assert(rbh_expect(C, "-ERR WORKFLOW: jid must be a non-empty string", "WORKFLOW {}"));
+    OK("PUSH {\"jid\":\"wfp-solo\",\"jobtype\":\"s\",\"args\":[]}");
+    json_t *g = workflow("wfp-solo");
+    cr_assert_eq(json_array_size(json_object_get(g, "nodes")), 1);
+    cr_assert_eq(json_array_size(json_object_get(g, "edges")), 0);
+    expect_node(g, "wfp-solo", "enqueued", false);
+    json_decref(g);
+}
+
+SERVER_TEST(workflow_graph_is_capped)
+{
+    OK("PUSH {\"jid\":\"cap-root\",\"jobtype\":\"r\",\"args\":[],\"queue\":\"kq\"}");
+    int n = RB_WF_TEST_MAX + 1; /* children: the component is one more than the cap */
+    for (int base = 0; base < n; base += 500) {
+        char *line = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&line, &len);
+        fputs("PUSHB [", f);
+        for (int i = base; i < n && i < base + 500; i++)
+            fprintf(f, "%s{\"jid\":\"cap-%05d\",\"jobtype\":\"k\",\"args\":[],\"queue\":\"kq\","
+                       "\"custom\":{\"depends_on\":[\"cap-root\"]}}", i > base ? "," : "", i);
+        fputs("]", f);
+        fclose(f);
+        cr_assert(rbh_expect(C, "{}", "%s", line));
+        free(line);
+    }
+    json_t *g = workflow("cap-root");
+    cr_assert(json_is_true(json_object_get(g, "truncated")));
+    cr_assert_eq(json_integer_value(json_object_get(g, "max_nodes")), RB_WF_TEST_MAX);
+    cr_assert_eq(json_array_size(json_object_get(g, "nodes")), RB_WF_TEST_MAX);
+    cr_assert_eq(json_array_size(json_object_get(g, "edges")), RB_WF_TEST_MAX - 1);
+    json_decref(g);
+    g = workflow("cap-00007"); /* from a child: its parent first, then siblings */
+    cr_assert(json_is_true(json_object_get(g, "truncated")));
+    cr_assert_eq(json_array_size(json_object_get(g, "nodes")), RB_WF_TEST_MAX);
+    json_decref(g);
+}
+
+SERVER_TEST(workflow_shows_a_discarded_parent_as_unknown)
+{
+    OK("PUSH {\"jid\":\"wfu-par0\",\"jobtype\":\"p\",\"args\":[],\"retry\":-1,\"queue\":\"uq\"}");
+    OK("PUSH {\"jid\":\"wfu-kid0\",\"jobtype\":\"k\",\"args\":[],\"queue\":\"uq\","
+       "\"custom\":{\"depends_on\":[\"wfu-par0\"]}}");
+    OK("PUSH {\"jid\":\"wfu-gkid\",\"jobtype\":\"g\",\"args\":[],\"queue\":\"uq\","
+       "\"custom\":{\"depends_on\":[\"wfu-kid0\"]}}");
+    expect_fetch("uq", "wfu-par0");
+    OK("FAIL {\"jid\":\"wfu-par0\",\"errtype\":\"E\",\"message\":\"boom\"}");
+    json_t *g = workflow("wfu-gkid"); /* the chain: par blocks kid, kid waits */
+    cr_assert_eq(json_array_size(json_object_get(g, "nodes")), 3);
+    expect_node(g, "wfu-par0", "dead", true);
+    expect_node(g, "wfu-kid0", "blocked", false);
+    expect_node(g, "wfu-gkid", "waiting", false);
+    json_decref(g);
+    OK("MUTATE {\"cmd\":\"discard\",\"target\":\"dead\",\"filter\":{\"jids\":[\"wfu-par0\"]}}");
+    expect_state("wfu-kid0", "dead");
+    g = workflow("wfu-gkid"); /* the parent gone: unknown; the kid dead, blocking */
+    cr_assert_eq(json_array_size(json_object_get(g, "nodes")), 3);
+    expect_node(g, "wfu-par0", "unknown", false);
+    expect_node(g, "wfu-kid0", "dead", true);
+    expect_node(g, "wfu-gkid", "blocked", false);
+    cr_assert(json_is_null(json_object_get(wf_node(g, "wfu-par0"), "attempts")));
+    cr_assert_str_eq(json_string_value(json_object_get(wf_node(g, "wfu-gkid"), "blocked_by")),
+                     "wfu-kid0");
+    cr_assert(has_edge(g, "wfu-par0", "wfu-kid0") && has_edge(g, "wfu-kid0", "wfu-gkid"));
+    json_decref(g);
+    cr_assert(rbh_expect(C, "$-1", "WORKFLOW {\"jid\":\"wfu-par0\"}"));
 }

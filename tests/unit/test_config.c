@@ -118,6 +118,7 @@ Test(config, every_key_is_read_from_a_file, .init = in_tmpdir)
                   "[workflows]\n"
                   "succeeded_ttl = \"10m\"\n"
                   "batch_retention = \"2h\"\n"
+                  "batch_uncommitted_ttl = \"90s\"\n"
                   "[backoff]\n"
                   "default_backoff_seconds = [0.5, 3]\n"
                   "max_backoff_seconds = 30.5\n"
@@ -139,6 +140,7 @@ Test(config, every_key_is_read_from_a_file, .init = in_tmpdir)
     cr_assert_eq(cfg.server.line_timeout_s, 120);
     cr_assert_eq(cfg.server.hello_timeout_s, 3);
     cr_assert_eq(cfg.workflows.batch_retention_s, 7200);
+    cr_assert_eq(cfg.workflows.batch_uncommitted_ttl_s, 90);
     cr_assert_eq(cfg.server.dead_retention_s, 7 * 86400);
     cr_assert_not(cfg.server.metrics_public);
     cr_assert_str_eq(cfg.storage.url, "postgres://u@h/db");

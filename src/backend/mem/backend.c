@@ -661,6 +661,35 @@ static void mem_worker_list(rb_srv *srv, rb_eng_op *op)
     rb_eng_complete(srv, op);
 }
 
+/* --- workflows --- */
+
+static int mem_probe(void *arg, const char *jid, rb_wf_probe *out, rb_err *err)
+{
+    (void)err;
+    const rb_srv *srv = arg;
+    const rb_job *j = rb_jobs_find(&srv->jobs, jid);
+    memset(out, 0, sizeof *out);
+    if (j && j->state != RB_JOB_PENDING) {
+        out->known = RB_WF_STORED;
+        view_of(srv, j, &out->view);
+        out->children = rb_deps_children(srv, jid, &out->n_children);
+    } else if (rb_deps_is_done(srv, jid)) {
+        out->known = RB_WF_SUCCEEDED;
+    }
+    return 0;
+}
+
+/* From the side table and the jobs, at once. */
+static void mem_workflow(rb_srv *srv, rb_eng_op *op)
+{
+    op->rc = rb_workflow_build(op->u.workflow.jid, op->u.workflow.max_nodes, mem_probe, srv,
+                               &op->u.workflow.g, &op->err);
+    op->u.workflow.found = op->rc == 0;
+    if (op->rc == RB_ENOENT)
+        op->rc = 0;
+    rb_eng_complete(srv, op);
+}
+
 const rb_backend rb_backend_mem = {
     .name = "sqlite",
     .push = mem_push,
@@ -683,4 +712,5 @@ const rb_backend rb_backend_mem = {
     .batch = rb_mem_batch,
     .unique_jobs = true,
     .refetch = rb_srv_refetch,
+    .workflow = mem_workflow,
 };

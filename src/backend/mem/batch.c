@@ -94,11 +94,10 @@ static bool ancestor_unfinished(rb_srv *srv, const rb_batch *b)
 
 static bool expired(rb_srv *srv, const rb_batch *b, int64_t now)
 {
-    if (!b->committed)
-        return now - b->created_ms >= RB_BATCH_UNCOMMITTED_TTL_MS;
-    return b->finished_ms &&
-           now - b->finished_ms >= srv->cfg.workflows.batch_retention_s * 1000 &&
-           !ancestor_unfinished(srv, b);
+    const rb_config *cfg = &srv->cfg;
+    return rb_batch_expired(b, now, cfg->workflows.batch_uncommitted_ttl_s * 1000,
+                            cfg->workflows.batch_retention_s * 1000,
+                            b->committed && b->finished_ms && ancestor_unfinished(srv, b));
 }
 
 static void update(rb_srv *srv, rb_batch *b, rb_batch_event ev, int64_t now, int depth);
@@ -113,12 +112,7 @@ static void drop(rb_srv *srv, rb_batch *b, int64_t now)
     save(srv, b, true);
     rb_batch *p = b->parent_bid ? rb_table_get(&srv->batches, b->parent_bid) : NULL;
     if (p) {
-        if (p->children > 0)
-            p->children--;
-        if (b->told_complete && p->children_complete > 0)
-            p->children_complete--;
-        if (b->told_success && p->children_success > 0)
-            p->children_success--;
+        rb_batch_child_gone(p, b);
         update(srv, p, RB_BATCH_EV_NONE, now, 0);
     }
     rb_batch_free(b);

@@ -400,6 +400,27 @@ char *rb_deps_blocked_by(const rb_srv *srv, const char *jid)
     return NULL;
 }
 
+bool rb_deps_is_done(const rb_srv *srv, const char *jid)
+{
+    return srv->deps.done.size && rb_table_get(&srv->deps.done, jid);
+}
+
+char **rb_deps_children(const rb_srv *srv, const char *jid, size_t *n)
+{
+    rb_dep_node *p = node_get(srv, jid);
+    char **v = NULL;
+    *n = 0;
+    for (uint32_t i = 0; p && i < p->n_children; i++) {
+        const rb_job *c = p->children[i] ? rb_jobs_find(&srv->jobs, p->children[i]) : NULL;
+        if (!c || c->state == RB_JOB_PENDING)
+            continue;
+        if (!v)
+            v = rb_xcalloc(p->n_children, sizeof *v);
+        v[(*n)++] = rb_xstrdup(p->children[i]);
+    }
+    return v;
+}
+
 /* --- start-up --- */
 
 void rb_deps_load_meta(rb_srv *srv, const char *key, const char *value)

@@ -95,6 +95,11 @@ void rb_deps_discarded(rb_srv *srv, rb_job *j, int64_t now);
  * NULL). */
 json_t *rb_deps_waits_for(const rb_srv *srv, const char *jid);
 char *rb_deps_blocked_by(const rb_srv *srv, const char *jid);
+/* For a workflow's graph: whether jid has a succeeded record, and the
+ * children the side table still links it to that are stored jobs (a new
+ * array of new strings, *n entries; NULL when none). */
+bool rb_deps_is_done(const rb_srv *srv, const char *jid);
+char **rb_deps_children(const rb_srv *srv, const char *jid, size_t *n);
 
 /* Start-up: a "dep_done:" meta key (the store's), and after every row is
  * loaded, the edges rebuilt from the waiting and blocked jobs' depends_on

@@ -18,6 +18,20 @@
 
 /* Enqueues the catch job of j, whose retries are exhausted (r: the failure's
  * record). */
+/* j keeps its failure's record: the job text with its `failure` hash, and
+ * the attempt history. */
+static void keep_record(rb_job *j, const json_t *job, const rb_failrec *rec)
+{
+    char *text = json_dumps(job, JSON_COMPACT);
+    char *htext = json_dumps(rec->history, JSON_COMPACT);
+    if (text) {
+        free(j->json);
+        j->json = text;
+    }
+    free(j->history);
+    j->history = htext;
+}
+
 static void spawn_catch(rb_srv *srv, const rb_job *j, const json_t *job, const rb_policy *pol,
                         const rb_failrec *r, int64_t now)
 {
@@ -66,14 +80,7 @@ int rb_srv_fail_job(rb_srv *srv, rb_job *j, const rb_fail_input *in, int64_t now
         rb_log(RB_LOG_INFO, "job %s discarded after a failure", j->jid);
         rb_srv_forget(srv, j);
     } else {
-        char *text = json_dumps(job, JSON_COMPACT);
-        char *htext = json_dumps(rec.history, JSON_COMPACT);
-        if (text) {
-            free(j->json);
-            j->json = text;
-        }
-        free(j->history);
-        j->history = htext;
+        keep_record(j, job, &rec);
         if (d.outcome == RB_OUTCOME_RETRY) {
             rb_jobs_set_state(&srv->jobs, j, RB_JOB_RETRIES, d.retry_at_ms);
         } else {
@@ -112,14 +119,7 @@ void rb_srv_dep_kill(rb_srv *srv, rb_job *j, const char *parent, int64_t now)
     rb_decision d;
     rb_failrec rec;
     rb_fail_dependency(&srv->cfg, job, parent, j->attempts, j->history, now, &pol, &d, &rec);
-    char *text = json_dumps(job, JSON_COMPACT);
-    char *htext = json_dumps(rec.history, JSON_COMPACT);
-    if (text) {
-        free(j->json);
-        j->json = text;
-    }
-    free(j->history);
-    j->history = htext;
+    keep_record(j, job, &rec);
     rb_metrics_job(srv->metrics, RB_M_DEAD, j);
     if (d.outcome == RB_OUTCOME_CATCH)
         spawn_catch(srv, j, job, &pol, &rec, now);

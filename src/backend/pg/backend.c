@@ -29,7 +29,7 @@ static void push_results(rb_srv *srv, rb_eng_op *op, rb_pgreq *r)
     for (size_t i = 0; i < n; i++) {
         const rb_pg_new_job *j = &r->u.push.jobs[i];
         op->u.push.status[i] = r->u.push.status[i];
-        if (r->u.push.status[i] == RB_EEXIST)
+        if (r->u.push.status[i]) /* the jid taken, or no such batch */
             continue;
         made++;
         rb_metrics_event(srv->metrics, RB_M_PUSHED, j->queue, j->json);
@@ -37,7 +37,7 @@ static void push_results(rb_srv *srv, rb_eng_op *op, rb_pgreq *r)
             ready[n_ready++] = j->queue;
     }
     if (!made)
-        op->applied = RB_ENG_NOT_APPLIED; /* every jid was taken */
+        op->applied = RB_ENG_NOT_APPLIED; /* every jid was taken (or batch unknown) */
     if (n_ready)
         rb_eng_wake(srv, ready, n_ready);
     free(ready);
@@ -94,7 +94,8 @@ static bool readies(const rb_eng_op *op)
 static void req_done(rb_srv *srv, rb_pgreq *r)
 {
     rb_eng_op *op = r->data;
-    if (r->rc == RB_EINVAL) { /* refused (a push's depends_on): nothing changed */
+    if (r->rc == RB_EINVAL || (op->kind == RB_ENG_BATCH && r->rc == RB_ENOENT)) {
+        /* refused (a push's depends_on, no such batch): nothing changed */
         op->rc = r->rc;
         op->err = r->err;
         op->applied = RB_ENG_NOT_APPLIED;
@@ -137,6 +138,13 @@ static void dist_push(rb_srv *srv, rb_eng_op *op)
         r->u.push.deps = r->u.push.deps || rb_dep_has(op->u.push.jobs[i]);
         rb_pg_job_from_json(op->u.push.jobs[i], op->now, (int)srv->cfg.server.reserve_for_s,
                             &r->u.push.jobs[i], &r->u.push.texts[i]);
+        const char *bid = NULL;
+        rb_err berr = {0};
+        if (rb_batch_member_bid(op->u.push.jobs[i], &bid, &berr) || !bid)
+            continue; /* a bad type was refused by validation */
+        if (!r->u.push.bids)
+            r->u.push.bids = rb_xcalloc(n, sizeof *r->u.push.bids);
+        r->u.push.bids[i] = rb_xstrdup(bid);
     }
     r->data = op;
     r->done = req_done;
@@ -259,6 +267,12 @@ static void info_call(rb_pg *pg, rb_pgreq *r)
         .rebound = json_pack("{s:{s:s, s:i}}", "storage", "backend", "postgresql",
                              "schema_version", RB_PG_SCHEMA_VERSION),
     };
+    int64_t open = 0, stored = 0, callbacks = 0;
+    if ((r->rc = rb_pg_batch_info(pg, &open, &stored, &callbacks, &r->err)))
+        return;
+    json_object_set_new(op->u.info.rebound, "batches",
+                        json_pack("{s:I, s:I, s:I}", "open", (json_int_t)open, "stored",
+                                  (json_int_t)stored, "callbacks", (json_int_t)callbacks));
     if (!latency)
         return;
     size_t n = in.n_queues;
@@ -498,6 +512,58 @@ static void dist_worker_list(rb_srv *srv, rb_eng_op *op)
     post(srv, op, worker_list_call);
 }
 
+/* --- BATCH: one transaction on a database thread (sql_batch.c) --- */
+
+static void batch_call(rb_pg *pg, rb_pgreq *r)
+{
+    rb_eng_op *op = r->data;
+    const char *bid = op->u.batch.bid;
+    rb_batch *b = NULL;
+    switch (op->u.batch.verb) {
+    case RB_ENG_BATCH_NEW:
+        r->rc = rb_pg_batch_new(pg, &op->u.batch.def, op->now, &op->u.batch.out, &r->err);
+        return;
+    case RB_ENG_BATCH_COMMIT:
+        r->rc = rb_pg_batch_commit(pg, bid, op->now, &r->err);
+        return;
+    case RB_ENG_BATCH_OPEN:
+    case RB_ENG_BATCH_STATUS:
+        if ((r->rc = rb_pg_batch_get(pg, bid, op->now, &b, &r->err)))
+            return;
+        if (op->u.batch.verb == RB_ENG_BATCH_OPEN) {
+            op->u.batch.out = rb_xstrdup(b->bid);
+        } else {
+            json_t *st = rb_batch_status_json(b);
+            op->u.batch.out = json_dumps(st, JSON_COMPACT);
+            json_decref(st);
+        }
+        rb_batch_free(b);
+        return;
+    }
+}
+
+static void dist_batch(rb_srv *srv, rb_eng_op *op)
+{
+    post(srv, op, batch_call);
+}
+
+/* --- workflows --- */
+
+static void workflow_call(rb_pg *pg, rb_pgreq *r)
+{
+    rb_eng_op *op = r->data;
+    r->rc = rb_pg_workflow(pg, op->u.workflow.jid, op->u.workflow.max_nodes, op->now,
+                           &op->u.workflow.g, &r->err);
+    op->u.workflow.found = r->rc == 0;
+    if (r->rc == RB_ENOENT)
+        r->rc = 0;
+}
+
+static void dist_workflow(rb_srv *srv, rb_eng_op *op)
+{
+    post(srv, op, workflow_call);
+}
+
 const rb_backend rb_backend_pg = {
     .name = "postgresql",
     .push = dist_push,
@@ -517,6 +583,7 @@ const rb_backend rb_backend_pg = {
     .job_action = dist_job_action,
     .bulk = dist_bulk,
     .worker_list = dist_worker_list,
-    .batch = NULL, /* not yet: rb_eng_batch_check refuses BATCH */
+    .batch = dist_batch,
     .refetch = rb_pgmode_refetch,
+    .workflow = dist_workflow,
 };

@@ -50,16 +50,23 @@ static void fail_all(rb_pgreq **v, size_t n, int rc, const rb_err *err)
 static void run_pushes(rb_pg *pg, rb_pgreq **v, size_t n, batch_commits *bc)
 {
     /* pushes naming parents: one checked transaction each, refused whole */
+    /* and pushes of batch members: one transaction each with their batches */
     size_t plain = 0;
     for (size_t i = 0; i < n; i++) {
-        if (!v[i]->u.push.deps) {
+        if (!v[i]->u.push.deps && !v[i]->u.push.bids) {
             v[plain++] = v[i];
             continue;
         }
         rb_err derr = {0};
         int64_t t0 = mono_us();
-        v[i]->rc = rb_pg_push_deps(pg, v[i]->u.push.jobs, v[i]->u.push.n, rb_now_ms(),
-                                   v[i]->u.push.status, &derr);
+        if (v[i]->u.push.bids)
+            v[i]->rc = rb_pg_push_batch(pg, v[i]->u.push.jobs,
+                                        (const char *const *)v[i]->u.push.bids, v[i]->u.push.n,
+                                        v[i]->u.push.deps, rb_now_ms(), v[i]->u.push.status,
+                                        &derr);
+        else
+            v[i]->rc = rb_pg_push_deps(pg, v[i]->u.push.jobs, v[i]->u.push.n, rb_now_ms(),
+                                       v[i]->u.push.status, &derr);
         if (v[i]->rc)
             v[i]->err = derr;
         else
@@ -109,6 +116,10 @@ static void run_acks(rb_pg *pg, rb_pgreq **v, size_t n, batch_commits *bc)
     } else {
         commit_seen(bc, n, t0);
         for (size_t i = 0; i < n; i++) {
+            if (status[i] == RB_PG_ACK_STORE_ERROR) { /* a batch's job, alone */
+                fail_all(&v[i], 1, err.code ? err.code : RB_ESTORE, &err);
+                continue;
+            }
             v[i]->u.ack.status = status[i];
             v[i]->u.ack.labels = labels[i];
         }

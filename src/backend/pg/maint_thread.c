@@ -77,7 +77,7 @@ void *mode_maint_thread(void *arg)
     int64_t workers_due = 0; /* next removal of stale worker rows */
     for (;;) {
         rb_err err = {0};
-        int promoted = 0, reaped = 0, dropped = 0, forgotten = 0, expired = 0;
+        int promoted = 0, reaped = 0, dropped = 0, forgotten = 0, expired = 0, batches_gone = 0;
         int64_t due = INT64_MAX;
         int rc = promote_all(pm, mb, &promoted, &err);
         if (!rc)
@@ -86,6 +86,8 @@ void *mode_maint_thread(void *arg)
             rc = batches(pm, rb_pg_cleanup_dead, &dropped, &err);
         if (!rc) /* the succeeded records of workflow jobs past their TTL */
             rc = batches(pm, rb_pg_deps_expire, &expired, &err);
+        if (!rc) /* batches never committed, or finished past their retention */
+            rc = batches(pm, rb_pg_batches_expire, &batches_gone, &err);
         if (!rc && rb_now_ms() >= workers_due) {
             rc = batches(pm, rb_pg_workers_cleanup, &forgotten, &err);
             if (!rc)
@@ -102,6 +104,8 @@ void *mode_maint_thread(void *arg)
             rb_log(RB_LOG_DEBUG, "%d stale workers forgotten", forgotten);
         if (expired)
             rb_log(RB_LOG_DEBUG, "%d succeeded workflow records expired", expired);
+        if (batches_gone)
+            rb_log(RB_LOG_INFO, "%d expired batches forgotten", batches_gone);
         if (promoted || reaped || dropped) /* a discard may release children */
             mode_note_ready(pm, NULL, 0); /* notifications are a hint: wake locally too */
         int64_t now = rb_now_ms();

@@ -147,6 +147,9 @@ void mode_req_free(rb_pgreq *r)
         for (size_t i = 0; r->u.push.texts && i < r->u.push.n; i++)
             free(r->u.push.texts[i]);
         free(r->u.push.texts);
+        for (size_t i = 0; r->u.push.bids && i < r->u.push.n; i++)
+            free(r->u.push.bids[i]);
+        free(r->u.push.bids);
         free(r->u.push.jobs);
         free(r->u.push.status);
     }

@@ -44,6 +44,8 @@ struct rb_pgreq {
             int *status;
             size_t n;
             bool deps; /* a job names parents: its own transaction (rb_pg_push_deps) */
+            char **bids; /* owned: each job's custom.bid or NULL; NULL when no job has one
+                            (else its own transaction, rb_pg_push_batch) */
         } push;
         struct {
             rb_pg_ref ref;

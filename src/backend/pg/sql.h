@@ -36,14 +36,16 @@
 
 #include "common/error.h"
 #include "config/config.h"
+#include "engine/batch.h"
 #include "engine/failure.h"
 #include "engine/job_state.h"
 #include "engine/mutation.h"
 #include "engine/reads.h"
+#include "engine/workflow.h"
 #include "policy/policy.h"
 
 /* The schema version this build creates and requires (rb_pg_migrate). */
-#define RB_PG_SCHEMA_VERSION 5
+#define RB_PG_SCHEMA_VERSION 6
 
 /* Job states, flags and per-job outcomes are the engine's
  * (engine/job_state.h), stored as the same numbers. Done and discarded jobs
@@ -139,6 +141,34 @@ int rb_pg_push(rb_pg *pg, const rb_pg_new_job *jobs, size_t n, int64_t now, int 
 int rb_pg_push_deps(rb_pg *pg, const rb_pg_new_job *jobs, size_t n, int64_t now, int *status,
                     rb_err *err);
 
+/* A push where some jobs are batch members (bids[i]: job i's custom.bid,
+ * or NULL), in one transaction: the batches locked FOR UPDATE with their
+ * ancestors, a job of an unknown or expired batch refused (status[i]
+ * RB_ENOENT, not pushed), the others pushed (as rb_pg_push_deps when deps),
+ * each member added to its batch (rb_batch_apply's ADDED). */
+int rb_pg_push_batch(rb_pg *pg, const rb_pg_new_job *jobs, const char *const *bids, size_t n,
+                     bool deps, int64_t now, int *status, rb_err *err);
+
+/* --- batches (sql_batch.c; docs/workflows.md "Batches") --- */
+
+/* BATCH NEW: a new batch from def (its parent, when named, locked, told
+ * of its child; RB_ENOENT "No such batch" when it is unknown or expired).
+ * *bid receives the new bid (caller frees). One transaction. */
+int rb_pg_batch_new(rb_pg *pg, const rb_batch_def *def, int64_t now, char **bid, rb_err *err);
+/* BATCH COMMIT: the row locked, the event applied, callbacks enqueued in
+ * the same transaction. RB_ENOENT when unknown or expired. */
+int rb_pg_batch_commit(rb_pg *pg, const char *bid, int64_t now, rb_err *err);
+/* OPEN and STATUS: the batch as stored (rb_batch_free it); RB_ENOENT when
+ * unknown or expired. */
+int rb_pg_batch_get(rb_pg *pg, const char *bid, int64_t now, rb_batch **out, rb_err *err);
+/* Forgets up to limit expired batches (uncommitted for 30 minutes, or
+ * finished for [workflows] batch_retention with no unfinished ancestor),
+ * each in its own transaction, their parents told. *n = batches dropped. */
+int rb_pg_batches_expire(rb_pg *pg, int64_t now, int limit, int *n, rb_err *err);
+/* INFO's rebound.batches: open (unfinished), stored, callbacks enqueued. */
+int rb_pg_batch_info(rb_pg *pg, int64_t *open, int64_t *stored, int64_t *callbacks,
+                     rb_err *err);
+
 /* One claimed job (FETCH's reply). */
 typedef struct rb_pg_claimed {
     int slot;   /* the index into wids this job was claimed for */
@@ -183,8 +213,13 @@ typedef struct rb_pg_labels {
     char jobtype[RB_PG_JOBTYPE_MAX + 1];
 } rb_pg_labels;
 
+/* The status rb_pg_ack gives an ACK of a batch member or callback whose own
+ * transaction (with its batch) failed: that request alone gets the storage
+ * error in err; the other ACKs of the call are committed. */
+#define RB_PG_ACK_STORE_ERROR (-1)
+
 /* ACK for n jobs in one transaction: status[i] is DONE (deleted, counted
- * processed), MISSING, OTHER_HOLDER or NOOP. A late ACK of a job whose
+ * processed), MISSING, OTHER_HOLDER, NOOP or RB_PG_ACK_STORE_ERROR. A late ACK of a job whose
  * lease expired and which nobody claimed since completes it. labels (may
  * be NULL; else n entries) receives, for each DONE job, the deleted job's
  * queue and job type; the entries of other statuses are zeroed. */
@@ -370,5 +405,13 @@ static inline void rb_pg_jobs_free(rb_pg_job *jobs, size_t n)
 int rb_pg_flush(rb_pg *pg, rb_err *err);
 /* total_processed and total_failures, cluster-wide. */
 int rb_pg_counters(rb_pg *pg, int64_t *processed, int64_t *failures, rb_err *err);
+
+/* --- workflows (sql_workflow.c) --- */
+
+/* The workflow graph of jid (engine/workflow.h: rb_workflow_build over
+ * rb_jobs, rb_edges and rb_dep_done) in one read-only repeatable-read
+ * transaction. RB_ENOENT when jid is no stored job. */
+int rb_pg_workflow(rb_pg *pg, const char *jid, size_t max_nodes, int64_t now, rb_workflow *g,
+                   rb_err *err);
 
 #endif

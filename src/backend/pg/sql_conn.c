@@ -15,12 +15,13 @@ static const char *const sql_stmt_text[SQL_STMT_COUNT] = {
                 " $6::text[], $7::bigint))",
     [SQL_CLAIM] = "SELECT slot, jid, json, enq_ms FROM rb_claim($1::text[], $2::text[], $3::bigint)"
                  " ORDER BY slot",
-    [SQL_ACK] = "SELECT status, queue, jobtype FROM rb_ack_deps($1::text[], $2::text[], $3::int,"
-                " $4::bigint, $5::bigint)",
+    [SQL_ACK] = "SELECT status, queue, jobtype FROM rb_ack_batch($1::text[], $2::text[], $3::int,"
+                " $4::bigint, $5::bigint, false)",
     [SQL_LOCK_JOBS] = "SELECT jid, queue, wid, json, history, state, priority, attempts, flags,"
-                     " first_ms FROM rb_jobs WHERE jid = ANY($1::text[]) ORDER BY jid FOR UPDATE",
+                     " first_ms, bid, bcb FROM rb_jobs WHERE jid = ANY($1::text[]) ORDER BY jid"
+                     " FOR UPDATE",
     [SQL_LOCK_EXPIRED] = "SELECT jid, queue, wid, json, history, state, priority, attempts, flags,"
-                        " first_ms FROM rb_jobs WHERE state = 3 AND due_ms <= $1::bigint"
+                        " first_ms, bid, bcb FROM rb_jobs WHERE state = 3 AND due_ms <= $1::bigint"
                         " ORDER BY due_ms LIMIT $2::int FOR UPDATE SKIP LOCKED",
     [SQL_FAIL_APPLY] = "SELECT rb_fail_apply($1::text[], $2::int[], $3::bigint[], $4::int[],"
                       " $5::text[], $6::text[], $7::text[], $8::int, $9::int)",
@@ -207,6 +208,8 @@ void rb_pg_close(rb_pg *pg)
     if (!pg)
         return;
     PQfinish(pg->conn);
+    sql_batch_forget(pg);
+    free(pg->bev);
     rb_config_release(&pg->defaults);
     free(pg->url);
     free(pg->channel);
@@ -288,6 +291,7 @@ int sql_exec(rb_pg *pg, const char *sql, rb_err *err)
 
 void sql_rollback(rb_pg *pg)
 {
+    sql_batch_forget(pg);
     if (pg->conn && PQstatus(pg->conn) == CONNECTION_OK)
         PQclear(PQexec(pg->conn, "ROLLBACK"));
 }

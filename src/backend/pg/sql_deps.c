@@ -104,8 +104,18 @@ int rb_pg_push_deps(rb_pg *pg, const rb_pg_new_job *jobs, size_t n, int64_t now,
                     rb_err *err)
 {
     int rc = sql_ensure(pg, err);
-    if (rc)
+    if (rc || (rc = sql_exec(pg, "BEGIN", err)))
         return rc;
+    if ((rc = sql_push_deps_tx(pg, jobs, n, now, status, err)) ||
+        (rc = sql_exec(pg, "COMMIT", err)))
+        sql_rollback(pg);
+    return rc;
+}
+
+int sql_push_deps_tx(rb_pg *pg, const rb_pg_new_job *jobs, size_t n, int64_t now, int *status,
+                     rb_err *err)
+{
+    int rc = 0;
     json_t **objs = rb_xcalloc(n ? n : 1, sizeof *objs);
     for (size_t i = 0; i < n; i++)
         objs[i] = json_loads(jobs[i].json, 0, NULL);
@@ -127,23 +137,17 @@ int rb_pg_push_deps(rb_pg *pg, const rb_pg_new_job *jobs, size_t n, int64_t now,
     }
     sql_arr_end(&arr);
     known_set k = {0};
-    if ((rc = sql_exec(pg, "BEGIN", err)))
-        goto out;
     if ((rc = read_parents(pg, arr.data, now, &k, err)))
-        goto fail;
+        goto out;
     for (size_t i = 0; i < n; i++)
         if (!objs[i]) {
             rc = rb_err_set(err, RB_ESTORE, "job %s: unreadable JSON", jobs[i].jid);
-            goto fail;
+            goto out;
         }
     if ((rc = rb_dep_check_push(objs, n, lookup, &k, err)))
-        goto fail; /* refused: nothing written */
-    if ((rc = rb_pg_push(pg, jobs, n, now, status, err)) ||
-        (rc = attach(pg, objs, n, status, err)) || (rc = sql_exec(pg, "COMMIT", err)))
-        goto fail;
-    goto out;
-fail:
-    sql_rollback(pg);
+        goto out; /* refused: the caller rolls back, nothing written */
+    if (!(rc = rb_pg_push(pg, jobs, n, now, status, err)))
+        rc = attach(pg, objs, n, status, err);
 out:
     free_column(k.live, k.n_live);
     free_column(k.done, k.n_done);
@@ -194,6 +198,9 @@ static int kill_child(rb_pg *pg, PGresult *r, int i, const char *parent, int64_t
     int rc = fail_dependency(pg, &row, parent, now, &o, err);
     if (rc)
         return rc;
+    /* a batch member's death (its batch told before the COMMIT) */
+    sql_batch_failed(pg, PQgetisnull(r, i, 10) ? NULL : PQgetvalue(r, i, 10),
+                     !strcmp(PQgetvalue(r, i, 11), "t"), !row.history, true);
     char due[24];
     snprintf(due, sizeof due, "%lld",
              (long long)(now + sql_cfg(pg)->server.dead_retention_s * 1000));
@@ -225,7 +232,7 @@ static int tell_children(rb_pg *pg, dep_work *w, const char *parent, rb_dep_even
     const char *p1[1] = {parent};
     PGresult *r = sql_query(pg,
                             "SELECT e.child, w.remaining, w.dead, w.mode, j.json, j.history,"
-                            " j.attempts, j.queue, j.priority, j.state"
+                            " j.attempts, j.queue, j.priority, j.state, j.bid, j.bcb"
                             " FROM rb_edges e JOIN rb_wait w ON w.child = e.child"
                             " JOIN rb_jobs j ON j.jid = e.child"
                             " WHERE e.parent = $1 AND j.state IN (6, 7)"
@@ -299,7 +306,8 @@ int sql_dep_events(rb_pg *pg, const char *jids, int ev, int64_t now, rb_err *err
         free(w.jid[i]);
     free(w.jid);
     free(w.ev);
-    return rc;
+    /* the batches of the members that died, after every job row */
+    return rc ? rc : sql_batch_apply_noted(pg, now, err);
 }
 
 int rb_pg_deps_expire(rb_pg *pg, int64_t now, int limit, int *n, rb_err *err)

@@ -19,6 +19,7 @@ static void locked_free(locked_row *rows, int n)
         free(rows[i].wid);
         free(rows[i].json);
         free(rows[i].history);
+        free(rows[i].bid);
     }
     free(rows);
 }
@@ -39,6 +40,8 @@ static locked_row *read_locked(PGresult *r, int *n)
         rows[i].attempts = (int)sql_int(r, i, 7);
         rows[i].flags = (int)sql_int(r, i, 8);
         rows[i].first_ms = sql_int(r, i, 9);
+        rows[i].bid = sql_dup(r, i, 10);
+        rows[i].bcb = !strcmp(PQgetvalue(r, i, 11), "t");
     }
     return rows;
 }
@@ -87,6 +90,7 @@ static int fail_row(rb_pg *pg, batch *b, locked_row *row, const rb_pg_failure *i
     if (rc)
         return rc;
     b->failures++;
+    sql_batch_failed(pg, row->bid, row->bcb, !row->history, o.d.outcome != RB_OUTCOME_RETRY);
     if (res) {
         memset(res, 0, sizeof *res);
         res->status = RB_JOB_DONE;
@@ -171,7 +175,8 @@ static int batch_write(rb_pg *pg, batch *b, int64_t now, rb_err *err)
         rc = sql_dep_events(pg, b->died.data, RB_DEP_PARENT_DIED, now, err);
     if (!rc && strcmp(b->del.data, "{}"))
         rc = sql_dep_events(pg, b->del.data, RB_DEP_PARENT_DISCARDED, now, err);
-    return rc;
+    /* the batches of the members that failed, after every job row */
+    return rc ? rc : sql_batch_apply_noted(pg, now, err);
 }
 
 /* Holder check as docs/protocol.md: a working job belongs to the wid that

@@ -38,6 +38,13 @@ typedef enum sql_stmt {
     SQL_STMT_COUNT
 } sql_stmt;
 
+/* A batch event noted inside a transaction (sql_batch.c). */
+typedef struct sql_batch_ev {
+    char *bid;
+    int ev;    /* an rb_batch_event, or -1: callback jid was ACKed */
+    char *jid; /* the callback's, else NULL */
+} sql_batch_ev;
+
 struct rb_pg {
     PGconn *conn;       /* NULL while disconnected */
     char *url;
@@ -52,6 +59,8 @@ struct rb_pg {
     int64_t next_try_ms; /* monotonic time of the next reconnect attempt */
     int64_t backoff_ms;
     char last_error[256];
+    sql_batch_ev *bev;  /* the open transaction's batch events (sql_batch_note) */
+    size_t bev_n, bev_cap;
 };
 
 /* The config in force (never NULL). */
@@ -97,6 +106,10 @@ int64_t sql_int(const PGresult *r, int row, int c);
  * max entries); returns the count. */
 size_t sql_parse_int_array(const char *s, int64_t *out, size_t max);
 
+/* rb_ack_batch's status for a batch member or callback it left to the
+ * caller (sql_batch_ack). */
+#define RB_PG_ACK_BATCH 5
+
 /* The live workers at now (sql_registry.c), for INFO. */
 int sql_workers_count(rb_pg *pg, int64_t now, int64_t *n, rb_err *err);
 
@@ -104,6 +117,8 @@ int sql_workers_count(rb_pg *pg, int64_t now, int64_t *n, rb_err *err);
  * of each locked working row through its policy and writes the outcome. */
 typedef struct locked_row {
     char *jid, *queue, *wid, *json, *history;
+    char *bid;  /* its batch (a member's or a callback's), or NULL */
+    bool bcb;   /* a batch's callback job */
     int state, priority, attempts, flags;
     int64_t first_ms;
 } locked_row;
@@ -132,5 +147,25 @@ int fail_dependency(rb_pg *pg, const locked_row *row, const char *parent, int64_
  * counts and states written, children released or killed (and their own
  * children told of their deaths, in turn). */
 int sql_dep_events(rb_pg *pg, const char *jids, int ev, int64_t now, rb_err *err);
+/* rb_pg_push_deps's work inside the caller's open transaction. */
+int sql_push_deps_tx(rb_pg *pg, const rb_pg_new_job *jobs, size_t n, int64_t now, int *status,
+                     rb_err *err);
+
+/* Batches (sql_batch.c). Events of members and callback jobs are noted
+ * while a transaction changes job rows (sql_batch_note), and applied just
+ * before its COMMIT by sql_batch_apply_noted: the batch rows (and their
+ * ancestors) locked in one statement after every job row, the events
+ * applied in the order noted, callbacks inserted, rows written. A rollback
+ * forgets them (sql_rollback calls sql_batch_forget). */
+void sql_batch_note(rb_pg *pg, const char *bid, int ev, const char *jid);
+void sql_batch_forget(rb_pg *pg);
+int sql_batch_apply_noted(rb_pg *pg, int64_t now, rb_err *err);
+/* A failed execution (or death) of a job of batch bid (NULL: none); a
+ * callback's failure changes nothing. */
+void sql_batch_failed(rb_pg *pg, const char *bid, bool callback, bool first_failure, bool died);
+/* The ACK of one batch member or callback job (rb_ack_batch's status 5)
+ * in a transaction of its own with its batch's event. */
+int sql_batch_ack(rb_pg *pg, const rb_pg_ref *ref, int64_t now, int *status,
+                  rb_pg_labels *labels, rb_err *err);
 
 #endif

@@ -181,6 +181,8 @@ int rb_pg_ack(rb_pg *pg, const rb_pg_ref *refs, size_t n, int *status, rb_pg_lab
     size_t got = (size_t)PQntuples(r); /* one row per ref, in order */
     for (size_t i = 0; i < n; i++) {
         status[i] = i < got ? (int)sql_int(r, (int)i, 0) : RB_JOB_MISSING;
+        if (status[i] == RB_PG_ACK_BATCH) /* a batch's job: below */
+            continue;
         if (!labels)
             continue;
         memset(&labels[i], 0, sizeof labels[i]);
@@ -190,6 +192,24 @@ int rb_pg_ack(rb_pg *pg, const rb_pg_ref *refs, size_t n, int *status, rb_pg_lab
         }
     }
     PQclear(r);
+    /* batch members and callbacks: each in a transaction with its batch */
+    int64_t now = rb_now_ms();
+    for (size_t i = 0; i < n; i++) {
+        if (status[i] != RB_PG_ACK_BATCH)
+            continue;
+        rb_pg_labels one;
+        /* the plain ACKs above are committed: a database error (a deadlock
+         * PostgreSQL broke, say) is tried again, then fails this ACK alone */
+        for (int tries = 0; tries < 3; tries++)
+            if ((rc = sql_batch_ack(pg, &refs[i], now, &status[i], &one, err)) != RB_ESTORE)
+                break;
+        if (rc) {
+            status[i] = RB_PG_ACK_STORE_ERROR;
+            continue;
+        }
+        if (labels)
+            labels[i] = one;
+    }
     return 0;
 }
 

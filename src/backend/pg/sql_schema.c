@@ -589,9 +589,73 @@ static const char migration_5[] =
     "$$;\n"
     "UPDATE rb_meta SET value = '5' WHERE key = 'schema_version';\n";
 
+/* Version 6: batches (docs/workflows.md "Batches", issue 15). rb_batches
+ * holds each batch's stored form (engine/batch.h's rb_batch_dump) in body,
+ * with the columns the statements need: parent_bid, depth (0 at top level,
+ * a child one more than its parent: batch rows are locked in (depth DESC,
+ * bid) order, descendants before ancestors, so no two transactions
+ * deadlock), committed, created_ms and finished_ms for expiry. On rb_jobs,
+ * bid is the batch of a member (custom.bid) or of a callback job
+ * (custom._bid, with bcb true), set only for those jobs. rb_ack_batch is
+ * rb_ack_deps except that a batch member or callback that would be
+ * completed is left untouched with status 5 when p_batch is false: the node
+ * then ACKs it in a transaction of its own that also locks and updates its
+ * batch (sql_batch.c), so a plain ACK stays one statement. */
+static const char migration_6[] =
+    "CREATE TABLE rb_batches (bid text PRIMARY KEY, parent_bid text,\n"
+    "  depth int NOT NULL DEFAULT 0, committed boolean NOT NULL DEFAULT false,\n"
+    "  created_ms bigint NOT NULL, finished_ms bigint NOT NULL DEFAULT 0,\n"
+    "  body text NOT NULL);\n"
+    "CREATE INDEX rb_batches_parent ON rb_batches (parent_bid) WHERE parent_bid IS NOT NULL;\n"
+    "CREATE INDEX rb_batches_open ON rb_batches (created_ms) WHERE NOT committed;\n"
+    "CREATE INDEX rb_batches_finished ON rb_batches (finished_ms) WHERE finished_ms > 0;\n"
+    "ALTER TABLE rb_jobs ADD COLUMN bid text;\n"
+    "ALTER TABLE rb_jobs ADD COLUMN bcb boolean NOT NULL DEFAULT false;\n"
+
+    "CREATE FUNCTION rb_ack_batch(p_jids text[], p_wids text[], p_shard int, p_now bigint,\n"
+    "  p_ttl_ms bigint, p_batch boolean)\n"
+    "RETURNS TABLE (status int, queue text, jobtype text)\n"
+    "LANGUAGE plpgsql AS $$\n"
+    "#variable_conflict use_column\n"
+    "DECLARE n int := coalesce(array_length(p_jids, 1), 0);\n"
+    "  st int[] := array_fill(0, ARRAY[n]);\n"
+    "  qs text[] := array_fill(NULL::text, ARRAY[n]);\n"
+    "  ts text[] := array_fill(NULL::text, ARRAY[n]);\n"
+    "  i int; r record; jt json; done int := 0;\n"
+    "BEGIN\n"
+    "  FOR i IN SELECT u.ord FROM unnest(p_jids) WITH ORDINALITY AS u(jid, ord)\n"
+    "           ORDER BY u.jid, u.ord LOOP\n"
+    "    SELECT j.state, j.flags, j.wid, j.queue, j.json, j.wf, j.bid INTO r FROM rb_jobs j\n"
+    "      WHERE j.jid = p_jids[i] FOR UPDATE;\n"
+    "    IF NOT FOUND THEN\n"
+    "      st[i] := 1;\n"
+    "    ELSIF r.state = 3 AND r.wid IS NOT NULL AND p_wids[i] IS NOT NULL\n"
+    "          AND r.wid <> p_wids[i] THEN\n"
+    "      st[i] := 2;\n"
+    "    ELSIF (r.state = 3 OR r.flags & 1 <> 0) AND r.bid IS NOT NULL AND NOT p_batch THEN\n"
+    "      st[i] := 5;\n"
+    "    ELSIF r.state = 3 OR r.flags & 1 <> 0 THEN\n"
+    "      DELETE FROM rb_jobs j WHERE j.jid = p_jids[i];\n"
+    "      IF r.wf OR EXISTS (SELECT 1 FROM rb_edges e WHERE e.parent = p_jids[i]) THEN\n"
+    "        PERFORM rb_dep_succeeded(p_jids[i], p_now, p_ttl_ms);\n"
+    "      END IF;\n"
+    "      done := done + 1;\n"
+    "      st[i] := 0;\n"
+    "      qs[i] := r.queue;\n"
+    "      jt := r.json::json -> 'jobtype';\n"
+    "      ts[i] := CASE WHEN json_typeof(jt) = 'string' THEN left(jt #>> '{}', 127) END;\n"
+    "    ELSE\n"
+    "      st[i] := 3;\n"
+    "    END IF;\n"
+    "  END LOOP;\n"
+    "  IF done > 0 THEN PERFORM rb_count('processed', p_shard, done); END IF;\n"
+    "  RETURN QUERY SELECT * FROM unnest(st, qs, ts);\n"
+    "END $$;\n"
+    "UPDATE rb_meta SET value = '6' WHERE key = 'schema_version';\n";
+
 static const char *const migrations[RB_PG_SCHEMA_VERSION] = {migration_1, migration_2,
                                                              migration_3, migration_4,
-                                                             migration_5};
+                                                             migration_5, migration_6};
 
 /* The version inside the current transaction (or autocommit). */
 static int read_version(rb_pg *pg, int *version, rb_err *err)
