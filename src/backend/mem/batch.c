@@ -306,6 +306,103 @@ void rb_mem_batch_failed(rb_srv *srv, const rb_job *j, bool first_failure, bool 
         update(srv, b, RB_BATCH_EV_DIED, now, 0);
 }
 
+/* --- a batch's page and the listing (BATCHES) --- */
+
+/* A deep copy of b, for an op that outlives this turn of the loop. */
+static rb_batch *copy_of(const rb_batch *b)
+{
+    char *text = rb_batch_dump(b);
+    rb_batch *c = rb_batch_load(text);
+    free(text);
+    return c;
+}
+
+typedef struct member_scan {
+    const char *bid;
+    rb_batch_view *v;
+} member_scan;
+
+/* A stored job whose custom.bid is the batch's (callbacks have _bid
+ * only). The text is parsed only when it mentions a bid at all. */
+static void scan_member(void *e, void *arg)
+{
+    const rb_job *j = e;
+    member_scan *m = arg;
+    if (j->state == RB_JOB_PENDING || !strstr(j->json, "\"bid\""))
+        return;
+    json_t *o = json_loads(j->json, 0, NULL);
+    const char *bid = json_string_value(json_object_get(json_object_get(o, "custom"), "bid"));
+    if (bid && !strcmp(bid, m->bid))
+        rb_batch_view_add_member(m->v, j->jid,
+                                 json_string_value(json_object_get(o, "jobtype")),
+                                 j->queue->name, (int)j->state, (int)j->attempts);
+    json_decref(o);
+}
+
+typedef struct child_scan {
+    const char *bid;
+    rb_batch_view *v;
+} child_scan;
+
+static void scan_child(void *e, void *arg)
+{
+    const rb_batch *b = e;
+    child_scan *c = arg;
+    if (b->parent_bid && !strcmp(b->parent_bid, c->bid))
+        rb_batch_view_add_child(c->v, b->bid);
+}
+
+/* The members are found by one pass over the stored jobs, paid by this
+ * read alone (a plain job's PUSH, FETCH and ACK keep no batch index); only
+ * the jobs whose text names a bid are parsed. */
+static void view_batch(rb_srv *srv, const rb_batch *b, rb_batch_view *v)
+{
+    v->b = copy_of(b);
+    member_scan m = {b->bid, v};
+    rb_table_each(&srv->jobs.by_jid, scan_member, &m);
+    child_scan c = {b->bid, v};
+    rb_table_each(&srv->batches, scan_child, &c);
+    rb_batch_view_finish(v, false);
+}
+
+typedef struct list_scan {
+    rb_srv *srv;
+    int64_t now;
+    bool all;
+    rb_batch **v;
+    size_t n, cap;
+} list_scan;
+
+static void scan_list(void *e, void *arg)
+{
+    rb_batch *b = e;
+    list_scan *l = arg;
+    if ((!l->all && b->finished_ms) || expired(l->srv, b, l->now))
+        return;
+    if (l->n == l->cap) {
+        l->cap = l->cap ? 2 * l->cap : 16;
+        l->v = rb_xrealloc(l->v, l->cap * sizeof *l->v);
+    }
+    l->v[l->n++] = b;
+}
+
+/* The listing's page (expired batches the sweep has not dropped yet left
+ * out), copies of the stored batches. */
+static void list_batches(rb_srv *srv, rb_eng_op *op)
+{
+    list_scan l = {.srv = srv, .now = op->now, .all = op->u.batch.all};
+    rb_table_each(&srv->batches, scan_list, &l);
+    if (l.n)
+        qsort(l.v, l.n, sizeof *l.v, rb_batch_list_cmp);
+    op->u.batch.total = (int64_t)l.n;
+    size_t from = op->u.batch.offset < (int64_t)l.n ? (size_t)op->u.batch.offset : l.n;
+    size_t to = from + (size_t)op->u.batch.limit < l.n ? from + (size_t)op->u.batch.limit : l.n;
+    op->u.batch.list = rb_xcalloc(to - from + 1, sizeof *op->u.batch.list);
+    for (size_t i = from; i < to; i++)
+        op->u.batch.list[op->u.batch.n++] = copy_of(l.v[i]);
+    free(l.v);
+}
+
 /* --- BATCH --- */
 
 /* "b-" and 14 letters or digits, unused. */
@@ -353,7 +450,17 @@ void rb_mem_batch(rb_srv *srv, rb_eng_op *op)
         rb_mem_after_commit(srv, op);
         return;
     }
+    if (op->u.batch.verb == RB_ENG_BATCH_LIST) {
+        list_batches(srv, op);
+        rb_eng_complete(srv, op);
+        return;
+    }
     b = find_live(srv, op->u.batch.bid, now);
+    if (!b && op->u.batch.verb == RB_ENG_BATCH_VIEW) {
+        op->u.batch.found = false;
+        rb_eng_complete(srv, op);
+        return;
+    }
     if (!b) {
         no_such(op, op->u.batch.bid);
         rb_eng_complete(srv, op);
@@ -375,7 +482,13 @@ void rb_mem_batch(rb_srv *srv, rb_eng_op *op)
         update(srv, b, RB_BATCH_EV_COMMIT, now, 0);
         rb_mem_after_commit(srv, op);
         return;
+    case RB_ENG_BATCH_VIEW:
+        view_batch(srv, b, &op->u.batch.view);
+        op->u.batch.found = true;
+        rb_eng_complete(srv, op);
+        return;
     case RB_ENG_BATCH_NEW:
+    case RB_ENG_BATCH_LIST:
         break;
     }
 }
