@@ -1063,3 +1063,47 @@ SERVER_TEST(batches_lists_open_batches_first_then_finished_ones_paged)
     free(b);
     free(done);
 }
+
+SERVER_TEST(batches_page_finds_members_pushed_before_and_after_a_restart)
+{
+    char *bid = batch_new_cbs(C, CB("br-succ-1", "S", "brcb"), NULL, NULL);
+    push_member(C, "br-job-02", "br", bid);
+    push_member(C, "br-job-01", "br", bid);
+    json_t *v = batch_view(C, bid); /* the first read: members found by one pass */
+    cr_assert_eq(json_array_size(json_object_get(v, "members")), 2);
+    json_decref(v);
+    push_member(C, "br-job-03", "br", bid); /* then kept up by PUSH */
+    cr_assert(rbh_expect(C, "+OK", "PUSH {\"jid\":\"br-plain-1\",\"jobtype\":\"P\",\"args\":[],"
+                                   "\"queue\":\"br\"}"));
+    fetch_ack(C, "br", "br-job-02");
+    v = batch_view(C, bid);
+    cr_assert_eq(json_array_size(json_object_get(v, "members")), 2);
+    expect_member(v, 0, "br-job-01", "enqueued", 0);
+    expect_member(v, 1, "br-job-03", "enqueued", 0);
+    json_decref(v);
+    restart(SIGKILL);
+    push_member(C, "br-job-04", "br", bid);
+    v = batch_view(C, bid);
+    cr_assert_eq(json_array_size(json_object_get(v, "members")), 3);
+    expect_member(v, 0, "br-job-01", "enqueued", 0);
+    expect_member(v, 1, "br-job-03", "enqueued", 0);
+    expect_member(v, 2, "br-job-04", "enqueued", 0);
+    cr_assert_eq(json_integer_value(json_object_get(v, "total")), 4);
+    json_decref(v);
+    free(bid);
+}
+
+SERVER_TEST(batches_page_lists_at_most_1000_members)
+{
+    char *bid = batch_new_cbs(C, CB("bt-succ-1", "S", "btcb"), NULL, NULL);
+    push_big(C, bid, "btbig", "btm");
+    push_member(C, "btm-zzzzzz", "btbig", bid);
+    json_t *v = batch_view(C, bid);
+    cr_assert_eq(json_integer_value(json_object_get(v, "total")), BIG + 1);
+    cr_assert_eq(json_array_size(json_object_get(v, "members")), 1000);
+    cr_assert(json_is_true(json_object_get(v, "truncated")));
+    cr_assert_str_eq(str_at(json_array_get(json_object_get(v, "members"), 0), "jid"), "btm-000000");
+    cr_assert_str_eq(str_at(json_array_get(json_object_get(v, "members"), 999), "jid"), "btm-000999");
+    json_decref(v);
+    free(bid);
+}
