@@ -492,8 +492,6 @@ static void view_batch(rb_srv *srv, const rb_batch *b, rb_batch_view *v)
 }
 
 typedef struct list_scan {
-    rb_srv *srv;
-    int64_t now;
     bool all;
     rb_batch **v;
     size_t n, cap;
@@ -503,7 +501,7 @@ static void scan_list(void *e, void *arg)
 {
     rb_batch *b = e;
     list_scan *l = arg;
-    if ((!l->all && b->finished_ms) || expired(l->srv, b, l->now))
+    if (!l->all && b->finished_ms)
         return;
     if (l->n == l->cap) {
         l->cap = l->cap ? 2 * l->cap : 16;
@@ -512,11 +510,12 @@ static void scan_list(void *e, void *arg)
     l->v[l->n++] = b;
 }
 
-/* The listing's page (expired batches the sweep has not dropped yet left
- * out), copies of the stored batches. */
+/* The listing's page, copies of the stored batches. As in distributed
+ * mode, a batch past its expiry is listed until the sweep drops it (within
+ * seconds); its page (VIEW) already says it is gone. */
 static void list_batches(rb_srv *srv, rb_eng_op *op)
 {
-    list_scan l = {.srv = srv, .now = op->now, .all = op->u.batch.all};
+    list_scan l = {.all = op->u.batch.all};
     rb_table_each(&srv->batches, scan_list, &l);
     if (l.n)
         qsort(l.v, l.n, sizeof *l.v, rb_batch_list_cmp);
