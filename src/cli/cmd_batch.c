@@ -180,7 +180,8 @@ int cmd_batches(int argc, char **argv)
                                                                                      : "new";
             printf("%-18s  %-8s  %6lld  %6lld  %6lld  %-8s  %-8s  %-18s  %s\n",
                    str_or(b, "bid", "?"), state, total, total - int_of(b, "pending"),
-                   int_of(b, "failed"), st_name(json_string_value(json_object_get(b, "complete_st"))),
+                   int_of(b, "failed"),
+                   st_name(json_string_value(json_object_get(b, "complete_st"))),
                    st_name(json_string_value(json_object_get(b, "success_st"))),
                    str_or(b, "parent_bid", "-"), str_or(b, "description", ""));
         }

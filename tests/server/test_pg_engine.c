@@ -1853,7 +1853,8 @@ Test(pg, version_6_database_upgrades_to_the_batch_member_index)
     int from = -1;
     cr_assert_eq(rb_pg_migrate_to(pg, 6, &from, &err), 0, "%s", rb_err_msg(&err));
     snprintf(q, sizeof q,
-             "SELECT count(*) FROM pg_indexes WHERE schemaname = '%s' AND indexname = 'rb_jobs_bid'",
+             "SELECT count(*) FROM pg_indexes"
+             " WHERE schemaname = '%s' AND indexname = 'rb_jobs_bid'",
              schema);
     char *n = sql1(q);
     cr_assert_str_eq(n, "0");

@@ -987,8 +987,10 @@ SERVER_TEST(batches_refuses_bad_arguments_and_answers_nil_for_an_unknown_bid)
 {
     cr_assert(rbh_expect(C, "$-1", "BATCHES {\"bid\":\"b-nosuchbatch00\"}"));
     cr_assert(rbh_expect(C, "-ERR BATCHES: bid must be a non-empty string", "BATCHES {\"bid\":3}"));
-    cr_assert(rbh_expect(C, "-ERR BATCHES: bid must be a non-empty string", "BATCHES {\"bid\":\"\"}"));
-    cr_assert(rbh_expect(C, "-ERR BATCHES: state must be open or all", "BATCHES {\"state\":\"x\"}"));
+    cr_assert(rbh_expect(C, "-ERR BATCHES: bid must be a non-empty string",
+                         "BATCHES {\"bid\":\"\"}"));
+    cr_assert(rbh_expect(C, "-ERR BATCHES: state must be open or all",
+                         "BATCHES {\"state\":\"x\"}"));
     cr_assert(rbh_expect(C, "-ERR BATCHES: state must be open or all", "BATCHES {\"state\":1}"));
     cr_assert(rbh_expect(C, "-ERR BATCHES: offset must be >= 0 and limit from 0 to 1000",
                          "BATCHES {\"limit\":1001}"));
@@ -1102,8 +1104,9 @@ SERVER_TEST(batches_page_lists_at_most_1000_members)
     cr_assert_eq(json_integer_value(json_object_get(v, "total")), BIG + 1);
     cr_assert_eq(json_array_size(json_object_get(v, "members")), 1000);
     cr_assert(json_is_true(json_object_get(v, "truncated")));
-    cr_assert_str_eq(str_at(json_array_get(json_object_get(v, "members"), 0), "jid"), "btm-000000");
-    cr_assert_str_eq(str_at(json_array_get(json_object_get(v, "members"), 999), "jid"), "btm-000999");
+    json_t *ms = json_object_get(v, "members");
+    cr_assert_str_eq(str_at(json_array_get(ms, 0), "jid"), "btm-000000");
+    cr_assert_str_eq(str_at(json_array_get(ms, 999), "jid"), "btm-000999");
     json_decref(v);
     free(bid);
 }

@@ -88,8 +88,8 @@ int rb_pg_batch_list(rb_pg *pg, bool all, int64_t offset, int64_t limit, rb_batc
     snprintf(off, sizeof off, "%lld", (long long)offset);
     snprintf(lim, sizeof lim, "%lld", (long long)limit);
     const char *p[3] = {all ? "t" : "f", lim, off};
-    PGresult *r = sql_query(pg, "SELECT count(*) FROM rb_batches WHERE $1::boolean OR finished_ms = 0",
-                            1, p, err);
+    PGresult *r = sql_query(
+        pg, "SELECT count(*) FROM rb_batches WHERE $1::boolean OR finished_ms = 0", 1, p, err);
     if (!r)
         return query_fail(pg, err);
     *total = sql_int(r, 0, 0);
