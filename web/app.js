@@ -499,8 +499,12 @@ async function jobPage(jid) {
   const sch = job.schedule || {};
   const wfLink = h('a', {href: '#/workflow/' + encodeURIComponent(jid), class: 'wf-link', 'data-testid': 'job-workflow', hidden: true}, 'workflow');
   inWorkflow(job).then((yes) => { wfLink.hidden = !yes; });
+  const custom = (job.job && job.job.custom) || {};
+  const bid = typeof custom.bid === 'string' && custom.bid ? custom.bid : typeof custom._bid === 'string' && custom._bid ? custom._bid : null;
+  const batchLink = bid ? h('a', {href: '#/batch/' + encodeURIComponent(bid), class: 'wf-link', 'data-testid': 'job-batch',
+    title: custom.bid ? 'member of batch ' + bid : 'callback of batch ' + bid}, custom.bid ? 'batch' : 'batch (callback)') : null;
   show(
-    h('h1', {}, job.jobtype, ' ', pill(job.state), ' ', h('span', {class: 'muted mono', style: 'font-size:13px'}, job.jid), ' ', wfLink),
+    h('h1', {}, job.jobtype, ' ', pill(job.state), ' ', h('span', {class: 'muted mono', style: 'font-size:13px'}, job.jid), ' ', wfLink, batchLink ? [' ', batchLink] : null),
     mutable ? h('div', {class: 'toolbar'}, action('retry', 'primary'), job.state !== 'dead' ? action('kill') : null, action('discard', 'danger')) : null,
     h('div', {class: 'row'},
       h('div', {class: 'panel grow'}, h('h2', {}, 'Job'), h('dl', {class: 'kv'},
@@ -604,6 +608,106 @@ function workflowPage(jid) {
           ' — retry to unblock their children.') : null,
         legend(Object.entries(WF_COLOR)),
         h('div', {class: 'wf-scroll'}, workflowGraph(g, jid))));
+  });
+}
+
+// --- batches -----------------------------------------------------------------
+
+// A batch's progress as SVG: done (total - pending) in green from the left,
+// then the failed members (still pending) in red; the text says both.
+function batchProgress(b, W) {
+  W = W || 220;
+  const H = 16, total = b.total || 0, done = Math.max(0, total - b.pending);
+  const wDone = total ? Math.round(W * done / total) : 0;
+  const wFailed = total ? Math.round(W * b.failed / total) : 0;
+  const text = `${fmtN(done)} / ${fmtN(total)} done` + (b.failed ? `, ${fmtN(b.failed)} failed` : '');
+  return h('span', {class: 'bp', 'data-testid': 'batch-progress', 'data-done': done, 'data-total': total, 'data-failed': b.failed},
+    s('svg', {width: W, height: H, viewBox: `0 0 ${W} ${H}`, class: 'bp-bar', role: 'img', 'aria-label': text},
+      s('rect', {class: 'bp-track', x: 0, y: 0, width: W, height: H, rx: 4}),
+      s('rect', {class: 'bp-done', x: 0, y: 0, width: wDone, height: H, rx: 4}),
+      s('rect', {class: 'bp-failed', x: wDone, y: 0, width: Math.min(wFailed, W - wDone), height: H})),
+    h('span', {class: 'bp-text'}, text));
+}
+
+// A callback's state ("", "1" enqueued, "2" ACKed) as a pill.
+function cbPill(st) {
+  return st === '2' ? pill('done', 'ok') : st === '1' ? pill('enqueued', 'enqueued') : pill('not yet', 'waiting');
+}
+
+const bidLink = (bid) => h('a', {class: 'mono', href: '#/batch/' + encodeURIComponent(bid)}, bid);
+
+function batchesPage(params) {
+  const all = params.get('all') === '1';
+  const offset = Math.max(0, parseInt(params.get('offset') || '0', 10) || 0);
+  const box = h('div', {class: 'panel'}, h('div', {class: 'muted'}, 'Loading…'));
+  const go = (o, a) => { location.hash = `#/batches?offset=${o}` + (a ? '&all=1' : ''); };
+  show(h('h1', {}, 'Batches'),
+    h('div', {class: 'toolbar'}, h('label', {}, h('input', {type: 'checkbox', 'data-testid': 'batches-all', checked: all,
+      onchange: (ev) => go(0, ev.target.checked)}), ' also finished batches')),
+    box);
+  every(3000, async () => {
+    let r;
+    try { r = await api('GET', `batches?state=${all ? 'all' : 'open'}&offset=${offset}&limit=${PAGE}`); }
+    catch (e) { fill(box, h('div', {class: 'error-box'}, e.message)); return; }
+    if (!r.batches.length) { fill(box, h('div', {class: 'empty', 'data-testid': 'batches-empty'}, all ? 'No batches.' : 'No open batches.')); return; }
+    fill(box,
+      h('table', {'data-testid': 'batches'},
+        h('thead', {}, h('tr', {}, h('th', {}, 'batch'), h('th', {}, 'description'), h('th', {}, 'progress'),
+          h('th', {}, 'complete'), h('th', {}, 'success'), h('th', {}, 'created'), h('th', {}, 'parent'))),
+        h('tbody', {}, r.batches.map((b) => h('tr', {'data-bid': b.bid, 'data-testid': 'batch-row'},
+          h('td', {}, bidLink(b.bid), b.finished_at ? [' ', pill('finished', 'ok')] : !b.committed ? [' ', pill('new', 'waiting')] : null),
+          h('td', {}, b.description || h('span', {class: 'muted'}, '–')),
+          h('td', {}, batchProgress(b)),
+          h('td', {}, cbPill(b.complete_st)), h('td', {}, cbPill(b.success_st)),
+          h('td', {}, rel(b.created_at)),
+          h('td', {}, b.parent_bid ? bidLink(b.parent_bid) : h('span', {class: 'muted'}, '–')))))),
+      h('div', {class: 'toolbar', style: 'margin-top:8px'},
+        h('span', {class: 'muted', 'data-testid': 'batches-count'}, `${offset + 1}–${offset + r.batches.length} of ${fmtN(r.total)}`),
+        offset > 0 ? h('button', {class: 'small', onclick: () => go(Math.max(0, offset - PAGE), all)}, '← Newer') : null,
+        offset + r.batches.length < r.total ? h('button', {class: 'small', onclick: () => go(offset + PAGE, all)}, 'Older →') : null));
+  });
+}
+
+function batchPage(bid) {
+  const title = () => h('h1', {}, 'Batch ', h('span', {class: 'mono'}, bid));
+  show(title(), h('div', {class: 'panel muted'}, 'Loading…'));
+  every(3000, async () => {
+    let b;
+    try { b = await api('GET', 'batch/' + encodeURIComponent(bid)); }
+    catch (e) { show(title(), h('div', {class: 'panel error-box', 'data-testid': 'batch-error'}, e.message)); return; }
+    const done = b.total - b.pending;
+    const card = (n, l, cls, id) => h('div', {class: 'card ' + (cls || '')}, h('div', {class: 'n', 'data-testid': id}, fmtN(n)), h('div', {class: 'l'}, l));
+    show(
+      h('h1', {}, 'Batch ', h('span', {class: 'mono'}, b.bid), ' ',
+        pill(b.finished_at ? 'finished' : b.committed ? 'open' : 'new', b.finished_at ? 'ok' : b.committed ? 'enqueued' : 'waiting')),
+      h('div', {class: 'cards'},
+        card(b.total, 'members', '', 'batch-total'), card(done, 'done', '', 'batch-done'),
+        card(b.pending, 'pending', '', 'batch-pending'), card(b.failed, 'failed', b.failed ? 'bad' : '', 'batch-failed')),
+      h('div', {class: 'row'},
+        h('div', {class: 'panel grow'}, h('h2', {}, 'Batch'), batchProgress(b, 320), h('dl', {class: 'kv', style: 'margin-top:10px'},
+          h('dt', {}, 'description'), h('dd', {}, b.description || '–'),
+          h('dt', {}, 'created'), h('dd', {}, fmtTime(b.created_at)),
+          h('dt', {}, 'finished'), h('dd', {}, b.finished_at ? fmtTime(b.finished_at) : '–'),
+          h('dt', {}, 'committed'), h('dd', {}, b.committed ? 'yes' : 'no (members may still be added)'),
+          h('dt', {}, 'parent'), h('dd', {'data-testid': 'batch-parent'}, b.parent_bid ? bidLink(b.parent_bid) : '–'),
+          h('dt', {}, 'children'), h('dd', {'data-testid': 'batch-children'}, b.children.length ? b.children.map((c, i) => [i ? ', ' : '', bidLink(c)]) : '–'))),
+        h('div', {class: 'panel grow'}, h('h2', {}, 'Callbacks'),
+          b.callbacks.length ? h('table', {'data-testid': 'batch-callbacks'},
+            h('thead', {}, h('tr', {}, h('th', {}, 'callback'), h('th', {}, 'state'), h('th', {}, 'job'))),
+            h('tbody', {}, b.callbacks.map((c) => h('tr', {'data-kind': c.kind, 'data-st': c.st},
+              h('td', {}, c.kind), h('td', {}, cbPill(c.st)),
+              h('td', {}, c.jid ? h('a', {class: 'mono', href: '#/job/' + encodeURIComponent(c.jid)}, c.jid) : h('span', {class: 'muted'}, '–'))))))
+            : h('div', {class: 'empty'}, 'No callbacks.'))),
+      h('div', {class: 'panel'}, h('h2', {}, `Members still stored (${fmtN(b.members.length)})`),
+        h('div', {class: 'muted'}, 'Members that succeeded are deleted; the others are listed by jid.'),
+        b.truncated ? h('div', {class: 'error-box', 'data-testid': 'batch-truncated'}, `Showing the first ${fmtN(b.max_members)} members.`) : null,
+        b.members.length ? h('table', {'data-testid': 'batch-members'},
+          h('thead', {}, h('tr', {}, h('th', {}, 'job'), h('th', {}, 'type'), h('th', {}, 'queue'), h('th', {}, 'state'), h('th', {class: 'num'}, 'attempts'))),
+          h('tbody', {}, b.members.map((m) => h('tr', {'data-jid': m.jid},
+            h('td', {}, h('a', {class: 'mono', href: '#/job/' + encodeURIComponent(m.jid)}, m.jid)),
+            h('td', {}, m.jobtype || '–'), h('td', {}, m.queue), h('td', {}, pill(m.state)),
+            h('td', {class: 'num'}, m.attempts)))))
+          : h('div', {class: 'empty'}, 'No member stored.')));
   });
 }
 
@@ -712,6 +816,8 @@ function route() {
   else if ((m = path.match(/^\/(scheduled|retries|dead|enqueued|working)$/))) { page = m[1]; jobList(m[1], params); }
   else if ((m = path.match(/^\/job\/(.+)$/))) { page = ''; jobPage(decodeURIComponent(m[1])); }
   else if ((m = path.match(/^\/workflow\/(.+)$/))) { page = ''; workflowPage(decodeURIComponent(m[1])); }
+  else if (path === '/batches') { page = 'batches'; batchesPage(params); }
+  else if ((m = path.match(/^\/batch\/(.+)$/))) { page = 'batches'; batchPage(decodeURIComponent(m[1])); }
   else if (path === '/workers') { page = 'workers'; workers(); }
   else if (path === '/simulate') { page = 'simulate'; simulator(); }
   else show(h('h1', {}, 'Not found'), h('p', {}, h('a', {href: '#/'}, 'Back to the overview')));

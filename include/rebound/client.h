@@ -23,6 +23,7 @@
 #ifndef REBOUND_CLIENT_H
 #define REBOUND_CLIENT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -215,6 +216,16 @@ int rb_client_job(rb_client *c, const char *jid, json_t **job, rb_err *err);
  * the job jid ({"jid", "truncated", "max_nodes", "nodes", "edges"},
  * docs/protocol.md), or NULL when the server knows no such job. */
 int rb_client_workflow(rb_client *c, const char *jid, json_t **graph, rb_err *err);
+
+/* BATCHES (a Rebound extension, docs/protocol.md): on 0, *batch gets the
+ * batch's page (its counts, callbacks, children and stored members), or
+ * NULL when the server knows no such batch. */
+int rb_client_batch_view(rb_client *c, const char *bid, json_t **batch, rb_err *err);
+/* BATCHES listing: the open batches (all: every stored one), limit 0 the
+ * server's default. *result: {"state", "total", "offset", "limit",
+ * "batches"}. */
+int rb_client_batches(rb_client *c, bool all, int64_t offset, int64_t limit, json_t **result,
+                      rb_err *err);
 
 /* JOBS query; state is required, the rest optional (NULL, or limit 0 = the
  * server's default, offset 0). */

@@ -18,6 +18,8 @@ int cmd_info(int argc, char **argv);
 int cmd_jobs(int argc, char **argv);
 int cmd_job(int argc, char **argv);
 int cmd_workflow(int argc, char **argv); /* cmd_workflow.c */
+int cmd_batch(int argc, char **argv);    /* cmd_batch.c */
+int cmd_batches(int argc, char **argv);
 int cmd_retry(int argc, char **argv);
 int cmd_kill(int argc, char **argv);
 int cmd_discard(int argc, char **argv);

@@ -30,6 +30,8 @@ static const struct command {
     {"jobs", cmd_jobs, "list jobs by state, queue and job type"},
     {"job", cmd_job, "show one job with its attempt history and next retry"},
     {"workflow", cmd_workflow, "show the workflow (job dependencies) a job belongs to"},
+    {"batch", cmd_batch, "show a batch: counts, callbacks and member jobs"},
+    {"batches", cmd_batches, "list the open batches (--all: the finished ones too)"},
     {"retry", cmd_retry, "enqueue a scheduled, retrying or dead job now"},
     {"kill", cmd_kill, "move a scheduled or retrying job to dead"},
     {"discard", cmd_discard, "delete a scheduled, retrying or dead job"},

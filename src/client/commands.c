@@ -340,6 +340,26 @@ int rb_client_workflow(rb_client *c, const char *jid, json_t **graph, rb_err *er
     return call_json(c, graph, 1, err);
 }
 
+int rb_client_batch_view(rb_client *c, const char *bid, json_t **batch, rb_err *err)
+{
+    start(c, "BATCHES {\"bid\":");
+    rb__json_add_str(&c->out, bid);
+    rb_buf_addc(&c->out, '}');
+    return call_json(c, batch, 1, err);
+}
+
+int rb_client_batches(rb_client *c, bool all, int64_t offset, int64_t limit, json_t **result,
+                      rb_err *err)
+{
+    start(c, "BATCHES ");
+    rb_buf_printf(&c->out, "{\"state\":\"%s\",\"offset\":%lld", all ? "all" : "open",
+                  (long long)offset);
+    if (limit)
+        rb_buf_printf(&c->out, ",\"limit\":%lld", (long long)limit);
+    rb_buf_addc(&c->out, '}');
+    return call_json(c, result, 0, err);
+}
+
 int rb_client_jobs(rb_client *c, const rb_jobs_query *q, json_t **result, rb_err *err)
 {
     *result = NULL;

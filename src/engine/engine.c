@@ -194,6 +194,10 @@ static void op_free(rb_eng_op *op)
         break;
     case RB_ENG_BATCH:
         free(op->u.batch.out);
+        rb_batch_view_release(&op->u.batch.view);
+        for (size_t i = 0; i < op->u.batch.n; i++)
+            rb_batch_free(op->u.batch.list[i]);
+        free(op->u.batch.list);
         break;
     default:
         break;

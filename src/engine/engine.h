@@ -31,6 +31,7 @@
 
 #include "common/error.h"
 #include "engine/batch.h"
+#include "engine/batch_view.h"
 #include "engine/failure.h"
 #include "engine/job_state.h"
 #include "engine/mutation.h"
@@ -93,6 +94,9 @@ typedef enum rb_eng_batch_verb {
     RB_ENG_BATCH_OPEN,   /* the bid back; never uncommits */
     RB_ENG_BATCH_COMMIT, /* callbacks may fire from now on; again: no-op */
     RB_ENG_BATCH_STATUS, /* rb_batch_status_json's text */
+    /* Rebound's reads (BATCHES, GET /api/batch/BID and /api/batches): */
+    RB_ENG_BATCH_VIEW, /* u.batch.view; an unknown bid: found false, no error */
+    RB_ENG_BATCH_LIST, /* u.batch.list and total, from all, offset, limit */
 } rb_eng_batch_verb;
 
 /* INFO's figures (RB_ENG_INFO): the single node's memory or the cluster's
@@ -259,6 +263,17 @@ struct rb_eng_op {
             rb_batch_def def; /* NEW: checked, borrowed from op->json */
             char *out;        /* result: NEW and OPEN the bid, STATUS the
                                  JSON text; owned */
+            /* VIEW: found, and view when found (max_members 0: the
+             * default); released with the op. */
+            bool found;
+            rb_batch_view view;
+            /* LIST: every batch (all) or the open ones, the page
+             * [offset, offset + limit) in rb_batch_list_cmp's order, and
+             * the matches' total. list owned, freed with the op. */
+            bool all;
+            int64_t offset, limit, total;
+            rb_batch **list;
+            size_t n;
         } batch;
         struct {
             const char *jid;  /* borrowed (op->json or op->arg) */

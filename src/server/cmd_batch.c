@@ -104,3 +104,67 @@ void rb_cmd_batch(rb_conn *c, char *arg)
     op->u.batch.verb = verb;
     rb_eng_submit(c->srv, op);
 }
+
+/* --- BATCHES: Rebound's batch reads --- */
+
+static void batches_done(rb_srv *srv, rb_eng_op *op)
+{
+    if (rb_eng_failed(srv, op))
+        return;
+    if (op->u.batch.verb == RB_ENG_BATCH_LIST)
+        rb_reply_json(op->c, rb_batch_list_json(op->u.batch.all, op->u.batch.total,
+                                                op->u.batch.offset, op->u.batch.limit,
+                                                op->u.batch.list, op->u.batch.n));
+    else if (op->u.batch.found)
+        rb_reply_json(op->c, rb_batch_view_json(&op->u.batch.view));
+    else
+        rb_reply_null(op->c);
+    rb_eng_op_finish(srv, op);
+}
+
+void rb_cmd_batches(rb_conn *c, char *arg)
+{
+    rb_err err = {0};
+    if (rb_eng_batch_check(c->srv, &err)) {
+        rb_reply_err(c, "%s", rb_err_msg(&err));
+        return;
+    }
+    json_t *o = rb_cmd_json_arg(c, "BATCHES", arg, JSON_OBJECT);
+    if (!o)
+        return;
+    json_t *bid = json_object_get(o, "bid");
+    if (bid) {
+        const char *s = json_string_value(bid);
+        if (!s || !*s || strlen(s) > BID_MAX) {
+            rb_reply_err(c, "BATCHES: bid must be a non-empty string");
+            json_decref(o);
+            return;
+        }
+        rb_eng_op *op = rb_eng_op_new(RB_ENG_BATCH, c, batches_done);
+        op->json = o; /* the bid's */
+        op->u.batch.verb = RB_ENG_BATCH_VIEW;
+        op->u.batch.bid = s;
+        rb_eng_submit(c->srv, op);
+        return;
+    }
+    const char *state = rb_srv_json_str(o, "state");
+    json_t *off = json_object_get(o, "offset"), *lim = json_object_get(o, "limit");
+    int64_t offset = off ? json_integer_value(off) : 0;
+    int64_t limit = lim ? json_integer_value(lim) : RB_BATCH_LIST_LIMIT;
+    if ((json_object_get(o, "state") && !state) ||
+        (state && strcmp(state, "open") && strcmp(state, "all"))) {
+        rb_reply_err(c, "BATCHES: state must be open or all");
+    } else if ((off && !json_is_integer(off)) || offset < 0 || (lim && !json_is_integer(lim)) ||
+               limit < 0 || limit > RB_BATCH_LIST_MAX) {
+        rb_reply_err(c, "BATCHES: offset must be >= 0 and limit from 0 to %d",
+                     RB_BATCH_LIST_MAX);
+    } else {
+        rb_eng_op *op = rb_eng_op_new(RB_ENG_BATCH, c, batches_done);
+        op->u.batch.verb = RB_ENG_BATCH_LIST;
+        op->u.batch.all = state && !strcmp(state, "all");
+        op->u.batch.offset = offset;
+        op->u.batch.limit = limit;
+        rb_eng_submit(c->srv, op);
+    }
+    json_decref(o);
+}

@@ -25,6 +25,10 @@ void rb_cmd_workflow(rb_conn *c, char *arg);
 void rb_cmd_jobs(rb_conn *c, char *arg);
 void rb_cmd_workers(rb_conn *c, char *arg);
 void rb_cmd_batch(rb_conn *c, char *arg);
+/* BATCHES {"bid": B}: a batch's page (engine/batch_view.h), nil for an
+ * unknown bid; BATCHES {"state": "open"|"all", "offset", "limit"}: the
+ * listing (a Rebound extension, docs/protocol.md). */
+void rb_cmd_batches(rb_conn *c, char *arg);
 
 /* Parses arg as JSON of the given type (JSON_OBJECT, JSON_ARRAY, or -1 for
  * any). On failure replies an error naming verb and returns NULL. */

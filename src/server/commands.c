@@ -44,6 +44,7 @@ static const struct command {
     {"WORKERS", ARG_REQUIRED, rb_cmd_workers},
     {"BATCH", ARG_REQUIRED, rb_cmd_batch},
     {"WORKFLOW", ARG_REQUIRED, rb_cmd_workflow},
+    {"BATCHES", ARG_REQUIRED, rb_cmd_batches},
 };
 
 json_t *rb_cmd_json_arg(rb_conn *c, const char *verb, const char *arg, int want_type)

@@ -44,6 +44,8 @@ static const route routes[] = {
     {EVHTTP_REQ_POST, 2, {"jobs", "*"}, rb_api_bulk_action},
     {EVHTTP_REQ_GET, 2, {"job", "*"}, rb_api_job},
     {EVHTTP_REQ_GET, 2, {"workflow", "*"}, rb_api_workflow},
+    {EVHTTP_REQ_GET, 1, {"batches"}, rb_api_batches},
+    {EVHTTP_REQ_GET, 2, {"batch", "*"}, rb_api_batch},
     {EVHTTP_REQ_POST, 3, {"job", "*", "*"}, rb_api_job_action},
     {EVHTTP_REQ_GET, 1, {"workers"}, rb_api_workers},
     {EVHTTP_REQ_POST, 2, {"workers", "*"}, rb_api_worker_action},

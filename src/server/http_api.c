@@ -330,6 +330,68 @@ void rb_api_workflow(rb_http_req *r)
     rb_eng_submit(r->h->srv, op);
 }
 
+/* --- GET /api/batches, GET /api/batch/BID --- */
+
+static void batches_done(rb_srv *srv, rb_eng_op *op)
+{
+    if (rb_api_failed(srv, op))
+        return;
+    struct evhttp_request *req = rb_api_call_of(op)->req;
+    if (op->u.batch.verb == RB_ENG_BATCH_LIST)
+        rb_http_reply_json(req, 200,
+                           rb_batch_list_json(op->u.batch.all, op->u.batch.total,
+                                              op->u.batch.offset, op->u.batch.limit,
+                                              op->u.batch.list, op->u.batch.n));
+    else if (op->u.batch.found)
+        rb_http_reply_json(req, 200, rb_batch_view_json(&op->u.batch.view));
+    else
+        rb_http_reply_error(req, 404, "no batch '%s'", op->u.batch.bid);
+    rb_eng_op_finish(srv, op);
+}
+
+/* 0 when the backend keeps batches, else after replying 400. */
+static int batches_check(rb_http_req *r)
+{
+    rb_err err = {0};
+    if (!rb_eng_batch_check(r->h->srv, &err))
+        return 0;
+    rb_http_reply_error(r->req, 400, "%s", rb_err_msg(&err));
+    return -1;
+}
+
+/* The open batches (?state=all: every stored one), paged like /api/jobs. */
+void rb_api_batches(rb_http_req *r)
+{
+    char *state = rb_http_query(r->req, "state");
+    long long offset, limit;
+    if (state && *state && strcmp(state, "open") && strcmp(state, "all")) {
+        rb_http_reply_error(r->req, 400, "query parameter state='%s' must be open or all",
+                            state);
+    } else if (!batches_check(r) &&
+               rb_http_query_int(r->req, "offset", 0, INT64_MAX, 0, &offset) &&
+               rb_http_query_int(r->req, "limit", 0, RB_BATCH_LIST_MAX, RB_BATCH_LIST_LIMIT,
+                                 &limit)) {
+        rb_eng_op *op = rb_api_op(r, RB_ENG_BATCH, batches_done);
+        op->u.batch.verb = RB_ENG_BATCH_LIST;
+        op->u.batch.all = state && !strcmp(state, "all");
+        op->u.batch.offset = offset;
+        op->u.batch.limit = limit;
+        rb_eng_submit(r->h->srv, op);
+    }
+    free(state);
+}
+
+/* One batch's page (engine/batch_view.h); 404 for an unknown bid. */
+void rb_api_batch(rb_http_req *r)
+{
+    if (batches_check(r))
+        return;
+    rb_eng_op *op = rb_api_op(r, RB_ENG_BATCH, batches_done);
+    op->u.batch.verb = RB_ENG_BATCH_VIEW;
+    op->u.batch.bid = rb_api_call_of(op)->strs[0] = rb_xstrdup(r->seg[1]);
+    rb_eng_submit(r->h->srv, op);
+}
+
 /* --- GET /api/workers --- */
 
 static void workers_done(rb_srv *srv, rb_eng_op *op)

@@ -84,6 +84,8 @@ void rb_api_queues(rb_http_req *r);
 void rb_api_jobs(rb_http_req *r);
 void rb_api_job(rb_http_req *r);
 void rb_api_workflow(rb_http_req *r);
+void rb_api_batches(rb_http_req *r);
+void rb_api_batch(rb_http_req *r);
 void rb_api_workers(rb_http_req *r);
 void rb_api_simulate(rb_http_req *r);
 /* A job as listed: jid, jobtype, queue, state, attempts, times, error. New

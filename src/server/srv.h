@@ -95,6 +95,12 @@ struct rb_srv {
                                        * rb_backend_mem, or rb_backend_pg with pgm */
     /* Single node: Faktory Enterprise batches by bid (backend/mem/batch.h) */
     rb_table batches;
+    /* The jids pushed into each batch, by bid, for its page (backend/mem/
+     * batch.c): a superset of its stored members (checked when read),
+     * built by one pass over the jobs at the first page read after start,
+     * then kept up by each member's PUSH. */
+    rb_table batch_members;
+    bool batch_members_built;
     int64_t batch_callbacks;    /* callback jobs enqueued, all time (INFO) */
     struct event *batch_ev;     /* the expiry sweep, armed with the first batch */
     rb_mem_unique *unique;      /* single node: unique locks, expiring jobs (backend/mem/unique.h) */

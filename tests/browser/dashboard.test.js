@@ -402,6 +402,84 @@ test('the workflow page draws a diamond blocked by a dead parent', async () => {
   assert.match(await page.textContent('[data-testid=workflow-error]'), /no job 'no-such-job'/);
 });
 
+test('the batches page shows progress, the batch page its members and callbacks', async () => {
+  // a batch of 4: 2 ACKed, 1 failed (retrying), 1 enqueued; a child batch under it
+  const bid = await client.cmd('BATCH NEW ' + JSON.stringify({description: 'Nightly import',
+    success: {jid: 'bt-succ-0001', jobtype: 'ImportDone', args: [], queue: 'btcb'},
+    complete: {jid: 'bt-comp-0001', jobtype: 'ImportReport', args: [], queue: 'btcb'}}));
+  const slow = {dialect: 'temporal', initial_interval: '10m', maximum_attempts: 8};
+  for (let i = 1; i <= 4; i++) await client.push({jid: `bt-job-000${i}`, jobtype: 'ImportRows', args: [i], queue: 'btq', retry_policy: slow, custom: {bid}});
+  await client.cmd('BATCH COMMIT ' + bid);
+  for (let i = 1; i <= 3; i++) {
+    const j = await client.fetch('btq');
+    assert.equal(j && j.jid, `bt-job-000${i}`);
+    if (i < 3) await client.ack(j.jid); else await client.fail(j.jid, 'RowError', 'row 17: bad date');
+  }
+  const child = await client.cmd('BATCH NEW ' + JSON.stringify({description: 'Thumbnails', parent_bid: bid,
+    success: {jid: 'bt-kid-succ1', jobtype: 'ThumbsDone', args: [], queue: 'btcb'}}));
+  // another batch whose complete callback was enqueued: its member ran
+  const other = await client.cmd('BATCH NEW ' + JSON.stringify({description: 'Emails',
+    complete: {jid: 'bt-comp-0002', jobtype: 'EmailsReport', args: [], queue: 'btcb'}}));
+  await client.push({jid: 'bt-mail-0001', jobtype: 'SendMail', args: [], queue: 'btq2', custom: {bid: other}});
+  await client.cmd('BATCH COMMIT ' + other);
+  await client.ack((await client.fetch('btq2')).jid);
+  assert.equal((await apiGet('batch/' + other)).complete_st, '1');
+
+  await page.goto(BASE + '/#/batches');
+  await page.waitForSelector(`[data-testid=batch-row][data-bid="${bid}"]`);
+  assert.equal(await page.getAttribute('#nav a.active', 'data-page'), 'batches');
+  const bar = await page.$eval(`[data-testid=batch-row][data-bid="${bid}"] [data-testid=batch-progress]`, (p) => ({
+    done: p.dataset.done, total: p.dataset.total, failed: p.dataset.failed, text: p.querySelector('.bp-text').textContent,
+    track: +p.querySelector('.bp-track').getAttribute('width'), wDone: +p.querySelector('.bp-done').getAttribute('width'),
+    xFailed: +p.querySelector('.bp-failed').getAttribute('x'), wFailed: +p.querySelector('.bp-failed').getAttribute('width')}));
+  assert.deepEqual([bar.done, bar.total, bar.failed], ['2', '4', '1']);
+  assert.equal(bar.text, '2 / 4 done, 1 failed');
+  assert.equal(bar.wDone * 2, bar.track, 'half done: half the bar');
+  assert.equal(bar.xFailed, bar.wDone, 'failed drawn after done');
+  assert.equal(bar.wFailed * 4, bar.track, 'a quarter failed');
+  // the open ones only: three batches (the child not committed counts as open)
+  const rows = await page.$$eval('[data-testid=batch-row]', (rs) => rs.map((r) => r.dataset.bid));
+  assert.deepEqual(rows.slice().sort(), [bid, child, other].sort());
+  const otherRow = await page.textContent(`[data-testid=batch-row][data-bid="${other}"]`);
+  assert.match(otherRow, /1 \/ 1 done/);
+  assert.match(otherRow, /enqueued/);
+  await shot('batches');
+
+  // the batch page: counts, callbacks, the child, members linking to their jobs
+  await page.click(`[data-testid=batch-row][data-bid="${bid}"] a[href="#/batch/${bid}"]`);
+  await page.waitForSelector('[data-testid=batch-members]');
+  assert.equal(new URL(page.url()).hash, '#/batch/' + bid);
+  assert.equal(await page.textContent('[data-testid=batch-total]'), '4');
+  assert.equal(await page.textContent('[data-testid=batch-done]'), '2');
+  assert.equal(await page.textContent('[data-testid=batch-pending]'), '2');
+  assert.equal(await page.textContent('[data-testid=batch-failed]'), '1');
+  const members = await page.$$eval('[data-testid=batch-members] tbody tr', (rs) => rs.map((r) => [...r.cells].map((c) => c.textContent)));
+  assert.deepEqual(members, [['bt-job-0003', 'ImportRows', 'btq', 'retries', '1'], ['bt-job-0004', 'ImportRows', 'btq', 'enqueued', '0']]);
+  const cbs = await page.$$eval('[data-testid=batch-callbacks] tbody tr', (rs) => rs.map((r) => [r.dataset.kind, r.dataset.st, r.cells[1].textContent]));
+  assert.deepEqual(cbs, [['complete', '', 'not yet'], ['success', '', 'not yet']]);
+  assert.equal(await page.textContent('[data-testid=batch-children]'), child);
+  assert.equal(await page.textContent('[data-testid=batch-parent]'), '–');
+  await shot('batch');
+  // a member's link leads to its job page, which links back to the batch
+  await page.click('[data-testid=batch-members] a[href="#/job/bt-job-0003"]');
+  await page.waitForSelector('[data-testid=job-batch]');
+  assert.equal(await page.textContent('[data-testid=job-state]'), 'retries');
+  assert.equal(await page.getAttribute('[data-testid=job-batch]', 'href'), '#/batch/' + bid);
+  // the child's page names its parent; the other batch's its enqueued callback
+  await page.goto(BASE + '/#/batch/' + child);
+  await page.waitForSelector(`[data-testid=batch-parent] a[href="#/batch/${bid}"]`);
+  await page.goto(BASE + '/#/batch/' + other);
+  await page.waitForSelector('[data-testid=batch-callbacks] tr[data-kind=complete][data-st="1"]');
+  assert.match(await page.textContent('[data-testid=batch-callbacks]'), /enqueued.*bt-comp-0002/);
+  // a callback job's page links to its batch too
+  await page.goto(BASE + '/#/job/bt-comp-0002');
+  await page.waitForSelector('[data-testid=job-batch]');
+  assert.equal(await page.getAttribute('[data-testid=job-batch]', 'href'), '#/batch/' + other);
+  await page.goto(BASE + '/#/batch/b-nosuchbatch00');
+  await page.waitForSelector('[data-testid=batch-error]');
+  assert.match(await page.textContent('[data-testid=batch-error]'), /no batch 'b-nosuchbatch00'/);
+});
+
 test('the dashboard loads nothing from outside the server and raises no script error', async () => {
   assert.deepEqual(outside, []);
   assert.deepEqual(pageErrors, []);

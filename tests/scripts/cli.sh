@@ -1,6 +1,6 @@
 #!/bin/sh
 # CLI suite: the client commands (version, push, push --file, info, jobs, job,
-# retry, kill, discard, queue, workflow) end to end against a real `rebound serve` on a free
+# retry, kill, discard, queue, workflow, batch, batches) end to end against a real `rebound serve` on a free
 # port in a temp dir: human and --json output, and the exit codes.
 # Env: REBOUND_BIN (the binary). Exit 0 = pass.
 set -u
@@ -165,6 +165,39 @@ run 0 workflow clijob-0001;          has out "1 jobs, 0 edges"; hasnt out "block
 run 1 workflow cliwf-nope;           has err "job 'cliwf-nope' not found"
 run 2 workflow;                      has err "missing JID"
 run 2 workflow a b;                  has err "unexpected argument 'b'"
+
+# --- batch, batches: a batch half done (issue 15). The CLI makes no batch:
+# BATCH NEW, COMMIT, FETCH and ACK go over the wire (bash's /dev/tcp).
+wire() {
+  bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$0" || exit 1
+    read -r l <&3; printf "HELLO {\"v\":2}\r\n" >&3; read -r l <&3
+    for c in "$@"; do
+      printf "%s\r\n" "$c" >&3; read -r l <&3; l=${l%$(printf "\r")}
+      case $l in \$-1) echo nil ;; \$*) read -r v <&3; echo "${v%$(printf "\r")}" ;; *) echo "$l" ;; esac
+    done' "$port" "$@"
+}
+bid=$(wire 'BATCH NEW {"description":"cli batch","success":{"jid":"clib-succ-1","jobtype":"done","args":[],"queue":"clibcb"},"complete":{"jid":"clib-comp-1","jobtype":"comp","args":[],"queue":"clibcb"}}')
+case $bid in b-*) ok ;; *) bad "BATCH NEW gave '$bid'" ;; esac
+for i in 1 2 3 4; do
+  run 0 push member '[]' --jid "clib-job-0$i" --queue clib --custom "{\"bid\":\"$bid\"}"
+done
+wire "BATCH COMMIT $bid" "FETCH clib" 'ACK {"jid":"clib-job-01"}' "FETCH clib" 'ACK {"jid":"clib-job-02"}' \
+  "FETCH clib" 'FAIL {"jid":"clib-job-03","errtype":"E","message":"m"}' >"$tmp/wire"
+has wire "+OK"; hasnt wire "-ERR"
+run 0 batch "$bid"
+has out "batch $bid"; has out "description  cli batch"
+has out "counts       total 4, done 2, pending 2, failed 1"
+has out "callbacks    complete -, success -"
+has out "clib-job-03               retries    member            clib            1"
+has out "clib-job-04               enqueued   member            clib            0"
+hasnt out "clib-job-01"
+run 0 batch "$bid" --json;          has out "\"bid\":\"$bid\""; has out '"members":[{"jid":"clib-job-03"'
+run 0 batches;                      has out "$bid    open           4       2       1  -         -"; has out "cli batch"; has out "1 shown of 1"
+run 0 batches --all --json;         has out '"state":"all","total":1'
+run 1 batch b-nosuchbatch00;        has err "batch 'b-nosuchbatch00' not found"
+run 2 batch;                        has err "missing BID"
+run 2 batches --limit 0;            has err "--limit '0' must be 1-1000"
+run 2 batches extra;                has err "unexpected argument 'extra'"
 
 echo "cli: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

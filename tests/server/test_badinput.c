@@ -225,7 +225,7 @@ static void build_table(void)
     /* Arity: every verb without its argument, and argument-less verbs with one. */
     const char *need_arg[] = {"HELLO", "BEAT", "PUSH", "PUSHB", "ACK", "FAIL", "SNOOZE",
                               "EXTEND", "MUTATE", "QUEUE", "JOB", "JOBS", "WORKERS",
-                              "WORKFLOW"};
+                              "WORKFLOW", "BATCHES"};
     for (size_t i = 0; i < sizeof need_arg / sizeof *need_arg; i++) {
         add("-ERR", 0, "%s", need_arg[i]);
         add("-ERR", 0, "%s   ", need_arg[i]);
@@ -247,7 +247,7 @@ static void build_table(void)
 
     /* Garbage and wrong-typed arguments for every JSON-taking command. */
     const char *json_verbs[] = {"BEAT", "PUSH", "PUSHB", "ACK", "FAIL", "SNOOZE", "EXTEND",
-                                "MUTATE", "JOB", "JOBS", "WORKERS", "WORKFLOW"};
+                                "MUTATE", "JOB", "JOBS", "WORKERS", "WORKFLOW", "BATCHES"};
     for (size_t v = 0; v < sizeof json_verbs / sizeof *json_verbs; v++) {
         for (size_t g = 0; g < sizeof garbage / sizeof *garbage; g++)
             add("-ERR", 0, "%s %s", json_verbs[v], garbage[g]);
@@ -358,6 +358,16 @@ static void build_table(void)
     add("+OK", EXACT, "ACK {\"jid\":\"" JID_DED "\"}");
     add("$-1", EXACT, "JOB {\"jid\":\"no-such-job-1\"}");
     add("$-1", EXACT, "WORKFLOW {\"jid\":\"no-such-job-1\"}");
+    /* BATCHES (Rebound's batch reads): a bid of the wrong type or empty, a
+     * state or page out of range; an unknown bid answers nil. */
+    const char *batches_forms[] = {"{\"bid\":\"\"}", "{\"bid\":1}", "{\"bid\":null}",
+                                   "{\"bid\":[\"b-1\"]}", "{\"bid\":{}}",
+                                   "{\"state\":\"dead\"}", "{\"state\":null}",
+                                   "{\"limit\":-1}", "{\"limit\":1001}", "{\"limit\":\"5\"}",
+                                   "{\"offset\":-1}", "{\"offset\":1.5}"};
+    for (size_t i = 0; i < sizeof batches_forms / sizeof *batches_forms; i++)
+        add("-ERR", 0, "BATCHES %s", batches_forms[i]);
+    add("$-1", EXACT, "BATCHES {\"bid\":\"b-nosuchbatch00\"}");
 
     /* FAIL: unknown or not working; bad fields on the working job. */
     add("-ERR Job not found no-such-job-1", EXACT, "FAIL {\"jid\":\"no-such-job-1\"}");

@@ -454,6 +454,96 @@ HTTP_TEST(workflow_graph_of_a_job)
     expect_error(404, "no job 'nope'", "GET", "/api/workflow/nope", NULL);
 }
 
+/* A new batch (BATCH NEW over the wire); the bid, caller frees. */
+static char *http_batch_new(const char *cb_jid)
+{
+    char *bid = rbh_cmd(C, "BATCH NEW {\"description\":\"http\",\"success\":{\"jid\":\"%s\","
+                           "\"jobtype\":\"Done\",\"args\":[],\"queue\":\"hbcb\"}}", cb_jid);
+    cr_assert(bid && !strncmp(bid, "b-", 2), "BATCH NEW gave '%s'", bid ? bid : "(closed)");
+    return bid;
+}
+
+HTTP_TEST(batches_and_a_batch_page)
+{
+    char *bid = http_batch_new("hb-succ-1");
+    char *other = http_batch_new("hb-succ-2");
+    for (int i = 1; i <= 4; i++)
+        cr_assert(rbh_expect(C, "+OK", "PUSH {\"jid\":\"hb-job-%02d\",\"jobtype\":\"M\","
+                                       "\"args\":[],\"queue\":\"hb\",\"custom\":{\"bid\":\"%s\"}}",
+                             i, bid));
+    cr_assert(rbh_expect(C, "+OK", "BATCH COMMIT %s", bid));
+    for (int i = 1; i <= 2; i++) { /* half done */
+        char *j = rbh_cmd(C, "FETCH hb");
+        free(j);
+        cr_assert(rbh_expect(C, "+OK", "ACK {\"jid\":\"hb-job-%02d\"}", i));
+    }
+    char path[128];
+    snprintf(path, sizeof path, "/api/batch/%s", bid);
+    rbh_resp *r = expect(200, "GET", path, NULL);
+    char *ct = rbh_header(r, "Content-Type");
+    cr_assert_str_eq(ct, "application/json");
+    free(ct);
+    cr_assert_str_eq(jstr(r, "bid"), bid);
+    cr_assert_str_eq(jstr(r, "description"), "http");
+    cr_assert_eq(jint(r, "total"), 4);
+    cr_assert_eq(jint(r, "pending"), 2);
+    cr_assert_eq(jint(r, "failed"), 0);
+    cr_assert_eq(json_array_size(rbh_get(r->json, "members")), 2);
+    cr_assert_str_eq(jstr(r, "members.0.jid"), "hb-job-03");
+    cr_assert_str_eq(jstr(r, "members.0.state"), "enqueued");
+    cr_assert_str_eq(jstr(r, "members.0.queue"), "hb");
+    cr_assert_str_eq(jstr(r, "callbacks.0.kind"), "success");
+    cr_assert_str_eq(jstr(r, "callbacks.0.st"), "");
+    cr_assert(json_is_null(rbh_get(r->json, "callbacks.0.jid")));
+    cr_assert(json_is_false(rbh_get(r->json, "truncated")));
+    rbh_resp_free(r);
+    expect_error(404, "no batch 'b-nosuchbatch00'", "GET", "/api/batch/b-nosuchbatch00", NULL);
+
+    /* the listing: both open, paged */
+    r = expect(200, "GET", "/api/batches", NULL);
+    cr_assert_str_eq(jstr(r, "state"), "open");
+    cr_assert_eq(jint(r, "total"), 2);
+    cr_assert_eq(jint(r, "offset"), 0);
+    cr_assert_eq(jint(r, "limit"), 50);
+    cr_assert_eq(json_array_size(rbh_get(r->json, "batches")), 2);
+    char *second = strdup(jstr(r, "batches.1.bid"));
+    rbh_resp_free(r);
+    r = expect(200, "GET", "/api/batches?state=all&offset=1&limit=1", NULL);
+    cr_assert_eq(jint(r, "total"), 2);
+    cr_assert_eq(json_array_size(rbh_get(r->json, "batches")), 1);
+    cr_assert_str_eq(jstr(r, "batches.0.bid"), second);
+    cr_assert(json_is_null(rbh_get(r->json, "batches.0.finished_at")));
+    rbh_resp_free(r);
+    free(second);
+    /* the rest done: the batch finishes, leaves the open list, stays in all */
+    for (int i = 3; i <= 4; i++) {
+        char *j = rbh_cmd(C, "FETCH hb");
+        free(j);
+        cr_assert(rbh_expect(C, "+OK", "ACK {\"jid\":\"hb-job-%02d\"}", i));
+    }
+    char *j = rbh_cmd(C, "FETCH hbcb");
+    free(j);
+    cr_assert(rbh_expect(C, "+OK", "ACK {\"jid\":\"hb-succ-1\"}"));
+    r = expect(200, "GET", "/api/batches?state=open", NULL);
+    cr_assert_eq(jint(r, "total"), 1);
+    cr_assert_str_eq(jstr(r, "batches.0.bid"), other);
+    rbh_resp_free(r);
+    r = expect(200, "GET", "/api/batches?state=all", NULL);
+    cr_assert_eq(jint(r, "total"), 2);
+    cr_assert_str_eq(jstr(r, "batches.1.bid"), bid); /* finished ones after the open */
+    cr_assert_str_eq(jstr(r, "batches.1.success_st"), "2");
+    cr_assert(json_is_string(rbh_get(r->json, "batches.1.finished_at")));
+    rbh_resp_free(r);
+    expect_error(400, "query parameter state='dead' must be open or all", "GET",
+                 "/api/batches?state=dead", NULL);
+    r = expect(400, "GET", "/api/batches?limit=1001", NULL);
+    rbh_resp_free(r);
+    r = expect(400, "GET", "/api/batches?offset=-1", NULL);
+    rbh_resp_free(r);
+    free(other);
+    free(bid);
+}
+
 /* --- actions --- */
 
 HTTP_TEST(job_actions_change_state_durably)

@@ -293,16 +293,16 @@ Test(pg, migrate_command)
     cr_assert(strstr(out, "schema version 0: the database has no rebound schema"), "%s", out);
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema created (version 6)\n");
+    cr_assert_str_eq(out, "schema created (version 7)\n");
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema is up to date (version 6)\n");
+    cr_assert_str_eq(out, "schema is up to date (version 7)\n");
     snprintf(args, sizeof args, "migrate --check --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema version 6: up to date\n");
-    free(sql1("UPDATE rb_meta SET value = '7' WHERE key = 'schema_version'"));
+    cr_assert_str_eq(out, "schema version 7: up to date\n");
+    free(sql1("UPDATE rb_meta SET value = '8' WHERE key = 'schema_version'"));
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 1, "%s", out);
-    cr_assert(strstr(out, "version 7, newer than this rebound supports (6)"), "%s", out);
+    cr_assert(strstr(out, "version 8, newer than this rebound supports (7)"), "%s", out);
     cr_assert_eq(run_cli("migrate --url ./rebound.db", out, sizeof out), 2, "%s", out);
     cr_assert(strstr(out, "not a PostgreSQL url"), "%s", out);
     cr_assert_eq(run_cli("migrate --bogus", out, sizeof out), 2, "%s", out);
@@ -327,17 +327,17 @@ Test(pg, version_2_database_is_refused_then_upgraded_in_place)
     char *jid = claim_at(pg, "uq", "w1", rb_now_ms(), NULL);
     cr_assert_str_eq(jid, "upgr00001");
     cr_assert_eq(rb_pg_check_schema(pg, &err), RB_EVERSION);
-    cr_assert(strstr(rb_err_msg(&err), "version 2, this rebound needs 6: run 'rebound migrate'"),
+    cr_assert(strstr(rb_err_msg(&err), "version 2, this rebound needs 7: run 'rebound migrate'"),
               "%s", rb_err_msg(&err));
     snprintf(args, sizeof args, "migrate --check --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 1, "%s", out);
     cr_assert(strstr(out, "schema version 2:"), "%s", out);
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema upgraded from version 2 to 6\n");
+    cr_assert_str_eq(out, "schema upgraded from version 2 to 7\n");
     cr_assert_eq(rb_pg_check_schema(pg, &err), 0, "%s", rb_err_msg(&err));
     cr_assert_eq(rb_pg_schema_version(pg, &v, &err), 0);
-    cr_assert_eq(v, 6);
+    cr_assert_eq(v, RB_PG_SCHEMA_VERSION);
     rb_pg_ref ref = {jid, "w1"};
     int st = -1;
     rb_pg_labels lab;
@@ -401,7 +401,7 @@ Test(pg, version_3_database_upgrades_to_the_holder_rule)
     free(r);
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema upgraded from version 3 to 6\n");
+    cr_assert_str_eq(out, "schema upgraded from version 3 to 7\n");
     /* pg, connected before the upgrade, goes on: its statements reach the
      * replaced functions */
     cr_assert_eq(rb_pg_check_schema(pg, &err), 0, "%s", rb_err_msg(&err));
@@ -450,7 +450,7 @@ Test(pg, version_4_database_upgrades_to_dependencies)
     cr_assert_str_eq(a, "v4par0001");
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema upgraded from version 4 to 6\n");
+    cr_assert_str_eq(out, "schema upgraded from version 4 to 7\n");
     cr_assert_eq(rb_pg_check_schema(pg, &err), 0, "%s", rb_err_msg(&err));
     json_t *kid = json_loads("{\"jid\":\"v4kid0001\",\"jobtype\":\"t\",\"args\":[],"
                              "\"depends_on\":[\"v4par0001\"]}", 0, NULL);
@@ -1821,7 +1821,7 @@ Test(pg, version_5_database_upgrades_to_batches)
     cr_assert_str_eq(a, "v5job0001");
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema upgraded from version 5 to 6\n");
+    cr_assert_str_eq(out, "schema upgraded from version 5 to 7\n");
     cr_assert_eq(rb_pg_check_schema(pg, &err), 0, "%s", rb_err_msg(&err));
     rb_pg_ref ref = {a, "w1"};
     int st = -1;
@@ -1838,6 +1838,34 @@ Test(pg, version_5_database_upgrades_to_batches)
     free(bid);
     json_decref(o);
     free(a);
+    rb_pg_close(pg);
+}
+
+/* A version-6 database: `rebound migrate` adds the partial index on
+ * rb_jobs.bid that a batch's page reads its members by (version 7). */
+Test(pg, version_6_database_upgrades_to_the_batch_member_index)
+{
+    char drop[160], args[1200], out[1024], q[256];
+    snprintf(drop, sizeof drop, "DROP SCHEMA %s CASCADE; CREATE SCHEMA %s", schema, schema);
+    free(sql1(drop));
+    rb_pg *pg = open_engine(false, 14);
+    rb_err err = {0};
+    int from = -1;
+    cr_assert_eq(rb_pg_migrate_to(pg, 6, &from, &err), 0, "%s", rb_err_msg(&err));
+    snprintf(q, sizeof q,
+             "SELECT count(*) FROM pg_indexes"
+             " WHERE schemaname = '%s' AND indexname = 'rb_jobs_bid'",
+             schema);
+    char *n = sql1(q);
+    cr_assert_str_eq(n, "0");
+    free(n);
+    snprintf(args, sizeof args, "migrate --url '%s'", url);
+    cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
+    cr_assert_str_eq(out, "schema upgraded from version 6 to 7\n");
+    cr_assert_eq(rb_pg_check_schema(pg, &err), 0, "%s", rb_err_msg(&err));
+    n = sql1(q);
+    cr_assert_str_eq(n, "1");
+    free(n);
     rb_pg_close(pg);
 }
 

@@ -892,3 +892,221 @@ SERVER_TEST(an_uncommitted_batch_expires_after_its_ttl)
     free(kept);
     free(open_bid);
 }
+
+/* ---- seeing batches: BATCHES (a batch's page, the listing; GET
+ * /api/batch/BID and /api/batches in test_http_api.c) ---- */
+
+static json_t *batch_view(rbh_conn *c, const char *bid)
+{
+    json_t *v = rbh_json(rbh_cmd(c, "BATCHES {\"bid\":\"%s\"}", bid));
+    cr_assert(json_is_object(v), "BATCHES {bid: %s} is not JSON", bid);
+    return v;
+}
+
+/* Asserts member i of view v: jid, state and attempts. */
+static void expect_member(json_t *v, size_t i, const char *jid, const char *state, long attempts)
+{
+    json_t *m = json_array_get(json_object_get(v, "members"), i);
+    cr_assert_not_null(m, "no member %zu", i);
+    cr_assert_str_eq(str_at(m, "jid"), jid);
+    cr_assert_str_eq(str_at(m, "state"), state, "%s", jid);
+    cr_assert_eq(json_integer_value(json_object_get(m, "attempts")), attempts, "%s", jid);
+    cr_assert_str_eq(str_at(m, "jobtype"), "Member");
+}
+
+/* A callback entry of view v: kind, st, and whether its jid is set. */
+static void expect_callback(json_t *v, size_t i, const char *kind, const char *st, bool has_jid)
+{
+    json_t *cb = json_array_get(json_object_get(v, "callbacks"), i);
+    cr_assert_not_null(cb, "no callback %zu", i);
+    cr_assert_str_eq(str_at(cb, "kind"), kind);
+    cr_assert_str_eq(str_at(cb, "st"), st, "%s", kind);
+    cr_assert_eq(json_is_string(json_object_get(cb, "jid")), has_jid, "%s's jid", kind);
+}
+
+SERVER_TEST(batches_shows_a_batch_with_its_members_callbacks_and_children)
+{
+    char *bid = batch_new_cbs(C, CB("bv-succ-1", "S", "bvcb"), CB("bv-comp-1", "C", "bvcb"), NULL);
+    push_member(C, "bv-job-03", "bv", bid);
+    push_member(C, "bv-job-01", "bv", bid);
+    push_member(C, "bv-job-02", "bv", bid);
+    cr_assert(rbh_expect(C, "+OK", "BATCH COMMIT %s", bid));
+    fetch_ack(C, "bv", "bv-job-03");
+    json_decref(fetch(C, "bv"));
+    fail(C, "bv-job-01");
+    json_t *v = batch_view(C, bid);
+    cr_assert_str_eq(str_at(v, "bid"), bid);
+    cr_assert_str_eq(str_at(v, "description"), "test");
+    cr_assert(json_is_null(json_object_get(v, "parent_bid")));
+    cr_assert(json_is_true(json_object_get(v, "committed")));
+    cr_assert(json_is_null(json_object_get(v, "finished_at")));
+    cr_assert_eq(json_integer_value(json_object_get(v, "total")), 3);
+    cr_assert_eq(json_integer_value(json_object_get(v, "pending")), 2);
+    cr_assert_eq(json_integer_value(json_object_get(v, "failed")), 1);
+    cr_assert_str_eq(str_at(v, "complete_st"), "");
+    /* the ACKed member is deleted; the others by jid, with their attempts */
+    cr_assert_eq(json_array_size(json_object_get(v, "members")), 2);
+    expect_member(v, 0, "bv-job-01", "retries", 1);
+    expect_member(v, 1, "bv-job-02", "enqueued", 0);
+    cr_assert(json_is_false(json_object_get(v, "truncated")));
+    cr_assert_eq(json_integer_value(json_object_get(v, "max_members")), 1000);
+    cr_assert_eq(json_array_size(json_object_get(v, "callbacks")), 2);
+    expect_callback(v, 0, "complete", "", false);
+    expect_callback(v, 1, "success", "", false);
+    cr_assert_eq(json_array_size(json_object_get(v, "children")), 0);
+    json_decref(v);
+    /* the last member runs: complete fires; its callback job is no member */
+    fetch_ack(C, "bv", "bv-job-02");
+    v = batch_view(C, bid);
+    cr_assert_str_eq(str_at(v, "complete_st"), "1");
+    expect_callback(v, 0, "complete", "1", true);
+    cr_assert_str_eq(str_at(json_array_get(json_object_get(v, "callbacks"), 0), "jid"),
+                     "bv-comp-1");
+    cr_assert_eq(json_array_size(json_object_get(v, "members")), 1);
+    expect_member(v, 0, "bv-job-01", "retries", 1);
+    json_decref(v);
+    /* a child batch, added from then on, is listed */
+    char *child = batch_new_cbs(C, CB("bv-kid-s1", "S", "bvcb"), NULL, bid);
+    v = batch_view(C, bid);
+    cr_assert_eq(json_array_size(json_object_get(v, "children")), 1);
+    cr_assert_str_eq(json_string_value(json_array_get(json_object_get(v, "children"), 0)), child);
+    json_decref(v);
+    /* the child: its parent named, no member yet, not committed */
+    v = batch_view(C, child);
+    cr_assert_str_eq(str_at(v, "parent_bid"), bid);
+    cr_assert(json_is_false(json_object_get(v, "committed")));
+    cr_assert_eq(json_array_size(json_object_get(v, "members")), 0);
+    cr_assert_eq(json_array_size(json_object_get(v, "callbacks")), 1);
+    expect_callback(v, 0, "success", "", false);
+    json_decref(v);
+    free(child);
+    free(bid);
+}
+
+SERVER_TEST(batches_refuses_bad_arguments_and_answers_nil_for_an_unknown_bid)
+{
+    cr_assert(rbh_expect(C, "$-1", "BATCHES {\"bid\":\"b-nosuchbatch00\"}"));
+    cr_assert(rbh_expect(C, "-ERR BATCHES: bid must be a non-empty string", "BATCHES {\"bid\":3}"));
+    cr_assert(rbh_expect(C, "-ERR BATCHES: bid must be a non-empty string",
+                         "BATCHES {\"bid\":\"\"}"));
+    cr_assert(rbh_expect(C, "-ERR BATCHES: state must be open or all",
+                         "BATCHES {\"state\":\"x\"}"));
+    cr_assert(rbh_expect(C, "-ERR BATCHES: state must be open or all", "BATCHES {\"state\":1}"));
+    cr_assert(rbh_expect(C, "-ERR BATCHES: offset must be >= 0 and limit from 0 to 1000",
+                         "BATCHES {\"limit\":1001}"));
+    cr_assert(rbh_expect(C, "-ERR BATCHES: offset must be >= 0 and limit from 0 to 1000",
+                         "BATCHES {\"offset\":-1}"));
+    char *r = rbh_cmd(C, "BATCHES");
+    cr_assert(r && !strncmp(r, "-ERR", 4), "%s", r ? r : "(closed)");
+    free(r);
+    json_t *v = rbh_json(rbh_cmd(C, "BATCHES {}"));
+    cr_assert_str_eq(str_at(v, "state"), "open");
+    cr_assert_eq(json_integer_value(json_object_get(v, "total")), 0);
+    cr_assert_eq(json_integer_value(json_object_get(v, "limit")), 50);
+    cr_assert_eq(json_array_size(json_object_get(v, "batches")), 0);
+    json_decref(v);
+}
+
+/* The bids of a listing's page, in order. */
+static json_t *listing(rbh_conn *c, const char *arg, long total)
+{
+    json_t *v = rbh_json(rbh_cmd(c, "BATCHES %s", arg));
+    cr_assert(json_is_object(v), "BATCHES %s", arg);
+    cr_assert_eq(json_integer_value(json_object_get(v, "total")), total, "BATCHES %s", arg);
+    json_t *bids = json_array();
+    size_t i;
+    json_t *b;
+    json_array_foreach(json_object_get(v, "batches"), i, b)
+        json_array_append_new(bids, json_string(str_at(b, "bid")));
+    json_decref(v);
+    return bids;
+}
+
+SERVER_TEST(batches_lists_open_batches_first_then_finished_ones_paged)
+{
+    char *done = batch_new_cbs(C, CB("bl-succ-1", "S", "blcb"), NULL, NULL);
+    push_member(C, "bl-job-01", "bl", done);
+    cr_assert(rbh_expect(C, "+OK", "BATCH COMMIT %s", done));
+    fetch_ack(C, "bl", "bl-job-01");
+    fetch_ack(C, "blcb", "bl-succ-1"); /* success ACKed: finished */
+    char *a = batch_new_cbs(C, CB("bl-succ-2", "S", "blcb"), NULL, NULL);
+    char *b = batch_new_cbs(C, CB("bl-succ-3", "S", "blcb"), NULL, NULL);
+    json_t *open = listing(C, "{\"state\":\"open\"}", 2);
+    cr_assert_eq(json_array_size(open), 2);
+    json_t *all = listing(C, "{\"state\":\"all\"}", 3);
+    cr_assert_eq(json_array_size(all), 3);
+    cr_assert_str_eq(json_string_value(json_array_get(all, 2)), done, "finished ones last");
+    for (size_t i = 0; i < 2; i++) {
+        const char *x = json_string_value(json_array_get(open, i));
+        cr_assert(!strcmp(x, a) || !strcmp(x, b), "%s is open", x);
+        cr_assert_str_eq(json_string_value(json_array_get(all, i)), x, "same order");
+    }
+    /* paging: [offset, offset + limit) of the same order */
+    json_t *page = listing(C, "{\"state\":\"all\",\"offset\":1,\"limit\":1}", 3);
+    cr_assert_eq(json_array_size(page), 1);
+    cr_assert_str_eq(json_string_value(json_array_get(page, 0)),
+                     json_string_value(json_array_get(all, 1)));
+    json_decref(page);
+    page = listing(C, "{\"state\":\"all\",\"offset\":3}", 3);
+    cr_assert_eq(json_array_size(page), 0);
+    json_decref(page);
+    /* an entry: STATUS's fields and finished_at */
+    json_t *v = rbh_json(rbh_cmd(C, "BATCHES {\"state\":\"all\",\"offset\":2,\"limit\":1}"));
+    json_t *e = json_array_get(json_object_get(v, "batches"), 0);
+    cr_assert_str_eq(str_at(e, "bid"), done);
+    cr_assert(json_is_string(json_object_get(e, "finished_at")));
+    cr_assert_str_eq(str_at(e, "success_st"), "2");
+    cr_assert_eq(json_integer_value(json_object_get(e, "total")), 1);
+    cr_assert_eq(json_integer_value(json_object_get(e, "pending")), 0);
+    json_decref(v);
+    json_decref(open);
+    json_decref(all);
+    free(a);
+    free(b);
+    free(done);
+}
+
+SERVER_TEST(batches_page_finds_members_pushed_before_and_after_a_restart)
+{
+    char *bid = batch_new_cbs(C, CB("br-succ-1", "S", "brcb"), NULL, NULL);
+    push_member(C, "br-job-02", "br", bid);
+    push_member(C, "br-job-01", "br", bid);
+    json_t *v = batch_view(C, bid); /* the first read: members found by one pass */
+    cr_assert_eq(json_array_size(json_object_get(v, "members")), 2);
+    json_decref(v);
+    push_member(C, "br-job-03", "br", bid); /* then kept up by PUSH */
+    cr_assert(rbh_expect(C, "+OK", "PUSH {\"jid\":\"br-plain-1\",\"jobtype\":\"P\",\"args\":[],"
+                                   "\"queue\":\"br\"}"));
+    fetch_ack(C, "br", "br-job-02");
+    v = batch_view(C, bid);
+    cr_assert_eq(json_array_size(json_object_get(v, "members")), 2);
+    expect_member(v, 0, "br-job-01", "enqueued", 0);
+    expect_member(v, 1, "br-job-03", "enqueued", 0);
+    json_decref(v);
+    restart(SIGKILL);
+    push_member(C, "br-job-04", "br", bid);
+    v = batch_view(C, bid);
+    cr_assert_eq(json_array_size(json_object_get(v, "members")), 3);
+    expect_member(v, 0, "br-job-01", "enqueued", 0);
+    expect_member(v, 1, "br-job-03", "enqueued", 0);
+    expect_member(v, 2, "br-job-04", "enqueued", 0);
+    cr_assert_eq(json_integer_value(json_object_get(v, "total")), 4);
+    json_decref(v);
+    free(bid);
+}
+
+SERVER_TEST(batches_page_lists_at_most_1000_members)
+{
+    char *bid = batch_new_cbs(C, CB("bt-succ-1", "S", "btcb"), NULL, NULL);
+    push_big(C, bid, "btbig", "btm");
+    push_member(C, "btm-zzzzzz", "btbig", bid);
+    json_t *v = batch_view(C, bid);
+    cr_assert_eq(json_integer_value(json_object_get(v, "total")), BIG + 1);
+    cr_assert_eq(json_array_size(json_object_get(v, "members")), 1000);
+    cr_assert(json_is_true(json_object_get(v, "truncated")));
+    json_t *ms = json_object_get(v, "members");
+    cr_assert_str_eq(str_at(json_array_get(ms, 0), "jid"), "btm-000000");
+    cr_assert_str_eq(str_at(json_array_get(ms, 999), "jid"), "btm-000999");
+    json_decref(v);
+    free(bid);
+}

@@ -23,15 +23,92 @@ static const char *batch_key(const void *e)
     return ((const rb_batch *)e)->bid;
 }
 
+/* The jids pushed into one batch (srv->batch_members). Invariant: every
+ * stored member of the batch is in jids (duplicates and jids no longer a
+ * member allowed: a page read checks and prunes them). */
+typedef struct member_list {
+    void *hnext;
+    char **jids; /* owned */
+    size_t n, cap;
+    char bid[];
+} member_list;
+
+static const char *members_key(const void *e)
+{
+    return ((const member_list *)e)->bid;
+}
+
 void rb_mem_batches_init(rb_srv *srv)
 {
     rb_table_init(&srv->batches, offsetof(rb_batch, hnext), batch_key);
+    rb_table_init(&srv->batch_members, offsetof(member_list, hnext), members_key);
 }
 
 static void free_batch(void *e, void *arg)
 {
     (void)arg;
     rb_batch_free(e);
+}
+
+static void free_members(void *e, void *arg)
+{
+    (void)arg;
+    member_list *m = e;
+    for (size_t i = 0; i < m->n; i++)
+        free(m->jids[i]);
+    free(m->jids);
+    free(m);
+}
+
+static void members_release(rb_srv *srv)
+{
+    rb_table_each(&srv->batch_members, free_members, NULL);
+    rb_table_release(&srv->batch_members);
+}
+
+/* Forgets the member list of bid (its batch is gone). */
+static void members_drop(rb_srv *srv, const char *bid)
+{
+    member_list *m = rb_table_get(&srv->batch_members, bid);
+    if (m) {
+        rb_table_del(&srv->batch_members, m);
+        free_members(m, NULL);
+    }
+}
+
+/* Drops the jids of m that are no stored job (members ACKed or deleted). */
+static void members_prune(rb_srv *srv, member_list *m)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < m->n; i++) {
+        if (rb_jobs_find(&srv->jobs, m->jids[i]))
+            m->jids[k++] = m->jids[i];
+        else
+            free(m->jids[i]);
+    }
+    m->n = k;
+}
+
+/* Notes jid as pushed into bid. When the list is full the jids of deleted
+ * jobs go first, so it grows only with the members still stored
+ * (amortized O(1) a push). */
+static void members_add(rb_srv *srv, const char *bid, const char *jid)
+{
+    member_list *m = rb_table_get(&srv->batch_members, bid);
+    if (!m) {
+        size_t len = strlen(bid) + 1;
+        m = rb_xcalloc(1, sizeof *m + len);
+        memcpy(m->bid, bid, len);
+        rb_table_put(&srv->batch_members, m);
+    }
+    if (m->n == m->cap) {
+        members_prune(srv, m);
+        if (m->n >= m->cap / 2) { /* still over half full: grow */
+            m->cap = m->cap ? 2 * m->cap : 8;
+            m->jids = rb_xrealloc(m->jids, m->cap * sizeof *m->jids);
+        }
+    }
+    m->jids[m->n++] = rb_xstrdup(jid);
 }
 
 void rb_mem_batches_release(rb_srv *srv)
@@ -42,12 +119,14 @@ void rb_mem_batches_release(rb_srv *srv)
     }
     rb_table_each(&srv->batches, free_batch, NULL);
     rb_table_release(&srv->batches);
+    members_release(srv);
 }
 
 void rb_mem_batches_flush(rb_srv *srv)
 {
     rb_table_each(&srv->batches, free_batch, NULL);
     rb_table_release(&srv->batches);
+    members_release(srv);
     rb_mem_batches_init(srv);
     srv->batch_callbacks = 0;
 }
@@ -109,6 +188,7 @@ static void drop(rb_srv *srv, rb_batch *b, int64_t now)
     rb_log(RB_LOG_INFO, "batch %s expired (%s)", b->bid,
            b->committed ? "finished" : "never committed");
     rb_table_del(&srv->batches, b);
+    members_drop(srv, b->bid);
     save(srv, b, true);
     rb_batch *p = b->parent_bid ? rb_table_get(&srv->batches, b->parent_bid) : NULL;
     if (p) {
@@ -244,7 +324,12 @@ int rb_mem_batch_check_push(rb_srv *srv, const json_t *job, const char **bid)
     if (rb_batch_member_bid(job, bid, &err) || !*bid) /* a bad type: refused by validation */
         return 0;
     arm_sweep(srv);
-    return find_live(srv, *bid, rb_now_ms()) ? 0 : RB_ENOENT;
+    if (!find_live(srv, *bid, rb_now_ms()))
+        return RB_ENOENT;
+    const char *jid = rb_srv_json_str(job, "jid");
+    if (jid && srv->batch_members_built) /* else the first page read finds it */
+        members_add(srv, *bid, jid);
+    return 0;
 }
 
 void rb_mem_batch_pushed(rb_srv *srv, const char *bid, int64_t now)
@@ -301,6 +386,143 @@ void rb_mem_batch_failed(rb_srv *srv, const rb_job *j, bool first_failure, bool 
         update(srv, b, RB_BATCH_EV_DIED, now, 0);
 }
 
+/* --- a batch's page and the listing (BATCHES) --- */
+
+/* A deep copy of b, for an op that outlives this turn of the loop. */
+static rb_batch *copy_of(const rb_batch *b)
+{
+    char *text = rb_batch_dump(b);
+    rb_batch *c = rb_batch_load(text);
+    free(text);
+    return c;
+}
+
+/* The custom.bid of a stored job, parsed only when its text names a bid;
+ * NULL when none. *o holds the parsed JSON (json_decref it; NULL too). */
+static const char *member_bid(const rb_job *j, json_t **o)
+{
+    *o = NULL;
+    if (j->state == RB_JOB_PENDING || !strstr(j->json, "\"bid\""))
+        return NULL;
+    *o = json_loads(j->json, 0, NULL);
+    return json_string_value(json_object_get(json_object_get(*o, "custom"), "bid"));
+}
+
+static void index_one(void *e, void *arg)
+{
+    rb_srv *srv = arg;
+    json_t *o;
+    const char *bid = member_bid(e, &o);
+    if (bid && rb_table_get(&srv->batches, bid))
+        members_add(srv, bid, ((const rb_job *)e)->jid);
+    json_decref(o);
+}
+
+/* The member lists, from one pass over the stored jobs: once, at the first
+ * page read after start-up (PUSH keeps them up from then on). */
+static void members_build(rb_srv *srv)
+{
+    if (srv->batch_members_built)
+        return;
+    srv->batch_members_built = true;
+    rb_table_each(&srv->jobs.by_jid, index_one, srv);
+}
+
+static int by_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+typedef struct child_scan {
+    const char *bid;
+    rb_batch_view *v;
+} child_scan;
+
+static void scan_child(void *e, void *arg)
+{
+    const rb_batch *b = e;
+    child_scan *c = arg;
+    if (b->parent_bid && !strcmp(b->parent_bid, c->bid))
+        rb_batch_view_add_child(c->v, b->bid);
+}
+
+/* The batch's members from its member list, each checked (a stored job
+ * whose custom.bid is still this batch) and the list pruned to those:
+ * O(the batch's members), plain jobs untouched. */
+static void view_batch(rb_srv *srv, const rb_batch *b, rb_batch_view *v)
+{
+    v->b = copy_of(b);
+    members_build(srv);
+    member_list *m = rb_table_get(&srv->batch_members, b->bid);
+    if (m && m->n)
+        qsort(m->jids, m->n, sizeof *m->jids, by_str);
+    size_t k = 0;
+    for (size_t i = 0; m && i < m->n; i++) {
+        const rb_job *j = rb_jobs_find(&srv->jobs, m->jids[i]);
+        bool dup = k && !strcmp(m->jids[k - 1], m->jids[i]);
+        if (!j || dup) {
+            free(m->jids[i]);
+            continue;
+        }
+        if (j->state == RB_JOB_PENDING) { /* its PUSH not committed yet: kept, not shown */
+            m->jids[k++] = m->jids[i];
+            continue;
+        }
+        json_t *o;
+        const char *bid = member_bid(j, &o);
+        if (bid && !strcmp(bid, b->bid)) {
+            m->jids[k++] = m->jids[i];
+            rb_batch_view_add_member(v, j->jid, json_string_value(json_object_get(o, "jobtype")),
+                                     j->queue->name, (int)j->state, (int)j->attempts);
+        } else { /* the jid is another job's now */
+            free(m->jids[i]);
+        }
+        json_decref(o);
+    }
+    if (m)
+        m->n = k;
+    child_scan c = {b->bid, v};
+    rb_table_each(&srv->batches, scan_child, &c);
+    rb_batch_view_finish(v, false);
+}
+
+typedef struct list_scan {
+    bool all;
+    rb_batch **v;
+    size_t n, cap;
+} list_scan;
+
+static void scan_list(void *e, void *arg)
+{
+    rb_batch *b = e;
+    list_scan *l = arg;
+    if (!l->all && b->finished_ms)
+        return;
+    if (l->n == l->cap) {
+        l->cap = l->cap ? 2 * l->cap : 16;
+        l->v = rb_xrealloc(l->v, l->cap * sizeof *l->v);
+    }
+    l->v[l->n++] = b;
+}
+
+/* The listing's page, copies of the stored batches. As in distributed
+ * mode, a batch past its expiry is listed until the sweep drops it (within
+ * seconds); its page (VIEW) already says it is gone. */
+static void list_batches(rb_srv *srv, rb_eng_op *op)
+{
+    list_scan l = {.all = op->u.batch.all};
+    rb_table_each(&srv->batches, scan_list, &l);
+    if (l.n)
+        qsort(l.v, l.n, sizeof *l.v, rb_batch_list_cmp);
+    op->u.batch.total = (int64_t)l.n;
+    size_t from = op->u.batch.offset < (int64_t)l.n ? (size_t)op->u.batch.offset : l.n;
+    size_t to = from + (size_t)op->u.batch.limit < l.n ? from + (size_t)op->u.batch.limit : l.n;
+    op->u.batch.list = rb_xcalloc(to - from + 1, sizeof *op->u.batch.list);
+    for (size_t i = from; i < to; i++)
+        op->u.batch.list[op->u.batch.n++] = copy_of(l.v[i]);
+    free(l.v);
+}
+
 /* --- BATCH --- */
 
 /* "b-" and 14 letters or digits, unused. */
@@ -348,7 +570,17 @@ void rb_mem_batch(rb_srv *srv, rb_eng_op *op)
         rb_mem_after_commit(srv, op);
         return;
     }
+    if (op->u.batch.verb == RB_ENG_BATCH_LIST) {
+        list_batches(srv, op);
+        rb_eng_complete(srv, op);
+        return;
+    }
     b = find_live(srv, op->u.batch.bid, now);
+    if (!b && op->u.batch.verb == RB_ENG_BATCH_VIEW) {
+        op->u.batch.found = false;
+        rb_eng_complete(srv, op);
+        return;
+    }
     if (!b) {
         no_such(op, op->u.batch.bid);
         rb_eng_complete(srv, op);
@@ -370,7 +602,13 @@ void rb_mem_batch(rb_srv *srv, rb_eng_op *op)
         update(srv, b, RB_BATCH_EV_COMMIT, now, 0);
         rb_mem_after_commit(srv, op);
         return;
+    case RB_ENG_BATCH_VIEW:
+        view_batch(srv, b, &op->u.batch.view);
+        op->u.batch.found = true;
+        rb_eng_complete(srv, op);
+        return;
     case RB_ENG_BATCH_NEW:
+    case RB_ENG_BATCH_LIST:
         break;
     }
 }

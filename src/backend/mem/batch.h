@@ -2,7 +2,9 @@
  * table by bid in memory, each batch stored as one key of the store's meta
  * table ("batch:<bid>", its rb_batch_dump text) written in the same commit
  * as the ACK, FAIL, PUSH or COMMIT that changed it, and read back at
- * start-up. Loop thread only. */
+ * start-up. For a batch's page, the jids pushed into each batch (a list
+ * by bid, checked and pruned when read: no cost to plain jobs, nor to a
+ * member's FETCH or ACK). Loop thread only. */
 #ifndef RB_BACKEND_MEM_BATCH_H
 #define RB_BACKEND_MEM_BATCH_H
 

@@ -539,6 +539,14 @@ static void batch_call(rb_pg *pg, rb_pgreq *r)
         }
         rb_batch_free(b);
         return;
+    case RB_ENG_BATCH_VIEW:
+        r->rc = rb_pg_batch_view(pg, bid, op->now, &op->u.batch.found, &op->u.batch.view,
+                                 &r->err);
+        return;
+    case RB_ENG_BATCH_LIST:
+        r->rc = rb_pg_batch_list(pg, op->u.batch.all, op->u.batch.offset, op->u.batch.limit,
+                                 &op->u.batch.list, &op->u.batch.n, &op->u.batch.total, &r->err);
+        return;
     }
 }
 

@@ -37,6 +37,7 @@
 #include "common/error.h"
 #include "config/config.h"
 #include "engine/batch.h"
+#include "engine/batch_view.h"
 #include "engine/failure.h"
 #include "engine/job_state.h"
 #include "engine/mutation.h"
@@ -45,7 +46,7 @@
 #include "policy/policy.h"
 
 /* The schema version this build creates and requires (rb_pg_migrate). */
-#define RB_PG_SCHEMA_VERSION 6
+#define RB_PG_SCHEMA_VERSION 7
 
 /* Job states, flags and per-job outcomes are the engine's
  * (engine/job_state.h), stored as the same numbers. Done and discarded jobs
@@ -166,6 +167,16 @@ int rb_pg_batch_get(rb_pg *pg, const char *bid, int64_t now, rb_batch **out, rb_
  * each in its own transaction, their parents told. *n = batches dropped. */
 int rb_pg_batches_expire(rb_pg *pg, int64_t now, int limit, int *n, rb_err *err);
 /* INFO's rebound.batches: open (unfinished), stored, callbacks enqueued. */
+/* A batch's page (sql_batch_view.c): *found false for an unknown or
+ * expired bid; else v filled (engine/batch_view.h), members by jid up to
+ * RB_BATCH_VIEW_MAX_MEMBERS. One read-only snapshot. */
+int rb_pg_batch_view(rb_pg *pg, const char *bid, int64_t now, bool *found, rb_batch_view *v,
+                     rb_err *err);
+/* The listing's page in rb_batch_list_cmp's order: every stored batch
+ * (all) or the unfinished ones; *list a new array of *n batches, *total
+ * every match. */
+int rb_pg_batch_list(rb_pg *pg, bool all, int64_t offset, int64_t limit, rb_batch ***list,
+                     size_t *n, int64_t *total, rb_err *err);
 int rb_pg_batch_info(rb_pg *pg, int64_t *open, int64_t *stored, int64_t *callbacks,
                      rb_err *err);
 

@@ -653,9 +653,15 @@ static const char migration_6[] =
     "END $$;\n"
     "UPDATE rb_meta SET value = '6' WHERE key = 'schema_version';\n";
 
-static const char *const migrations[RB_PG_SCHEMA_VERSION] = {migration_1, migration_2,
-                                                             migration_3, migration_4,
-                                                             migration_5, migration_6};
+/* Version 7: a batch's members found by bid (its page, GET /api/batch/BID,
+ * sql_batch_view.c): a partial index, so the jobs of no batch (bid NULL)
+ * cost it nothing. */
+static const char migration_7[] =
+    "CREATE INDEX rb_jobs_bid ON rb_jobs (bid, jid) WHERE bid IS NOT NULL;\n"
+    "UPDATE rb_meta SET value = '7' WHERE key = 'schema_version';\n";
+
+static const char *const migrations[RB_PG_SCHEMA_VERSION] = {
+    migration_1, migration_2, migration_3, migration_4, migration_5, migration_6, migration_7};
 
 /* The version inside the current transaction (or autocommit). */
 static int read_version(rb_pg *pg, int *version, rb_err *err)
