@@ -490,18 +490,19 @@ Test(nodes, batch_across_nodes_with_a_node_killed_fires_each_callback_once)
     cr_assert_not_null(c);
     char *bid = rbh_cmd(c, "BATCH NEW {\"description\":\"nodes\","
                            "\"success\":{\"jid\":\"cb-success\",\"jobtype\":\"CbSuccess\","
-                           "\"args\":[],\"queue\":\"bcb\"},"
+                           "\"args\":[],\"queue\":\"bcb\",\"reserve_for\":5},"
                            "\"complete\":{\"jid\":\"cb-complete\",\"jobtype\":\"CbComplete\","
-                           "\"args\":[],\"queue\":\"bcb\"}}");
+                           "\"args\":[],\"queue\":\"bcb\",\"reserve_for\":5}}");
     cr_assert(bid && !strncmp(bid, "b-", 2), "BATCH NEW gave %s", bid ? bid : "(closed)");
-    /* members pushed through every node */
+    /* members pushed through every node; a job claimed by node 2 just as it
+     * is killed reaches no worker and runs again when its 5 s lease ends */
     rbh_conn *pc[NODES];
     for (int i = 0; i < NODES; i++)
         cr_assert_not_null(pc[i] = rbh_connect(&node[i], NULL));
     for (int i = 0; i < BATCH_JOBS; i++)
         cr_assert(rbh_expect(pc[i % NODES], "+OK",
                              "PUSH {\"jid\":\"bm-%07d\",\"jobtype\":\"Member\",\"args\":[],"
-                             "\"queue\":\"bmem\",\"custom\":{\"bid\":\"%s\"}}",
+                             "\"queue\":\"bmem\",\"reserve_for\":5,\"custom\":{\"bid\":\"%s\"}}",
                              i, bid));
     for (int i = 0; i < NODES; i++)
         rbh_close(pc[i]);
