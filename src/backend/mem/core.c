@@ -4,6 +4,7 @@
  * creation of a pushed job (rb_srv_push, at the end). */
 #include "server/srv.h"
 
+#include "backend/mem/track.h"
 #include "backend/mem/unique.h"
 
 #include <stdlib.h>
@@ -52,6 +53,7 @@ void rb_srv_forget(rb_srv *srv, rb_job *j)
     if (srv->deps.nodes.size) /* deleted without succeeding (an ACK told its children first) */
         rb_deps_discarded(srv, j, rb_now_ms());
     rb_mem_unique_gone(srv, j); /* its unique lock and expiry (an ACK's too) */
+    rb_mem_track_ended(srv, j, RB_TRACK_DEAD, rb_now_ms()); /* an ACK's stays success */
     rb_writer_del(srv->writer, j->row_id, j->jid);
     rb_jobs_delete(&srv->jobs, j);
 }
