@@ -236,6 +236,13 @@ int rb_eng_track_check(const rb_srv *srv, rb_err *err)
     return rb_err_set(err, RB_EINVAL, "%s", RB_TRACK_UNSUPPORTED);
 }
 
+int rb_eng_throttle_check(const rb_srv *srv, rb_err *err)
+{
+    if (!srv->cfg.n_throttles || srv->backend->throttles)
+        return 0;
+    return rb_err_set(err, RB_EINVAL, "%s", RB_THROTTLE_UNSUPPORTED);
+}
+
 int rb_eng_unique_check(const rb_srv *srv, json_t *job, int64_t now, rb_err *err)
 {
     if (!rb_unique_or_expiring(job))

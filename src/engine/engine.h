@@ -36,6 +36,7 @@
 #include "engine/job_state.h"
 #include "engine/mutation.h"
 #include "engine/reads.h"
+#include "engine/throttle.h"
 #include "engine/track.h"
 #include "engine/unique.h"
 #include "engine/workflow.h"
@@ -339,6 +340,10 @@ typedef struct rb_backend {
      * fails with RB_TRACK_UNSUPPORTED, rb_eng_track_check). SET changes
      * nothing for an untracked or unknown jid and succeeds. */
     void (*track)(rb_srv *srv, rb_eng_op *op);
+    /* Whether the backend applies [throttles] at FETCH (engine/throttle.h);
+     * false: a server configured with throttles refuses to start
+     * (rb_eng_throttle_check). */
+    bool throttles;
 } rb_backend;
 
 /* The two backends (backend/mem/backend.c, backend/pg/backend.c). */
@@ -383,6 +388,12 @@ int rb_eng_batch_check(const rb_srv *srv, rb_err *err);
  * srv's backend keeps it, else RB_EINVAL with err set to
  * RB_TRACK_UNSUPPORTED. */
 int rb_eng_track_check(const rb_srv *srv, rb_err *err);
+
+/* The one place throttles are refused where a backend has none: 0 when
+ * srv's configuration has no [throttles] or its backend applies them,
+ * else RB_EINVAL with err set to RB_THROTTLE_UNSUPPORTED. At start-up,
+ * once the backend is chosen. */
+int rb_eng_throttle_check(const rb_srv *srv, rb_err *err);
 
 /* The one place unique and expiring jobs are checked at PUSH, for every
  * backend: job's custom.unique_for/unique_until/expires_at/expires_in read

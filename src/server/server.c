@@ -4,6 +4,7 @@
 #include "server/server.h"
 
 #include "backend/mem/batch.h"
+#include "backend/mem/throttle.h"
 #include "backend/mem/track.h"
 #include "backend/mem/unique.h"
 
@@ -389,6 +390,7 @@ void rb_srv_free(rb_srv *srv)
     rb_mem_batches_release(srv);
     rb_mem_unique_release(srv);
     rb_mem_track_release(srv);
+    rb_mem_throttle_release(srv);
     rb_deps_release(&srv->deps);
     rb_table_each(&srv->workers, free_worker, NULL);
     rb_table_release(&srv->workers);
@@ -441,6 +443,8 @@ int rb_server_run(const rb_server_opts *o, rb_err *err)
         if ((rc = rb_srv_recover(srv, store, err))) /* srv owns store now */
             goto out;
     }
+    if ((rc = rb_eng_throttle_check(srv, err))) /* [throttles] where the backend has none */
+        goto out;
     signal(SIGPIPE, SIG_IGN);
     signal(SIGXFSZ, SIG_IGN); /* a file size limit is a write error (EFBIG), not death */
     rb_srv_loop_new(srv);

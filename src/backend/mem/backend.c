@@ -715,6 +715,7 @@ const rb_backend rb_backend_mem = {
     .worker_list = mem_worker_list,
     .batch = rb_mem_batch,
     .unique_jobs = true,
+    .throttles = true,
     .refetch = rb_srv_refetch,
     .workflow = mem_workflow,
 };
