@@ -174,7 +174,8 @@ void rb_mem_track_rebuild(rb_srv *srv)
 {
     rebuild b = {srv, NULL, 0, 0};
     rb_table_each(&srv->track->by_jid, collect, &b);
-    qsort(b.v, b.n, sizeof *b.v, by_end);
+    if (b.n)
+        qsort(b.v, b.n, sizeof *b.v, by_end);
     for (size_t i = 0; i < b.n; i++) {
         rec *r = b.v[i];
         if (r->ended_ms)
