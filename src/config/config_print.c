@@ -39,7 +39,8 @@ json_t *rb_config_to_json(const rb_config *cfg)
     json_t *files = json_pack("{s:o, s:o}", "base", cfg->path ? json_string(cfg->path) : json_null(),
                               "overlay",
                               cfg->overlay_path ? json_string(cfg->overlay_path) : json_null());
-    json_t *out = json_pack("{s:o, s:o, s:o}", "files", files, "settings", settings, "retry", retry);
+    json_t *out =
+        json_pack("{s:o, s:o, s:o}", "files", files, "settings", settings, "retry", retry);
     if (cfg->n_throttles)
         json_object_set_new(out, "throttles", rb_config_throttles_json(cfg));
     return out;

@@ -18,7 +18,8 @@ int rb_track_parse_set(const json_t *o, rb_track_set *out, rb_err *err)
     json_t *p = json_object_get(o, "percent");
     if (p && !json_is_null(p)) {
         if (!json_is_number(p))
-            return rb_err_set(err, RB_EINVAL, "TRACK SET: percent must be a number from 0 to 100");
+            return rb_err_set(err, RB_EINVAL,
+                              "TRACK SET: percent must be a number from 0 to 100");
         double v = json_number_value(p);
         if (isnan(v))
             v = 0;
@@ -29,7 +30,8 @@ int rb_track_parse_set(const json_t *o, rb_track_set *out, rb_err *err)
     json_t *d = json_object_get(o, "desc");
     if (d && !json_is_null(d)) {
         if (!json_is_string(d) || json_string_length(d) > RB_TRACK_DESC_MAX)
-            return rb_err_set(err, RB_EINVAL, "TRACK SET: desc must be a string of at most %d bytes",
+            return rb_err_set(err, RB_EINVAL,
+                              "TRACK SET: desc must be a string of at most %d bytes",
                               RB_TRACK_DESC_MAX);
         out->desc = json_string_value(d);
     }
@@ -111,6 +113,7 @@ json_t *rb_track_reply(const char *jid, rb_track_state s, int percent, const cha
         json_object_set_new(o, "desc", json_string(desc));
     json_object_set_new(o, "state", json_string(rb_track_state_name(s)));
     char t[RB_TIME_STRLEN];
-    json_object_set_new(o, "updated_at", json_string(updated_ms > 0 ? rb_time_format(updated_ms, t) : ""));
+    json_object_set_new(o, "updated_at",
+                        json_string(updated_ms > 0 ? rb_time_format(updated_ms, t) : ""));
     return o;
 }

@@ -107,7 +107,7 @@ struct rb_srv {
     struct event *batch_ev;     /* the expiry sweep, armed with the first batch */
     rb_mem_unique *unique;      /* single node: unique locks, expiring jobs (backend/mem/unique.h) */
     rb_mem_track *track;        /* single node: progress records (backend/mem/track.h) */
-    rb_mem_throttle *throttle;  /* single node: fetch times, timeout timer (backend/mem/throttle.h) */
+    rb_mem_throttle *throttle;  /* single node: throttles' fetch times (backend/mem/throttle.h) */
 };
 
 /* --- server.c: the in-memory server, without a listener or signals ---

@@ -12,7 +12,8 @@
 
 #include "common_helpers.h"
 
-#define CONFIG "[throttles]\nt = { concurrency = 2 }\n[throttles.tt]\nconcurrency = 1\ntimeout = 1\n"
+#define CONFIG                                                                                     \
+    "[throttles]\nt = { concurrency = 2 }\n[throttles.tt]\nconcurrency = 1\ntimeout = 1\n"
 
 static void start(void)
 {
@@ -28,15 +29,17 @@ TestSuite(throttle, .init = start, .fini = rbh_suite_stop, .timeout = 60);
 
 static void push(const char *jid, const char *queue, const char *extra)
 {
-    cr_assert(rbh_expect(C, "+OK", "PUSH {\"jid\":\"%s\",\"jobtype\":\"T\",\"queue\":\"%s\","
-                                   "\"args\":[]%s}",
+    cr_assert(rbh_expect(C, "+OK",
+                         "PUSH {\"jid\":\"%s\",\"jobtype\":\"T\",\"queue\":\"%s\","
+                         "\"args\":[]%s}",
                          jid, queue, extra));
 }
 
 /* Jobs of queue working now (JOBS's total). */
 static long long working(const char *queue)
 {
-    json_t *v = rbh_json(rbh_cmd(C, "JOBS {\"state\":\"working\",\"queue\":\"%s\",\"limit\":0}", queue));
+    json_t *v =
+        rbh_json(rbh_cmd(C, "JOBS {\"state\":\"working\",\"queue\":\"%s\",\"limit\":0}", queue));
     long long n = json_integer_value(json_object_get(v, "total"));
     json_decref(v);
     return n;

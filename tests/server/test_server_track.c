@@ -82,7 +82,8 @@ SERVER_TEST(set_and_get_through_the_jobs_life)
     cr_assert_null(json_object_get(v, "percent"));
     cr_assert_null(json_object_get(v, "desc"));
     int64_t ms;
-    cr_assert_eq(rb_time_parse_rfc3339(json_string_value(json_object_get(v, "updated_at")), &ms), 0);
+    cr_assert_eq(rb_time_parse_rfc3339(json_string_value(json_object_get(v, "updated_at")), &ms),
+                 0);
     json_decref(v);
     fetch_expect("trk-00001");
     /* from a wid-less connection, as faktory-rs's tracker does */
@@ -92,17 +93,21 @@ SERVER_TEST(set_and_get_through_the_jobs_life)
     set_ok(t, "{\"jid\":\"trk-00001\",\"percent\":33}");
     char *r = rbh_cmd(t, "TRACK GET trk-00001");
     /* Faktory's key order; desc kept from the first SET */
-    cr_assert(r && !strncmp(r, "{\"jid\":\"trk-00001\",\"percent\":33,\"desc\":\"Still processing...\","
-                               "\"state\":\"working\",\"updated_at\":\"",
-                            strlen("{\"jid\":\"trk-00001\",\"percent\":33,\"desc\":\"Still "
-                                   "processing...\",\"state\":\"working\",\"updated_at\":\"")),
+    cr_assert(r &&
+                  !strncmp(r,
+                           "{\"jid\":\"trk-00001\",\"percent\":33,\"desc\":\"Still processing...\","
+                           "\"state\":\"working\",\"updated_at\":\"",
+                           strlen("{\"jid\":\"trk-00001\",\"percent\":33,\"desc\":\"Still "
+                                  "processing...\",\"state\":\"working\",\"updated_at\":\"")),
               "%s", r);
     free(r);
     /* FAIL: in retries, "failed" */
-    cr_assert(rbh_expect(C, "+OK", "FAIL {\"jid\":\"trk-00001\",\"errtype\":\"E\",\"message\":\"x\"}"));
+    cr_assert(
+        rbh_expect(C, "+OK", "FAIL {\"jid\":\"trk-00001\",\"errtype\":\"E\",\"message\":\"x\"}"));
     expect_state(t, "trk-00001", "failed");
-    cr_assert(rbh_expect(C, "+OK", "MUTATE {\"cmd\":\"requeue\",\"target\":\"retries\","
-                                   "\"filter\":{\"jids\":[\"trk-00001\"]}}"));
+    cr_assert(rbh_expect(C, "+OK",
+                         "MUTATE {\"cmd\":\"requeue\",\"target\":\"retries\","
+                         "\"filter\":{\"jids\":[\"trk-00001\"]}}"));
     expect_state(t, "trk-00001", "enqueued");
     fetch_expect("trk-00001");
     cr_assert(rbh_expect(C, "+OK", "ACK {\"jid\":\"trk-00001\"}"));
@@ -126,18 +131,21 @@ SERVER_TEST(dead_and_discarded_jobs_are_dead)
 {
     push("trk-dead1", "\"track\":true", "\"retry\":-1");
     fetch_expect("trk-dead1");
-    cr_assert(rbh_expect(C, "+OK", "FAIL {\"jid\":\"trk-dead1\",\"errtype\":\"E\",\"message\":\"x\"}"));
+    cr_assert(
+        rbh_expect(C, "+OK", "FAIL {\"jid\":\"trk-dead1\",\"errtype\":\"E\",\"message\":\"x\"}"));
     cr_assert(rbh_wait_state(C, "trk-dead1", "dead", 2000));
     expect_state(C, "trk-dead1", "dead");
     /* deleted from the dead set: still "dead" (remembered) */
-    cr_assert(rbh_expect(C, "+OK", "MUTATE {\"cmd\":\"discard\",\"target\":\"dead\","
-                                   "\"filter\":{\"jids\":[\"trk-dead1\"]}}"));
+    cr_assert(rbh_expect(C, "+OK",
+                         "MUTATE {\"cmd\":\"discard\",\"target\":\"dead\","
+                         "\"filter\":{\"jids\":[\"trk-dead1\"]}}"));
     cr_assert(rbh_expect(C, "$-1", "JOB {\"jid\":\"trk-dead1\"}"));
     expect_state(C, "trk-dead1", "dead");
     /* retry 0: discarded on failure, "dead" */
     push("trk-disc1", "\"track\":1", "\"retry\":0");
     fetch_expect("trk-disc1");
-    cr_assert(rbh_expect(C, "+OK", "FAIL {\"jid\":\"trk-disc1\",\"errtype\":\"E\",\"message\":\"x\"}"));
+    cr_assert(
+        rbh_expect(C, "+OK", "FAIL {\"jid\":\"trk-disc1\",\"errtype\":\"E\",\"message\":\"x\"}"));
     cr_assert(rbh_expect(C, "$-1", "JOB {\"jid\":\"trk-disc1\"}"));
     expect_state(C, "trk-disc1", "dead");
     /* a scheduled job reads "enqueued" */
@@ -152,7 +160,8 @@ SERVER_TEST(untracked_and_unknown_jobs_answer_unknown_exactly)
     for (int i = 0; i < 3; i++) {
         const char *jid = i == 0 ? "trk-untr1" : i == 1 ? "trk-untr2" : "never-pushed";
         char want[128];
-        snprintf(want, sizeof want, "{\"jid\":\"%s\",\"state\":\"unknown\",\"updated_at\":\"\"}", jid);
+        snprintf(want, sizeof want, "{\"jid\":\"%s\",\"state\":\"unknown\",\"updated_at\":\"\"}",
+                 jid);
         /* SET on it: +OK, nothing kept (a worker's progress call never fails its job) */
         char set[128];
         snprintf(set, sizeof set, "{\"jid\":\"%s\",\"percent\":50,\"desc\":\"x\"}", jid);
@@ -174,7 +183,8 @@ SERVER_TEST(set_on_an_enqueued_job_and_null_keeps)
     cr_assert_str_eq(json_string_value(json_object_get(v, "state")), "enqueued");
     json_decref(v);
     char ru[40], set[160];
-    snprintf(set, sizeof set, "{\"jid\":\"trk-enq01\",\"reserve_until\":\"%s\"}", rfc3339_in(60, ru));
+    snprintf(set, sizeof set, "{\"jid\":\"trk-enq01\",\"reserve_until\":\"%s\"}",
+             rfc3339_in(60, ru));
     set_ok(C, set);
     expect_state(C, "trk-enq01", "enqueued");
     /* percent as the brief says: truncated and clamped, always an integer */
@@ -198,19 +208,23 @@ SERVER_TEST(reserve_until_extends_the_lease_only)
     push("trk-res01", "\"track\":1", "\"reserve_for\":1");
     fetch_expect("trk-res01");
     char ru[40], set[160];
-    snprintf(set, sizeof set, "{\"jid\":\"trk-res01\",\"reserve_until\":\"%s\"}", rfc3339_in(120, ru));
+    snprintf(set, sizeof set, "{\"jid\":\"trk-res01\",\"reserve_until\":\"%s\"}",
+             rfc3339_in(120, ru));
     set_ok(C, set);
     json_t *v = rbh_json(rbh_cmd(C, "JOB {\"jid\":\"trk-res01\"}"));
     int64_t until = 0;
-    cr_assert_eq(rb_time_parse_rfc3339(json_string_value(json_object_get(v, "reserved_until")), &until), 0);
+    cr_assert_eq(
+        rb_time_parse_rfc3339(json_string_value(json_object_get(v, "reserved_until")), &until), 0);
     cr_assert(until > wall_ms() + 100 * 1000, "lease not extended");
     json_decref(v);
     /* an earlier time does not shorten it */
-    snprintf(set, sizeof set, "{\"jid\":\"trk-res01\",\"reserve_until\":\"%s\"}", rfc3339_in(5, ru));
+    snprintf(set, sizeof set, "{\"jid\":\"trk-res01\",\"reserve_until\":\"%s\"}",
+             rfc3339_in(5, ru));
     set_ok(C, set);
     v = rbh_json(rbh_cmd(C, "JOB {\"jid\":\"trk-res01\"}"));
     int64_t until2 = 0;
-    cr_assert_eq(rb_time_parse_rfc3339(json_string_value(json_object_get(v, "reserved_until")), &until2), 0);
+    cr_assert_eq(
+        rb_time_parse_rfc3339(json_string_value(json_object_get(v, "reserved_until")), &until2), 0);
     cr_assert_eq(until2, until);
     json_decref(v);
     /* past its reserve_for of 1 s, still working */
@@ -224,9 +238,10 @@ SERVER_TEST(reserve_until_extends_the_lease_only)
              rfc3339_in(3 * 86400, ru));
     set_ok(C, set);
     v = rbh_json(rbh_cmd(C, "JOB {\"jid\":\"trk-res02\"}"));
-    cr_assert_eq(rb_time_parse_rfc3339(json_string_value(json_object_get(v, "reserved_until")), &until), 0);
-    cr_assert(until <= wall_ms() + 86400 * 1000LL + 1000, "until %lld now %lld",
-              (long long)until, (long long)wall_ms());
+    cr_assert_eq(
+        rb_time_parse_rfc3339(json_string_value(json_object_get(v, "reserved_until")), &until), 0);
+    cr_assert(until <= wall_ms() + 86400 * 1000LL + 1000, "until %lld now %lld", (long long)until,
+              (long long)wall_ms());
     json_decref(v);
 }
 
@@ -298,7 +313,8 @@ SERVER_TEST(bad_input_is_refused_and_changes_nothing)
          "-ERR TRACK SET: desc must be a string of at most 1000 bytes"},
         {"TRACK SET {\"jid\":\"trk-bad01\",\"percent\":50,\"reserve_until\":\"soon\"}",
          "-ERR TRACK SET: reserve_until must be an RFC 3339 time"},
-        {"TRACK SET {\"jid\":\"\",\"percent\":50}", "-ERR TRACK SET: jid must be a non-empty string"},
+        {"TRACK SET {\"jid\":\"\",\"percent\":50}",
+         "-ERR TRACK SET: jid must be a non-empty string"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char *r = rbh_cmd(C, "%s", cases[i][0]);
@@ -312,7 +328,8 @@ SERVER_TEST(bad_input_is_refused_and_changes_nothing)
     size_t n = strlen(big);
     memset(big + n, 'x', 1001);
     strcpy(big + n + 1001, "\"}");
-    cr_assert(rbh_expect(C, "-ERR TRACK SET: desc must be a string of at most 1000 bytes", "%s", big));
+    cr_assert(
+        rbh_expect(C, "-ERR TRACK SET: desc must be a string of at most 1000 bytes", "%s", big));
     /* nothing changed, connection alive */
     json_t *v = get(C, "trk-bad01");
     cr_assert_eq(json_integer_value(json_object_get(v, "percent")), 5);

@@ -80,7 +80,8 @@ Test(config_throttles, mistakes_name_file_line_key_and_rule, .init = in_tmpdir)
         {"[throttles]\nt = 4\n",
          "c.toml:2: key 'throttles.t': must be a table ([throttles.t] or t = {concurrency = N}), "
          "got integer"},
-        {"throttles = 4\n", "c.toml:1: key 'throttles': must be a table ([throttles]), got integer"},
+        {"throttles = 4\n",
+         "c.toml:1: key 'throttles': must be a table ([throttles]), got integer"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         rb_config cfg;
