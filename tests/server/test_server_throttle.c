@@ -110,6 +110,8 @@ SERVER_TEST(never_more_than_concurrency_working)
         pthread_create(&th[i], NULL, worker, workers[i]);
     rbh_sleep_ms(300);
     cr_assert_eq(working("t"), 2, "while the workers wait");
+    cr_assert_eq(rbh_info_int(C, "rebound.throttles.t.in_use"), 2);
+    cr_assert_eq(rbh_info_int(C, "rebound.throttles.t.concurrency"), 2);
     for (int i = 0; i < WORKERS; i++)
         pthread_join(th[i], NULL);
     /* the six others waited their 2 s and got nothing */
@@ -233,4 +235,77 @@ SERVER_TEST(a_restart_keeps_the_limit)
     free(x);
     free(y);
     free(z);
+}
+
+/* Many workers fetch and ACK in loops while a sampler reads the working
+ * count: never more than the concurrency, and every job is done. */
+#define LOOPERS 8
+#define LOOP_JOBS 40
+static atomic_int done_jobs, max_seen;
+static atomic_bool stop_sampling;
+
+static void *looper(void *arg)
+{
+    rbh_conn *c = arg;
+    int idle = 0;
+    while (atomic_load(&done_jobs) < LOOP_JOBS && idle < 3) {
+        char *jid = fetch(c, "t");
+        if (!jid) {
+            idle++;
+            continue;
+        }
+        idle = 0;
+        rbh_sleep_ms(10);
+        char *r = rbh_cmd(c, "ACK {\"jid\":\"%s\"}", jid);
+        if (r && !strcmp(r, "+OK"))
+            atomic_fetch_add(&done_jobs, 1);
+        free(r);
+        free(jid);
+    }
+    return NULL;
+}
+
+static void *sampler(void *arg)
+{
+    rbh_conn *c = arg;
+    while (!atomic_load(&stop_sampling)) {
+        json_t *v = rbh_json(rbh_cmd(c, "JOBS {\"state\":\"working\",\"queue\":\"t\",\"limit\":0}"));
+        int n = (int)json_integer_value(json_object_get(v, "total"));
+        json_decref(v);
+        if (n > atomic_load(&max_seen))
+            atomic_store(&max_seen, n);
+        rbh_sleep_ms(2);
+    }
+    return NULL;
+}
+
+SERVER_TEST(many_workers_in_loops_never_exceed_the_limit)
+{
+    for (int i = 0; i < LOOP_JOBS; i++) {
+        char jid[32];
+        snprintf(jid, sizeof jid, "thm-%05d", i);
+        push(jid, "t", "");
+    }
+    rbh_conn *cs[LOOPERS];
+    pthread_t th[LOOPERS], sth;
+    rbh_conn *sc = rbh_connect(&S, NULL);
+    pthread_create(&sth, NULL, sampler, sc);
+    for (int i = 0; i < LOOPERS; i++) {
+        char wid[16];
+        snprintf(wid, sizeof wid, "wl%d", i);
+        cs[i] = rbh_connect(&S, wid);
+        cr_assert_not_null(cs[i]);
+        pthread_create(&th[i], NULL, looper, cs[i]);
+    }
+    for (int i = 0; i < LOOPERS; i++)
+        pthread_join(th[i], NULL);
+    atomic_store(&stop_sampling, true);
+    pthread_join(sth, NULL);
+    cr_assert_eq(atomic_load(&done_jobs), LOOP_JOBS);
+    cr_assert_leq(atomic_load(&max_seen), 2, "%d working at once", atomic_load(&max_seen));
+    cr_assert_eq(atomic_load(&max_seen), 2, "the limit was never reached (a weak test)");
+    cr_assert_eq(rbh_info_int(C, "faktory.total_processed"), LOOP_JOBS);
+    for (int i = 0; i < LOOPERS; i++)
+        rbh_close(cs[i]);
+    rbh_close(sc);
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "backend/mem/batch.h"
+#include "backend/mem/throttle.h"
 #include "backend/mem/track.h"
 #include "backend/mem/unique.h"
 #include "common/buf.h"
@@ -377,6 +378,7 @@ static void mem_info(rb_srv *srv, rb_eng_op *op)
     };
     json_object_set_new(f->rebound, "batches", rb_mem_batch_info(srv));
     rb_mem_unique_info(srv, f->rebound);
+    rb_mem_throttle_info(srv, f->rebound, op->now);
     rb_table_each(&srv->jobs.queues, info_queue, op);
     rb_eng_complete(srv, op);
 }

@@ -90,15 +90,14 @@ static void arm(rb_srv *srv, rb_mem_throttle *t, int64_t at, int64_t now)
     t->armed_ms = at;
 }
 
-bool rb_mem_throttle_full(rb_srv *srv, const rb_queue *q, int64_t now)
+/* The slots of throttle cfg on q held at now, and in *frees the earliest
+ * time one frees by its timeout (INT64_MAX: none). */
+static int64_t held_slots(rb_srv *srv, const rb_throttle *cfg, const rb_queue *q, int64_t now,
+                          int64_t *frees)
 {
-    if (!srv->cfg.n_throttles)
-        return false;
-    const rb_throttle *cfg = rb_config_throttle(&srv->cfg, q->name);
-    if (!cfg)
-        return false;
     rb_mem_throttle *t = state(srv);
-    int64_t held = 0, frees = INT64_MAX;
+    int64_t held = 0;
+    *frees = INT64_MAX;
     /* The working jobs are the slots (a scan of the working set, which is
      * as large as the workers' concurrency, for a throttled queue only). */
     for (rb_link *l = srv->jobs.working.head; l; l = l->next) {
@@ -109,14 +108,42 @@ bool rb_mem_throttle_full(rb_srv *srv, const rb_queue *q, int64_t now)
         if (at <= now)
             continue; /* its timeout passed: the slot is free, the job may run on */
         held++;
-        if (at < frees)
-            frees = at;
+        if (at < *frees)
+            *frees = at;
     }
-    if (held < cfg->concurrency)
+    return held;
+}
+
+bool rb_mem_throttle_full(rb_srv *srv, const rb_queue *q, int64_t now)
+{
+    if (!srv->cfg.n_throttles)
+        return false;
+    const rb_throttle *cfg = rb_config_throttle(&srv->cfg, q->name);
+    if (!cfg)
+        return false;
+    int64_t frees;
+    if (held_slots(srv, cfg, q, now, &frees) < cfg->concurrency)
         return false;
     if (frees != INT64_MAX)
-        arm(srv, t, frees, now);
+        arm(srv, state(srv), frees, now);
     return true;
+}
+
+void rb_mem_throttle_info(rb_srv *srv, json_t *rebound, int64_t now)
+{
+    if (!srv->cfg.n_throttles)
+        return;
+    json_t *o = json_object();
+    for (size_t i = 0; i < srv->cfg.n_throttles; i++) {
+        const rb_throttle *cfg = &srv->cfg.throttles[i];
+        rb_queue *q = rb_jobs_queue(&srv->jobs, cfg->queue, false);
+        int64_t frees, held = q ? held_slots(srv, cfg, q, now, &frees) : 0;
+        json_object_set_new(o, cfg->queue,
+                            json_pack("{s:I, s:I, s:I}", "concurrency", (json_int_t)cfg->concurrency,
+                                      "timeout", (json_int_t)cfg->timeout_s, "in_use",
+                                      (json_int_t)held));
+    }
+    json_object_set_new(rebound, "throttles", o);
 }
 
 void rb_mem_throttle_started(rb_srv *srv, const rb_job *j, int64_t now)

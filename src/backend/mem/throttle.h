@@ -11,6 +11,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 typedef struct rb_srv rb_srv;
 struct rb_job;
 struct rb_queue;
@@ -24,6 +26,10 @@ void rb_mem_throttle_release(rb_srv *srv);
 bool rb_mem_throttle_full(rb_srv *srv, const struct rb_queue *q, int64_t now);
 /* j of a throttled queue was fetched at now (its slot's start). */
 void rb_mem_throttle_started(rb_srv *srv, const struct rb_job *j, int64_t now);
+/* INFO's "throttles" under "rebound" (set into rebound when any is
+ * configured): {QUEUE: {"concurrency", "timeout", "in_use"}}, in_use the
+ * slots held at now. */
+void rb_mem_throttle_info(rb_srv *srv, json_t *rebound, int64_t now);
 /* j leaves the server (rb_srv_forget): its fetch time forgotten. */
 void rb_mem_throttle_gone(rb_srv *srv, const struct rb_job *j);
 
