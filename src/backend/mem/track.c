@@ -233,8 +233,8 @@ static void track_get(rb_srv *srv, rb_eng_op *op)
             s = rb_track_state_of(j->state);
             at = state_ms(j);
         }
-    } else if (r && r->ended_ms) {
-        s = r->state;
+    } else if (r && r->ended_ms && r->ended_ms + RB_TRACK_RETENTION_MS > op->now) {
+        s = r->state; /* remembered (a read sweeps nothing: a later end or SET will) */
         at = r->ended_ms;
     }
     if (r && r->updated_ms > at)
@@ -253,6 +253,8 @@ static void track_set(rb_srv *srv, rb_eng_op *op)
     rec *r = rb_table_get(&t->by_jid, in->jid);
     rb_job *j = rb_jobs_find(&srv->jobs, in->jid);
     bool live = j && j->state != RB_JOB_PENDING;
+    sweep(srv, op->now);
+    r = rb_table_get(&t->by_jid, in->jid); /* the sweep may have dropped it */
     if (live ? !rb_track_enabled_text(j->json) : !(r && r->ended_ms)) {
         rb_eng_complete(srv, op); /* untracked or unknown: +OK, nothing kept */
         return;
