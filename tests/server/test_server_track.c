@@ -131,6 +131,7 @@ SERVER_TEST(dead_and_discarded_jobs_are_dead)
 {
     push("trk-dead1", "\"track\":true", "\"retry\":-1");
     fetch_expect("trk-dead1");
+    set_ok(C, "{\"jid\":\"trk-dead1\",\"percent\":10}");
     cr_assert(
         rbh_expect(C, "+OK", "FAIL {\"jid\":\"trk-dead1\",\"errtype\":\"E\",\"message\":\"x\"}"));
     cr_assert(rbh_wait_state(C, "trk-dead1", "dead", 2000));
@@ -144,10 +145,18 @@ SERVER_TEST(dead_and_discarded_jobs_are_dead)
     /* retry 0: discarded on failure, "dead" */
     push("trk-disc1", "\"track\":1", "\"retry\":0");
     fetch_expect("trk-disc1");
+    set_ok(C, "{\"jid\":\"trk-disc1\",\"desc\":\"started\"}");
     cr_assert(
         rbh_expect(C, "+OK", "FAIL {\"jid\":\"trk-disc1\",\"errtype\":\"E\",\"message\":\"x\"}"));
     cr_assert(rbh_expect(C, "$-1", "JOB {\"jid\":\"trk-disc1\"}"));
     expect_state(C, "trk-disc1", "dead");
+    /* a tracked job that never reported progress keeps no record: once
+     * ACKed it is gone and answers unknown (the cheap path, docs) */
+    push("trk-quiet", "\"track\":1", "");
+    fetch_expect("trk-quiet");
+    expect_state(C, "trk-quiet", "working");
+    cr_assert(rbh_expect(C, "+OK", "ACK {\"jid\":\"trk-quiet\"}"));
+    expect_state(C, "trk-quiet", "unknown");
     /* a scheduled job reads "enqueued" */
     push("trk-sched", "\"track\":4", "\"at\":\"2099-01-01T00:00:00Z\"");
     expect_state(C, "trk-sched", "enqueued");

@@ -193,12 +193,11 @@ void rb_mem_track_ended(rb_srv *srv, const rb_job *j, rb_track_state s, int64_t 
 {
     rb_mem_track *t = srv->track;
     rec *r = rb_table_get(&t->by_jid, j->jid);
-    if (r && r->ended_ms && r->row_id == j->row_id)
-        return; /* ACKed: its delete keeps the success */
-    if (!r && !rb_track_enabled_text(j->json))
-        return;
-    if (!r)
-        r = rec_new(t, j->jid);
+    /* Only a job that reported progress is remembered: faktory-rs tracks
+     * every job, and a record per ended job would cost a row and memory
+     * for each ACK (the rest answer "unknown" once they are gone). */
+    if (!r || (r->ended_ms && r->row_id == j->row_id))
+        return; /* none, or ACKed: its delete keeps the success */
     if (r->ended_ms)
         rb_list_remove(&t->ended, &r->elink);
     r->ended_ms = now;

@@ -2,10 +2,12 @@
  * rules; docs/enterprise.md, "Tracking"). A tracked job's state is never
  * copied: TRACK GET derives it from the job's row while the job lives.
  * What TRACK SET gave (percent, desc, time) is a record by jid, stored as
- * the meta key "track:<jid>" written in the SET's commit; when a tracked
- * job ends (ACKed: success; deleted otherwise: dead) its record takes that
- * final state in the commit that ends it, and is kept RB_TRACK_RETENTION_MS
- * more, then dropped. Loop thread only. */
+ * the meta key "track:<jid>" written in the SET's commit; when a job with
+ * a record ends (ACKed: success; deleted otherwise: dead) its record takes
+ * that final state in the commit that ends it, and is kept
+ * RB_TRACK_RETENTION_MS more, then dropped. A tracked job that never
+ * reported progress keeps no record: once gone it answers "unknown".
+ * Loop thread only. */
 #ifndef RB_BACKEND_MEM_TRACK_H
 #define RB_BACKEND_MEM_TRACK_H
 
@@ -34,8 +36,10 @@ void rb_mem_track_rebuild(rb_srv *srv);
 
 /* j leaves the server: ACKed (RB_TRACK_SUCCESS, called before
  * rb_srv_forget) or deleted otherwise (RB_TRACK_DEAD, from rb_srv_forget,
- * which keeps an ACK's success). When j is tracked its record is kept
- * with that state for RB_TRACK_RETENTION_MS, written in the same commit. */
+ * which keeps an ACK's success). When j has a record (a TRACK SET) it is
+ * kept with that state for RB_TRACK_RETENTION_MS, written in the same
+ * commit; nothing else is done, so an ACK of any other job costs one
+ * lookup. */
 void rb_mem_track_ended(rb_srv *srv, const struct rb_job *j, rb_track_state s, int64_t now);
 
 /* RB_ENG_TRACK (rb_backend_mem.track). */
