@@ -26,4 +26,10 @@ rb_config_from rb_config_from_value(const rb_toml_value *v);
 int rb_config_load_retry(rb_config *cfg, const rb_config_files *f, const rb_toml_kv *retry,
                          rb_err *err);
 
+/* Reads the [throttles] table (Faktory's `[throttles] q = {concurrency = 4,
+ * timeout = 60}`, the same as `[throttles.q] concurrency = 4`) into cfg
+ * (config/throttles.c). */
+int rb_config_load_throttles(rb_config *cfg, const rb_config_files *f, const rb_toml_kv *sec,
+                             rb_err *err);
+
 #endif
