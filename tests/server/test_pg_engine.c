@@ -224,8 +224,8 @@ Test(pg, migrate_is_idempotent_and_checked)
     cr_assert_eq(v, RB_PG_SCHEMA_VERSION);
     char *t = sql1("SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()"
                    " AND tablename LIKE 'rb\\_%'");
-    cr_assert_str_eq(t, "9"); /* rb_jobs, rb_queues, rb_counters, rb_meta, rb_workers,
-                                 rb_edges, rb_wait, rb_dep_done, rb_batches */
+    cr_assert_str_eq(t, "10"); /* rb_jobs, rb_queues, rb_counters, rb_meta, rb_workers,
+                                  rb_edges, rb_wait, rb_dep_done, rb_batches, rb_unique */
     free(t);
 }
 
@@ -293,16 +293,16 @@ Test(pg, migrate_command)
     cr_assert(strstr(out, "schema version 0: the database has no rebound schema"), "%s", out);
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema created (version 7)\n");
+    cr_assert_str_eq(out, "schema created (version 8)\n");
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema is up to date (version 7)\n");
+    cr_assert_str_eq(out, "schema is up to date (version 8)\n");
     snprintf(args, sizeof args, "migrate --check --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema version 7: up to date\n");
-    free(sql1("UPDATE rb_meta SET value = '8' WHERE key = 'schema_version'"));
+    cr_assert_str_eq(out, "schema version 8: up to date\n");
+    free(sql1("UPDATE rb_meta SET value = '9' WHERE key = 'schema_version'"));
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 1, "%s", out);
-    cr_assert(strstr(out, "version 8, newer than this rebound supports (7)"), "%s", out);
+    cr_assert(strstr(out, "version 9, newer than this rebound supports (8)"), "%s", out);
     cr_assert_eq(run_cli("migrate --url ./rebound.db", out, sizeof out), 2, "%s", out);
     cr_assert(strstr(out, "not a PostgreSQL url"), "%s", out);
     cr_assert_eq(run_cli("migrate --bogus", out, sizeof out), 2, "%s", out);
@@ -327,14 +327,14 @@ Test(pg, version_2_database_is_refused_then_upgraded_in_place)
     char *jid = claim_at(pg, "uq", "w1", rb_now_ms(), NULL);
     cr_assert_str_eq(jid, "upgr00001");
     cr_assert_eq(rb_pg_check_schema(pg, &err), RB_EVERSION);
-    cr_assert(strstr(rb_err_msg(&err), "version 2, this rebound needs 7: run 'rebound migrate'"),
+    cr_assert(strstr(rb_err_msg(&err), "version 2, this rebound needs 8: run 'rebound migrate'"),
               "%s", rb_err_msg(&err));
     snprintf(args, sizeof args, "migrate --check --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 1, "%s", out);
     cr_assert(strstr(out, "schema version 2:"), "%s", out);
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema upgraded from version 2 to 7\n");
+    cr_assert_str_eq(out, "schema upgraded from version 2 to 8\n");
     cr_assert_eq(rb_pg_check_schema(pg, &err), 0, "%s", rb_err_msg(&err));
     cr_assert_eq(rb_pg_schema_version(pg, &v, &err), 0);
     cr_assert_eq(v, RB_PG_SCHEMA_VERSION);
@@ -401,7 +401,7 @@ Test(pg, version_3_database_upgrades_to_the_holder_rule)
     free(r);
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema upgraded from version 3 to 7\n");
+    cr_assert_str_eq(out, "schema upgraded from version 3 to 8\n");
     /* pg, connected before the upgrade, goes on: its statements reach the
      * replaced functions */
     cr_assert_eq(rb_pg_check_schema(pg, &err), 0, "%s", rb_err_msg(&err));
@@ -450,7 +450,7 @@ Test(pg, version_4_database_upgrades_to_dependencies)
     cr_assert_str_eq(a, "v4par0001");
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema upgraded from version 4 to 7\n");
+    cr_assert_str_eq(out, "schema upgraded from version 4 to 8\n");
     cr_assert_eq(rb_pg_check_schema(pg, &err), 0, "%s", rb_err_msg(&err));
     json_t *kid = json_loads("{\"jid\":\"v4kid0001\",\"jobtype\":\"t\",\"args\":[],"
                              "\"depends_on\":[\"v4par0001\"]}", 0, NULL);
@@ -1266,7 +1266,8 @@ Test(pg, concurrent_claimers_never_share_a_job)
     char jids[RACE_JOBS][16];
     for (int i = 0; i < RACE_JOBS; i++) {
         snprintf(jids[i], sizeof jids[i], "race%06d", i);
-        nj[i] = (rb_pg_new_job){jids[i], "race", 5, 0, 60, "{\"jobtype\":\"t\",\"args\":[]}"};
+        nj[i] = (rb_pg_new_job){.jid = jids[i], .queue = "race", .priority = 5, .reserve_s = 60,
+                                .json = "{\"jobtype\":\"t\",\"args\":[]}"};
     }
     int st[RACE_JOBS];
     rb_err err = {0};
@@ -1342,7 +1343,8 @@ Test(pg, failures_and_reapers_on_three_nodes_apply_one_decision)
     char jids[DECIDE_JOBS][16];
     for (int i = 0; i < DECIDE_JOBS; i++) {
         snprintf(jids[i], sizeof jids[i], "dec%06d", i);
-        nj[i] = (rb_pg_new_job){jids[i], "dec", 5, 0, 1, "{\"jobtype\":\"t\",\"args\":[]}"};
+        nj[i] = (rb_pg_new_job){.jid = jids[i], .queue = "dec", .priority = 5, .reserve_s = 1,
+                                .json = "{\"jobtype\":\"t\",\"args\":[]}"};
     }
     int st[DECIDE_JOBS];
     rb_err err = {0};
@@ -1556,7 +1558,8 @@ Test(pg, three_nodes_random_failures_each_job_once_or_dead_by_policy, .timeout =
                        "\"initial_interval\":\"1ms\",\"maximum_attempts\":3}}";
     for (int i = 0; i < LOAD_JOBS; i++) {
         snprintf(jids[i], sizeof jids[i], "load%06d", i);
-        nj[i] = (rb_pg_new_job){jids[i], "load", 5, 0, 60, body};
+        nj[i] = (rb_pg_new_job){.jid = jids[i], .queue = "load", .priority = 5, .reserve_s = 60,
+                                .json = body};
     }
     static int st[LOAD_JOBS], execs[LOAD_JOBS], acked[LOAD_JOBS];
     rb_err err = {0};
@@ -1821,7 +1824,7 @@ Test(pg, version_5_database_upgrades_to_batches)
     cr_assert_str_eq(a, "v5job0001");
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema upgraded from version 5 to 7\n");
+    cr_assert_str_eq(out, "schema upgraded from version 5 to 8\n");
     cr_assert_eq(rb_pg_check_schema(pg, &err), 0, "%s", rb_err_msg(&err));
     rb_pg_ref ref = {a, "w1"};
     int st = -1;
@@ -1861,11 +1864,65 @@ Test(pg, version_6_database_upgrades_to_the_batch_member_index)
     free(n);
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema upgraded from version 6 to 7\n");
+    cr_assert_str_eq(out, "schema upgraded from version 6 to 8\n");
     cr_assert_eq(rb_pg_check_schema(pg, &err), 0, "%s", rb_err_msg(&err));
     n = sql1(q);
     cr_assert_str_eq(n, "1");
     free(n);
+    rb_pg_close(pg);
+}
+
+/* --- unique jobs and expiring jobs (schema version 8, issue 16) --- */
+
+/* A version-7 database holding a claimed job and an enqueued one: after
+ * `rebound migrate` the claimed job is acknowledged as before, the other
+ * claimed (jobs stored before the upgrade lock nothing and never expire),
+ * and unique and expiring jobs work. */
+Test(pg, version_7_database_upgrades_to_unique_jobs)
+{
+    char drop[160], args[1200], out[1024];
+    snprintf(drop, sizeof drop, "DROP SCHEMA %s CASCADE; CREATE SCHEMA %s", schema, schema);
+    free(sql1(drop));
+    rb_pg *pg = open_engine(false, 15);
+    rb_err err = {0};
+    int from = -1;
+    cr_assert_eq(rb_pg_migrate_to(pg, 7, &from, &err), 0, "%s", rb_err_msg(&err));
+    int64_t now = rb_now_ms();
+    cr_assert_eq(push_at(pg, "{\"jid\":\"v7job0001\",\"jobtype\":\"t\",\"args\":[]}", now), 0);
+    cr_assert_eq(push_at(pg, "{\"jid\":\"v7job0002\",\"jobtype\":\"t\",\"args\":[]}", now), 0);
+    char *a = claim_at(pg, "default", "w1", now, NULL);
+    cr_assert_str_eq(a, "v7job0001");
+    snprintf(args, sizeof args, "migrate --url '%s'", url);
+    cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
+    cr_assert_str_eq(out, "schema upgraded from version 7 to 8\n");
+    cr_assert_eq(rb_pg_check_schema(pg, &err), 0, "%s", rb_err_msg(&err));
+    rb_pg_ref ref = {a, "w1"};
+    int st = -1;
+    rb_pg_labels lab;
+    cr_assert_eq(rb_pg_ack(pg, &ref, 1, &st, &lab, &err), 0, "%s", rb_err_msg(&err));
+    cr_assert_eq(st, RB_JOB_DONE);
+    char *b = claim_at(pg, "default", "w1", now, NULL);
+    cr_assert_str_eq(b, "v7job0002");
+    /* a unique job, its duplicate, an expired job skipped at the claim */
+    now = rb_now_ms();
+    cr_assert_eq(push_at(pg, "{\"jid\":\"v8uniq001\",\"jobtype\":\"u\",\"args\":[1],"
+                             "\"queue\":\"v8q\",\"custom\":{\"unique_for\":60}}", now), 0);
+    cr_assert_eq(push_at(pg, "{\"jid\":\"v8uniq002\",\"jobtype\":\"u\",\"args\":[1],"
+                             "\"queue\":\"v8q\",\"custom\":{\"unique_for\":60}}", now),
+                 RB_ENOTUNIQUE);
+    char *t = sql1("SELECT count(*) FROM rb_unique WHERE jid = 'v8uniq001'");
+    cr_assert_str_eq(t, "1");
+    free(t);
+    cr_assert_eq(push_at(pg, "{\"jid\":\"v8exp0001\",\"jobtype\":\"e\",\"args\":[],"
+                             "\"queue\":\"v8e\",\"custom\":"
+                             "{\"expires_at\":\"2001-01-01T00:00:00Z\"}}", now), 0);
+    char *c = claim_at(pg, "v8e", "w1", now, NULL);
+    cr_assert_null(c);
+    t = sql1("SELECT count(*) FROM rb_jobs WHERE jid = 'v8exp0001'");
+    cr_assert_str_eq(t, "0");
+    free(t);
+    free(a);
+    free(b);
     rb_pg_close(pg);
 }
 
