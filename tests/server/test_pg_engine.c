@@ -160,6 +160,17 @@ static char *claim_at(rb_pg *pg, const char *queues, const char *wid, int64_t no
     return jid;
 }
 
+/* A claim of one job of queue for wid as a node of the release before the
+ * schema in place runs it (version 2's rb_claim, replaced in place since):
+ * the engine's own claim needs the current schema. Its jid or NULL. */
+static char *claim_before_upgrade(const char *queue, const char *wid, int64_t now)
+{
+    char q[256];
+    snprintf(q, sizeof q, "SELECT jid FROM rb_claim(ARRAY['%s'], ARRAY['%s'], %lld)", queue, wid,
+             (long long)now);
+    return sql1(q);
+}
+
 static char *claim(const char *queues, const char *wid)
 {
     return claim_at(eng, queues, wid, rb_now_ms(), NULL);
@@ -324,7 +335,7 @@ Test(pg, version_2_database_is_refused_then_upgraded_in_place)
     cr_assert_eq(from, 0);
     cr_assert_eq(push_at(pg, "{\"jid\":\"upgr00001\",\"jobtype\":\"Upg\",\"args\":[],"
                              "\"queue\":\"uq\"}", rb_now_ms()), 0);
-    char *jid = claim_at(pg, "uq", "w1", rb_now_ms(), NULL);
+    char *jid = claim_before_upgrade("uq", "w1", rb_now_ms());
     cr_assert_str_eq(jid, "upgr00001");
     cr_assert_eq(rb_pg_check_schema(pg, &err), RB_EVERSION);
     cr_assert(strstr(rb_err_msg(&err), "version 2, this rebound needs 8: run 'rebound migrate'"),
@@ -391,8 +402,8 @@ Test(pg, version_3_database_upgrades_to_the_holder_rule)
         snprintf(t, sizeof t, "{\"jid\":\"v3hold%03d\",\"jobtype\":\"t\",\"args\":[]}", i);
         cr_assert_eq(push_at(pg, t, now), 0);
     }
-    char *a = claim_at(pg, "default", "w1", now, NULL);
-    char *b = claim_at(pg, "default", "w1", now, NULL);
+    char *a = claim_before_upgrade("default", "w1", now);
+    char *b = claim_before_upgrade("default", "w1", now);
     cr_assert_str_eq(a, "v3hold001");
     cr_assert_str_eq(b, "v3hold002");
     /* version 3's rule, as the previous release applied it */
@@ -446,7 +457,7 @@ Test(pg, version_4_database_upgrades_to_dependencies)
     cr_assert_eq(rb_pg_migrate_to(pg, 4, &from, &err), 0, "%s", rb_err_msg(&err));
     int64_t now = rb_now_ms();
     cr_assert_eq(push_at(pg, "{\"jid\":\"v4par0001\",\"jobtype\":\"t\",\"args\":[]}", now), 0);
-    char *a = claim_at(pg, "default", "w1", now, NULL);
+    char *a = claim_before_upgrade("default", "w1", now);
     cr_assert_str_eq(a, "v4par0001");
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
@@ -1820,7 +1831,7 @@ Test(pg, version_5_database_upgrades_to_batches)
     cr_assert_eq(rb_pg_migrate_to(pg, 5, &from, &err), 0, "%s", rb_err_msg(&err));
     int64_t now = rb_now_ms();
     cr_assert_eq(push_at(pg, "{\"jid\":\"v5job0001\",\"jobtype\":\"t\",\"args\":[]}", now), 0);
-    char *a = claim_at(pg, "default", "w1", now, NULL);
+    char *a = claim_before_upgrade("default", "w1", now);
     cr_assert_str_eq(a, "v5job0001");
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
@@ -1890,7 +1901,7 @@ Test(pg, version_7_database_upgrades_to_unique_jobs)
     int64_t now = rb_now_ms();
     cr_assert_eq(push_at(pg, "{\"jid\":\"v7job0001\",\"jobtype\":\"t\",\"args\":[]}", now), 0);
     cr_assert_eq(push_at(pg, "{\"jid\":\"v7job0002\",\"jobtype\":\"t\",\"args\":[]}", now), 0);
-    char *a = claim_at(pg, "default", "w1", now, NULL);
+    char *a = claim_before_upgrade("default", "w1", now);
     cr_assert_str_eq(a, "v7job0001");
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
@@ -1916,6 +1927,14 @@ Test(pg, version_7_database_upgrades_to_unique_jobs)
     cr_assert_eq(push_at(pg, "{\"jid\":\"v8exp0001\",\"jobtype\":\"e\",\"args\":[],"
                              "\"queue\":\"v8e\",\"custom\":"
                              "{\"expires_at\":\"2001-01-01T00:00:00Z\"}}", now), 0);
+    /* the previous release's claim skips it, leaving it to be dropped */
+    t = sql1("SELECT count(*) FROM rb_claim('{v8e}', '{w1}', (extract(epoch FROM"
+             " clock_timestamp()) * 1000)::bigint)");
+    cr_assert_str_eq(t, "0");
+    free(t);
+    t = sql1("SELECT count(*) FROM rb_jobs WHERE jid = 'v8exp0001'");
+    cr_assert_str_eq(t, "1");
+    free(t);
     char *c = claim_at(pg, "v8e", "w1", now, NULL);
     cr_assert_null(c);
     t = sql1("SELECT count(*) FROM rb_jobs WHERE jid = 'v8exp0001'");

@@ -16,7 +16,8 @@ static const char *const sql_stmt_text[SQL_STMT_COUNT] = {
     [SQL_PUSH_UNIQUE] = "SELECT o_jid, o_st FROM rb_push_unique($1::text[], $2::text[], $3::int[],"
                        " $4::bigint[], $5::int[], $6::text[], $7::bigint, $8::text[], $9::bigint[],"
                        " $10::boolean[], $11::bigint[], $12::int)",
-    [SQL_CLAIM] = "SELECT slot, jid, json, enq_ms FROM rb_claim($1::text[], $2::text[], $3::bigint)"
+    [SQL_CLAIM] = "SELECT slot, jid, json, enq_ms FROM rb_claim_unexpired($1::text[], $2::text[],"
+                 " $3::bigint)"
                  " ORDER BY slot",
     [SQL_ACK] = "SELECT status, queue, jobtype FROM rb_ack_batch($1::text[], $2::text[], $3::int,"
                 " $4::bigint, $5::bigint, false)",

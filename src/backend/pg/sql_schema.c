@@ -673,9 +673,10 @@ static const char migration_7[] =
  * alone (key and jid both match, never a newer holder's) through two
  * triggers whose WHEN skips every job without ukey: when the job row is
  * deleted (ACK, discard, QUEUE REMOVE, expiry), when it dies (state 5), and
- * at its claim (state 3) for unique_until "start". rb_claim skips expired
- * ready jobs and reports them (slot -1) for the node to drop in a
- * transaction of its own (sql_unique.c). */
+ * at its claim (state 3) for unique_until "start". rb_claim_unexpired is
+ * rb_claim skipping expired ready jobs and reporting them (slot -1) for the
+ * node to drop in a transaction of its own (sql_unique.c); rb_claim, left
+ * for nodes of the previous release, skips them without reporting them. */
 static const char migration_8[] =
     "CREATE TABLE rb_unique (key text PRIMARY KEY, jid text NOT NULL,\n"
     "  until_ms bigint NOT NULL, start boolean NOT NULL DEFAULT false);\n"
@@ -716,7 +717,8 @@ static const char migration_8[] =
     "      refused := refused + 1;\n"
     "    END IF;\n"
     "  END LOOP;\n"
-    "  INSERT INTO rb_queues (name) SELECT DISTINCT u.q FROM unnest(p_queue) AS u(q)\n"
+    "  INSERT INTO rb_queues (name) SELECT DISTINCT u.q\n"
+    "    FROM unnest(p_queue) WITH ORDINALITY AS u(q, ord) WHERE keep[u.ord]\n"
     "    ORDER BY 1 ON CONFLICT DO NOTHING;\n"
     "  WITH ins AS (\n"
     "    INSERT INTO rb_jobs AS j (jid, state, queue, priority, due_ms, enq_ms, first_ms,\n"
@@ -746,7 +748,7 @@ static const char migration_8[] =
     "END $$;\n"
 
     /* version 2's rb_claim, expired ready jobs skipped and reported */
-    "CREATE OR REPLACE FUNCTION rb_claim(p_queues text[], p_wids text[], p_now bigint)\n"
+    "CREATE FUNCTION rb_claim_unexpired(p_queues text[], p_wids text[], p_now bigint)\n"
     "RETURNS TABLE (slot int, jid text, json text, enq_ms bigint)\n"
     "LANGUAGE plpgsql AS $$\n"
     "#variable_conflict use_column\n"
@@ -779,6 +781,11 @@ static const char migration_8[] =
     "    got := got + n;\n"
     "  END LOOP;\n"
     "END $$;\n"
+    /* nodes of the previous release: expired jobs skipped, not reported */
+    "CREATE OR REPLACE FUNCTION rb_claim(p_queues text[], p_wids text[], p_now bigint)\n"
+    "RETURNS TABLE (slot int, jid text, json text, enq_ms bigint) LANGUAGE sql AS $$\n"
+    "  SELECT * FROM rb_claim_unexpired(p_queues, p_wids, p_now) c WHERE c.slot >= 0\n"
+    "$$;\n"
     "UPDATE rb_meta SET value = '8' WHERE key = 'schema_version';\n";
 
 static const char *const migrations[RB_PG_SCHEMA_VERSION] = {
