@@ -12,7 +12,6 @@
 #include "engine/depend.h"
 #include "common/buf.h"
 #include "common/timeutil.h"
-#include "server/log.h"
 #include "server/metrics.h"
 
 /* The engine's labels hold every queue name a job may have. */
@@ -30,8 +29,6 @@ static void push_results(rb_srv *srv, rb_eng_op *op, rb_pgreq *r)
     for (size_t i = 0; i < n; i++) {
         const rb_pg_new_job *j = &r->u.push.jobs[i];
         op->u.push.status[i] = r->u.push.status[i];
-        if (r->u.push.status[i] == RB_ENOTUNIQUE)
-            rb_log(RB_LOG_INFO, "JID %s: " RB_NOTUNIQUE_CODE " " RB_NOTUNIQUE_MSG, j->jid);
         if (r->u.push.status[i]) /* the jid taken, no such batch, or not unique */
             continue;
         made++;

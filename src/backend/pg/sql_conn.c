@@ -13,7 +13,7 @@
 static const char *const sql_stmt_text[SQL_STMT_COUNT] = {
     [SQL_PUSH] = "SELECT unnest(rb_push($1::text[], $2::text[], $3::int[], $4::bigint[], $5::int[],"
                 " $6::text[], $7::bigint))",
-    [SQL_PUSH_UNIQUE] = "SELECT o_jid, o_st FROM rb_push_unique($1::text[], $2::text[], $3::int[],"
+    [SQL_PUSH_UNIQUE] = "SELECT o_jid, o_st, o_holder FROM rb_push_unique($1::text[], $2::text[], $3::int[],"
                        " $4::bigint[], $5::int[], $6::text[], $7::bigint, $8::text[], $9::bigint[],"
                        " $10::boolean[], $11::bigint[], $12::int)",
     [SQL_CLAIM] = "SELECT slot, jid, json, enq_ms FROM rb_claim_unexpired($1::text[], $2::text[],"

@@ -121,8 +121,11 @@ int rb_pg_push(rb_pg *pg, const rb_pg_new_job *jobs, size_t n, int64_t now, int 
             int k = (pos + t) % n_ok;
             if ((found = !strcmp(PQgetvalue(r, k, 0), jobs[i].jid))) {
                 pos = k + 1;
-                if (unique && sql_int(r, k, 1) == 1)
+                if (unique && sql_int(r, k, 1) == 1) {
                     status[i] = RB_ENOTUNIQUE;
+                    rb_log(RB_LOG_INFO, "JID %s: " RB_NOTUNIQUE_CODE " " RB_NOTUNIQUE_MSG
+                           " (held by %s)", jobs[i].jid, PQgetvalue(r, k, 2));
+                }
             }
         }
         if (!found)

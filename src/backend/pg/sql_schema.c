@@ -696,11 +696,12 @@ static const char migration_8[] =
     "  WHEN (OLD.ukey IS NOT NULL AND NEW.state IN (3, 5) AND OLD.state <> NEW.state)\n"
     "  EXECUTE FUNCTION rb_unique_release();\n"
 
-    /* o_st: 0 inserted, 1 not unique; a jid taken is left out (as rb_push) */
+    /* o_st: 0 inserted, 1 not unique (o_holder: the lock's holder); a jid
+     * taken is left out (as rb_push) */
     "CREATE FUNCTION rb_push_unique(p_jid text[], p_queue text[], p_prio int[], p_at bigint[],\n"
     "  p_reserve int[], p_json text[], p_now bigint, p_ukey text[], p_until bigint[],\n"
     "  p_start boolean[], p_exp bigint[], p_shard int)\n"
-    "RETURNS TABLE (o_jid text, o_st int) LANGUAGE plpgsql AS $$\n"
+    "RETURNS TABLE (o_jid text, o_st int, o_holder text) LANGUAGE plpgsql AS $$\n"
     "DECLARE n int := coalesce(array_length(p_jid, 1), 0);\n"
     "  keep boolean[] := array_fill(true, ARRAY[n]);\n"
     "  i int; refused int := 0; ok text[]; qs text[];\n"
@@ -742,7 +743,9 @@ static const char migration_8[] =
     "      AND l.key = u.k AND l.jid = u.jid;\n"
     "  PERFORM pg_notify(rb_channel(), q) FROM unnest(qs) AS q;\n"
     "  IF refused > 0 THEN PERFORM rb_count('unique_rejected', p_shard, refused); END IF;\n"
-    "  RETURN QUERY SELECT u.jid, CASE WHEN keep[u.ord] THEN 0 ELSE 1 END\n"
+    "  RETURN QUERY SELECT u.jid, CASE WHEN keep[u.ord] THEN 0 ELSE 1 END,\n"
+    "      CASE WHEN NOT keep[u.ord] THEN\n"
+    "        (SELECT l.jid FROM rb_unique l WHERE l.key = p_ukey[u.ord]) END\n"
     "    FROM unnest(p_jid) WITH ORDINALITY AS u(jid, ord)\n"
     "    WHERE NOT keep[u.ord] OR u.jid = ANY(ok) ORDER BY u.ord;\n"
     "END $$;\n"
