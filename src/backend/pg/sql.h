@@ -204,8 +204,12 @@ typedef struct rb_pg_claimed {
  * within a priority. Each job gets attempts + 1, a lease until now +
  * reserve_s, holder wids[slot] (NULL entries: no wid). One fenced
  * `FOR UPDATE SKIP LOCKED` statement per queue inside one function call:
- * concurrent claimers on any node never get the same job. *out (free with
- * rb_pg_claimed_free) gets *nout <= n jobs ordered by slot. */
+ * concurrent claimers on any node never get the same job. A job whose
+ * custom.expires_at passed is never claimed: the ones skipped are dropped
+ * after the claim, in a transaction of their own (rb_pg_expire's work; an
+ * error there is logged and leaves them to the maintenance sweep), and a
+ * unique_until "start" job's lock is released as it is claimed. *out (free
+ * with rb_pg_claimed_free) gets *nout <= n jobs ordered by slot. */
 int rb_pg_claim(rb_pg *pg, const char *const *queues, int nq, const char *const *wids, int n,
                 int64_t now, rb_pg_claimed **out, int *nout, rb_err *err);
 void rb_pg_claimed_free(rb_pg_claimed *c, int n);
