@@ -1945,6 +1945,38 @@ Test(pg, version_7_database_upgrades_to_unique_jobs)
     rb_pg_close(pg);
 }
 
+/* Expired jobs at the head of the queues a claim names are dropped and
+ * the claim goes on to the next live job, in the same queue or a later
+ * one; a job expiring later is claimed. */
+Test(pg, claim_drops_expired_jobs_and_returns_the_next)
+{
+    int64_t now = rb_now_ms();
+    char t[256];
+    for (int i = 0; i < 30; i++) {
+        snprintf(t, sizeof t, "{\"jid\":\"xold%05d\",\"jobtype\":\"t\",\"args\":[],"
+                              "\"queue\":\"%s\",\"custom\":{\"expires_at\":"
+                              "\"2001-01-01T00:00:00Z\"}}", i, i % 2 ? "xa" : "xb");
+        cr_assert_eq(push_at(eng, t, now), 0);
+    }
+    cr_assert_eq(push_at(eng, "{\"jid\":\"xlive0001\",\"jobtype\":\"t\",\"args\":[],"
+                              "\"queue\":\"xb\",\"custom\":{\"expires_in\":60}}", now), 0);
+    char *a = claim_at(eng, "xa xb", "w1", now, NULL);
+    cr_assert_str_eq(a, "xlive0001");
+    free(a);
+    char *n = sql1("SELECT count(*) FROM rb_jobs WHERE jid LIKE 'xold%'");
+    cr_assert_str_eq(n, "0");
+    free(n);
+    n = sql1("SELECT sum(value) FROM rb_counters WHERE name = 'expired'");
+    cr_assert_str_eq(n, "30");
+    free(n);
+    rb_pg_labels *l = NULL;
+    size_t nl = 0;
+    rb_pg_take_expired(eng, &l, &nl);
+    cr_assert_eq(nl, 30);
+    cr_assert_str_eq(l[0].jobtype, "t");
+    free(l);
+}
+
 /* Pushes job text as a batch member (bid NULL: plain); its status. */
 static int push_member(const char *json_text, const char *bid, int64_t now)
 {

@@ -205,9 +205,10 @@ typedef struct rb_pg_claimed {
  * reserve_s, holder wids[slot] (NULL entries: no wid). One fenced
  * `FOR UPDATE SKIP LOCKED` statement per queue inside one function call:
  * concurrent claimers on any node never get the same job. A job whose
- * custom.expires_at passed is never claimed: the ones skipped are dropped
- * after the claim, in a transaction of their own (rb_pg_expire's work; an
- * error there is logged and leaves them to the maintenance sweep), and a
+ * custom.expires_at passed is never claimed: the ones the claim picks are
+ * dropped after it, in a transaction of their own (rb_pg_expire's work; an
+ * error there is logged and leaves them to the maintenance sweep), and the
+ * slots they took claimed for again (a few rounds at most). A
  * unique_until "start" job's lock is released as it is claimed. *out (free
  * with rb_pg_claimed_free) gets *nout <= n jobs ordered by slot. */
 int rb_pg_claim(rb_pg *pg, const char *const *queues, int nq, const char *const *wids, int n,

@@ -135,6 +135,49 @@ int rb_pg_push(rb_pg *pg, const rb_pg_new_job *jobs, size_t n, int64_t now, int 
     return 0;
 }
 
+/* One rb_claim_unexpired for the slots of wids; the jobs claimed into
+ * c[*got..] (their slots as given), the expired jobs it picked into the
+ * array literal expired (*n_expired of them). */
+static int claim_once(rb_pg *pg, const char *queues, const char *const *wids, const int *slots,
+                      int n, int64_t now, rb_pg_claimed *c, int *got, rb_buf *expired,
+                      int *n_expired, rb_err *err)
+{
+    rb_buf w = RB_BUF_INIT;
+    sql_arr_begin(&w);
+    for (int i = 0; i < n; i++)
+        sql_arr_str(&w, wids ? wids[slots[i]] : NULL);
+    sql_arr_end(&w);
+    char nowtxt[24];
+    snprintf(nowtxt, sizeof nowtxt, "%lld", (long long)now);
+    const char *params[3] = {queues, w.data, nowtxt};
+    PGresult *r = sql_run(pg, SQL_CLAIM, 3, params, err);
+    rb_buf_release(&w);
+    if (!r)
+        return err ? err->code : RB_ESTORE;
+    for (int i = 0; i < PQntuples(r); i++) {
+        int64_t slot = sql_int(r, i, 0);
+        if (slot < 0 || slot >= n) { /* an expired job, left for the caller */
+            sql_arr_str(expired, PQgetvalue(r, i, 1));
+            (*n_expired)++;
+            continue;
+        }
+        rb_pg_claimed *one = &c[(*got)++];
+        one->slot = slots[slot];
+        one->jid = sql_dup(r, i, 1);
+        one->json = sql_json_with_enqueued(PQgetvalue(r, i, 2), sql_int(r, i, 3));
+    }
+    PQclear(r);
+    return 0;
+}
+
+static int by_slot(const void *a, const void *b)
+{
+    return ((const rb_pg_claimed *)a)->slot - ((const rb_pg_claimed *)b)->slot;
+}
+
+/* Claims again at most this many times for slots expired jobs used up. */
+#define CLAIM_ROUNDS 8
+
 int rb_pg_claim(rb_pg *pg, const char *const *queues, int nq, const char *const *wids, int n,
                 int64_t now, rb_pg_claimed **out, int *nout, rb_err *err)
 {
@@ -145,46 +188,55 @@ int rb_pg_claim(rb_pg *pg, const char *const *queues, int nq, const char *const 
     int rc = sql_ensure(pg, err);
     if (rc)
         return rc;
-    rb_buf q = RB_BUF_INIT, w = RB_BUF_INIT;
+    rb_buf q = RB_BUF_INIT;
     sql_arr_begin(&q);
     for (int i = 0; i < nq; i++)
         sql_arr_str(&q, queues[i]);
     sql_arr_end(&q);
-    sql_arr_begin(&w);
+    rb_pg_claimed *c = rb_xcalloc((size_t)n, sizeof *c);
+    int *slots = rb_xcalloc((size_t)n, sizeof *slots);
+    bool *filled = rb_xcalloc((size_t)n, sizeof *filled);
+    int got = 0, want = n;
     for (int i = 0; i < n; i++)
-        sql_arr_str(&w, wids ? wids[i] : NULL);
-    sql_arr_end(&w);
-    char nowtxt[24];
-    snprintf(nowtxt, sizeof nowtxt, "%lld", (long long)now);
-    const char *params[3] = {q.data, w.data, nowtxt};
-    PGresult *r = sql_run(pg, SQL_CLAIM, 3, params, err);
-    rb_buf_release(&q);
-    rb_buf_release(&w);
-    if (!r)
-        return err ? err->code : RB_ESTORE;
-    int rows = PQntuples(r), got = 0, n_expired = 0;
-    rb_pg_claimed *c = rb_xcalloc(rows ? (size_t)rows : 1, sizeof *c);
-    rb_buf expired = RB_BUF_INIT;
-    sql_arr_begin(&expired);
-    for (int i = 0; i < rows; i++) {
-        if (sql_int(r, i, 0) < 0) { /* an expired job skipped: dropped below */
-            sql_arr_str(&expired, PQgetvalue(r, i, 1));
-            n_expired++;
-            continue;
+        slots[i] = i;
+    for (int round = 0; round < CLAIM_ROUNDS && want > 0; round++) {
+        rb_buf expired = RB_BUF_INIT;
+        sql_arr_begin(&expired);
+        int n_expired = 0, before = got;
+        rc = claim_once(pg, q.data, wids, slots, want, now, c, &got, &expired, &n_expired, err);
+        sql_arr_end(&expired);
+        /* the claims are committed; an error dropping the expired jobs is
+         * logged and leaves them to the maintenance sweep */
+        rb_err xerr = {0};
+        if (!rc && n_expired &&
+            (sql_expire_jobs(pg, expired.data, now, n_expired, NULL, &xerr) ||
+             /* more than one round: many expired, dropped in bulk */
+             (round > 0 && sql_expire_jobs(pg, NULL, now, 1000, NULL, &xerr)))) {
+            rb_log(RB_LOG_WARN, "dropping expired jobs: %s", rb_err_msg(&xerr));
+            n_expired = 0;
         }
-        c[got].slot = (int)sql_int(r, i, 0);
-        c[got].jid = sql_dup(r, i, 1);
-        c[got].json = sql_json_with_enqueued(PQgetvalue(r, i, 2), sql_int(r, i, 3));
-        got++;
+        rb_buf_release(&expired);
+        if (rc && got == 0)
+            break;
+        rc = 0; /* a later round's error: the jobs claimed so far are the answer */
+        if (!n_expired)
+            break;
+        /* slots the expired jobs used up: claimed for again */
+        for (int i = before; i < got; i++)
+            filled[c[i].slot] = true;
+        want = 0;
+        for (int i = 0; i < n; i++)
+            if (!filled[i])
+                slots[want++] = i;
     }
-    PQclear(r);
-    sql_arr_end(&expired);
-    /* the claims are committed; an error here leaves the expired jobs to
-     * the maintenance sweep */
-    rb_err xerr = {0};
-    if (n_expired && sql_expire_jobs(pg, expired.data, now, n_expired, NULL, &xerr))
-        rb_log(RB_LOG_WARN, "dropping expired jobs: %s", rb_err_msg(&xerr));
-    rb_buf_release(&expired);
+    rb_buf_release(&q);
+    free(slots);
+    free(filled);
+    if (rc) {
+        free(c);
+        return rc;
+    }
+    qsort(c, (size_t)got, sizeof *c, by_slot);
     *out = c;
     *nout = got;
     return 0;

@@ -674,9 +674,11 @@ static const char migration_7[] =
  * triggers whose WHEN skips every job without ukey: when the job row is
  * deleted (ACK, discard, QUEUE REMOVE, expiry), when it dies (state 5), and
  * at its claim (state 3) for unique_until "start". rb_claim_unexpired is
- * rb_claim skipping expired ready jobs and reporting them (slot -1) for the
- * node to drop in a transaction of its own (sql_unique.c); rb_claim, left
- * for nodes of the previous release, skips them without reporting them. */
+ * rb_claim leaving the expired ready jobs it picks as they are and
+ * reporting them (slot -1) for the node to drop in a transaction of its own
+ * (sql_unique.c) and claim again for the slots they used up: a claim with
+ * no expired job costs what rb_claim did. rb_claim, left for nodes of the
+ * previous release, runs it without the reports. */
 static const char migration_8[] =
     "CREATE TABLE rb_unique (key text PRIMARY KEY, jid text NOT NULL,\n"
     "  until_ms bigint NOT NULL, start boolean NOT NULL DEFAULT false);\n"
@@ -760,26 +762,29 @@ static const char migration_8[] =
     "  FOREACH q IN ARRAY p_queues LOOP\n"
     "    EXIT WHEN got >= want;\n"
     "    CONTINUE WHEN EXISTS (SELECT 1 FROM rb_queues qq WHERE qq.name = q AND qq.paused);\n"
-    "    RETURN QUERY\n"
-    "      SELECT -1, x.jid, NULL::text, 0::bigint FROM rb_jobs x\n"
-    "      WHERE x.expires_ms <= p_now AND x.state = 2 AND x.queue = q\n"
-    "      ORDER BY x.expires_ms LIMIT 1000;\n"
+    /* as rb_claim, except that an expired job picked is left as it is and
+     * reported (slot -1): it used up a slot, which the node claims again
+     * for once it has dropped the job */
     "    RETURN QUERY\n"
     "      WITH picked AS MATERIALIZED (\n"
-    "        SELECT r.jid, r.priority, r.seq FROM rb_jobs r\n"
+    "        SELECT r.jid, r.priority, r.seq, coalesce(r.expires_ms <= p_now, false) AS gone\n"
+    "        FROM rb_jobs r\n"
     "        WHERE r.state = 2 AND r.queue = q\n"
-    "          AND (r.expires_ms IS NULL OR r.expires_ms > p_now)\n"
     "        ORDER BY r.priority DESC, r.seq\n"
     "        LIMIT want - got\n"
     "        FOR UPDATE SKIP LOCKED),\n"
     "      numbered AS (\n"
-    "        SELECT p.jid, (got + row_number() OVER (ORDER BY p.priority DESC, p.seq))::int AS rn\n"
+    "        SELECT p.jid, p.gone, (got + row_number() OVER (ORDER BY p.priority DESC, p.seq))::int\n"
+    "          AS rn\n"
     "        FROM picked p)\n"
-    "      UPDATE rb_jobs j SET state = 3, attempts = j.attempts + 1, wid = p_wids[nb.rn],\n"
-    "        due_ms = p_now + j.reserve_s * 1000::bigint,\n"
-    "        flags = CASE WHEN j.flags & 1 <> 0 THEN 2 ELSE 0 END\n"
+    "      UPDATE rb_jobs j SET state = CASE WHEN nb.gone THEN j.state ELSE 3 END,\n"
+    "        attempts = CASE WHEN nb.gone THEN j.attempts ELSE j.attempts + 1 END,\n"
+    "        wid = CASE WHEN nb.gone THEN j.wid ELSE p_wids[nb.rn] END,\n"
+    "        due_ms = CASE WHEN nb.gone THEN j.due_ms ELSE p_now + j.reserve_s * 1000::bigint END,\n"
+    "        flags = CASE WHEN nb.gone THEN j.flags WHEN j.flags & 1 <> 0 THEN 2 ELSE 0 END\n"
     "      FROM numbered nb WHERE j.jid = nb.jid\n"
-    "      RETURNING nb.rn - 1, j.jid, j.json, j.enq_ms;\n"
+    "      RETURNING CASE WHEN nb.gone THEN -1 ELSE nb.rn - 1 END, j.jid,\n"
+    "        CASE WHEN nb.gone THEN NULL ELSE j.json END, j.enq_ms;\n"
     "    GET DIAGNOSTICS n = ROW_COUNT;\n"
     "    got := got + n;\n"
     "  END LOOP;\n"
