@@ -752,7 +752,7 @@ static const char migration_8[] =
     "    WHERE NOT keep[u.ord] OR u.jid = ANY(ok) ORDER BY u.ord;\n"
     "END $$;\n"
 
-    /* version 2's rb_claim, expired ready jobs skipped and reported */
+    /* version 2's rb_claim, an expired job picked reported in place of a claim */
     "CREATE FUNCTION rb_claim_unexpired(p_queues text[], p_wids text[], p_now bigint)\n"
     "RETURNS TABLE (slot int, jid text, json text, enq_ms bigint)\n"
     "LANGUAGE plpgsql AS $$\n"
@@ -789,7 +789,7 @@ static const char migration_8[] =
     "    got := got + n;\n"
     "  END LOOP;\n"
     "END $$;\n"
-    /* nodes of the previous release: expired jobs skipped, not reported */
+    /* nodes of the previous release: expired jobs never claimed nor reported */
     "CREATE OR REPLACE FUNCTION rb_claim(p_queues text[], p_wids text[], p_now bigint)\n"
     "RETURNS TABLE (slot int, jid text, json text, enq_ms bigint) LANGUAGE sql AS $$\n"
     "  SELECT * FROM rb_claim_unexpired(p_queues, p_wids, p_now) c WHERE c.slot >= 0\n"
