@@ -14,7 +14,8 @@
 
 #include "common/error.h"
 
-/* The replies where the backend keeps neither (distributed mode, for now). */
+/* The replies where the backend keeps neither (rb_backend.unique_jobs
+ * false; both backends keep them since issue 16). */
 #define RB_UNIQUE_UNSUPPORTED "unique jobs are not supported in distributed mode yet"
 #define RB_EXPIRING_UNSUPPORTED "expiring jobs are not supported in distributed mode yet"
 /* A duplicate's reply: "-NOTUNIQUE Job not unique" for PUSH, the text

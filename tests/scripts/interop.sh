@@ -5,7 +5,9 @@
 #  1. tests/interop/interop.js as producer and worker, with a password and a
 #     retry policy set in the config, then tests/interop/workflow.js (job
 #     dependencies sent in custom.depends_on) and tests/interop/batch.js
-#     (BATCH through the client's generic send, members by custom.bid);
+#     (BATCH through the client's generic send, members by custom.bid) and
+#     tests/interop/unique.js (unique and expiring jobs), each against the
+#     single node and against distributed mode;
 #  2. the README quick start: examples/rebound.toml, examples/worker.js and the
 #     CLI, until the flaky job is dead.
 # Env: REBOUND_BIN (the binary), REBOUND_TOP (the checkout). Exit 0 = pass.
@@ -76,9 +78,8 @@ ftl = "2 1s 1s"
 EOT
 # Each script against the single node (SQLite), then against distributed
 # mode (a throwaway PostgreSQL cluster): the stock client cannot tell them
-# apart. unique.js runs on the single node only until the PostgreSQL
-# backend keeps unique locks and expiries (issue 16); track.js too, until it
-# keeps progress records.
+# apart. track.js runs on the single node only until the PostgreSQL backend
+# keeps progress records (issue 16).
 run_scripts() { # NAME SCRIPT...
   name=$1; shift
   for script in "$@"; do
@@ -98,7 +99,7 @@ pg_cluster_start "$tmp/pgc" "$tmp/pg-start.log" && "$bin" migrate --url "$pgurl"
   { echo "interop: PostgreSQL did not start:"; cat "$tmp/pg-start.log"; exit 1; }
 start_server interop "$pgurl"
 echo "interop: the same against distributed mode (PostgreSQL)"
-run_scripts postgresql interop workflow batch
+run_scripts postgresql interop workflow batch unique
 stop_server
 pg_cluster_stop
 

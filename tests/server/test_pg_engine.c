@@ -160,6 +160,17 @@ static char *claim_at(rb_pg *pg, const char *queues, const char *wid, int64_t no
     return jid;
 }
 
+/* A claim of one job of queue for wid as a node of the release before the
+ * schema in place runs it (version 2's rb_claim, replaced in place since):
+ * the engine's own claim needs the current schema. Its jid or NULL. */
+static char *claim_before_upgrade(const char *queue, const char *wid, int64_t now)
+{
+    char q[256];
+    snprintf(q, sizeof q, "SELECT jid FROM rb_claim(ARRAY['%s'], ARRAY['%s'], %lld)", queue, wid,
+             (long long)now);
+    return sql1(q);
+}
+
 static char *claim(const char *queues, const char *wid)
 {
     return claim_at(eng, queues, wid, rb_now_ms(), NULL);
@@ -224,8 +235,8 @@ Test(pg, migrate_is_idempotent_and_checked)
     cr_assert_eq(v, RB_PG_SCHEMA_VERSION);
     char *t = sql1("SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()"
                    " AND tablename LIKE 'rb\\_%'");
-    cr_assert_str_eq(t, "9"); /* rb_jobs, rb_queues, rb_counters, rb_meta, rb_workers,
-                                 rb_edges, rb_wait, rb_dep_done, rb_batches */
+    cr_assert_str_eq(t, "10"); /* rb_jobs, rb_queues, rb_counters, rb_meta, rb_workers,
+                                  rb_edges, rb_wait, rb_dep_done, rb_batches, rb_unique */
     free(t);
 }
 
@@ -293,16 +304,16 @@ Test(pg, migrate_command)
     cr_assert(strstr(out, "schema version 0: the database has no rebound schema"), "%s", out);
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema created (version 7)\n");
+    cr_assert_str_eq(out, "schema created (version 8)\n");
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema is up to date (version 7)\n");
+    cr_assert_str_eq(out, "schema is up to date (version 8)\n");
     snprintf(args, sizeof args, "migrate --check --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema version 7: up to date\n");
-    free(sql1("UPDATE rb_meta SET value = '8' WHERE key = 'schema_version'"));
+    cr_assert_str_eq(out, "schema version 8: up to date\n");
+    free(sql1("UPDATE rb_meta SET value = '9' WHERE key = 'schema_version'"));
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 1, "%s", out);
-    cr_assert(strstr(out, "version 8, newer than this rebound supports (7)"), "%s", out);
+    cr_assert(strstr(out, "version 9, newer than this rebound supports (8)"), "%s", out);
     cr_assert_eq(run_cli("migrate --url ./rebound.db", out, sizeof out), 2, "%s", out);
     cr_assert(strstr(out, "not a PostgreSQL url"), "%s", out);
     cr_assert_eq(run_cli("migrate --bogus", out, sizeof out), 2, "%s", out);
@@ -324,17 +335,17 @@ Test(pg, version_2_database_is_refused_then_upgraded_in_place)
     cr_assert_eq(from, 0);
     cr_assert_eq(push_at(pg, "{\"jid\":\"upgr00001\",\"jobtype\":\"Upg\",\"args\":[],"
                              "\"queue\":\"uq\"}", rb_now_ms()), 0);
-    char *jid = claim_at(pg, "uq", "w1", rb_now_ms(), NULL);
+    char *jid = claim_before_upgrade("uq", "w1", rb_now_ms());
     cr_assert_str_eq(jid, "upgr00001");
     cr_assert_eq(rb_pg_check_schema(pg, &err), RB_EVERSION);
-    cr_assert(strstr(rb_err_msg(&err), "version 2, this rebound needs 7: run 'rebound migrate'"),
+    cr_assert(strstr(rb_err_msg(&err), "version 2, this rebound needs 8: run 'rebound migrate'"),
               "%s", rb_err_msg(&err));
     snprintf(args, sizeof args, "migrate --check --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 1, "%s", out);
     cr_assert(strstr(out, "schema version 2:"), "%s", out);
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema upgraded from version 2 to 7\n");
+    cr_assert_str_eq(out, "schema upgraded from version 2 to 8\n");
     cr_assert_eq(rb_pg_check_schema(pg, &err), 0, "%s", rb_err_msg(&err));
     cr_assert_eq(rb_pg_schema_version(pg, &v, &err), 0);
     cr_assert_eq(v, RB_PG_SCHEMA_VERSION);
@@ -391,8 +402,8 @@ Test(pg, version_3_database_upgrades_to_the_holder_rule)
         snprintf(t, sizeof t, "{\"jid\":\"v3hold%03d\",\"jobtype\":\"t\",\"args\":[]}", i);
         cr_assert_eq(push_at(pg, t, now), 0);
     }
-    char *a = claim_at(pg, "default", "w1", now, NULL);
-    char *b = claim_at(pg, "default", "w1", now, NULL);
+    char *a = claim_before_upgrade("default", "w1", now);
+    char *b = claim_before_upgrade("default", "w1", now);
     cr_assert_str_eq(a, "v3hold001");
     cr_assert_str_eq(b, "v3hold002");
     /* version 3's rule, as the previous release applied it */
@@ -401,7 +412,7 @@ Test(pg, version_3_database_upgrades_to_the_holder_rule)
     free(r);
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema upgraded from version 3 to 7\n");
+    cr_assert_str_eq(out, "schema upgraded from version 3 to 8\n");
     /* pg, connected before the upgrade, goes on: its statements reach the
      * replaced functions */
     cr_assert_eq(rb_pg_check_schema(pg, &err), 0, "%s", rb_err_msg(&err));
@@ -446,11 +457,11 @@ Test(pg, version_4_database_upgrades_to_dependencies)
     cr_assert_eq(rb_pg_migrate_to(pg, 4, &from, &err), 0, "%s", rb_err_msg(&err));
     int64_t now = rb_now_ms();
     cr_assert_eq(push_at(pg, "{\"jid\":\"v4par0001\",\"jobtype\":\"t\",\"args\":[]}", now), 0);
-    char *a = claim_at(pg, "default", "w1", now, NULL);
+    char *a = claim_before_upgrade("default", "w1", now);
     cr_assert_str_eq(a, "v4par0001");
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema upgraded from version 4 to 7\n");
+    cr_assert_str_eq(out, "schema upgraded from version 4 to 8\n");
     cr_assert_eq(rb_pg_check_schema(pg, &err), 0, "%s", rb_err_msg(&err));
     json_t *kid = json_loads("{\"jid\":\"v4kid0001\",\"jobtype\":\"t\",\"args\":[],"
                              "\"depends_on\":[\"v4par0001\"]}", 0, NULL);
@@ -1266,7 +1277,8 @@ Test(pg, concurrent_claimers_never_share_a_job)
     char jids[RACE_JOBS][16];
     for (int i = 0; i < RACE_JOBS; i++) {
         snprintf(jids[i], sizeof jids[i], "race%06d", i);
-        nj[i] = (rb_pg_new_job){jids[i], "race", 5, 0, 60, "{\"jobtype\":\"t\",\"args\":[]}"};
+        nj[i] = (rb_pg_new_job){.jid = jids[i], .queue = "race", .priority = 5, .reserve_s = 60,
+                                .json = "{\"jobtype\":\"t\",\"args\":[]}"};
     }
     int st[RACE_JOBS];
     rb_err err = {0};
@@ -1342,7 +1354,8 @@ Test(pg, failures_and_reapers_on_three_nodes_apply_one_decision)
     char jids[DECIDE_JOBS][16];
     for (int i = 0; i < DECIDE_JOBS; i++) {
         snprintf(jids[i], sizeof jids[i], "dec%06d", i);
-        nj[i] = (rb_pg_new_job){jids[i], "dec", 5, 0, 1, "{\"jobtype\":\"t\",\"args\":[]}"};
+        nj[i] = (rb_pg_new_job){.jid = jids[i], .queue = "dec", .priority = 5, .reserve_s = 1,
+                                .json = "{\"jobtype\":\"t\",\"args\":[]}"};
     }
     int st[DECIDE_JOBS];
     rb_err err = {0};
@@ -1556,7 +1569,8 @@ Test(pg, three_nodes_random_failures_each_job_once_or_dead_by_policy, .timeout =
                        "\"initial_interval\":\"1ms\",\"maximum_attempts\":3}}";
     for (int i = 0; i < LOAD_JOBS; i++) {
         snprintf(jids[i], sizeof jids[i], "load%06d", i);
-        nj[i] = (rb_pg_new_job){jids[i], "load", 5, 0, 60, body};
+        nj[i] = (rb_pg_new_job){.jid = jids[i], .queue = "load", .priority = 5, .reserve_s = 60,
+                                .json = body};
     }
     static int st[LOAD_JOBS], execs[LOAD_JOBS], acked[LOAD_JOBS];
     rb_err err = {0};
@@ -1817,11 +1831,11 @@ Test(pg, version_5_database_upgrades_to_batches)
     cr_assert_eq(rb_pg_migrate_to(pg, 5, &from, &err), 0, "%s", rb_err_msg(&err));
     int64_t now = rb_now_ms();
     cr_assert_eq(push_at(pg, "{\"jid\":\"v5job0001\",\"jobtype\":\"t\",\"args\":[]}", now), 0);
-    char *a = claim_at(pg, "default", "w1", now, NULL);
+    char *a = claim_before_upgrade("default", "w1", now);
     cr_assert_str_eq(a, "v5job0001");
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema upgraded from version 5 to 7\n");
+    cr_assert_str_eq(out, "schema upgraded from version 5 to 8\n");
     cr_assert_eq(rb_pg_check_schema(pg, &err), 0, "%s", rb_err_msg(&err));
     rb_pg_ref ref = {a, "w1"};
     int st = -1;
@@ -1861,12 +1875,106 @@ Test(pg, version_6_database_upgrades_to_the_batch_member_index)
     free(n);
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema upgraded from version 6 to 7\n");
+    cr_assert_str_eq(out, "schema upgraded from version 6 to 8\n");
     cr_assert_eq(rb_pg_check_schema(pg, &err), 0, "%s", rb_err_msg(&err));
     n = sql1(q);
     cr_assert_str_eq(n, "1");
     free(n);
     rb_pg_close(pg);
+}
+
+/* --- unique jobs and expiring jobs (schema version 8, issue 16) --- */
+
+/* A version-7 database holding a claimed job and an enqueued one: after
+ * `rebound migrate` the claimed job is acknowledged as before, the other
+ * claimed (jobs stored before the upgrade lock nothing and never expire),
+ * and unique and expiring jobs work. */
+Test(pg, version_7_database_upgrades_to_unique_jobs)
+{
+    char drop[160], args[1200], out[1024];
+    snprintf(drop, sizeof drop, "DROP SCHEMA %s CASCADE; CREATE SCHEMA %s", schema, schema);
+    free(sql1(drop));
+    rb_pg *pg = open_engine(false, 15);
+    rb_err err = {0};
+    int from = -1;
+    cr_assert_eq(rb_pg_migrate_to(pg, 7, &from, &err), 0, "%s", rb_err_msg(&err));
+    int64_t now = rb_now_ms();
+    cr_assert_eq(push_at(pg, "{\"jid\":\"v7job0001\",\"jobtype\":\"t\",\"args\":[]}", now), 0);
+    cr_assert_eq(push_at(pg, "{\"jid\":\"v7job0002\",\"jobtype\":\"t\",\"args\":[]}", now), 0);
+    char *a = claim_before_upgrade("default", "w1", now);
+    cr_assert_str_eq(a, "v7job0001");
+    snprintf(args, sizeof args, "migrate --url '%s'", url);
+    cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
+    cr_assert_str_eq(out, "schema upgraded from version 7 to 8\n");
+    cr_assert_eq(rb_pg_check_schema(pg, &err), 0, "%s", rb_err_msg(&err));
+    rb_pg_ref ref = {a, "w1"};
+    int st = -1;
+    rb_pg_labels lab;
+    cr_assert_eq(rb_pg_ack(pg, &ref, 1, &st, &lab, &err), 0, "%s", rb_err_msg(&err));
+    cr_assert_eq(st, RB_JOB_DONE);
+    char *b = claim_at(pg, "default", "w1", now, NULL);
+    cr_assert_str_eq(b, "v7job0002");
+    /* a unique job, its duplicate, an expired job skipped at the claim */
+    now = rb_now_ms();
+    cr_assert_eq(push_at(pg, "{\"jid\":\"v8uniq001\",\"jobtype\":\"u\",\"args\":[1],"
+                             "\"queue\":\"v8q\",\"custom\":{\"unique_for\":60}}", now), 0);
+    cr_assert_eq(push_at(pg, "{\"jid\":\"v8uniq002\",\"jobtype\":\"u\",\"args\":[1],"
+                             "\"queue\":\"v8q\",\"custom\":{\"unique_for\":60}}", now),
+                 RB_ENOTUNIQUE);
+    char *t = sql1("SELECT count(*) FROM rb_unique WHERE jid = 'v8uniq001'");
+    cr_assert_str_eq(t, "1");
+    free(t);
+    cr_assert_eq(push_at(pg, "{\"jid\":\"v8exp0001\",\"jobtype\":\"e\",\"args\":[],"
+                             "\"queue\":\"v8e\",\"custom\":"
+                             "{\"expires_at\":\"2001-01-01T00:00:00Z\"}}", now), 0);
+    /* the previous release's claim skips it, leaving it to be dropped */
+    t = sql1("SELECT count(*) FROM rb_claim('{v8e}', '{w1}', (extract(epoch FROM"
+             " clock_timestamp()) * 1000)::bigint)");
+    cr_assert_str_eq(t, "0");
+    free(t);
+    t = sql1("SELECT count(*) FROM rb_jobs WHERE jid = 'v8exp0001'");
+    cr_assert_str_eq(t, "1");
+    free(t);
+    char *c = claim_at(pg, "v8e", "w1", now, NULL);
+    cr_assert_null(c);
+    t = sql1("SELECT count(*) FROM rb_jobs WHERE jid = 'v8exp0001'");
+    cr_assert_str_eq(t, "0");
+    free(t);
+    free(a);
+    free(b);
+    rb_pg_close(pg);
+}
+
+/* Expired jobs at the head of the queues a claim names are dropped and
+ * the claim goes on to the next live job, in the same queue or a later
+ * one; a job expiring later is claimed. */
+Test(pg, claim_drops_expired_jobs_and_returns_the_next)
+{
+    int64_t now = rb_now_ms();
+    char t[256];
+    for (int i = 0; i < 30; i++) {
+        snprintf(t, sizeof t, "{\"jid\":\"xold%05d\",\"jobtype\":\"t\",\"args\":[],"
+                              "\"queue\":\"%s\",\"custom\":{\"expires_at\":"
+                              "\"2001-01-01T00:00:00Z\"}}", i, i % 2 ? "xa" : "xb");
+        cr_assert_eq(push_at(eng, t, now), 0);
+    }
+    cr_assert_eq(push_at(eng, "{\"jid\":\"xlive0001\",\"jobtype\":\"t\",\"args\":[],"
+                              "\"queue\":\"xb\",\"custom\":{\"expires_in\":60}}", now), 0);
+    char *a = claim_at(eng, "xa xb", "w1", now, NULL);
+    cr_assert_str_eq(a, "xlive0001");
+    free(a);
+    char *n = sql1("SELECT count(*) FROM rb_jobs WHERE jid LIKE 'xold%'");
+    cr_assert_str_eq(n, "0");
+    free(n);
+    n = sql1("SELECT sum(value) FROM rb_counters WHERE name = 'expired'");
+    cr_assert_str_eq(n, "30");
+    free(n);
+    rb_pg_labels *l = NULL;
+    size_t nl = 0;
+    rb_pg_take_expired(eng, &l, &nl);
+    cr_assert_eq(nl, 30);
+    cr_assert_str_eq(l[0].jobtype, "t");
+    free(l);
 }
 
 /* Pushes job text as a batch member (bid NULL: plain); its status. */

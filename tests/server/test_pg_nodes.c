@@ -13,7 +13,9 @@
  *   after, recording the workers that said HELLO meanwhile at their next
  *   BEAT;
  * - a 1,000-job batch run by workers on three nodes, one node killed with
- *   SIGKILL in the middle: each callback exists exactly once.
+ *   SIGKILL in the middle: each callback exists exactly once;
+ * - 16 clients spread over three nodes push the same unique job at once:
+ *   exactly one is taken, every other answered NOTUNIQUE (issue 16).
  * $REBOUND_PG_NODES_JOBS sets the job count of the first test (default
  * 20000; 100000 is the full run of docs/distributed.md). */
 #define RBH_PG 1
@@ -552,6 +554,71 @@ Test(nodes, batch_across_nodes_with_a_node_killed_fires_each_callback_once)
     json_decref(info);
     rbh_close(c);
     free(bid);
+    for (int i = 0; i < NODES; i++) {
+        cr_assert_eq(rbh_stop(&node[i]), 0, "node %d did not exit cleanly", i);
+        node[i].dir[0] = '\0';
+    }
+}
+
+/* 16 clients spread over three nodes push the same unique job at once, in
+ * rounds (a new key each round): the lock's primary key lets exactly one
+ * push of each round win, on whichever node (issue 16). */
+#define U_CLIENTS 16
+#define U_ROUNDS 10
+static pthread_barrier_t u_barrier;
+static atomic_int u_ok[U_ROUNDS], u_refused[U_ROUNDS], u_other;
+
+static void *unique_pusher(void *arg)
+{
+    int self = (int)(intptr_t)arg;
+    rbh_conn *c = rbh_connect(&node[self % NODES], NULL);
+    for (int round = 0; round < U_ROUNDS; round++) {
+        pthread_barrier_wait(&u_barrier);
+        char *r = c ? rbh_cmd(c, "PUSH {\"jid\":\"nu-%02d-%02d\",\"jobtype\":\"Once\","
+                                 "\"queue\":\"nuq\",\"args\":[%d],"
+                                 "\"custom\":{\"unique_for\":60}}",
+                              round, self, round)
+                    : NULL;
+        if (r && !strcmp(r, "+OK"))
+            atomic_fetch_add(&u_ok[round], 1);
+        else if (r && !strcmp(r, "-NOTUNIQUE Job not unique"))
+            atomic_fetch_add(&u_refused[round], 1);
+        else
+            atomic_fetch_add(&u_other, 1);
+        free(r);
+    }
+    rbh_close(c);
+    return NULL;
+}
+
+Test(nodes, same_unique_job_pushed_on_three_nodes_at_once_is_taken_once)
+{
+    for (int i = 0; i < NODES; i++)
+        start_node(i);
+    pthread_barrier_init(&u_barrier, NULL, U_CLIENTS);
+    pthread_t t[U_CLIENTS];
+    for (int i = 0; i < U_CLIENTS; i++)
+        pthread_create(&t[i], NULL, unique_pusher, (void *)(intptr_t)i);
+    for (int i = 0; i < U_CLIENTS; i++)
+        pthread_join(t[i], NULL);
+    pthread_barrier_destroy(&u_barrier);
+    cr_assert_eq(atomic_load(&u_other), 0, "a push neither +OK nor NOTUNIQUE");
+    for (int round = 0; round < U_ROUNDS; round++) {
+        cr_assert_eq(atomic_load(&u_ok[round]), 1, "round %d: %d pushes taken", round,
+                     atomic_load(&u_ok[round]));
+        cr_assert_eq(atomic_load(&u_refused[round]), U_CLIENTS - 1);
+    }
+    for (int i = 0; i < NODES; i++) { /* one answer, whichever node is asked */
+        rbh_conn *c = rbh_connect(&node[i], NULL);
+        cr_assert_not_null(c);
+        json_t *info = rbh_json(rbh_cmd(c, "INFO"));
+        cr_assert_eq(json_integer_value(rbh_get(info, "faktory.queues.nuq")), U_ROUNDS);
+        cr_assert_eq(json_integer_value(rbh_get(info, "rebound.unique.locks")), U_ROUNDS);
+        cr_assert_eq(json_integer_value(rbh_get(info, "rebound.unique.rejected")),
+                     U_ROUNDS * (U_CLIENTS - 1));
+        json_decref(info);
+        rbh_close(c);
+    }
     for (int i = 0; i < NODES; i++) {
         cr_assert_eq(rbh_stop(&node[i]), 0, "node %d did not exit cleanly", i);
         node[i].dir[0] = '\0';

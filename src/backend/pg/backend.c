@@ -29,7 +29,7 @@ static void push_results(rb_srv *srv, rb_eng_op *op, rb_pgreq *r)
     for (size_t i = 0; i < n; i++) {
         const rb_pg_new_job *j = &r->u.push.jobs[i];
         op->u.push.status[i] = r->u.push.status[i];
-        if (r->u.push.status[i]) /* the jid taken, or no such batch */
+        if (r->u.push.status[i]) /* the jid taken, no such batch, or not unique */
             continue;
         made++;
         rb_metrics_event(srv->metrics, RB_M_PUSHED, j->queue, j->json);
@@ -94,8 +94,10 @@ static bool readies(const rb_eng_op *op)
 static void req_done(rb_srv *srv, rb_pgreq *r)
 {
     rb_eng_op *op = r->data;
-    if (r->rc == RB_EINVAL || (op->kind == RB_ENG_BATCH && r->rc == RB_ENOENT)) {
-        /* refused (a push's depends_on, no such batch): nothing changed */
+    if (r->rc == RB_EINVAL || r->rc == RB_ENOTUNIQUE ||
+        (op->kind == RB_ENG_BATCH && r->rc == RB_ENOENT)) {
+        /* refused (a push's depends_on or unique parent, no such batch):
+         * nothing changed */
         op->rc = r->rc;
         op->err = r->err;
         op->applied = RB_ENG_NOT_APPLIED;
@@ -267,9 +269,14 @@ static void info_call(rb_pg *pg, rb_pgreq *r)
         .rebound = json_pack("{s:{s:s, s:i}}", "storage", "backend", "postgresql",
                              "schema_version", RB_PG_SCHEMA_VERSION),
     };
-    int64_t open = 0, stored = 0, callbacks = 0;
-    if ((r->rc = rb_pg_batch_info(pg, &open, &stored, &callbacks, &r->err)))
+    int64_t open = 0, stored = 0, callbacks = 0, locks = 0, rejected = 0, expired = 0;
+    if ((r->rc = rb_pg_batch_info(pg, &open, &stored, &callbacks, &r->err)) ||
+        (r->rc = rb_pg_unique_info(pg, &locks, &rejected, &expired, &r->err)))
         return;
+    json_object_set_new(op->u.info.rebound, "expired", json_integer(expired));
+    json_object_set_new(op->u.info.rebound, "unique",
+                        json_pack("{s:I, s:I}", "locks", (json_int_t)locks, "rejected",
+                                  (json_int_t)rejected));
     json_object_set_new(op->u.info.rebound, "batches",
                         json_pack("{s:I, s:I, s:I}", "open", (json_int_t)open, "stored",
                                   (json_int_t)stored, "callbacks", (json_int_t)callbacks));
@@ -594,4 +601,5 @@ const rb_backend rb_backend_pg = {
     .batch = dist_batch,
     .refetch = rb_pgmode_refetch,
     .workflow = dist_workflow,
+    .unique_jobs = true,
 };

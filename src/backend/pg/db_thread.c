@@ -252,6 +252,7 @@ void *mode_db_thread(void *arg)
         pm->done_tail = last;
         pm->seen.commits = mode_append(pm->seen.commits, &pm->seen.n_commits, bc.c, bc.n,
                                   sizeof *bc.c);
+        mode_note_expired_locked(pm, ta.pg); /* dropped by its claims */
         mode_signal_loop(pm);
         pthread_mutex_unlock(&pm->mu);
     }

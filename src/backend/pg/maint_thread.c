@@ -78,12 +78,21 @@ void *mode_maint_thread(void *arg)
     for (;;) {
         rb_err err = {0};
         int promoted = 0, reaped = 0, dropped = 0, forgotten = 0, expired = 0, batches_gone = 0;
+        int dropped_expired = 0;
         int64_t due = INT64_MAX;
         int rc = promote_all(pm, mb, &promoted, &err);
         if (!rc)
             rc = reap_all(pm, mb, &reaped, &err);
         if (!rc)
             rc = batches(pm, rb_pg_cleanup_dead, &dropped, &err);
+        if (!rc) /* jobs whose custom.expires_at passed, before they run */
+            rc = batches(pm, rb_pg_expire, &dropped_expired, &err);
+        if (dropped_expired) {
+            pthread_mutex_lock(&pm->mu);
+            mode_note_expired_locked(pm, pm->maint);
+            mode_signal_loop(pm);
+            pthread_mutex_unlock(&pm->mu);
+        }
         if (!rc) /* the succeeded records of workflow jobs past their TTL */
             rc = batches(pm, rb_pg_deps_expire, &expired, &err);
         if (!rc) /* batches never committed, or finished past their retention */
@@ -106,7 +115,7 @@ void *mode_maint_thread(void *arg)
             rb_log(RB_LOG_DEBUG, "%d succeeded workflow records expired", expired);
         if (batches_gone)
             rb_log(RB_LOG_INFO, "%d expired batches forgotten", batches_gone);
-        if (promoted || reaped || dropped) /* a discard may release children */
+        if (promoted || reaped || dropped || dropped_expired) /* a discard may release children */
             mode_note_ready(pm, NULL, 0); /* notifications are a hint: wake locally too */
         int64_t now = rb_now_ms();
         int64_t wait = RB_PGMODE_TICK_MS * 4 / 5 + rand_r(&seed) % (RB_PGMODE_TICK_MS * 2 / 5 + 1);

@@ -39,6 +39,8 @@ typedef struct mode_observed {
     size_t n_late;
     mode_commit *commits;
     size_t n_commits;
+    rb_pg_labels *expired; /* jobs dropped expired (sql_unique.c) */
+    size_t n_expired;
 } mode_observed;
 
 struct rb_pgmode {
@@ -95,6 +97,9 @@ void *mode_append(void *arr, size_t *len, const void *src, size_t n, size_t sz);
  * not held); wakes it. Maintenance thread. */
 void mode_note_maintenance(rb_pgmode *pm, const rb_pg_fail_result *reaped, size_t n_reaped,
                            const int64_t *late, size_t n_late);
+/* Hands the jobs pg dropped expired (rb_pg_take_expired) to the loop's
+ * /metrics; mu held. Database and maintenance threads. */
+void mode_note_expired_locked(rb_pgmode *pm, rb_pg *pg);
 /* Frees what o holds and zeroes it. */
 void mode_observed_release(mode_observed *o);
 /* Counts what the threads saw into this node's /metrics (loop thread). */

@@ -73,8 +73,18 @@ void mode_note_maintenance(rb_pgmode *pm, const rb_pg_fail_result *reaped, size_
     pthread_mutex_unlock(&pm->mu);
 }
 
+void mode_note_expired_locked(rb_pgmode *pm, rb_pg *pg)
+{
+    rb_pg_labels *l = NULL;
+    size_t n = 0;
+    rb_pg_take_expired(pg, &l, &n);
+    pm->seen.expired = mode_append(pm->seen.expired, &pm->seen.n_expired, l, n, sizeof *l);
+    free(l);
+}
+
 void mode_observed_release(mode_observed *o)
 {
+    free(o->expired);
     free(o->reaped);
     free(o->late);
     free(o->commits);
@@ -90,6 +100,9 @@ void mode_observed_count(rb_srv *srv, const mode_observed *o)
         rb_metrics_lateness(srv->metrics, o->late[i]);
     for (size_t i = 0; i < o->n_commits; i++)
         rb_metrics_commit(srv->metrics, o->commits[i].n_ops, o->commits[i].us);
+    for (size_t i = 0; i < o->n_expired; i++)
+        rb_metrics_event_labels(srv->metrics, RB_M_EXPIRED, o->expired[i].queue,
+                                o->expired[i].jobtype);
 }
 
 void rb_pgmode_count_failure(rb_srv *srv, const rb_pg_fail_result *res)

@@ -42,11 +42,12 @@
 #include "engine/job_state.h"
 #include "engine/mutation.h"
 #include "engine/reads.h"
+#include "engine/unique.h"
 #include "engine/workflow.h"
 #include "policy/policy.h"
 
 /* The schema version this build creates and requires (rb_pg_migrate). */
-#define RB_PG_SCHEMA_VERSION 7
+#define RB_PG_SCHEMA_VERSION 8
 
 /* Job states, flags and per-job outcomes are the engine's
  * (engine/job_state.h), stored as the same numbers. Done and discarded jobs
@@ -117,6 +118,12 @@ typedef struct rb_pg_new_job {
     int64_t at_ms;    /* run time; <= now: enqueued at once */
     int reserve_s;    /* lease length at claim */
     const char *json; /* compact job JSON, with created_at, without enqueued_at */
+    /* unique jobs and expiring jobs (engine/unique.h): ukey "" for a job
+     * that locks nothing; expires_ms 0 for none */
+    char ukey[RB_UNIQUE_KEY_LEN];
+    int64_t until_ms; /* when the lock runs out */
+    bool until_start; /* unique_until "start" */
+    int64_t expires_ms;
 } rb_pg_new_job;
 
 /* Fills *out from a validated job object (rb_job_validate's rules): queue
@@ -129,7 +136,11 @@ void rb_pg_job_from_json(json_t *job, int64_t now, int default_reserve_s, rb_pg_
 
 /* Inserts the jobs in one statement (PUSH and PUSHB). status[i] is 0 or
  * RB_EEXIST when jid i is taken (by a stored job or an earlier element of
- * the same batch). Enqueued jobs notify their queues' listeners. */
+ * the same batch), or RB_ENOTUNIQUE when job i's unique lock is held by
+ * another job (its own jid again included) or by an earlier element.
+ * Enqueued jobs notify their queues' listeners. A push holding a unique
+ * or expiring job runs rb_push_unique (the locks taken in the statement),
+ * any other the plain rb_push. */
 int rb_pg_push(rb_pg *pg, const rb_pg_new_job *jobs, size_t n, int64_t now, int *status,
                rb_err *err);
 
@@ -193,8 +204,13 @@ typedef struct rb_pg_claimed {
  * within a priority. Each job gets attempts + 1, a lease until now +
  * reserve_s, holder wids[slot] (NULL entries: no wid). One fenced
  * `FOR UPDATE SKIP LOCKED` statement per queue inside one function call:
- * concurrent claimers on any node never get the same job. *out (free with
- * rb_pg_claimed_free) gets *nout <= n jobs ordered by slot. */
+ * concurrent claimers on any node never get the same job. A job whose
+ * custom.expires_at passed is never claimed: the ones the claim picks are
+ * dropped after it, in a transaction of their own (rb_pg_expire's work; an
+ * error there is logged and leaves them to the maintenance sweep), and the
+ * slots they took claimed for again (a few rounds at most). A
+ * unique_until "start" job's lock is released as it is claimed. *out (free
+ * with rb_pg_claimed_free) gets *nout <= n jobs ordered by slot. */
 int rb_pg_claim(rb_pg *pg, const char *const *queues, int nq, const char *const *wids, int n,
                 int64_t now, rb_pg_claimed **out, int *nout, rb_err *err);
 void rb_pg_claimed_free(rb_pg_claimed *c, int n);
@@ -424,5 +440,22 @@ int rb_pg_counters(rb_pg *pg, int64_t *processed, int64_t *failures, rb_err *err
  * transaction. RB_ENOENT when jid is no stored job. */
 int rb_pg_workflow(rb_pg *pg, const char *jid, size_t max_nodes, int64_t now, rb_workflow *g,
                    rb_err *err);
+
+/* --- unique jobs and expiring jobs (sql_unique.c; docs/enterprise.md) --- */
+
+/* Drops up to limit jobs whose custom.expires_at passed (scheduled,
+ * enqueued or waiting for a retry; never a working or dead one), in one
+ * transaction: deleted (their unique locks released), counted ("expired"),
+ * a batch member's death noted, a parent's children told of a discard.
+ * Each is logged ("JID x: Halt: job expired") and its labels kept for
+ * rb_pg_take_expired. *n = jobs dropped. */
+int rb_pg_expire(rb_pg *pg, int64_t now, int limit, int *n, rb_err *err);
+/* The labels of the jobs this engine dropped expired since the last call
+ * (*out: a new array of *n, caller frees; NULL when none). */
+void rb_pg_take_expired(rb_pg *pg, rb_pg_labels **out, size_t *n);
+/* INFO's rebound.unique and rebound.expired, the cluster's: locks stored,
+ * pushes refused NOTUNIQUE, jobs dropped expired (all time). */
+int rb_pg_unique_info(rb_pg *pg, int64_t *locks, int64_t *rejected, int64_t *expired,
+                      rb_err *err);
 
 #endif

@@ -13,7 +13,11 @@
 static const char *const sql_stmt_text[SQL_STMT_COUNT] = {
     [SQL_PUSH] = "SELECT unnest(rb_push($1::text[], $2::text[], $3::int[], $4::bigint[], $5::int[],"
                 " $6::text[], $7::bigint))",
-    [SQL_CLAIM] = "SELECT slot, jid, json, enq_ms FROM rb_claim($1::text[], $2::text[], $3::bigint)"
+    [SQL_PUSH_UNIQUE] = "SELECT o_jid, o_st, o_holder FROM rb_push_unique($1::text[], $2::text[], $3::int[],"
+                       " $4::bigint[], $5::int[], $6::text[], $7::bigint, $8::text[], $9::bigint[],"
+                       " $10::boolean[], $11::bigint[], $12::int)",
+    [SQL_CLAIM] = "SELECT slot, jid, json, enq_ms FROM rb_claim_unexpired($1::text[], $2::text[],"
+                 " $3::bigint)"
                  " ORDER BY slot",
     [SQL_ACK] = "SELECT status, queue, jobtype FROM rb_ack_batch($1::text[], $2::text[], $3::int,"
                 " $4::bigint, $5::bigint, false)",
@@ -210,6 +214,7 @@ void rb_pg_close(rb_pg *pg)
     PQfinish(pg->conn);
     sql_batch_forget(pg);
     free(pg->bev);
+    free(pg->expired);
     rb_config_release(&pg->defaults);
     free(pg->url);
     free(pg->channel);

@@ -146,7 +146,17 @@ int sql_push_deps_tx(rb_pg *pg, const rb_pg_new_job *jobs, size_t n, int64_t now
         }
     if ((rc = rb_dep_check_push(objs, n, lookup, &k, err)))
         goto out; /* refused: the caller rolls back, nothing written */
-    if (!(rc = rb_pg_push(pg, jobs, n, now, status, err)))
+    if ((rc = rb_pg_push(pg, jobs, n, now, status, err)))
+        goto out;
+    /* a child must not take a refused unique parent for a succeeded one:
+     * refused whole, as on a single node (rb_mem_unique_check_push) */
+    for (size_t i = 0; i < n && n > 1 && !rc; i++)
+        if (status[i] == RB_ENOTUNIQUE)
+            rc = rb_err_set(err, RB_ENOTUNIQUE,
+                            "job %s: " RB_NOTUNIQUE_CODE " " RB_NOTUNIQUE_MSG
+                            " (a PUSHB naming parents is refused whole)",
+                            jobs[i].jid);
+    if (!rc)
         rc = attach(pg, objs, n, status, err);
 out:
     free_column(k.live, k.n_live);

@@ -15,6 +15,7 @@
  * engine connects). Keep in step with sql_stmt_text[] in sql_conn.c. */
 typedef enum sql_stmt {
     SQL_PUSH,
+    SQL_PUSH_UNIQUE,
     SQL_CLAIM,
     SQL_ACK,
     SQL_LOCK_JOBS,
@@ -61,6 +62,8 @@ struct rb_pg {
     char last_error[256];
     sql_batch_ev *bev;  /* the open transaction's batch events (sql_batch_note) */
     size_t bev_n, bev_cap;
+    rb_pg_labels *expired; /* jobs dropped expired, for rb_pg_take_expired */
+    size_t n_expired;
 };
 
 /* The config in force (never NULL). */
@@ -150,6 +153,11 @@ int sql_dep_events(rb_pg *pg, const char *jids, int ev, int64_t now, rb_err *err
 /* rb_pg_push_deps's work inside the caller's open transaction. */
 int sql_push_deps_tx(rb_pg *pg, const rb_pg_new_job *jobs, size_t n, int64_t now, int *status,
                      rb_err *err);
+
+/* Drops the jobs of jids (an array literal; NULL: any) whose expiry
+ * passed by now, at most limit (rb_pg_expire's work, sql_unique.c): the
+ * claim's expired jobs and the maintenance sweep's. */
+int sql_expire_jobs(rb_pg *pg, const char *jids, int64_t now, int limit, int *n, rb_err *err);
 
 /* Batches (sql_batch.c). Events of members and callback jobs are noted
  * while a transaction changes job rows (sql_batch_note), and applied just

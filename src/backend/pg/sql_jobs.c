@@ -8,6 +8,8 @@
 
 #include "common/timeutil.h"
 #include "engine/depend.h"
+#include "engine/unique.h"
+#include "server/log.h"
 
 void rb_pg_job_from_json(json_t *job, int64_t now, int default_reserve_s, rb_pg_new_job *out,
                          char **text)
@@ -32,8 +34,25 @@ void rb_pg_job_from_json(json_t *job, int64_t now, int default_reserve_s, rb_pg_
     const char *at = json_string_value(json_object_get(job, "at"));
     if (at && *at)
         rb_time_parse_rfc3339(at, &out->at_ms);
+    if (rb_unique_or_expiring(job)) { /* engine/unique.h's rules; validated at PUSH */
+        rb_unique_spec u;
+        if (!rb_unique_parse(job, &u, NULL) && u.on) {
+            rb_unique_key(job, out->ukey);
+            out->until_ms = rb_unique_until_ms(&u, now, out->at_ms);
+            out->until_start = u.until_start;
+        }
+        out->expires_ms = rb_expiry_of(job);
+    }
     *text = json_dumps(job, JSON_COMPACT);
     out->json = *text;
+}
+
+/* An optional integer as an array element: NULL when 0. */
+static void arr_opt_int(rb_buf *b, int64_t v)
+{
+    char t[24];
+    snprintf(t, sizeof t, "%lld", (long long)v);
+    sql_arr_str(b, v ? t : NULL);
 }
 
 int rb_pg_push(rb_pg *pg, const rb_pg_new_job *jobs, size_t n, int64_t now, int *status,
@@ -42,11 +61,16 @@ int rb_pg_push(rb_pg *pg, const rb_pg_new_job *jobs, size_t n, int64_t now, int 
     int rc = sql_ensure(pg, err);
     if (rc)
         return rc;
-    rb_buf a[6];
-    for (int k = 0; k < 6; k++) {
+    /* only a push holding a unique or expiring job takes rb_push_unique */
+    bool unique = false;
+    for (size_t i = 0; i < n && !unique; i++)
+        unique = jobs[i].ukey[0] || jobs[i].expires_ms;
+    int na = unique ? 10 : 6;
+    rb_buf a[10];
+    for (int k = 0; k < 10; k++)
         rb_buf_init(&a[k]);
+    for (int k = 0; k < na; k++)
         sql_arr_begin(&a[k]);
-    }
     size_t sent = 0;
     for (size_t i = 0; i < n; i++) {
         status[i] = 0;
@@ -61,23 +85,33 @@ int rb_pg_push(rb_pg *pg, const rb_pg_new_job *jobs, size_t n, int64_t now, int 
         sql_arr_int(&a[3], jobs[i].at_ms);
         sql_arr_int(&a[4], jobs[i].reserve_s);
         sql_arr_str(&a[5], jobs[i].json);
+        if (unique) {
+            sql_arr_str(&a[6], jobs[i].ukey[0] ? jobs[i].ukey : NULL);
+            sql_arr_int(&a[7], jobs[i].until_ms);
+            sql_arr_str(&a[8], jobs[i].until_start ? "t" : "f");
+            arr_opt_int(&a[9], jobs[i].expires_ms);
+        }
         sent++;
     }
-    for (int k = 0; k < 6; k++)
+    for (int k = 0; k < na; k++)
         sql_arr_end(&a[k]);
-    char nowtxt[24];
+    char nowtxt[24], shard[8];
     snprintf(nowtxt, sizeof nowtxt, "%lld", (long long)now);
-    const char *params[7] = {a[0].data, a[1].data, a[2].data, a[3].data,
-                             a[4].data, a[5].data, nowtxt};
-    PGresult *r = sent ? sql_run(pg, SQL_PUSH, 7, params, err) : NULL;
-    for (int k = 0; k < 6; k++)
+    snprintf(shard, sizeof shard, "%d", pg->shard);
+    const char *params[12] = {a[0].data, a[1].data, a[2].data, a[3].data, a[4].data, a[5].data,
+                              nowtxt,    a[6].data, a[7].data, a[8].data, a[9].data, shard};
+    PGresult *r = !sent    ? NULL
+                  : unique ? sql_run(pg, SQL_PUSH_UNIQUE, 12, params, err)
+                           : sql_run(pg, SQL_PUSH, 7, params, err);
+    for (int k = 0; k < 10; k++)
         rb_buf_release(&a[k]);
     if (!sent)
         return 0;
     if (!r)
         return err ? err->code : RB_ESTORE;
-    /* One row per inserted jid, normally in request order (so the search
-     * below starts where the last one matched); every other one was taken. */
+    /* One row per inserted jid (rb_push_unique: and per job refused
+     * NOTUNIQUE, o_st 1), normally in request order (so the search below
+     * starts where the last one matched); every other one was taken. */
     int n_ok = PQntuples(r), pos = 0;
     for (size_t i = 0; i < n; i++) {
         if (status[i])
@@ -85,8 +119,14 @@ int rb_pg_push(rb_pg *pg, const rb_pg_new_job *jobs, size_t n, int64_t now, int 
         bool found = false;
         for (int t = 0; t < n_ok && !found; t++) {
             int k = (pos + t) % n_ok;
-            if ((found = !strcmp(PQgetvalue(r, k, 0), jobs[i].jid)))
+            if ((found = !strcmp(PQgetvalue(r, k, 0), jobs[i].jid))) {
                 pos = k + 1;
+                if (unique && sql_int(r, k, 1) == 1) {
+                    status[i] = RB_ENOTUNIQUE;
+                    rb_log(RB_LOG_INFO, "JID %s: " RB_NOTUNIQUE_CODE " " RB_NOTUNIQUE_MSG
+                           " (held by %s)", jobs[i].jid, PQgetvalue(r, k, 2));
+                }
+            }
         }
         if (!found)
             status[i] = RB_EEXIST;
@@ -94,6 +134,49 @@ int rb_pg_push(rb_pg *pg, const rb_pg_new_job *jobs, size_t n, int64_t now, int 
     PQclear(r);
     return 0;
 }
+
+/* One rb_claim_unexpired for the slots of wids; the jobs claimed into
+ * c[*got..] (their slots as given), the expired jobs it picked into the
+ * array literal expired (*n_expired of them). */
+static int claim_once(rb_pg *pg, const char *queues, const char *const *wids, const int *slots,
+                      int n, int64_t now, rb_pg_claimed *c, int *got, rb_buf *expired,
+                      int *n_expired, rb_err *err)
+{
+    rb_buf w = RB_BUF_INIT;
+    sql_arr_begin(&w);
+    for (int i = 0; i < n; i++)
+        sql_arr_str(&w, wids ? wids[slots[i]] : NULL);
+    sql_arr_end(&w);
+    char nowtxt[24];
+    snprintf(nowtxt, sizeof nowtxt, "%lld", (long long)now);
+    const char *params[3] = {queues, w.data, nowtxt};
+    PGresult *r = sql_run(pg, SQL_CLAIM, 3, params, err);
+    rb_buf_release(&w);
+    if (!r)
+        return err ? err->code : RB_ESTORE;
+    for (int i = 0; i < PQntuples(r); i++) {
+        int64_t slot = sql_int(r, i, 0);
+        if (slot < 0 || slot >= n) { /* an expired job, left for the caller */
+            sql_arr_str(expired, PQgetvalue(r, i, 1));
+            (*n_expired)++;
+            continue;
+        }
+        rb_pg_claimed *one = &c[(*got)++];
+        one->slot = slots[slot];
+        one->jid = sql_dup(r, i, 1);
+        one->json = sql_json_with_enqueued(PQgetvalue(r, i, 2), sql_int(r, i, 3));
+    }
+    PQclear(r);
+    return 0;
+}
+
+static int by_slot(const void *a, const void *b)
+{
+    return ((const rb_pg_claimed *)a)->slot - ((const rb_pg_claimed *)b)->slot;
+}
+
+/* Claims again at most this many times for slots expired jobs used up. */
+#define CLAIM_ROUNDS 8
 
 int rb_pg_claim(rb_pg *pg, const char *const *queues, int nq, const char *const *wids, int n,
                 int64_t now, rb_pg_claimed **out, int *nout, rb_err *err)
@@ -105,33 +188,57 @@ int rb_pg_claim(rb_pg *pg, const char *const *queues, int nq, const char *const 
     int rc = sql_ensure(pg, err);
     if (rc)
         return rc;
-    rb_buf q = RB_BUF_INIT, w = RB_BUF_INIT;
+    rb_buf q = RB_BUF_INIT;
     sql_arr_begin(&q);
     for (int i = 0; i < nq; i++)
         sql_arr_str(&q, queues[i]);
     sql_arr_end(&q);
-    sql_arr_begin(&w);
+    rb_pg_claimed *c = rb_xcalloc((size_t)n, sizeof *c);
+    int *slots = rb_xcalloc((size_t)n, sizeof *slots);
+    bool *filled = rb_xcalloc((size_t)n, sizeof *filled);
+    int got = 0, want = n;
     for (int i = 0; i < n; i++)
-        sql_arr_str(&w, wids ? wids[i] : NULL);
-    sql_arr_end(&w);
-    char nowtxt[24];
-    snprintf(nowtxt, sizeof nowtxt, "%lld", (long long)now);
-    const char *params[3] = {q.data, w.data, nowtxt};
-    PGresult *r = sql_run(pg, SQL_CLAIM, 3, params, err);
-    rb_buf_release(&q);
-    rb_buf_release(&w);
-    if (!r)
-        return err ? err->code : RB_ESTORE;
-    int rows = PQntuples(r);
-    rb_pg_claimed *c = rb_xcalloc(rows ? (size_t)rows : 1, sizeof *c);
-    for (int i = 0; i < rows; i++) {
-        c[i].slot = (int)sql_int(r, i, 0);
-        c[i].jid = sql_dup(r, i, 1);
-        c[i].json = sql_json_with_enqueued(PQgetvalue(r, i, 2), sql_int(r, i, 3));
+        slots[i] = i;
+    for (int round = 0; round < CLAIM_ROUNDS && want > 0; round++) {
+        rb_buf expired = RB_BUF_INIT;
+        sql_arr_begin(&expired);
+        int n_expired = 0, before = got;
+        rc = claim_once(pg, q.data, wids, slots, want, now, c, &got, &expired, &n_expired, err);
+        sql_arr_end(&expired);
+        /* the claims are committed; an error dropping the expired jobs is
+         * logged and leaves them to the maintenance sweep */
+        rb_err xerr = {0};
+        if (!rc && n_expired &&
+            (sql_expire_jobs(pg, expired.data, now, n_expired, NULL, &xerr) ||
+             /* more than one round: many expired, dropped in bulk */
+             (round > 0 && sql_expire_jobs(pg, NULL, now, 1000, NULL, &xerr)))) {
+            rb_log(RB_LOG_WARN, "dropping expired jobs: %s", rb_err_msg(&xerr));
+            n_expired = 0;
+        }
+        rb_buf_release(&expired);
+        if (rc && got == 0)
+            break;
+        rc = 0; /* a later round's error: the jobs claimed so far are the answer */
+        if (!n_expired)
+            break;
+        /* slots the expired jobs used up: claimed for again */
+        for (int i = before; i < got; i++)
+            filled[c[i].slot] = true;
+        want = 0;
+        for (int i = 0; i < n; i++)
+            if (!filled[i])
+                slots[want++] = i;
     }
-    PQclear(r);
+    rb_buf_release(&q);
+    free(slots);
+    free(filled);
+    if (rc) {
+        free(c);
+        return rc;
+    }
+    qsort(c, (size_t)got, sizeof *c, by_slot);
     *out = c;
-    *nout = rows;
+    *nout = got;
     return 0;
 }
 

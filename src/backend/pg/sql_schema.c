@@ -660,8 +660,145 @@ static const char migration_7[] =
     "CREATE INDEX rb_jobs_bid ON rb_jobs (bid, jid) WHERE bid IS NOT NULL;\n"
     "UPDATE rb_meta SET value = '7' WHERE key = 'schema_version';\n";
 
+/* Version 8: unique jobs and expiring jobs (docs/enterprise.md, issue 16).
+ * rb_unique holds one row per lock: key (engine/unique.h's SHA-256 of
+ * jobtype, queue and canonical args) is the primary key, so two nodes
+ * pushing the same unique job at once cannot both win; until_ms is when it
+ * runs out (a push finding a lock that ran out takes it over), start marks
+ * unique_until "start". On rb_jobs, ukey is the key a unique job locked
+ * (NULL for every other job) and expires_ms its custom.expires_at (NULL for
+ * none). rb_push_unique is rb_push for a push holding a unique or expiring
+ * job (plain pushes keep rb_push): the locks taken first, in key order,
+ * then the jobs not refused inserted. A lock is released by its holder
+ * alone (key and jid both match, never a newer holder's) through two
+ * triggers whose WHEN skips every job without ukey: when the job row is
+ * deleted (ACK, discard, QUEUE REMOVE, expiry), when it dies (state 5), and
+ * at its claim (state 3) for unique_until "start". rb_claim_unexpired is
+ * rb_claim leaving the expired ready jobs it picks as they are and
+ * reporting them (slot -1) for the node to drop in a transaction of its own
+ * (sql_unique.c) and claim again for the slots they used up: a claim with
+ * no expired job costs what rb_claim did. rb_claim, left for nodes of the
+ * previous release, runs it without the reports. */
+static const char migration_8[] =
+    "CREATE TABLE rb_unique (key text PRIMARY KEY, jid text NOT NULL,\n"
+    "  until_ms bigint NOT NULL, start boolean NOT NULL DEFAULT false);\n"
+    "ALTER TABLE rb_jobs ADD COLUMN ukey text;\n"
+    "ALTER TABLE rb_jobs ADD COLUMN expires_ms bigint;\n"
+    "CREATE INDEX rb_jobs_expiring ON rb_jobs (expires_ms) WHERE expires_ms IS NOT NULL;\n"
+
+    "CREATE FUNCTION rb_unique_release() RETURNS trigger LANGUAGE plpgsql AS $$\n"
+    "BEGIN\n"
+    "  DELETE FROM rb_unique l WHERE l.key = OLD.ukey AND l.jid = OLD.jid\n"
+    "    AND (TG_OP = 'DELETE' OR NEW.state = 5 OR l.start);\n"
+    "  RETURN NULL;\n"
+    "END $$;\n"
+    "CREATE TRIGGER rb_jobs_unique_deleted AFTER DELETE ON rb_jobs FOR EACH ROW\n"
+    "  WHEN (OLD.ukey IS NOT NULL) EXECUTE FUNCTION rb_unique_release();\n"
+    "CREATE TRIGGER rb_jobs_unique_moved AFTER UPDATE OF state ON rb_jobs FOR EACH ROW\n"
+    "  WHEN (OLD.ukey IS NOT NULL AND NEW.state IN (3, 5) AND OLD.state <> NEW.state)\n"
+    "  EXECUTE FUNCTION rb_unique_release();\n"
+
+    /* o_st: 0 inserted, 1 not unique (o_holder: the lock's holder); a jid
+     * taken is left out (as rb_push) */
+    "CREATE FUNCTION rb_push_unique(p_jid text[], p_queue text[], p_prio int[], p_at bigint[],\n"
+    "  p_reserve int[], p_json text[], p_now bigint, p_ukey text[], p_until bigint[],\n"
+    "  p_start boolean[], p_exp bigint[], p_shard int)\n"
+    "RETURNS TABLE (o_jid text, o_st int, o_holder text) LANGUAGE plpgsql AS $$\n"
+    "DECLARE n int := coalesce(array_length(p_jid, 1), 0);\n"
+    "  keep boolean[] := array_fill(true, ARRAY[n]);\n"
+    "  i int; refused int := 0; ok text[]; qs text[];\n"
+    "BEGIN\n"
+    "  FOR i IN SELECT u.ord FROM unnest(p_ukey) WITH ORDINALITY AS u(k, ord)\n"
+    "           WHERE u.k IS NOT NULL ORDER BY u.k, u.ord LOOP\n"
+    "    INSERT INTO rb_unique AS l (key, jid, until_ms, start)\n"
+    "      VALUES (p_ukey[i], p_jid[i], p_until[i], p_start[i])\n"
+    "      ON CONFLICT (key) DO UPDATE SET jid = excluded.jid, until_ms = excluded.until_ms,\n"
+    "        start = excluded.start\n"
+    "      WHERE l.until_ms <= p_now;\n"
+    "    IF NOT FOUND THEN\n"
+    "      keep[i] := false;\n"
+    "      refused := refused + 1;\n"
+    "    END IF;\n"
+    "  END LOOP;\n"
+    "  INSERT INTO rb_queues (name) SELECT DISTINCT u.q\n"
+    "    FROM unnest(p_queue) WITH ORDINALITY AS u(q, ord) WHERE keep[u.ord]\n"
+    "    ORDER BY 1 ON CONFLICT DO NOTHING;\n"
+    "  WITH ins AS (\n"
+    "    INSERT INTO rb_jobs AS j (jid, state, queue, priority, due_ms, enq_ms, first_ms,\n"
+    "                              reserve_s, json, ukey, expires_ms)\n"
+    "    SELECT u.jid, CASE WHEN u.run_at > p_now THEN 1 ELSE 2 END, u.queue, u.prio,\n"
+    "      greatest(u.run_at, p_now), CASE WHEN u.run_at > p_now THEN 0 ELSE p_now END,\n"
+    "      CASE WHEN u.run_at > p_now THEN 0 ELSE p_now END, u.reserve, u.body, u.k, u.exp\n"
+    "    FROM unnest(p_jid, p_queue, p_prio, p_at, p_reserve, p_json, p_ukey, p_exp)\n"
+    "      WITH ORDINALITY AS u(jid, queue, prio, run_at, reserve, body, k, exp, ord)\n"
+    "    WHERE keep[u.ord]\n"
+    "    ORDER BY u.ord\n"
+    "    ON CONFLICT (jid) DO NOTHING\n"
+    "    RETURNING j.jid, j.queue, j.state)\n"
+    "  SELECT coalesce(array_agg(i.jid), '{}'),\n"
+    "         array_agg(DISTINCT i.queue) FILTER (WHERE i.state = 2)\n"
+    "    INTO ok, qs FROM ins i;\n"
+    /* a unique job whose jid was taken: the lock it just took undone */
+    "  DELETE FROM rb_unique l\n"
+    "    USING unnest(p_ukey, p_jid) WITH ORDINALITY AS u(k, jid, ord)\n"
+    "    WHERE u.k IS NOT NULL AND keep[u.ord] AND NOT (u.jid = ANY(ok))\n"
+    "      AND l.key = u.k AND l.jid = u.jid;\n"
+    "  PERFORM pg_notify(rb_channel(), q) FROM unnest(qs) AS q;\n"
+    "  IF refused > 0 THEN PERFORM rb_count('unique_rejected', p_shard, refused); END IF;\n"
+    "  RETURN QUERY SELECT u.jid, CASE WHEN keep[u.ord] THEN 0 ELSE 1 END,\n"
+    "      CASE WHEN NOT keep[u.ord] THEN\n"
+    "        (SELECT l.jid FROM rb_unique l WHERE l.key = p_ukey[u.ord]) END\n"
+    "    FROM unnest(p_jid) WITH ORDINALITY AS u(jid, ord)\n"
+    "    WHERE NOT keep[u.ord] OR u.jid = ANY(ok) ORDER BY u.ord;\n"
+    "END $$;\n"
+
+    /* version 2's rb_claim, an expired job picked reported in place of a claim */
+    "CREATE FUNCTION rb_claim_unexpired(p_queues text[], p_wids text[], p_now bigint)\n"
+    "RETURNS TABLE (slot int, jid text, json text, enq_ms bigint)\n"
+    "LANGUAGE plpgsql AS $$\n"
+    "#variable_conflict use_column\n"
+    "DECLARE q text; want int := coalesce(array_length(p_wids, 1), 0); got int := 0; n int;\n"
+    "BEGIN\n"
+    "  FOREACH q IN ARRAY p_queues LOOP\n"
+    "    EXIT WHEN got >= want;\n"
+    "    CONTINUE WHEN EXISTS (SELECT 1 FROM rb_queues qq WHERE qq.name = q AND qq.paused);\n"
+    /* as rb_claim, except that an expired job picked is left as it is and
+     * reported (slot -1): it used up a slot, which the node claims again
+     * for once it has dropped the job */
+    "    RETURN QUERY\n"
+    "      WITH picked AS MATERIALIZED (\n"
+    "        SELECT r.jid, r.priority, r.seq, coalesce(r.expires_ms <= p_now, false) AS gone\n"
+    "        FROM rb_jobs r\n"
+    "        WHERE r.state = 2 AND r.queue = q\n"
+    "        ORDER BY r.priority DESC, r.seq\n"
+    "        LIMIT want - got\n"
+    "        FOR UPDATE SKIP LOCKED),\n"
+    "      numbered AS (\n"
+    "        SELECT p.jid, p.gone, (got + row_number() OVER (ORDER BY p.priority DESC, p.seq))::int\n"
+    "          AS rn\n"
+    "        FROM picked p)\n"
+    "      UPDATE rb_jobs j SET state = CASE WHEN nb.gone THEN j.state ELSE 3 END,\n"
+    "        attempts = CASE WHEN nb.gone THEN j.attempts ELSE j.attempts + 1 END,\n"
+    "        wid = CASE WHEN nb.gone THEN j.wid ELSE p_wids[nb.rn] END,\n"
+    "        due_ms = CASE WHEN nb.gone THEN j.due_ms ELSE p_now + j.reserve_s * 1000::bigint END,\n"
+    "        flags = CASE WHEN nb.gone THEN j.flags WHEN j.flags & 1 <> 0 THEN 2 ELSE 0 END\n"
+    "      FROM numbered nb WHERE j.jid = nb.jid\n"
+    "      RETURNING CASE WHEN nb.gone THEN -1 ELSE nb.rn - 1 END, j.jid,\n"
+    "        CASE WHEN nb.gone THEN NULL ELSE j.json END, j.enq_ms;\n"
+    "    GET DIAGNOSTICS n = ROW_COUNT;\n"
+    "    got := got + n;\n"
+    "  END LOOP;\n"
+    "END $$;\n"
+    /* nodes of the previous release: expired jobs never claimed nor reported */
+    "CREATE OR REPLACE FUNCTION rb_claim(p_queues text[], p_wids text[], p_now bigint)\n"
+    "RETURNS TABLE (slot int, jid text, json text, enq_ms bigint) LANGUAGE sql AS $$\n"
+    "  SELECT * FROM rb_claim_unexpired(p_queues, p_wids, p_now) c WHERE c.slot >= 0\n"
+    "$$;\n"
+    "UPDATE rb_meta SET value = '8' WHERE key = 'schema_version';\n";
+
 static const char *const migrations[RB_PG_SCHEMA_VERSION] = {
-    migration_1, migration_2, migration_3, migration_4, migration_5, migration_6, migration_7};
+    migration_1, migration_2, migration_3, migration_4, migration_5, migration_6, migration_7,
+    migration_8};
 
 /* The version inside the current transaction (or autocommit). */
 static int read_version(rb_pg *pg, int *version, rb_err *err)
