@@ -10,6 +10,7 @@
 #include <jansson.h>
 
 #include "common/error.h"
+#include "engine/cron.h"
 #include "policy/policy.h"
 
 /* Where a setting's value came from (`rebound config check`). */
@@ -28,6 +29,19 @@ typedef struct rb_named_policy {
     rb_policy policy;
     rb_config_from from; /* which file(s) it came from */
 } rb_named_policy;
+
+/* One [[cron]] entry (docs/enterprise.md, "Cron"). */
+typedef struct rb_cron_entry {
+    char *name;       /* `name`, or "SCHEDULE JOBTYPE"; unique among entries; owned */
+    char *schedule;   /* as written; owned */
+    char *timezone;   /* IANA name, "UTC" by default; owned */
+    rb_cron_spec spec;
+    bool run_once;    /* missed = "run_once": one catch-up job after downtime */
+    json_t *job;      /* the job without jid: jobtype, queue, args, custom, retry,
+                         retry_policy, reserve_for; owned */
+    int line;         /* of its [[cron]] header */
+    rb_config_from from;
+} rb_cron_entry;
 
 typedef struct rb_config {
     char *path; /* the base file read, NULL when none; owned */
@@ -63,6 +77,8 @@ typedef struct rb_config {
     size_t n_queues;
     rb_named_policy *jobtypes; /* [retry.jobtypes.NAME] */
     size_t n_jobtypes;
+    rb_cron_entry *cron;       /* [[cron]], in file order */
+    size_t n_cron;
     /* Added for `rebound config check`: */
     char *overlay_path;                          /* overlay read, NULL when none; owned */
     unsigned char key_from[RB_CONFIG_MAX_KEYS];  /* rb_config_from per schema entry */
