@@ -221,3 +221,48 @@ Test(cron, distributed_mode_refuses_cron)
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", S.dir);
     cr_assert_eq(system(cmd), 0);
 }
+
+/* `rebound cron` lists entries and their next run times from the file alone. */
+Test(cron, cli_lists_entries_with_next_runs)
+{
+    rbh_init(&S);
+    rbh_write_file(&S, "rebound.toml",
+                   "[[cron]]\nname = \"nightly-report\"\nschedule = \"30 2 * * mon-fri\"\n"
+                   "timezone = \"Europe/Berlin\"\nmissed = \"run_once\"\n[cron.job]\n"
+                   "type = \"NightlyReport\"\nargs = [\"daily\"]\n\n"
+                   "[[cron]]\nschedule = \"0 0 31 2 *\"\n[cron.job]\njobtype = \"Never\"\n",
+                   S.config, sizeof S.config);
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "%s cron --json --now 2026-03-08T06:00:00Z --count 2 '%s'",
+             rbh_bin(), S.config);
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    json_error_t jerr;
+    json_t *out = json_loadf(p, 0, &jerr);
+    cr_assert_eq(pclose(p), 0);
+    cr_assert_not_null(out, "%s", jerr.text);
+    cr_assert_str_eq(json_string_value(json_object_get(out, "now")), "2026-03-08T06:00:00.000Z");
+    json_t *a = rbh_get(out, "entries.0");
+    cr_assert_str_eq(json_string_value(json_object_get(a, "name")), "nightly-report");
+    cr_assert_str_eq(json_string_value(json_object_get(a, "timezone")), "Europe/Berlin");
+    cr_assert_str_eq(json_string_value(json_object_get(a, "missed")), "run_once");
+    cr_assert_str_eq(json_string_value(json_object_get(a, "queue")), "default");
+    cr_assert_str_eq(json_string_value(rbh_get(a, "next.0")), "2026-03-09T01:30:00.000Z");
+    cr_assert_str_eq(json_string_value(rbh_get(a, "next.1")), "2026-03-10T01:30:00.000Z");
+    json_t *b = rbh_get(out, "entries.1");
+    cr_assert_str_eq(json_string_value(json_object_get(b, "name")), "0 0 31 2 * Never");
+    cr_assert_eq(json_array_size(json_object_get(b, "next")), 0);
+    json_decref(out);
+    /* a bad schedule: exit 2 with the line */
+    rbh_write_file(&S, "bad.toml", "[[cron]]\nschedule = \"* * *\"\n[cron.job]\ntype = \"X\"\n",
+                   S.config, sizeof S.config);
+    snprintf(cmd, sizeof cmd, "%s cron '%s' 2>&1", rbh_bin(), S.config);
+    p = popen(cmd, "r");
+    char line[512] = "";
+    cr_assert_not_null(fgets(line, sizeof line, p));
+    int st = pclose(p);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 2, "status %d", st);
+    cr_assert(strstr(line, "bad.toml:2: key 'cron[0].schedule': bad schedule"), "%s", line);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", S.dir);
+    cr_assert_eq(system(cmd), 0);
+}
