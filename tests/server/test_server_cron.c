@@ -9,6 +9,7 @@
 #include <criterion/criterion.h>
 
 #include "common_helpers.h"
+#include "test_http_harness.h"
 
 /* Each test starts S itself (with its clock offset); the suite only stops it. */
 TestSuite(cron, .fini = rbh_suite_stop, .timeout = 60);
@@ -125,7 +126,13 @@ static void expected_jid(const char *name, long long tick_s, char *out)
 
 RBH_SERVER_TEST(cron, a_tick_enqueues_exactly_one_job)
 {
-    long long tick = start_and_tick("skip");
+    long long tick;
+    int http_port = 0;
+    set_offset(offset_before_tick(700, 0, &tick));
+    cr_assert_eq(rbh_start_http(&S, config("skip"), &http_port), 0, "server did not start");
+    C = rbh_connect(&S, "w1");
+    cr_assert_not_null(C);
+    cr_assert(wait_size(C, 1, 5000), "the tick enqueued %lld jobs", queue_size(C));
     json_t *j = rbh_json(rbh_cmd(C, "FETCH cq"));
     cr_assert_not_null(j);
     cr_assert_str_eq(json_string_value(json_object_get(j, "jobtype")), "Tick");
@@ -144,6 +151,10 @@ RBH_SERVER_TEST(cron, a_tick_enqueues_exactly_one_job)
     cr_assert_eq(queue_size(C), 0);
     cr_assert_eq(rbh_info_int(C, "rebound.cron.fired"), 1);
     cr_assert_eq(rbh_info_int(C, "rebound.cron.entries"), 1);
+    rbh_resp *r = rbh_http(http_port, "GET", "/metrics", NULL, NULL);
+    cr_assert(r && r->status == 200);
+    cr_assert(strstr(r->body, "\nrebound_cron_fired_total 1\n"), "%s", r->body);
+    rbh_resp_free(r);
 }
 
 RBH_SERVER_TEST(cron, kill_9_right_after_a_tick_does_not_enqueue_it_twice)
