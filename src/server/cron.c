@@ -146,8 +146,9 @@ static void fire(rb_srv *srv, size_t i, int64_t tick_s, bool catch_up)
         rb_log(RB_LOG_ERROR, "cron %s: unable to push periodic job %s: %s", e->name, jid,
                rb_err_msg(&err));
         json_decref(job);
+        int64_t now_s = cron_now_ms(cr) / 1000;
         cr->e[i].last_s = tick_s;
-        cr->e[i].next_s = next_after(srv, i, tick_s);
+        cr->e[i].next_s = next_after(srv, i, tick_s > now_s ? tick_s : now_s);
         return;
     }
     if (catch_up)
