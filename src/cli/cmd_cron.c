@@ -76,7 +76,8 @@ int cmd_cron(int argc, char **argv)
         }
     }
     if (!file)
-        return cli_error(CLI_USAGE, "cron: name the configuration FILE (see 'rebound cron --help')");
+        return cli_error(CLI_USAGE,
+                         "cron: name the configuration FILE (see 'rebound cron --help')");
     int64_t now_ms = rb_now_ms();
     if (now_text && rb_time_parse_rfc3339(now_text, &now_ms))
         return cli_error(CLI_USAGE, "--now '%s' is not an RFC 3339 time", now_text);

@@ -119,7 +119,9 @@ void rb_config_describe(const rb_config *cfg, rb_buf *out)
     for (size_t i = 0; i < cfg->n_cron; i++) { /* `rebound cron` shows their next runs */
         const rb_cron_entry *e = &cfg->cron[i];
         char *job = json_dumps(e->job, JSON_COMPACT | JSON_SORT_KEYS);
-        rb_buf_printf(out, "\n[[cron]]  # %s\n#   name %s, schedule \"%s\" in %s, missed %s\n#   job %s\n",
+        rb_buf_printf(out,
+                      "\n[[cron]]  # %s\n#   name %s, schedule \"%s\" in %s, missed %s\n"
+                      "#   job %s\n",
                       rb_config_from_name(e->from), e->name, e->schedule, e->timezone,
                       e->run_once ? "run_once" : "skip", job);
         free(job);

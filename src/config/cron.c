@@ -218,7 +218,8 @@ static int load_entry(rb_config *cfg, const rb_config_files *f, size_t i, const 
         e->timezone = rb_xstrdup("UTC");
     if (!e->name) {
         rb_buf n = RB_BUF_INIT;
-        rb_buf_printf(&n, "%s %s", e->schedule, json_string_value(json_object_get(e->job, "jobtype")));
+        rb_buf_printf(&n, "%s %s", e->schedule,
+                      json_string_value(json_object_get(e->job, "jobtype")));
         e->name = rb_buf_detach(&n, NULL);
     }
 out:
@@ -262,7 +263,8 @@ int rb_config_load_cron(rb_config *cfg, const rb_config_files *f, const rb_toml_
             rb_buf name = RB_BUF_INIT;
             int rc = rb_config_fail(f, t->origin ? t->origin : v->origin, line,
                                     key_name(&name, i, NULL), err, RB_EINVAL,
-                                    "must be a table ([[cron]]), got %s", rb_toml_type_name(t->type));
+                                    "must be a table ([[cron]]), got %s",
+                                    rb_toml_type_name(t->type));
             rb_buf_release(&name);
             return rc;
         }
