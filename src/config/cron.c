@@ -277,7 +277,8 @@ int rb_config_load_cron(rb_config *cfg, const rb_config_files *f, const rb_toml_
                 rb_buf name = RB_BUF_INIT;
                 rc = rb_config_fail(f, t->origin, e->line, key_name(&name, i, "name"), err,
                                     RB_EINVAL, "\"%s\" is the name of the entry at line %d too "
-                                    "(give each [[cron]] its own name)", e->name, cfg->cron[j].line);
+                                    "(give each [[cron]] its own name)", e->name,
+                                    cfg->cron[j].line);
                 rb_buf_release(&name);
                 return rc;
             }

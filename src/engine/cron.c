@@ -102,7 +102,8 @@ static int parse_field(const field_def *f, const char *text, size_t start, size_
             while (isdigit((unsigned char)*p) && v < 1000)
                 v = v * 10 + (*p++ - '0');
             if (p == sp || v < 1 || v > f->hi)
-                return rb_err_set(err, RB_EPARSE, "column %d: %s step must be a number from 1 to %d",
+                return rb_err_set(err, RB_EPARSE,
+                                  "column %d: %s step must be a number from 1 to %d",
                                   (int)(sp - text) + 1, f->what, f->hi);
             step = (int)v;
             if (item[0] != '*' && hi == lo) /* "5/15": from 5 to the end */

@@ -162,7 +162,8 @@ RBH_SERVER_TEST(cron, kill_9_right_after_a_tick_does_not_enqueue_it_twice)
     long long tick;
     set_offset(offset_before_tick(700, 0, &tick));
     long long offset = atoll(getenv("REBOUND_TEST_CLOCK_OFFSET_MS"));
-    cr_assert_eq(rbh_start(&S, config("run_once"), NULL), 0, "server did not start (see %s)", S.log);
+    cr_assert_eq(rbh_start(&S, config("run_once"), NULL), 0, "server did not start (see %s)",
+                 S.log);
     C = rbh_connect(&S, "w1");
     cr_assert(wait_size(C, 1, 5000));
     /* killed with the tick's job pending: the restart finds the tick fired */

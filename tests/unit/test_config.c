@@ -690,9 +690,11 @@ Test(config, cron_errors_point_at_the_line, .init = in_tmpdir)
                       RB_EINVAL,
                       "c.toml:3: key 'cron[0].timezone': unknown time zone \"Mars/Base\" (an IANA "
                       "name from the system's tz database, such as \"Europe/Berlin\" or \"UTC\")");
-    expect_load_error("[[cron]]\nschedule = \"@daily\"\nmissed = \"maybe\"\n[cron.job]\ntype = \"X\"\n",
+    expect_load_error("[[cron]]\nschedule = \"@daily\"\nmissed = \"maybe\"\n[cron.job]\n"
+                      "type = \"X\"\n",
                       RB_EINVAL,
-                      "c.toml:3: key 'cron[0].missed': must be \"skip\" or \"run_once\", got \"maybe\"");
+                      "c.toml:3: key 'cron[0].missed': must be \"skip\" or \"run_once\", got "
+                      "\"maybe\"");
     expect_load_error("[[cron]]\nschedul = \"@daily\"\n", RB_EINVAL,
                       "c.toml:2: key 'cron[0].schedul': unknown key (did you mean 'schedule'?)");
     expect_load_error("[[cron]]\n[cron.job]\ntype = \"X\"\n", RB_EINVAL,

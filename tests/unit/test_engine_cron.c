@@ -119,7 +119,8 @@ Test(engine_cron, february_29)
 {
     expect_next("0 0 29 2 *", NULL, "2026-03-01T00:00:00Z", "2028-02-29T00:00:00.000Z");
     expect_next("0 0 29 2 *", NULL, "2028-02-29T00:00:00Z", "2032-02-29T00:00:00.000Z");
-    expect_next("15 6 29 feb *", "Europe/Berlin", "2099-03-01T00:00:00Z", "2104-02-29T05:15:00.000Z");
+    expect_next("15 6 29 feb *", "Europe/Berlin", "2099-03-01T00:00:00Z",
+                "2104-02-29T05:15:00.000Z");
 }
 
 Test(engine_cron, vixie_day_rule)
