@@ -481,6 +481,29 @@ async function inWorkflow(job) {
   catch (e) { return false; }
 }
 
+// A tracked job's progress record (GET /api/track/JID, TRACK GET's JSON), or
+// null for an untracked job or a server that refuses tracking.
+async function trackOf(jid) {
+  try {
+    const t = await api('GET', 'track/' + encodeURIComponent(jid));
+    return t && t.state && t.state !== 'unknown' ? t : null;
+  } catch (e) { return null; }
+}
+
+// The progress panel of a tracked job: a bar with the percent, the last
+// description, the tracking state and when it was last updated.
+function fillProgress(box, t) {
+  const pct = Number.isInteger(t.percent) ? Math.max(0, Math.min(100, t.percent)) : null;
+  box.append(h('h2', {}, 'Progress'),
+    h('div', {class: 'progress', role: 'progressbar', 'aria-valuemin': '0', 'aria-valuemax': '100',
+      'aria-valuenow': pct === null ? '' : String(pct), 'data-testid': 'job-progress-bar'},
+      h('div', {class: 'progress-fill ' + t.state, style: `width:${pct === null ? 0 : pct}%`})),
+    h('div', {class: 'muted', 'data-testid': 'job-progress-text'},
+      pct === null ? 'no percent reported' : `${pct}%`, t.desc ? ' · ' + t.desc : '',
+      ' · ', t.state, t.updated_at ? ' · updated ' + fmtTime(t.updated_at) : ''));
+  box.hidden = false;
+}
+
 async function jobPage(jid) {
   show(h('h1', {}, 'Job ', h('span', {class: 'mono'}, jid)), h('div', {class: 'panel muted'}, 'Loading…'));
   let job;
@@ -499,6 +522,8 @@ async function jobPage(jid) {
   const sch = job.schedule || {};
   const wfLink = h('a', {href: '#/workflow/' + encodeURIComponent(jid), class: 'wf-link', 'data-testid': 'job-workflow', hidden: true}, 'workflow');
   inWorkflow(job).then((yes) => { wfLink.hidden = !yes; });
+  const progressBox = h('div', {class: 'panel', 'data-testid': 'job-progress', hidden: true});
+  trackOf(jid).then((t) => { if (t) fillProgress(progressBox, t); });
   const custom = (job.job && job.job.custom) || {};
   const bid = typeof custom.bid === 'string' && custom.bid ? custom.bid : typeof custom._bid === 'string' && custom._bid ? custom._bid : null;
   const batchLink = bid ? h('a', {href: '#/batch/' + encodeURIComponent(bid), class: 'wf-link', 'data-testid': 'job-batch',
@@ -506,6 +531,7 @@ async function jobPage(jid) {
   show(
     h('h1', {}, job.jobtype, ' ', pill(job.state), ' ', h('span', {class: 'muted mono', style: 'font-size:13px'}, job.jid), ' ', wfLink, batchLink ? [' ', batchLink] : null),
     mutable ? h('div', {class: 'toolbar'}, action('retry', 'primary'), job.state !== 'dead' ? action('kill') : null, action('discard', 'danger')) : null,
+    progressBox,
     h('div', {class: 'row'},
       h('div', {class: 'panel grow'}, h('h2', {}, 'Job'), h('dl', {class: 'kv'},
         h('dt', {}, 'queue'), h('dd', {}, job.queue),

@@ -170,12 +170,33 @@ static const char job_usage[] =
     "usage: rebound job JID [--url URL] [--json]\n"
     "Shows one job: its state, fields, every failed attempt (when, error,\n"
     "decision, delay and where the delay came from) and the next retry.\n"
-    "--json prints the server's {\"state\", \"job\", \"history\", \"next_at\"}.\n"
+    "--json prints the server's {\"state\", \"job\", \"history\", \"next_at\"}, and\n"
+    "for a tracked job (custom.track) its TRACK GET record as \"progress\".\n"
     "exit: 0 shown, 1 not found or server unreachable, 2 bad usage\n";
 
 static void print_field(const char *name, const char *value)
 {
     printf("%-11s %s\n", name, value && *value ? value : "-");
+}
+
+/* The progress line of a tracked job (TRACK GET's record): "33% Still
+ * processing... (updated TIME)"; nothing for an untracked job. */
+static void print_progress(const json_t *p)
+{
+    const char *state = json_string_value(json_object_get(p, "state"));
+    if (!state || !strcmp(state, "unknown"))
+        return;
+    const json_t *pct = json_object_get(p, "percent");
+    const char *desc = json_string_value(json_object_get(p, "desc"));
+    char when[96], line[1400];
+    cli_format_when(cli_json_time_ms(json_object_get(p, "updated_at")), when, sizeof when);
+    if (json_is_integer(pct))
+        snprintf(line, sizeof line, "%lld%%%s%s (updated %s)", (long long)json_integer_value(pct),
+                 desc ? " " : "", desc ? desc : "", when);
+    else
+        snprintf(line, sizeof line, "%s%s(updated %s)", desc ? desc : "no progress reported",
+                 " ", when);
+    print_field("progress", line);
 }
 
 static void print_job(const json_t *res)
@@ -216,6 +237,7 @@ static void print_job(const json_t *res)
     print_field("next run", json_is_null(next) || !next
                                 ? "-"
                                 : cli_format_when(cli_json_time_ms(next), buf, sizeof buf));
+    print_progress(json_object_get(res, "progress"));
     if (json_array_size(history) == 0)
         return;
     printf("\nhistory\n  %3s  %-34s  %-8s  %-9s  %-16s  %s\n", "#", "AT", "OUTCOME", "DELAY",
@@ -244,8 +266,27 @@ static void print_job(const json_t *res)
     }
 }
 
+/* JOB, and for a tracked job TRACK GET's record as "progress" (a server
+ * that refuses TRACK, e.g. distributed mode for now, shows no progress). */
+static int job_with_progress(rb_client *c, const char *jid, json_t **out, rb_err *err)
+{
+    int rc = rb_client_job(c, jid, out, err);
+    if (rc || !*out || strpbrk(jid, " \t\r\n"))
+        return rc;
+    rb_reply r;
+    rb_err terr = {0};
+    if (rb_client_callf(c, &r, &terr, "TRACK GET %s", jid) == 0 && r.type == RB_REPLY_BULK) {
+        json_t *p = json_loadb(r.str, r.len, 0, NULL);
+        const char *state = json_string_value(json_object_get(p, "state"));
+        if (state && strcmp(state, "unknown"))
+            json_object_set(*out, "progress", p);
+        json_decref(p);
+    }
+    return 0;
+}
+
 int cmd_job(int argc, char **argv)
 {
-    return cli_show_one("job", job_usage, "JID", argc, argv, rb_client_job, print_job,
+    return cli_show_one("job", job_usage, "JID", argc, argv, job_with_progress, print_job,
                         "job '%s' not found (done and discarded jobs are deleted)");
 }

@@ -60,6 +60,7 @@ void rb_config_release(rb_config *cfg)
     free_named(cfg->queues, cfg->n_queues);
     free_named(cfg->jobtypes, cfg->n_jobtypes);
     rb_config_release_cron(cfg);
+    rb_config_throttles_release(cfg);
     memset(cfg, 0, sizeof *cfg);
 }
 
@@ -239,10 +240,14 @@ static int apply(rb_config *cfg, const rb_config_files *f, const rb_toml_value *
             return rb_config_fail(f, kv->val->origin, kv->line, kv->key, err, RB_EINVAL,
                                   "must be a table ([%s]), got %s", kv->key,
                                   rb_toml_type_name(kv->val->type));
-        int rc;
+        int rc = 0;
         if (!strcmp(kv->key, "retry"))
             retry = kv;
-        else if ((rc = load_section(cfg, f, kv, err)) < 0)
+        else if (!strcmp(kv->key, "throttles"))
+            rc = rb_config_load_throttles(cfg, f, kv, err);
+        else
+            rc = load_section(cfg, f, kv, err);
+        if (rc < 0)
             return rc;
     }
     int rc = check_tls(cfg, f, root, err);

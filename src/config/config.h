@@ -42,6 +42,15 @@ typedef struct rb_cron_entry {
     int line;         /* of its [[cron]] header */
     rb_config_from from;
 } rb_cron_entry;
+/* A queue throttle ([throttles.QUEUE], docs/configuration.md): at most
+ * concurrency jobs of the queue working at once; a slot held longer than
+ * timeout_s (0: no timeout, the lease's end) is free again. */
+typedef struct rb_throttle {
+    char *queue;          /* owned */
+    int64_t concurrency;  /* 1..1000000 */
+    int64_t timeout_s;    /* 0: none */
+    rb_config_from from;  /* which file(s) it came from */
+} rb_throttle;
 
 typedef struct rb_config {
     char *path; /* the base file read, NULL when none; owned */
@@ -79,11 +88,21 @@ typedef struct rb_config {
     size_t n_jobtypes;
     rb_cron_entry *cron;       /* [[cron]], in file order */
     size_t n_cron;
+    rb_throttle *throttles;    /* [throttles.QUEUE], in file order (config/throttles.c) */
+    size_t n_throttles;
     /* Added for `rebound config check`: */
     char *overlay_path;                          /* overlay read, NULL when none; owned */
     unsigned char key_from[RB_CONFIG_MAX_KEYS];  /* rb_config_from per schema entry */
     rb_config_from retry_default_from;
 } rb_config;
+
+/* The throttle of queue in cfg, or NULL when it has none. */
+const rb_throttle *rb_config_throttle(const rb_config *cfg, const char *queue);
+/* {QUEUE: {"concurrency", "timeout" (seconds, 0: none), "from"}} (new
+ * reference); `config check --json` and INFO. */
+json_t *rb_config_throttles_json(const rb_config *cfg);
+/* Frees cfg's throttles (rb_config_release). */
+void rb_config_throttles_release(rb_config *cfg);
 
 /* Fills cfg with the built-in defaults (no file). Release with
  * rb_config_release(). */

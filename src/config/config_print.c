@@ -40,7 +40,10 @@ json_t *rb_config_to_json(const rb_config *cfg)
     json_t *files = json_pack("{s:o, s:o}", "base", cfg->path ? json_string(cfg->path) : json_null(),
                               "overlay",
                               cfg->overlay_path ? json_string(cfg->overlay_path) : json_null());
-    json_t *out = json_pack("{s:o, s:o, s:o}", "files", files, "settings", settings, "retry", retry);
+    json_t *out =
+        json_pack("{s:o, s:o, s:o}", "files", files, "settings", settings, "retry", retry);
+    if (cfg->n_throttles)
+        json_object_set_new(out, "throttles", rb_config_throttles_json(cfg));
     if (cfg->n_cron) { /* [[cron]], only when there are entries */
         json_t *cron = json_array();
         for (size_t i = 0; i < cfg->n_cron; i++) {
@@ -54,6 +57,19 @@ json_t *rb_config_to_json(const rb_config *cfg)
         json_object_set_new(out, "cron", cron);
     }
     return out;
+}
+
+json_t *rb_config_throttles_json(const rb_config *cfg)
+{
+    json_t *o = json_object();
+    for (size_t i = 0; i < cfg->n_throttles; i++) {
+        const rb_throttle *t = &cfg->throttles[i];
+        json_object_set_new(o, t->queue,
+                            json_pack("{s:I, s:I, s:s}", "concurrency", (json_int_t)t->concurrency,
+                                      "timeout", (json_int_t)t->timeout_s, "from",
+                                      rb_config_from_name(t->from)));
+    }
+    return o;
 }
 
 /* The policy's description as comment lines. */
@@ -116,6 +132,13 @@ void rb_config_describe(const rb_config *cfg, rb_buf *out)
     }
     named_describe("queues", cfg->queues, cfg->n_queues, out);
     named_describe("jobtypes", cfg->jobtypes, cfg->n_jobtypes, out);
+    for (size_t i = 0; i < cfg->n_throttles; i++) {
+        const rb_throttle *t = &cfg->throttles[i];
+        rb_buf_printf(out, "\n[throttles.%s]  # %s\nconcurrency = %lld\n", t->queue,
+                      rb_config_from_name(t->from), (long long)t->concurrency);
+        if (t->timeout_s)
+            rb_buf_printf(out, "timeout = %lld\n", (long long)t->timeout_s);
+    }
     for (size_t i = 0; i < cfg->n_cron; i++) { /* `rebound cron` shows their next runs */
         const rb_cron_entry *e = &cfg->cron[i];
         char *job = json_dumps(e->job, JSON_COMPACT | JSON_SORT_KEYS);

@@ -32,5 +32,10 @@ int rb_config_load_cron(rb_config *cfg, const rb_config_files *f, const rb_toml_
                         rb_err *err);
 /* Frees cfg->cron. */
 void rb_config_release_cron(rb_config *cfg);
+/* Reads the [throttles] table (Faktory's `[throttles] q = {concurrency = 4,
+ * timeout = 60}`, the same as `[throttles.q] concurrency = 4`) into cfg
+ * (config/throttles.c). */
+int rb_config_load_throttles(rb_config *cfg, const rb_config_files *f, const rb_toml_kv *sec,
+                             rb_err *err);
 
 #endif

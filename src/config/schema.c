@@ -81,6 +81,7 @@ _Static_assert(sizeof rb_config_schema / sizeof rb_config_schema[0] <= RB_CONFIG
                "rb_config.key_from is too small for the schema");
 
 const char *const rb_config_sections[] = {"server", "storage", "backoff", "retry", "workflows",
+                                          "throttles",
                                           NULL};
 
 int rb_config_key_index(const char *name)

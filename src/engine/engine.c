@@ -95,6 +95,16 @@ void rb_eng_submit(rb_srv *srv, rb_eng_op *op)
     case RB_ENG_WORKFLOW:
         fn = b->workflow;
         break;
+    case RB_ENG_TRACK:
+        if (!b->track) { /* refused: nothing to do */
+            op->submitting = true;
+            op->rc = rb_eng_track_check(srv, &op->err);
+            rb_eng_complete(srv, op);
+            op->submitting = false;
+            goto submitted;
+        }
+        fn = b->track;
+        break;
     case RB_ENG_KINDS:
         break;
     }
@@ -199,6 +209,9 @@ static void op_free(rb_eng_op *op)
             rb_batch_free(op->u.batch.list[i]);
         free(op->u.batch.list);
         break;
+    case RB_ENG_TRACK:
+        json_decref(op->u.track.reply);
+        break;
     default:
         break;
     }
@@ -214,6 +227,20 @@ int rb_eng_batch_check(const rb_srv *srv, rb_err *err)
     if (srv->backend->batch)
         return 0;
     return rb_err_set(err, RB_EINVAL, "%s", RB_BATCH_UNSUPPORTED);
+}
+
+int rb_eng_track_check(const rb_srv *srv, rb_err *err)
+{
+    if (srv->backend->track)
+        return 0;
+    return rb_err_set(err, RB_EINVAL, "%s", RB_TRACK_UNSUPPORTED);
+}
+
+int rb_eng_throttle_check(const rb_srv *srv, rb_err *err)
+{
+    if (!srv->cfg.n_throttles || srv->backend->throttles)
+        return 0;
+    return rb_err_set(err, RB_EINVAL, "%s", RB_THROTTLE_UNSUPPORTED);
 }
 
 int rb_eng_unique_check(const rb_srv *srv, json_t *job, int64_t now, rb_err *err)

@@ -36,6 +36,8 @@
 #include "engine/job_state.h"
 #include "engine/mutation.h"
 #include "engine/reads.h"
+#include "engine/throttle.h"
+#include "engine/track.h"
 #include "engine/unique.h"
 #include "engine/workflow.h"
 
@@ -69,6 +71,7 @@ typedef enum rb_eng_kind {
     RB_ENG_WORKER_LIST, /* read, u.worker_list: the workers, as GET /api/workers lists them */
     RB_ENG_BATCH,       /* u.batch: BATCH NEW, OPEN, COMMIT or STATUS (engine/batch.h) */
     RB_ENG_WORKFLOW,    /* read, u.workflow: a job's workflow graph (engine/workflow.h) */
+    RB_ENG_TRACK,       /* u.track: TRACK SET or GET (engine/track.h) */
     RB_ENG_KINDS
 } rb_eng_kind;
 
@@ -285,6 +288,12 @@ struct rb_eng_op {
             bool found;       /* result: false for no such job */
             rb_workflow g;    /* result when found; released with the op */
         } workflow;
+        struct {
+            bool get;          /* TRACK GET (jid) or TRACK SET (set) */
+            const char *jid;   /* GET: borrowed (op->arg) */
+            rb_track_set set;  /* SET: checked, borrowed from op->json */
+            json_t *reply;     /* result of GET: rb_track_reply's; owned */
+        } track;
     } u;
 };
 
@@ -330,6 +339,15 @@ typedef struct rb_backend {
     /* A job's workflow graph (read; rb_workflow_build with the backend's
      * probe): found false for a jid that is no stored job. */
     void (*workflow)(rb_srv *srv, rb_eng_op *op);
+    /* Faktory Enterprise's progress tracking (TRACK SET and GET,
+     * engine/track.h); NULL where the backend keeps none (the op then
+     * fails with RB_TRACK_UNSUPPORTED, rb_eng_track_check). SET changes
+     * nothing for an untracked or unknown jid and succeeds. */
+    void (*track)(rb_srv *srv, rb_eng_op *op);
+    /* Whether the backend applies [throttles] at FETCH (engine/throttle.h);
+     * false: a server configured with throttles refuses to start
+     * (rb_eng_throttle_check). */
+    bool throttles;
 } rb_backend;
 
 /* The two backends (backend/mem/backend.c, backend/pg/backend.c). */
@@ -369,6 +387,17 @@ void rb_eng_wake(rb_srv *srv, const char *const *queues, size_t n);
  * srv's backend keeps batches, else RB_EINVAL with err set to
  * RB_BATCH_UNSUPPORTED (for BATCH, and for PUSH of a job with custom.bid). */
 int rb_eng_batch_check(const rb_srv *srv, rb_err *err);
+
+/* The one place tracking is refused where a backend has none: 0 when
+ * srv's backend keeps it, else RB_EINVAL with err set to
+ * RB_TRACK_UNSUPPORTED. */
+int rb_eng_track_check(const rb_srv *srv, rb_err *err);
+
+/* The one place throttles are refused where a backend has none: 0 when
+ * srv's configuration has no [throttles] or its backend applies them,
+ * else RB_EINVAL with err set to RB_THROTTLE_UNSUPPORTED. At start-up,
+ * once the backend is chosen. */
+int rb_eng_throttle_check(const rb_srv *srv, rb_err *err);
 
 /* The one place unique and expiring jobs are checked at PUSH, for every
  * backend: job's custom.unique_for/unique_until/expires_at/expires_in read

@@ -29,6 +29,10 @@ void rb_cmd_batch(rb_conn *c, char *arg);
  * unknown bid; BATCHES {"state": "open"|"all", "offset", "limit"}: the
  * listing (a Rebound extension, docs/protocol.md). */
 void rb_cmd_batches(rb_conn *c, char *arg);
+/* TRACK SET {json} and TRACK GET jid: Faktory Enterprise's progress
+ * tracking (engine/track.h; docs/enterprise.md), one handler for both
+ * modes; refused where the backend keeps none. */
+void rb_cmd_track(rb_conn *c, char *arg);
 
 /* Parses arg as JSON of the given type (JSON_OBJECT, JSON_ARRAY, or -1 for
  * any). On failure replies an error naming verb and returns NULL. */

@@ -45,6 +45,7 @@ static const struct command {
     {"BATCH", ARG_REQUIRED, rb_cmd_batch},
     {"WORKFLOW", ARG_REQUIRED, rb_cmd_workflow},
     {"BATCHES", ARG_REQUIRED, rb_cmd_batches},
+    {"TRACK", ARG_REQUIRED, rb_cmd_track},
 };
 
 json_t *rb_cmd_json_arg(rb_conn *c, const char *verb, const char *arg, int want_type)

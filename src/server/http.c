@@ -44,6 +44,7 @@ static const route routes[] = {
     {EVHTTP_REQ_POST, 2, {"jobs", "*"}, rb_api_bulk_action},
     {EVHTTP_REQ_GET, 2, {"job", "*"}, rb_api_job},
     {EVHTTP_REQ_GET, 2, {"workflow", "*"}, rb_api_workflow},
+    {EVHTTP_REQ_GET, 2, {"track", "*"}, rb_api_track},
     {EVHTTP_REQ_GET, 1, {"batches"}, rb_api_batches},
     {EVHTTP_REQ_GET, 2, {"batch", "*"}, rb_api_batch},
     {EVHTTP_REQ_POST, 3, {"job", "*", "*"}, rb_api_job_action},

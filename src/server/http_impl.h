@@ -84,6 +84,7 @@ void rb_api_queues(rb_http_req *r);
 void rb_api_jobs(rb_http_req *r);
 void rb_api_job(rb_http_req *r);
 void rb_api_workflow(rb_http_req *r);
+void rb_api_track(rb_http_req *r); /* http_track.c */
 void rb_api_batches(rb_http_req *r);
 void rb_api_batch(rb_http_req *r);
 void rb_api_workers(rb_http_req *r);

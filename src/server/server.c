@@ -4,6 +4,8 @@
 #include "server/server.h"
 
 #include "backend/mem/batch.h"
+#include "backend/mem/throttle.h"
+#include "backend/mem/track.h"
 #include "backend/mem/unique.h"
 
 #include <errno.h>
@@ -77,6 +79,7 @@ static int load_meta(void *arg, const char *key, const char *value)
     rb_mem_batch_load(srv, key, value);
     rb_mem_unique_load(srv, key, value);
     rb_cron_load(srv, key, value);
+    rb_mem_track_load(srv, key, value);
     return 0;
 }
 
@@ -303,6 +306,7 @@ rb_srv *rb_srv_alloc(void)
     rb_jobs_init(&srv->jobs);
     rb_mem_batches_init(srv);
     rb_mem_unique_init(srv);
+    rb_mem_track_init(srv);
     rb_deps_init(&srv->deps);
     rb_table_init(&srv->workers, offsetof(rb_worker, hnext), worker_key);
     rb_rng_seed_os(&srv->rng);
@@ -325,6 +329,7 @@ int rb_srv_recover(rb_srv *srv, rb_store *store, rb_err *err)
     rb_writer_observe(srv->writer, rb_metrics_commit, srv->metrics);
     rb_deps_rebuild(srv); /* the waiting and blocked jobs' edges */
     rb_mem_unique_rebuild(srv); /* unique locks whose holder is gone, expiring jobs */
+    rb_mem_track_rebuild(srv);  /* progress records past their retention */
     return 0;
 }
 
@@ -387,6 +392,8 @@ void rb_srv_free(rb_srv *srv)
     rb_jobs_release(&srv->jobs);
     rb_mem_batches_release(srv);
     rb_mem_unique_release(srv);
+    rb_mem_track_release(srv);
+    rb_mem_throttle_release(srv);
     rb_deps_release(&srv->deps);
     rb_table_each(&srv->workers, free_worker, NULL);
     rb_table_release(&srv->workers);
@@ -441,6 +448,8 @@ int rb_server_run(const rb_server_opts *o, rb_err *err)
         if ((rc = rb_srv_recover(srv, store, err))) /* srv owns store now */
             goto out;
     }
+    if ((rc = rb_eng_throttle_check(srv, err))) /* [throttles] where the backend has none */
+        goto out;
     signal(SIGPIPE, SIG_IGN);
     signal(SIGXFSZ, SIG_IGN); /* a file size limit is a write error (EFBIG), not death */
     rb_srv_loop_new(srv);

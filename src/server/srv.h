@@ -38,6 +38,8 @@ enum { RB_WORKER_QUIET = 1, RB_WORKER_TERMINATE = 2 };
 
 typedef struct rb_srv rb_srv;
 typedef struct rb_mem_unique rb_mem_unique; /* backend/mem/unique.h */
+typedef struct rb_mem_track rb_mem_track;   /* backend/mem/track.h */
+typedef struct rb_mem_throttle rb_mem_throttle; /* backend/mem/throttle.h */
 
 /* One client connection. Commands run one at a time: while `busy` (a reply
  * waits for a commit, or a FETCH waits for work) further lines stay
@@ -105,6 +107,8 @@ struct rb_srv {
     struct event *batch_ev;     /* the expiry sweep, armed with the first batch */
     rb_mem_unique *unique;      /* single node: unique locks, expiring jobs (backend/mem/unique.h) */
     struct rb_cron *cron;       /* single node: the [[cron]] entries' timer (server/cron.h) */
+    rb_mem_track *track;        /* single node: progress records (backend/mem/track.h) */
+    rb_mem_throttle *throttle;  /* single node: throttles' fetch times (backend/mem/throttle.h) */
 };
 
 /* --- server.c: the in-memory server, without a listener or signals ---

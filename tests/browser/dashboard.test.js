@@ -480,6 +480,22 @@ test('the batches page shows progress, the batch page its members and callbacks'
   assert.match(await page.textContent('[data-testid=batch-error]'), /no batch 'b-nosuchbatch00'/);
 });
 
+test('the job page of a tracked job shows its progress bar', async () => {
+  await client.push({jid: 'track-000001', jobtype: 'Transcode', args: ['movie.mkv'], queue: 'tracked', custom: {track: 1}});
+  assert.equal(await client.cmd('TRACK SET ' + JSON.stringify({jid: 'track-000001', percent: 42, desc: 'pass 2 of 3'})), '+OK');
+  await page.goto(BASE + '/#/job/track-000001');
+  await page.waitForSelector('[data-testid=job-progress-bar]');
+  assert.equal(await page.getAttribute('[data-testid=job-progress-bar]', 'aria-valuenow'), '42');
+  assert.match(await page.getAttribute('[data-testid=job-progress-bar] .progress-fill', 'style'), /width:\s*42%/);
+  assert.match(await page.textContent('[data-testid=job-progress-text]'), /42% · pass 2 of 3 · enqueued/);
+  await shot('job-progress');
+  // an untracked job has no progress panel
+  await page.goto(BASE + '/#/job/sched-00001');
+  await page.waitForSelector('[data-testid=job-state]');
+  await sleep(300);
+  assert.ok(await page.$eval('[data-testid=job-progress]', (e) => e.hidden));
+});
+
 test('the dashboard loads nothing from outside the server and raises no script error', async () => {
   assert.deepEqual(outside, []);
   assert.deepEqual(pageErrors, []);

@@ -77,7 +77,8 @@ EOT
 # Each script against the single node (SQLite), then against distributed
 # mode (a throwaway PostgreSQL cluster): the stock client cannot tell them
 # apart. unique.js runs on the single node only until the PostgreSQL
-# backend keeps unique locks and expiries (issue 16).
+# backend keeps unique locks and expiries (issue 16); track.js too, until it
+# keeps progress records.
 run_scripts() { # NAME SCRIPT...
   name=$1; shift
   for script in "$@"; do
@@ -89,7 +90,7 @@ run_scripts() { # NAME SCRIPT...
   done
 }
 start_server interop
-run_scripts sqlite interop workflow batch unique
+run_scripts sqlite interop workflow batch unique track
 stop_server
 [ "$(id -u)" = 0 ] && chmod 755 "$tmp"
 mkdir -p "$tmp/pgc"

@@ -11,6 +11,8 @@
 #include <string.h>
 
 #include "backend/mem/batch.h"
+#include "backend/mem/throttle.h"
+#include "backend/mem/track.h"
 #include "backend/mem/unique.h"
 #include "common/buf.h"
 #include "common/timeutil.h"
@@ -200,6 +202,7 @@ static void mem_ack(rb_srv *srv, rb_eng_op *op)
     rb_mem_batch_acked(srv, j, op->now);
     if (srv->deps.nodes.size) /* a job in a workflow: recorded, its children told */
         rb_deps_succeeded(srv, j, op->now);
+    rb_mem_track_ended(srv, j, RB_TRACK_SUCCESS, op->now);
     rb_srv_forget(srv, j);
     srv->total_processed++;
     rb_srv_persist_counters(srv);
@@ -264,6 +267,7 @@ static void mem_flush(rb_srv *srv, rb_eng_op *op)
     srv->total_processed = srv->total_failures = 0;
     rb_mem_batches_flush(srv);
     rb_mem_unique_flush(srv);
+    rb_mem_track_flush(srv);
     rb_writer_clear(srv->writer);
     rb_mem_after_commit(srv, op);
 }
@@ -378,6 +382,7 @@ static void mem_info(rb_srv *srv, rb_eng_op *op)
     json_object_set_new(f->rebound, "batches", rb_mem_batch_info(srv));
     rb_mem_unique_info(srv, f->rebound);
     rb_cron_info(srv, f->rebound);
+    rb_mem_throttle_info(srv, f->rebound, op->now);
     rb_table_each(&srv->jobs.queues, info_queue, op);
     rb_eng_complete(srv, op);
 }
@@ -702,6 +707,7 @@ const rb_backend rb_backend_mem = {
     .fail = mem_fail,
     .snooze = mem_snooze,
     .extend = mem_extend,
+    .track = rb_mem_track_op,
     .flush = mem_flush,
     .mutate = mem_mutate,
     .info = mem_info,
@@ -715,6 +721,7 @@ const rb_backend rb_backend_mem = {
     .worker_list = mem_worker_list,
     .batch = rb_mem_batch,
     .unique_jobs = true,
+    .throttles = true,
     .refetch = rb_srv_refetch,
     .workflow = mem_workflow,
 };

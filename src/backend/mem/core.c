@@ -4,6 +4,8 @@
  * creation of a pushed job (rb_srv_push, at the end). */
 #include "server/srv.h"
 
+#include "backend/mem/throttle.h"
+#include "backend/mem/track.h"
 #include "backend/mem/unique.h"
 
 #include <stdlib.h>
@@ -52,6 +54,8 @@ void rb_srv_forget(rb_srv *srv, rb_job *j)
     if (srv->deps.nodes.size) /* deleted without succeeding (an ACK told its children first) */
         rb_deps_discarded(srv, j, rb_now_ms());
     rb_mem_unique_gone(srv, j); /* its unique lock and expiry (an ACK's too) */
+    rb_mem_track_ended(srv, j, RB_TRACK_DEAD, rb_now_ms()); /* an ACK's stays success */
+    rb_mem_throttle_gone(srv, j);
     rb_writer_del(srv->writer, j->row_id, j->jid);
     rb_jobs_delete(&srv->jobs, j);
 }
@@ -176,9 +180,9 @@ rb_job *rb_srv_reserve(rb_srv *srv, const char *wid, char **queues, int n)
 {
     for (int i = 0; i < n; i++) {
         rb_queue *q = rb_jobs_queue(&srv->jobs, queues[i], false);
-        if (!q || q->paused)
-            continue;
         int64_t now = rb_now_ms();
+        if (!q || q->paused || rb_mem_throttle_full(srv, q, now))
+            continue; /* a throttled queue at its limit is as if empty */
         rb_job *j;
         while ((j = rb_queue_first(q)) && rb_mem_unique_expire(srv, j, now))
             ; /* an expired job is dropped, never handed out: the next one */
@@ -196,6 +200,7 @@ rb_job *rb_srv_reserve(rb_srv *srv, const char *wid, char **queues, int n)
         rb_jobs_set_state(&srv->jobs, j, RB_JOB_WORKING, now + (int64_t)j->reserve_s * 1000);
         rb_srv_persist(srv, j);
         rb_mem_unique_started(srv, j); /* unique_until "start" */
+        rb_mem_throttle_started(srv, j, now); /* a throttle's timeout counts from here */
         return j;
     }
     return NULL;

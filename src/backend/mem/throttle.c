@@ -1,0 +1,176 @@
+/* The single-node backend's queue throttles (backend/mem/throttle.h). */
+#include "backend/mem/throttle.h"
+
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/mem/jobs.h"
+#include "common/buf.h"
+#include "common/list.h"
+#include "common/timeutil.h"
+#include "engine/engine.h"
+#include "server/srv.h"
+
+/* A fetch's time, by jid: kept for jobs of throttled queues with a
+ * timeout, from their fetch until they leave the server (overwritten at
+ * the next fetch). */
+typedef struct fetched {
+    void *hnext;
+    int64_t ms;
+    char jid[];
+} fetched;
+
+struct rb_mem_throttle {
+    rb_table fetched;  /* fetched, by jid */
+    struct event *ev;  /* wakes waiting FETCHes when a slot's timeout passes */
+    int64_t armed_ms;  /* ev's time, INT64_MAX when not armed */
+};
+
+static const char *fetched_jid(const void *e)
+{
+    return ((const fetched *)e)->jid;
+}
+
+static void free_fetched(void *e, void *arg)
+{
+    (void)arg;
+    free(e);
+}
+
+static rb_mem_throttle *state(rb_srv *srv)
+{
+    if (!srv->throttle) {
+        srv->throttle = rb_xcalloc(1, sizeof *srv->throttle);
+        rb_table_init(&srv->throttle->fetched, offsetof(fetched, hnext), fetched_jid);
+        srv->throttle->armed_ms = INT64_MAX;
+    }
+    return srv->throttle;
+}
+
+void rb_mem_throttle_release(rb_srv *srv)
+{
+    rb_mem_throttle *t = srv->throttle;
+    if (!t)
+        return;
+    if (t->ev)
+        event_free(t->ev);
+    rb_table_each(&t->fetched, free_fetched, NULL);
+    rb_table_release(&t->fetched);
+    free(t);
+    srv->throttle = NULL;
+}
+
+/* When working job j was fetched: recorded at its fetch, else (loaded at
+ * start-up) its lease's start. */
+static int64_t fetch_ms(rb_mem_throttle *t, const rb_job *j)
+{
+    fetched *f = rb_table_get(&t->fetched, j->jid);
+    return f ? f->ms : j->timer.at_ms - (int64_t)j->reserve_s * 1000;
+}
+
+static void on_timeout(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    rb_srv *srv = arg;
+    srv->throttle->armed_ms = INT64_MAX;
+    rb_eng_wake(srv, NULL, 0); /* a slot freed by its timeout: another try */
+}
+
+static void arm(rb_srv *srv, rb_mem_throttle *t, int64_t at, int64_t now)
+{
+    if (at >= t->armed_ms || !srv->base)
+        return;
+    if (!t->ev)
+        t->ev = evtimer_new(srv->base, on_timeout, srv);
+    int64_t delay = at > now ? at - now : 0;
+    struct timeval tv = {.tv_sec = delay / 1000, .tv_usec = (delay % 1000) * 1000};
+    evtimer_add(t->ev, &tv);
+    t->armed_ms = at;
+}
+
+/* The slots of throttle cfg on q held at now, and in *frees the earliest
+ * time one frees by its timeout (INT64_MAX: none). */
+static int64_t held_slots(rb_srv *srv, const rb_throttle *cfg, const rb_queue *q, int64_t now,
+                          int64_t *frees)
+{
+    rb_mem_throttle *t = state(srv);
+    int64_t held = 0;
+    *frees = INT64_MAX;
+    /* The working jobs are the slots (a scan of the working set, which is
+     * as large as the workers' concurrency, for a throttled queue only). */
+    for (rb_link *l = srv->jobs.working.head; l; l = l->next) {
+        const rb_job *j = rb_container_of(l, rb_job, link);
+        if (j->queue != q)
+            continue;
+        int64_t at = rb_throttle_frees_at(fetch_ms(t, j), cfg->timeout_s);
+        if (at <= now)
+            continue; /* its timeout passed: the slot is free, the job may run on */
+        held++;
+        if (at < *frees)
+            *frees = at;
+    }
+    return held;
+}
+
+bool rb_mem_throttle_full(rb_srv *srv, const rb_queue *q, int64_t now)
+{
+    if (!srv->cfg.n_throttles)
+        return false;
+    const rb_throttle *cfg = rb_config_throttle(&srv->cfg, q->name);
+    if (!cfg)
+        return false;
+    int64_t frees;
+    if (held_slots(srv, cfg, q, now, &frees) < cfg->concurrency)
+        return false;
+    if (frees != INT64_MAX)
+        arm(srv, state(srv), frees, now);
+    return true;
+}
+
+void rb_mem_throttle_info(rb_srv *srv, json_t *rebound, int64_t now)
+{
+    if (!srv->cfg.n_throttles)
+        return;
+    json_t *o = json_object();
+    for (size_t i = 0; i < srv->cfg.n_throttles; i++) {
+        const rb_throttle *cfg = &srv->cfg.throttles[i];
+        rb_queue *q = rb_jobs_queue(&srv->jobs, cfg->queue, false);
+        int64_t frees, held = q ? held_slots(srv, cfg, q, now, &frees) : 0;
+        json_object_set_new(o, cfg->queue,
+                            json_pack("{s:I, s:I, s:I}", "concurrency", (json_int_t)cfg->concurrency,
+                                      "timeout", (json_int_t)cfg->timeout_s, "in_use",
+                                      (json_int_t)held));
+    }
+    json_object_set_new(rebound, "throttles", o);
+}
+
+void rb_mem_throttle_started(rb_srv *srv, const rb_job *j, int64_t now)
+{
+    if (!srv->cfg.n_throttles)
+        return;
+    const rb_throttle *cfg = rb_config_throttle(&srv->cfg, j->queue->name);
+    if (!cfg || !cfg->timeout_s)
+        return;
+    rb_mem_throttle *t = state(srv);
+    fetched *f = rb_table_get(&t->fetched, j->jid);
+    if (!f) {
+        size_t n = strlen(j->jid) + 1;
+        f = rb_xmalloc(sizeof *f + n);
+        f->hnext = NULL;
+        memcpy(f->jid, j->jid, n);
+        rb_table_put(&t->fetched, f);
+    }
+    f->ms = now;
+}
+
+void rb_mem_throttle_gone(rb_srv *srv, const rb_job *j)
+{
+    rb_mem_throttle *t = srv->throttle;
+    fetched *f = t ? rb_table_get(&t->fetched, j->jid) : NULL;
+    if (f) {
+        rb_table_del(&t->fetched, f);
+        free(f);
+    }
+}

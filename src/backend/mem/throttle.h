@@ -1,0 +1,36 @@
+/* The single-node backend's queue throttles (engine/throttle.h holds the
+ * rules; docs/enterprise.md, "Throttles"). The slots in use are counted
+ * from the working jobs themselves, never stored apart: a restart reloads
+ * the working rows and so the same slots. What is kept in memory is each
+ * fetch's time (for a throttle's timeout; after a restart it is read back
+ * from the lease: its end minus the job's reserve_for) and one timer that
+ * wakes the waiting FETCHes when a slot's timeout passes. Loop thread only. */
+#ifndef RB_BACKEND_MEM_THROTTLE_H
+#define RB_BACKEND_MEM_THROTTLE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+typedef struct rb_srv rb_srv;
+struct rb_job;
+struct rb_queue;
+
+/* Frees srv->throttle (rb_srv_free); it is made on first use. */
+void rb_mem_throttle_release(rb_srv *srv);
+
+/* Whether q is throttled and at its limit at now: a FETCH then treats it
+ * as empty. When it is, and a held slot frees by its timeout, the timer is
+ * armed for then. */
+bool rb_mem_throttle_full(rb_srv *srv, const struct rb_queue *q, int64_t now);
+/* j of a throttled queue was fetched at now (its slot's start). */
+void rb_mem_throttle_started(rb_srv *srv, const struct rb_job *j, int64_t now);
+/* INFO's "throttles" under "rebound" (set into rebound when any is
+ * configured): {QUEUE: {"concurrency", "timeout", "in_use"}}, in_use the
+ * slots held at now. */
+void rb_mem_throttle_info(rb_srv *srv, json_t *rebound, int64_t now);
+/* j leaves the server (rb_srv_forget): its fetch time forgotten. */
+void rb_mem_throttle_gone(rb_srv *srv, const struct rb_job *j);
+
+#endif

@@ -1,0 +1,292 @@
+/* The single-node backend's progress records (backend/mem/track.h). */
+#include "backend/mem/track.h"
+
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/mem/jobs.h"
+#include "backend/mem/writer.h"
+#include "common/buf.h"
+#include "common/list.h"
+#include "common/timeutil.h"
+#include "engine/engine.h"
+#include "server/log.h"
+#include "server/srv.h"
+
+/* One record. Invariant: in the table; in the ended list iff ended_ms > 0
+ * (ordered by ended_ms, as records end in time order); its meta row says
+ * what it holds. */
+typedef struct rec {
+    void *hnext;
+    rb_link elink;      /* ended list */
+    int percent;        /* -1: never set */
+    char *desc;         /* NULL: never set; owned */
+    int64_t updated_ms; /* last TRACK SET, 0: none */
+    int64_t ended_ms;   /* 0 while the job lives */
+    int64_t row_id;     /* the ended job's row (an ACK's end is not redone by its delete) */
+    rb_track_state state; /* when ended: success or dead */
+    char jid[];
+} rec;
+
+struct rb_mem_track {
+    rb_table by_jid; /* rec */
+    rb_list ended;   /* rec by elink, oldest end first */
+};
+
+static const char *rec_jid(const void *e)
+{
+    return ((const rec *)e)->jid;
+}
+
+static void free_rec(void *e, void *arg)
+{
+    (void)arg;
+    rec *r = e;
+    free(r->desc);
+    free(r);
+}
+
+void rb_mem_track_init(rb_srv *srv)
+{
+    srv->track = rb_xcalloc(1, sizeof *srv->track);
+    rb_table_init(&srv->track->by_jid, offsetof(rec, hnext), rec_jid);
+}
+
+void rb_mem_track_release(rb_srv *srv)
+{
+    if (!srv->track)
+        return;
+    rb_table_each(&srv->track->by_jid, free_rec, NULL);
+    rb_table_release(&srv->track->by_jid);
+    free(srv->track);
+    srv->track = NULL;
+}
+
+void rb_mem_track_flush(rb_srv *srv)
+{
+    rb_mem_track_release(srv);
+    rb_mem_track_init(srv);
+}
+
+static rec *rec_new(rb_mem_track *t, const char *jid)
+{
+    size_t n = strlen(jid) + 1;
+    rec *r = rb_xcalloc(1, sizeof *r + n);
+    memcpy(r->jid, jid, n);
+    r->percent = -1;
+    rb_table_put(&t->by_jid, r);
+    return r;
+}
+
+/* Writes r's meta row, or deletes it (gone). */
+static void save(rb_srv *srv, const rec *r, bool gone)
+{
+    rb_buf key = RB_BUF_INIT;
+    rb_buf_printf(&key, RB_MEM_TRACK_KEY "%s", r->jid);
+    if (gone) {
+        rb_writer_meta(srv->writer, rb_buf_str(&key), NULL);
+    } else {
+        json_t *o = json_pack("{s:I, s:I, s:I, s:i, s:I}", "p", (json_int_t)r->percent, "u",
+                              (json_int_t)r->updated_ms, "e", (json_int_t)r->ended_ms, "s",
+                              (int)r->state, "r", (json_int_t)r->row_id);
+        if (r->desc)
+            json_object_set_new(o, "d", json_string(r->desc));
+        char *v = json_dumps(o, JSON_COMPACT);
+        rb_writer_meta(srv->writer, rb_buf_str(&key), v);
+        free(v);
+        json_decref(o);
+    }
+    rb_buf_release(&key);
+}
+
+/* Takes r out and frees it; its row deleted when save_it. */
+static void drop(rb_srv *srv, rec *r, bool save_it)
+{
+    rb_mem_track *t = srv->track;
+    if (r->ended_ms)
+        rb_list_remove(&t->ended, &r->elink);
+    rb_table_del(&t->by_jid, r);
+    if (save_it)
+        save(srv, r, true);
+    free_rec(r, NULL);
+}
+
+/* Ended records past their retention dropped, oldest first. */
+static void sweep(rb_srv *srv, int64_t now)
+{
+    rb_mem_track *t = srv->track;
+    while (t->ended.head) {
+        rec *r = rb_container_of(t->ended.head, rec, elink);
+        if (r->ended_ms + RB_TRACK_RETENTION_MS > now)
+            break;
+        drop(srv, r, true);
+    }
+}
+
+/* --- start-up --- */
+
+void rb_mem_track_load(rb_srv *srv, const char *key, const char *value)
+{
+    size_t n = strlen(RB_MEM_TRACK_KEY);
+    if (strncmp(key, RB_MEM_TRACK_KEY, n) != 0 || !key[n])
+        return;
+    json_t *o = value ? json_loads(value, 0, NULL) : NULL;
+    if (!json_is_object(o) || rb_table_get(&srv->track->by_jid, key + n)) {
+        rb_log(RB_LOG_WARN, "skipping unreadable stored progress record '%s'", key);
+        json_decref(o);
+        return;
+    }
+    rec *r = rec_new(srv->track, key + n);
+    r->percent = (int)json_integer_value(json_object_get(o, "p"));
+    r->updated_ms = json_integer_value(json_object_get(o, "u"));
+    r->ended_ms = json_integer_value(json_object_get(o, "e"));
+    r->state = (rb_track_state)json_integer_value(json_object_get(o, "s"));
+    r->row_id = json_integer_value(json_object_get(o, "r"));
+    const char *d = json_string_value(json_object_get(o, "d"));
+    r->desc = d ? rb_xstrdup(d) : NULL;
+    json_decref(o);
+}
+
+typedef struct rebuild {
+    rb_srv *srv;
+    rec **v;
+    size_t n, cap;
+} rebuild;
+
+static void collect(void *e, void *arg)
+{
+    rebuild *b = arg;
+    if (b->n == b->cap) {
+        b->cap = b->cap ? 2 * b->cap : 64;
+        b->v = rb_xrealloc(b->v, b->cap * sizeof *b->v);
+    }
+    b->v[b->n++] = e;
+}
+
+static int by_end(const void *a, const void *b)
+{
+    const rec *x = *(rec *const *)a, *y = *(rec *const *)b;
+    return (x->ended_ms > y->ended_ms) - (x->ended_ms < y->ended_ms);
+}
+
+void rb_mem_track_rebuild(rb_srv *srv)
+{
+    rebuild b = {srv, NULL, 0, 0};
+    rb_table_each(&srv->track->by_jid, collect, &b);
+    if (b.n)
+        qsort(b.v, b.n, sizeof *b.v, by_end);
+    for (size_t i = 0; i < b.n; i++) {
+        rec *r = b.v[i];
+        if (r->ended_ms)
+            rb_list_append(&srv->track->ended, &r->elink);
+        else if (!rb_jobs_find(&srv->jobs, r->jid)) /* cannot happen: defensive */
+            drop(srv, r, true);
+    }
+    free(b.v);
+    sweep(srv, rb_now_ms());
+}
+
+/* --- a job's end --- */
+
+void rb_mem_track_ended(rb_srv *srv, const rb_job *j, rb_track_state s, int64_t now)
+{
+    rb_mem_track *t = srv->track;
+    rec *r = rb_table_get(&t->by_jid, j->jid);
+    /* Only a job that reported progress is remembered: faktory-rs tracks
+     * every job, and a record per ended job would cost a row and memory
+     * for each ACK (the rest answer "unknown" once they are gone). */
+    if (!r || (r->ended_ms && r->row_id == j->row_id))
+        return; /* none, or ACKed: its delete keeps the success */
+    if (r->ended_ms)
+        rb_list_remove(&t->ended, &r->elink);
+    r->ended_ms = now;
+    r->row_id = j->row_id;
+    r->state = s;
+    rb_list_append(&t->ended, &r->elink);
+    save(srv, r, false);
+    sweep(srv, now);
+}
+
+/* --- TRACK SET and GET --- */
+
+/* When j entered its current state, as far as its row tells. */
+static int64_t state_ms(const rb_job *j)
+{
+    if (j->state == RB_JOB_WORKING)
+        return j->timer.at_ms - (int64_t)j->reserve_s * 1000;
+    if (j->state == RB_JOB_ENQUEUED)
+        return j->timer.at_ms;
+    return j->created_ms ? j->created_ms : j->first_ms;
+}
+
+static void track_get(rb_srv *srv, rb_eng_op *op)
+{
+    const char *jid = op->u.track.jid;
+    rec *r = rb_table_get(&srv->track->by_jid, jid);
+    rb_job *j = rb_jobs_find(&srv->jobs, jid);
+    rb_track_state s = RB_TRACK_UNKNOWN;
+    int64_t at = 0;
+    if (j && j->state != RB_JOB_PENDING) {
+        if (rb_track_enabled_text(j->json)) {
+            s = rb_track_state_of(j->state);
+            at = state_ms(j);
+        }
+    } else if (r && r->ended_ms && r->ended_ms + RB_TRACK_RETENTION_MS > op->now) {
+        s = r->state; /* remembered (a read sweeps nothing: a later end or SET will) */
+        at = r->ended_ms;
+    }
+    if (r && r->updated_ms > at)
+        at = r->updated_ms;
+    if (at > op->now || at <= 0)
+        at = op->now;
+    op->u.track.reply = rb_track_reply(jid, s, r && s ? r->percent : -1,
+                                       r && s ? r->desc : NULL, at);
+    rb_eng_complete(srv, op);
+}
+
+static void track_set(rb_srv *srv, rb_eng_op *op)
+{
+    const rb_track_set *in = &op->u.track.set;
+    rb_mem_track *t = srv->track;
+    rec *r = rb_table_get(&t->by_jid, in->jid);
+    rb_job *j = rb_jobs_find(&srv->jobs, in->jid);
+    bool live = j && j->state != RB_JOB_PENDING;
+    sweep(srv, op->now);
+    r = rb_table_get(&t->by_jid, in->jid); /* the sweep may have dropped it */
+    if (live ? !rb_track_enabled_text(j->json) : !(r && r->ended_ms)) {
+        rb_eng_complete(srv, op); /* untracked or unknown: +OK, nothing kept */
+        return;
+    }
+    if (!r)
+        r = rec_new(t, in->jid);
+    if (live && r->ended_ms) { /* a job pushed again under an ended record's jid */
+        rb_list_remove(&t->ended, &r->elink);
+        r->ended_ms = 0;
+    }
+    if (in->has_percent)
+        r->percent = in->percent;
+    if (in->desc) {
+        free(r->desc);
+        r->desc = rb_xstrdup(in->desc);
+    }
+    r->updated_ms = op->now;
+    save(srv, r, false);
+    if (live && in->reserve_until && j->state == RB_JOB_WORKING) {
+        int64_t end = rb_track_lease_end(op->now, j->timer.at_ms, in->reserve_until);
+        if (end > j->timer.at_ms) {
+            rb_jobs_set_state(&srv->jobs, j, RB_JOB_WORKING, end);
+            rb_srv_persist(srv, j);
+        }
+    }
+    sweep(srv, op->now);
+    rb_mem_after_commit(srv, op);
+}
+
+void rb_mem_track_op(rb_srv *srv, rb_eng_op *op)
+{
+    if (op->u.track.get)
+        track_get(srv, op);
+    else
+        track_set(srv, op);
+}

@@ -1,0 +1,48 @@
+/* The single-node backend's progress tracking (engine/track.h holds the
+ * rules; docs/enterprise.md, "Tracking"). A tracked job's state is never
+ * copied: TRACK GET derives it from the job's row while the job lives.
+ * What TRACK SET gave (percent, desc, time) is a record by jid, stored as
+ * the meta key "track:<jid>" written in the SET's commit; when a job with
+ * a record ends (ACKed: success; deleted otherwise: dead) its record takes
+ * that final state in the commit that ends it, and is kept
+ * RB_TRACK_RETENTION_MS more, then dropped. A tracked job that never
+ * reported progress keeps no record: once gone it answers "unknown".
+ * Loop thread only. */
+#ifndef RB_BACKEND_MEM_TRACK_H
+#define RB_BACKEND_MEM_TRACK_H
+
+#include <stdint.h>
+
+#include "engine/track.h"
+
+typedef struct rb_srv rb_srv;
+typedef struct rb_eng_op rb_eng_op;
+struct rb_job;
+
+/* The meta key prefix of a stored record. */
+#define RB_MEM_TRACK_KEY "track:"
+
+/* Sets up srv->track (rb_srv_alloc); frees it (rb_srv_free). */
+void rb_mem_track_init(rb_srv *srv);
+void rb_mem_track_release(rb_srv *srv);
+/* FLUSH: every record forgotten (the store's clear drops their rows). */
+void rb_mem_track_flush(rb_srv *srv);
+
+/* Start-up: a stored meta key (a record when it starts with
+ * RB_MEM_TRACK_KEY); once every job is loaded, records of live jobs that
+ * are gone and ended records past their retention dropped. */
+void rb_mem_track_load(rb_srv *srv, const char *key, const char *value);
+void rb_mem_track_rebuild(rb_srv *srv);
+
+/* j leaves the server: ACKed (RB_TRACK_SUCCESS, called before
+ * rb_srv_forget) or deleted otherwise (RB_TRACK_DEAD, from rb_srv_forget,
+ * which keeps an ACK's success). When j has a record (a TRACK SET) it is
+ * kept with that state for RB_TRACK_RETENTION_MS, written in the same
+ * commit; nothing else is done, so an ACK of any other job costs one
+ * lookup. */
+void rb_mem_track_ended(rb_srv *srv, const struct rb_job *j, rb_track_state s, int64_t now);
+
+/* RB_ENG_TRACK (rb_backend_mem.track). */
+void rb_mem_track_op(rb_srv *srv, rb_eng_op *op);
+
+#endif

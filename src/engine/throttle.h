@@ -1,0 +1,28 @@
+/* Faktory Enterprise's queue throttles, the rules both backends share
+ * (docs/enterprise.md, "Throttles"; configured as [throttles.QUEUE],
+ * config/config.h's rb_throttle). A slot is a working job of the queue:
+ * nothing else is stored, so slots come back by construction when the job
+ * leaves working (ACK, FAIL, SNOOZE, lease expiry) and hold across a
+ * restart with the job's row. Pure functions: any thread may use them. */
+#ifndef RB_ENGINE_THROTTLE_H
+#define RB_ENGINE_THROTTLE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* The refusal to start where a backend keeps no throttles
+ * (rb_eng_throttle_check). */
+#define RB_THROTTLE_UNSUPPORTED "throttles are not supported in distributed mode yet"
+
+/* Whether a working job fetched at fetched_ms still holds its slot at now:
+ * always without a timeout (timeout_s 0: until it leaves working), else
+ * for timeout_s seconds from its fetch (Faktory's meaning: afterwards the
+ * slot is free even if the job still runs; EXTEND and TRACK's
+ * reserve_until do not prolong it). */
+bool rb_throttle_holds(int64_t fetched_ms, int64_t timeout_s, int64_t now);
+
+/* When a slot taken at fetched_ms frees by its timeout (INT64_MAX for
+ * none). */
+int64_t rb_throttle_frees_at(int64_t fetched_ms, int64_t timeout_s);
+
+#endif

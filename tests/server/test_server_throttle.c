@@ -1,0 +1,311 @@
+/* Queue throttles against the real server (single node; docs/enterprise.md,
+ * "Throttles"): [throttles.t] concurrency = 2 keeps at most two jobs of t
+ * working whatever the number of workers fetching at once, a FETCH naming
+ * a full throttled queue moves on to its next queue, ACK, FAIL, SNOOZE and
+ * lease expiry free a slot and wake a waiting FETCH (before its 2 s wait
+ * ends), a timeout frees a slot while the job still runs, and a restart
+ * keeps the limit (the slots are the working jobs themselves). The brief's
+ * §6 scenarios 18 and 19 (docs/research/faktory-enterprise-features.md). */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "common_helpers.h"
+
+#define CONFIG                                                                                     \
+    "[throttles]\nt = { concurrency = 2 }\n[throttles.tt]\nconcurrency = 1\ntimeout = 1\n"
+
+static void start(void)
+{
+    (void)rbh_suite_start; /* this suite's server has a config */
+    cr_assert_eq(rbh_start(&S, CONFIG, NULL), 0, "server did not start (see %s)", S.log);
+    C = rbh_connect(&S, "w0");
+    cr_assert_not_null(C);
+}
+
+TestSuite(throttle, .init = start, .fini = rbh_suite_stop, .timeout = 60);
+
+#define SERVER_TEST(name) RBH_SERVER_TEST(throttle, name)
+
+static void push(const char *jid, const char *queue, const char *extra)
+{
+    cr_assert(rbh_expect(C, "+OK",
+                         "PUSH {\"jid\":\"%s\",\"jobtype\":\"T\",\"queue\":\"%s\","
+                         "\"args\":[]%s}",
+                         jid, queue, extra));
+}
+
+/* Jobs of queue working now (JOBS's total). */
+static long long working(const char *queue)
+{
+    json_t *v =
+        rbh_json(rbh_cmd(C, "JOBS {\"state\":\"working\",\"queue\":\"%s\",\"limit\":0}", queue));
+    long long n = json_integer_value(json_object_get(v, "total"));
+    json_decref(v);
+    return n;
+}
+
+/* FETCH queues on c: the jid fetched (caller frees), or NULL for none. */
+static char *fetch(rbh_conn *c, const char *queues)
+{
+    json_t *j = rbh_json(rbh_cmd(c, "FETCH %s", queues));
+    const char *jid = json_string_value(json_object_get(j, "jid"));
+    char *out = jid ? strdup(jid) : NULL;
+    json_decref(j);
+    return out;
+}
+
+/* Sends FETCH without reading the reply (the connection waits). */
+static void park(rbh_conn *c, const char *queues)
+{
+    char line[128];
+    int n = snprintf(line, sizeof line, "FETCH %s\r\n", queues);
+    cr_assert_eq(rbh_send(c, line, (size_t)n), 0);
+    rbh_sleep_ms(200); /* the server has read it and parked c */
+}
+
+/* The parked FETCH's reply on c: the job's jid (caller frees) or NULL,
+ * and how long it took from now in *ms. */
+static char *parked_reply(rbh_conn *c, int64_t *ms)
+{
+    int64_t t0 = rbh_now_ms();
+    json_t *j = rbh_json(rbh_reply(c));
+    *ms = rbh_now_ms() - t0;
+    const char *jid = json_string_value(json_object_get(j, "jid"));
+    char *out = jid ? strdup(jid) : NULL;
+    json_decref(j);
+    return out;
+}
+
+#define WORKERS 8
+static atomic_int got;
+static rbh_conn *workers[WORKERS];
+
+static void *worker(void *arg)
+{
+    rbh_conn *c = arg;
+    json_t *j = rbh_json(rbh_cmd(c, "FETCH t"));
+    if (json_object_get(j, "jid"))
+        atomic_fetch_add(&got, 1);
+    json_decref(j);
+    return NULL;
+}
+
+SERVER_TEST(never_more_than_concurrency_working)
+{
+    char jid[32];
+    for (int i = 0; i < 10; i++) {
+        snprintf(jid, sizeof jid, "thr-%05d", i);
+        push(jid, "t", "");
+    }
+    push("oth-00001", "other", "");
+    pthread_t th[WORKERS];
+    for (int i = 0; i < WORKERS; i++) {
+        char wid[16];
+        snprintf(wid, sizeof wid, "w%d", i + 1);
+        workers[i] = rbh_connect(&S, wid);
+        cr_assert_not_null(workers[i]);
+    }
+    for (int i = 0; i < WORKERS; i++)
+        pthread_create(&th[i], NULL, worker, workers[i]);
+    rbh_sleep_ms(300);
+    cr_assert_eq(working("t"), 2, "while the workers wait");
+    cr_assert_eq(rbh_info_int(C, "rebound.throttles.t.in_use"), 2);
+    cr_assert_eq(rbh_info_int(C, "rebound.throttles.t.concurrency"), 2);
+    for (int i = 0; i < WORKERS; i++)
+        pthread_join(th[i], NULL);
+    /* the six others waited their 2 s and got nothing */
+    cr_assert_eq(atomic_load(&got), 2);
+    cr_assert_eq(working("t"), 2);
+    cr_assert_eq(rbh_info_int(C, "faktory.queues.t"), 8);
+    /* the next FETCH moves on to its next queue */
+    char *j = fetch(C, "t other");
+    cr_assert_str_eq(j, "oth-00001");
+    free(j);
+    cr_assert_eq(working("t"), 2);
+    for (int i = 0; i < WORKERS; i++)
+        rbh_close(workers[i]);
+}
+
+SERVER_TEST(ack_fail_snooze_free_a_slot_and_wake_a_waiting_fetch)
+{
+    char jid[32];
+    for (int i = 0; i < 6; i++) {
+        snprintf(jid, sizeof jid, "thw-%05d", i);
+        push(jid, "t", ",\"retry\":5");
+    }
+    rbh_conn *a = rbh_connect(&S, "wa"), *b = rbh_connect(&S, "wb"), *p = rbh_connect(&S, "wp");
+    char *ja = fetch(a, "t"), *jb = fetch(b, "t");
+    cr_assert(ja && jb);
+    const char *frees[] = {"ACK {\"jid\":\"%s\"}",
+                           "FAIL {\"jid\":\"%s\",\"errtype\":\"E\",\"message\":\"x\"}",
+                           "SNOOZE {\"jid\":\"%s\",\"seconds\":60}"};
+    /* a and b hold the two slots; p waits, is woken by each freed slot and
+     * then holds one itself, which the SNOOZE round frees */
+    rbh_conn *anon = rbh_connect(&S, NULL); /* no wid: not checked as the holder */
+    char *held[3] = {ja, jb, NULL};
+    for (int k = 0; k < 3; k++) {
+        park(p, "t");
+        cr_assert_eq(working("t"), 2);
+        char line[160];
+        snprintf(line, sizeof line, frees[k], held[k]);
+        cr_assert(rbh_expect(anon, "+OK", "%s", line), "%s", line);
+        int64_t ms;
+        char *next = parked_reply(p, &ms);
+        cr_assert_not_null(next, "%s: the waiting FETCH got nothing", line);
+        cr_assert(ms < 1500, "%s: woken after %lld ms", line, (long long)ms);
+        cr_assert_eq(working("t"), 2);
+        free(held[k]);
+        held[k] = NULL;
+        if (k < 2) {
+            free(held[2]);
+            held[2] = next; /* p holds it; SNOOZE frees it in the last round */
+        } else {
+            free(next);
+        }
+    }
+    free(held[2]);
+    rbh_close(anon);
+    rbh_close(a);
+    rbh_close(b);
+    rbh_close(p);
+}
+
+SERVER_TEST(lease_expiry_frees_a_slot)
+{
+    push("thl-00001", "t", ",\"reserve_for\":1");
+    push("thl-00002", "t", ",\"reserve_for\":1");
+    push("thl-00003", "t", "");
+    char *x = fetch(C, "t"), *y = fetch(C, "t");
+    cr_assert(x && y);
+    rbh_conn *p = rbh_connect(&S, "wp");
+    park(p, "t");
+    int64_t ms;
+    char *next = parked_reply(p, &ms);
+    cr_assert_not_null(next, "no job after the leases expired");
+    cr_assert(working("t") <= 2);
+    free(x);
+    free(y);
+    free(next);
+    rbh_close(p);
+}
+
+SERVER_TEST(timeout_frees_a_slot_while_the_job_runs)
+{
+    push("tht-00001", "tt", "");
+    push("tht-00002", "tt", "");
+    char *x = fetch(C, "tt");
+    cr_assert_str_eq(x, "tht-00001");
+    rbh_conn *p = rbh_connect(&S, "wp");
+    park(p, "tt");
+    int64_t ms;
+    char *next = parked_reply(p, &ms);
+    cr_assert_str_eq(next, "tht-00002");
+    cr_assert(ms < 1500, "woken after %lld ms (timeout 1 s)", (long long)ms);
+    /* the first still works: two working, as Faktory's timeout allows */
+    cr_assert_eq(working("tt"), 2);
+    cr_assert(rbh_expect(C, "+OK", "ACK {\"jid\":\"tht-00001\"}"));
+    free(x);
+    free(next);
+    rbh_close(p);
+}
+
+SERVER_TEST(a_restart_keeps_the_limit)
+{
+    for (int i = 0; i < 4; i++) {
+        char jid[32];
+        snprintf(jid, sizeof jid, "thr-%05d", i);
+        push(jid, "t", "");
+    }
+    char *x = fetch(C, "t"), *y = fetch(C, "t");
+    cr_assert(x && y);
+    rbh_close(C);
+    C = NULL;
+    rbh_kill(&S, SIGKILL);
+    cr_assert_eq(rbh_launch(&S, NULL), 0, "no restart (see %s)", S.log);
+    C = rbh_connect(&S, "w0");
+    cr_assert_not_null(C);
+    cr_assert_eq(working("t"), 2);
+    /* both slots still held: nothing from t (after the 2 s wait) */
+    cr_assert(rbh_expect(C, "$-1", "FETCH t"));
+    cr_assert(rbh_expect(C, "+OK", "ACK {\"jid\":\"%s\"}", x));
+    char *z = fetch(C, "t");
+    cr_assert_not_null(z);
+    cr_assert_eq(working("t"), 2);
+    free(x);
+    free(y);
+    free(z);
+}
+
+/* Many workers fetch and ACK in loops while a sampler reads the working
+ * count: never more than the concurrency, and every job is done. */
+#define LOOPERS 8
+#define LOOP_JOBS 40
+static atomic_int done_jobs, max_seen;
+static atomic_bool stop_sampling;
+
+static void *looper(void *arg)
+{
+    rbh_conn *c = arg;
+    int idle = 0;
+    while (atomic_load(&done_jobs) < LOOP_JOBS && idle < 3) {
+        char *jid = fetch(c, "t");
+        if (!jid) {
+            idle++;
+            continue;
+        }
+        idle = 0;
+        rbh_sleep_ms(10);
+        char *r = rbh_cmd(c, "ACK {\"jid\":\"%s\"}", jid);
+        if (r && !strcmp(r, "+OK"))
+            atomic_fetch_add(&done_jobs, 1);
+        free(r);
+        free(jid);
+    }
+    return NULL;
+}
+
+static void *sampler(void *arg)
+{
+    rbh_conn *c = arg;
+    while (!atomic_load(&stop_sampling)) {
+        json_t *v = rbh_json(rbh_cmd(c, "JOBS {\"state\":\"working\",\"queue\":\"t\",\"limit\":0}"));
+        int n = (int)json_integer_value(json_object_get(v, "total"));
+        json_decref(v);
+        if (n > atomic_load(&max_seen))
+            atomic_store(&max_seen, n);
+        rbh_sleep_ms(2);
+    }
+    return NULL;
+}
+
+SERVER_TEST(many_workers_in_loops_never_exceed_the_limit)
+{
+    for (int i = 0; i < LOOP_JOBS; i++) {
+        char jid[32];
+        snprintf(jid, sizeof jid, "thm-%05d", i);
+        push(jid, "t", "");
+    }
+    rbh_conn *cs[LOOPERS];
+    pthread_t th[LOOPERS], sth;
+    rbh_conn *sc = rbh_connect(&S, NULL);
+    pthread_create(&sth, NULL, sampler, sc);
+    for (int i = 0; i < LOOPERS; i++) {
+        char wid[16];
+        snprintf(wid, sizeof wid, "wl%d", i);
+        cs[i] = rbh_connect(&S, wid);
+        cr_assert_not_null(cs[i]);
+        pthread_create(&th[i], NULL, looper, cs[i]);
+    }
+    for (int i = 0; i < LOOPERS; i++)
+        pthread_join(th[i], NULL);
+    atomic_store(&stop_sampling, true);
+    pthread_join(sth, NULL);
+    cr_assert_eq(atomic_load(&done_jobs), LOOP_JOBS);
+    cr_assert_leq(atomic_load(&max_seen), 2, "%d working at once", atomic_load(&max_seen));
+    cr_assert_eq(atomic_load(&max_seen), 2, "the limit was never reached (a weak test)");
+    cr_assert_eq(rbh_info_int(C, "faktory.total_processed"), LOOP_JOBS);
+    for (int i = 0; i < LOOPERS; i++)
+        rbh_close(cs[i]);
+    rbh_close(sc);
+}

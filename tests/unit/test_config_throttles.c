@@ -1,0 +1,94 @@
+/* The [throttles] table (config/throttles.c; docs/configuration.md,
+ * "Throttles"): Faktory's inline form and the [throttles.QUEUE] form read
+ * alike, and every mistake names the file, line, key and rule. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/buf.h"
+#include "config/config.h"
+
+static void in_tmpdir(void)
+{
+    char tmpl[] = "/tmp/rebound-config-XXXXXX";
+    cr_assert_not_null(mkdtemp(tmpl));
+    cr_assert_eq(chdir(tmpl), 0);
+}
+
+static int load(rb_config *cfg, const char *text, rb_err *err)
+{
+    FILE *f = fopen("c.toml", "w");
+    cr_assert_not_null(f);
+    fputs(text, f);
+    fclose(f);
+    return rb_config_load(cfg, "c.toml", NULL, err);
+}
+
+Test(config_throttles, both_forms_read_alike, .init = in_tmpdir)
+{
+    rb_config cfg;
+    rb_err err = {0};
+    cr_assert_eq(load(&cfg,
+                      "[throttles]\nimg = { concurrency = 4, timeout = 60 }\n"
+                      "\"bulk-export\" = { concurrency = 1 }\n"
+                      "[throttles.reports]\nconcurrency = 2\ntimeout = \"5m\"\n",
+                      &err),
+                 0, "%s", rb_err_msg(&err));
+    cr_assert_eq(cfg.n_throttles, 3);
+    const rb_throttle *t = rb_config_throttle(&cfg, "img");
+    cr_assert(t && t->concurrency == 4 && t->timeout_s == 60);
+    t = rb_config_throttle(&cfg, "bulk-export");
+    cr_assert(t && t->concurrency == 1 && t->timeout_s == 0);
+    t = rb_config_throttle(&cfg, "reports");
+    cr_assert(t && t->concurrency == 2 && t->timeout_s == 300);
+    cr_assert_null(rb_config_throttle(&cfg, "other"));
+    json_t *j = rb_config_to_json(&cfg);
+    cr_assert_eq(json_integer_value(json_object_get(
+                     json_object_get(json_object_get(j, "throttles"), "img"), "concurrency")),
+                 4);
+    json_decref(j);
+    rb_config_release(&cfg);
+    /* no [throttles]: none */
+    cr_assert_eq(load(&cfg, "[server]\n", &err), 0);
+    cr_assert_eq(cfg.n_throttles, 0);
+    rb_config_release(&cfg);
+}
+
+Test(config_throttles, mistakes_name_file_line_key_and_rule, .init = in_tmpdir)
+{
+    static const char *const cases[][2] = {
+        {"[throttles.t]\nconcurrency = 0\n",
+         "c.toml:2: key 'throttles.t.concurrency': must be an integer from 1 to 1000000, got 0"},
+        {"[throttles.t]\nconcurrency = \"4\"\n",
+         "c.toml:2: key 'throttles.t.concurrency': must be an integer from 1 to 1000000, got "
+         "string"},
+        {"[throttles.t]\ntimeout = 5\n",
+         "c.toml:1: key 'throttles.t': concurrency is required (an integer from 1 to 1000000)"},
+        {"[throttles.t]\nconcurrency = 1\ntimeout = \"x\"\n",
+         "c.toml:3: key 'throttles.t.timeout': must be a duration from 1s to 7d (\"90s\", \"30m\", "
+         "or whole seconds)"},
+        {"[throttles.t]\nconcurrency = 1\ntimeout = 0\n",
+         "c.toml:3: key 'throttles.t.timeout': must be a duration from 1s to 7d (\"90s\", \"30m\", "
+         "or whole seconds)"},
+        {"[throttles.t]\nconcurrency = 1\nworker = 2\n",
+         "c.toml:3: key 'throttles.t.worker': unknown key (did you mean 'timeout'?) (per-worker "
+         "and rate throttles are not supported yet)"},
+        {"[throttles.t]\nconcurency = 1\n",
+         "c.toml:2: key 'throttles.t.concurency': unknown key (did you mean 'concurrency'?)"},
+        {"[throttles]\nt = 4\n",
+         "c.toml:2: key 'throttles.t': must be a table ([throttles.t] or t = {concurrency = N}), "
+         "got integer"},
+        {"throttles = 4\n",
+         "c.toml:1: key 'throttles': must be a table ([throttles]), got integer"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        rb_config cfg;
+        rb_err err = {0};
+        cr_expect_eq(load(&cfg, cases[i][0], &err), RB_EINVAL, "case %zu", i);
+        cr_expect_str_eq(err.msg, cases[i][1], "case %zu", i);
+        cr_expect_eq(cfg.n_throttles, 0, "case %zu: defaults after failure", i);
+        rb_config_release(&cfg);
+    }
+}
