@@ -12,6 +12,7 @@ enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
 int cmd_policy(int argc, char **argv);
 int cmd_serve(int, char **);
 int cmd_config(int argc, char **argv);
+int cmd_cron(int argc, char **argv); /* cmd_cron.c */
 /* Client commands (cmd_client.c, cmd_push*.c, cmd_jobs.c, cmd_mutate.c, cmd_queue.c). */
 int cmd_push(int argc, char **argv);
 int cmd_info(int argc, char **argv);

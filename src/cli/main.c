@@ -25,6 +25,7 @@ static const struct command {
 } commands[] = {
     {"policy", cmd_policy, "check or simulate a retry policy (any dialect)"},
     {"config", cmd_config, "validate and print the effective configuration"},
+    {"cron", cmd_cron, "list the [[cron]] entries of a config file with their next run times"},
     {"push", cmd_push, "push a job, or import a JSON-lines file of jobs"},
     {"info", cmd_info, "show the server's queues, sets and totals"},
     {"jobs", cmd_jobs, "list jobs by state, queue and job type"},

@@ -59,6 +59,7 @@ void rb_config_release(rb_config *cfg)
         rb_policy_release(&cfg->retry_default);
     free_named(cfg->queues, cfg->n_queues);
     free_named(cfg->jobtypes, cfg->n_jobtypes);
+    rb_config_release_cron(cfg);
     rb_config_throttles_release(cfg);
     memset(cfg, 0, sizeof *cfg);
 }
@@ -221,9 +222,13 @@ static int apply(rb_config *cfg, const rb_config_files *f, const rb_toml_value *
     size_t nsecs = 0;
     while (secs[nsecs])
         nsecs++;
-    const rb_toml_kv *retry = NULL;
+    const rb_toml_kv *retry = NULL, *cron = NULL;
     for (size_t i = 0; i < root->u.table.n; i++) {
         const rb_toml_kv *kv = &root->u.table.items[i];
+        if (!strcmp(kv->key, "cron")) { /* [[cron]]: config/cron.c */
+            cron = kv;
+            continue;
+        }
         bool known = false;
         for (size_t s = 0; s < nsecs; s++)
             known |= !strcmp(secs[s], kv->key);
@@ -248,6 +253,8 @@ static int apply(rb_config *cfg, const rb_config_files *f, const rb_toml_value *
     int rc = check_tls(cfg, f, root, err);
     if (rc == 0 && retry)
         rc = rb_config_load_retry(cfg, f, retry, err); /* after [backoff]: policies use it */
+    if (rc == 0 && cron)
+        rc = rb_config_load_cron(cfg, f, cron, err); /* after [retry] and [storage] */
     return rc;
 }
 

@@ -10,6 +10,7 @@
 #include <jansson.h>
 
 #include "common/error.h"
+#include "engine/cron.h"
 #include "policy/policy.h"
 
 /* Where a setting's value came from (`rebound config check`). */
@@ -29,6 +30,18 @@ typedef struct rb_named_policy {
     rb_config_from from; /* which file(s) it came from */
 } rb_named_policy;
 
+/* One [[cron]] entry (docs/enterprise.md, "Cron"). */
+typedef struct rb_cron_entry {
+    char *name;       /* `name`, or "SCHEDULE JOBTYPE"; unique among entries; owned */
+    char *schedule;   /* as written; owned */
+    char *timezone;   /* IANA name, "UTC" by default; owned */
+    rb_cron_spec spec;
+    bool run_once;    /* missed = "run_once": one catch-up job after downtime */
+    json_t *job;      /* the job without jid: jobtype, queue, args, custom, retry,
+                         retry_policy, reserve_for; owned */
+    int line;         /* of its [[cron]] header */
+    rb_config_from from;
+} rb_cron_entry;
 /* A queue throttle ([throttles.QUEUE], docs/configuration.md): at most
  * concurrency jobs of the queue working at once; a slot held longer than
  * timeout_s (0: no timeout, the lease's end) is free again. */
@@ -73,6 +86,8 @@ typedef struct rb_config {
     size_t n_queues;
     rb_named_policy *jobtypes; /* [retry.jobtypes.NAME] */
     size_t n_jobtypes;
+    rb_cron_entry *cron;       /* [[cron]], in file order */
+    size_t n_cron;
     rb_throttle *throttles;    /* [throttles.QUEUE], in file order (config/throttles.c) */
     size_t n_throttles;
     /* Added for `rebound config check`: */
@@ -104,6 +119,12 @@ void rb_config_release(rb_config *cfg);
  * base or requested overlay file), and *cfg is left initialised to defaults
  * (still to be released). */
 int rb_config_load(rb_config *cfg, const char *path, const char *env, rb_err *err);
+
+/* 0, or RB_EINVAL with err "FILE:LINE: key 'cron[0]': cron is not supported
+ * in distributed mode yet (...)" when cfg has [[cron]] entries and its
+ * storage.url is PostgreSQL: rb_config_load checks it, and `serve` again
+ * after --db replaced the URL (config/cron.c). */
+int rb_config_cron_check_mode(const rb_config *cfg, rb_err *err);
 
 /* The environment name to use: flag when non-NULL and non-empty, else
  * $REBOUND_ENV when set and non-empty, else NULL. The one place the name is

@@ -1,5 +1,6 @@
 /* The effective configuration for people (annotated TOML) and programs
  * (JSON), each value with where it came from. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/buf.h"
@@ -43,6 +44,18 @@ json_t *rb_config_to_json(const rb_config *cfg)
         json_pack("{s:o, s:o, s:o}", "files", files, "settings", settings, "retry", retry);
     if (cfg->n_throttles)
         json_object_set_new(out, "throttles", rb_config_throttles_json(cfg));
+    if (cfg->n_cron) { /* [[cron]], only when there are entries */
+        json_t *cron = json_array();
+        for (size_t i = 0; i < cfg->n_cron; i++) {
+            const rb_cron_entry *e = &cfg->cron[i];
+            json_array_append_new(
+                cron, json_pack("{s:s, s:s, s:s, s:s, s:O, s:s}", "name", e->name, "schedule",
+                                e->schedule, "timezone", e->timezone, "missed",
+                                e->run_once ? "run_once" : "skip", "job", e->job, "from",
+                                rb_config_from_name(e->from)));
+        }
+        json_object_set_new(out, "cron", cron);
+    }
     return out;
 }
 
@@ -125,5 +138,15 @@ void rb_config_describe(const rb_config *cfg, rb_buf *out)
                       rb_config_from_name(t->from), (long long)t->concurrency);
         if (t->timeout_s)
             rb_buf_printf(out, "timeout = %lld\n", (long long)t->timeout_s);
+    }
+    for (size_t i = 0; i < cfg->n_cron; i++) { /* `rebound cron` shows their next runs */
+        const rb_cron_entry *e = &cfg->cron[i];
+        char *job = json_dumps(e->job, JSON_COMPACT | JSON_SORT_KEYS);
+        rb_buf_printf(out,
+                      "\n[[cron]]  # %s\n#   name %s, schedule \"%s\" in %s, missed %s\n"
+                      "#   job %s\n",
+                      rb_config_from_name(e->from), e->name, e->schedule, e->timezone,
+                      e->run_once ? "run_once" : "skip", job);
+        free(job);
     }
 }

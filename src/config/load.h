@@ -26,6 +26,12 @@ rb_config_from rb_config_from_value(const rb_toml_value *v);
 int rb_config_load_retry(rb_config *cfg, const rb_config_files *f, const rb_toml_kv *retry,
                          rb_err *err);
 
+/* Reads the [[cron]] array (key `cron`) into cfg->cron, after [retry] (a
+ * job's retry_policy is checked against the configured policies). */
+int rb_config_load_cron(rb_config *cfg, const rb_config_files *f, const rb_toml_kv *cron,
+                        rb_err *err);
+/* Frees cfg->cron. */
+void rb_config_release_cron(rb_config *cfg);
 /* Reads the [throttles] table (Faktory's `[throttles] q = {concurrency = 4,
  * timeout = 60}`, the same as `[throttles.q] concurrency = 4`) into cfg
  * (config/throttles.c). */

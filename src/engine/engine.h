@@ -176,6 +176,10 @@ struct rb_eng_op {
              * batch is unknown) or RB_ENOTUNIQUE (another job holds its
              * unique lock, engine/unique.h). */
             int *status;
+            /* Single node: a key of the store's meta table written in the
+             * push's commit when a job is made (cron's last fired tick,
+             * server/cron.h), or NULL. Both owned by the caller's op->arg. */
+            const char *meta_key, *meta_value;
         } push;
         /* FETCH (the first try; a connection that then waits is woken by
          * rb_eng_wake). */

@@ -7,6 +7,7 @@
 
 #include "common/timeutil.h"
 #include "common/version.h"
+#include "server/cron.h"
 #include "server/srv.h"
 
 /* A label value with \, " and newline escaped. */
@@ -142,6 +143,11 @@ void rb_metrics_render_state(const rb_metrics *m, const rb_srv *srv, const rb_me
         head(out, "rebound_unique_rejected_total", "counter",
              "pushes refused NOTUNIQUE since the server started");
         rb_buf_printf(out, "rebound_unique_rejected_total %lld\n", (long long)st->unique_rejected);
+    }
+    if (srv->cfg.n_cron) {
+        head(out, "rebound_cron_fired_total", "counter",
+             "jobs [[cron]] entries enqueued since the server started");
+        rb_buf_printf(out, "rebound_cron_fired_total %lld\n", (long long)rb_cron_fired(srv));
     }
     head(out, "rebound_jobs_in_flight", "gauge", "jobs reserved by workers (fetched, not yet ACKed or FAILed)");
     rb_buf_printf(out, "rebound_jobs_in_flight %lld\n", (long long)st->working);

@@ -23,6 +23,7 @@
 #include "common/buf.h"
 #include "common/timeutil.h"
 #include "engine/engine.h"
+#include "server/cron.h"
 #include "server/http.h"
 #include "server/log.h"
 #include "server/metrics.h"
@@ -77,6 +78,7 @@ static int load_meta(void *arg, const char *key, const char *value)
         rb_deps_load_meta(srv, key, value);
     rb_mem_batch_load(srv, key, value);
     rb_mem_unique_load(srv, key, value);
+    rb_cron_load(srv, key, value);
     rb_mem_track_load(srv, key, value);
     return 0;
 }
@@ -368,6 +370,7 @@ void rb_srv_free(rb_srv *srv)
         rb_writer_defer(srv->writer, NULL, NULL); /* the loop is over: seal at once */
     rb_writer_free(srv->writer); /* finishes the commit in progress */
     srv->writer = NULL;
+    rb_cron_free(srv); /* after the writer: a tick's push completes there */
     rb_http_free(srv->http); /* after the writer: actions answer from its completions */
     free_event(srv->grace_ev);
     free_event(srv->timer_ev);
@@ -423,6 +426,8 @@ int rb_server_run(const rb_server_opts *o, rb_err *err)
         free(srv->cfg.storage.url);
         srv->cfg.storage.url = rb_xstrdup(o->db);
     }
+    if ((rc = rb_config_cron_check_mode(&srv->cfg, err))) /* --db may name PostgreSQL */
+        goto out;
     if (srv->cfg.server.reserve_for_s < 1)
         srv->cfg.server.reserve_for_s = 1800;
     const char *cert = srv->cfg.server.tls_cert, *key = srv->cfg.server.tls_key;
@@ -457,6 +462,8 @@ int rb_server_run(const rb_server_opts *o, rb_err *err)
     if ((rc = listen_on(srv, srv->cfg.server.listen, o->port_file, err)))
         goto out;
     rb_srv_arm(srv);
+    if (!srv->pgm)
+        rb_cron_start(srv); /* [[cron]]: a single node's timer (server/cron.h) */
     rb_log(RB_LOG_INFO, "rebound started (store %s, %zu jobs)",
            srv->pgm ? "postgresql" : srv->store->ops->name, srv->jobs.by_jid.size);
     event_base_dispatch(srv->base);

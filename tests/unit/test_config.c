@@ -632,3 +632,102 @@ Test(config, nearest_key_by_edit_distance)
     cr_assert_str_eq(rb_config_nearest("passwd", c, 3), "password");
     cr_assert_null(rb_config_nearest("x", c, 0));
 }
+
+/* [[cron]] (issue 16 item 3): entries read in file order with defaults, and
+ * every mistake named with its line. */
+Test(config, cron_entries, .init = in_tmpdir)
+{
+    rb_config cfg;
+    load_ok(&cfg, "[[cron]]\n"
+                  "schedule = \"*/5 * * * *\"\n"
+                  "timezone = \"Europe/Berlin\"\n"
+                  "[cron.job]\n"
+                  "type = \"FiveJob\"\n"
+                  "queue = \"critical\"\n"
+                  "args = [1, \"x\"]\n"
+                  "retry = 3\n"
+                  "[cron.job.custom]\n"
+                  "foo = \"bar\"\n"
+                  "\n"
+                  "[[cron]]\n"
+                  "name = \"nightly\"\n"
+                  "schedule = \"@daily\"\n"
+                  "missed = \"run_once\"\n"
+                  "[cron.job]\n"
+                  "jobtype = \"Nightly\"\n");
+    cr_assert_eq(cfg.n_cron, 2);
+    rb_cron_entry *a = &cfg.cron[0], *b = &cfg.cron[1];
+    cr_expect_str_eq(a->name, "*/5 * * * * FiveJob");
+    cr_expect_str_eq(a->timezone, "Europe/Berlin");
+    cr_expect_eq(a->line, 1);
+    cr_expect_not(a->run_once);
+    char *j = json_dumps(a->job, JSON_SORT_KEYS | JSON_COMPACT);
+    cr_expect_str_eq(j, "{\"args\":[1,\"x\"],\"custom\":{\"foo\":\"bar\"},\"jobtype\":\"FiveJob\","
+                        "\"queue\":\"critical\",\"retry\":3}");
+    free(j);
+    cr_expect_str_eq(b->name, "nightly");
+    cr_expect_str_eq(b->timezone, "UTC");
+    cr_expect(b->run_once);
+    cr_expect_eq(b->line, 12);
+    j = json_dumps(b->job, JSON_SORT_KEYS | JSON_COMPACT);
+    cr_expect_str_eq(j, "{\"args\":[],\"jobtype\":\"Nightly\",\"queue\":\"default\"}");
+    free(j);
+    rb_config_release(&cfg);
+}
+
+Test(config, cron_errors_point_at_the_line, .init = in_tmpdir)
+{
+    expect_load_error("[[cron]]\nschedule = \"61 * * * *\"\n[cron.job]\ntype = \"X\"\n", RB_EINVAL,
+                      "c.toml:2: key 'cron[0].schedule': bad schedule \"61 * * * *\": column 1: "
+                      "minute 61 out of range 0-59");
+    expect_load_error("[[cron]]\nschedule = \"@daily\"\n[cron.job]\ntype = \"X\"\n\n[[cron]]\n"
+                      "schedule = \"0 0 * jan mon-\"\n[cron.job]\ntype = \"X\"\n",
+                      RB_EINVAL,
+                      "c.toml:7: key 'cron[1].schedule': bad schedule \"0 0 * jan mon-\": column "
+                      "15: expected a day of week number or name, got ''");
+    expect_load_error("[[cron]]\nschedule = \"@daily\"\ntimezone = \"Mars/Base\"\n[cron.job]\n"
+                      "type = \"X\"\n",
+                      RB_EINVAL,
+                      "c.toml:3: key 'cron[0].timezone': unknown time zone \"Mars/Base\" (an IANA "
+                      "name from the system's tz database, such as \"Europe/Berlin\" or \"UTC\")");
+    expect_load_error("[[cron]]\nschedule = \"@daily\"\nmissed = \"maybe\"\n[cron.job]\n"
+                      "type = \"X\"\n",
+                      RB_EINVAL,
+                      "c.toml:3: key 'cron[0].missed': must be \"skip\" or \"run_once\", got "
+                      "\"maybe\"");
+    expect_load_error("[[cron]]\nschedul = \"@daily\"\n", RB_EINVAL,
+                      "c.toml:2: key 'cron[0].schedul': unknown key (did you mean 'schedule'?)");
+    expect_load_error("[[cron]]\n[cron.job]\ntype = \"X\"\n", RB_EINVAL,
+                      "c.toml:1: key 'cron[0].schedule': missing: every [[cron]] has a schedule "
+                      "(\"*/5 * * * *\", \"@daily\")");
+    expect_load_error("[[cron]]\nschedule = \"@daily\"\n", RB_EINVAL,
+                      "c.toml:1: key 'cron[0].job': missing: every [[cron]] has a [cron.job] with "
+                      "its type");
+    expect_load_error("[[cron]]\nschedule = \"@daily\"\n[cron.job]\nqueue = \"q\"\n", RB_EINVAL,
+                      "c.toml:3: key 'cron[0].job.type': missing: every [cron.job] names its job "
+                      "type (type = \"MyJob\")");
+    expect_load_error("[[cron]]\nschedule = \"@daily\"\n[cron.job]\ntype = \"X\"\nargs = 5\n",
+                      RB_EINVAL, "c.toml:5: key 'cron[0].job.args': must be an array, got integer");
+    expect_load_error("[[cron]]\nschedule = \"@daily\"\n[cron.job]\ntype = \"X\"\nretry = -2\n",
+                      RB_EINVAL,
+                      "c.toml:5: key 'cron[0].job.retry': must be an integer from -1 to 1000000, "
+                      "got integer");
+    expect_load_error("[[cron]]\nschedule = \"@daily\"\n[cron.job]\ntype = \"X\"\n"
+                      "retry_policy = {bogus = 1}\n",
+                      RB_EINVAL, "c.toml:5: key 'cron[0].job': retry_policy: bogus: unknown key");
+    expect_load_error("[[cron]]\nschedule = \"@daily\"\n[cron.job]\ntype = \"X\"\n[[cron]]\n"
+                      "schedule = \"@daily\"\n[cron.job]\ntype = \"X\"\n",
+                      RB_EINVAL,
+                      "c.toml:5: key 'cron[1].name': \"@daily X\" is the name of the entry at line "
+                      "1 too (give each [[cron]] its own name)");
+    expect_load_error("cron = 5\n", RB_EINVAL,
+                      "c.toml:1: key 'cron': must be an array of tables ([[cron]]), got integer");
+    expect_load_error("[cron]\nschedule = \"@daily\"\n", RB_EINVAL,
+                      "c.toml:1: key 'cron': must be an array of tables ([[cron]]), got table");
+    /* Distributed mode refuses cron, in one place, naming the entry's line. */
+    expect_load_error("[storage]\nurl = \"postgres://localhost/rebound\"\n\n[[cron]]\n"
+                      "schedule = \"@daily\"\n[cron.job]\ntype = \"X\"\n",
+                      RB_EINVAL,
+                      "c.toml:4: key 'cron[0]': cron is not supported in distributed mode yet "
+                      "(storage.url is a PostgreSQL URL)");
+}

@@ -16,6 +16,7 @@
 #include "backend/mem/unique.h"
 #include "common/buf.h"
 #include "common/timeutil.h"
+#include "server/cron.h"
 #include "server/log.h"
 #include "server/metrics.h"
 #include "server/srv.h"
@@ -110,6 +111,8 @@ static void mem_push(rb_srv *srv, rb_eng_op *op)
         rb_eng_complete(srv, op);
         return;
     }
+    if (op->u.push.meta_key) /* in the same commit as the jobs (cron's last tick) */
+        rb_writer_meta(srv->writer, op->u.push.meta_key, op->u.push.meta_value);
     rb_writer_then(srv->writer, push_committed, op);
 }
 
@@ -378,6 +381,7 @@ static void mem_info(rb_srv *srv, rb_eng_op *op)
     };
     json_object_set_new(f->rebound, "batches", rb_mem_batch_info(srv));
     rb_mem_unique_info(srv, f->rebound);
+    rb_cron_info(srv, f->rebound);
     rb_mem_throttle_info(srv, f->rebound, op->now);
     rb_table_each(&srv->jobs.queues, info_queue, op);
     rb_eng_complete(srv, op);

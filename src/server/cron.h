@@ -1,0 +1,45 @@
+/* Cron on a single node (issue 16 item 3, docs/enterprise.md "Cron"): one
+ * timer fires each [[cron]] entry's ticks (engine/cron.h computes them);
+ * each tick is one PUSH through the engine whose jid is derived from the
+ * entry's name and the tick's time, and whose commit also writes the
+ * store's meta key "cron:<name>" = "<tick seconds>", so a restart (even
+ * after kill -9) never fires a tick twice. Distributed mode refuses
+ * [[cron]] at load (config/cron.c). Loop thread only. */
+#ifndef RB_SERVER_CRON_H
+#define RB_SERVER_CRON_H
+
+#include <stdint.h>
+
+#include <jansson.h>
+
+typedef struct rb_srv rb_srv;
+
+/* The meta key prefix of an entry's last fired tick. */
+#define RB_CRON_META_KEY "cron:"
+
+/* The test-only clock offset (milliseconds added to the wall clock cron
+ * reads; docs/enterprise.md). Read once, at rb_cron_start. */
+#define RB_CRON_TEST_CLOCK_ENV "REBOUND_TEST_CLOCK_OFFSET_MS"
+
+/* Start-up: a stored meta key (an entry's last tick when it starts with
+ * RB_CRON_META_KEY; others are ignored). */
+void rb_cron_load(rb_srv *srv, const char *key, const char *value);
+
+/* Once the loop exists: for each entry, the catch-up job of missed =
+ * "run_once" after downtime, then the timer armed for the next ticks. A
+ * no-op without entries. */
+void rb_cron_start(rb_srv *srv);
+
+/* Frees srv->cron (NULL: no-op). */
+void rb_cron_free(rb_srv *srv);
+
+/* INFO's "cron" {"entries", "fired"} under "rebound"; set into rebound. */
+void rb_cron_info(const rb_srv *srv, json_t *rebound);
+/* Ticks fired (jobs pushed) since the server started. */
+int64_t rb_cron_fired(const rb_srv *srv);
+
+/* The jid of entry name's tick at tick_s: "cron-<16 hex digits of the
+ * name's FNV-1a hash>-<tick_s>" (written into out, at least 48 bytes). */
+char *rb_cron_jid(const char *name, int64_t tick_s, char *out);
+
+#endif

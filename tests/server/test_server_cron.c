@@ -1,0 +1,280 @@
+/* Cron on a single node against the real server (issue 16 item 3,
+ * docs/enterprise.md "Cron"): a tick enqueues exactly one job with the
+ * entry's jobtype, args, queue and custom; kill -9 after a tick (pending or
+ * acknowledged) never enqueues it again; after downtime missed ticks are
+ * skipped, or one catch-up job is enqueued with missed = "run_once"; and
+ * distributed mode refuses [[cron]]. The cron clock is moved with the
+ * documented test-only REBOUND_TEST_CLOCK_OFFSET_MS so that a minute's
+ * tick comes within a second. */
+#include <criterion/criterion.h>
+
+#include "common_helpers.h"
+#include "test_http_harness.h"
+
+/* Each test starts S itself (with its clock offset); the suite only stops it. */
+TestSuite(cron, .fini = rbh_suite_stop, .timeout = 60);
+static void (*const unused_start)(const char *) __attribute__((unused)) = rbh_suite_start;
+
+#define MIN_MS 60000LL
+
+/* The offset putting the cron clock lead_ms before a minute boundary plus
+ * shift_ms; *tick_s is that boundary's tick (seconds). */
+static long long wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static long long offset_before_tick(long long lead_ms, long long shift_ms, long long *tick_s)
+{
+    long long now = wall_ms();
+    long long boundary = (now / MIN_MS + 1) * MIN_MS + shift_ms;
+    if (tick_s)
+        *tick_s = boundary / 1000;
+    return boundary - lead_ms - now;
+}
+
+static void set_offset(long long ms)
+{
+    char v[32];
+    snprintf(v, sizeof v, "%lld", ms);
+    setenv("REBOUND_TEST_CLOCK_OFFSET_MS", v, 1);
+}
+
+static char *config(const char *missed)
+{
+    static char text[1024];
+    snprintf(text, sizeof text,
+             "[[cron]]\n"
+             "name = \"minutely\"\n"
+             "schedule = \"* * * * *\"\n"
+             "missed = \"%s\"\n"
+             "[cron.job]\n"
+             "type = \"Tick\"\n"
+             "queue = \"cq\"\n"
+             "args = [1, \"a\"]\n"
+             "retry = 3\n"
+             "[cron.job.custom]\n"
+             "k = \"v\"\n",
+             missed);
+    return text;
+}
+
+static long long queue_size(rbh_conn *c)
+{
+    long long n = rbh_info_int(c, "faktory.queues.cq");
+    return n < 0 ? 0 : n;
+}
+
+/* Waits up to ms for queue cq to hold want jobs. */
+static bool wait_size(rbh_conn *c, long long want, int ms)
+{
+    for (int64_t end = rbh_now_ms() + ms; rbh_now_ms() < end; rbh_sleep_ms(20))
+        if (queue_size(c) == want)
+            return true;
+    return queue_size(c) == want;
+}
+
+static bool log_has(const rbh_server *s, const char *text)
+{
+    FILE *f = fopen(s->log, "r");
+    if (!f)
+        return false;
+    char line[2048];
+    bool hit = false;
+    while (!hit && fgets(line, sizeof line, f))
+        hit = strstr(line, text) != NULL;
+    fclose(f);
+    return hit;
+}
+
+/* Starts S with the config and the cron clock just before a tick; waits
+ * for the tick's job. Returns the tick (seconds). */
+static long long start_and_tick(const char *missed)
+{
+    long long tick;
+    set_offset(offset_before_tick(700, 0, &tick));
+    cr_assert_eq(rbh_start(&S, config(missed), NULL), 0, "server did not start (see %s)", S.log);
+    C = rbh_connect(&S, "w1");
+    cr_assert_not_null(C);
+    cr_assert(wait_size(C, 1, 5000), "the tick enqueued %lld jobs", queue_size(C));
+    return tick;
+}
+
+static void restart(long long offset_ms, int sig)
+{
+    rbh_close(C);
+    C = NULL;
+    if (sig == SIGTERM)
+        cr_assert(WIFEXITED(rbh_kill(&S, SIGTERM)));
+    else
+        rbh_kill(&S, sig);
+    set_offset(offset_ms);
+    cr_assert_eq(rbh_launch(&S, NULL), 0, "server did not restart (see %s)", S.log);
+    C = rbh_connect(&S, "w1");
+    cr_assert_not_null(C);
+}
+
+static void expected_jid(const char *name, long long tick_s, char *out)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+        h = (h ^ *p) * 1099511628211ull;
+    snprintf(out, 48, "cron-%016llx-%lld", (unsigned long long)h, tick_s);
+}
+
+RBH_SERVER_TEST(cron, a_tick_enqueues_exactly_one_job)
+{
+    long long tick;
+    int http_port = 0;
+    set_offset(offset_before_tick(700, 0, &tick));
+    cr_assert_eq(rbh_start_http(&S, config("skip"), &http_port), 0, "server did not start");
+    C = rbh_connect(&S, "w1");
+    cr_assert_not_null(C);
+    cr_assert(wait_size(C, 1, 5000), "the tick enqueued %lld jobs", queue_size(C));
+    json_t *j = rbh_json(rbh_cmd(C, "FETCH cq"));
+    cr_assert_not_null(j);
+    cr_assert_str_eq(json_string_value(json_object_get(j, "jobtype")), "Tick");
+    cr_assert_str_eq(json_string_value(json_object_get(j, "queue")), "cq");
+    cr_assert_eq(json_integer_value(rbh_get(j, "args.0")), 1);
+    cr_assert_str_eq(json_string_value(rbh_get(j, "args.1")), "a");
+    cr_assert_eq(json_array_size(json_object_get(j, "args")), 2);
+    cr_assert_str_eq(json_string_value(rbh_get(j, "custom.k")), "v");
+    cr_assert_eq(json_integer_value(json_object_get(j, "retry")), 3);
+    char want[48];
+    expected_jid("minutely", tick, want);
+    cr_assert_str_eq(json_string_value(json_object_get(j, "jid")), want);
+    json_decref(j);
+    /* one job per tick: nothing more within the same minute */
+    rbh_sleep_ms(1500);
+    cr_assert_eq(queue_size(C), 0);
+    cr_assert_eq(rbh_info_int(C, "rebound.cron.fired"), 1);
+    cr_assert_eq(rbh_info_int(C, "rebound.cron.entries"), 1);
+    rbh_resp *r = rbh_http(http_port, "GET", "/metrics", NULL, NULL);
+    cr_assert(r && r->status == 200);
+    cr_assert(strstr(r->body, "\nrebound_cron_fired_total 1\n"), "%s", r->body);
+    rbh_resp_free(r);
+}
+
+RBH_SERVER_TEST(cron, kill_9_right_after_a_tick_does_not_enqueue_it_twice)
+{
+    long long tick;
+    set_offset(offset_before_tick(700, 0, &tick));
+    long long offset = atoll(getenv("REBOUND_TEST_CLOCK_OFFSET_MS"));
+    cr_assert_eq(rbh_start(&S, config("run_once"), NULL), 0, "server did not start (see %s)",
+                 S.log);
+    C = rbh_connect(&S, "w1");
+    cr_assert(wait_size(C, 1, 5000));
+    /* killed with the tick's job pending: the restart finds the tick fired */
+    restart(offset, SIGKILL);
+    rbh_sleep_ms(1500);
+    cr_assert_eq(queue_size(C), 1);
+    cr_assert_eq(rbh_info_int(C, "rebound.cron.fired"), 0);
+    /* ACKed, then killed: the job is gone, and still not pushed again */
+    json_t *j = rbh_json(rbh_cmd(C, "FETCH cq"));
+    cr_assert_not_null(j);
+    cr_assert(rbh_expect(C, "+OK", "ACK {\"jid\":\"%s\"}",
+                         json_string_value(json_object_get(j, "jid"))));
+    json_decref(j);
+    restart(offset, SIGKILL);
+    rbh_sleep_ms(1500);
+    cr_assert_eq(queue_size(C), 0);
+    cr_assert_eq(rbh_info_int(C, "rebound.cron.fired"), 0);
+    (void)tick;
+}
+
+RBH_SERVER_TEST(cron, missed_ticks_are_skipped_after_downtime)
+{
+    long long tick = start_and_tick("skip");
+    /* an hour later (half a minute before the next tick) */
+    long long later = offset_before_tick(30000, 3600 * 1000LL, NULL);
+    restart(later, SIGTERM);
+    rbh_sleep_ms(1500);
+    cr_assert_eq(queue_size(C), 1, "a missed tick fired");
+    cr_assert_eq(rbh_info_int(C, "rebound.cron.fired"), 0);
+    cr_assert(log_has(&S, "ticks missed while down are skipped"));
+    (void)tick;
+}
+
+RBH_SERVER_TEST(cron, run_once_enqueues_one_catch_up_job_after_downtime)
+{
+    start_and_tick("run_once");
+    /* an hour later: 60 ticks missed, half a minute before the next */
+    long long next;
+    long long later = offset_before_tick(30000, 3600 * 1000LL, &next);
+    restart(later, SIGTERM);
+    cr_assert(wait_size(C, 2, 5000), "queue holds %lld", queue_size(C));
+    rbh_sleep_ms(1000);
+    cr_assert_eq(queue_size(C), 2, "more than one catch-up job");
+    cr_assert_eq(rbh_info_int(C, "rebound.cron.fired"), 1);
+    /* the catch-up job is the latest missed tick's */
+    char want[48];
+    expected_jid("minutely", next - 60, want);
+    char *st = rbh_job_state(C, want);
+    cr_assert_not_null(st, "no job %s", want);
+    free(st);
+    /* another restart at the same time: no second catch-up */
+    restart(later, SIGKILL);
+    rbh_sleep_ms(1500);
+    cr_assert_eq(queue_size(C), 2);
+}
+
+Test(cron, distributed_mode_refuses_cron)
+{
+    rbh_init(&S);
+    rbh_write_file(&S, "rebound.toml", config("skip"), S.config, sizeof S.config);
+    snprintf(S.db, sizeof S.db, "postgres://127.0.0.1:1/none");
+    cr_assert_eq(rbh_launch(&S, NULL), -1, "the server started");
+    cr_assert(log_has(&S, "rebound.toml:1: key 'cron[0]': cron is not supported in "
+                          "distributed mode yet"),
+              "see %s", S.log);
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", S.dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+/* `rebound cron` lists entries and their next run times from the file alone. */
+Test(cron, cli_lists_entries_with_next_runs)
+{
+    rbh_init(&S);
+    rbh_write_file(&S, "rebound.toml",
+                   "[[cron]]\nname = \"nightly-report\"\nschedule = \"30 2 * * mon-fri\"\n"
+                   "timezone = \"Europe/Berlin\"\nmissed = \"run_once\"\n[cron.job]\n"
+                   "type = \"NightlyReport\"\nargs = [\"daily\"]\n\n"
+                   "[[cron]]\nschedule = \"0 0 31 2 *\"\n[cron.job]\njobtype = \"Never\"\n",
+                   S.config, sizeof S.config);
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "%s cron --json --now 2026-03-08T06:00:00Z --count 2 '%s'",
+             rbh_bin(), S.config);
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    json_error_t jerr;
+    json_t *out = json_loadf(p, 0, &jerr);
+    cr_assert_eq(pclose(p), 0);
+    cr_assert_not_null(out, "%s", jerr.text);
+    cr_assert_str_eq(json_string_value(json_object_get(out, "now")), "2026-03-08T06:00:00.000Z");
+    json_t *a = rbh_get(out, "entries.0");
+    cr_assert_str_eq(json_string_value(json_object_get(a, "name")), "nightly-report");
+    cr_assert_str_eq(json_string_value(json_object_get(a, "timezone")), "Europe/Berlin");
+    cr_assert_str_eq(json_string_value(json_object_get(a, "missed")), "run_once");
+    cr_assert_str_eq(json_string_value(json_object_get(a, "queue")), "default");
+    cr_assert_str_eq(json_string_value(rbh_get(a, "next.0")), "2026-03-09T01:30:00.000Z");
+    cr_assert_str_eq(json_string_value(rbh_get(a, "next.1")), "2026-03-10T01:30:00.000Z");
+    json_t *b = rbh_get(out, "entries.1");
+    cr_assert_str_eq(json_string_value(json_object_get(b, "name")), "0 0 31 2 * Never");
+    cr_assert_eq(json_array_size(json_object_get(b, "next")), 0);
+    json_decref(out);
+    /* a bad schedule: exit 2 with the line */
+    rbh_write_file(&S, "bad.toml", "[[cron]]\nschedule = \"* * *\"\n[cron.job]\ntype = \"X\"\n",
+                   S.config, sizeof S.config);
+    snprintf(cmd, sizeof cmd, "%s cron '%s' 2>&1", rbh_bin(), S.config);
+    p = popen(cmd, "r");
+    char line[512] = "";
+    cr_assert_not_null(fgets(line, sizeof line, p));
+    int st = pclose(p);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 2, "status %d", st);
+    cr_assert(strstr(line, "bad.toml:2: key 'cron[0].schedule': bad schedule"), "%s", line);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", S.dir);
+    cr_assert_eq(system(cmd), 0);
+}
