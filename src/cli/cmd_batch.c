@@ -81,33 +81,8 @@ static void print_batch(const json_t *b)
 
 int cmd_batch(int argc, char **argv)
 {
-    cli_common co = {0};
-    int prc = cli_parse_common_only("batch", batch_usage, argc, argv, &co);
-    if (prc >= 0)
-        return prc;
-    if (optind >= argc)
-        return cli_error(CLI_USAGE, "batch: missing BID (see 'rebound batch --help')");
-    if (argc - optind > 1)
-        return cli_error(CLI_USAGE, "batch: unexpected argument '%s'", argv[optind + 1]);
-    const char *bid = argv[optind];
-    rb_client *c;
-    int cc = cli_connect(&co, &c);
-    if (cc != CLI_OK)
-        return cc;
-    json_t *res = NULL;
-    rb_err err = {0};
-    int rc = rb_client_batch_view(c, bid, &res, &err);
-    rb_client_close(c);
-    if (rc)
-        return cli_call_error("batch", rc, &err, 0);
-    if (!res)
-        return cli_error(CLI_FAIL, "batch '%s' not found (finished batches expire)", bid);
-    if (co.json)
-        cli_print_json(res);
-    else
-        print_batch(res);
-    json_decref(res);
-    return CLI_OK;
+    return cli_show_one("batch", batch_usage, "BID", argc, argv, rb_client_batch_view,
+                        print_batch, "batch '%s' not found (finished batches expire)");
 }
 
 enum { OPT_ALL = 0x400, OPT_LIMIT, OPT_OFFSET };
