@@ -63,11 +63,7 @@ void rb_cmd_batch(rb_conn *c, char *arg)
         return;
     }
     char *sub = arg;
-    char *rest = sub + strcspn(sub, " \t");
-    if (*rest) {
-        *rest++ = '\0';
-        rest += strspn(rest, " \t");
-    }
+    char *rest = rb_cmd_subcommand(arg);
     rb_eng_batch_verb verb;
     if (!strcasecmp(sub, "NEW"))
         verb = RB_ENG_BATCH_NEW;

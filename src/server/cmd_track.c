@@ -31,11 +31,7 @@ void rb_cmd_track(rb_conn *c, char *arg)
         return;
     }
     char *sub = arg;
-    char *rest = sub + strcspn(sub, " \t");
-    if (*rest) {
-        *rest++ = '\0';
-        rest += strspn(rest, " \t");
-    }
+    char *rest = rb_cmd_subcommand(arg);
     rb_eng_op *op;
     if (!strcasecmp(sub, "GET")) {
         size_t n = strcspn(rest, " \t");

@@ -39,6 +39,9 @@ void rb_cmd_track(rb_conn *c, char *arg);
 json_t *rb_cmd_json_arg(rb_conn *c, const char *verb, const char *arg, int want_type);
 /* o's "jid" string, or NULL after replying an error. Borrowed from o. */
 const char *rb_cmd_jid(rb_conn *c, const char *verb, const json_t *o);
+/* A command with subcommands (BATCH NEW ..., TRACK GET ...): ends the first
+ * word of arg in place and returns what follows it, blanks skipped. */
+char *rb_cmd_subcommand(char *arg);
 /* The size of the buffer rb_cmd_fail_fields writes a numeric retry_after
  * into (the longest is "9200000000000000000"). */
 #define RB_CMD_RETRY_AFTER 32

@@ -196,3 +196,13 @@ void rb_cmd_beat_reply(rb_conn *c, int signal)
     else
         rb_reply_ok(c);
 }
+
+char *rb_cmd_subcommand(char *arg)
+{
+    char *rest = arg + strcspn(arg, " \t");
+    if (*rest) {
+        *rest++ = '\0';
+        rest += strspn(rest, " \t");
+    }
+    return rest;
+}
