@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "common/buf.h"
+#include "server/log.h"
 
 /* The collection window: at most this share of the average commit time,
  * and never more than COLLECT_MAX_US. */
@@ -198,7 +199,7 @@ static void *writer_main(void *arg)
             pthread_mutex_unlock(&w->mu);
             rb_err merr = {0};
             if (w->store->ops->maintain(w->store, &merr))
-                fprintf(stderr, "rebound: %s\n", rb_err_msg(&merr));
+                rb_log(RB_LOG_ERROR, "%s", rb_err_msg(&merr));
             pthread_mutex_lock(&w->mu);
         }
         if (w->cur->n_ops == 0 && w->cur->n_dones == 0)

@@ -95,7 +95,8 @@ int sql_expire_jobs(rb_pg *pg, const char *jids, int64_t now, int limit, int *n,
         return rc;
     }
     for (int i = 0; i < rows; i++) {
-        rb_log(RB_LOG_INFO, "JID %s: Halt: job expired", PQgetvalue(r, i, 0));
+        rb_log_kv(RB_LOG_INFO, RB_LOG_KV("jid", PQgetvalue(r, i, 0)), "JID %s: Halt: job expired",
+                  PQgetvalue(r, i, 0));
         keep_labels(pg, r, i);
     }
     PQclear(r);
