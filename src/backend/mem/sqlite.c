@@ -541,8 +541,13 @@ int rb_store_sqlite_check(const char *path, long long *jobs, rb_err *err)
     int sr = sqlite3_step(st);
     const char *first = sr == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0) : NULL;
     if (!first || strcmp(first, "ok")) {
-        rc = rb_err_set(err, RB_EINVAL, "'%s' fails SQLite's integrity check: %s", path,
-                        first ? first : sqlite3_errmsg(db));
+        /* its first finding, on one line */
+        char what[160];
+        snprintf(what, sizeof what, "%s", first ? first : sqlite3_errmsg(db));
+        for (char *p = what; *p; p++)
+            if (*p == '\n')
+                *p = ' ';
+        rc = rb_err_set(err, RB_EINVAL, "'%s' fails SQLite's integrity check: %s", path, what);
         goto out;
     }
     if (jobs) {
