@@ -103,7 +103,15 @@ static void emit(rb_log_level l, const char *const *kv, const char *fmt, va_list
     }
     rb_buf line = RB_BUF_INIT;
     if (!json_lines) {
-        rb_buf_printf(&line, "%s %s %s\n", ts, names[l], rb_buf_str(&msg));
+        rb_buf_printf(&line, "%s %s ", ts, names[l]);
+        /* one event, one line: a control character a client sent (a
+         * newline in a jid) is written as \xNN */
+        for (const unsigned char *p = (const unsigned char *)rb_buf_str(&msg); *p; p++)
+            if (*p < 0x20 || *p == 0x7f)
+                rb_buf_printf(&line, "\\x%02x", *p);
+            else
+                rb_buf_addc(&line, (char)*p);
+        rb_buf_addc(&line, '\n');
     } else {
         json_t *o = json_object();
         json_object_set_new(o, "time", json_string(ts));

@@ -88,12 +88,15 @@ Test(log, json_escapes_anything, .init = capture)
     free(text);
 }
 
+/* Text lines: "TIME LEVEL msg", one per event (control characters
+ * escaped), long messages cut. */
 Test(log, text_lines_and_long_messages, .init = capture)
 {
     rb_log_set_json(false);
     rb_log_set_level(RB_LOG_WARN);
     rb_log(RB_LOG_INFO, "hidden");
     rb_log_kv(RB_LOG_WARN, RB_LOG_KV("jid", "abc"), "job %s late", "abc");
+    rb_log(RB_LOG_WARN, "job %s", "a\nb\x7f\xc3\xa9");
     char big[10000];
     memset(big, 'x', sizeof big - 1);
     big[sizeof big - 1] = '\0';
@@ -107,6 +110,11 @@ Test(log, text_lines_and_long_messages, .init = capture)
     cr_assert_str_eq(text + 24, " warn job abc late");
     cr_assert_eq(text[10], 'T');
     cr_assert_eq(text[23], 'Z');
+    char *injected = nl + 1;
+    nl = strchr(injected, '\n');
+    cr_assert_not_null(nl);
+    *nl = '\0';
+    cr_assert_str_eq(injected + 24, " warn job a\\x0ab\\x7f\xc3\xa9", "control characters escaped");
     char *second = nl + 1;
     cr_assert(strstr(second, " error xxx"), "%.60s", second);
     cr_assert(strlen(second) < 4200 && strstr(second, "...\n"), "a long message is cut");
