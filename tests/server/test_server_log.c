@@ -80,6 +80,11 @@ Test(log, json_lines_with_job_fields, .timeout = 60)
     cr_assert(rbh_expect(c, "+OK", "PUSH {\"jid\":\"discard-0001\",\"jobtype\":\"Xj\","
                                    "\"queue\":\"qx\",\"args\":[],\"retry\":0}"));
     fetch_fail(c, "qx", "\"discard-0001\"");
+    /* expired: dropped at FETCH */
+    cr_assert(rbh_expect(c, "+OK", "PUSH {\"jid\":\"expired-0001\",\"jobtype\":\"Ej\","
+                                   "\"queue\":\"qe\",\"args\":[],"
+                                   "\"custom\":{\"expires_at\":\"2001-01-01T00:00:00Z\"}}"));
+    cr_assert(rbh_expect(c, "$-1", "FETCH qe"));
     rbh_close(c);
     cr_assert(WIFEXITED(rbh_kill(&s, SIGTERM)));
 
@@ -98,6 +103,10 @@ Test(log, json_lines_with_job_fields, .timeout = 60)
     cr_assert_str_eq(field(gone, "jid"), "discard-0001");
     cr_assert_str_eq(field(gone, "queue"), "qx");
     cr_assert_str_eq(field(gone, "jobtype"), "Xj");
+    json_t *exp = find_line(lines, "Halt: job expired");
+    cr_assert_not_null(exp, "no expired-job line");
+    cr_assert_str_eq(field(exp, "jid"), "expired-0001");
+    cr_assert_str_eq(field(exp, "queue"), "qe");
     json_decref(lines);
     cr_assert_eq(rbh_stop(&s), 0);
 }
