@@ -28,7 +28,8 @@ static const char backup_usage[] =
     "  it goes on serving, then checks the copy. The server writes the file itself, so\n"
     "  FILE must be on a file system the server can write (the same machine).\n"
     "  Distributed mode: back up PostgreSQL with pg_dump (docs/operations.md).\n"
-    "exit: 0 written and checked, 1 failed, 2 bad usage\n";
+    "exit: 0 written and checked, 1 the server or the check failed, 2 bad usage, FILE exists\n"
+    "or distributed mode\n";
 
 static const char restore_usage[] =
     "usage: rebound restore FILE [--db PATH] [--config F] [--env NAME] [--force]\n"
@@ -92,7 +93,9 @@ int cmd_backup(int argc, char **argv)
     json_t *reply = rc == 0 && r.type == RB_REPLY_BULK ? json_loads(r.str, 0, NULL) : NULL;
     rb_client_close(c);
     long long jobs = 0;
-    if (rc) {
+    if (rc == RB_EPROTO && !strncmp(rb_err_msg(&err), "storage error: ", 15)) {
+        code = cli_error(CLI_FAIL, "backup: %s", rb_err_msg(&err)); /* the server failed */
+    } else if (rc) {
         code = cli_call_error("backup", rc, &err, 1);
     } else if (!reply) {
         code = cli_error(CLI_FAIL, "backup: unexpected reply from the server");

@@ -327,6 +327,10 @@ Test(backup, refusals_and_force, .timeout = 120)
     cr_assert(rbh_expect(c, "-ERR BACKUP: path must be an absolute file path (a string starting "
                             "with /)", "BACKUP {}"));
     cr_assert_eq(access(copy, F_OK), 0);
+    /* a file the server cannot create: its failure, exit 1 */
+    snprintf(args, sizeof args, "backup '%s/no-such-dir/copy.db'", r.dir);
+    cr_assert_eq(run_cli(&s, args, out, sizeof out), 1);
+    cr_assert(file_has(out, "storage error: cannot create"));
     snprintf(args, sizeof args, "backup --json '%s/copy2.db'", r.dir);
     cr_assert_eq(run_cli(&s, args, out, sizeof out), 0);
     cr_assert(file_has(out, "\"bytes\":") && file_has(out, "\"jobs\":3}"));
