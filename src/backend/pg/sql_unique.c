@@ -31,7 +31,7 @@ int sql_expire_jobs(rb_pg *pg, const char *jids, int64_t now, int limit, int *n,
     if (n)
         *n = 0;
     int rc = sql_ensure(pg, err);
-    if (rc || (rc = sql_exec(pg, "BEGIN", err)))
+    if (rc || (rc = sql_begin(pg, err)))
         return rc;
     char nowtxt[24], lim[16];
     snprintf(nowtxt, sizeof nowtxt, "%lld", (long long)now);
@@ -87,7 +87,7 @@ int sql_expire_jobs(rb_pg *pg, const char *jids, int64_t now, int limit, int *n,
     if (!rc)
         rc = sql_batch_apply_noted(pg, now, err);
     if (!rc)
-        rc = sql_exec(pg, "COMMIT", err);
+        rc = sql_commit(pg, err);
     rb_buf_release(&wf);
     if (rc) {
         sql_rollback(pg);
