@@ -83,7 +83,7 @@ int rb_pg_track_get(rb_pg *pg, const char *jid, int64_t now, json_t **reply, rb_
 int rb_pg_track_set(rb_pg *pg, const rb_track_set *in, int64_t now, rb_err *err)
 {
     int rc = sql_ensure(pg, err);
-    if (rc || (rc = sql_exec(pg, "BEGIN", err)))
+    if (rc || (rc = sql_begin(pg, err)))
         return rc;
     const char *p1[1] = {in->jid};
     PGresult *job = NULL, *rec = NULL, *w = NULL;
@@ -106,7 +106,7 @@ int rb_pg_track_set(rb_pg *pg, const rb_track_set *in, int64_t now, rb_err *err)
         v = rv;
     }
     if (!rb_track_set_stores(&v, now)) {
-        rc = sql_exec(pg, "COMMIT", err); /* untracked or unknown: nothing kept */
+        rc = sql_commit(pg, err); /* untracked or unknown: nothing kept */
         goto out;
     }
     char pct[16], nowtxt[24];
@@ -146,7 +146,7 @@ int rb_pg_track_set(rb_pg *pg, const rb_track_set *in, int64_t now, rb_err *err)
             }
         }
     }
-    rc = sql_exec(pg, "COMMIT", err);
+    rc = sql_commit(pg, err);
 out:
     PQclear(w);
     PQclear(rec);
