@@ -579,6 +579,22 @@ static void dist_workflow(rb_srv *srv, rb_eng_op *op)
     post(srv, op, workflow_call);
 }
 
+/* --- TRACK SET and GET: one transaction (sql_track.c) --- */
+
+static void track_call(rb_pg *pg, rb_pgreq *r)
+{
+    rb_eng_op *op = r->data;
+    if (op->u.track.get)
+        r->rc = rb_pg_track_get(pg, op->u.track.jid, op->now, &op->u.track.reply, &r->err);
+    else
+        r->rc = rb_pg_track_set(pg, &op->u.track.set, op->now, &r->err);
+}
+
+static void dist_track(rb_srv *srv, rb_eng_op *op)
+{
+    post(srv, op, track_call);
+}
+
 const rb_backend rb_backend_pg = {
     .name = "postgresql",
     .push = dist_push,
@@ -601,5 +617,6 @@ const rb_backend rb_backend_pg = {
     .batch = dist_batch,
     .refetch = rb_pgmode_refetch,
     .workflow = dist_workflow,
+    .track = dist_track,
     .unique_jobs = true,
 };

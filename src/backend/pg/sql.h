@@ -42,12 +42,13 @@
 #include "engine/job_state.h"
 #include "engine/mutation.h"
 #include "engine/reads.h"
+#include "engine/track.h"
 #include "engine/unique.h"
 #include "engine/workflow.h"
 #include "policy/policy.h"
 
 /* The schema version this build creates and requires (rb_pg_migrate). */
-#define RB_PG_SCHEMA_VERSION 8
+#define RB_PG_SCHEMA_VERSION 9
 
 /* Job states, flags and per-job outcomes are the engine's
  * (engine/job_state.h), stored as the same numbers. Done and discarded jobs
@@ -471,5 +472,19 @@ void rb_pg_take_expired(rb_pg *pg, rb_pg_labels **out, size_t *n);
  * pushes refused NOTUNIQUE, jobs dropped expired (all time). */
 int rb_pg_unique_info(rb_pg *pg, int64_t *locks, int64_t *rejected, int64_t *expired,
                       rb_err *err);
+
+/* --- progress tracking (sql_track.c; docs/enterprise.md "Tracking") --- */
+
+/* TRACK GET of jid at now: *reply (caller owns) is engine/track.h's
+ * rb_track_get over the job's row and its record, read in one statement. */
+int rb_pg_track_get(rb_pg *pg, const char *jid, int64_t now, json_t **reply, rb_err *err);
+/* TRACK SET in one transaction: the job row locked, then its record; when
+ * rb_track_set_stores, the record written (the job marked as having one)
+ * and a working job's lease extended to rb_track_lease_end. Nothing
+ * changed otherwise. 0 only after COMMIT. */
+int rb_pg_track_set(rb_pg *pg, const rb_track_set *in, int64_t now, rb_err *err);
+/* Drops up to limit ended records past RB_TRACK_RETENTION_MS (rows locked
+ * SKIP LOCKED: nodes run it at once). *n (may be NULL) = records dropped. */
+int rb_pg_track_expire(rb_pg *pg, int64_t now, int limit, int *n, rb_err *err);
 
 #endif
