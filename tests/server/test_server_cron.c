@@ -128,6 +128,25 @@ static void expected_jid(const char *name, long long tick_s, char *out)
     snprintf(out, 48, "cron-%016llx-%lld", (unsigned long long)h, tick_s);
 }
 
+/* `rebound cron --db` on S's store: entry 0's "last" (NULL: none stored;
+ * the caller frees). */
+static char *cli_last(void)
+{
+    char cmd[2400];
+    snprintf(cmd, sizeof cmd, "%s cron --json --db '%s' '%s'", rbh_bin(), S.db, S.config);
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    json_error_t jerr;
+    json_t *out = json_loadf(p, 0, &jerr);
+    cr_assert_eq(pclose(p), 0, "%s failed", cmd);
+    cr_assert_not_null(out, "%s", jerr.text);
+    json_t *last = rbh_get(out, "entries.0.last");
+    cr_assert_not_null(last, "no \"last\" with --db");
+    char *v = json_is_string(last) ? strdup(json_string_value(last)) : NULL;
+    json_decref(out);
+    return v;
+}
+
 RBH_SERVER_TEST(cron, a_tick_enqueues_exactly_one_job)
 {
     long long tick;
@@ -159,6 +178,20 @@ RBH_SERVER_TEST(cron, a_tick_enqueues_exactly_one_job)
     cr_assert(r && r->status == 200);
     cr_assert(strstr(r->body, "\nrebound_cron_fired_total 1\n"), "%s", r->body);
     rbh_resp_free(r);
+    /* the stored tick, as `rebound cron --db` reads it from the store (a
+     * single node's SQLite file once its server is stopped: the server
+     * holds it exclusively) */
+    rbh_close(C);
+    C = NULL;
+    int st = rbh_kill(&S, SIGTERM);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "exited with %d", st);
+    char *last = cli_last(), ts[40];
+    time_t tt = (time_t)tick;
+    struct tm tm;
+    gmtime_r(&tt, &tm);
+    strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%S.000Z", &tm);
+    cr_assert(last && !strcmp(last, ts), "last %s, want %s", last ? last : "null", ts);
+    free(last);
 }
 
 RBH_SERVER_TEST(cron, kill_9_right_after_a_tick_does_not_enqueue_it_twice)
