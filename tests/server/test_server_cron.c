@@ -93,13 +93,33 @@ static bool log_has(const rbh_server *s, const char *text)
     return hit;
 }
 
+/* Starts S with the config and the cron clock 1.5 s before a tick (the
+ * offset computed after rbh_init, which in distributed mode makes and
+ * migrates a schema), and the HTTP API when http_port is not NULL. *tick
+ * receives the tick (seconds); the offset is left in the environment. */
+static void launch_before_tick(const char *missed, long long *tick, int *http_port)
+{
+    rbh_init(&S);
+    rbh_write_file(&S, "rebound.toml", config(missed), S.config, sizeof S.config);
+    static char hpf[320];
+    snprintf(hpf, sizeof hpf, "%s/http-port", S.dir);
+    const char *extra[] = {"--http-listen", "127.0.0.1:0", "--http-port-file", hpf, NULL};
+    set_offset(offset_before_tick(1500, 0, tick));
+    cr_assert_eq(rbh_launch(&S, http_port ? extra : NULL), 0, "server did not start (see %s)",
+                 S.log);
+    if (http_port) {
+        FILE *f = fopen(hpf, "r");
+        cr_assert(f && fscanf(f, "%d", http_port) == 1, "no HTTP port");
+        fclose(f);
+    }
+}
+
 /* Starts S with the config and the cron clock just before a tick; waits
  * for the tick's job. Returns the tick (seconds). */
 static long long start_and_tick(const char *missed)
 {
     long long tick;
-    set_offset(offset_before_tick(700, 0, &tick));
-    cr_assert_eq(rbh_start(&S, config(missed), NULL), 0, "server did not start (see %s)", S.log);
+    launch_before_tick(missed, &tick, NULL);
     C = rbh_connect(&S, "w1");
     cr_assert_not_null(C);
     cr_assert(wait_size(C, 1, 5000), "the tick enqueued %lld jobs", queue_size(C));
@@ -151,8 +171,7 @@ RBH_SERVER_TEST(cron, a_tick_enqueues_exactly_one_job)
 {
     long long tick;
     int http_port = 0;
-    set_offset(offset_before_tick(700, 0, &tick));
-    cr_assert_eq(rbh_start_http(&S, config("skip"), &http_port), 0, "server did not start");
+    launch_before_tick("skip", &tick, &http_port);
     C = rbh_connect(&S, "w1");
     cr_assert_not_null(C);
     cr_assert(wait_size(C, 1, 5000), "the tick enqueued %lld jobs", queue_size(C));
@@ -197,10 +216,8 @@ RBH_SERVER_TEST(cron, a_tick_enqueues_exactly_one_job)
 RBH_SERVER_TEST(cron, kill_9_right_after_a_tick_does_not_enqueue_it_twice)
 {
     long long tick;
-    set_offset(offset_before_tick(700, 0, &tick));
+    launch_before_tick("run_once", &tick, NULL);
     long long offset = atoll(getenv("REBOUND_TEST_CLOCK_OFFSET_MS"));
-    cr_assert_eq(rbh_start(&S, config("run_once"), NULL), 0, "server did not start (see %s)",
-                 S.log);
     C = rbh_connect(&S, "w1");
     cr_assert(wait_size(C, 1, 5000));
     /* killed with the tick's job pending: the restart finds the tick fired */
@@ -385,17 +402,19 @@ static int by_tick(const void *a, const void *b)
 RBH_SERVER_TEST(cron, two_nodes_enqueue_each_tick_exactly_once)
 {
     enum { RATE = 60, TICKS = 8, MAX = 256 };
-    long long now = wall_ms();
-    /* cron clock = wall * RATE + offset: 700 ms before a minute boundary */
-    long long boundary = (now / MIN_MS + 1) * MIN_MS;
-    long long offset = boundary - 700 * RATE - now * RATE;
-    setenv("REBOUND_TEST_CLOCK_RATE", "60", 1);
-    set_offset(offset);
-    cr_assert_eq(rbh_start(&S, config("skip"), NULL), 0, "node 1 did not start (see %s)", S.log);
+    rbh_init(&S);
+    rbh_write_file(&S, "rebound.toml", config("skip"), S.config, sizeof S.config);
     rbh_server s2;
     rbh_init(&s2);
     snprintf(s2.db, sizeof s2.db, "%s", S.db); /* the same database */
     rbh_write_file(&s2, "rebound.toml", config("skip"), s2.config, sizeof s2.config);
+    long long now = wall_ms();
+    /* cron clock = wall * RATE + offset: 1.5 s before a minute boundary */
+    long long boundary = (now / MIN_MS + 1) * MIN_MS;
+    long long offset = boundary - 1500 * RATE - now * RATE;
+    setenv("REBOUND_TEST_CLOCK_RATE", "60", 1);
+    set_offset(offset);
+    cr_assert_eq(rbh_launch(&S, NULL), 0, "node 1 did not start (see %s)", S.log);
     set_offset(offset - 500 * RATE); /* half a second behind */
     cr_assert_eq(rbh_launch(&s2, NULL), 0, "node 2 did not start (see %s)", s2.log);
     unsetenv("REBOUND_TEST_CLOCK_RATE");
