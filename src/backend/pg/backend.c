@@ -26,6 +26,7 @@ static void push_results(rb_srv *srv, rb_eng_op *op, rb_pgreq *r)
     size_t n = r->u.push.n, n_ready = 0;
     const char **ready = rb_xcalloc(n + 1, sizeof *ready);
     size_t made = 0;
+    op->u.push.stale = r->u.push.stale;
     for (size_t i = 0; i < n; i++) {
         const rb_pg_new_job *j = &r->u.push.jobs[i];
         op->u.push.status[i] = r->u.push.status[i];
@@ -148,6 +149,8 @@ static void dist_push(rb_srv *srv, rb_eng_op *op)
             r->u.push.bids = rb_xcalloc(n, sizeof *r->u.push.bids);
         r->u.push.bids[i] = rb_xstrdup(bid);
     }
+    r->u.push.meta_key = op->u.push.meta_key; /* a cron tick's condition */
+    r->u.push.tick_s = op->u.push.tick_s;
     r->data = op;
     r->done = req_done;
     rb_pgreq_post(srv, r);

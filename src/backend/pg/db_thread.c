@@ -54,14 +54,22 @@ static void fail_all(rb_pgreq **v, size_t n, int rc, const rb_err *err)
 static size_t run_own_pushes(rb_pg *pg, rb_pgreq **v, size_t n, batch_commits *bc)
 {
     size_t plain = 0;
+    /* and cron ticks: one transaction each, with their meta row */
     for (size_t i = 0; i < n; i++) {
-        if (!v[i]->u.push.deps && !v[i]->u.push.bids) {
+        if (!v[i]->u.push.deps && !v[i]->u.push.bids && !v[i]->u.push.meta_key) {
             v[plain++] = v[i];
             continue;
         }
         rb_err derr = {0};
         int64_t t0 = mono_us();
-        if (v[i]->u.push.bids)
+        if (v[i]->u.push.meta_key && v[i]->u.push.bids)
+            v[i]->rc = rb_err_set(&derr, RB_EINVAL,
+                                  "a [[cron]] job cannot be a batch member in distributed mode");
+        else if (v[i]->u.push.meta_key)
+            v[i]->rc = rb_pg_push_tick(pg, v[i]->u.push.jobs, v[i]->u.push.n, v[i]->u.push.deps,
+                                       v[i]->u.push.meta_key, v[i]->u.push.tick_s, rb_now_ms(),
+                                       v[i]->u.push.status, &v[i]->u.push.stale, &derr);
+        else if (v[i]->u.push.bids)
             v[i]->rc = rb_pg_push_batch(pg, v[i]->u.push.jobs,
                                         (const char *const *)v[i]->u.push.bids, v[i]->u.push.n,
                                         v[i]->u.push.deps, rb_now_ms(), v[i]->u.push.status,

@@ -162,6 +162,22 @@ int rb_pg_push_deps(rb_pg *pg, const rb_pg_new_job *jobs, size_t n, int64_t now,
 int rb_pg_push_batch(rb_pg *pg, const rb_pg_new_job *jobs, const char *const *bids, size_t n,
                      bool deps, int64_t now, int *status, rb_err *err);
 
+/* --- cron (sql_cron.c; server/cron.h) --- */
+
+/* A cron tick's push, in one transaction: the meta row key set to tick_s
+ * when it holds no tick or an older one, then the jobs pushed (as
+ * rb_pg_push, or as rb_pg_push_deps when deps). When the row holds tick_s
+ * or a later tick, nothing is written: *stale set, each status RB_EEXIST.
+ * Of nodes racing for one tick exactly one pushes (the row's lock). */
+int rb_pg_push_tick(rb_pg *pg, const rb_pg_new_job *jobs, size_t n, bool deps, const char *key,
+                    int64_t tick_s, int64_t now, int *status, bool *stale, rb_err *err);
+
+/* Calls fn for each rb_meta row whose key starts with prefix, in key
+ * order (the cron entries' last ticks at start). */
+int rb_pg_meta_each(rb_pg *pg, const char *prefix,
+                    void (*fn)(void *arg, const char *key, const char *value), void *arg,
+                    rb_err *err);
+
 /* --- batches (sql_batch.c; docs/workflows.md "Batches") --- */
 
 /* BATCH NEW: a new batch from def (its parent, when named, locked, told
