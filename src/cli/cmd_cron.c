@@ -7,7 +7,7 @@
 #include "cli/cli.h"
 #include "common/timeutil.h"
 #include "config/config.h"
-#include "engine/cron.h"
+#include "config/cron_json.h"
 
 static int usage(FILE *to, int code)
 {
@@ -19,22 +19,6 @@ static int usage(FILE *to, int code)
                 "default now). --json prints {\"now\", \"entries\": [{\"name\", \"schedule\",\n"
                 "\"timezone\", \"missed\", \"jobtype\", \"queue\", \"job\", \"next\": [...]}]}.\n");
     return code;
-}
-
-/* The next n run times of e after now_s, as a JSON array of RFC 3339 texts. */
-static json_t *next_runs(const rb_cron_entry *e, int64_t now_s, int n)
-{
-    json_t *a = json_array();
-    int64_t t = now_s;
-    for (int i = 0; i < n; i++) {
-        int64_t next;
-        if (rb_cron_next(&e->spec, e->timezone, t, &next))
-            break;
-        char buf[RB_TIME_STRLEN];
-        json_array_append_new(a, json_string(rb_time_format(next * 1000, buf)));
-        t = next;
-    }
-    return a;
 }
 
 int cmd_cron(int argc, char **argv)
@@ -63,7 +47,7 @@ int cmd_cron(int argc, char **argv)
             } else {
                 char *end;
                 count = strtol(argv[i], &end, 10);
-                if (*end || count < 1 || count > 1000)
+                if (*end || count < 1 || count > RB_CRON_NEXT_MAX)
                     return cli_error(CLI_USAGE, "--count must be a number from 1 to 1000, got '%s'",
                                      argv[i]);
             }
@@ -87,16 +71,8 @@ int cmd_cron(int argc, char **argv)
         return rc;
     int64_t now_s = now_ms / 1000 - (now_ms % 1000 < 0); /* floor */
     json_t *entries = json_array();
-    for (size_t i = 0; i < cfg.n_cron; i++) {
-        const rb_cron_entry *e = &cfg.cron[i];
-        json_array_append_new(
-            entries,
-            json_pack("{s:s, s:s, s:s, s:s, s:O, s:O, s:O, s:o}", "name", e->name, "schedule",
-                      e->schedule, "timezone", e->timezone, "missed",
-                      e->run_once ? "run_once" : "skip", "jobtype",
-                      json_object_get(e->job, "jobtype"), "queue", json_object_get(e->job, "queue"),
-                      "job", e->job, "next", next_runs(e, now_s, (int)count)));
-    }
+    for (size_t i = 0; i < cfg.n_cron; i++)
+        json_array_append_new(entries, rb_cron_entry_json(&cfg.cron[i], now_s, (int)count));
     char buf[RB_TIME_STRLEN];
     if (json) {
         json_t *out = json_pack("{s:s, s:o}", "now", rb_time_format(now_s * 1000, buf), "entries",
