@@ -768,17 +768,6 @@ HTTP_TEST(policy_simulation_in_every_form)
 
 /* --- Faktory Enterprise's views: cron, throttles, unique locks, expiry --- */
 
-/* Restarts S with config (a new directory and database). */
-static void restart_with(const char *config)
-{
-    rbh_close(C);
-    C = NULL;
-    cr_assert_eq(rbh_stop(&S), 0, "the server did not exit cleanly (log above)");
-    cr_assert_eq(rbh_start_http(&S, config, &H), 0, "server did not start (see %s)", S.log);
-    C = rbh_connect(&S, "w1");
-    cr_assert_not_null(C);
-}
-
 /* Without [[cron]] or [throttles] both views answer empty lists, /api/info
  * counts none, and bad requests name what was wrong, in both modes. */
 HTTP_TEST(cron_and_throttles_without_configuration_and_bad_requests)
@@ -874,6 +863,17 @@ HTTP_TEST(job_shows_its_unique_lock_and_expiry_and_expired_jobs_are_counted)
 /* Distributed mode refuses [[cron]] and [throttles] at start for now
  * (config/cron.c, rb_eng_throttle_check); the two tests below are
  * single-node's until it keeps them. */
+
+/* Restarts S with config (a new directory and database). */
+static void restart_with(const char *config)
+{
+    rbh_close(C);
+    C = NULL;
+    cr_assert_eq(rbh_stop(&S), 0, "the server did not exit cleanly (log above)");
+    cr_assert_eq(rbh_start_http(&S, config, &H), 0, "server did not start (see %s)", S.log);
+    C = rbh_connect(&S, "w1");
+    cr_assert_not_null(C);
+}
 
 /* The test-only cron clock offset putting a minute boundary lead_ms ahead;
  * *tick_s is that boundary. */
