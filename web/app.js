@@ -775,7 +775,7 @@ function cronPage() {
           h('td', {}, h('code', {'data-testid': 'cron-schedule'}, e.schedule), h('div', {class: 'muted', 'data-testid': 'cron-tz'}, e.timezone)),
           h('td', {}, e.jobtype, h('div', {class: 'muted'}, 'queue ', h('a', {href: '#/enqueued?queue=' + encodeURIComponent(e.queue)}, e.queue))),
           h('td', {}, e.missed === 'run_once' ? 'one catch-up run' : 'skipped'),
-          h('td', {'data-testid': 'cron-last'}, e.last_tick ? [rel(e.last_tick), h('div', {class: 'muted'}, jobLink(e.last_jid))] : h('span', {class: 'muted'}, 'never')),
+          h('td', {'data-testid': 'cron-last'}, e.last ? [rel(e.last), h('div', {class: 'muted'}, jobLink(e.last_jid))] : h('span', {class: 'muted'}, 'never')),
           h('td', {}, e.next.length ? h('ol', {class: 'next-runs', 'data-testid': 'cron-next'}, e.next.map((t, i) => h('li', {},
             fmtTime(t), i === 0 ? [' (', rel(t), ')'] : null)))
             : h('span', {class: 'muted'}, 'never (no such date within ten years)')))))));

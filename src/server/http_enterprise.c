@@ -63,7 +63,7 @@ void rb_api_cron(rb_http_req *r)
         json_t *o = rb_cron_entry_json(e, now_s, (int)count);
         int64_t last = rb_cron_last_tick(srv, i);
         char jid[48];
-        json_object_set_new(o, "last_tick", rb_api_time_or_null(last * 1000));
+        json_object_set_new(o, "last", rb_api_time_or_null(last * 1000));
         json_object_set_new(o, "last_jid",
                             last > 0 ? json_string(rb_cron_jid(e->name, last, jid)) : json_null());
         json_array_append_new(entries, o);

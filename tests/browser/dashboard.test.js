@@ -505,7 +505,7 @@ test('the cron page lists each entry with its schedule, last fired tick and next
   // browser.sh moved the cron clock to 3 s before a new year: the yearly entry fires once
   const r = await until('the yearly entry to fire', async () => {
     const c = await apiGet('cron?count=5');
-    return c.entries.find((e) => e.name === 'new-year-report').last_tick ? c : null;
+    return c.entries.find((e) => e.name === 'new-year-report').last ? c : null;
   });
   const yearly = r.entries.find((e) => e.name === 'new-year-report');
   assert.equal((await apiGet('job/' + yearly.last_jid)).jobtype, 'YearlyReport');
@@ -516,7 +516,7 @@ test('the cron page lists each entry with its schedule, last fired tick and next
   assert.equal(await page.textContent(row + ' [data-testid=cron-tz]'), 'UTC');
   assert.match(await page.textContent(row), /YearlyReport.*queue cron/);
   assert.equal(await page.textContent(row + ' [data-testid=cron-last] a'), yearly.last_jid);
-  assert.equal(await page.getAttribute(row + ' [data-testid=cron-last] span', 'title'), utc(yearly.last_tick));
+  assert.equal(await page.getAttribute(row + ' [data-testid=cron-last] span', 'title'), utc(yearly.last));
   const next = await page.$$eval(row + ' [data-testid=cron-next] li', (li) => li.map((x) => x.textContent));
   assert.equal(next.length, 5);
   next.forEach((t, i) => assert.ok(t.startsWith(utc(yearly.next[i])), `next run ${i}: ${t}`));

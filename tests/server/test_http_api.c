@@ -919,13 +919,13 @@ HTTP_TEST(cron_lists_entries_as_the_cli_does_with_the_stored_last_tick)
     for (int64_t end = rbh_now_ms() + 10000; rbh_now_ms() < end; rbh_sleep_ms(50)) {
         rbh_resp_free(r);
         r = expect(200, "GET", "/api/cron?count=3", NULL);
-        if (json_is_string(rbh_get(json_array_get(rbh_get(r->json, "entries"), 0), "last_tick")))
+        if (json_is_string(rbh_get(json_array_get(rbh_get(r->json, "entries"), 0), "last")))
             break;
     }
     json_t *e = json_array_get(rbh_get(r->json, "entries"), 0);
     cr_assert_str_eq(json_string_value(json_object_get(e, "name")), "minutely");
     int64_t ms;
-    cr_assert_eq(rb_time_parse_rfc3339(json_string_value(json_object_get(e, "last_tick")), &ms), 0,
+    cr_assert_eq(rb_time_parse_rfc3339(json_string_value(json_object_get(e, "last")), &ms), 0,
                  "no tick fired: %s", r->body);
     cr_assert_eq(ms, tick_s * 1000);
     const char *last_jid = json_string_value(json_object_get(e, "last_jid"));
@@ -939,7 +939,7 @@ HTTP_TEST(cron_lists_entries_as_the_cli_does_with_the_stored_last_tick)
     cr_assert_eq(jint(r, "fired"), 1);
     json_t *never = json_array_get(rbh_get(r->json, "entries"), 1);
     cr_assert_eq(json_array_size(json_object_get(never, "next")), 0, "%s", r->body);
-    cr_assert(json_is_null(json_object_get(never, "last_tick")), "%s", r->body);
+    cr_assert(json_is_null(json_object_get(never, "last")), "%s", r->body);
     char path[200];
     snprintf(path, sizeof path, "/api/job/%s", last_jid);
     rbh_resp *job = expect(200, "GET", path, NULL);
@@ -956,7 +956,7 @@ HTTP_TEST(cron_lists_entries_as_the_cli_does_with_the_stored_last_tick)
     cr_assert_eq(json_array_size(ours), 2);
     for (size_t i = 0; i < 2; i++) {
         json_t *o = json_deep_copy(json_array_get(ours, i));
-        json_object_del(o, "last_tick");
+        json_object_del(o, "last");
         json_object_del(o, "last_jid");
         cr_assert(json_equal(o, json_array_get(json_object_get(cli, "entries"), i)),
                   "entry %zu differs from the CLI's: %s", i, r->body);
