@@ -13,6 +13,7 @@
 #include "cli/cli.h"
 #include "common/timeutil.h"
 #include "config/config.h"
+#include "config/cron_json.h"
 #include "engine/cron.h"
 #include "server/cron.h"
 
@@ -28,22 +29,6 @@ static int usage(FILE *to, int code)
                 "--json prints {\"now\", \"entries\": [{\"name\", \"schedule\", \"timezone\",\n"
                 "\"missed\", \"jobtype\", \"queue\", \"job\", \"next\": [...]}]}.\n");
     return code;
-}
-
-/* The next n run times of e after now_s, as a JSON array of RFC 3339 texts. */
-static json_t *next_runs(const rb_cron_entry *e, int64_t now_s, int n)
-{
-    json_t *a = json_array();
-    int64_t t = now_s;
-    for (int i = 0; i < n; i++) {
-        int64_t next;
-        if (rb_cron_next(&e->spec, e->timezone, t, &next))
-            break;
-        char buf[RB_TIME_STRLEN];
-        json_array_append_new(a, json_string(rb_time_format(next * 1000, buf)));
-        t = next;
-    }
-    return a;
 }
 
 static int keep_cron_row(void *arg, const char *key, const char *value)
@@ -163,12 +148,7 @@ int cmd_cron(int argc, char **argv)
     json_t *entries = json_array();
     for (size_t i = 0; i < cfg.n_cron; i++) {
         const rb_cron_entry *e = &cfg.cron[i];
-        json_t *o =
-            json_pack("{s:s, s:s, s:s, s:s, s:O, s:O, s:O, s:o}", "name", e->name, "schedule",
-                      e->schedule, "timezone", e->timezone, "missed",
-                      e->run_once ? "run_once" : "skip", "jobtype",
-                      json_object_get(e->job, "jobtype"), "queue", json_object_get(e->job, "queue"),
-                      "job", e->job, "next", next_runs(e, now_s, (int)count));
+        json_t *o = rb_cron_entry_json(e, now_s, (int)count);
         if (db) {
             const char *t = json_string_value(json_object_get(ticks, e->name));
             json_object_set_new(o, "last", t ? json_string(rb_time_format(strtoll(t, NULL, 10) *

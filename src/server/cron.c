@@ -289,3 +289,13 @@ int64_t rb_cron_fired(const rb_srv *srv)
 {
     return srv->cron ? srv->cron->fired : 0;
 }
+
+int64_t rb_cron_last_tick(const rb_srv *srv, size_t i)
+{
+    return srv->cron && i < srv->cron->n ? srv->cron->e[i].last_s : 0;
+}
+
+int64_t rb_cron_now_ms(const rb_srv *srv)
+{
+    return srv->cron ? cron_now_ms(srv->cron) : rb_now_ms();
+}

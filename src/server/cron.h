@@ -10,6 +10,7 @@
 #ifndef RB_SERVER_CRON_H
 #define RB_SERVER_CRON_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include <jansson.h>
@@ -45,6 +46,13 @@ void rb_cron_free(rb_srv *srv);
 void rb_cron_info(const rb_srv *srv, json_t *rebound);
 /* Ticks fired (jobs pushed) since the server started. */
 int64_t rb_cron_fired(const rb_srv *srv);
+
+/* Entry i's (srv->cfg.cron[i]) last fired tick in Unix seconds as the
+ * store keeps it (written in its push's commit), 0 for never. */
+int64_t rb_cron_last_tick(const rb_srv *srv, size_t i);
+/* The cron clock in ms: the wall clock plus the test-only offset
+ * (RB_CRON_TEST_CLOCK_ENV) once rb_cron_start has read it. */
+int64_t rb_cron_now_ms(const rb_srv *srv);
 
 /* The jid of entry name's tick at tick_s: "cron-<16 hex digits of the
  * name's FNV-1a hash>-<tick_s>" (written into out, at least 48 bytes). */

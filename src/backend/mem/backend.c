@@ -514,8 +514,10 @@ static void mem_job(rb_srv *srv, rb_eng_op *op)
 {
     rb_job *j = rb_jobs_find(&srv->jobs, op->u.lookup.jid);
     op->u.lookup.found = j && j->state != RB_JOB_PENDING;
-    if (op->u.lookup.found)
+    if (op->u.lookup.found) {
         view_of(srv, j, &op->u.lookup.view);
+        op->u.lookup.view.lock_until_ms = rb_mem_unique_lock_until(srv, j->jid);
+    }
     rb_eng_complete(srv, op);
 }
 
