@@ -259,12 +259,16 @@ static void run_units(rb_pg *pg, rb_pgreq **by[], const size_t cnt[], batch_comm
 }
 
 /* run_units in one transaction: one COMMIT makes every request of the
- * batch durable before any reply. When the transaction fails before its
- * COMMIT (a statement error outside a unit aborted it), it is rolled back
- * and the batch runs again a transaction per kind, so that one bad request
- * fails alone; when the COMMIT itself fails the outcome is unknown and
- * every request fails with that error. */
-static void run_wrapped(rb_pg *pg, rb_pgreq **by[], const size_t cnt[], batch_commits *bc)
+ * batch durable before any reply. Its first round trip carries BEGIN and
+ * the statements of the pushes, ACKs and first claims as one pipeline
+ * (run_units once to send them, rb_pg_tx_pipe_read, run_units again to
+ * take their results and run the rest: FAILs, batch members' ACKs,
+ * expired jobs' drops); the COMMIT is the second. When the transaction
+ * fails before its COMMIT (a statement error outside a unit aborted it),
+ * it is rolled back and the batch runs again a transaction per kind, so
+ * that one bad request fails alone; when the COMMIT itself fails the
+ * outcome is unknown and every request fails with that error. */
+static void run_wrapped(rb_pg *pg, rb_pgreq **by[], size_t cnt[], batch_commits *bc)
 {
     size_t n_ops = 0;
     for (int k = 0; k < RB_PGR_KINDS; k++)
@@ -278,11 +282,20 @@ static void run_wrapped(rb_pg *pg, rb_pgreq **by[], const size_t cnt[], batch_co
     }
     rb_err err = {0};
     int64_t t0 = mono_us();
-    if (rb_pg_tx_begin(pg, &err)) { /* not connected: each kind reports it */
+    if (rb_pg_tx_pipe_send(pg, &err)) { /* not connected: each kind reports it */
         run_units(pg, by, cnt, bc);
         return;
     }
     batch_commits inner = {.n = 0}; /* the units' own timings do not count */
+    size_t fails = cnt[RB_PGR_FAIL];
+    cnt[RB_PGR_FAIL] = 0; /* a FAIL's first statement needs its savepoint */
+    run_units(pg, by, cnt, &inner); /* sent: each call fails at once */
+    cnt[RB_PGR_FAIL] = fails;
+    reset_wrapped(by, cnt);
+    if (rb_pg_tx_pipe_read(pg, &err)) { /* rolled back: nothing applied */
+        run_units(pg, by, cnt, bc);
+        return;
+    }
     run_units(pg, by, cnt, &inner);
     static _Atomic long turns;
     if (fault > 0 && ++turns % fault == 0)

@@ -467,17 +467,30 @@ int rb_pg_workflow(rb_pg *pg, const char *jid, size_t max_nodes, int64_t now, rb
  * Each is logged ("JID x: Halt: job expired") and its labels kept for
  * rb_pg_take_expired. *n = jobs dropped. */
 int rb_pg_expire(rb_pg *pg, int64_t now, int limit, int *n, rb_err *err);
-/* The database thread's batch transaction: rb_pg_tx_begin opens one
- * transaction that the plain pushes, ACKs, FAILs and claims of a batch then
- * share (each of them a unit: a savepoint where it needs its own, see
- * sql_begin), so that one COMMIT makes the whole batch durable.
+/* The database thread's batch transaction: rb_pg_tx_pipe_send (below)
+ * opens one transaction that the plain pushes, ACKs, FAILs and claims of a
+ * batch then share (each of them a unit: a savepoint where it needs its
+ * own, see sql_begin), so that one COMMIT makes the whole batch durable.
  * rb_pg_tx_commit commits it, or refuses (RB_ESTORE, rolled back) when a
  * statement outside a unit failed and aborted it: the caller runs the batch
  * again without it. A failed COMMIT (RB_ECONN) leaves the outcome unknown.
  * rb_pg_tx_rollback undoes it, with the expired jobs' labels it kept. */
-int rb_pg_tx_begin(rb_pg *pg, rb_err *err);
 int rb_pg_tx_commit(rb_pg *pg, rb_err *err);
 void rb_pg_tx_rollback(rb_pg *pg);
+/* The batch transaction in two round trips instead of one per statement:
+ * rb_pg_tx_pipe_send opens it as a pipeline (BEGIN sent, not yet read);
+ * the calls made next (rb_pg_push, rb_pg_ack, rb_pg_claim) send their
+ * statement and fail at once, and rb_pg_tx_pipe_read sends the Sync and
+ * reads every result in one round trip. The same calls, made again with
+ * the same arguments in the same order, then take those results instead of
+ * running their statements; any other statement runs as usual, inside the
+ * transaction, which rb_pg_tx_commit ends. rb_pg_tx_pipe_read fails (and
+ * rolls back: nothing applied) when a statement failed; RB_ECONN when the
+ * connection was lost. rb_pg_tx_pipe_skip(pg, true) runs the statements
+ * of a call that was not sent (a claim's later rounds) as usual. */
+int rb_pg_tx_pipe_send(rb_pg *pg, rb_err *err);
+int rb_pg_tx_pipe_read(rb_pg *pg, rb_err *err);
+void rb_pg_tx_pipe_skip(rb_pg *pg, bool skip);
 /* Tests only: a statement error that aborts the batch transaction. */
 void rb_pg_tx_poison(rb_pg *pg);
 
