@@ -3,10 +3,14 @@
 
 #include "config/config.h"
 
-int64_t rb_throttle_slot_end(int64_t fetched_ms, int64_t lease_end_ms, int64_t timeout_s)
+bool rb_throttle_holds(int64_t fetched_ms, int64_t timeout_s, int64_t now)
 {
-    int64_t by_timeout = timeout_s > 0 ? fetched_ms + timeout_s * 1000 : INT64_MAX;
-    return by_timeout < lease_end_ms ? by_timeout : lease_end_ms;
+    return rb_throttle_frees_at(fetched_ms, timeout_s) > now;
+}
+
+int64_t rb_throttle_frees_at(int64_t fetched_ms, int64_t timeout_s)
+{
+    return timeout_s > 0 ? fetched_ms + timeout_s * 1000 : INT64_MAX;
 }
 
 int64_t rb_throttle_fetched_from_lease(int64_t lease_end_ms, int64_t reserve_s)

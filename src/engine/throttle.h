@@ -4,8 +4,8 @@
  * nothing else is stored, so slots come back by construction when the job
  * leaves working (ACK, FAIL, SNOOZE, lease expiry) and hold across a
  * restart with the job's row. A backend only selects the queue's working
- * jobs (their fetch and lease end) and counts with rb_throttle_slot_end;
- * the distributed one does so under a lock per queue. Pure functions: any
+ * jobs (and their fetch times) and counts with rb_throttle_holds; the
+ * distributed one does so under a lock per queue. Pure functions: any
  * thread may use them. */
 #ifndef RB_ENGINE_THROTTLE_H
 #define RB_ENGINE_THROTTLE_H
@@ -21,14 +21,17 @@ struct rb_throttle;
  * (rb_eng_throttle_check). */
 #define RB_THROTTLE_UNSUPPORTED "throttles are not supported in distributed mode yet"
 
-/* When a working job fetched at fetched_ms, whose lease ends at
- * lease_end_ms, gives its slot back: at its lease's end (its worker lost
- * it, a crash included), or with a timeout (timeout_s > 0) timeout_s
- * seconds after its fetch if that comes first (Faktory's meaning:
- * afterwards the slot is free even if the job still runs; EXTEND and
- * TRACK's reserve_until prolong the lease, not the timeout). The slot is
- * held at now while this is later than now. */
-int64_t rb_throttle_slot_end(int64_t fetched_ms, int64_t lease_end_ms, int64_t timeout_s);
+/* Whether a working job fetched at fetched_ms still holds its slot at now:
+ * always without a timeout (timeout_s 0: until it leaves working, its
+ * lease's expiry included once the job is failed for it), else for
+ * timeout_s seconds from its fetch (Faktory's meaning: afterwards the slot
+ * is free even if the job still runs; EXTEND and TRACK's reserve_until do
+ * not prolong it). */
+bool rb_throttle_holds(int64_t fetched_ms, int64_t timeout_s, int64_t now);
+
+/* When a slot taken at fetched_ms frees by its timeout (INT64_MAX for
+ * none). */
+int64_t rb_throttle_frees_at(int64_t fetched_ms, int64_t timeout_s);
 
 /* A fetch's time read back from its lease where it was not kept (after a
  * restart; always in distributed mode): the lease's end minus the job's

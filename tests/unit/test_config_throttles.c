@@ -95,14 +95,16 @@ Test(config_throttles, mistakes_name_file_line_key_and_rule, .init = in_tmpdir)
 }
 
 /* The engine's slot rule (engine/throttle.h), both backends' one count: a
- * slot ends at the lease's end, or timeout seconds after the fetch when
- * that comes first; a fetch read back from a lease is its end minus
+ * working job holds its slot until it leaves working, or for timeout
+ * seconds from its fetch; a fetch read back from a lease is its end minus
  * reserve_for. */
-Test(config_throttles, a_slot_ends_at_its_lease_or_its_timeout)
+Test(config_throttles, a_slot_is_held_until_its_timeout)
 {
-    cr_assert_eq(rb_throttle_slot_end(1000, 61000, 0), 61000);
-    cr_assert_eq(rb_throttle_slot_end(1000, 61000, 5), 6000);
-    cr_assert_eq(rb_throttle_slot_end(1000, 3000, 5), 3000);
+    cr_assert(rb_throttle_holds(1000, 0, INT64_MAX - 1));
+    cr_assert_eq(rb_throttle_frees_at(1000, 0), INT64_MAX);
+    cr_assert(rb_throttle_holds(1000, 5, 5999));
+    cr_assert_not(rb_throttle_holds(1000, 5, 6000));
+    cr_assert_eq(rb_throttle_frees_at(1000, 5), 6000);
     cr_assert_eq(rb_throttle_fetched_from_lease(61000, 60), 1000);
     rb_throttle t = {.queue = "q", .concurrency = 3, .timeout_s = 7};
     json_t *o = json_object();

@@ -23,7 +23,7 @@ typedef struct fetched {
 
 struct rb_mem_throttle {
     rb_table fetched;  /* fetched, by jid */
-    struct event *ev;  /* wakes waiting FETCHes when the next slot frees */
+    struct event *ev;  /* wakes waiting FETCHes when a slot's timeout passes */
     int64_t armed_ms;  /* ev's time, INT64_MAX when not armed */
 };
 
@@ -91,7 +91,7 @@ static void arm(rb_srv *srv, rb_mem_throttle *t, int64_t at, int64_t now)
 }
 
 /* The slots of throttle cfg on q held at now, and in *frees the earliest
- * time one frees (INT64_MAX: none). */
+ * time one frees by its timeout (INT64_MAX: none). */
 static int64_t held_slots(rb_srv *srv, const rb_throttle *cfg, const rb_queue *q, int64_t now,
                           int64_t *frees)
 {
@@ -104,8 +104,8 @@ static int64_t held_slots(rb_srv *srv, const rb_throttle *cfg, const rb_queue *q
         const rb_job *j = rb_container_of(l, rb_job, link);
         if (j->queue != q)
             continue;
-        int64_t at = rb_throttle_slot_end(fetch_ms(t, j), j->timer.at_ms, cfg->timeout_s);
-        if (at <= now)
+        int64_t at = rb_throttle_frees_at(fetch_ms(t, j), cfg->timeout_s);
+        if (!rb_throttle_holds(fetch_ms(t, j), cfg->timeout_s, now))
             continue; /* its timeout passed: the slot is free, the job may run on */
         held++;
         if (at < *frees)

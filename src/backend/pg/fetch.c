@@ -30,7 +30,7 @@ static void on_throttle_wake(evutil_socket_t fd, short what, void *arg)
 }
 
 /* A claim found a throttled queue full whose next slot frees by itself
- * (timeout or lease end) at `at`: the parked FETCHes try again then, on
+ * (its timeout) at `at`: the parked FETCHes try again then, on
  * every node that saw it full (nobody announces it). */
 static void arm_throttle_wake(rb_srv *srv, int64_t at)
 {

@@ -213,8 +213,8 @@ typedef struct rb_pg_claimed {
  * with a throttle (sql_throttle.c) is claimed alone, in a transaction
  * holding its lock, for at most the slots free at now; one at its limit
  * is skipped as if empty, and *wake_at (may be NULL) gets the earliest
- * time a slot of such a queue frees by itself (its timeout or lease end;
- * INT64_MAX: none). *out (free with rb_pg_claimed_free) gets *nout <= n
+ * time a slot of such a queue frees by its timeout (INT64_MAX: none).
+ * *out (free with rb_pg_claimed_free) gets *nout <= n
  * jobs ordered by slot. */
 int rb_pg_claim(rb_pg *pg, const char *const *queues, int nq, const char *const *wids, int n,
                 int64_t now, rb_pg_claimed **out, int *nout, int64_t *wake_at, rb_err *err);

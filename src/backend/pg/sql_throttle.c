@@ -1,13 +1,14 @@
 /* Queue throttles in distributed mode (docs/enterprise.md, "Throttles";
  * the rules are engine/throttle.h's): no table of their own, so no schema
  * change. A slot is a working row of the queue, selected here and counted
- * with rb_throttle_slot_end (its fetch read back from the lease,
+ * with rb_throttle_holds (its fetch read back from the lease,
  * rb_throttle_fetched_from_lease). A claim of a throttled queue runs in a
  * transaction holding the queue's advisory lock (rb_pg_claim, sql_jobs.c),
  * so claimers on every node count the committed slots one at a time: at
  * most `concurrency` are ever held. A slot given back by ACK, FAIL or
- * SNOOZE is announced with NOTIFY on the queue's name, which wakes the
- * FETCHes parked on it on every node. */
+ * SNOOZE, or by the sweep failing a job whose lease ended, is announced
+ * with NOTIFY on the queue's name, which wakes the FETCHes parked on it on
+ * every node. */
 #include "backend/pg/sql_impl.h"
 
 #include <stdlib.h>
@@ -35,24 +36,21 @@ int sql_throttle_held(rb_pg *pg, const rb_throttle *t, int64_t now, int64_t *hel
 {
     *held = 0;
     *frees = INT64_MAX;
-    char nowtxt[24];
-    snprintf(nowtxt, sizeof nowtxt, "%lld", (long long)now);
-    const char *params[2] = {t->queue, nowtxt};
-    /* the queue's working jobs whose lease runs (rb_jobs_timed); the
-     * engine's rule decides which hold a slot */
+    const char *params[1] = {t->queue};
+    /* the queue's working jobs (rb_jobs_timed); one whose lease ended
+     * holds its slot until the sweep fails it (so that never more than
+     * the limit are working), and the engine's rule decides for the rest */
     PGresult *r = sql_query(pg,
-                            "SELECT due_ms, reserve_s FROM rb_jobs WHERE state = 3"
-                            " AND due_ms > $2::bigint AND queue = $1",
-                            2, params, err);
+                            "SELECT due_ms, reserve_s FROM rb_jobs WHERE state = 3 AND queue = $1",
+                            1, params, err);
     if (!r)
         return err ? err->code : RB_ESTORE;
     for (int i = 0; i < PQntuples(r); i++) {
-        int64_t lease_end = sql_int(r, i, 0);
-        int64_t fetched = rb_throttle_fetched_from_lease(lease_end, sql_int(r, i, 1));
-        int64_t end = rb_throttle_slot_end(fetched, lease_end, t->timeout_s);
-        if (end <= now)
+        int64_t fetched = rb_throttle_fetched_from_lease(sql_int(r, i, 0), sql_int(r, i, 1));
+        if (!rb_throttle_holds(fetched, t->timeout_s, now))
             continue; /* its timeout passed: free, though the job may still run */
         (*held)++;
+        int64_t end = rb_throttle_frees_at(fetched, t->timeout_s);
         if (end < *frees)
             *frees = end;
     }
