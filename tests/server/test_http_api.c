@@ -859,10 +859,7 @@ HTTP_TEST(job_shows_its_unique_lock_and_expiry_and_expired_jobs_are_counted)
     expect_error(404, "no job 'jobid-e1'", "GET", "/api/job/jobid-e1", NULL);
 }
 
-#ifndef RBH_PG
-/* Distributed mode refuses [[cron]] and [throttles] at start for now
- * (config/cron.c, rb_eng_throttle_check); the two tests below are
- * single-node's until it keeps them. */
+/* [[cron]] and [throttles] in both modes. */
 
 /* Restarts S with config (a new directory and database). */
 static void restart_with(const char *config)
@@ -1034,4 +1031,3 @@ HTTP_TEST(throttles_show_limits_and_slots_in_use)
                                             "in_use")), 1, "%s", r->body);
     rbh_resp_free(r);
 }
-#endif

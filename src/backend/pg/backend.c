@@ -197,6 +197,11 @@ static void snooze_call(rb_pg *pg, rb_pgreq *r)
     rb_pg_ref ref = {r->jid, r->wid};
     r->rc = rb_pg_snooze(pg, &ref, op->u.job.seconds, rb_now_ms(), &r->u.ref.status,
                          &r->u.ref.state, &r->err);
+    /* a slot came back (a SNOOZE for 0 s notifies the requeue itself); the
+     * job's queue is not reported, so every throttled queue is told */
+    rb_err nerr = {0};
+    if (!r->rc && r->u.ref.status == RB_JOB_DONE && op->u.job.seconds > 0)
+        (void)rb_pg_throttle_notify(pg, NULL, 0, &nerr);
 }
 
 static void extend_call(rb_pg *pg, rb_pgreq *r)
@@ -283,6 +288,11 @@ static void info_call(rb_pg *pg, rb_pgreq *r)
     json_object_set_new(op->u.info.rebound, "batches",
                         json_pack("{s:I, s:I, s:I}", "open", (json_int_t)open, "stored",
                                   (json_int_t)stored, "callbacks", (json_int_t)callbacks));
+    json_t *throttles = NULL;
+    if ((r->rc = rb_pg_throttle_info(pg, rb_now_ms(), &throttles, &r->err)))
+        return;
+    if (throttles)
+        json_object_set_new(op->u.info.rebound, "throttles", throttles);
     if (!latency)
         return;
     size_t n = in.n_queues;
@@ -602,6 +612,7 @@ const rb_backend rb_backend_pg = {
     .name = "postgresql",
     .push = dist_push,
     .fetch = dist_fetch,
+    .throttles = true, /* claimed under a lock per throttled queue (sql_throttle.c) */
     .ack = dist_ack,
     .fail = dist_fail,
     .snooze = dist_snooze,

@@ -114,6 +114,23 @@ static void run_pushes(rb_pg *pg, rb_pgreq **v, size_t n, batch_commits *bc)
     free(status);
 }
 
+/* Throttle slots of the jobs with status done came back: NOTIFY for
+ * their throttled queues (an error is left to the poll that covers lost
+ * notifications). */
+static void slots_freed(rb_pg *pg, const rb_pg_labels *labels, const int *status, size_t n,
+                        int done)
+{
+    const char **queues = rb_xcalloc(n ? n : 1, sizeof *queues);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (status[i] == done)
+            queues[k++] = labels[i].queue;
+    rb_err err = {0};
+    if (k)
+        (void)rb_pg_throttle_notify(pg, queues, k, &err);
+    free(queues);
+}
+
 static void run_acks(rb_pg *pg, rb_pgreq **v, size_t n, batch_commits *bc)
 {
     rb_pg_ref *refs = rb_xcalloc(n, sizeof *refs);
@@ -136,6 +153,7 @@ static void run_acks(rb_pg *pg, rb_pgreq **v, size_t n, batch_commits *bc)
             v[i]->u.ack.status = status[i];
             v[i]->u.ack.labels = labels[i];
         }
+        slots_freed(pg, labels, status, n, RB_JOB_DONE);
     }
     free(refs);
     free(status);
@@ -153,11 +171,20 @@ static void run_fails(rb_pg *pg, rb_pgreq **v, size_t n, batch_commits *bc)
     int rc = rb_pg_fail(pg, f, n, rb_now_ms(), res, &err);
     if (!rc)
         commit_seen(bc, n, t0);
-    if (rc)
+    if (rc) {
         fail_all(v, n, rc, &err);
-    else
-        for (size_t i = 0; i < n; i++)
+    } else {
+        rb_pg_labels *labels = rb_xcalloc(n, sizeof *labels);
+        int *status = rb_xcalloc(n, sizeof *status);
+        for (size_t i = 0; i < n; i++) {
             v[i]->u.fail.res = res[i];
+            labels[i] = res[i].labels;
+            status[i] = res[i].status;
+        }
+        slots_freed(pg, labels, status, n, RB_JOB_DONE);
+        free(labels);
+        free(status);
+    }
     free(f);
     free(res);
 }
@@ -191,13 +218,16 @@ static void run_claims(rb_pg *pg, rb_pgreq **v, size_t n)
         }
         rb_pg_claimed *out = NULL;
         int nout = 0;
+        int64_t wake_at = INT64_MAX;
         rb_err err = {0};
         int rc = rb_pg_claim(pg, (const char *const *)v[i]->u.claim.queues, v[i]->u.claim.nq,
-                             wids, g, rb_now_ms(), &out, &nout, &err);
+                             wids, g, rb_now_ms(), &out, &nout, &wake_at, &err);
         if (rc) {
             fail_all(group, (size_t)g, rc, &err);
             continue;
         }
+        for (int k = 0; k < g; k++)
+            group[k]->u.claim.wake_at = wake_at;
         for (int k = 0; k < nout; k++) {
             rb_pgreq *r = group[out[k].slot];
             r->u.claim.job = out[k];

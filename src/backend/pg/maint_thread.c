@@ -63,6 +63,13 @@ static int reap_all(rb_pgmode *pm, maint_bufs *mb, int *total, rb_err *err)
         n = 0;
         rc = rb_pg_reap(pm->maint, rb_now_ms(), RB_PGMODE_BATCH, mb->reaped, &n, err);
         *total += n;
+        if (!rc && n) { /* their throttle slots came back: every node's FETCHes told */
+            const char *queues[RB_PGMODE_BATCH];
+            for (int i = 0; i < n; i++)
+                queues[i] = mb->reaped[i].labels.queue;
+            rb_err nerr = {0};
+            (void)rb_pg_throttle_notify(pm->maint, queues, (size_t)n, &nerr);
+        }
         mode_note_maintenance(pm, mb->reaped, (size_t)n, NULL, 0);
     } while (!rc && n == RB_PGMODE_BATCH && !mode_stopping(pm));
     return rc;

@@ -223,6 +223,8 @@ void rb_pgmode_free(rb_srv *srv)
         event_free(pm->poll_ev);
     if (pm->held_ev)
         event_free(pm->held_ev);
+    if (pm->throttle_ev)
+        event_free(pm->throttle_ev);
     for (int i = 0; i < RB_PGMODE_THREADS; i++)
         if (pm->work[i])
             rb_pg_close(pm->work[i]);

@@ -68,6 +68,8 @@ struct rb_pgreq {
             uint64_t seq;    /* notification count when posted */
             rb_pg_claimed job;
             bool got;
+            int64_t wake_at; /* none got: when a full throttled queue's slot times out
+                                (INT64_MAX: never by itself) */
         } claim;
         struct {
             int status, state;

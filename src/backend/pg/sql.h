@@ -226,10 +226,15 @@ typedef struct rb_pg_claimed {
  * dropped after it, in a transaction of their own (rb_pg_expire's work; an
  * error there is logged and leaves them to the maintenance sweep), and the
  * slots they took claimed for again (a few rounds at most). A
- * unique_until "start" job's lock is released as it is claimed. *out (free
- * with rb_pg_claimed_free) gets *nout <= n jobs ordered by slot. */
+ * unique_until "start" job's lock is released as it is claimed. A queue
+ * with a throttle (sql_throttle.c) is claimed alone, in a transaction
+ * holding its lock, for at most the slots free at now; one at its limit
+ * is skipped as if empty, and *wake_at (may be NULL) gets the earliest
+ * time a slot of such a queue frees by its timeout (INT64_MAX: none).
+ * *out (free with rb_pg_claimed_free) gets *nout <= n
+ * jobs ordered by slot. */
 int rb_pg_claim(rb_pg *pg, const char *const *queues, int nq, const char *const *wids, int n,
-                int64_t now, rb_pg_claimed **out, int *nout, rb_err *err);
+                int64_t now, rb_pg_claimed **out, int *nout, int64_t *wake_at, rb_err *err);
 void rb_pg_claimed_free(rb_pg_claimed *c, int n);
 
 /* --- finishing work (sql_jobs.c, sql_fail.c) --- */
@@ -515,5 +520,17 @@ int rb_pg_track_set(rb_pg *pg, const rb_track_set *in, int64_t now, rb_err *err)
 /* Drops up to limit ended records past RB_TRACK_RETENTION_MS (rows locked
  * SKIP LOCKED: nodes run it at once). *n (may be NULL) = records dropped. */
 int rb_pg_track_expire(rb_pg *pg, int64_t now, int limit, int *n, rb_err *err);
+
+/* --- queue throttles (sql_throttle.c) --- */
+
+/* INFO's rebound.throttles, the cluster's slots held at now
+ * (rb_throttle_info_set per configured throttle); *out NULL when none is
+ * configured. */
+int rb_pg_throttle_info(rb_pg *pg, int64_t now, json_t **out, rb_err *err);
+/* Slots of these queues were given back (ACK, FAIL, SNOOZE): NOTIFY for
+ * each throttled one among them, waking the FETCHes parked on it on every
+ * node. queues NULL: every throttled queue (a SNOOZE, whose queue the
+ * statement does not report). Nothing when no throttle is configured. */
+int rb_pg_throttle_notify(rb_pg *pg, const char *const *queues, size_t n, rb_err *err);
 
 #endif

@@ -554,6 +554,10 @@ PGresult *sql_query(rb_pg *pg, const char *sql, int nparams, const char *const *
         rb_err_set(err, RB_ECONN, "database unavailable (%s)", pg->last_error);
         return NULL;
     }
+    if (pg->pipe == SQL_PIPE_SEND) { /* only sql_run's statements are sent */
+        rb_err_set(err, RB_ESTATE, "not sent in a pipeline");
+        return NULL;
+    }
     PGresult *r = PQexecParams(pg->conn, sql, nparams, NULL, params, NULL, NULL, 0);
     if (!result_ok(r)) {
         fail_result(pg, r, err);

@@ -147,6 +147,13 @@ size_t sql_parse_int_array(const char *s, int64_t *out, size_t max);
 /* The live workers at now (sql_registry.c), for INFO. */
 int sql_workers_count(rb_pg *pg, int64_t now, int64_t *n, rb_err *err);
 
+/* Queue throttles (sql_throttle.c): the lock of queue's throttle for the
+ * open transaction (pg_advisory_xact_lock), and the slots of t held at now
+ * with the earliest end of one in *frees (INT64_MAX: none). */
+int sql_throttle_lock(rb_pg *pg, const char *queue, rb_err *err);
+int sql_throttle_held(rb_pg *pg, const rb_throttle *t, int64_t now, int64_t *held,
+                      int64_t *frees, rb_err *err);
+
 /* The fail core (sql_fail.c) shared by FAIL and the reaper: runs the failure
  * of each locked working row through its policy and writes the outcome. */
 typedef struct locked_row {
