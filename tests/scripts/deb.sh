@@ -8,6 +8,8 @@
 # to a system (user, state directory, permissions, service).
 # Env: REBOUND_TOP (checkout). Exit 0 = pass.
 set -u
+# run from `make check`: the outer make's flags and jobserver are not ours
+unset MAKEFLAGS MFLAGS MAKELEVEL
 top=${REBOUND_TOP:-$(pwd)}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/rebound-deb.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT

@@ -8,6 +8,8 @@
 # Env: REBOUND_TOP (checkout), O (build dir, holding the built binary).
 # Exit 0 = pass.
 set -u
+# run from `make check`: the outer make's flags and jobserver are not ours
+unset MAKEFLAGS MFLAGS MAKELEVEL
 top=${REBOUND_TOP:-$(pwd)}
 O=${O:-build}
 case "$O" in /*) ;; *) O="$top/$O" ;; esac
