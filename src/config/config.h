@@ -79,6 +79,10 @@ typedef struct rb_config {
         int64_t batch_retention_s; /* a finished batch's STATUS kept, default 24 h */
         int64_t batch_uncommitted_ttl_s; /* a batch never committed, default 30 min */
     } workflows;
+    struct {
+        int level;  /* rb_log_level: 0 debug, 1 info (default), 2 warn, 3 error */
+        int format; /* 0 text (default), 1 json: one object per line (server/log.h) */
+    } log;
     rb_backoff_config backoff; /* tasker's [backoff] */
     bool has_retry_default;    /* [retry] present */
     rb_policy retry_default;   /* valid when has_retry_default */

@@ -72,6 +72,7 @@ typedef enum rb_eng_kind {
     RB_ENG_BATCH,       /* u.batch: BATCH NEW, OPEN, COMMIT or STATUS (engine/batch.h) */
     RB_ENG_WORKFLOW,    /* read, u.workflow: a job's workflow graph (engine/workflow.h) */
     RB_ENG_TRACK,       /* u.track: TRACK SET or GET (engine/track.h) */
+    RB_ENG_BACKUP,      /* u.backup: BACKUP, a copy of a single node's database */
     RB_ENG_KINDS
 } rb_eng_kind;
 
@@ -294,6 +295,11 @@ struct rb_eng_op {
             rb_track_set set;  /* SET: checked, borrowed from op->json */
             json_t *reply;     /* result of GET: rb_track_reply's; owned */
         } track;
+        struct {
+            const char *path; /* absolute, a file that does not exist yet;
+                                 borrowed (op->json) */
+            int64_t bytes;    /* result: the copy's size */
+        } backup;
     } u;
 };
 
@@ -348,7 +354,17 @@ typedef struct rb_backend {
      * false: a server configured with throttles refuses to start
      * (rb_eng_throttle_check). */
     bool throttles;
+    /* A consistent copy of the database into a new file (BACKUP,
+     * docs/operations.md) while the server runs; NULL where the backend's
+     * store is backed up by other means (the op then fails with
+     * RB_BACKUP_UNSUPPORTED: PostgreSQL's pg_dump). */
+    void (*backup)(rb_srv *srv, rb_eng_op *op);
 } rb_backend;
+
+/* BACKUP's refusal in distributed mode. */
+#define RB_BACKUP_UNSUPPORTED                                                                  \
+    "BACKUP: distributed mode keeps its jobs in PostgreSQL: back it up with pg_dump "          \
+    "(docs/operations.md)"
 
 /* The two backends (backend/mem/backend.c, backend/pg/backend.c). */
 extern const rb_backend rb_backend_mem;

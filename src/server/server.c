@@ -417,6 +417,9 @@ int rb_server_run(const rb_server_opts *o, rb_err *err)
     rb_srv *srv = rb_srv_alloc();
     if ((rc = rb_config_load(&srv->cfg, o->config_path, o->env, err)))
         goto out;
+    rb_log_set_json(srv->cfg.log.format == 1);
+    if (!o->log_level) /* --log-level wins over [log] level */
+        rb_log_set_level((rb_log_level)srv->cfg.log.level);
     if (srv->cfg.path || srv->cfg.overlay_path)
         rb_log(RB_LOG_INFO, "configuration: %s%s%s", srv->cfg.path ? srv->cfg.path : "defaults",
                srv->cfg.overlay_path ? " + overlay " : "",

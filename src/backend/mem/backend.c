@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "backend/mem/batch.h"
 #include "backend/mem/throttle.h"
@@ -699,6 +700,35 @@ static void mem_workflow(rb_srv *srv, rb_eng_op *op)
     rb_eng_complete(srv, op);
 }
 
+/* --- BACKUP --- */
+
+/* The writer's completion of the backup: the copy is durable at its path,
+ * or failed (nothing left there). */
+static void backup_written(void *arg, int status, const rb_err *err)
+{
+    rb_eng_op *op = arg;
+    struct stat st;
+    if (status) {
+        op->rc = status;
+        op->err = *err;
+    } else if (stat(op->u.backup.path, &st) == 0) {
+        op->u.backup.bytes = (int64_t)st.st_size;
+    }
+    rb_eng_complete(op->srv, op);
+}
+
+/* The copy is made on the writer thread, between its batches
+ * (rb_writer_backup): every request answered before BACKUP arrived is in
+ * it, and requests keep being answered while it is made. */
+static void mem_backup(rb_srv *srv, rb_eng_op *op)
+{
+    int rc = rb_writer_backup(srv->writer, op->u.backup.path, backup_written, op, &op->err);
+    if (rc) {
+        op->rc = rc;
+        rb_eng_complete(srv, op);
+    }
+}
+
 const rb_backend rb_backend_mem = {
     .name = "sqlite",
     .push = mem_push,
@@ -724,4 +754,5 @@ const rb_backend rb_backend_mem = {
     .throttles = true,
     .refetch = rb_srv_refetch,
     .workflow = mem_workflow,
+    .backup = mem_backup,
 };

@@ -63,8 +63,8 @@ static void release_done(rb_srv *srv, rb_pgreq *r)
 {
     (void)srv;
     if (r->rc)
-        rb_log(RB_LOG_WARN, "job %s stays reserved until its lease ends: %s", r->jid,
-               rb_err_msg(&r->err));
+        rb_log_kv(RB_LOG_WARN, RB_LOG_KV("jid", r->jid),
+                  "job %s stays reserved until its lease ends: %s", r->jid, rb_err_msg(&r->err));
     mode_req_free(r);
 }
 

@@ -450,6 +450,20 @@ int rb_pg_workflow(rb_pg *pg, const char *jid, size_t max_nodes, int64_t now, rb
  * Each is logged ("JID x: Halt: job expired") and its labels kept for
  * rb_pg_take_expired. *n = jobs dropped. */
 int rb_pg_expire(rb_pg *pg, int64_t now, int limit, int *n, rb_err *err);
+/* The database thread's batch transaction: rb_pg_tx_begin opens one
+ * transaction that the plain pushes, ACKs, FAILs and claims of a batch then
+ * share (each of them a unit: a savepoint where it needs its own, see
+ * sql_begin), so that one COMMIT makes the whole batch durable.
+ * rb_pg_tx_commit commits it, or refuses (RB_ESTORE, rolled back) when a
+ * statement outside a unit failed and aborted it: the caller runs the batch
+ * again without it. A failed COMMIT (RB_ECONN) leaves the outcome unknown.
+ * rb_pg_tx_rollback undoes it, with the expired jobs' labels it kept. */
+int rb_pg_tx_begin(rb_pg *pg, rb_err *err);
+int rb_pg_tx_commit(rb_pg *pg, rb_err *err);
+void rb_pg_tx_rollback(rb_pg *pg);
+/* Tests only: a statement error that aborts the batch transaction. */
+void rb_pg_tx_poison(rb_pg *pg);
+
 /* The labels of the jobs this engine dropped expired since the last call
  * (*out: a new array of *n, caller frees; NULL when none). */
 void rb_pg_take_expired(rb_pg *pg, rb_pg_labels **out, size_t *n);

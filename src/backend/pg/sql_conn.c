@@ -285,6 +285,8 @@ int sql_exec(rb_pg *pg, const char *sql, rb_err *err)
 {
     if (!pg->conn)
         return rb_err_set(err, RB_ECONN, "database unavailable (%s)", pg->last_error);
+    if (pg->wrapped && (!strcmp(sql, "BEGIN") || !strcmp(sql, "COMMIT")))
+        return rb_err_set(err, RB_ESTORE, "internal error: %s inside a batch transaction", sql);
     PGresult *r = PQexec(pg->conn, sql);
     if (!result_ok(r)) {
         fail_result(pg, r, err);
@@ -294,9 +296,81 @@ int sql_exec(rb_pg *pg, const char *sql, rb_err *err)
     return 0;
 }
 
+int sql_begin(rb_pg *pg, rb_err *err)
+{
+    if (!pg->wrapped)
+        return sql_exec(pg, "BEGIN", err);
+    int rc = sql_exec(pg, "SAVEPOINT rb_unit", err);
+    pg->unit = rc == 0;
+    return rc;
+}
+
+int sql_commit(rb_pg *pg, rb_err *err)
+{
+    if (pg->conn && PQtransactionStatus(pg->conn) == PQTRANS_INERROR) {
+        sql_rollback(pg);
+        return rb_err_set(err, RB_ESTORE, "database error: transaction aborted (%s)",
+                          pg->last_error);
+    }
+    if (!pg->unit)
+        return sql_exec(pg, "COMMIT", err);
+    pg->unit = false;
+    return sql_exec(pg, "RELEASE SAVEPOINT rb_unit", err);
+}
+
 void sql_rollback(rb_pg *pg)
 {
     sql_batch_forget(pg);
+    bool unit = pg->unit;
+    pg->unit = false;
+    if (!pg->conn || PQstatus(pg->conn) != CONNECTION_OK)
+        return;
+    if (unit) {
+        PQclear(PQexec(pg->conn, "ROLLBACK TO SAVEPOINT rb_unit"));
+        PQclear(PQexec(pg->conn, "RELEASE SAVEPOINT rb_unit"));
+    } else if (!pg->wrapped) {
+        PQclear(PQexec(pg->conn, "ROLLBACK"));
+    }
+}
+
+int rb_pg_tx_begin(rb_pg *pg, rb_err *err)
+{
+    int rc = sql_ensure(pg, err);
+    if (rc || (rc = sql_exec(pg, "BEGIN", err)))
+        return rc;
+    pg->wrapped = true;
+    pg->unit = false;
+    pg->expired_mark = pg->n_expired;
+    return 0;
+}
+
+int rb_pg_tx_commit(rb_pg *pg, rb_err *err)
+{
+    pg->wrapped = false;
+    pg->unit = false;
+    if (!pg->conn)
+        return rb_err_set(err, RB_ECONN, "database connection lost: %s", pg->last_error);
+    if (PQtransactionStatus(pg->conn) != PQTRANS_INTRANS) {
+        rb_pg_tx_rollback(pg);
+        return rb_err_set(err, RB_ESTORE, "database error: batch transaction aborted (%s)",
+                          pg->last_error);
+    }
+    return sql_exec(pg, "COMMIT", err);
+}
+
+void rb_pg_tx_poison(rb_pg *pg)
+{
+    if (pg->conn)
+        PQclear(PQexec(pg->conn, "SELECT 1/0"));
+}
+
+void rb_pg_tx_rollback(rb_pg *pg)
+{
+    pg->wrapped = false;
+    pg->unit = false;
+    sql_batch_forget(pg);
+    if (pg->n_expired > pg->expired_mark) /* dropped by what is undone: not dropped */
+        pg->n_expired = pg->expired_mark;
     if (pg->conn && PQstatus(pg->conn) == CONNECTION_OK)
         PQclear(PQexec(pg->conn, "ROLLBACK"));
 }

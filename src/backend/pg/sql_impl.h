@@ -64,6 +64,9 @@ struct rb_pg {
     size_t bev_n, bev_cap;
     rb_pg_labels *expired; /* jobs dropped expired, for rb_pg_take_expired */
     size_t n_expired;
+    bool wrapped; /* inside rb_pg_tx_begin's transaction: sql_begin takes a savepoint */
+    bool unit;    /* the savepoint rb_unit is open */
+    size_t expired_mark; /* n_expired when the batch transaction began */
 };
 
 /* The config in force (never NULL). */
@@ -83,9 +86,22 @@ PGresult *sql_query(rb_pg *pg, const char *sql, int nparams, const char *const *
 /* sql_ensure, then sql_run of s with the text parameters (now, limit), the
  * shape of the timer's statements (sql_jobs.c). */
 PGresult *sql_run_now_limit(rb_pg *pg, sql_stmt s, int64_t now, int limit, rb_err *err);
-/* A plain SQL text without parameters (BEGIN, COMMIT, DDL); 0 or the error. */
+/* A plain SQL text without parameters (BEGIN, COMMIT, DDL); 0 or the error.
+ * A bare BEGIN or COMMIT inside rb_pg_tx_begin's transaction is refused
+ * (RB_ESTORE): code that may run there uses sql_begin and sql_commit. */
 int sql_exec(rb_pg *pg, const char *sql, rb_err *err);
-/* Ends a transaction that failed: ROLLBACK when still connected. */
+
+/* One unit of work that must apply whole: its own transaction (BEGIN ...
+ * COMMIT), or, inside the database thread's batch transaction
+ * (rb_pg_tx_begin), the savepoint rb_unit (SAVEPOINT ... RELEASE), so that
+ * a unit that fails is undone alone and the batch goes on. sql_commit
+ * refuses a transaction PostgreSQL has already aborted (whose COMMIT would
+ * answer ROLLBACK) and rolls it back. Units do not nest. */
+int sql_begin(rb_pg *pg, rb_err *err);
+int sql_commit(rb_pg *pg, rb_err *err);
+/* Ends a unit or transaction that failed: ROLLBACK (TO SAVEPOINT) when still
+ * connected. Inside the batch transaction with no unit open it does nothing:
+ * the transaction stays aborted and rb_pg_tx_commit refuses it. */
 void sql_rollback(rb_pg *pg);
 
 /* Marks a lost connection: closes it and schedules the reconnect. */
