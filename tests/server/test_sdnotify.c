@@ -5,7 +5,8 @@
  * recovered, WATCHDOG=1 again and again when $WATCHDOG_USEC asks for it
  * (never when it does not, or when $WATCHDOG_PID names another process),
  * STOPPING=1 on SIGTERM. A malformed $NOTIFY_SOCKET is logged and the
- * server runs as without one. */
+ * server runs as without one. The last tests call rb_sdnotify and
+ * rb_sdnotify_watchdog_usec in this process. */
 #include <criterion/criterion.h>
 
 #include <sys/un.h>
@@ -238,4 +239,54 @@ Test(sdnotify, malformed_socket_is_logged_and_ignored)
     snprintf(cmd, sizeof cmd, "test $(grep -c 'systemd notification' '%s') -eq 1", s.log);
     cr_assert(system(cmd) == 0, "the warning is not logged exactly once");
     cr_assert(rbh_stop(&s) == 0);
+}
+
+/* The protocol functions themselves, in this process. */
+#include "server/sdnotify.h"
+
+Test(sdnotify, send_returns_what_happened)
+{
+    rbh_server s;
+    rbh_init(&s);
+    char addr[300], msg[256];
+    unsetenv("NOTIFY_SOCKET");
+    cr_assert_eq(rb_sdnotify("READY=1"), 0, "no NOTIFY_SOCKET: nothing to do");
+    setenv("NOTIFY_SOCKET", "", 1);
+    cr_assert_eq(rb_sdnotify("READY=1"), 0, "an empty NOTIFY_SOCKET is unset");
+    for (int abstract = 0; abstract <= 1; abstract++) {
+        int fd = notify_bind(&s, abstract, addr, sizeof addr);
+        setenv("NOTIFY_SOCKET", addr, 1);
+        cr_assert_eq(rb_sdnotify("STATUS=x\nREADY=1"), 1, "%s", addr);
+        cr_assert(notify_next(fd, msg, sizeof msg));
+        cr_assert_str_eq(msg, "STATUS=x\nREADY=1");
+        close(fd);
+        if (!abstract)
+            unlink(addr);
+    }
+    setenv("NOTIFY_SOCKET", "relative", 1);
+    cr_assert_eq(rb_sdnotify("READY=1"), -1);
+    setenv("NOTIFY_SOCKET", "/nonexistent/notify", 1);
+    cr_assert_eq(rb_sdnotify("READY=1"), -1, "nobody listens there");
+    rbh_stop(&s);
+}
+
+Test(sdnotify, watchdog_usec_parsing)
+{
+    char pid[32];
+    snprintf(pid, sizeof pid, "%d", (int)getpid());
+    unsetenv("WATCHDOG_PID");
+    unsetenv("WATCHDOG_USEC");
+    cr_assert_eq(rb_sdnotify_watchdog_usec(), 0);
+    setenv("WATCHDOG_USEC", "30000000", 1);
+    cr_assert_eq(rb_sdnotify_watchdog_usec(), 30000000);
+    setenv("WATCHDOG_PID", pid, 1);
+    cr_assert_eq(rb_sdnotify_watchdog_usec(), 30000000, "the watchdog is ours");
+    setenv("WATCHDOG_PID", "1", 1);
+    cr_assert_eq(rb_sdnotify_watchdog_usec(), 0, "the watchdog is pid 1's");
+    unsetenv("WATCHDOG_PID");
+    const char *bad[] = {"0", "-5", "12x", "abc", "99999999999999999999999", ""};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        setenv("WATCHDOG_USEC", bad[i], 1);
+        cr_assert_eq(rb_sdnotify_watchdog_usec(), 0, "WATCHDOG_USEC='%s'", bad[i]);
+    }
 }
