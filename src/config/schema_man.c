@@ -127,8 +127,8 @@ static void policies(rb_buf *out)
                 "default (Faktory's 25 retries with Sidekiq's backoff). The job's Faktory\n"
                 "retry field then caps the retries (0: discard on failure, \\-1: dead on\n"
                 "failure, N: at most N retries). A table may name its dialect with\n"
-                ".B dialect = \"NAME\"\n"
-                "or be recognised from its keys:\n.TP\n.B temporal\n");
+                "\\fBdialect = \"NAME\"\\fR or be recognised from its keys:\n"
+                ".TP\n.B temporal\n");
     key_list(out, rb_dialect_temporal_keys);
     rb_buf_adds(out, "\n.TP\n.B tasker\n");
     key_list(out, rb_dialect_tasker_keys);
@@ -144,7 +144,7 @@ static void policies(rb_buf *out)
 static const char *const outro =
     ".SH CRON\n"
     "Each\n.B [[cron]]\n"
-    "table is a periodic job (single node only): \\fBschedule\\fR (five cron fields\n"
+    "table is a periodic job: \\fBschedule\\fR (five cron fields\n"
     "or @hourly, @daily, ...; required), \\fBtimezone\\fR (an IANA name, default\n"
     "\"UTC\"), \\fBmissed\\fR (\"skip\" or \"run_once\"), \\fBname\\fR, and the table\n"
     ".B [cron.job]\n"
@@ -158,7 +158,7 @@ static const char *const outro =
     "limits how many jobs of a queue are working at once, across every worker:\n"
     "\\fBconcurrency\\fR (an integer from 1 to 1000000, required) and \\fBtimeout\\fR\n"
     "(a duration from 1s to 7d after which a slot is free again even if the job\n"
-    "still runs). Single node only.\n"
+    "still runs).\n"
     ".SH EXAMPLE\n"
     ".nf\n"
     "[server]\n"
