@@ -124,12 +124,6 @@ void rb_config_release(rb_config *cfg);
  * (still to be released). */
 int rb_config_load(rb_config *cfg, const char *path, const char *env, rb_err *err);
 
-/* 0, or RB_EINVAL with err "FILE:LINE: key 'cron[0]': cron is not supported
- * in distributed mode yet (...)" when cfg has [[cron]] entries and its
- * storage.url is PostgreSQL: rb_config_load checks it, and `serve` again
- * after --db replaced the URL (config/cron.c). */
-int rb_config_cron_check_mode(const rb_config *cfg, rb_err *err);
-
 /* The environment name to use: flag when non-NULL and non-empty, else
  * $REBOUND_ENV when set and non-empty, else NULL. The one place the name is
  * resolved: every subcommand that reads the config (serve, config check,

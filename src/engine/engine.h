@@ -177,10 +177,19 @@ struct rb_eng_op {
              * batch is unknown) or RB_ENOTUNIQUE (another job holds its
              * unique lock, engine/unique.h). */
             int *status;
-            /* Single node: a key of the store's meta table written in the
-             * push's commit when a job is made (cron's last fired tick,
-             * server/cron.h), or NULL. Both owned by the caller's op->arg. */
-            const char *meta_key, *meta_value;
+            /* A cron tick's push (server/cron.h), or meta_key NULL: "push
+             * this tick's job if tick > last". The push happens only when
+             * the store's meta row meta_key holds no tick, or one older
+             * than tick_s (decimal Unix seconds); the row is then set to
+             * tick_s in the push's commit (also when the job itself is
+             * refused: the tick counts as fired). Otherwise nothing is
+             * written: stale is set (the tick was fired already, by another
+             * node or before a restart), each status RB_EEXIST, not
+             * applied. Two nodes racing for one tick: one pushes, the
+             * other gets stale. meta_key owned by the caller's op->arg. */
+            const char *meta_key;
+            int64_t tick_s;
+            bool stale; /* result */
         } push;
         /* FETCH (the first try; a connection that then waits is woken by
          * rb_eng_wake). */

@@ -107,7 +107,9 @@ struct rb_srv {
     int64_t batch_callbacks;    /* callback jobs enqueued, all time (INFO) */
     struct event *batch_ev;     /* the expiry sweep, armed with the first batch */
     rb_mem_unique *unique;      /* single node: unique locks, expiring jobs (backend/mem/unique.h) */
-    struct rb_cron *cron;       /* single node: the [[cron]] entries' timer (server/cron.h) */
+    struct rb_cron *cron;       /* the [[cron]] entries' timer (server/cron.h) */
+    json_t *cron_ticks;         /* single node: the stored "cron:NAME" meta rows (key ->
+                                   tick), a cron push's condition (backend/mem/backend.c) */
     rb_mem_track *track;        /* single node: progress records (backend/mem/track.h) */
     rb_mem_throttle *throttle;  /* single node: throttles' fetch times (backend/mem/throttle.h) */
 };

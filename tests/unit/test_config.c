@@ -744,10 +744,11 @@ Test(config, cron_errors_point_at_the_line, .init = in_tmpdir)
                       "c.toml:1: key 'cron': must be an array of tables ([[cron]]), got integer");
     expect_load_error("[cron]\nschedule = \"@daily\"\n", RB_EINVAL,
                       "c.toml:1: key 'cron': must be an array of tables ([[cron]]), got table");
-    /* Distributed mode refuses cron, in one place, naming the entry's line. */
-    expect_load_error("[storage]\nurl = \"postgres://localhost/rebound\"\n\n[[cron]]\n"
-                      "schedule = \"@daily\"\n[cron.job]\ntype = \"X\"\n",
-                      RB_EINVAL,
-                      "c.toml:4: key 'cron[0]': cron is not supported in distributed mode yet "
-                      "(storage.url is a PostgreSQL URL)");
+    /* Distributed mode has cron too (the store decides which node fires). */
+    rb_config cfg;
+    load_ok(&cfg, "[storage]\nurl = \"postgres://localhost/rebound\"\n\n[[cron]]\n"
+                  "schedule = \"@daily\"\n[cron.job]\ntype = \"X\"\n");
+    cr_assert_eq(cfg.n_cron, 1);
+    cr_assert_str_eq(cfg.cron[0].name, "@daily X");
+    rb_config_release(&cfg);
 }

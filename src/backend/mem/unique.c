@@ -363,6 +363,12 @@ bool rb_mem_unique_expire(rb_srv *srv, rb_job *j, int64_t now)
     return true;
 }
 
+int64_t rb_mem_unique_lock_until(const rb_srv *srv, const char *jid)
+{
+    const lock *l = srv->unique ? rb_table_get(&srv->unique->by_jid, jid) : NULL;
+    return l ? l->until_ms : 0;
+}
+
 void rb_mem_unique_info(rb_srv *srv, json_t *rebound)
 {
     rb_mem_unique *u = srv->unique;

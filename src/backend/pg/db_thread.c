@@ -54,14 +54,22 @@ static void fail_all(rb_pgreq **v, size_t n, int rc, const rb_err *err)
 static size_t run_own_pushes(rb_pg *pg, rb_pgreq **v, size_t n, batch_commits *bc)
 {
     size_t plain = 0;
+    /* and cron ticks: one transaction each, with their meta row */
     for (size_t i = 0; i < n; i++) {
-        if (!v[i]->u.push.deps && !v[i]->u.push.bids) {
+        if (!v[i]->u.push.deps && !v[i]->u.push.bids && !v[i]->u.push.meta_key) {
             v[plain++] = v[i];
             continue;
         }
         rb_err derr = {0};
         int64_t t0 = mono_us();
-        if (v[i]->u.push.bids)
+        if (v[i]->u.push.meta_key && v[i]->u.push.bids)
+            v[i]->rc = rb_err_set(&derr, RB_EINVAL,
+                                  "a [[cron]] job cannot be a batch member in distributed mode");
+        else if (v[i]->u.push.meta_key)
+            v[i]->rc = rb_pg_push_tick(pg, v[i]->u.push.jobs, v[i]->u.push.n, v[i]->u.push.deps,
+                                       v[i]->u.push.meta_key, v[i]->u.push.tick_s, rb_now_ms(),
+                                       v[i]->u.push.status, &v[i]->u.push.stale, &derr);
+        else if (v[i]->u.push.bids)
             v[i]->rc = rb_pg_push_batch(pg, v[i]->u.push.jobs,
                                         (const char *const *)v[i]->u.push.bids, v[i]->u.push.n,
                                         v[i]->u.push.deps, rb_now_ms(), v[i]->u.push.status,
@@ -251,12 +259,16 @@ static void run_units(rb_pg *pg, rb_pgreq **by[], const size_t cnt[], batch_comm
 }
 
 /* run_units in one transaction: one COMMIT makes every request of the
- * batch durable before any reply. When the transaction fails before its
- * COMMIT (a statement error outside a unit aborted it), it is rolled back
- * and the batch runs again a transaction per kind, so that one bad request
- * fails alone; when the COMMIT itself fails the outcome is unknown and
- * every request fails with that error. */
-static void run_wrapped(rb_pg *pg, rb_pgreq **by[], const size_t cnt[], batch_commits *bc)
+ * batch durable before any reply. Its first round trip carries BEGIN and
+ * the statements of the pushes, ACKs and first claims as one pipeline
+ * (run_units once to send them, rb_pg_tx_pipe_read, run_units again to
+ * take their results and run the rest: FAILs, batch members' ACKs,
+ * expired jobs' drops); the COMMIT is the second. When the transaction
+ * fails before its COMMIT (a statement error outside a unit aborted it),
+ * it is rolled back and the batch runs again a transaction per kind, so
+ * that one bad request fails alone; when the COMMIT itself fails the
+ * outcome is unknown and every request fails with that error. */
+static void run_wrapped(rb_pg *pg, rb_pgreq **by[], size_t cnt[], batch_commits *bc)
 {
     size_t n_ops = 0;
     for (int k = 0; k < RB_PGR_KINDS; k++)
@@ -270,11 +282,20 @@ static void run_wrapped(rb_pg *pg, rb_pgreq **by[], const size_t cnt[], batch_co
     }
     rb_err err = {0};
     int64_t t0 = mono_us();
-    if (rb_pg_tx_begin(pg, &err)) { /* not connected: each kind reports it */
+    if (rb_pg_tx_pipe_send(pg, &err)) { /* not connected: each kind reports it */
         run_units(pg, by, cnt, bc);
         return;
     }
     batch_commits inner = {.n = 0}; /* the units' own timings do not count */
+    size_t fails = cnt[RB_PGR_FAIL];
+    cnt[RB_PGR_FAIL] = 0; /* a FAIL's first statement needs its savepoint */
+    run_units(pg, by, cnt, &inner); /* sent: each call fails at once */
+    cnt[RB_PGR_FAIL] = fails;
+    reset_wrapped(by, cnt);
+    if (rb_pg_tx_pipe_read(pg, &err)) { /* rolled back: nothing applied */
+        run_units(pg, by, cnt, bc);
+        return;
+    }
     run_units(pg, by, cnt, &inner);
     static _Atomic long turns;
     if (fault > 0 && ++turns % fault == 0)

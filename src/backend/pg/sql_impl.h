@@ -67,7 +67,22 @@ struct rb_pg {
     bool wrapped; /* inside rb_pg_tx_begin's transaction: sql_begin takes a savepoint */
     bool unit;    /* the savepoint rb_unit is open */
     size_t expired_mark; /* n_expired when the batch transaction began */
+    /* The batch transaction's pipeline (rb_pg_tx_pipe_*): while pipe is
+     * SQL_PIPE_SEND, sql_run sends its statement and fails (RB_ESTATE)
+     * without a result; the results are read in one round trip and kept in
+     * sent[] until, with pipe SQL_PIPE_TAKE, the same calls made again take
+     * them in order instead of running their statements. */
+    int pipe;
+    struct sql_sent {
+        sql_stmt s;
+        bool prepare;  /* the PQsendPrepare of s, not its execution */
+        PGresult *r;   /* read: the result (NULL: failed) */
+    } *sent;
+    size_t n_sent, cap_sent, next_sent;
+    bool pipe_skip; /* SQL_PIPE_TAKE: run the next statements as usual */
 };
+
+enum { SQL_PIPE_OFF, SQL_PIPE_SEND, SQL_PIPE_TAKE };
 
 /* The config in force (never NULL). */
 const rb_config *sql_cfg(const rb_pg *pg);

@@ -203,7 +203,9 @@ int rb_pg_claim(rb_pg *pg, const char *const *queues, int nq, const char *const 
         rb_buf expired = RB_BUF_INIT;
         sql_arr_begin(&expired);
         int n_expired = 0, before = got;
+        rb_pg_tx_pipe_skip(pg, round > 0); /* only the first round's statement was sent */
         rc = claim_once(pg, q.data, wids, slots, want, now, c, &got, &expired, &n_expired, err);
+        rb_pg_tx_pipe_skip(pg, false);
         sql_arr_end(&expired);
         /* the claims are committed; an error dropping the expired jobs is
          * logged and leaves them to the maintenance sweep */
