@@ -76,4 +76,8 @@ void rb_config_key_rule(const rb_config_key *k, struct rb_buf *out);
  * holds exactly this between its schema markers). */
 void rb_config_reference_markdown(struct rb_buf *out);
 
+/* The manual page rebound.toml(5) in roff: every setting of the schema by
+ * section, and the policy dialects' keys (schema_man.c). */
+void rb_config_reference_man(struct rb_buf *out);
+
 #endif

@@ -27,6 +27,7 @@
 #include "server/http.h"
 #include "server/log.h"
 #include "server/metrics.h"
+#include "server/sdnotify.h"
 #include "server/srv.h"
 #include "server/tls.h"
 
@@ -187,6 +188,7 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
     }
     srv->stopping = true;
     srv->quiet_all = RB_WORKER_QUIET;
+    rb_sdnotify("STOPPING=1\nSTATUS=shutting down");
     rb_log(RB_LOG_INFO, "signal %d: shutting down (no new connections, workers told to quiet)",
            (int)sig);
     if (srv->listener) {
@@ -377,6 +379,7 @@ void rb_srv_free(rb_srv *srv)
     json_decref(srv->cron_ticks);
     rb_http_free(srv->http); /* after the writer: actions answer from its completions */
     free_event(srv->grace_ev);
+    free_event(srv->watchdog_ev);
     free_event(srv->timer_ev);
     free_event(srv->accept_ev);
     free_event(srv->writer_ev);
@@ -470,6 +473,10 @@ int rb_server_run(const rb_server_opts *o, rb_err *err)
     rb_cron_start(srv); /* [[cron]]: the timer (server/cron.h) */
     rb_log(RB_LOG_INFO, "rebound started (store %s, %zu jobs)",
            srv->pgm ? "postgresql" : srv->store->ops->name, srv->jobs.by_jid.size);
+    /* systemd (Type=notify): ready once recovered and listening; keep-alives
+     * from this loop, so a loop that stops turning gets the service restarted */
+    rb_sdnotify("READY=1\nSTATUS=accepting connections");
+    srv->watchdog_ev = rb_sdnotify_watchdog_start(srv->base);
     event_base_dispatch(srv->base);
 out:
     rb_srv_free(srv);

@@ -71,6 +71,7 @@ struct rb_srv {
     rb_store *store;
     rb_writer *writer;
     struct event *writer_ev, *timer_ev, *sigterm_ev, *sigint_ev, *grace_ev;
+    struct event *watchdog_ev; /* systemd keep-alives (sdnotify.h), or NULL */
     struct event *flush_ev; /* hands the open batch to the writer (server.c) */
     struct evconnlistener *listener;
     rb_jobs jobs;
