@@ -151,7 +151,7 @@ static char *claim_at(rb_pg *pg, const char *queues, const char *wid, int64_t no
     rb_pg_claimed *c;
     int n;
     rb_err err = {0};
-    cr_assert_eq(rb_pg_claim(pg, qs, nq, wids, 1, now, &c, &n, &err), 0, "claim: %s",
+    cr_assert_eq(rb_pg_claim(pg, qs, nq, wids, 1, now, &c, &n, NULL, &err), 0, "claim: %s",
                  rb_err_msg(&err));
     char *jid = n ? strdup(c[0].jid) : NULL;
     if (json)
@@ -627,7 +627,7 @@ Test(pg, claim_many_for_many_waiters)
     rb_pg_claimed *c;
     int n;
     rb_err err = {0};
-    cr_assert_eq(rb_pg_claim(eng, qs, 2, wids, 4, rb_now_ms(), &c, &n, &err), 0);
+    cr_assert_eq(rb_pg_claim(eng, qs, 2, wids, 4, rb_now_ms(), &c, &n, NULL, &err), 0);
     cr_assert_eq(n, 4);
     const char *want[] = {"many00000", "many00001", "many00002", "many00003"};
     for (int i = 0; i < 4; i++) {
@@ -1257,7 +1257,7 @@ static void *claim_all(void *arg)
         rb_pg_claimed *c;
         int n;
         rb_err err = {0};
-        if ((r->rc = rb_pg_claim(r->pg, qs, 1, wids, 1 + r->n % 10, rb_now_ms(), &c, &n, &err)))
+        if ((r->rc = rb_pg_claim(r->pg, qs, 1, wids, 1 + r->n % 10, rb_now_ms(), &c, &n, NULL, &err)))
             return NULL;
         for (int i = 0; i < n && r->n < RACE_JOBS; i++)
             r->jids[r->n++] = strdup(c[i].jid);
@@ -1367,7 +1367,7 @@ Test(pg, failures_and_reapers_on_three_nodes_apply_one_decision)
         wids[i] = "w";
     rb_pg_claimed *c;
     int n;
-    cr_assert_eq(rb_pg_claim(eng, qs, 1, wids, DECIDE_JOBS, now, &c, &n, &err), 0);
+    cr_assert_eq(rb_pg_claim(eng, qs, 1, wids, DECIDE_JOBS, now, &c, &n, NULL, &err), 0);
     cr_assert_eq(n, DECIDE_JOBS);
     rb_pg_claimed_free(c, n);
     /* every lease has ended at now + 5 s: the worker's FAILs on one node and
@@ -1467,7 +1467,7 @@ Test(pg, killed_backend_is_reported_and_replaced)
     rb_pg_claimed *c;
     int n;
     const char *qs[] = {"default"}, *wids[] = {"w"};
-    cr_assert_eq(rb_pg_claim(pg, qs, 1, wids, 1, rb_now_ms(), &c, &n, &err), 0);
+    cr_assert_eq(rb_pg_claim(pg, qs, 1, wids, 1, rb_now_ms(), &c, &n, NULL, &err), 0);
     cr_assert_eq(n, 1);
     cr_assert_str_eq(c[0].jid, "kill00001");
     rb_pg_claimed_free(c, n);
@@ -1518,7 +1518,7 @@ static void *load_work(void *arg)
             break;
         rb_pg_claimed *c;
         int n;
-        if ((nd->rc = rb_pg_claim(nd->pg, qs, 1, wids, 10, now, &c, &n, &err)))
+        if ((nd->rc = rb_pg_claim(nd->pg, qs, 1, wids, 10, now, &c, &n, NULL, &err)))
             break;
         rb_pg_ref acks[10];
         rb_pg_failure fails[10];
