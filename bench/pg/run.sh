@@ -39,13 +39,13 @@ done
 case "$jobs$probe" in *[!0-9]*) echo "bench-pg: --jobs and --probe take numbers" >&2; exit 2 ;; esac
 
 . "$here/../../scripts/pg_cluster.sh"
-[ -x "$pg_cluster_bin/initdb" ] || { echo "bench-pg: PostgreSQL is not installed (scripts/deps.sh benchpg)" >&2; exit 1; }
+[ -x "$pg_cluster_bin/initdb" ] || { echo "bench-pg: PostgreSQL is not installed (scripts/deps.sh bench-pg)" >&2; exit 1; }
 for bin in "$LG" "$REBOUND"; do
   [ -x "$bin" ] || { echo "bench-pg: $bin is missing; run 'make O=$O bench-bin all' first" >&2; exit 1; }
 done
 case " $systems " in *" graphile "*|*" pgboss "*)
   command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 ||
-    { echo "bench-pg: node and npm are needed for the peers (scripts/deps.sh benchpg)" >&2; exit 1; }
+    { echo "bench-pg: node and npm are needed for the peers (scripts/deps.sh bench-pg)" >&2; exit 1; }
   # The pinned packages, installed once (again when the lock file changes).
   if [ ! -f "$here/node_modules/.package-lock.json" ] ||
      [ "$here/package-lock.json" -nt "$here/node_modules/.package-lock.json" ]; then
