@@ -12,6 +12,8 @@
 # each in lifecycle (push, fetch, ack) and retries (10 % fail once, retried
 # at once), every run checked exactly-once (each job completed once: no
 # duplicate, none missing, none left in the database) or the run fails.
+# Prints jobs/s and ratios, what PostgreSQL did per job (commits, WAL
+# flushes and bytes, from its statistics), the probe, issue 17's targets.
 # The npm packages (bench/pg/package-lock.json) are installed into
 # bench/pg/node_modules the first time.
 # Usage: O=build bench/pg/run.sh [--jobs N] [--probe N] [--systems "rebound rebound2 graphile pgboss"]
@@ -31,7 +33,7 @@ while [ $# -gt 0 ]; do
     --probe) probe=$2; shift ;;
     --systems) systems=$2; shift ;;
     --raw) raw=$2; shift ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
     *) echo "bench-pg: unknown option '$1'" >&2; exit 2 ;;
   esac
   shift
@@ -99,6 +101,20 @@ start_nodes() {
   done
 }
 
+# What PostgreSQL did for a run, from its statistics (every run has the
+# cluster to itself): walsnap before, pgwork WORKLOAD after (all of the run's
+# connections closed, so their counts are in), appended to $dir/out as
+# commits, WAL flushes and WAL bytes per job (the run's database; WAL
+# cluster-wide, so it includes a checkpoint's share when one falls in).
+walsnap() { w0=$(psqlc postgres "SELECT wal_sync || ' ' || wal_bytes FROM pg_stat_wal" 2>/dev/null); }
+pgwork() {
+  w1=$(psqlc postgres "SELECT wal_sync || ' ' || wal_bytes FROM pg_stat_wal" 2>/dev/null)
+  c=$(psqlc postgres "SELECT xact_commit FROM pg_stat_database WHERE datname = '$db'" 2>/dev/null)
+  echo "$w0 $w1 $c" | awk -v wl="$1" -v n="$jobs" 'NF == 5 {
+    printf "%s.pg_commits_per_job %.3f\n%s.pg_wal_flushes_per_job %.3f\n%s.pg_wal_bytes_per_job %.0f\n",
+      wl, $5 / n, wl, ($3 - $1) / n, wl, ($4 - $2) / n }' >>"$dir/out"
+}
+
 # record NAME: appends NAME's figures ("NAME workload.metric value") to results.
 record() { awk -v s="$1" 'NF == 2 { print s, $1, $2 }' "$dir/out" >>"$tmp/results"; }
 
@@ -132,6 +148,7 @@ rebound() {
     case "$x" in @A) x=$a ;; @B) x=$b ;; @AB) x=$a,$b ;; esac
     args="$args $x"
   done
+  walsnap
   # shellcheck disable=SC2086
   "$LG" --proto faktory --workload "$wl" --jobs "$jobs" --server-pid "$lead" \
     --drain-ms 1000 --timeout 600 $args >"$dir/out" 2>"$dir/err"
@@ -143,6 +160,7 @@ rebound() {
   awk -v wl="$wl" '$1 == wl ".duplicates" && $2 != 0 { bad = 1 } $1 == wl ".missing" && $2 != 0 { bad = 1 }
                    END { exit bad }' "$dir/out" || rc=1
   stop_nodes
+  pgwork "$wl"
   report "$name" "$wl" "$rc"
   [ "$rc" = 0 ] && record "$name"
 }
@@ -152,9 +170,11 @@ peer() {
   name=$1; sys=$2; wl=$3; shift 3
   dir="$tmp/$name-$wl"; mkdir -p "$dir"
   newdb || { echo "bench-pg: cannot create a database" >&2; failures=$((failures + 1)); return 1; }
+  walsnap
   PGHOST="$tmp/c" PGPORT=$pgport PGUSER=rebound PGDATABASE=$db \
     node "$here/peer.js" --system "$sys" --workload "$wl" --jobs "$jobs" "$@" >"$dir/out" 2>"$dir/err"
   rc=$?
+  pgwork "$wl"
   report "$name" "$wl" "$rc"
   [ "$rc" = 0 ] && record "$name"
 }
@@ -202,6 +222,12 @@ awk '
     printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", sys, mode, f(l), r(l, gl), f(t),
       r(t, gt), r(t, g1t), r(t, bt), d
   }
+  function pg(name, sys, mode) {
+    if (v[name, "lifecycle.pg_commits_per_job"] == "" && v[name, "retries.pg_commits_per_job"] == "") return
+    printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", sys, mode,
+      f(v[name, "lifecycle.pg_commits_per_job"]), f(v[name, "lifecycle.pg_wal_flushes_per_job"]), f(v[name, "lifecycle.pg_wal_bytes_per_job"]),
+      f(v[name, "retries.pg_commits_per_job"]), f(v[name, "retries.pg_wal_flushes_per_job"]), f(v[name, "retries.pg_wal_bytes_per_job"])
+  }
   END {
     gl = v["graphile-addJobs500", "lifecycle.jobs_per_s"]; gt = v["graphile-addJobs500", "retries.jobs_per_s"]
     g1t = v["graphile-addJob", "retries.jobs_per_s"]; bt = v["pgboss-send", "retries.jobs_per_s"]
@@ -213,6 +239,15 @@ awk '
     row("graphile-addJobs500", "graphile-worker", "addJobs(500)")
     row("graphile-addJob", "graphile-worker", "addJob")
     row("pgboss-send", "pg-boss", "send + work(batch 100)")
+    print "\nWhat PostgreSQL did per job (its statistics; lifecycle, then retries):\n"
+    print "| system | mode | commits/job | WAL flushes/job | WAL bytes/job | retries: commits/job | WAL flushes/job | WAL bytes/job |"
+    print "|---|---|---:|---:|---:|---:|---:|---:|"
+    pg("rebound-push", "Rebound, one node", "PUSH one at a time")
+    pg("rebound-pushb500", "Rebound, one node", "PUSHB 500")
+    pg("rebound2-push", "Rebound, two nodes", "PUSH on A, workers on A and B")
+    pg("graphile-addJobs500", "graphile-worker", "addJobs(500)")
+    pg("graphile-addJob", "graphile-worker", "addJob")
+    pg("pgboss-send", "pg-boss", "send + work(batch 100)")
     if (v["rebound2-probe", "latency.lat_p50_ms"] != "")
       printf "\nprobe (push on node A, FETCH waiting on node B, %s jobs): p50 %s ms, p99 %s ms, max %s ms\n",
         v["rebound2-probe", "latency.jobs"], v["rebound2-probe", "latency.lat_p50_ms"],

@@ -31,8 +31,10 @@ for s in rebound-push rebound-pushb500 rebound2-push graphile-addJobs500 graphil
       got=$(v "$s" "$wl.${m%%:*}")
       [ "$got" = "${m#*:}" ] || { echo "bench_pg_quick: $s $wl: ${m%%:*} is '$got', not ${m#*:}"; fail=1; }
     done
-    r=$(v "$s" "$wl.jobs_per_s")
-    case "$r" in ''|*[!0-9.]*) echo "bench_pg_quick: $s $wl: no jobs_per_s ('$r')"; fail=1 ;; esac
+    for m in jobs_per_s pg_commits_per_job pg_wal_flushes_per_job; do
+      r=$(v "$s" "$wl.$m")
+      case "$r" in ''|*[!0-9.]*) echo "bench_pg_quick: $s $wl: no $m ('$r')"; fail=1 ;; esac
+    done
   done
   # retries: the first attempt of every tenth job failed, once.
   f=$(v "$s" retries.fails)
@@ -44,6 +46,8 @@ grep -q '^probe (push on node A, FETCH waiting on node B, 50 jobs): p50 [0-9.]* 
   { echo "bench_pg_quick: no probe line"; fail=1; }
 grep -q '^| Rebound, one node | PUSH one at a time | [0-9]' "$out" || { echo "bench_pg_quick: no table"; fail=1; }
 grep -q '^| pg-boss | send + work(batch 100) | [0-9]' "$out" || { echo "bench_pg_quick: no pg-boss row"; fail=1; }
+[ "$(grep -c '^| graphile-worker | addJob | [0-9.]* | [0-9.]* | [0-9]* | [0-9.]* | [0-9.]* | [0-9]* |$' "$out")" = 1 ] ||
+  { echo "bench_pg_quick: no PostgreSQL-per-job row for graphile-worker addJob"; fail=1; }
 [ "$(grep -c ' \(PASS\|MISS\)$' "$out")" = 6 ] || { echo "bench_pg_quick: not six targets judged"; fail=1; }
 if [ $fail -ne 0 ]; then
   cat "$out"
