@@ -33,7 +33,7 @@ while [ $# -gt 0 ]; do
     --probe) probe=$2; shift ;;
     --systems) systems=$2; shift ;;
     --raw) raw=$2; shift ;;
-    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "bench-pg: unknown option '$1'" >&2; exit 2 ;;
   esac
   shift
