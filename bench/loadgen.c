@@ -49,9 +49,10 @@ static struct opts {
     int timeout_s;
     int push_batch;     /* jobs per PUSHB (1 = one PUSH per job) */
     int drain_ms;       /* after the last ACK, workers go on fetching this long */
+    long dup_seq;       /* >= 0: push job dup_seq once more (checks the checker) */
 } O = {
     .host = "127.0.0.1", .producers = 4, .workers = 8, .jobs = 100000,
-    .delay_ms = 1000, .retry_ms = 1000, .fail_pct = 10, .timeout_s = 600, .push_batch = 1,
+    .delay_ms = 1000, .retry_ms = 1000, .fail_pct = 10, .timeout_s = 600, .push_batch = 1, .dup_seq = -1,
 };
 
 /* Shared between threads. Per-job arrays are indexed by seq; seqs at or
@@ -198,6 +199,15 @@ static void *producer_main(void *arg)
             atomic_store(&S.due_ms[seq], due);
         if (atomic_load(&S.done))
             return NULL;
+    }
+    /* --dup-seq: the same seq under another jid ("bench-OTHER-SEQ"), as if
+     * the server ran one job twice: the run must report a duplicate. */
+    if (t->idx == 0 && O.dup_seq >= 0) {
+        int64_t due = 0;
+        if (O.proto->push(&t->conn, S.run ^ 1u, O.dup_seq, 0, &due) < 0) {
+            note_error();
+            return NULL;
+        }
     }
     if (atomic_fetch_sub(&S.producers_left, 1) == 1) {
         atomic_store(&S.t_push_end_us, lg_mono_us());
@@ -403,6 +413,8 @@ static void usage(FILE *f)
         "  --worker-port P[,P2...]  workers connect here (default: --port)\n"
         "  --drain-ms MS     after the last ACK workers fetch MS longer: a job\n"
         "                    completed again counts as a duplicate (0)\n"
+        "  --dup-seq N       push job N a second time under another jid, as a\n"
+        "                    server running a job twice would (checks the check)\n"
         "Prints 'workload.metric value' lines. Whole-second delays keep the\n"
         "two protocols comparable (beanstalkd delays are whole seconds).\n");
 }
@@ -427,6 +439,7 @@ static void parse_args(int argc, char **argv)
         {"delay", 1, 0, 'd'}, {"retry-delay", 1, 0, 'R'}, {"fail-pct", 1, 0, 'F'},
         {"server-pid", 1, 0, 's'}, {"data-dir", 1, 0, 'D'}, {"timeout", 1, 0, 't'},
         {"push-batch", 1, 0, 'B'}, {"worker-port", 1, 0, 'W'}, {"drain-ms", 1, 0, 'X'},
+        {"dup-seq", 1, 0, 'U'},
         {"help", 0, 0, 'h'}, {0, 0, 0, 0},
     };
     int ch;
@@ -457,6 +470,7 @@ static void parse_args(int argc, char **argv)
                 O.wports[O.n_wports++] = (int)parse_num("--worker-port", t, 1, 65535);
             break;
         case 'B': O.push_batch = (int)parse_num("--push-batch", optarg, 1, 100000); break;
+        case 'U': O.dup_seq = parse_num("--dup-seq", optarg, 0, 100000000); break;
         case 'X': O.drain_ms = (int)parse_num("--drain-ms", optarg, 0, 600000); break;
         case 'w':
             wl_ok = false;
@@ -491,6 +505,10 @@ static void parse_args(int argc, char **argv)
     }
     if (O.push_batch > 1 && (O.wl == WL_SCHED || O.wl == WL_DEPTH)) {
         fprintf(stderr, "loadgen: --push-batch: only for lifecycle, retries and latency\n");
+        exit(2);
+    }
+    if (O.dup_seq >= O.jobs) {
+        fprintf(stderr, "loadgen: --dup-seq: %ld is not below --jobs %ld\n", O.dup_seq, O.jobs);
         exit(2);
     }
     if (!O.n_wports) {

@@ -27,18 +27,20 @@ jobs=${BENCH_PG_JOBS:-10000}
 probe=200
 systems="rebound rebound2 graphile pgboss"
 raw=""
+dup=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --jobs) jobs=$2; shift ;;
     --probe) probe=$2; shift ;;
     --systems) systems=$2; shift ;;
     --raw) raw=$2; shift ;;
+    --dup-seq) dup=$2; shift ;; # job N pushed twice: every run must fail
     -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "bench-pg: unknown option '$1'" >&2; exit 2 ;;
   esac
   shift
 done
-case "$jobs$probe" in *[!0-9]*) echo "bench-pg: --jobs and --probe take numbers" >&2; exit 2 ;; esac
+case "$jobs$probe$dup" in *[!0-9]*) echo "bench-pg: --jobs and --probe take numbers" >&2; exit 2 ;; esac
 
 . "$here/../../scripts/pg_cluster.sh"
 [ -x "$pg_cluster_bin/initdb" ] || { echo "bench-pg: PostgreSQL is not installed (scripts/deps.sh bench-pg)" >&2; exit 1; }
@@ -151,7 +153,7 @@ rebound() {
   walsnap
   # shellcheck disable=SC2086
   "$LG" --proto faktory --workload "$wl" --jobs "$jobs" --server-pid "$lead" \
-    --drain-ms 1000 --timeout 600 $args >"$dir/out" 2>"$dir/err"
+    --drain-ms 1000 --timeout 600 ${dup:+--dup-seq "$dup"} $args >"$dir/out" 2>"$dir/err"
   rc=$?
   # Exactly-once in the database too: every job ACKed is gone from rb_jobs.
   left=$(psqlc "$db" "SELECT count(*) FROM rb_jobs WHERE queue = 'bench'" 2>>"$dir/err")
@@ -171,7 +173,7 @@ peer() {
   dir="$tmp/$name-$wl"; mkdir -p "$dir"
   newdb || { echo "bench-pg: cannot create a database" >&2; failures=$((failures + 1)); return 1; }
   walsnap
-  PGHOST="$tmp/c" PGPORT=$pgport PGUSER=rebound PGDATABASE=$db \
+  PGHOST="$tmp/c" PGPORT=$pgport PGUSER=rebound PGDATABASE=$db PEER_DUP_SEQ=$dup \
     node "$here/peer.js" --system "$sys" --workload "$wl" --jobs "$jobs" "$@" >"$dir/out" 2>"$dir/err"
   rc=$?
   pgwork "$wl"

@@ -3,7 +3,7 @@
 # the harness works end to end: Rebound with one and two nodes, graphile-worker
 # and pg-boss each finish lifecycle and retries on one PostgreSQL cluster with
 # every job completed exactly once, and the table, the probe and the targets
-# are printed. Asserts no timings. The peers' npm packages are installed into
+# are printed; and a job pushed twice fails the runs. Asserts no timings. The peers' npm packages are installed into
 # bench/pg/node_modules on the first run.
 # Environment: O (build dir, default build), REBOUND_TOP (checkout).
 set -u
@@ -14,7 +14,7 @@ export O
 jobs=300
 raw=$(mktemp "${TMPDIR:-/tmp}/bench-pg-quick.XXXXXX")
 out=$(mktemp "${TMPDIR:-/tmp}/bench-pg-quick.XXXXXX")
-trap 'rm -f "$raw" "$out"' EXIT
+trap 'rm -f "$raw" "$out" "$out.dup"' EXIT
 
 if ! bench/pg/run.sh --jobs $jobs --probe 50 --raw "$raw" >"$out" 2>&1; then
   cat "$out"
@@ -49,6 +49,14 @@ grep -q '^| pg-boss | send + work(batch 100) | [0-9]' "$out" || { echo "bench_pg
 [ "$(grep -c '^| graphile-worker | addJob | [0-9.]* | [0-9.]* | [0-9]* | [0-9.]* | [0-9.]* | [0-9]* |$' "$out")" = 1 ] ||
   { echo "bench_pg_quick: no PostgreSQL-per-job row for graphile-worker addJob"; fail=1; }
 [ "$(grep -c ' \(PASS\|MISS\)$' "$out")" = 6 ] || { echo "bench_pg_quick: not six targets judged"; fail=1; }
+# The check itself: job 7 pushed twice (as if the queue ran it twice) must
+# fail every run with one duplicate, for Rebound and for a peer.
+if bench/pg/run.sh --jobs 100 --systems "rebound pgboss" --dup-seq 7 >"$out.dup" 2>&1; then
+  echo "bench_pg_quick: a job pushed twice did not fail the run"; fail=1
+fi
+n=$(grep -c '^    \(lifecycle\|retries\)\.duplicates 1$' "$out.dup")
+[ "$n" = 6 ] || { cat "$out.dup"; echo "bench_pg_quick: $n of 6 runs reported the duplicate"; fail=1; }
+rm -f "$out.dup"
 if [ $fail -ne 0 ]; then
   cat "$out"
   exit 1
