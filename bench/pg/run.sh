@@ -139,7 +139,7 @@ report() {
 # database; "@A" / "@AB" / "@B" in the options stand for node ports.
 rebound() {
   name=$1; nodes=$2; wl=$3; shift 3
-  dir="$tmp/$name-$wl"; mkdir -p "$dir"
+  dir="$tmp/$name-$wl"; rm -rf "$dir"; mkdir -p "$dir" # (a system listed twice runs twice)
   if ! newdb || ! start_nodes "$nodes"; then
     echo "bench-pg: $name: Rebound did not start:" >&2; cat "$dir/server.log" >&2
     stop_nodes; failures=$((failures + 1)); return 1
@@ -170,7 +170,7 @@ rebound() {
 # peer NAME SYSTEM WORKLOAD peer.js-options...: one peer run on a fresh database.
 peer() {
   name=$1; sys=$2; wl=$3; shift 3
-  dir="$tmp/$name-$wl"; mkdir -p "$dir"
+  dir="$tmp/$name-$wl"; rm -rf "$dir"; mkdir -p "$dir" # (a system listed twice runs twice)
   newdb || { echo "bench-pg: cannot create a database" >&2; failures=$((failures + 1)); return 1; }
   walsnap
   PGHOST="$tmp/c" PGPORT=$pgport PGUSER=rebound PGDATABASE=$db PEER_DUP_SEQ=$dup \
