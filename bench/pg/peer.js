@@ -161,7 +161,9 @@ async function main() {
   child.send({ go: true });
   const timeout = (process.env.PEER_TIMEOUT_S ? Number(process.env.PEER_TIMEOUT_S) : 600) * 1000;
   const timer = sleep(timeout).then(() => 'timeout');
-  const r = await Promise.race([allDoneP.then(() => 'ok'), timer]);
+  // A producer that dies early ends the run at once, not at the timeout.
+  const producerDied = childExit.then((c) => (c !== 0 ? 'the producer failed' : new Promise(() => {})));
+  const r = await Promise.race([allDoneP.then(() => 'ok'), timer, producerDied]);
   // Durable: the handlers are done; wait until the database says so too.
   let n = -1;
   while (r === 'ok' && performance.now() - t0 < timeout && (n = await left()) > 0) await sleep(2);
@@ -180,7 +182,7 @@ async function main() {
     ['missing', O.jobs - distinct], ['left_in_db', stillLeft],
   ];
   for (const [k, v] of out) console.log(`${wl}.${k} ${v}`);
-  if (r !== 'ok' || n > 0) console.error(`peer.js: ${wl}: ${distinct} of ${O.jobs} jobs done (${r === 'ok' ? `${n} not completed in the database` : 'timed out'})`);
+  if (r !== 'ok' || n > 0) console.error(`peer.js: ${wl}: ${distinct} of ${O.jobs} jobs done (${r === 'ok' ? `${n} not completed in the database` : r === 'timeout' ? 'timed out' : r})`);
   if (code !== 0) console.error(`peer.js: the producer process exited with ${code}`);
   const ok = r === 'ok' && n === 0 && code === 0 && duplicates === 0 && foreign === 0 &&
     distinct === O.jobs && stillLeft === 0 && fails === plannedCount();
