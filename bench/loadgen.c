@@ -52,7 +52,8 @@ static struct opts {
     long dup_seq;       /* >= 0: push job dup_seq once more (checks the checker) */
 } O = {
     .host = "127.0.0.1", .producers = 4, .workers = 8, .jobs = 100000,
-    .delay_ms = 1000, .retry_ms = 1000, .fail_pct = 10, .timeout_s = 600, .push_batch = 1, .dup_seq = -1,
+    .delay_ms = 1000, .retry_ms = 1000, .fail_pct = 10, .timeout_s = 600,
+    .push_batch = 1, .dup_seq = -1,
 };
 
 /* Shared between threads. Per-job arrays are indexed by seq; seqs at or
@@ -163,7 +164,8 @@ static bool produce_batches(thread_arg *t)
 {
     long batches = (O.jobs + O.push_batch - 1) / O.push_batch;
     for (long b = t->idx; b < batches; b += O.producers) {
-        long first = b * O.push_batch, n = O.jobs - first < O.push_batch ? O.jobs - first : O.push_batch;
+        long first = b * O.push_batch;
+        long n = O.jobs - first < O.push_batch ? O.jobs - first : O.push_batch;
         if (O.rate > 0)
             lg_sleep_until(S.t0_us + (int64_t)((double)first * 1e6 / O.rate));
         int64_t now = lg_mono_us();
@@ -184,7 +186,8 @@ static void *producer_main(void *arg)
     thread_arg *t = arg;
     if (O.push_batch > 1 && !produce_batches(t))
         return NULL;
-    for (long seq = O.push_batch > 1 ? O.jobs : t->idx; seq < O.jobs; seq += O.producers) {
+    long first_seq = O.push_batch > 1 ? O.jobs : t->idx; /* batches: all pushed */
+    for (long seq = first_seq; seq < O.jobs; seq += O.producers) {
         if (O.rate > 0)
             lg_sleep_until(S.t0_us + (int64_t)((double)seq * 1e6 / O.rate));
         int64_t delay = O.wl == WL_SCHED && seq % 2 == 0 ? O.delay_ms : 0, due = 0;
