@@ -1,6 +1,7 @@
 # Rebound: a durable job server with exact retry semantics.
 # `make` builds build/rebound; `make check` runs every test (normal + ASan/UBSan);
-# `make run` starts the server on ./rebound.db; `make bench` runs the benchmarks.
+# `make run` starts the server on ./rebound.db; `make bench` runs the benchmarks
+# (`make bench-pg`: distributed mode beside PostgreSQL job queues).
 
 CC      ?= cc
 O       ?= build
@@ -45,6 +46,9 @@ DEPS_SETS += test
 endif
 ifneq ($(filter bench,$(MAKECMDGOALS)),)
 DEPS_SETS += bench
+endif
+ifneq ($(filter bench-pg,$(MAKECMDGOALS)),)
+DEPS_SETS += bench-pg
 endif
 ifneq ($(filter fuzz,$(MAKECMDGOALS)),)
 DEPS_SETS += fuzz
@@ -109,6 +113,12 @@ run: $(O)/rebound
 
 bench: all bench-bin
 	@O=$(O) $(BENCH_RUNNER) $(BENCH_ARGS)
+
+# Distributed mode beside graphile-worker and pg-boss on one PostgreSQL
+# cluster (issue 17): bench/pg/run.sh, BENCH_PG_ARGS="--jobs N ...".
+bench-pg: all bench-bin
+	@O=$(O) bench/pg/run.sh $(BENCH_PG_ARGS)
+.PHONY: bench-pg
 
 fuzz: all
 	@O=$(O) $(FUZZ_RUNNER) $(FUZZ_ARGS)

@@ -34,6 +34,8 @@ static struct opts {
     int port;
     int ports[8];       /* --port P1,P2,...: connection i uses ports[i % n_ports] */
     int n_ports;
+    int wports[8];      /* --worker-port: the workers' own list (default: ports) */
+    int n_wports;
     workload wl;
     int producers, workers;
     long jobs;          /* jobs pushed and acked in the timed phase */
@@ -45,9 +47,13 @@ static struct opts {
     int server_pid;     /* for RSS and CPU figures; 0 = none */
     const char *data_dir; /* for bytes on disk; NULL = none */
     int timeout_s;
+    int push_batch;     /* jobs per PUSHB (1 = one PUSH per job) */
+    int drain_ms;       /* after the last ACK, workers go on fetching this long */
+    long dup_seq;       /* >= 0: push job dup_seq once more (checks the checker) */
 } O = {
     .host = "127.0.0.1", .producers = 4, .workers = 8, .jobs = 100000,
     .delay_ms = 1000, .retry_ms = 1000, .fail_pct = 10, .timeout_s = 600,
+    .push_batch = 1, .dup_seq = -1,
 };
 
 /* Shared between threads. Per-job arrays are indexed by seq; seqs at or
@@ -59,7 +65,8 @@ static struct state {
     _Atomic int64_t *due_ms;      /* sched: wall time each job is due */
     int64_t *sample_us;           /* latency or lateness at fetch; INT64_MIN = none */
     atomic_uchar *failed;         /* first attempt already failed */
-    atomic_long acked, fails, errors;
+    atomic_uchar *acks;           /* ACKs that succeeded per seq (saturates) */
+    atomic_long acked, fails, errors, duplicates;
     atomic_int done;
     int64_t t0_us;
     _Atomic int64_t t_end_us, t_push_end_us;
@@ -129,6 +136,16 @@ static void *worker_main(void *arg)
                                               : now_us - atomic_load(&S.sent_us[s]);
         if (O.proto->ack(&t->conn, &j) < 0)
             goto out;
+        /* Exactly-once: a job completed again (or a prefilled job completed
+         * twice) is a duplicate; the run ends when each job is done once. */
+        unsigned char before = atomic_load(&S.acks[s]);
+        while (before < UCHAR_MAX && !atomic_compare_exchange_weak(&S.acks[s], &before, before + 1))
+            ;
+        if (before > 0) {
+            atomic_fetch_add(&S.duplicates, 1);
+            fprintf(stderr, "loadgen: job %s completed again (duplicate)\n", j.id);
+            continue;
+        }
         if (atomic_fetch_add(&S.acked, 1) + 1 == O.jobs) {
             atomic_store(&S.t_end_us, lg_mono_us());
             signal_main();
@@ -141,10 +158,36 @@ out:
     return NULL;
 }
 
+/* --push-batch: this producer's share of the jobs in batches of contiguous
+ * seqs (batch b goes to producer b % producers), one PUSHB each. */
+static bool produce_batches(thread_arg *t)
+{
+    long batches = (O.jobs + O.push_batch - 1) / O.push_batch;
+    for (long b = t->idx; b < batches; b += O.producers) {
+        long first = b * O.push_batch;
+        long n = O.jobs - first < O.push_batch ? O.jobs - first : O.push_batch;
+        if (O.rate > 0)
+            lg_sleep_until(S.t0_us + (int64_t)((double)first * 1e6 / O.rate));
+        int64_t now = lg_mono_us();
+        for (long i = 0; i < n; i++)
+            atomic_store(&S.sent_us[first + i], now);
+        if (O.proto->push_many(&t->conn, S.run, first, n) < 0) {
+            note_error();
+            return false;
+        }
+        if (atomic_load(&S.done))
+            return false;
+    }
+    return true;
+}
+
 static void *producer_main(void *arg)
 {
     thread_arg *t = arg;
-    for (long seq = t->idx; seq < O.jobs; seq += O.producers) {
+    if (O.push_batch > 1 && !produce_batches(t))
+        return NULL;
+    long first_seq = O.push_batch > 1 ? O.jobs : t->idx; /* batches: all pushed */
+    for (long seq = first_seq; seq < O.jobs; seq += O.producers) {
         if (O.rate > 0)
             lg_sleep_until(S.t0_us + (int64_t)((double)seq * 1e6 / O.rate));
         int64_t delay = O.wl == WL_SCHED && seq % 2 == 0 ? O.delay_ms : 0, due = 0;
@@ -159,6 +202,15 @@ static void *producer_main(void *arg)
             atomic_store(&S.due_ms[seq], due);
         if (atomic_load(&S.done))
             return NULL;
+    }
+    /* --dup-seq: the same seq under another jid ("bench-OTHER-SEQ"), as if
+     * the server ran one job twice: the run must report a duplicate. */
+    if (t->idx == 0 && O.dup_seq >= 0) {
+        int64_t due = 0;
+        if (O.proto->push(&t->conn, S.run ^ 1u, O.dup_seq, 0, &due) < 0) {
+            note_error();
+            return NULL;
+        }
     }
     if (atomic_fetch_sub(&S.producers_left, 1) == 1) {
         atomic_store(&S.t_push_end_us, lg_mono_us());
@@ -253,6 +305,16 @@ static void report(long long cpu0)
     printf("%s.ops_per_s %.0f\n", wl, (double)(3 * O.jobs + 2 * fails) / secs);
     if (fails)
         printf("%s.fails %ld\n", wl, fails);
+    /* Exactly-once: each pushed job completed once (with a prefill the
+     * timed phase ends after as many completions, not these jobs'). */
+    printf("%s.duplicates %ld\n", wl, atomic_load(&S.duplicates));
+    if (O.prefill == 0) {
+        long missing = 0;
+        for (long i = 0; i < O.jobs; i++)
+            missing += atomic_load(&S.acks[i]) == 0;
+        printf("%s.completed %ld\n", wl, O.jobs - missing);
+        printf("%s.missing %ld\n", wl, missing);
+    }
     if (O.rate > 0)
         printf("%s.rate_asked %.0f\n", wl, O.rate);
     long long cpu = cpu0 >= 0 ? lg_cpu_us(O.server_pid) - cpu0 : -1;
@@ -350,6 +412,12 @@ static void usage(FILE *f)
         "  --server-pid PID  report server RSS and CPU\n"
         "  --data-dir DIR    report the server's bytes on disk\n"
         "  --timeout S       give up after S seconds (600)\n"
+        "  --push-batch N    producers push N jobs per PUSHB (1: one PUSH each)\n"
+        "  --worker-port P[,P2...]  workers connect here (default: --port)\n"
+        "  --drain-ms MS     after the last ACK workers fetch MS longer: a job\n"
+        "                    completed again counts as a duplicate (0)\n"
+        "  --dup-seq N       push job N a second time under another jid, as a\n"
+        "                    server running a job twice would (checks the check)\n"
         "Prints 'workload.metric value' lines. Whole-second delays keep the\n"
         "two protocols comparable (beanstalkd delays are whole seconds).\n");
 }
@@ -373,6 +441,8 @@ static void parse_args(int argc, char **argv)
         {"jobs", 1, 0, 'j'}, {"prefill", 1, 0, 'f'}, {"rate", 1, 0, 'r'},
         {"delay", 1, 0, 'd'}, {"retry-delay", 1, 0, 'R'}, {"fail-pct", 1, 0, 'F'},
         {"server-pid", 1, 0, 's'}, {"data-dir", 1, 0, 'D'}, {"timeout", 1, 0, 't'},
+        {"push-batch", 1, 0, 'B'}, {"worker-port", 1, 0, 'W'}, {"drain-ms", 1, 0, 'X'},
+        {"dup-seq", 1, 0, 'U'},
         {"help", 0, 0, 'h'}, {0, 0, 0, 0},
     };
     int ch;
@@ -396,6 +466,15 @@ static void parse_args(int argc, char **argv)
                 O.ports[O.n_ports++] = (int)parse_num("--port", t, 1, 65535);
             O.port = O.n_ports ? O.ports[0] : 0;
             break;
+        case 'W':
+            O.n_wports = 0;
+            for (char *save = NULL, *t = strtok_r(optarg, ",", &save); t && O.n_wports < 8;
+                 t = strtok_r(NULL, ",", &save))
+                O.wports[O.n_wports++] = (int)parse_num("--worker-port", t, 1, 65535);
+            break;
+        case 'B': O.push_batch = (int)parse_num("--push-batch", optarg, 1, 100000); break;
+        case 'U': O.dup_seq = parse_num("--dup-seq", optarg, 0, 100000000); break;
+        case 'X': O.drain_ms = (int)parse_num("--drain-ms", optarg, 0, 600000); break;
         case 'w':
             wl_ok = false;
             for (int i = 0; i < (int)(sizeof wl_names / sizeof *wl_names); i++)
@@ -427,6 +506,18 @@ static void parse_args(int argc, char **argv)
         usage(stderr);
         exit(2);
     }
+    if (O.push_batch > 1 && (O.wl == WL_SCHED || O.wl == WL_DEPTH)) {
+        fprintf(stderr, "loadgen: --push-batch: only for lifecycle, retries and latency\n");
+        exit(2);
+    }
+    if (O.dup_seq >= O.jobs) {
+        fprintf(stderr, "loadgen: --dup-seq: %ld is not below --jobs %ld\n", O.dup_seq, O.jobs);
+        exit(2);
+    }
+    if (!O.n_wports) {
+        memcpy(O.wports, O.ports, sizeof O.ports);
+        O.n_wports = O.n_ports;
+    }
 }
 
 static void connect_all(thread_arg *ts, int n, bool worker)
@@ -435,7 +526,8 @@ static void connect_all(thread_arg *ts, int n, bool worker)
         char wid[48];
         snprintf(wid, sizeof wid, "bench-%08x-w%d", S.run, i);
         ts[i].idx = i;
-        if (lg_conn_open(&ts[i].conn, O.host, O.ports[i % O.n_ports]) < 0 ||
+        int port = worker ? O.wports[i % O.n_wports] : O.ports[i % O.n_ports];
+        if (lg_conn_open(&ts[i].conn, O.host, port) < 0 ||
             O.proto->hello(&ts[i].conn, worker ? wid : NULL) < 0)
             exit(1);
     }
@@ -453,6 +545,7 @@ int main(int argc, char **argv)
     for (long i = 0; i < O.jobs; i++)
         S.sample_us[i] = INT64_MIN;
     S.failed = rb_xcalloc((size_t)O.jobs, sizeof *S.failed);
+    S.acks = rb_xcalloc((size_t)S.nseq, sizeof *S.acks);
 
     thread_arg *prods = rb_xcalloc((size_t)O.producers, sizeof *prods);
     thread_arg *works = rb_xcalloc((size_t)O.workers, sizeof *works);
@@ -480,6 +573,8 @@ int main(int argc, char **argv)
     }
     pthread_mutex_unlock(&S.mu);
     bool ok = atomic_load(&S.acked) >= O.jobs && atomic_load(&S.producers_left) == 0;
+    if (ok && O.drain_ms > 0) /* a job delivered again now is a duplicate */
+        lg_sleep_until(lg_mono_us() + (int64_t)O.drain_ms * 1000);
     atomic_store(&S.done, 1);
     atomic_store(&lg_quiet, 1); /* replies cut off by the shutdown are expected */
     for (int i = 0; i < O.workers; i++) /* wakes workers blocked in FETCH */
@@ -513,5 +608,6 @@ int main(int argc, char **argv)
     free(S.due_ms);
     free(S.sample_us);
     free(S.failed);
-    return 0;
+    free(S.acks);
+    return atomic_load(&S.duplicates) ? 1 : 0;
 }

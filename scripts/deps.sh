@@ -2,7 +2,8 @@
 # Installs the Debian packages Rebound's build and tests need, skipping those
 # already present. The Makefile runs it before it compiles anything, with the
 # sets its goals need.
-# Usage: scripts/deps.sh [SET...]   SET: build (default), test, bench, fuzz, all
+# Usage: scripts/deps.sh [SET...]   SET: build (default), test, bench, bench-pg,
+#        fuzz, all
 # Exit 0: everything is there. Exit 1: something is missing and could not be
 # installed (not root, or apt-get failed); the message names the packages and
 # the command that installs them. Exit 2: bad usage.
@@ -16,6 +17,8 @@ build="build-essential pkg-config libevent-dev libsqlite3-dev libpq-dev libjanss
 test="libcriterion-dev nodejs npm postgresql sqlite3 clang libclang-rt-14-dev chromium beanstalkd valgrind"
 test="$test man-db groff-base systemd dpkg-dev debhelper lintian"
 bench="beanstalkd postgresql"
+# make bench-pg: PostgreSQL, and node/npm for graphile-worker and pg-boss
+benchpg="postgresql nodejs npm"
 fuzz="clang libclang-rt-14-dev"
 
 want=$build
@@ -25,9 +28,10 @@ for set in "$@"; do
     build) ;;
     test)  want="$want $test" ;;
     bench) want="$want $bench" ;;
+    bench-pg) want="$want $benchpg" ;;
     fuzz)  want="$want $fuzz" ;;
-    all)   want="$want $test $bench $fuzz" ;;
-    *) echo "usage: $0 [build|test|bench|fuzz|all]... (unknown set '$set')" >&2; exit 2 ;;
+    all)   want="$want $test $bench $benchpg $fuzz" ;;
+    *) echo "usage: $0 [build|test|bench|bench-pg|fuzz|all]... (unknown set '$set')" >&2; exit 2 ;;
   esac
 done
 

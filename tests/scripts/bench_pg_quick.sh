@@ -1,0 +1,64 @@
+#!/bin/sh
+# Runs `make bench-pg` small (bench/pg/run.sh --jobs 300 --probe 50) to prove
+# the harness works end to end: Rebound with one and two nodes, graphile-worker
+# and pg-boss each finish lifecycle and retries on one PostgreSQL cluster with
+# every job completed exactly once, and the table, the probe and the targets
+# are printed; and a job pushed twice fails the runs. Asserts no timings. The peers' npm packages are installed into
+# bench/pg/node_modules on the first run.
+# Environment: O (build dir, default build), REBOUND_TOP (checkout).
+set -u
+top=${REBOUND_TOP:-$(pwd)}
+cd "$top" || exit 1
+O=${O:-build}
+export O
+jobs=300
+raw=$(mktemp "${TMPDIR:-/tmp}/bench-pg-quick.XXXXXX")
+out=$(mktemp "${TMPDIR:-/tmp}/bench-pg-quick.XXXXXX")
+trap 'rm -f "$raw" "$out" "$out.dup"' EXIT
+
+if ! bench/pg/run.sh --jobs $jobs --probe 50 --raw "$raw" >"$out" 2>&1; then
+  cat "$out"
+  echo "bench_pg_quick: bench/pg/run.sh failed"
+  exit 1
+fi
+
+fail=0
+v() { awk -v s="$1" -v m="$2" '$1 == s && $2 == m { print $3 }' "$raw"; }
+for s in rebound-push rebound-pushb500 rebound2-push graphile-addJobs500 graphile-addJob pgboss-send; do
+  for wl in lifecycle retries; do
+    # Exactly once: every job completed, none twice, none left behind.
+    for m in completed:$jobs duplicates:0 missing:0 left_in_db:0; do
+      got=$(v "$s" "$wl.${m%%:*}")
+      [ "$got" = "${m#*:}" ] || { echo "bench_pg_quick: $s $wl: ${m%%:*} is '$got', not ${m#*:}"; fail=1; }
+    done
+    for m in jobs_per_s pg_commits_per_job pg_wal_flushes_per_job; do
+      r=$(v "$s" "$wl.$m")
+      case "$r" in ''|*[!0-9.]*) echo "bench_pg_quick: $s $wl: no $m ('$r')"; fail=1 ;; esac
+    done
+  done
+  # retries: the first attempt of every tenth job failed, once.
+  f=$(v "$s" retries.fails)
+  [ "$f" = $((jobs / 10)) ] || { echo "bench_pg_quick: $s: $f planned failures, not $((jobs / 10))"; fail=1; }
+done
+[ "$(v rebound2-probe latency.duplicates)" = 0 ] && [ "$(v rebound2-probe latency.missing)" = 0 ] ||
+  { echo "bench_pg_quick: the probe did not complete its jobs exactly once"; fail=1; }
+grep -q '^probe (push on node A, FETCH waiting on node B, 50 jobs): p50 [0-9.]* ms, p99 [0-9.]* ms' "$out" ||
+  { echo "bench_pg_quick: no probe line"; fail=1; }
+grep -q '^| Rebound, one node | PUSH one at a time | [0-9]' "$out" || { echo "bench_pg_quick: no table"; fail=1; }
+grep -q '^| pg-boss | send + work(batch 100) | [0-9]' "$out" || { echo "bench_pg_quick: no pg-boss row"; fail=1; }
+[ "$(grep -c '^| graphile-worker | addJob | [0-9.]* | [0-9.]* | [0-9]* | [0-9.]* | [0-9.]* | [0-9]* |$' "$out")" = 1 ] ||
+  { echo "bench_pg_quick: no PostgreSQL-per-job row for graphile-worker addJob"; fail=1; }
+[ "$(grep -c ' \(PASS\|MISS\)$' "$out")" = 6 ] || { echo "bench_pg_quick: not six targets judged"; fail=1; }
+# The check itself: job 7 pushed twice (as if the queue ran it twice) must
+# fail every run with one duplicate, for Rebound and for a peer.
+if bench/pg/run.sh --jobs 100 --systems "rebound pgboss" --dup-seq 7 >"$out.dup" 2>&1; then
+  echo "bench_pg_quick: a job pushed twice did not fail the run"; fail=1
+fi
+n=$(grep -c '^    \(lifecycle\|retries\)\.duplicates 1$' "$out.dup")
+[ "$n" = 6 ] || { cat "$out.dup"; echo "bench_pg_quick: $n of 6 runs reported the duplicate"; fail=1; }
+rm -f "$out.dup"
+if [ $fail -ne 0 ]; then
+  cat "$out"
+  exit 1
+fi
+echo "bench_pg_quick: ok ($(wc -l <"$raw") figures, every run exactly once)"
