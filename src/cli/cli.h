@@ -27,6 +27,9 @@ int cmd_discard(int argc, char **argv);
 int cmd_queue(int argc, char **argv);
 /* Distributed mode's PostgreSQL schema (cmd_migrate.c). */
 int cmd_migrate(int, char **);
+/* Moving jobs between databases (cmd_export.c). */
+int cmd_export(int, char **);
+int cmd_import(int, char **);
 
 /* Loads the configuration a subcommand reads: file (NULL: defaults only) and
  * the overlay of the environment rb_config_env_name(env_flag) resolves

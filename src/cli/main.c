@@ -39,6 +39,8 @@ static const struct command {
     {"queue", cmd_queue, "pause, resume or remove queues; show latency"},
     {"serve", cmd_serve, "run the job server"},
     {"migrate", cmd_migrate, "create or upgrade the PostgreSQL schema (distributed mode)"},
+    {"export", cmd_export, "write every job and the counters as JSON lines (server stopped)"},
+    {"import", cmd_import, "load a `rebound export` file into SQLite or PostgreSQL"},
     {"version", cmd_version, "print the version"},
     {"help", cmd_help, "show this list"},
 };
