@@ -49,7 +49,7 @@ static int pp_each_job(rb_port *base, rb_port_job_fn fn, void *arg, rb_err *err)
         }
         int rows = PQntuples(r);
         for (int i = 0; rc == 0 && i < rows; i++) {
-            rb_job_view v;
+            rb_job_view v = {0};
             sql_read_job(r, i, &v);
             rc = fn(arg, &v);
             rb_job_view_release(&v);
