@@ -133,8 +133,9 @@ int cmd_export(int argc, char **argv)
     }
     fprintf(stderr, "exported %zu jobs (", st.jobs);
     print_states(stderr, st.by_state);
-    fprintf(stderr, "%s) and the counters (processed %lld, failures %lld) from %s '%s'\n",
-            st.jobs ? "" : "none", (long long)st.processed, (long long)st.failures,
+    fprintf(stderr, "%s), %zu paused queues and the counters (processed %lld, failures %lld)"
+                    " from %s '%s'\n",
+            st.jobs ? "" : "none", st.paused, (long long)st.processed, (long long)st.failures,
             p->ops->name, url);
 done:
     p->ops->close(p);
@@ -188,6 +189,9 @@ int cmd_import(int argc, char **argv)
         printf(")");
     }
     printf("\nskipped %zu jobs identical to the stored ones\n", rep.same);
+    if (rep.paused_set || rep.paused_same)
+        printf("paused queues: %zu paused, %zu already paused\n", rep.paused_set,
+               rep.paused_same);
     printf("counters (processed %lld, failures %lld): %s\n", (long long)rep.processed,
            (long long)rep.failures,
            rep.counters == 1 ? "set" : rep.counters == 0 ? "identical, unchanged"

@@ -68,6 +68,21 @@ int rb_export_run(rb_port *p, FILE *out, rb_export_stats *st, rb_err *err)
     if (rc || (rc = p->ops->each_job(p, export_one, &x, err)) ||
         (rc = p->ops->counters(p, &st->processed, &st->failures, err)))
         return rc;
+    char **names = NULL;
+    size_t n = 0;
+    if ((rc = p->ops->paused(p, &names, &n, err)))
+        return rc;
+    for (size_t i = 0; i < n; i++) {
+        if (rc == 0)
+            rc = put_line(out, json_pack("{s:s, s:s, s:b}", "type", "queue", "name", names[i],
+                                         "paused", 1),
+                          err);
+        free(names[i]);
+    }
+    free(names);
+    st->paused = n;
+    if (rc)
+        return rc;
     rc = put_line(out,
                   json_pack("{s:s, s:I, s:I}", "type", "counters", "processed",
                             (json_int_t)st->processed, "failures", (json_int_t)st->failures),
@@ -90,6 +105,7 @@ static const char *const job_keys[] = {"type",     "jid",      "state",       "q
                                        NULL};
 static const char *const counter_keys[] = {"type", "processed", "failures", NULL};
 static const char *const end_keys[] = {"type", "jobs", NULL};
+static const char *const queue_keys[] = {"type", "name", "paused", NULL};
 
 static int only_keys(json_t *o, const char *const *keys, rb_err *err)
 {
@@ -187,12 +203,17 @@ static int parse_job(json_t *o, rb_job_view *v, rb_err *err)
 typedef struct parsed {
     rb_job_view *jobs;
     size_t n, cap;
+    char **paused; /* queue names */
+    size_t n_paused;
     int64_t processed, failures;
 } parsed;
 
 static void parsed_release(parsed *p)
 {
     rb_job_views_free(p->jobs, p->n);
+    for (size_t i = 0; i < p->n_paused; i++)
+        free(p->paused[i]);
+    free(p->paused);
     memset(p, 0, sizeof *p);
 }
 
@@ -241,8 +262,8 @@ static int read_all(FILE *in, const char *name, parsed *p, rb_err *err)
         } else {
             const char *type = json_string_value(json_object_get(o, "type"));
             if (!type) {
-                rc = rb_err_set(err, RB_EINVAL, "field 'type' must be \"job\", \"counters\""
-                                                " or \"end\"");
+                rc = rb_err_set(err, RB_EINVAL, "field 'type' must be \"job\", \"queue\","
+                                                " \"counters\" or \"end\"");
             } else if (!strcmp(type, "job")) {
                 if (counters)
                     rc = rb_err_set(err, RB_EINVAL, "a job line after the counters line");
@@ -260,6 +281,20 @@ static int read_all(FILE *in, const char *name, parsed *p, rb_err *err)
                             p->jobs = rb_xrealloc(p->jobs, p->cap * sizeof *p->jobs);
                         }
                         p->jobs[p->n++] = v;
+                    }
+                }
+            } else if (!strcmp(type, "queue")) {
+                const char *qn;
+                json_t *pz = json_object_get(o, "paused");
+                if (counters)
+                    rc = rb_err_set(err, RB_EINVAL, "a queue line after the counters line");
+                else if (!(rc = only_keys(o, queue_keys, err)) &&
+                         !(rc = need_str(o, "name", false, &qn, err))) {
+                    if (!json_is_boolean(pz))
+                        rc = rb_err_set(err, RB_EINVAL, "field 'paused' must be true or false");
+                    else if (json_is_true(pz)) {
+                        p->paused = rb_xrealloc(p->paused, (p->n_paused + 1) * sizeof *p->paused);
+                        p->paused[p->n_paused++] = rb_xstrdup(qn);
                     }
                 }
             } else if (!strcmp(type, "counters")) {
@@ -438,8 +473,32 @@ int rb_import_run(rb_port *p, FILE *in, const char *name, rb_import_report *rep,
             }
         }
     }
-    if (rc == 0 && (n_todo || set_counters))
-        rc = p->ops->write(p, todo, n_todo, set_counters, f.processed, f.failures, err);
+    /* the file's paused queues not paused yet */
+    const char **pause = rb_xcalloc(f.n_paused + 1, sizeof *pause);
+    size_t n_pause = 0;
+    if (rc == 0 && f.n_paused) {
+        char **names = NULL;
+        size_t n = 0;
+        rc = p->ops->paused(p, &names, &n, err);
+        for (size_t i = 0; rc == 0 && i < f.n_paused; i++) {
+            size_t k = 0;
+            while (k < n && strcmp(names[k], f.paused[i]))
+                k++;
+            if (k < n)
+                rep->paused_same++;
+            else
+                pause[n_pause++] = f.paused[i];
+        }
+        for (size_t i = 0; i < n; i++)
+            free(names[i]);
+        free(names);
+    }
+    if (rc == 0 && (n_todo || n_pause || set_counters))
+        rc = p->ops->write(p, todo, n_todo, pause, n_pause, set_counters, f.processed,
+                           f.failures, err);
+    if (rc == 0)
+        rep->paused_set = n_pause;
+    free(pause);
     if (rc == 0)
         rep->imported = n_todo;
     else

@@ -12,6 +12,7 @@
  *   {"type":"job","jid":J,"state":S,"queue":Q,"priority":P,"due_ms":T,
  *    "first_ms":F,"attempts":A,"reserve_for":R,"wid":W|null,
  *    "history":[...]|null,"job":{...}}        one per job
+ *   {"type":"queue","name":Q,"paused":true}  one per paused queue
  *   {"type":"counters","processed":N,"failures":N}
  *   {"type":"end","jobs":N}                   the job lines' count
  * due_ms is the state's deadline (run at, lease end, retention end), or
@@ -44,14 +45,18 @@ typedef struct rb_port_ops {
      * consistent read; enqueued jobs of a queue and priority in FIFO order. */
     int (*each_job)(rb_port *p, rb_port_job_fn fn, void *arg, rb_err *err);
     int (*counters)(rb_port *p, int64_t *processed, int64_t *failures, rb_err *err);
+    /* The paused queues' names: *names a new array of *n strings (the
+     * caller frees each and the array; NULL when none). */
+    int (*paused)(rb_port *p, char ***names, size_t *n, rb_err *err);
     /* The stored job jid: *found false when there is none (out untouched),
      * else out filled (rb_job_view_release it). */
     int (*find)(rb_port *p, const char *jid, rb_job_view *out, bool *found, rb_err *err);
     /* One transaction: n new jobs (no stored job has their jids; kept in
-     * this order, so FIFO order is the lines' order) and, when
-     * set_counters, the two counters. */
-    int (*write)(rb_port *p, const rb_job_view *jobs, size_t n, bool set_counters,
-                 int64_t processed, int64_t failures, rb_err *err);
+     * this order, so FIFO order is the lines' order), the queues of pause
+     * paused (n_pause names), and, when set_counters, the two counters. */
+    int (*write)(rb_port *p, const rb_job_view *jobs, size_t n, const char *const *pause,
+                 size_t n_pause, bool set_counters, int64_t processed, int64_t failures,
+                 rb_err *err);
     void (*close)(rb_port *p);
 } rb_port_ops;
 
@@ -71,6 +76,7 @@ int rb_port_pg_open(const char *url, rb_port **out, rb_err *err);
 typedef struct rb_export_stats {
     size_t jobs;
     size_t by_state[8]; /* index: rb_job_state */
+    size_t paused;      /* paused queues */
     int64_t processed, failures;
 } rb_export_stats;
 
@@ -87,6 +93,8 @@ typedef struct rb_import_report {
     size_t conflicts;           /* same jid, other content: refused */
     size_t not_carried;         /* waiting/blocked jobs and batch members: left out */
     size_t unique_dropped;      /* imported jobs whose unique lock is not carried */
+    size_t paused_set;          /* queues paused by the import */
+    size_t paused_same;         /* queues of the file already paused */
     int counters;               /* 0 same, 1 set, -1 conflict */
     int64_t processed, failures; /* the file's */
     rb_buf conflict_text;       /* "jid J: field: stored X, file Y; ..." lines */
@@ -100,7 +108,8 @@ void rb_import_report_release(rb_import_report *r);
  * and nothing is written. Then each job is compared with the stored one of
  * its jid: identical skipped, different refused (a conflict, reported),
  * waiting/blocked jobs and batch members left out (reported), the others
- * written with the counters in one transaction (the counters only when
+ * written with the paused queues not paused yet and the counters in one
+ * transaction (the counters only when
  * the database's are 0 or the same; else a conflict). Returns 0 (see the
  * report for conflicts) or the store's error (nothing written). */
 int rb_import_run(rb_port *p, FILE *in, const char *name, rb_import_report *rep, rb_err *err);

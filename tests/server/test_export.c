@@ -157,6 +157,7 @@ static void make_jobs(rbh_conn *c)
     cr_assert(rbh_expect(c, "+OK", "FAIL {\"jid\":\"exp-dead\",\"errtype\":\"Fatal\","
                                    "\"message\":\"gone\",\"backtrace\":[\"a.rb:1\"]}"));
     fetch(c, "qw", "exp-working");
+    cr_assert(rbh_expect(c, "+OK", "QUEUE PAUSE qs"));
     static const char *const want[NJOBS] = {"scheduled", "enqueued", "retries", "dead",
                                             "working",   "enqueued", "waiting"};
     for (int i = 0; i < NJOBS; i++) {
@@ -171,6 +172,16 @@ static void read_jobs(rbh_conn *c, json_t **out)
 {
     for (int i = 0; i < NJOBS; i++)
         out[i] = rbh_json(rbh_cmd(c, "JOB {\"jid\":\"%s\"}", jids[i]));
+}
+
+/* INFO's paused queues as one string ("qs"). */
+static bool paused_is(rbh_conn *c, const char *want)
+{
+    json_t *v = rbh_json(rbh_cmd(c, "INFO"));
+    json_t *p = rbh_get(v, "rebound.paused_queues");
+    bool ok = json_array_size(p) == 1 && !strcmp(json_string_value(json_array_get(p, 0)), want);
+    json_decref(v);
+    return ok;
 }
 
 /* Every job carried compares equal, field by field (state, attempts, next
@@ -244,7 +255,7 @@ Test(export, single_node_to_postgresql_and_back, .timeout = 240)
     /* offline: every job, in all states, and the counters */
     cr_assert_eq(run(s.dir, exp_args), 0);
     cr_assert(contains(s.dir, "err", "exported 7 jobs (scheduled 1, enqueued 2, working 1,"
-                                     " retries 1, dead 1, waiting 1)"));
+                                     " retries 1, dead 1, waiting 1), 1 paused queues"));
     cr_assert(contains(s.dir, "err", "processed 1, failures 2"));
     cr_assert(contains(s.dir, "jobs.jsonl", "{\"format\":\"rebound-export\",\"version\":1,"));
     cr_assert(contains(s.dir, "jobs.jsonl", "\"type\":\"end\",\"jobs\":7}"));
@@ -258,6 +269,7 @@ Test(export, single_node_to_postgresql_and_back, .timeout = 240)
     cr_assert(contains(s.dir, "out", "(scheduled 1, enqueued 2, working 1, retries 1, dead 1)"));
     cr_assert(contains(s.dir, "out", "skipped 0 jobs identical"));
     cr_assert(contains(s.dir, "out", "counters (processed 1, failures 2): set"));
+    cr_assert(contains(s.dir, "out", "paused queues: 1 paused, 0 already paused"));
     cr_assert(contains(s.dir, "out", "note: 1 imported jobs name custom.unique_for"));
     cr_assert(contains(s.dir, "out", "not carried: 1 jobs\njid exp-waiting: waits on job"
                                      " dependencies, which are not carried"));
@@ -267,6 +279,7 @@ Test(export, single_node_to_postgresql_and_back, .timeout = 240)
     cr_assert(contains(s.dir, "out", "imported 0 of 7 jobs"));
     cr_assert(contains(s.dir, "out", "skipped 6 jobs identical to the stored ones"));
     cr_assert(contains(s.dir, "out", "counters (processed 1, failures 2): identical, unchanged"));
+    cr_assert(contains(s.dir, "out", "paused queues: 0 paused, 1 already paused"));
 
     /* a PostgreSQL node: every job as it was */
     rbh_server p;
@@ -279,6 +292,7 @@ Test(export, single_node_to_postgresql_and_back, .timeout = 240)
     read_jobs(pc, after);
     compare_jobs(before, after, "sqlite -> postgresql");
     free_jobs(after);
+    cr_assert(paused_is(pc, "qs"), "the paused queue is carried");
     cr_assert_eq(rbh_info_int(pc, "faktory.total_processed"), 1);
     cr_assert_eq(rbh_info_int(pc, "faktory.total_failures"), 2);
 
@@ -367,6 +381,7 @@ Test(export, single_node_to_postgresql_and_back, .timeout = 240)
     read_jobs(c, after);
     compare_jobs(before, after, "postgresql -> sqlite");
     free_jobs(after);
+    cr_assert(paused_is(c, "qs"), "the paused queue is carried back");
     cr_assert_eq(rbh_info_int(c, "faktory.total_processed"), 1);
     cr_assert_eq(rbh_info_int(c, "faktory.total_failures"), 2);
     /* the imported working job is held until its lease ends, then retried

@@ -3,6 +3,7 @@
  * import's decisions (identical, conflict, not carried, counters). The
  * backends' ports are tested through the binary (tests/server/test_export.c). */
 #include <criterion/criterion.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "engine/export.h"
@@ -15,6 +16,8 @@ typedef struct mem_port {
     size_t n;
     int64_t processed, failures;
     int writes;
+    char *paused[4];
+    size_t n_paused;
 } mem_port;
 
 static int mp_each(rb_port *b, rb_port_job_fn fn, void *arg, rb_err *err)
@@ -35,6 +38,17 @@ static int mp_counters(rb_port *b, int64_t *pr, int64_t *fa, rb_err *err)
     mem_port *p = (mem_port *)b;
     *pr = p->processed;
     *fa = p->failures;
+    return 0;
+}
+
+static int mp_paused(rb_port *b, char ***names, size_t *n, rb_err *err)
+{
+    (void)err;
+    mem_port *p = (mem_port *)b;
+    *names = p->n_paused ? calloc(p->n_paused, sizeof **names) : NULL;
+    for (size_t i = 0; i < p->n_paused; i++)
+        (*names)[i] = strdup(p->paused[i]);
+    *n = p->n_paused;
     return 0;
 }
 
@@ -67,12 +81,15 @@ static int mp_find(rb_port *b, const char *jid, rb_job_view *out, bool *found, r
     return 0;
 }
 
-static int mp_write(rb_port *b, const rb_job_view *jobs, size_t n, bool set_counters,
-                    int64_t processed, int64_t failures, rb_err *err)
+static int mp_write(rb_port *b, const rb_job_view *jobs, size_t n, const char *const *pause,
+                    size_t n_pause, bool set_counters, int64_t processed, int64_t failures,
+                    rb_err *err)
 {
     (void)err;
     mem_port *p = (mem_port *)b;
     p->writes++;
+    for (size_t i = 0; i < n_pause; i++)
+        p->paused[p->n_paused++] = strdup(pause[i]);
     for (size_t i = 0; i < n; i++)
         copy_view(&p->jobs[p->n++], &jobs[i]);
     if (set_counters) {
@@ -87,9 +104,12 @@ static void mp_close(rb_port *b)
     mem_port *p = (mem_port *)b;
     for (size_t i = 0; i < p->n; i++)
         rb_job_view_release(&p->jobs[i]);
+    for (size_t i = 0; i < p->n_paused; i++)
+        free(p->paused[i]);
 }
 
-static const rb_port_ops mp_ops = {"memory", mp_each, mp_counters, mp_find, mp_write, mp_close};
+static const rb_port_ops mp_ops = {"memory", mp_each, mp_counters, mp_paused, mp_find, mp_write,
+                                   mp_close};
 
 static void add(mem_port *p, const char *jid, int state, int attempts, const char *custom)
 {
@@ -135,6 +155,7 @@ static void source(mem_port *p)
     add(p, "j-waiting", RB_JOB_WAITING, 0, "{\"depends_on\":[\"j-dead\"]}");
     add(p, "j-member", RB_JOB_ENQUEUED, 0, "{\"bid\":\"b1\"}");
     add(p, "j-unique", RB_JOB_ENQUEUED, 0, "{\"unique_for\":60}");
+    p->paused[p->n_paused++] = strdup("slow");
 }
 
 Test(export, round_trip_then_identical)
@@ -145,7 +166,8 @@ Test(export, round_trip_then_identical)
     cr_assert(strstr(text, "{\"format\":\"rebound-export\",\"version\":1,\"source\":\"memory\","));
     cr_assert(strstr(text, "\"jid\":\"j-working\",\"state\":\"working\""));
     cr_assert(strstr(text, "\"wid\":\"w1\",\"history\":[{\"errtype\":\"E\"}]"));
-    cr_assert(strstr(text, "{\"type\":\"counters\",\"processed\":4,\"failures\":3}\n"
+    cr_assert(strstr(text, "{\"type\":\"queue\",\"name\":\"slow\",\"paused\":true}\n"
+                           "{\"type\":\"counters\",\"processed\":4,\"failures\":3}\n"
                            "{\"type\":\"end\",\"jobs\":7}\n"));
     rb_import_report rep;
     rb_err err = {0};
@@ -160,6 +182,9 @@ Test(export, round_trip_then_identical)
                      "jid j-waiting: waits on job dependencies, which are not carried\n"
                      "jid j-member: is a batch member; batches are not carried\n"));
     cr_assert_eq(b.processed, 4);
+    cr_assert_eq(rep.paused_set, 1);
+    cr_assert_eq(b.n_paused, 1);
+    cr_assert_str_eq(b.paused[0], "slow");
     rb_import_report_release(&rep);
     /* the jobs as written export as they were read */
     for (size_t i = 0; i < b.n; i++) {
@@ -181,6 +206,7 @@ Test(export, round_trip_then_identical)
     cr_assert_eq(rep.imported, 0);
     cr_assert_eq(rep.same, 5);
     cr_assert_eq(rep.counters, 0);
+    cr_assert_eq(rep.paused_same, 1);
     cr_assert_eq(b.writes, writes, "a second import wrote");
     rb_import_report_release(&rep);
     free(text);
@@ -237,7 +263,11 @@ Test(export, bad_lines_name_their_line)
         {H, "{\"type\":\"job\"\n", "", "", "f.jsonl:2: not JSON: "},
         {H, JOB(",\"x\":1"), C, E1, "f.jsonl:2: unknown field 'x'"},
         {H, JOB(""), JOB(""), C, "f.jsonl:3: jid 'j1' appears twice (first on line 2)"},
-        {H, "{\"type\":\"queue\"}\n", "", "", "f.jsonl:2: unknown line type 'queue'"},
+        {H, "{\"type\":\"queues\"}\n", "", "", "f.jsonl:2: unknown line type 'queues'"},
+        {H, "{\"type\":\"queue\",\"name\":\"q\",\"paused\":1}\n", C, E1,
+         "f.jsonl:2: field 'paused' must be true or false"},
+        {H, "{\"type\":\"queue\",\"paused\":true}\n", C, E1,
+         "f.jsonl:2: field 'name' is missing"},
         {H, C, JOB(""), E1, "f.jsonl:3: a job line after the counters line"},
         {H, JOB(""), C, "{\"type\":\"end\",\"jobs\":2}\n",
          "f.jsonl:4: the end line counts 2 jobs, the file has 1"},

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "backend/mem/store.h"
+#include "common/buf.h"
 #include "common/timeutil.h"
 #include "engine/job_state.h"
 
@@ -21,6 +22,8 @@ typedef struct sqlite_port {
     json_t *by_jid;    /* jid -> index into jobs */
     int64_t max_id, max_seq;
     int64_t processed, failures;
+    char **paused; /* the paused queues (meta keys "paused:Q") */
+    size_t n_paused;
 } sqlite_port;
 
 /* A row's text as clients see it: an enqueued job's enqueued_at added. */
@@ -84,9 +87,23 @@ static int on_counter(void *arg, const char *name, int64_t value)
 
 static int on_meta(void *arg, const char *key, const char *value)
 {
-    (void)arg;
-    (void)key;
+    sqlite_port *p = arg;
     (void)value;
+    if (!strncmp(key, "paused:", 7)) { /* what server.c's load_meta reads */
+        p->paused = rb_xrealloc(p->paused, (p->n_paused + 1) * sizeof *p->paused);
+        p->paused[p->n_paused++] = rb_xstrdup(key + 7);
+    }
+    return 0;
+}
+
+static int sp_paused(rb_port *base, char ***names, size_t *n, rb_err *err)
+{
+    (void)err;
+    sqlite_port *p = (sqlite_port *)base;
+    *names = p->n_paused ? rb_xcalloc(p->n_paused, sizeof **names) : NULL;
+    for (size_t i = 0; i < p->n_paused; i++)
+        (*names)[i] = rb_xstrdup(p->paused[i]);
+    *n = p->n_paused;
     return 0;
 }
 
@@ -135,8 +152,9 @@ static int sp_find(rb_port *base, const char *jid, rb_job_view *out, bool *found
     return 0;
 }
 
-static int sp_write(rb_port *base, const rb_job_view *jobs, size_t n, bool set_counters,
-                    int64_t processed, int64_t failures, rb_err *err)
+static int sp_write(rb_port *base, const rb_job_view *jobs, size_t n, const char *const *pause,
+                    size_t n_pause, bool set_counters, int64_t processed, int64_t failures,
+                    rb_err *err)
 {
     sqlite_port *p = (sqlite_port *)base;
     rb_store *s = p->store;
@@ -168,6 +186,12 @@ static int sp_write(rb_port *base, const rb_job_view *jobs, size_t n, bool set_c
         rc = s->ops->put_job(s, &row, err);
         free(text);
     }
+    for (size_t i = 0; rc == 0 && i < n_pause; i++) {
+        rb_buf key = RB_BUF_INIT;
+        rb_buf_printf(&key, "paused:%s", pause[i]);
+        rc = s->ops->set_meta(s, rb_buf_str(&key), "1", err);
+        rb_buf_release(&key);
+    }
     if (rc == 0 && set_counters &&
         (rc = s->ops->set_counter(s, "total_processed", processed, err)) == 0)
         rc = s->ops->set_counter(s, "total_failures", failures, err);
@@ -186,6 +210,9 @@ static void sp_close(rb_port *base)
     if (p->store)
         p->store->ops->close(p->store);
     rb_job_views_free(p->jobs, p->n);
+    for (size_t i = 0; i < p->n_paused; i++)
+        free(p->paused[i]);
+    free(p->paused);
     json_decref(p->by_jid);
     free(p);
 }
@@ -194,6 +221,7 @@ static const rb_port_ops sqlite_port_ops = {
     .name = "sqlite",
     .each_job = sp_each_job,
     .counters = sp_counters,
+    .paused = sp_paused,
     .find = sp_find,
     .write = sp_write,
     .close = sp_close,

@@ -15,9 +15,29 @@
 typedef struct pg_port {
     rb_port base;
     rb_pg *pg;
-    bool snap;                  /* counters read with the jobs' snapshot */
+    bool snap;                  /* counters and paused queues read with the jobs' snapshot */
     int64_t processed, failures;
+    char **paused;
+    size_t n_paused;
 } pg_port;
+
+/* The paused queues' names, by name (new array, caller frees). */
+static int read_paused(rb_pg *pg, char ***names, size_t *n, rb_err *err)
+{
+    *names = NULL;
+    *n = 0;
+    PGresult *r = sql_query(pg, "SELECT name FROM rb_queues WHERE paused ORDER BY name COLLATE \"C\"",
+                            0, NULL, err);
+    if (!r)
+        return err && err->code ? err->code : RB_ESTORE;
+    int rows = PQntuples(r);
+    *names = rows ? rb_xcalloc((size_t)rows, sizeof **names) : NULL;
+    for (int i = 0; i < rows; i++)
+        (*names)[i] = sql_dup(r, i, 0);
+    *n = (size_t)rows;
+    PQclear(r);
+    return 0;
+}
 
 #define CURSOR_ROWS "1000"
 
@@ -29,6 +49,7 @@ static int pp_each_job(rb_port *base, rb_port_job_fn fn, void *arg, rb_err *err)
     if (rc)
         return rc;
     if ((rc = rb_pg_counters(pg, &p->processed, &p->failures, err)) ||
+        (rc = read_paused(pg, &p->paused, &p->n_paused, err)) ||
         (rc = sql_exec(pg,
                        "DECLARE rb_export NO SCROLL CURSOR FOR"
                        " SELECT jid, queue, json, history, wid, state, priority, attempts,"
@@ -74,6 +95,18 @@ static int pp_counters(rb_port *base, int64_t *processed, int64_t *failures, rb_
         return 0;
     }
     return rb_pg_counters(p->pg, processed, failures, err);
+}
+
+static int pp_paused(rb_port *base, char ***names, size_t *n, rb_err *err)
+{
+    pg_port *p = (pg_port *)base;
+    if (!p->snap)
+        return read_paused(p->pg, names, n, err);
+    *names = p->n_paused ? rb_xcalloc(p->n_paused, sizeof **names) : NULL;
+    for (size_t i = 0; i < p->n_paused; i++)
+        (*names)[i] = rb_xstrdup(p->paused[i]);
+    *n = p->n_paused;
+    return 0;
 }
 
 static int pp_find(rb_port *base, const char *jid, rb_job_view *out, bool *found, rb_err *err)
@@ -132,8 +165,9 @@ static int insert_job(rb_pg *pg, const rb_job_view *v, rb_err *err)
     return 0;
 }
 
-static int pp_write(rb_port *base, const rb_job_view *jobs, size_t n, bool set_counters,
-                    int64_t processed, int64_t failures, rb_err *err)
+static int pp_write(rb_port *base, const rb_job_view *jobs, size_t n, const char *const *pause,
+                    size_t n_pause, bool set_counters, int64_t processed, int64_t failures,
+                    rb_err *err)
 {
     pg_port *p = (pg_port *)base;
     rb_pg *pg = p->pg;
@@ -142,6 +176,17 @@ static int pp_write(rb_port *base, const rb_job_view *jobs, size_t n, bool set_c
         return rc;
     for (size_t i = 0; rc == 0 && i < n; i++)
         rc = insert_job(pg, &jobs[i], err);
+    for (size_t i = 0; rc == 0 && i < n_pause; i++) {
+        const char *qp[1] = {pause[i]};
+        PGresult *r = sql_query(pg,
+                                "INSERT INTO rb_queues (name, paused) VALUES ($1, true)"
+                                " ON CONFLICT (name) DO UPDATE SET paused = true",
+                                1, qp, err);
+        if (r)
+            PQclear(r);
+        else
+            rc = err && err->code ? err->code : RB_ESTORE;
+    }
     if (rc == 0 && set_counters) {
         char a[24], b[24];
         snprintf(a, sizeof a, "%lld", (long long)processed);
@@ -171,6 +216,9 @@ static void pp_close(rb_port *base)
     if (!p)
         return;
     rb_pg_close(p->pg);
+    for (size_t i = 0; i < p->n_paused; i++)
+        free(p->paused[i]);
+    free(p->paused);
     free(p);
 }
 
@@ -178,6 +226,7 @@ static const rb_port_ops pg_port_ops = {
     .name = "postgresql",
     .each_job = pp_each_job,
     .counters = pp_counters,
+    .paused = pp_paused,
     .find = pp_find,
     .write = pp_write,
     .close = pp_close,
