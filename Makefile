@@ -113,6 +113,70 @@ bench: all bench-bin
 fuzz: all
 	@O=$(O) $(FUZZ_RUNNER) $(FUZZ_ARGS)
 
+# --- Install (docs/operations.md): the GNU directory variables, with DESTDIR
+# for staging (the Debian package). `make uninstall` removes exactly what
+# `make install` put there; a config file that was already there, or was
+# changed since, is left alone by both.
+PREFIX         ?= /usr/local
+prefix         ?= $(PREFIX)
+exec_prefix    ?= $(prefix)
+bindir         ?= $(exec_prefix)/bin
+datarootdir    ?= $(prefix)/share
+mandir         ?= $(datarootdir)/man
+man1dir        ?= $(mandir)/man1
+man5dir        ?= $(mandir)/man5
+docdir         ?= $(datarootdir)/doc/rebound
+sysconfdir     ?= $(prefix)/etc
+systemdunitdir ?= $(prefix)/lib/systemd/system
+sysusersdir    ?= $(prefix)/lib/sysusers.d
+bashcompdir    ?= $(datarootdir)/bash-completion/completions
+INSTALL        ?= install
+
+# The manual pages come from the binary (its command table, each command's
+# --help, the configuration schema), so they name every subcommand and
+# setting; the installed config is the annotated example, settings commented.
+MAN_PAGES := $(O)/dist/rebound.1 $(O)/dist/rebound.toml.5
+$(O)/dist/rebound.1: $(O)/rebound scripts/man1.sh
+	@mkdir -p $(@D)
+	sh scripts/man1.sh $(O)/rebound > $@.tmp && mv $@.tmp $@
+$(O)/dist/rebound.toml.5: $(O)/rebound
+	@mkdir -p $(@D)
+	$(O)/rebound config reference --man > $@.tmp && mv $@.tmp $@
+$(O)/dist/rebound.toml: rebound.toml dist/etc-config.sh
+	@mkdir -p $(@D)
+	sh dist/etc-config.sh rebound.toml > $@.tmp && mv $@.tmp $@
+man: $(MAN_PAGES)
+
+INSTALLED_CONF := $(DESTDIR)$(sysconfdir)/rebound/rebound.toml
+install: $(O)/rebound $(MAN_PAGES) $(O)/dist/rebound.toml
+	$(INSTALL) -d $(DESTDIR)$(bindir) $(DESTDIR)$(man1dir) $(DESTDIR)$(man5dir) \
+	  $(DESTDIR)$(sysconfdir)/rebound $(DESTDIR)$(docdir)/examples $(DESTDIR)$(systemdunitdir) \
+	  $(DESTDIR)$(sysusersdir) $(DESTDIR)$(bashcompdir)
+	$(INSTALL) -m 755 $(O)/rebound $(DESTDIR)$(bindir)/rebound
+	$(INSTALL) -m 644 $(O)/dist/rebound.1 $(DESTDIR)$(man1dir)/rebound.1
+	$(INSTALL) -m 644 $(O)/dist/rebound.toml.5 $(DESTDIR)$(man5dir)/rebound.toml.5
+	$(INSTALL) -m 644 rebound.toml $(DESTDIR)$(docdir)/examples/rebound.toml
+	sed -e 's|@bindir@|$(bindir)|g' -e 's|@sysconfdir@|$(sysconfdir)|g' dist/rebound.service.in \
+	  > $(DESTDIR)$(systemdunitdir)/rebound.service
+	chmod 644 $(DESTDIR)$(systemdunitdir)/rebound.service
+	$(INSTALL) -m 644 dist/rebound.sysusers $(DESTDIR)$(sysusersdir)/rebound.conf
+	$(INSTALL) -m 644 dist/rebound.bash $(DESTDIR)$(bashcompdir)/rebound
+	@if [ -e $(INSTALLED_CONF) ]; then echo "install: keeping the existing $(INSTALLED_CONF)"; \
+	else echo "$(INSTALL) -m 644 $(O)/dist/rebound.toml $(INSTALLED_CONF)"; \
+	  $(INSTALL) -m 644 $(O)/dist/rebound.toml $(INSTALLED_CONF); fi
+
+uninstall: $(O)/dist/rebound.toml
+	rm -f $(DESTDIR)$(bindir)/rebound $(DESTDIR)$(man1dir)/rebound.1 \
+	  $(DESTDIR)$(man5dir)/rebound.toml.5 $(DESTDIR)$(docdir)/examples/rebound.toml \
+	  $(DESTDIR)$(systemdunitdir)/rebound.service $(DESTDIR)$(sysusersdir)/rebound.conf \
+	  $(DESTDIR)$(bashcompdir)/rebound
+	@if cmp -s $(O)/dist/rebound.toml $(INSTALLED_CONF); then echo "rm -f $(INSTALLED_CONF)"; \
+	  rm -f $(INSTALLED_CONF); \
+	elif [ -e $(INSTALLED_CONF) ]; then echo "uninstall: keeping the changed $(INSTALLED_CONF)"; fi
+	-rmdir $(DESTDIR)$(sysconfdir)/rebound $(DESTDIR)$(docdir)/examples $(DESTDIR)$(docdir) 2>/dev/null
+
+.PHONY: man install uninstall
+
 clean:
 	rm -rf $(O)
 

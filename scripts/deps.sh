@@ -10,8 +10,11 @@ set -e
 build="build-essential pkg-config libevent-dev libsqlite3-dev libpq-dev libjansson-dev libssl-dev"
 # make check: Criterion, the interop and browser suites (node, npm, chromium),
 # PostgreSQL, the sqlite3 shell, clang for the sanitizer runtime and the fuzz
-# targets, beanstalkd for bench_quick's peer figures, valgrind for test_valgrind
+# targets, beanstalkd for bench_quick's peer figures, valgrind for test_valgrind;
+# install.sh and deb.sh: man and groff for the pages, systemd for
+# systemd-analyze, dpkg-dev, debhelper and lintian for the package
 test="libcriterion-dev nodejs npm postgresql sqlite3 clang libclang-rt-14-dev chromium beanstalkd valgrind"
+test="$test man-db groff-base systemd dpkg-dev debhelper lintian"
 bench="beanstalkd postgresql"
 fuzz="clang libclang-rt-14-dev"
 

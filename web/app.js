@@ -221,6 +221,10 @@ function overview() {
         card('scheduled', j.scheduled, '#/scheduled'), card('retries', j.retries, '#/retries', j.retries ? 'warn' : ''),
         card('dead', j.dead, '#/dead', j.dead ? 'bad' : ''),
         card('processed', info.all_time.processed), card('failures', info.all_time.failures),
+        info.all_time.expired !== null ? card('expired', info.all_time.expired) : null,
+        info.unique ? card('unique locks', info.unique.locks) : null,
+        info.cron.entries ? card('cron entries', info.cron.entries, '#/cron') : null,
+        info.throttles.queues ? card('throttle slots in use', info.throttles.in_use, '#/throttles') : null,
         card('workers', info.server.workers, '#/workers'));
       const smp = stats.samples;
       const ser = (k) => smp.map((p) => ({t: p.t, v: p[k]}));
@@ -504,6 +508,14 @@ function fillProgress(box, t) {
   box.hidden = false;
 }
 
+// A unique job's lock: for how long, until what, and whether it holds it now.
+function uniqueText(u) {
+  return [`for ${fmtDur(u.unique_for * 1000)}, until ${u.unique_until} · `,
+    u.locked ? h('span', {'data-testid': 'job-lock', 'data-locked': 'true'}, pill('lock held', 'ok'), ' until ', fmtTime(u.lock_until))
+      : h('span', {'data-testid': 'job-lock', 'data-locked': 'false'}, pill('lock not held', 'waiting'),
+        u.lock_until ? ' (ran out ' + fmtTime(u.lock_until) + ')' : '')];
+}
+
 async function jobPage(jid) {
   show(h('h1', {}, 'Job ', h('span', {class: 'mono'}, jid)), h('div', {class: 'panel muted'}, 'Loading…'));
   let job;
@@ -539,6 +551,8 @@ async function jobPage(jid) {
         h('dt', {}, 'attempts'), h('dd', {}, job.attempts),
         h('dt', {}, 'priority'), h('dd', {}, job.priority),
         h('dt', {}, 'created'), h('dd', {}, fmtTime(job.created_at)),
+        job.unique ? [h('dt', {}, 'unique'), h('dd', {'data-testid': 'job-unique'}, uniqueText(job.unique))] : null,
+        job.expiry ? [h('dt', {}, 'expires'), h('dd', {'data-testid': 'job-expiry'}, fmtTime(job.expiry), ' (', rel(job.expiry), ')')] : null,
         job.next_at ? [h('dt', {}, 'next attempt'), h('dd', {}, fmtTime(job.next_at), ' (', rel(job.next_at), ')')] : null,
         job.reserved_until ? [h('dt', {}, 'reserved until'), h('dd', {}, fmtTime(job.reserved_until), job.wid ? ' by ' + job.wid : '')] : null,
         job.expires_at ? [h('dt', {}, 'deleted after'), h('dd', {}, fmtTime(job.expires_at))] : null,
@@ -737,6 +751,71 @@ function batchPage(bid) {
   });
 }
 
+// --- cron and throttles ----------------------------------------------------
+
+const jobLink = (jid) => h('a', {class: 'mono', href: '#/job/' + encodeURIComponent(jid)}, jid);
+
+// GET /api/cron: each [[cron]] entry with its schedule, job, last fired tick
+// and next run times.
+function cronPage() {
+  const box = h('div', {class: 'panel'}, h('div', {class: 'muted'}, 'Loading…'));
+  show(h('h1', {}, 'Cron'), box);
+  every(5000, async () => {
+    let r;
+    try { r = await api('GET', 'cron?count=5'); }
+    catch (e) { fill(box, h('div', {class: 'error-box'}, e.message)); return; }
+    if (!r.entries.length) { fill(box, h('div', {class: 'empty', 'data-testid': 'cron-empty'}, 'No [[cron]] entries configured.')); return; }
+    fill(box,
+      h('div', {class: 'muted', style: 'margin-bottom:8px'}, `${fmtN(r.fired)} job(s) enqueued by cron since the server started · times in UTC`),
+      h('table', {'data-testid': 'cron'},
+        h('thead', {}, h('tr', {}, h('th', {}, 'entry'), h('th', {}, 'schedule'), h('th', {}, 'job'), h('th', {}, 'missed'),
+          h('th', {}, 'last fired'), h('th', {}, 'next runs'))),
+        h('tbody', {}, r.entries.map((e) => h('tr', {'data-name': e.name, 'data-testid': 'cron-row'},
+          h('td', {}, h('b', {}, e.name)),
+          h('td', {}, h('code', {'data-testid': 'cron-schedule'}, e.schedule), h('div', {class: 'muted', 'data-testid': 'cron-tz'}, e.timezone)),
+          h('td', {}, e.jobtype, h('div', {class: 'muted'}, 'queue ', h('a', {href: '#/enqueued?queue=' + encodeURIComponent(e.queue)}, e.queue))),
+          h('td', {}, e.missed === 'run_once' ? 'one catch-up run' : 'skipped'),
+          h('td', {'data-testid': 'cron-last'}, e.last ? [rel(e.last), h('div', {class: 'muted'}, jobLink(e.last_jid))] : h('span', {class: 'muted'}, 'never')),
+          h('td', {}, e.next.length ? h('ol', {class: 'next-runs', 'data-testid': 'cron-next'}, e.next.map((t, i) => h('li', {},
+            fmtTime(t), i === 0 ? [' (', rel(t), ')'] : null)))
+            : h('span', {class: 'muted'}, 'never (no such date within ten years)')))))));
+  });
+}
+
+// A throttle's slots as a bar: in use out of the limit.
+function slotsBar(t) {
+  const W = 160, H = 14, used = t.in_use === null ? 0 : t.in_use;
+  const w = Math.round(W * Math.min(used, t.concurrency) / t.concurrency);
+  const text = t.in_use === null ? 'not reported' : `${fmtN(used)} / ${fmtN(t.concurrency)}`;
+  return h('span', {class: 'bp', 'data-testid': 'throttle-slots', 'data-in-use': t.in_use === null ? '' : String(used), 'data-limit': t.concurrency},
+    s('svg', {width: W, height: H, viewBox: `0 0 ${W} ${H}`, class: 'bp-bar', role: 'img', 'aria-label': text},
+      s('rect', {class: 'bp-track', x: 0, y: 0, width: W, height: H, rx: 4}),
+      s('rect', {class: used >= t.concurrency ? 'bp-failed' : 'bp-done', x: 0, y: 0, width: w, height: H, rx: 4})),
+    h('span', {class: 'bp-text'}, text));
+}
+
+// GET /api/throttles: per throttled queue its limit, timeout and slots in use.
+function throttlesPage() {
+  const box = h('div', {class: 'panel'}, h('div', {class: 'muted'}, 'Loading…'));
+  show(h('h1', {}, 'Throttles'), box);
+  every(3000, async () => {
+    let r;
+    try { r = await api('GET', 'throttles'); }
+    catch (e) { fill(box, h('div', {class: 'error-box'}, e.message)); return; }
+    if (!r.throttles.length) { fill(box, h('div', {class: 'empty', 'data-testid': 'throttles-empty'}, 'No [throttles] configured.')); return; }
+    fill(box, h('table', {'data-testid': 'throttles'},
+      h('thead', {}, h('tr', {}, h('th', {}, 'queue'), h('th', {}, 'slots in use'), h('th', {class: 'num'}, 'limit'),
+        h('th', {class: 'num'}, 'slot timeout'), h('th', {class: 'num'}, 'waiting'), h('th', {}, 'state'))),
+      h('tbody', {}, r.throttles.map((t) => h('tr', {'data-queue': t.queue, 'data-testid': 'throttle-row'},
+        h('td', {}, h('a', {href: '#/enqueued?queue=' + encodeURIComponent(t.queue)}, t.queue)),
+        h('td', {}, slotsBar(t)),
+        h('td', {class: 'num', 'data-testid': 'throttle-limit'}, fmtN(t.concurrency)),
+        h('td', {class: 'num', 'data-testid': 'throttle-timeout'}, t.timeout_s ? fmtDur(t.timeout_s * 1000) : 'none'),
+        h('td', {class: 'num'}, fmtN(t.size)),
+        h('td', {}, t.paused ? pill('paused') : t.in_use !== null && t.in_use >= t.concurrency ? pill('full', 'retries') : pill('open', 'ok')))))));
+  });
+}
+
 // --- workers ---------------------------------------------------------------
 
 function workers() {
@@ -844,6 +923,8 @@ function route() {
   else if ((m = path.match(/^\/workflow\/(.+)$/))) { page = ''; workflowPage(decodeURIComponent(m[1])); }
   else if (path === '/batches') { page = 'batches'; batchesPage(params); }
   else if ((m = path.match(/^\/batch\/(.+)$/))) { page = 'batches'; batchPage(decodeURIComponent(m[1])); }
+  else if (path === '/cron') { page = 'cron'; cronPage(); }
+  else if (path === '/throttles') { page = 'throttles'; throttlesPage(); }
   else if (path === '/workers') { page = 'workers'; workers(); }
   else if (path === '/simulate') { page = 'simulate'; simulator(); }
   else show(h('h1', {}, 'Not found'), h('p', {}, h('a', {href: '#/'}, 'Back to the overview')));

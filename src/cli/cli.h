@@ -30,6 +30,9 @@ int cmd_migrate(int, char **);
 /* Moving jobs between databases (cmd_export.c). */
 int cmd_export(int, char **);
 int cmd_import(int, char **);
+/* A single node's database: backup (asks the server) and restore (cmd_backup.c). */
+int cmd_backup(int argc, char **argv);
+int cmd_restore(int argc, char **argv);
 
 /* Loads the configuration a subcommand reads: file (NULL: defaults only) and
  * the overlay of the environment rb_config_env_name(env_flag) resolves

@@ -56,7 +56,8 @@ int cli_parse_common_only(const char *cmd, const char *usage, int argc, char **a
 int cli_connect(const cli_common *co, rb_client **out)
 {
     rb_err err = {0};
-    *out = rb_client_connect(co->url, NULL, &err);
+    rb_client_opts opts = {.timeout_ms = co->timeout_ms};
+    *out = rb_client_connect(co->url, &opts, &err);
     if (*out)
         return CLI_OK;
     const char *url = co->url ? co->url : rb_client_default_url();

@@ -14,6 +14,7 @@
 typedef struct cli_common {
     const char *url; /* --url, else NULL (the environment's) */
     int json;        /* --json */
+    int timeout_ms;  /* per reply; 0: the client's default (set by the command) */
 } cli_common;
 
 /* Long-option entries for --url, --json and --help, to splice into a

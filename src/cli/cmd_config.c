@@ -11,11 +11,12 @@
 static int usage(FILE *to, int code)
 {
     fprintf(to, "usage: rebound config check [FILE] [--env NAME] [--json]\n"
-                "       rebound config reference\n\n"
+                "       rebound config reference [--man]\n\n"
                 "check     validate FILE (none: built-in defaults only), merge the overlay\n"
                 "          rebound.NAME.toml beside it (--env NAME, else $REBOUND_ENV), and\n"
                 "          print every setting with where it came from\n"
-                "reference print the settings reference table (Markdown)\n");
+                "reference print the settings reference table (Markdown); --man: the\n"
+                "          manual page rebound.toml(5) (roff)\n");
     return code;
 }
 
@@ -83,10 +84,14 @@ int cmd_config(int argc, char **argv)
     if (!strcmp(argv[1], "check"))
         return check(argc - 1, argv + 1);
     if (!strcmp(argv[1], "reference")) {
-        if (argc > 2)
-            return cli_error(CLI_USAGE, "'config reference' takes no arguments");
+        bool man = argc == 3 && !strcmp(argv[2], "--man");
+        if (argc > 2 && !man)
+            return cli_error(CLI_USAGE, "'config reference' takes only --man, got '%s'", argv[2]);
         rb_buf out = RB_BUF_INIT;
-        rb_config_reference_markdown(&out);
+        if (man)
+            rb_config_reference_man(&out);
+        else
+            rb_config_reference_markdown(&out);
         fputs(rb_buf_str(&out), stdout);
         rb_buf_release(&out);
         return CLI_OK;

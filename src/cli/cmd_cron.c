@@ -1,45 +1,95 @@
 /* `rebound cron`: the [[cron]] entries of a configuration file with their
- * next run times, computed from the file alone (no server needed). */
+ * next run times, computed from the file alone (no server needed), and
+ * with --db each entry's last fired tick as the store holds it (a SQLite
+ * file or a PostgreSQL database; read only). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "backend/mem/store.h"
+#include "backend/pg/mode.h"
+#include "backend/pg/sql.h"
 #include "cli/cli.h"
 #include "common/timeutil.h"
 #include "config/config.h"
+#include "config/cron_json.h"
 #include "engine/cron.h"
+#include "server/cron.h"
 
 static int usage(FILE *to, int code)
 {
     fprintf(to, "usage: rebound cron [FILE | --config FILE] [--env NAME] [--json] [--now TIME]\n"
-                "                    [--count N]\n\n"
+                "                    [--count N] [--db URL]\n\n"
                 "Lists the [[cron]] entries of FILE (with the overlay of --env NAME, else\n"
                 "$REBOUND_ENV) with their schedule, time zone, missed-tick rule, job type and\n"
                 "queue, and their next N run times (default 1) after TIME (an RFC 3339 time;\n"
-                "default now). --json prints {\"now\", \"entries\": [{\"name\", \"schedule\",\n"
-                "\"timezone\", \"missed\", \"jobtype\", \"queue\", \"job\", \"next\": [...]}]}.\n");
+                "default now). --db URL (a SQLite file or a PostgreSQL URL, as serve's) adds\n"
+                "each entry's last fired tick as the store holds it (\"last\", null: none).\n"
+                "--json prints {\"now\", \"entries\": [{\"name\", \"schedule\", \"timezone\",\n"
+                "\"missed\", \"jobtype\", \"queue\", \"job\", \"next\": [...]}]}.\n");
     return code;
 }
 
-/* The next n run times of e after now_s, as a JSON array of RFC 3339 texts. */
-static json_t *next_runs(const rb_cron_entry *e, int64_t now_s, int n)
+static int keep_cron_row(void *arg, const char *key, const char *value)
 {
-    json_t *a = json_array();
-    int64_t t = now_s;
-    for (int i = 0; i < n; i++) {
-        int64_t next;
-        if (rb_cron_next(&e->spec, e->timezone, t, &next))
-            break;
-        char buf[RB_TIME_STRLEN];
-        json_array_append_new(a, json_string(rb_time_format(next * 1000, buf)));
-        t = next;
+    if (!strncmp(key, RB_CRON_META_KEY, strlen(RB_CRON_META_KEY)))
+        json_object_set_new(arg, key + strlen(RB_CRON_META_KEY), json_string(value));
+    return 0;
+}
+
+static void keep_pg_row(void *arg, const char *key, const char *value)
+{
+    keep_cron_row(arg, key, value);
+}
+
+static int skip_job(void *arg, const rb_job_row *row)
+{
+    (void)arg;
+    (void)row;
+    return 0;
+}
+
+static int skip_counter(void *arg, const char *name, int64_t value)
+{
+    (void)arg;
+    (void)name;
+    (void)value;
+    return 0;
+}
+
+/* The stored last ticks of the store url names, {name: "seconds"}, into
+ * out; 0 or an error printed. */
+static int read_ticks(const char *url, const rb_config *cfg, json_t *out)
+{
+    rb_err err = {0};
+    int rc;
+    if (rb_pgmode_is_url(url)) {
+        rb_pg_options o = {.url = url, .cfg = cfg};
+        rb_pg *pg = NULL;
+        if (!(rc = rb_pg_open(&o, &pg, &err)) && !(rc = rb_pg_check_schema(pg, &err)))
+            rc = rb_pg_meta_each(pg, RB_CRON_META_KEY, keep_pg_row, out, &err);
+        rb_pg_close(pg);
+    } else {
+        const char *path = strncmp(url, "sqlite:", 7) ? url : url + 7;
+        if (access(path, R_OK) != 0)
+            return cli_error(CLI_FAIL, "cron: no database at '%s'", path);
+        rb_store *st = NULL;
+        if (!(rc = rb_store_open(url, &st, &err))) {
+            rb_store_loader l = {out, skip_job, skip_counter, keep_cron_row};
+            rc = st->ops->load(st, &l, &err);
+            st->ops->close(st);
+        }
+        if (rc)
+            return cli_error(CLI_FAIL, "cron: %s (a running server holds its SQLite file: read "
+                             "it once the server is stopped)", rb_err_msg(&err));
     }
-    return a;
+    return rc ? cli_error(CLI_FAIL, "cron: %s", rb_err_msg(&err)) : CLI_OK;
 }
 
 int cmd_cron(int argc, char **argv)
 {
-    const char *file = NULL, *env = NULL, *now_text = NULL;
+    const char *file = NULL, *env = NULL, *now_text = NULL, *db = NULL;
     bool json = false;
     long count = 1;
     for (int i = 1; i < argc; i++) {
@@ -49,7 +99,7 @@ int cmd_cron(int argc, char **argv)
         } else if (!strcmp(a, "--json")) {
             json = true;
         } else if (!strcmp(a, "--config") || !strcmp(a, "--env") || !strcmp(a, "--now") ||
-                   !strcmp(a, "--count")) {
+                   !strcmp(a, "--count") || !strcmp(a, "--db")) {
             if (++i >= argc)
                 return cli_error(CLI_USAGE, "%s needs a value", a);
             if (!strcmp(a, "--config")) {
@@ -60,6 +110,8 @@ int cmd_cron(int argc, char **argv)
                 env = argv[i];
             } else if (!strcmp(a, "--now")) {
                 now_text = argv[i];
+            } else if (!strcmp(a, "--db")) {
+                db = argv[i];
             } else {
                 char *end;
                 count = strtol(argv[i], &end, 10);
@@ -86,18 +138,26 @@ int cmd_cron(int argc, char **argv)
     if (rc != CLI_OK)
         return rc;
     int64_t now_s = now_ms / 1000 - (now_ms % 1000 < 0); /* floor */
+    json_t *ticks = json_object();
+    if (db && (rc = read_ticks(db, &cfg, ticks)) != CLI_OK) {
+        json_decref(ticks);
+        rb_config_release(&cfg);
+        return rc;
+    }
+    char buf[RB_TIME_STRLEN];
     json_t *entries = json_array();
     for (size_t i = 0; i < cfg.n_cron; i++) {
         const rb_cron_entry *e = &cfg.cron[i];
-        json_array_append_new(
-            entries,
-            json_pack("{s:s, s:s, s:s, s:s, s:O, s:O, s:O, s:o}", "name", e->name, "schedule",
-                      e->schedule, "timezone", e->timezone, "missed",
-                      e->run_once ? "run_once" : "skip", "jobtype",
-                      json_object_get(e->job, "jobtype"), "queue", json_object_get(e->job, "queue"),
-                      "job", e->job, "next", next_runs(e, now_s, (int)count)));
+        json_t *o = rb_cron_entry_json(e, now_s, (int)count);
+        if (db) {
+            const char *t = json_string_value(json_object_get(ticks, e->name));
+            json_object_set_new(o, "last", t ? json_string(rb_time_format(strtoll(t, NULL, 10) *
+                                                                              1000, buf))
+                                             : json_null());
+        }
+        json_array_append_new(entries, o);
     }
-    char buf[RB_TIME_STRLEN];
+    json_decref(ticks);
     if (json) {
         json_t *out = json_pack("{s:s, s:o}", "now", rb_time_format(now_s * 1000, buf), "entries",
                                 entries);
@@ -116,6 +176,10 @@ int cmd_cron(int argc, char **argv)
                    json_string_value(json_object_get(e, "missed")),
                    json_string_value(json_object_get(e, "jobtype")),
                    json_string_value(json_object_get(e, "queue")));
+            json_t *last = json_object_get(e, "last");
+            if (last)
+                printf("  last:     %s\n",
+                       json_is_string(last) ? json_string_value(last) : "none stored");
             json_t *next = json_object_get(e, "next");
             if (!json_array_size(next))
                 printf("  next:     never (no such date within ten years)\n");

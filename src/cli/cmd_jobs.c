@@ -267,7 +267,8 @@ static void print_job(const json_t *res)
 }
 
 /* JOB, and for a tracked job TRACK GET's record as "progress" (a server
- * that refuses TRACK, e.g. distributed mode for now, shows no progress). */
+ * that refuses TRACK, as one of an earlier release in distributed mode
+ * did, shows no progress). */
 static int job_with_progress(rb_client *c, const char *jid, json_t **out, rb_err *err)
 {
     int rc = rb_client_job(c, jid, out, err);

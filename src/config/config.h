@@ -79,6 +79,10 @@ typedef struct rb_config {
         int64_t batch_retention_s; /* a finished batch's STATUS kept, default 24 h */
         int64_t batch_uncommitted_ttl_s; /* a batch never committed, default 30 min */
     } workflows;
+    struct {
+        int level;  /* rb_log_level: 0 debug, 1 info (default), 2 warn, 3 error */
+        int format; /* 0 text (default), 1 json: one object per line (server/log.h) */
+    } log;
     rb_backoff_config backoff; /* tasker's [backoff] */
     bool has_retry_default;    /* [retry] present */
     rb_policy retry_default;   /* valid when has_retry_default */
@@ -119,12 +123,6 @@ void rb_config_release(rb_config *cfg);
  * base or requested overlay file), and *cfg is left initialised to defaults
  * (still to be released). */
 int rb_config_load(rb_config *cfg, const char *path, const char *env, rb_err *err);
-
-/* 0, or RB_EINVAL with err "FILE:LINE: key 'cron[0]': cron is not supported
- * in distributed mode yet (...)" when cfg has [[cron]] entries and its
- * storage.url is PostgreSQL: rb_config_load checks it, and `serve` again
- * after --db replaced the URL (config/cron.c). */
-int rb_config_cron_check_mode(const rb_config *cfg, rb_err *err);
 
 /* The environment name to use: flag when non-NULL and non-empty, else
  * $REBOUND_ENV when set and non-empty, else NULL. The one place the name is

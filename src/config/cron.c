@@ -227,25 +227,6 @@ out:
     return rc;
 }
 
-static bool distributed(const rb_config *cfg)
-{
-    const char *u = cfg->storage.url;
-    return u && (!strncmp(u, "postgres://", 11) || !strncmp(u, "postgresql://", 13));
-}
-
-/* The one place distributed mode refuses cron (issue 16: not yet), naming
- * the first entry's line. */
-static int check_mode(const rb_config *cfg, const rb_config_files *f, rb_err *err)
-{
-    if (!cfg->n_cron || !distributed(cfg))
-        return 0;
-    const rb_cron_entry *e = &cfg->cron[0];
-    return rb_config_fail(f, e->from == RB_CFG_FROM_OVERLAY ? RB_ORIGIN_OVERLAY : RB_ORIGIN_BASE,
-                          e->line, "cron[0]", err, RB_EINVAL,
-                          "cron is not supported in distributed mode yet (storage.url is a "
-                          "PostgreSQL URL)");
-}
-
 int rb_config_load_cron(rb_config *cfg, const rb_config_files *f, const rb_toml_kv *cron,
                         rb_err *err)
 {
@@ -283,13 +264,7 @@ int rb_config_load_cron(rb_config *cfg, const rb_config_files *f, const rb_toml_
                 return rc;
             }
     }
-    return check_mode(cfg, f, err);
-}
-
-int rb_config_cron_check_mode(const rb_config *cfg, rb_err *err)
-{
-    rb_config_files f = {cfg->path, cfg->overlay_path};
-    return check_mode(cfg, &f, err);
+    return 0;
 }
 
 void rb_config_release_cron(rb_config *cfg)

@@ -15,6 +15,9 @@
 #define OFF(field) offsetof(rb_config, field)
 #define DAY (86400)
 
+static const char *const log_levels[] = {"debug", "info", "warn", "error", NULL};
+static const char *const log_formats[] = {"text", "json", NULL};
+
 const rb_config_key rb_config_schema[] = {
     {"server.listen", RB_CFG_ADDRESS, "\"127.0.0.1:7419\"", 0, 0, 0, 0, OFF(server.listen),
      "address for workers and clients (Faktory work protocol); port 0 picks a free port", false},
@@ -75,14 +78,31 @@ const rb_config_key rb_config_schema[] = {
      "tasker dialect: add random jitter to delays", false},
     {"backoff.jitter_max_percentage", RB_CFG_FLOAT, "0.1", 0, 0, 0, 1,
      OFF(backoff.jitter_max_percentage), "tasker dialect: largest jitter as a fraction of the delay", false},
+    {"log.level", RB_CFG_CHOICE, "\"info\"", 0, 0, 0, 0, OFF(log.level),
+     "the least severe log lines written (serve --log-level overrides it)", false},
+    {"log.format", RB_CFG_CHOICE, "\"text\"", 0, 0, 0, 0, OFF(log.format),
+     "text: \"TIME LEVEL message\" lines; json: one JSON object per line with time, level, msg "
+     "and the job's fields (docs/operations.md)", false},
 };
 const size_t rb_config_schema_len = sizeof rb_config_schema / sizeof rb_config_schema[0];
 _Static_assert(sizeof rb_config_schema / sizeof rb_config_schema[0] <= RB_CONFIG_MAX_KEYS,
                "rb_config.key_from is too small for the schema");
 
 const char *const rb_config_sections[] = {"server", "storage", "backoff", "retry", "workflows",
-                                          "throttles",
+                                          "throttles", "log",
                                           NULL};
+
+const char *const *rb_config_choices(const rb_config_key *k)
+{
+    static const struct {
+        const char *key;
+        const char *const *choices;
+    } sets[] = {{"log.level", log_levels}, {"log.format", log_formats}};
+    for (size_t i = 0; k->kind == RB_CFG_CHOICE && i < sizeof sets / sizeof sets[0]; i++)
+        if (!strcmp(sets[i].key, k->name))
+            return sets[i].choices;
+    return NULL;
+}
 
 int rb_config_key_index(const char *name)
 {
@@ -156,6 +176,12 @@ void rb_config_key_rule(const rb_config_key *k, rb_buf *out)
     case RB_CFG_SECONDS_LIST:
         rb_buf_printf(out, "a non-empty array of numbers of seconds, each from %g to %g", k->fmin,
                       k->fmax);
+        break;
+    case RB_CFG_CHOICE:
+        rb_buf_adds(out, "one of");
+        for (size_t i = 0; rb_config_choices(k)[i]; i++)
+            rb_buf_printf(out, "%s \"%s\"", i ? (rb_config_choices(k)[i + 1] ? "," : " or") : "",
+                          rb_config_choices(k)[i]);
         break;
     }
 }
@@ -321,6 +347,14 @@ int rb_config_key_set(rb_config *cfg, const rb_config_key *k, const rb_toml_valu
         b->n_default_backoff = n;
         return 0;
     }
+    case RB_CFG_CHOICE:
+        if (v->type == RB_TOML_STRING && strlen(v->u.str.s) == v->u.str.len)
+            for (int i = 0; rb_config_choices(k)[i]; i++)
+                if (!strcmp(rb_config_choices(k)[i], v->u.str.s)) {
+                    *(int *)field = i;
+                    return 0;
+                }
+        return bad(k, v, NULL, err);
     }
     return rb_err_set(err, RB_EINVAL, "unknown setting kind");
 }
@@ -372,6 +406,7 @@ void rb_config_key_format(const rb_config *cfg, const rb_config_key *k, rb_buf *
         }
         rb_buf_addc(out, ']');
         break;
+    case RB_CFG_CHOICE: rb_buf_printf(out, "\"%s\"", rb_config_choices(k)[*(const int *)field]); break;
     }
 }
 
@@ -398,6 +433,7 @@ json_t *rb_config_key_json(const rb_config *cfg, const rb_config_key *k)
             json_array_append_new(a, json_real((double)cfg->backoff.default_backoff_ms[i] / 1000.0));
         return a;
     }
+    case RB_CFG_CHOICE: return json_string(rb_config_choices(k)[*(const int *)field]);
     }
     return json_null();
 }

@@ -25,6 +25,7 @@ typedef enum rb_config_kind {
     RB_CFG_DURATION,     /* int64_t seconds; "30m" / "1d" or a number of seconds */
     RB_CFG_SECONDS,      /* int64_t ms; a number of seconds in [fmin, fmax] */
     RB_CFG_SECONDS_LIST, /* rb_backoff_config's list; numbers of seconds in [fmin, fmax] */
+    RB_CFG_CHOICE,       /* int, the index of one of its strings (rb_config_choices) */
 } rb_config_kind;
 
 typedef struct rb_config_key {
@@ -44,6 +45,10 @@ extern const size_t rb_config_schema_len;
 /* The sections of plain settings, and the policy keys a [retry] table may
  * hold besides a dialect's own (NULL-terminated). */
 extern const char *const rb_config_sections[];
+
+/* An RB_CFG_CHOICE key's allowed strings, NULL-terminated, in the order
+ * of the values stored (NULL for another kind). */
+const char *const *rb_config_choices(const rb_config_key *k);
 
 /* Index of name ("server.listen") in the schema, or -1. */
 int rb_config_key_index(const char *name);
@@ -70,5 +75,9 @@ void rb_config_key_rule(const rb_config_key *k, struct rb_buf *out);
 /* The configuration reference as a Markdown table (docs/configuration.md
  * holds exactly this between its schema markers). */
 void rb_config_reference_markdown(struct rb_buf *out);
+
+/* The manual page rebound.toml(5) in roff: every setting of the schema by
+ * section, and the policy dialects' keys (schema_man.c). */
+void rb_config_reference_man(struct rb_buf *out);
 
 #endif

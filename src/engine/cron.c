@@ -302,3 +302,19 @@ int rb_cron_next(const rb_cron_spec *s, const char *tz, int64_t after_s, int64_t
     pthread_mutex_unlock(&tz_lock);
     return rc;
 }
+
+int64_t rb_cron_catch_up(const rb_cron_spec *s, const char *tz, bool run_once, int64_t last_s,
+                         int64_t now_s, bool *missed)
+{
+    int64_t first = 0;
+    *missed = last_s > 0 && !rb_cron_next(s, tz, last_s, &first) && first <= now_s;
+    if (!*missed || !run_once)
+        return 0;
+    /* the latest tick <= now_s: from the first missed one on (a stored
+     * tick far in the past is bounded by rb_cron_next's ten years, and
+     * by the count here) */
+    int64_t latest = first, t;
+    for (int n = 0; n < 1000000 && !rb_cron_next(s, tz, latest, &t) && t <= now_s; n++)
+        latest = t;
+    return latest;
+}

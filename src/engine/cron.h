@@ -54,4 +54,14 @@ bool rb_cron_zone_valid(const char *tz);
  * Rebound's own code formats times in UTC only (gmtime_r). */
 int rb_cron_next(const rb_cron_spec *s, const char *tz, int64_t after_s, int64_t *next_s);
 
+/* The rule for ticks missed while no server ran (docs/enterprise.md,
+ * "downtime"), the same on a single node and in distributed mode: given
+ * the entry's last fired tick last_s (0 = none stored: a new entry, which
+ * starts with its next tick) and the time now_s, *missed is whether a tick
+ * in (last_s, now_s] was not fired. Returns the tick to fire at start:
+ * with run_once the latest missed tick (one catch-up job), else 0 (the
+ * missed ticks are skipped; 0 too when none was missed). */
+int64_t rb_cron_catch_up(const rb_cron_spec *s, const char *tz, bool run_once, int64_t last_s,
+                         int64_t now_s, bool *missed);
+
 #endif

@@ -105,6 +105,16 @@ void rb_eng_submit(rb_srv *srv, rb_eng_op *op)
         }
         fn = b->track;
         break;
+    case RB_ENG_BACKUP:
+        if (!b->backup) { /* refused: nothing to do */
+            op->submitting = true;
+            op->rc = rb_err_set(&op->err, RB_EINVAL, "%s", RB_BACKUP_UNSUPPORTED);
+            rb_eng_complete(srv, op);
+            op->submitting = false;
+            goto submitted;
+        }
+        fn = b->backup;
+        break;
     case RB_ENG_KINDS:
         break;
     }

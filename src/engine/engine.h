@@ -72,6 +72,7 @@ typedef enum rb_eng_kind {
     RB_ENG_BATCH,       /* u.batch: BATCH NEW, OPEN, COMMIT or STATUS (engine/batch.h) */
     RB_ENG_WORKFLOW,    /* read, u.workflow: a job's workflow graph (engine/workflow.h) */
     RB_ENG_TRACK,       /* u.track: TRACK SET or GET (engine/track.h) */
+    RB_ENG_BACKUP,      /* u.backup: BACKUP, a copy of a single node's database */
     RB_ENG_KINDS
 } rb_eng_kind;
 
@@ -176,10 +177,19 @@ struct rb_eng_op {
              * batch is unknown) or RB_ENOTUNIQUE (another job holds its
              * unique lock, engine/unique.h). */
             int *status;
-            /* Single node: a key of the store's meta table written in the
-             * push's commit when a job is made (cron's last fired tick,
-             * server/cron.h), or NULL. Both owned by the caller's op->arg. */
-            const char *meta_key, *meta_value;
+            /* A cron tick's push (server/cron.h), or meta_key NULL: "push
+             * this tick's job if tick > last". The push happens only when
+             * the store's meta row meta_key holds no tick, or one older
+             * than tick_s (decimal Unix seconds); the row is then set to
+             * tick_s in the push's commit (also when the job itself is
+             * refused: the tick counts as fired). Otherwise nothing is
+             * written: stale is set (the tick was fired already, by another
+             * node or before a restart), each status RB_EEXIST, not
+             * applied. Two nodes racing for one tick: one pushes, the
+             * other gets stale. meta_key owned by the caller's op->arg. */
+            const char *meta_key;
+            int64_t tick_s;
+            bool stale; /* result */
         } push;
         /* FETCH (the first try; a connection that then waits is woken by
          * rb_eng_wake). */
@@ -294,6 +304,11 @@ struct rb_eng_op {
             rb_track_set set;  /* SET: checked, borrowed from op->json */
             json_t *reply;     /* result of GET: rb_track_reply's; owned */
         } track;
+        struct {
+            const char *path; /* absolute, a file that does not exist yet;
+                                 borrowed (op->json) */
+            int64_t bytes;    /* result: the copy's size */
+        } backup;
     } u;
 };
 
@@ -348,7 +363,17 @@ typedef struct rb_backend {
      * false: a server configured with throttles refuses to start
      * (rb_eng_throttle_check). */
     bool throttles;
+    /* A consistent copy of the database into a new file (BACKUP,
+     * docs/operations.md) while the server runs; NULL where the backend's
+     * store is backed up by other means (the op then fails with
+     * RB_BACKUP_UNSUPPORTED: PostgreSQL's pg_dump). */
+    void (*backup)(rb_srv *srv, rb_eng_op *op);
 } rb_backend;
+
+/* BACKUP's refusal in distributed mode. */
+#define RB_BACKUP_UNSUPPORTED                                                                  \
+    "BACKUP: distributed mode keeps its jobs in PostgreSQL: back it up with pg_dump "          \
+    "(docs/operations.md)"
 
 /* The two backends (backend/mem/backend.c, backend/pg/backend.c). */
 extern const rb_backend rb_backend_mem;

@@ -25,6 +25,9 @@ typedef struct rb_job_view {
     char *waits_for;  /* waiting/blocked: JSON array text of the parents not
                          done yet, or NULL */
     char *blocked_by; /* blocked: the dead parent that blocks it, or NULL */
+    int64_t lock_until_ms; /* JOB: when the unique lock it holds runs out
+                              (engine/unique.h; may have passed), 0 when it
+                              holds none; 0 in listings */
 } rb_job_view;
 
 /* Frees j's strings and zeroes it. */

@@ -3,26 +3,44 @@
  * config/config.h's rb_throttle). A slot is a working job of the queue:
  * nothing else is stored, so slots come back by construction when the job
  * leaves working (ACK, FAIL, SNOOZE, lease expiry) and hold across a
- * restart with the job's row. Pure functions: any thread may use them. */
+ * restart with the job's row. A backend only selects the queue's working
+ * jobs (and their fetch times) and counts with rb_throttle_holds; the
+ * distributed one does so under a lock per queue. Pure functions: any
+ * thread may use them. */
 #ifndef RB_ENGINE_THROTTLE_H
 #define RB_ENGINE_THROTTLE_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
+struct rb_throttle;
+
 /* The refusal to start where a backend keeps no throttles
  * (rb_eng_throttle_check). */
 #define RB_THROTTLE_UNSUPPORTED "throttles are not supported in distributed mode yet"
 
 /* Whether a working job fetched at fetched_ms still holds its slot at now:
- * always without a timeout (timeout_s 0: until it leaves working), else
- * for timeout_s seconds from its fetch (Faktory's meaning: afterwards the
- * slot is free even if the job still runs; EXTEND and TRACK's
- * reserve_until do not prolong it). */
+ * always without a timeout (timeout_s 0: until it leaves working, its
+ * lease's expiry included once the job is failed for it), else for
+ * timeout_s seconds from its fetch (Faktory's meaning: afterwards the slot
+ * is free even if the job still runs; EXTEND and TRACK's reserve_until do
+ * not prolong it). */
 bool rb_throttle_holds(int64_t fetched_ms, int64_t timeout_s, int64_t now);
 
 /* When a slot taken at fetched_ms frees by its timeout (INT64_MAX for
  * none). */
 int64_t rb_throttle_frees_at(int64_t fetched_ms, int64_t timeout_s);
+
+/* A fetch's time read back from its lease where it was not kept (after a
+ * restart; always in distributed mode): the lease's end minus the job's
+ * reserve_for. An EXTEND moves it later. */
+int64_t rb_throttle_fetched_from_lease(int64_t lease_end_ms, int64_t reserve_s);
+
+/* INFO's entry for throttle t with in_use slots held: {"concurrency",
+ * "timeout", "in_use"} set into o (INFO's rebound.throttles) under its
+ * queue. */
+void rb_throttle_info_set(json_t *o, const struct rb_throttle *t, int64_t in_use);
 
 #endif

@@ -117,3 +117,31 @@ json_t *rb_track_reply(const char *jid, rb_track_state s, int percent, const cha
                         json_string(updated_ms > 0 ? rb_time_format(updated_ms, t) : ""));
     return o;
 }
+
+json_t *rb_track_get(const char *jid, const rb_track_seen *v, int64_t now)
+{
+    rb_track_state s = RB_TRACK_UNKNOWN;
+    int64_t at = 0;
+    if (v->live) {
+        if (v->tracked) {
+            s = rb_track_state_of(v->job_state);
+            at = v->state_ms;
+        }
+    } else if (v->has_rec && v->ended_ms && v->ended_ms + RB_TRACK_RETENTION_MS > now) {
+        s = v->ended; /* remembered */
+        at = v->ended_ms;
+    }
+    if (v->has_rec && v->updated_ms > at)
+        at = v->updated_ms;
+    if (at > now || at <= 0)
+        at = now;
+    bool rec = v->has_rec && s != RB_TRACK_UNKNOWN;
+    return rb_track_reply(jid, s, rec ? v->percent : -1, rec ? v->desc : NULL, at);
+}
+
+bool rb_track_set_stores(const rb_track_seen *v, int64_t now)
+{
+    if (v->live)
+        return v->tracked;
+    return v->has_rec && v->ended_ms && v->ended_ms + RB_TRACK_RETENTION_MS > now;
+}

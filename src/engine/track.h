@@ -12,8 +12,9 @@
 
 #include "common/error.h"
 
-/* The one refusal where a backend keeps no tracking (rb_eng_track_check). */
-#define RB_TRACK_UNSUPPORTED "tracking is not supported in distributed mode yet"
+/* The one refusal where a backend keeps no tracking (rb_eng_track_check;
+ * both backends keep it today). */
+#define RB_TRACK_UNSUPPORTED "tracking is not supported by this storage backend"
 /* How long a tracked job's record outlives the job (Faktory: "callers can
  * still request the job track for 30 minutes"). */
 #define RB_TRACK_RETENTION_MS (30 * 60 * 1000LL)
@@ -68,6 +69,36 @@ const char *rb_track_state_name(rb_track_state s);
  * reserve_until is later, and never past now + RB_TRACK_RESERVE_MAX_MS
  * (nor earlier than lease_end). */
 int64_t rb_track_lease_end(int64_t now, int64_t lease_end, int64_t reserve_until);
+
+/* What a backend found for one jid at TRACK GET or SET: its stored job
+ * (dead ones included) and its progress record, each when there is one.
+ * Strings borrowed. */
+typedef struct rb_track_seen {
+    bool live;            /* a stored job */
+    int job_state;        /* its rb_job_state */
+    bool tracked;         /* it opted in (rb_track_enabled_text) */
+    int64_t state_ms;     /* when it entered that state, 0: unknown */
+    bool has_rec;         /* a progress record */
+    int percent;          /* -1: never set */
+    const char *desc;     /* NULL: never set */
+    int64_t updated_ms;   /* its last TRACK SET, 0: none */
+    int64_t ended_ms;     /* when its job ended, 0 while the job lives */
+    rb_track_state ended; /* then RB_TRACK_SUCCESS or RB_TRACK_DEAD */
+} rb_track_seen;
+
+/* TRACK GET's answer at now: a live tracked job's state from its row
+ * (untracked: unknown, whatever record there is); a gone job's from its
+ * record while the record's RB_TRACK_RETENTION_MS after the end last;
+ * else unknown. updated_at the later of state_ms (or the end) and the last
+ * SET, never after now. The caller owns it. */
+json_t *rb_track_get(const char *jid, const rb_track_seen *v, int64_t now);
+
+/* Whether TRACK SET at now stores anything: for a live job, when it is
+ * tracked; for a gone one, when its record is still remembered. Otherwise
+ * SET answers +OK and changes nothing. A stored SET on a live job whose
+ * record ended (its jid pushed again) makes the record live again, and a
+ * working job's lease is extended to rb_track_lease_end. */
+bool rb_track_set_stores(const rb_track_seen *v, int64_t now);
 
 /* TRACK GET's reply, key order as Faktory's: {"jid","percent","desc",
  * "state","updated_at"}, percent (when >= 0) and desc (when not NULL)

@@ -12,6 +12,7 @@
 #include "common/timeutil.h"
 #include "common/version.h"
 #include "engine/engine.h"
+#include "server/cron.h"
 #include "server/log.h"
 
 long rb_cmd_rss_mb(void)
@@ -68,6 +69,7 @@ static json_t *info_json(const rb_srv *srv, rb_eng_info *f)
     json_object_set_new(json_object_get(info, "rebound"), "blocked", json_integer(f->blocked));
     if (f->rebound)
         json_object_update(json_object_get(info, "rebound"), f->rebound);
+    rb_cron_info(srv, json_object_get(info, "rebound")); /* this node's timer, either mode */
     return info;
 }
 

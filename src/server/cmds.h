@@ -33,6 +33,8 @@ void rb_cmd_batches(rb_conn *c, char *arg);
  * tracking (engine/track.h; docs/enterprise.md), one handler for both
  * modes; refused where the backend keeps none. */
 void rb_cmd_track(rb_conn *c, char *arg);
+/* cmd_backup.c */
+void rb_cmd_backup(rb_conn *c, char *arg);
 
 /* Parses arg as JSON of the given type (JSON_OBJECT, JSON_ARRAY, or -1 for
  * any). On failure replies an error naming verb and returns NULL. */

@@ -46,6 +46,7 @@ static const struct command {
     {"WORKFLOW", ARG_REQUIRED, rb_cmd_workflow},
     {"BATCHES", ARG_REQUIRED, rb_cmd_batches},
     {"TRACK", ARG_REQUIRED, rb_cmd_track},
+    {"BACKUP", ARG_REQUIRED, rb_cmd_backup},
 };
 
 json_t *rb_cmd_json_arg(rb_conn *c, const char *verb, const char *arg, int want_type)

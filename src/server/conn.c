@@ -136,7 +136,8 @@ static void on_line_timeout(evutil_socket_t fd, short what, void *arg)
     (void)what;
     rb_conn *c = arg;
     long long s = (long long)c->srv->cfg.server.line_timeout_s;
-    rb_log(RB_LOG_WARN, "closing a connection: a command line unfinished after %lld s", s);
+    rb_log_kv(RB_LOG_WARN, RB_LOG_KV("wid", c->worker ? c->worker->wid : NULL),
+              "closing a connection: a command line unfinished after %lld s", s);
     rb_reply_err(c, "command line unfinished after %lld s", s);
     rb_conn_close(c);
 }
@@ -164,8 +165,8 @@ static bool unread_over_cap(rb_conn *c)
         cap = RB_MAX_UNREAD_BYTES;
     if (unread <= cap)
         return false;
-    rb_log(RB_LOG_WARN, "closing a connection that does not read its replies (%zu bytes unread)",
-           unread);
+    rb_log_kv(RB_LOG_WARN, RB_LOG_KV("wid", c->worker ? c->worker->wid : NULL),
+              "closing a connection that does not read its replies (%zu bytes unread)", unread);
     evbuffer_drain(out, unread);
     rb_conn_close(c);
     return true;

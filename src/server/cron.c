@@ -1,6 +1,6 @@
-/* Cron on a single node: the timer, one PUSH per tick with the entry's last
- * tick written in the same commit, and the catch-up after downtime
- * (server/cron.h). */
+/* Cron: the timer, one conditional PUSH per tick with the entry's last tick
+ * written in the same commit, and the catch-up after downtime, on a single
+ * node and in distributed mode alike (server/cron.h). */
 #include "server/cron.h"
 
 #include <inttypes.h>
@@ -18,7 +18,8 @@
 
 /* One [[cron]] entry's state; index i is srv->cfg.cron[i]. */
 typedef struct cron_state {
-    int64_t last_s;   /* last fired tick (stored), 0 = never */
+    int64_t last_s;   /* last fired tick as this node knows it (stored at start,
+                         then its own pushes and stale answers), 0 = never */
     int64_t next_s;   /* the next tick to fire, 0 = none (e.g. "0 0 31 2 *") */
     int64_t retry_ms; /* after a store failure: not before this (cron clock) */
     bool in_flight;   /* a push is waiting for its commit */
@@ -28,6 +29,7 @@ struct rb_cron {
     cron_state *e;    /* cfg.n_cron entries */
     size_t n;
     int64_t offset_ms; /* RB_CRON_TEST_CLOCK_ENV, 0 outside tests */
+    int64_t rate;      /* RB_CRON_TEST_RATE_ENV, 1 outside tests */
     int64_t fired;     /* jobs pushed since start */
     struct event *timer;
     bool stopping;
@@ -36,14 +38,13 @@ struct rb_cron {
 typedef struct tick_arg {
     size_t index;
     int64_t tick_s;
-    char *key, *value; /* the meta row */
+    char *key; /* the meta row */
 } tick_arg;
 
 static void tick_arg_free(void *p)
 {
     tick_arg *a = p;
     free(a->key);
-    free(a->value);
     free(a);
 }
 
@@ -53,13 +54,14 @@ static struct rb_cron *state(rb_srv *srv)
         srv->cron = rb_xcalloc(1, sizeof *srv->cron);
         srv->cron->n = srv->cfg.n_cron;
         srv->cron->e = rb_xcalloc(srv->cron->n, sizeof *srv->cron->e);
+        srv->cron->rate = 1;
     }
     return srv->cron;
 }
 
 static int64_t cron_now_ms(const struct rb_cron *cr)
 {
-    return rb_now_ms() + cr->offset_ms;
+    return rb_now_ms() * cr->rate + cr->offset_ms;
 }
 
 char *rb_cron_jid(const char *name, int64_t tick_s, char *out)
@@ -112,7 +114,9 @@ static void pushed(rb_srv *srv, rb_eng_op *op)
         st->retry_ms = cron_now_ms(cr) + 5000;
     } else {
         int s = op->u.push.status[0];
-        if (s == 0) {
+        if (op->u.push.stale) { /* another node fired it, or this one before a restart */
+            rb_log(RB_LOG_DEBUG, "cron %s: %s fired already", e->name, jid);
+        } else if (s == 0) {
             cr->fired++;
             rb_log(RB_LOG_INFO, "cron %s: enqueued %s/%s", e->name,
                    json_string_value(json_object_get(e->job, "jobtype")), jid);
@@ -161,8 +165,6 @@ static void fire(rb_srv *srv, size_t i, int64_t tick_s, bool catch_up)
     rb_buf k = RB_BUF_INIT;
     rb_buf_printf(&k, "%s%s", RB_CRON_META_KEY, e->name);
     a->key = rb_buf_detach(&k, NULL);
-    rb_buf_printf(&k, "%" PRId64, tick_s);
-    a->value = rb_buf_detach(&k, NULL);
     op->arg = a;
     op->arg_free = tick_arg_free;
     op->json = job;
@@ -170,8 +172,8 @@ static void fire(rb_srv *srv, size_t i, int64_t tick_s, bool catch_up)
     op->u.push.jobs[0] = job;
     op->u.push.n = 1;
     op->u.push.status = rb_xcalloc(1, sizeof *op->u.push.status);
-    op->u.push.meta_key = a->key;
-    op->u.push.meta_value = a->value;
+    op->u.push.meta_key = a->key; /* pushed only if tick_s > the stored tick */
+    op->u.push.tick_s = tick_s;
     cr->e[i].in_flight = true;
     rb_eng_submit(srv, op);
 }
@@ -213,7 +215,7 @@ static void arm(rb_srv *srv)
     evtimer_del(cr->timer);
     if (at == INT64_MAX)
         return;
-    int64_t d = at - cron_now_ms(cr);
+    int64_t d = (at - cron_now_ms(cr) + cr->rate - 1) / cr->rate; /* real ms */
     if (d < 0)
         d = 0;
     if (d > 3600 * 1000) /* re-read the clock at least hourly (it may be stepped) */
@@ -233,29 +235,28 @@ void rb_cron_start(rb_srv *srv)
         rb_log(RB_LOG_WARN, "cron: test clock offset %" PRId64 " ms (%s)", cr->offset_ms,
                RB_CRON_TEST_CLOCK_ENV);
     }
+    const char *rate = getenv(RB_CRON_TEST_RATE_ENV);
+    if (rate && *rate && strtoll(rate, NULL, 10) > 1) {
+        cr->rate = strtoll(rate, NULL, 10);
+        if (cr->rate > 3600)
+            cr->rate = 3600;
+        rb_log(RB_LOG_WARN, "cron: test clock rate %" PRId64 " (%s)", cr->rate,
+               RB_CRON_TEST_RATE_ENV);
+    }
     cr->timer = evtimer_new(srv->base, on_timer, srv);
     int64_t now_s = cron_now_ms(cr) / 1000;
     for (size_t i = 0; i < cr->n; i++) {
         cron_state *st = &cr->e[i];
         const rb_cron_entry *e = &srv->cfg.cron[i];
         st->next_s = next_after(srv, i, now_s);
-        int64_t missed = st->last_s ? next_after(srv, i, st->last_s) : 0;
-        if (!missed || missed > now_s)
-            continue;
-        if (!e->run_once) {
+        bool missed;
+        int64_t catch_up =
+            rb_cron_catch_up(&e->spec, e->timezone, e->run_once, st->last_s, now_s, &missed);
+        if (catch_up) /* run_once: the latest missed tick's job, once */
+            fire(srv, i, catch_up, true);
+        else if (missed)
             rb_log(RB_LOG_INFO, "cron %s: ticks missed while down are skipped (missed = \"skip\")",
                    e->name);
-            continue;
-        }
-        /* run_once: the latest missed tick's job, once */
-        int64_t latest = missed;
-        for (int n = 0; n < 1000000; n++) {
-            int64_t t = next_after(srv, i, latest);
-            if (!t || t > now_s)
-                break;
-            latest = t;
-        }
-        fire(srv, i, latest, true);
     }
     char buf[RB_TIME_STRLEN];
     for (size_t i = 0; i < cr->n; i++)
@@ -287,4 +288,14 @@ void rb_cron_info(const rb_srv *srv, json_t *rebound)
 int64_t rb_cron_fired(const rb_srv *srv)
 {
     return srv->cron ? srv->cron->fired : 0;
+}
+
+int64_t rb_cron_last_tick(const rb_srv *srv, size_t i)
+{
+    return srv->cron && i < srv->cron->n ? srv->cron->e[i].last_s : 0;
+}
+
+int64_t rb_cron_now_ms(const rb_srv *srv)
+{
+    return srv->cron ? cron_now_ms(srv->cron) : rb_now_ms();
 }

@@ -1,13 +1,16 @@
-/* Cron on a single node (issue 16 item 3, docs/enterprise.md "Cron"): one
- * timer fires each [[cron]] entry's ticks (engine/cron.h computes them);
- * each tick is one PUSH through the engine whose jid is derived from the
- * entry's name and the tick's time, and whose commit also writes the
- * store's meta key "cron:<name>" = "<tick seconds>", so a restart (even
- * after kill -9) never fires a tick twice. Distributed mode refuses
- * [[cron]] at load (config/cron.c). Loop thread only. */
+/* Cron (issue 16 item 3, docs/enterprise.md "Cron"): one timer fires each
+ * [[cron]] entry's ticks (engine/cron.h computes them); each tick is one
+ * PUSH through the engine whose jid is derived from the entry's name and
+ * the tick's time, made only if the store's meta row "cron:<name>" holds
+ * an older tick, and whose commit sets that row to "<tick seconds>"
+ * (engine.h, u.push.meta_key). So a restart (even after kill -9) never
+ * fires a tick twice, and of several nodes on one PostgreSQL database
+ * exactly one pushes each tick (the others find it fired). Loop thread
+ * only. */
 #ifndef RB_SERVER_CRON_H
 #define RB_SERVER_CRON_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include <jansson.h>
@@ -20,9 +23,15 @@ typedef struct rb_srv rb_srv;
 /* The test-only clock offset (milliseconds added to the wall clock cron
  * reads; docs/enterprise.md). Read once, at rb_cron_start. */
 #define RB_CRON_TEST_CLOCK_ENV "REBOUND_TEST_CLOCK_OFFSET_MS"
+/* Test-only: the cron clock runs this many times faster than the wall
+ * clock (wall ms * rate + offset; 2..3600, e.g. 60: a minute's tick each
+ * second). Read once, at rb_cron_start. */
+#define RB_CRON_TEST_RATE_ENV "REBOUND_TEST_CLOCK_RATE"
 
-/* Start-up: a stored meta key (an entry's last tick when it starts with
- * RB_CRON_META_KEY; others are ignored). */
+/* Start-up, before rb_cron_start: a stored meta key (an entry's last tick
+ * when it starts with RB_CRON_META_KEY; others are ignored). A single
+ * node's store loader and distributed mode's open (backend/pg/mode.c)
+ * call it. */
 void rb_cron_load(rb_srv *srv, const char *key, const char *value);
 
 /* Once the loop exists: for each entry, the catch-up job of missed =
@@ -37,6 +46,13 @@ void rb_cron_free(rb_srv *srv);
 void rb_cron_info(const rb_srv *srv, json_t *rebound);
 /* Ticks fired (jobs pushed) since the server started. */
 int64_t rb_cron_fired(const rb_srv *srv);
+
+/* Entry i's (srv->cfg.cron[i]) last fired tick in Unix seconds as the
+ * store keeps it (written in its push's commit), 0 for never. */
+int64_t rb_cron_last_tick(const rb_srv *srv, size_t i);
+/* The cron clock in ms: the wall clock plus the test-only offset
+ * (RB_CRON_TEST_CLOCK_ENV) once rb_cron_start has read it. */
+int64_t rb_cron_now_ms(const rb_srv *srv);
 
 /* The jid of entry name's tick at tick_s: "cron-<16 hex digits of the
  * name's FNV-1a hash>-<tick_s>" (written into out, at least 48 bytes). */

@@ -51,6 +51,8 @@ static const route routes[] = {
     {EVHTTP_REQ_GET, 1, {"workers"}, rb_api_workers},
     {EVHTTP_REQ_POST, 2, {"workers", "*"}, rb_api_worker_action},
     {EVHTTP_REQ_POST, 2, {"policy", "simulate"}, rb_api_simulate},
+    {EVHTTP_REQ_GET, 1, {"cron"}, rb_api_cron},
+    {EVHTTP_REQ_GET, 1, {"throttles"}, rb_api_throttles},
 };
 
 static bool route_matches(const route *rt, char **seg, int nseg)
@@ -235,8 +237,24 @@ static void metrics_done(rb_srv *srv, rb_eng_op *op)
         st.unique_locks = json_integer_value(json_object_get(unique, "locks"));
         st.unique_rejected = json_integer_value(json_object_get(unique, "rejected"));
     }
+    json_t *expired = json_object_get(f->rebound, "expired");
+    if (json_is_integer(expired)) {
+        st.has_expired = true;
+        st.expired = json_integer_value(expired);
+    }
+    json_t *reported = json_object_get(f->rebound, "throttles");
+    rb_metrics_throttle *ts = rb_xcalloc(srv->cfg.n_throttles + 1, sizeof *ts);
+    for (size_t i = 0; i < srv->cfg.n_throttles; i++) {
+        const rb_throttle *t = &srv->cfg.throttles[i];
+        json_t *in_use = json_object_get(json_object_get(reported, t->queue), "in_use");
+        ts[i] = (rb_metrics_throttle){t->queue, t->concurrency, t->timeout_s,
+                                      json_is_integer(in_use) ? json_integer_value(in_use) : -1};
+    }
+    st.throttles = ts;
+    st.n_throttles = srv->cfg.n_throttles;
     rb_buf b = RB_BUF_INIT;
     rb_metrics_render_state(srv->metrics, srv, &st, &b);
+    free(ts);
     rb_http_reply_raw(rb_api_call_of(op)->req, 200, "text/plain; version=0.0.4; charset=utf-8",
                       rb_buf_str(&b), b.len);
     rb_buf_release(&b);

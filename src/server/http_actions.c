@@ -63,7 +63,7 @@ static void job_action_done(rb_srv *srv, rb_eng_op *op)
         rb_http_reply_error(a->req, 409, "job '%s' is %s: only scheduled, retries and dead jobs "
                             "can be changed", jid, rb_job_state_name((rb_job_state)prev));
     } else {
-        rb_log(RB_LOG_INFO, "HTTP: %s job %s", a->action, jid);
+        rb_log_kv(RB_LOG_INFO, RB_LOG_KV("jid", jid), "HTTP: %s job %s", a->action, jid);
         rb_http_reply_json(a->req, 200,
                            json_pack("{s:s, s:s, s:s, s:o}", "jid", jid, "action", a->action,
                                      "previous_state", rb_job_state_name((rb_job_state)prev),

@@ -57,7 +57,9 @@ static void info_done(rb_srv *srv, rb_eng_op *op)
 {
     if (rb_api_failed(srv, op))
         return;
-    rb_http_reply_json(rb_api_call_of(op)->req, 200, info_json(srv, &op->u.info));
+    json_t *info = info_json(srv, &op->u.info);
+    rb_api_enterprise_info(srv, &op->u.info, info);
+    rb_http_reply_json(rb_api_call_of(op)->req, 200, info);
     rb_eng_op_finish(srv, op);
 }
 
@@ -290,6 +292,7 @@ static void job_done(rb_srv *srv, rb_eng_op *op)
     if (h && !json_is_array(h))
         json_decref(h);
     json_object_set_new(v, "schedule", job ? rb_api_schedule(srv, j->first_ms, job) : json_null());
+    rb_api_job_unique(j, job, op->now, v);
     json_object_set_new(v, "job", job ? job : json_null());
     if (j->state == RB_JOB_WAITING || j->state == RB_JOB_BLOCKED) { /* as JOB gives them */
         json_t *d = rb_job_view_detail(j);

@@ -1,5 +1,6 @@
 /* What the HTTP files share (http.c: listener, routing, auth, static files,
- * /metrics; http_api.c: read endpoints; http_actions.c: actions, answered
+ * /metrics; http_api.c: read endpoints; http_enterprise.c: cron, throttles
+ * and the other Enterprise views; http_actions.c: actions, answered
  * after their commit; http_json.c: replies, request parsing and job-engine
  * ops). Every endpoint has one handler for both modes, through the job
  * engine (engine/engine.h). Not for other modules. Loop thread only. */
@@ -105,6 +106,20 @@ rb_eng_op *rb_api_info_op(struct evhttp_request *req, void (*done)(rb_srv *, rb_
                           bool latency);
 /* A queue as listed: name, size, latency_s, paused. New reference. */
 json_t *rb_api_queue_json(const char *name, int64_t size, double latency_s, bool paused);
+
+/* --- http_enterprise.c: Faktory Enterprise's views beside the jobs --- */
+void rb_api_cron(rb_http_req *r);
+void rb_api_throttles(rb_http_req *r);
+/* GET /api/info's keys from the engine's figures f: all_time.expired
+ * (null where the backend counts none), unique {locks, rejected} (null
+ * likewise), cron {entries, fired} and throttles {queues, in_use}; set
+ * into info. */
+void rb_api_enterprise_info(rb_srv *srv, const rb_eng_info *f, json_t *info);
+/* GET /api/job's "unique" for job (its JSON object) and the lock the
+ * view says it holds: null for a job that is not unique, else
+ * {"unique_for", "unique_until", "locked", "lock_until"}; and "expiry" its
+ * custom.expires_at (null: none). Set into v. */
+void rb_api_job_unique(const rb_job_view *j, json_t *job, int64_t now, json_t *v);
 
 /* --- http_actions.c: changes, answered after the commit --- */
 void rb_api_job_action(rb_http_req *r);

@@ -1,8 +1,8 @@
 /* GET /api/track/JID: a tracked job's progress record for the dashboard's
  * job page, TRACK GET's JSON through the same op (RB_ENG_TRACK,
  * engine/track.h; docs/http.md). An untracked or unknown job answers the
- * "unknown" record with 200, as TRACK GET does; distributed mode refuses it
- * for now (RB_TRACK_UNSUPPORTED). */
+ * "unknown" record with 200, as TRACK GET does; a backend without tracking
+ * would refuse it (RB_TRACK_UNSUPPORTED; both backends keep it). */
 #include "server/http_impl.h"
 
 #include <stdlib.h>

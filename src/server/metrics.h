@@ -84,6 +84,13 @@ typedef struct rb_metrics_queue {
     bool paused;
     double latency_s;
 } rb_metrics_queue;
+/* A queue throttle ([throttles.QUEUE], engine/throttle.h): its limit and
+ * timeout from the configuration, its slots in use as the engine counts
+ * them (in_use < 0: the backend reports none). */
+typedef struct rb_metrics_throttle {
+    const char *queue;
+    int64_t concurrency, timeout_s, in_use;
+} rb_metrics_throttle;
 typedef struct rb_metrics_state {
     const rb_metrics_queue *queues;
     size_t n_queues;
@@ -95,6 +102,12 @@ typedef struct rb_metrics_state {
     /* unique jobs (docs/enterprise.md): false where the backend keeps none */
     bool has_unique;
     int64_t unique_locks, unique_rejected;
+    /* expiring jobs dropped, all time (the store's counter): false where
+     * the backend keeps none */
+    bool has_expired;
+    int64_t expired;
+    const rb_metrics_throttle *throttles; /* every configured one */
+    size_t n_throttles;
 } rb_metrics_state;
 /* Appends the Prometheus text exposition (format 0.0.4) of m, of srv's
  * connections and workers, and of the job state st (the job engine's INFO

@@ -106,6 +106,35 @@ static void queue_lines(rb_buf *out, const rb_metrics_state *st, int what)
     }
 }
 
+/* Each throttled queue's limit, timeout and slots in use (the slots only
+ * where the engine counts them). */
+static void throttle_lines(rb_buf *out, const rb_metrics_state *st)
+{
+    static const struct {
+        const char *name, *help;
+    } g[] = {
+        {"rebound_throttle_limit", "a throttled queue's concurrency: at most this many of its "
+                                   "jobs working at once ([throttles.QUEUE])"},
+        {"rebound_throttle_timeout_seconds", "a throttled queue's slot timeout (0: none)"},
+        {"rebound_throttle_slots_in_use", "a throttled queue's slots held now (working jobs "
+                                          "whose slot has not timed out)"},
+    };
+    if (!st->n_throttles)
+        return;
+    for (int k = 0; k < 3; k++) {
+        head(out, g[k].name, "gauge", g[k].help);
+        for (size_t i = 0; i < st->n_throttles; i++) {
+            const rb_metrics_throttle *t = &st->throttles[i];
+            int64_t v = k == 0 ? t->concurrency : k == 1 ? t->timeout_s : t->in_use;
+            if (v < 0)
+                continue;
+            rb_buf_printf(out, "%s{queue=\"", g[k].name);
+            add_label(out, t->queue, strlen(t->queue));
+            rb_buf_printf(out, "\"} %lld\n", (long long)v);
+        }
+    }
+}
+
 void rb_metrics_render_state(const rb_metrics *m, const rb_srv *srv, const rb_metrics_state *st,
                              rb_buf *out)
 {
@@ -144,10 +173,24 @@ void rb_metrics_render_state(const rb_metrics *m, const rb_srv *srv, const rb_me
              "pushes refused NOTUNIQUE since the server started");
         rb_buf_printf(out, "rebound_unique_rejected_total %lld\n", (long long)st->unique_rejected);
     }
+    if (st->has_expired) {
+        head(out, "rebound_jobs_expired_stored_total", "counter",
+             "jobs dropped unrun because their expires_at passed, all time as the store counts "
+             "them (the cluster's in distributed mode; FLUSH zeroes it)");
+        rb_buf_printf(out, "rebound_jobs_expired_stored_total %lld\n", (long long)st->expired);
+    }
+    throttle_lines(out, st);
     if (srv->cfg.n_cron) {
         head(out, "rebound_cron_fired_total", "counter",
              "jobs [[cron]] entries enqueued since the server started");
         rb_buf_printf(out, "rebound_cron_fired_total %lld\n", (long long)rb_cron_fired(srv));
+        head(out, "rebound_cron_last_tick_timestamp_seconds", "gauge",
+             "each [[cron]] entry's last fired tick as the store keeps it (0: never)");
+        for (size_t i = 0; i < srv->cfg.n_cron; i++) {
+            rb_buf_adds(out, "rebound_cron_last_tick_timestamp_seconds{entry=\"");
+            add_label(out, srv->cfg.cron[i].name, strlen(srv->cfg.cron[i].name));
+            rb_buf_printf(out, "\"} %lld\n", (long long)rb_cron_last_tick(srv, i));
+        }
     }
     head(out, "rebound_jobs_in_flight", "gauge", "jobs reserved by workers (fetched, not yet ACKed or FAILed)");
     rb_buf_printf(out, "rebound_jobs_in_flight %lld\n", (long long)st->working);

@@ -27,6 +27,7 @@
 #include "server/http.h"
 #include "server/log.h"
 #include "server/metrics.h"
+#include "server/sdnotify.h"
 #include "server/srv.h"
 #include "server/tls.h"
 
@@ -79,6 +80,8 @@ static int load_meta(void *arg, const char *key, const char *value)
     rb_mem_batch_load(srv, key, value);
     rb_mem_unique_load(srv, key, value);
     rb_cron_load(srv, key, value);
+    if (!strncmp(key, RB_CRON_META_KEY, strlen(RB_CRON_META_KEY))) /* mem_push's condition */
+        json_object_set_new(srv->cron_ticks, key, json_integer(strtoll(value, NULL, 10)));
     rb_mem_track_load(srv, key, value);
     return 0;
 }
@@ -185,6 +188,7 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
     }
     srv->stopping = true;
     srv->quiet_all = RB_WORKER_QUIET;
+    rb_sdnotify("STOPPING=1\nSTATUS=shutting down");
     rb_log(RB_LOG_INFO, "signal %d: shutting down (no new connections, workers told to quiet)",
            (int)sig);
     if (srv->listener) {
@@ -307,6 +311,7 @@ rb_srv *rb_srv_alloc(void)
     rb_mem_batches_init(srv);
     rb_mem_unique_init(srv);
     rb_mem_track_init(srv);
+    srv->cron_ticks = json_object();
     rb_deps_init(&srv->deps);
     rb_table_init(&srv->workers, offsetof(rb_worker, hnext), worker_key);
     rb_rng_seed_os(&srv->rng);
@@ -371,8 +376,10 @@ void rb_srv_free(rb_srv *srv)
     rb_writer_free(srv->writer); /* finishes the commit in progress */
     srv->writer = NULL;
     rb_cron_free(srv); /* after the writer: a tick's push completes there */
+    json_decref(srv->cron_ticks);
     rb_http_free(srv->http); /* after the writer: actions answer from its completions */
     free_event(srv->grace_ev);
+    free_event(srv->watchdog_ev);
     free_event(srv->timer_ev);
     free_event(srv->accept_ev);
     free_event(srv->writer_ev);
@@ -414,6 +421,9 @@ int rb_server_run(const rb_server_opts *o, rb_err *err)
     rb_srv *srv = rb_srv_alloc();
     if ((rc = rb_config_load(&srv->cfg, o->config_path, o->env, err)))
         goto out;
+    rb_log_set_json(srv->cfg.log.format == 1);
+    if (!o->log_level) /* --log-level wins over [log] level */
+        rb_log_set_level((rb_log_level)srv->cfg.log.level);
     if (srv->cfg.path || srv->cfg.overlay_path)
         rb_log(RB_LOG_INFO, "configuration: %s%s%s", srv->cfg.path ? srv->cfg.path : "defaults",
                srv->cfg.overlay_path ? " + overlay " : "",
@@ -426,8 +436,6 @@ int rb_server_run(const rb_server_opts *o, rb_err *err)
         free(srv->cfg.storage.url);
         srv->cfg.storage.url = rb_xstrdup(o->db);
     }
-    if ((rc = rb_config_cron_check_mode(&srv->cfg, err))) /* --db may name PostgreSQL */
-        goto out;
     if (srv->cfg.server.reserve_for_s < 1)
         srv->cfg.server.reserve_for_s = 1800;
     const char *cert = srv->cfg.server.tls_cert, *key = srv->cfg.server.tls_key;
@@ -462,10 +470,13 @@ int rb_server_run(const rb_server_opts *o, rb_err *err)
     if ((rc = listen_on(srv, srv->cfg.server.listen, o->port_file, err)))
         goto out;
     rb_srv_arm(srv);
-    if (!srv->pgm)
-        rb_cron_start(srv); /* [[cron]]: a single node's timer (server/cron.h) */
+    rb_cron_start(srv); /* [[cron]]: the timer (server/cron.h) */
     rb_log(RB_LOG_INFO, "rebound started (store %s, %zu jobs)",
            srv->pgm ? "postgresql" : srv->store->ops->name, srv->jobs.by_jid.size);
+    /* systemd (Type=notify): ready once recovered and listening; keep-alives
+     * from this loop, so a loop that stops turning gets the service restarted */
+    rb_sdnotify("READY=1\nSTATUS=accepting connections");
+    srv->watchdog_ev = rb_sdnotify_watchdog_start(srv->base);
     event_base_dispatch(srv->base);
 out:
     rb_srv_free(srv);

@@ -71,6 +71,7 @@ struct rb_srv {
     rb_store *store;
     rb_writer *writer;
     struct event *writer_ev, *timer_ev, *sigterm_ev, *sigint_ev, *grace_ev;
+    struct event *watchdog_ev; /* systemd keep-alives (sdnotify.h), or NULL */
     struct event *flush_ev; /* hands the open batch to the writer (server.c) */
     struct evconnlistener *listener;
     rb_jobs jobs;
@@ -106,7 +107,9 @@ struct rb_srv {
     int64_t batch_callbacks;    /* callback jobs enqueued, all time (INFO) */
     struct event *batch_ev;     /* the expiry sweep, armed with the first batch */
     rb_mem_unique *unique;      /* single node: unique locks, expiring jobs (backend/mem/unique.h) */
-    struct rb_cron *cron;       /* single node: the [[cron]] entries' timer (server/cron.h) */
+    struct rb_cron *cron;       /* the [[cron]] entries' timer (server/cron.h) */
+    json_t *cron_ticks;         /* single node: the stored "cron:NAME" meta rows (key ->
+                                   tick), a cron push's condition (backend/mem/backend.c) */
     rb_mem_track *track;        /* single node: progress records (backend/mem/track.h) */
     rb_mem_throttle *throttle;  /* single node: throttles' fetch times (backend/mem/throttle.h) */
 };

@@ -4,7 +4,9 @@
 // discard) change the server's state, checked through the API; the workflow
 // page draws a job's dependency graph (issue 15); the job
 // page's attempt timeline stays legible (no label overlaps another or
-// leaves the chart) for 1 to 120 attempts however close in time. Screenshots
+// leaves the chart) for 1 to 120 attempts however close in time; the Cron
+// and Throttles pages and a unique job's lock show the server's data
+// (issue 16). Screenshots
 // go to $REBOUND_SCREENSHOTS. Run by tests/scripts/browser.sh, which starts
 // the server and sets REBOUND_HTTP_URL and REBOUND_PORT.
 'use strict';
@@ -494,6 +496,96 @@ test('the job page of a tracked job shows its progress bar', async () => {
   await page.waitForSelector('[data-testid=job-state]');
   await sleep(300);
   assert.ok(await page.$eval('[data-testid=job-progress]', (e) => e.hidden));
+});
+
+// fmtTime's text of an API time (the page writes UTC to the second).
+const utc = (iso) => new Date(iso).toISOString().replace('T', ' ').replace(/\.\d+Z$/, ' UTC');
+
+test('the cron page lists each entry with its schedule, last fired tick and next runs', async () => {
+  // browser.sh moved the cron clock to 3 s before a new year: the yearly entry fires once
+  const r = await until('the yearly entry to fire', async () => {
+    const c = await apiGet('cron?count=5');
+    return c.entries.find((e) => e.name === 'new-year-report').last ? c : null;
+  });
+  const yearly = r.entries.find((e) => e.name === 'new-year-report');
+  assert.equal((await apiGet('job/' + yearly.last_jid)).jobtype, 'YearlyReport');
+  await page.goto(BASE + '/#/cron');
+  const row = 'tr[data-name=new-year-report]', nightly = 'tr[data-name=nightly-cleanup]';
+  await page.waitForSelector(row + ' [data-testid=cron-last] a');
+  assert.equal(await page.textContent(row + ' [data-testid=cron-schedule]'), '0 0 1 1 *');
+  assert.equal(await page.textContent(row + ' [data-testid=cron-tz]'), 'UTC');
+  assert.match(await page.textContent(row), /YearlyReport.*queue cron/);
+  assert.equal(await page.textContent(row + ' [data-testid=cron-last] a'), yearly.last_jid);
+  assert.equal(await page.getAttribute(row + ' [data-testid=cron-last] span', 'title'), utc(yearly.last));
+  const next = await page.$$eval(row + ' [data-testid=cron-next] li', (li) => li.map((x) => x.textContent));
+  assert.equal(next.length, 5);
+  next.forEach((t, i) => assert.ok(t.startsWith(utc(yearly.next[i])), `next run ${i}: ${t}`));
+  // the other entry: its zone, its catch-up rule, never fired
+  assert.equal(await page.textContent(nightly + ' [data-testid=cron-tz]'), 'Europe/Berlin');
+  assert.equal((await page.textContent(nightly + ' [data-testid=cron-last]')).trim(), 'never');
+  assert.match(await page.textContent(nightly), /Cleanup.*queue maintenance.*one catch-up run/);
+  const nn = r.entries.find((e) => e.name === 'nightly-cleanup').next[0];
+  assert.ok((await page.textContent(nightly + ' [data-testid=cron-next] li')).startsWith(utc(nn)));
+  await shot('cron');
+  // the overview counts the entries
+  await page.goto(BASE + '/');
+  await until('the cron card', async () => (await page.$('[data-testid=card-cron] .n')) &&
+    (await page.textContent('[data-testid=card-cron] .n')) === '2');
+});
+
+test('the throttles page shows each throttled queue\'s slots in use and limit', async () => {
+  for (let i = 0; i < 3; i++) await client.push({jid: `image-00000${i}`, jobtype: 'Thumbnail', args: [i], queue: 'images'});
+  const a = await client.fetch('images');
+  await page.goto(BASE + '/#/throttles');
+  const row = 'tr[data-queue=images]';
+  await page.waitForSelector(row);
+  await until('one slot in use', async () => (await page.getAttribute(row + ' [data-testid=throttle-slots]', 'data-in-use')) === '1');
+  assert.equal(await page.getAttribute(row + ' [data-testid=throttle-slots]', 'data-limit'), '2');
+  assert.equal(await page.textContent(row + ' [data-testid=throttle-limit]'), '2');
+  assert.equal(await page.textContent(row + ' [data-testid=throttle-timeout]'), '1m');
+  assert.match(await page.textContent(row), /1 \/ 2/);
+  const b = await client.fetch('images');
+  assert.equal(await client.fetch('images'), null, 'the throttle holds the third job back');
+  await until('both slots in use', async () => (await page.getAttribute(row + ' [data-testid=throttle-slots]', 'data-in-use')) === '2');
+  assert.match(await page.textContent(row), /full/);
+  const t = (await apiGet('throttles')).throttles.find((x) => x.queue === 'images');
+  assert.deepEqual([t.in_use, t.concurrency, t.timeout_s, t.size], [2, 2, 60, 1]);
+  await shot('throttles');
+  await client.ack(a.jid);
+  await client.ack(b.jid);
+  await until('the slots back', async () => (await page.getAttribute(row + ' [data-testid=throttle-slots]', 'data-in-use')) === '0');
+});
+
+test('the job page shows a unique job\'s lock and expiry; the overview counts expired jobs', async () => {
+  await client.push({jid: 'unique-000001', jobtype: 'Invoice', args: [42], queue: 'uniq', custom: {unique_for: 3600, expires_in: 7200}});
+  await client.push({jid: 'unique-000002', jobtype: 'Invoice', args: [43], queue: 'uniq-start', custom: {unique_for: 600, unique_until: 'start'}});
+  const started = await client.fetch('uniq-start'); // unique_until start: the lock goes at the fetch
+  assert.equal(started.jid, 'unique-000002');
+  const held = await apiGet('job/unique-000001');
+  assert.equal(held.unique.locked, true);
+  await page.goto(BASE + '/#/job/unique-000001');
+  await page.waitForSelector('[data-testid=job-unique]');
+  assert.match(await page.textContent('[data-testid=job-unique]'), /^for 1h, until success · lock held until /);
+  assert.ok((await page.textContent('[data-testid=job-unique]')).endsWith(utc(held.unique.lock_until)));
+  assert.equal(await page.getAttribute('[data-testid=job-lock]', 'data-locked'), 'true');
+  assert.ok((await page.textContent('[data-testid=job-expiry]')).startsWith(utc(held.expiry)));
+  await shot('job-unique');
+  await page.goto(BASE + '/#/job/unique-000002');
+  await page.waitForSelector('[data-testid=job-unique]');
+  assert.match(await page.textContent('[data-testid=job-unique]'), /^for 10m, until start · lock not held/);
+  assert.equal(await page.getAttribute('[data-testid=job-lock]', 'data-locked'), 'false');
+  assert.equal(await page.$('[data-testid=job-expiry]'), null);
+  await client.ack(started.jid);
+  // a job whose expires_at has passed is dropped at its fetch and counted
+  const before = (await apiGet('info')).all_time.expired;
+  await client.push({jid: 'expire-000001', jobtype: 'Flash', args: [], queue: 'short', custom: {expires_in: 0}});
+  assert.equal(await client.fetch('short'), null);
+  assert.equal((await apiGet('info')).all_time.expired, before + 1);
+  await page.goto(BASE + '/');
+  await until('the expired card', async () => (await page.$('[data-testid=card-expired] .n')) &&
+    (await page.textContent('[data-testid=card-expired] .n')) === String(before + 1));
+  assert.ok(await page.$('[data-testid=card-unique] .n'));
+  await shot('overview-enterprise');
 });
 
 test('the dashboard loads nothing from outside the server and raises no script error', async () => {

@@ -2,7 +2,8 @@
 // unchanged: a job opts in with custom.track (a plain `custom` field) and
 // TRACK goes through the client's generic send(), as any Node program would
 // (the client has no tracking API; docs/enterprise.md, "Tracking").
-// Started by tests/scripts/interop.sh with FAKTORY_URL set (single node).
+// Started by tests/scripts/interop.sh with FAKTORY_URL set (single node,
+// then distributed mode).
 //
 // Checks: an untracked job answers exactly the unknown record; a tracked
 // enqueued job reads "enqueued"; the job's handler reports its progress

@@ -34,9 +34,35 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
+# Cron entries and a throttle for the Cron and Throttles pages (the test
+# server's cron clock is moved to just before a new year: the yearly entry
+# fires once, soon after the start).
+cat >"$dir/rebound.toml" <<'EOF_CONFIG'
+[[cron]]
+name = "new-year-report"
+schedule = "0 0 1 1 *"
+[cron.job]
+type = "YearlyReport"
+queue = "cron"
+args = ["summary"]
+
+[[cron]]
+name = "nightly-cleanup"
+schedule = "30 2 * * *"
+timezone = "Europe/Berlin"
+missed = "run_once"
+[cron.job]
+type = "Cleanup"
+queue = "maintenance"
+
+[throttles.images]
+concurrency = 2
+timeout = 60
+EOF_CONFIG
+
 start_server() { # $1: database name
   rm -f "$dir/port" "$dir/http-port"
-  "$bin" serve --listen 127.0.0.1:0 --http-listen 127.0.0.1:0 --db "$dir/$1" \
+  "$bin" serve --config "$dir/rebound.toml" --listen 127.0.0.1:0 --http-listen 127.0.0.1:0 --db "$dir/$1" \
     --port-file "$dir/port" --http-port-file "$dir/http-port" 2>>"$dir/log" &
   pid=$!
   i=0
@@ -62,7 +88,13 @@ stop_server() {
 }
 
 export REBOUND_SCREENSHOTS="${REBOUND_SCREENSHOTS:-$top/tests/out/screenshots}" CHROMIUM="$chromium"
+# the cron clock 3 s before the next 1 January, 00:00 UTC (server/cron.h)
+now_ms=$(date +%s%3N)
+new_year=$(date -u -d "$(($(date -u +%Y) + 1))-01-01T00:00:00Z" +%s)
+REBOUND_TEST_CLOCK_OFFSET_MS=$((new_year * 1000 - now_ms - 3000))
+export REBOUND_TEST_CLOCK_OFFSET_MS
 start_server test.db
+unset REBOUND_TEST_CLOCK_OFFSET_MS
 (cd "$top/tests/browser" && node --test --test-concurrency=1 dashboard.test.js)
 stop_server
 

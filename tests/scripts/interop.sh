@@ -78,8 +78,7 @@ ftl = "2 1s 1s"
 EOT
 # Each script against the single node (SQLite), then against distributed
 # mode (a throwaway PostgreSQL cluster): the stock client cannot tell them
-# apart. track.js runs on the single node only until the PostgreSQL backend
-# keeps progress records (issue 16).
+# apart.
 run_scripts() { # NAME SCRIPT...
   name=$1; shift
   for script in "$@"; do
@@ -99,7 +98,7 @@ pg_cluster_start "$tmp/pgc" "$tmp/pg-start.log" && "$bin" migrate --url "$pgurl"
   { echo "interop: PostgreSQL did not start:"; cat "$tmp/pg-start.log"; exit 1; }
 start_server interop "$pgurl"
 echo "interop: the same against distributed mode (PostgreSQL)"
-run_scripts postgresql interop workflow batch unique
+run_scripts postgresql interop workflow batch unique track
 stop_server
 pg_cluster_stop
 

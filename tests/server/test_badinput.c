@@ -370,8 +370,7 @@ static void build_table(void)
     add("$-1", EXACT, "BATCHES {\"bid\":\"b-nosuchbatch00\"}");
     /* TRACK (Faktory Enterprise's progress tracking): a missing or unknown
      * subcommand, GET without one jid, SET with garbage or bad fields. An
-     * unknown jid answers Faktory's "unknown" record (a single node;
-     * distributed mode refuses TRACK whole for now). */
+     * unknown jid answers Faktory's "unknown" record (both backends). */
     const char *track_forms[] = {"X", "GET", "GET a b", "SET", "SET {}", "SET []", "SET nope",
                                  "SET {\"jid\":\"\"}", "SET {\"jid\":1}",
                                  "SET {\"jid\":\"j\",\"percent\":\"5\"}",
@@ -381,11 +380,9 @@ static void build_table(void)
                                  "SET \xff{}"};
     for (size_t i = 0; i < sizeof track_forms / sizeof *track_forms; i++)
         add("-ERR", 0, "TRACK %s", track_forms[i]);
-#ifndef RBH_PG
     add("{\"jid\":\"no-such-job-1\",\"state\":\"unknown\",\"updated_at\":\"\"}", EXACT,
         "TRACK GET no-such-job-1");
     add("+OK", EXACT, "TRACK SET {\"jid\":\"no-such-job-1\",\"percent\":5}");
-#endif
 
     /* FAIL: unknown or not working; bad fields on the working job. */
     add("-ERR Job not found no-such-job-1", EXACT, "FAIL {\"jid\":\"no-such-job-1\"}");

@@ -3,9 +3,11 @@
  * schedule, workers, policy simulation), every action (job retry/kill/
  * discard, bulk, queue pause/resume, workers quiet/terminate), their errors
  * as JSON with HTTP status codes, and that actions are durable when they
- * answer; the version in /api/info and /metrics. */
+ * answer; the version in /api/info and /metrics; Faktory Enterprise's views
+ * (cron, throttles, a job's unique lock and expiry, expired jobs). */
 #include <criterion/criterion.h>
 
+#include "common/timeutil.h"
 #include "common/version.h"
 #include "test_http_harness.h"
 
@@ -762,4 +764,270 @@ HTTP_TEST(policy_simulation_in_every_form)
     expect_error(400, "failures must be", "POST", "/api/policy/simulate",
                  "{\"policy\":3,\"failures\":-2}");
     expect_error(405, "method not allowed", "GET", "/api/policy/simulate", NULL);
+}
+
+/* --- Faktory Enterprise's views: cron, throttles, unique locks, expiry --- */
+
+/* Without [[cron]] or [throttles] both views answer empty lists, /api/info
+ * counts none, and bad requests name what was wrong, in both modes. */
+HTTP_TEST(cron_and_throttles_without_configuration_and_bad_requests)
+{
+    rbh_resp *r = expect(200, "GET", "/api/cron", NULL);
+    cr_assert_eq(json_array_size(rbh_get(r->json, "entries")), 0, "%s", r->body);
+    cr_assert_eq(jint(r, "fired"), 0);
+    cr_assert(strlen(jstr(r, "now")) > 10, "%s", r->body);
+    rbh_resp_free(r);
+    r = expect(200, "GET", "/api/throttles", NULL);
+    cr_assert(json_is_array(rbh_get(r->json, "throttles")), "%s", r->body);
+    cr_assert_eq(json_array_size(rbh_get(r->json, "throttles")), 0, "%s", r->body);
+    rbh_resp_free(r);
+    r = expect(200, "GET", "/api/info", NULL);
+    cr_assert_eq(jint(r, "all_time.expired"), 0);
+    cr_assert_eq(jint(r, "unique.locks"), 0);
+    cr_assert_eq(jint(r, "cron.entries"), 0);
+    cr_assert_eq(jint(r, "throttles.queues"), 0);
+    cr_assert_eq(jint(r, "throttles.in_use"), 0);
+    rbh_resp_free(r);
+    expect_error(405, "method not allowed", "POST", "/api/cron", NULL);
+    expect_error(405, "method not allowed", "DELETE", "/api/throttles", NULL);
+    expect_error(404, "no such endpoint", "GET", "/api/cron/nightly", NULL);
+    expect_error(404, "no such endpoint", "GET", "/api/throttles/images", NULL);
+    expect_error(400, "count='0' must be an integer from 1 to 1000", "GET", "/api/cron?count=0", NULL);
+    expect_error(400, "count='1001'", "GET", "/api/cron?count=1001", NULL);
+    expect_error(400, "count='many'", "GET", "/api/cron?count=many", NULL);
+    expect_error(400, "now='yesterday' must be an RFC 3339 time", "GET", "/api/cron?now=yesterday",
+                 NULL);
+}
+
+/* GET /api/job: a unique job's unique_for, unique_until and whether it
+ * holds its lock (taken at PUSH; unique_until "start" gives it up at
+ * FETCH), a job's custom.expires_at; a job past it is dropped at FETCH and
+ * counted in /api/info and /metrics, in both modes. */
+HTTP_TEST(job_shows_its_unique_lock_and_expiry_and_expired_jobs_are_counted)
+{
+    cr_assert(rbh_expect(C, "+OK", "PUSH {\"jid\":\"jobid-u1\",\"jobtype\":\"Inv\",\"args\":[1],"
+                                   "\"queue\":\"uq\",\"custom\":{\"unique_for\":3600,"
+                                   "\"expires_in\":600}}"));
+    cr_assert(rbh_expect(C, "+OK", "PUSH {\"jid\":\"jobid-u2\",\"jobtype\":\"Inv\",\"args\":[2],"
+                                   "\"queue\":\"us\",\"custom\":{\"unique_for\":60,"
+                                   "\"unique_until\":\"start\"}}"));
+    push("jobid-p1", "Plain", "default");
+    rbh_resp *r = expect(200, "GET", "/api/job/jobid-u1", NULL);
+    json_t *u = rbh_get(r->json, "unique");
+    cr_assert(json_is_object(u), "%s", r->body);
+    cr_assert_eq(json_number_value(json_object_get(u, "unique_for")), 3600.0);
+    cr_assert_str_eq(jstr(r, "unique.unique_until"), "success");
+    cr_assert(json_is_true(json_object_get(u, "locked")), "%s", r->body);
+    const char *until = jstr(r, "unique.lock_until");
+    const char *expiry = jstr(r, "expiry");
+    cr_assert(strcmp(until, expiry) > 0, "the lock (1 h) outlasts the expiry (10 min): %s", r->body);
+    cr_assert_str_eq(jstr(r, "job.custom.expires_at"), expiry);
+    rbh_resp_free(r);
+    r = expect(200, "GET", "/api/job/jobid-u2", NULL);
+    cr_assert(json_is_true(rbh_get(r->json, "unique.locked")), "%s", r->body);
+    cr_assert_str_eq(jstr(r, "unique.unique_until"), "start");
+    cr_assert(json_is_null(rbh_get(r->json, "expiry")), "%s", r->body);
+    rbh_resp_free(r);
+    json_t *j = rbh_json(rbh_cmd(C, "FETCH us"));
+    cr_assert_str_eq(json_string_value(json_object_get(j, "jid")), "jobid-u2");
+    json_decref(j);
+    r = expect(200, "GET", "/api/job/jobid-u2", NULL);
+    cr_assert(json_is_false(rbh_get(r->json, "unique.locked")), "released at FETCH: %s", r->body);
+    rbh_resp_free(r);
+    r = expect(200, "GET", "/api/job/jobid-p1", NULL);
+    cr_assert(json_is_null(rbh_get(r->json, "unique")), "%s", r->body);
+    cr_assert(json_is_null(rbh_get(r->json, "expiry")), "%s", r->body);
+    rbh_resp_free(r);
+    r = expect(200, "GET", "/api/info", NULL);
+    cr_assert_eq(jint(r, "unique.locks"), 1);
+    rbh_resp_free(r);
+    /* expired at once: dropped by the FETCH, counted */
+    cr_assert(rbh_expect(C, "+OK", "PUSH {\"jid\":\"jobid-e1\",\"jobtype\":\"Flash\",\"args\":[],"
+                                   "\"queue\":\"eq\",\"custom\":{\"expires_in\":0}}"));
+    cr_assert(rbh_expect(C, "$-1", "FETCH eq"), "an expired job was fetched");
+    long long expired = 0;
+    for (int64_t end = rbh_now_ms() + 10000; rbh_now_ms() < end && expired < 1; rbh_sleep_ms(50)) {
+        r = expect(200, "GET", "/api/info", NULL);
+        expired = jint(r, "all_time.expired");
+        rbh_resp_free(r);
+    }
+    cr_assert_eq(expired, 1);
+    r = expect(200, "GET", "/metrics", NULL);
+    cr_assert(strstr(r->body, "\n# TYPE rebound_jobs_expired_stored_total counter\n"
+                              "rebound_jobs_expired_stored_total 1\n"), "%s", r->body);
+    rbh_resp_free(r);
+    expect_error(404, "no job 'jobid-e1'", "GET", "/api/job/jobid-e1", NULL);
+}
+
+/* [[cron]] and [throttles] in both modes. */
+
+/* Restarts S with config (a new directory and database). */
+static void restart_with(const char *config)
+{
+    rbh_close(C);
+    C = NULL;
+    cr_assert_eq(rbh_stop(&S), 0, "the server did not exit cleanly (log above)");
+    cr_assert_eq(rbh_start_http(&S, config, &H), 0, "server did not start (see %s)", S.log);
+    C = rbh_connect(&S, "w1");
+    cr_assert_not_null(C);
+}
+
+/* The test-only cron clock offset putting a minute boundary lead_ms ahead;
+ * *tick_s is that boundary. */
+static long long offset_before_minute(long long lead_ms, long long *tick_s)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    long long now = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    long long boundary = (now / 60000 + 1) * 60000;
+    *tick_s = boundary / 1000;
+    return boundary - lead_ms - now;
+}
+
+/* The JSON `rebound cron FILE --json` prints with args (caller decrefs). */
+static json_t *cli_cron(const char *args)
+{
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "'%s' cron '%s' --json %s", rbh_bin(), S.config, args);
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    json_t *v = json_loadf(p, 0, NULL);
+    cr_assert_eq(pclose(p), 0, "%s failed", cmd);
+    cr_assert_not_null(v, "%s printed no JSON", cmd);
+    return v;
+}
+
+/* GET /api/cron: the entries as `rebound cron --json` lists them (same
+ * keys and values for the same now and count) with the last tick the
+ * store keeps and its job's jid; the tick survives a restart; /metrics
+ * gives each entry's last tick. */
+HTTP_TEST(cron_lists_entries_as_the_cli_does_with_the_stored_last_tick)
+{
+    long long tick_s;
+    char off[32];
+    snprintf(off, sizeof off, "%lld", offset_before_minute(700, &tick_s));
+    setenv("REBOUND_TEST_CLOCK_OFFSET_MS", off, 1);
+    restart_with("[[cron]]\nname = \"minutely\"\nschedule = \"* * * * *\"\n"
+                 "[cron.job]\ntype = \"Tick\"\nqueue = \"cq\"\n\n"
+                 "[[cron]]\nname = \"never\"\nschedule = \"0 0 31 2 *\"\ntimezone = \"Europe/Berlin\"\n"
+                 "missed = \"run_once\"\n[cron.job]\ntype = \"Feb31\"\n");
+    unsetenv("REBOUND_TEST_CLOCK_OFFSET_MS");
+    rbh_resp *r = NULL;
+    for (int64_t end = rbh_now_ms() + 10000; rbh_now_ms() < end; rbh_sleep_ms(50)) {
+        rbh_resp_free(r);
+        r = expect(200, "GET", "/api/cron?count=3", NULL);
+        if (json_is_string(rbh_get(json_array_get(rbh_get(r->json, "entries"), 0), "last")))
+            break;
+    }
+    json_t *e = json_array_get(rbh_get(r->json, "entries"), 0);
+    cr_assert_str_eq(json_string_value(json_object_get(e, "name")), "minutely");
+    int64_t ms;
+    cr_assert_eq(rb_time_parse_rfc3339(json_string_value(json_object_get(e, "last")), &ms), 0,
+                 "no tick fired: %s", r->body);
+    cr_assert_eq(ms, tick_s * 1000);
+    const char *last_jid = json_string_value(json_object_get(e, "last_jid"));
+    char want[64];
+    snprintf(want, sizeof want, "-%lld", tick_s);
+    cr_assert(last_jid && !strncmp(last_jid, "cron-", 5) && strstr(last_jid, want), "%s", r->body);
+    json_t *next = json_object_get(e, "next");
+    cr_assert_eq(json_array_size(next), 3, "%s", r->body);
+    cr_assert_eq(rb_time_parse_rfc3339(json_string_value(json_array_get(next, 0)), &ms), 0);
+    cr_assert_eq(ms, (tick_s + 60) * 1000, "the next run after the tick: %s", r->body);
+    cr_assert_eq(jint(r, "fired"), 1);
+    json_t *never = json_array_get(rbh_get(r->json, "entries"), 1);
+    cr_assert_eq(json_array_size(json_object_get(never, "next")), 0, "%s", r->body);
+    cr_assert(json_is_null(json_object_get(never, "last")), "%s", r->body);
+    char path[200];
+    snprintf(path, sizeof path, "/api/job/%s", last_jid);
+    rbh_resp *job = expect(200, "GET", path, NULL);
+    cr_assert_str_eq(jstr(job, "jobtype"), "Tick");
+    rbh_resp_free(job);
+    char jid[64];
+    snprintf(jid, sizeof jid, "%s", last_jid);
+    rbh_resp_free(r);
+    /* the same entries as the CLI's for the same now and count */
+    r = expect(200, "GET", "/api/cron?now=2030-01-01T00:00:00Z&count=2", NULL);
+    json_t *cli = cli_cron("--now 2030-01-01T00:00:00Z --count 2");
+    cr_assert_str_eq(jstr(r, "now"), json_string_value(json_object_get(cli, "now")));
+    json_t *ours = rbh_get(r->json, "entries");
+    cr_assert_eq(json_array_size(ours), 2);
+    for (size_t i = 0; i < 2; i++) {
+        json_t *o = json_deep_copy(json_array_get(ours, i));
+        json_object_del(o, "last");
+        json_object_del(o, "last_jid");
+        cr_assert(json_equal(o, json_array_get(json_object_get(cli, "entries"), i)),
+                  "entry %zu differs from the CLI's: %s", i, r->body);
+        json_decref(o);
+    }
+    json_decref(cli);
+    const char *n0 = json_string_value(json_array_get(rbh_get(json_array_get(ours, 0), "next"), 1));
+    cr_assert_str_eq(n0, "2030-01-01T00:02:00.000Z");
+    rbh_resp_free(r);
+    r = expect(200, "GET", "/metrics", NULL);
+    snprintf(want, sizeof want, "\nrebound_cron_last_tick_timestamp_seconds{entry=\"minutely\"} %lld\n",
+             tick_s);
+    cr_assert(strstr(r->body, want), "/metrics lacks %s in:\n%s", want, r->body);
+    cr_assert(strstr(r->body, "\nrebound_cron_last_tick_timestamp_seconds{entry=\"never\"} 0\n"),
+              "%s", r->body);
+    rbh_resp_free(r);
+    /* the last tick is the store's: kept across a restart (no clock offset
+     * now: the next tick is a minute away) */
+    rbh_close(C);
+    C = NULL;
+    rbh_kill(&S, SIGTERM);
+    cr_assert_eq(rbh_relaunch_http(&S, &H), 0);
+    C = rbh_connect(&S, "w1");
+    r = expect(200, "GET", "/api/cron", NULL);
+    e = json_array_get(rbh_get(r->json, "entries"), 0);
+    cr_assert_str_eq(json_string_value(json_object_get(e, "last_jid")), jid, "%s", r->body);
+    rbh_resp_free(r);
+}
+
+/* GET /api/throttles: each throttled queue by name with its limit and
+ * timeout and the slots the engine counts in use; /api/info and /metrics
+ * give the same. */
+HTTP_TEST(throttles_show_limits_and_slots_in_use)
+{
+    restart_with("[throttles.tq]\nconcurrency = 2\ntimeout = 60\n\n"
+                 "[throttles.other]\nconcurrency = 1\n");
+    for (int i = 0; i < 3; i++)
+        cr_assert(rbh_expect(C, "+OK", "PUSH {\"jid\":\"jobid-t%d\",\"jobtype\":\"T\",\"args\":[],"
+                                       "\"queue\":\"tq\"}", i));
+    json_t *j = rbh_json(rbh_cmd(C, "FETCH tq"));
+    cr_assert_str_eq(json_string_value(json_object_get(j, "jid")), "jobid-t0");
+    json_decref(j);
+    rbh_resp *r = expect(200, "GET", "/api/throttles", NULL);
+    json_t *want = json_loads("{\"throttles\":["
+                              "{\"queue\":\"other\",\"concurrency\":1,\"timeout_s\":0,\"in_use\":0,"
+                              "\"size\":0,\"paused\":false},"
+                              "{\"queue\":\"tq\",\"concurrency\":2,\"timeout_s\":60,\"in_use\":1,"
+                              "\"size\":2,\"paused\":false}]}", 0, NULL);
+    cr_assert(json_equal(r->json, want), "got %s", r->body);
+    json_decref(want);
+    rbh_resp_free(r);
+    j = rbh_json(rbh_cmd(C, "FETCH tq"));
+    cr_assert_str_eq(json_string_value(json_object_get(j, "jid")), "jobid-t1");
+    json_decref(j);
+    r = expect(200, "GET", "/api/info", NULL);
+    cr_assert_eq(jint(r, "throttles.queues"), 2);
+    cr_assert_eq(jint(r, "throttles.in_use"), 2);
+    rbh_resp_free(r);
+    r = expect(200, "GET", "/metrics", NULL);
+    const char *lines[] = {
+        "\n# TYPE rebound_throttle_limit gauge\n",
+        "\nrebound_throttle_limit{queue=\"tq\"} 2\n",
+        "\nrebound_throttle_limit{queue=\"other\"} 1\n",
+        "\nrebound_throttle_timeout_seconds{queue=\"tq\"} 60\n",
+        "\n# TYPE rebound_throttle_slots_in_use gauge\n",
+        "\nrebound_throttle_slots_in_use{queue=\"tq\"} 2\n",
+        "\nrebound_throttle_slots_in_use{queue=\"other\"} 0\n",
+    };
+    for (size_t i = 0; i < sizeof lines / sizeof *lines; i++)
+        cr_assert(strstr(r->body, lines[i]), "/metrics lacks %s in:\n%s", lines[i], r->body);
+    rbh_resp_free(r);
+    cr_assert(rbh_expect(C, "+OK", "ACK {\"jid\":\"jobid-t0\"}"));
+    r = expect(200, "GET", "/api/throttles", NULL);
+    cr_assert_eq(json_integer_value(rbh_get(json_array_get(rbh_get(r->json, "throttles"), 1),
+                                            "in_use")), 1, "%s", r->body);
+    rbh_resp_free(r);
 }

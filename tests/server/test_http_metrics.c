@@ -1,6 +1,7 @@
 /* Unit tests of the metrics module (no server): the jobtype scan used for
  * labels, counters by (queue, job type) and the series cap, histogram
- * buckets, label escaping in the exposition, and the throughput history. */
+ * buckets, label escaping in the exposition, the Enterprise figures
+ * (expired jobs, throttles), and the throughput history. */
 #include <criterion/criterion.h>
 
 #include <stdlib.h>
@@ -77,6 +78,40 @@ Test(http_metrics, counters_render_by_queue_and_jobtype_escaped)
     free(b->json);
     free(b);
     rb_metrics_free(m);
+    free_srv(srv);
+}
+
+/* The Enterprise figures of the engine's INFO: the store's expired count
+ * and each throttle's limit, timeout and slots (a backend that reports no
+ * slots leaves their line out), with HELP and TYPE; none without them. */
+Test(http_metrics, expired_jobs_and_throttles_render_with_help_and_type)
+{
+    rb_srv *srv = fake_srv();
+    rb_buf out = RB_BUF_INIT;
+    rb_metrics_render_state(NULL, srv, &(rb_metrics_state){0}, &out);
+    cr_assert_null(strstr(rb_buf_str(&out), "expired_stored"), "%s", rb_buf_str(&out));
+    cr_assert_null(strstr(rb_buf_str(&out), "rebound_throttle"), "%s", rb_buf_str(&out));
+    rb_buf_release(&out);
+    const rb_metrics_throttle ts[] = {{"img\"s", 4, 60, 3}, {"bulk", 1, 0, -1}};
+    rb_metrics_state st = {.has_expired = true, .expired = 7, .throttles = ts, .n_throttles = 2};
+    rb_metrics_render_state(NULL, srv, &st, &out);
+    const char *t = rb_buf_str(&out);
+    const char *want[] = {
+        "# HELP rebound_jobs_expired_stored_total jobs dropped unrun",
+        "\n# TYPE rebound_jobs_expired_stored_total counter\nrebound_jobs_expired_stored_total 7\n",
+        "\n# TYPE rebound_throttle_limit gauge\nrebound_throttle_limit{queue=\"img\\\"s\"} 4\n"
+        "rebound_throttle_limit{queue=\"bulk\"} 1\n",
+        "\n# TYPE rebound_throttle_timeout_seconds gauge\n"
+        "rebound_throttle_timeout_seconds{queue=\"img\\\"s\"} 60\n"
+        "rebound_throttle_timeout_seconds{queue=\"bulk\"} 0\n",
+        "# HELP rebound_throttle_slots_in_use ",
+        "\n# TYPE rebound_throttle_slots_in_use gauge\n"
+        "rebound_throttle_slots_in_use{queue=\"img\\\"s\"} 3\n#",
+    };
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++)
+        cr_assert(strstr(t, want[i]), "lacks %s in:\n%s", want[i], t);
+    cr_assert_null(strstr(t, "rebound_throttle_slots_in_use{queue=\"bulk\"}"), "%s", t);
+    rb_buf_release(&out);
     free_srv(srv);
 }
 

@@ -235,8 +235,9 @@ Test(pg, migrate_is_idempotent_and_checked)
     cr_assert_eq(v, RB_PG_SCHEMA_VERSION);
     char *t = sql1("SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()"
                    " AND tablename LIKE 'rb\\_%'");
-    cr_assert_str_eq(t, "10"); /* rb_jobs, rb_queues, rb_counters, rb_meta, rb_workers,
-                                  rb_edges, rb_wait, rb_dep_done, rb_batches, rb_unique */
+    cr_assert_str_eq(t, "11"); /* rb_jobs, rb_queues, rb_counters, rb_meta, rb_workers,
+                                  rb_edges, rb_wait, rb_dep_done, rb_batches, rb_unique,
+                                  rb_track */
     free(t);
 }
 
@@ -304,16 +305,16 @@ Test(pg, migrate_command)
     cr_assert(strstr(out, "schema version 0: the database has no rebound schema"), "%s", out);
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema created (version 8)\n");
+    cr_assert_str_eq(out, "schema created (version 9)\n");
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema is up to date (version 8)\n");
+    cr_assert_str_eq(out, "schema is up to date (version 9)\n");
     snprintf(args, sizeof args, "migrate --check --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema version 8: up to date\n");
-    free(sql1("UPDATE rb_meta SET value = '9' WHERE key = 'schema_version'"));
+    cr_assert_str_eq(out, "schema version 9: up to date\n");
+    free(sql1("UPDATE rb_meta SET value = '10' WHERE key = 'schema_version'"));
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 1, "%s", out);
-    cr_assert(strstr(out, "version 9, newer than this rebound supports (8)"), "%s", out);
+    cr_assert(strstr(out, "version 10, newer than this rebound supports (9)"), "%s", out);
     cr_assert_eq(run_cli("migrate --url ./rebound.db", out, sizeof out), 2, "%s", out);
     cr_assert(strstr(out, "not a PostgreSQL url"), "%s", out);
     cr_assert_eq(run_cli("migrate --bogus", out, sizeof out), 2, "%s", out);
@@ -338,14 +339,14 @@ Test(pg, version_2_database_is_refused_then_upgraded_in_place)
     char *jid = claim_before_upgrade("uq", "w1", rb_now_ms());
     cr_assert_str_eq(jid, "upgr00001");
     cr_assert_eq(rb_pg_check_schema(pg, &err), RB_EVERSION);
-    cr_assert(strstr(rb_err_msg(&err), "version 2, this rebound needs 8: run 'rebound migrate'"),
+    cr_assert(strstr(rb_err_msg(&err), "version 2, this rebound needs 9: run 'rebound migrate'"),
               "%s", rb_err_msg(&err));
     snprintf(args, sizeof args, "migrate --check --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 1, "%s", out);
     cr_assert(strstr(out, "schema version 2:"), "%s", out);
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema upgraded from version 2 to 8\n");
+    cr_assert_str_eq(out, "schema upgraded from version 2 to 9\n");
     cr_assert_eq(rb_pg_check_schema(pg, &err), 0, "%s", rb_err_msg(&err));
     cr_assert_eq(rb_pg_schema_version(pg, &v, &err), 0);
     cr_assert_eq(v, RB_PG_SCHEMA_VERSION);
@@ -412,7 +413,7 @@ Test(pg, version_3_database_upgrades_to_the_holder_rule)
     free(r);
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema upgraded from version 3 to 8\n");
+    cr_assert_str_eq(out, "schema upgraded from version 3 to 9\n");
     /* pg, connected before the upgrade, goes on: its statements reach the
      * replaced functions */
     cr_assert_eq(rb_pg_check_schema(pg, &err), 0, "%s", rb_err_msg(&err));
@@ -461,7 +462,7 @@ Test(pg, version_4_database_upgrades_to_dependencies)
     cr_assert_str_eq(a, "v4par0001");
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema upgraded from version 4 to 8\n");
+    cr_assert_str_eq(out, "schema upgraded from version 4 to 9\n");
     cr_assert_eq(rb_pg_check_schema(pg, &err), 0, "%s", rb_err_msg(&err));
     json_t *kid = json_loads("{\"jid\":\"v4kid0001\",\"jobtype\":\"t\",\"args\":[],"
                              "\"depends_on\":[\"v4par0001\"]}", 0, NULL);
@@ -1835,7 +1836,7 @@ Test(pg, version_5_database_upgrades_to_batches)
     cr_assert_str_eq(a, "v5job0001");
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema upgraded from version 5 to 8\n");
+    cr_assert_str_eq(out, "schema upgraded from version 5 to 9\n");
     cr_assert_eq(rb_pg_check_schema(pg, &err), 0, "%s", rb_err_msg(&err));
     rb_pg_ref ref = {a, "w1"};
     int st = -1;
@@ -1875,7 +1876,7 @@ Test(pg, version_6_database_upgrades_to_the_batch_member_index)
     free(n);
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema upgraded from version 6 to 8\n");
+    cr_assert_str_eq(out, "schema upgraded from version 6 to 9\n");
     cr_assert_eq(rb_pg_check_schema(pg, &err), 0, "%s", rb_err_msg(&err));
     n = sql1(q);
     cr_assert_str_eq(n, "1");
@@ -1905,7 +1906,7 @@ Test(pg, version_7_database_upgrades_to_unique_jobs)
     cr_assert_str_eq(a, "v7job0001");
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema upgraded from version 7 to 8\n");
+    cr_assert_str_eq(out, "schema upgraded from version 7 to 9\n");
     cr_assert_eq(rb_pg_check_schema(pg, &err), 0, "%s", rb_err_msg(&err));
     rb_pg_ref ref = {a, "w1"};
     int st = -1;
@@ -1942,6 +1943,98 @@ Test(pg, version_7_database_upgrades_to_unique_jobs)
     free(t);
     free(a);
     free(b);
+    rb_pg_close(pg);
+}
+
+/* --- progress tracking (schema version 9, issue 16) --- */
+
+/* TRACK SET of text (a JSON object) at now. */
+static int track_set(rb_pg *pg, const char *text, int64_t now)
+{
+    json_t *o = json_loads(text, 0, NULL);
+    cr_assert(o, "bad test JSON %s", text);
+    rb_track_set in;
+    rb_err err = {0};
+    cr_assert_eq(rb_track_parse_set(o, &in, &err), 0, "%s", rb_err_msg(&err));
+    int rc = rb_pg_track_set(pg, &in, now, &err);
+    json_decref(o);
+    return rc;
+}
+
+/* TRACK GET's state word for jid at now (caller frees). */
+static char *track_state(rb_pg *pg, const char *jid, int64_t now)
+{
+    json_t *v = NULL;
+    rb_err err = {0};
+    cr_assert_eq(rb_pg_track_get(pg, jid, now, &v, &err), 0, "%s", rb_err_msg(&err));
+    char *s = rb_xstrdup(json_string_value(json_object_get(v, "state")));
+    json_decref(v);
+    return s;
+}
+
+/* A version-8 database holding a claimed tracked job, and a node of that
+ * release still running: after `rebound migrate` a SET keeps progress,
+ * the previous release's ACK statement (rb_ack_batch, replaced in place)
+ * ends the record as a success, a deletion any other way as dead, and
+ * the sweep drops ended records only past their retention. */
+Test(pg, version_8_database_upgrades_to_tracking)
+{
+    char drop[160], args[1200], out[1024];
+    snprintf(drop, sizeof drop, "DROP SCHEMA %s CASCADE; CREATE SCHEMA %s", schema, schema);
+    free(sql1(drop));
+    rb_pg *pg = open_engine(false, 15);
+    rb_err err = {0};
+    int from = -1;
+    cr_assert_eq(rb_pg_migrate_to(pg, 8, &from, &err), 0, "%s", rb_err_msg(&err));
+    int64_t now = rb_now_ms();
+    cr_assert_eq(push_at(pg, "{\"jid\":\"v8trk0001\",\"jobtype\":\"t\",\"args\":[],"
+                             "\"custom\":{\"track\":1}}", now), 0);
+    cr_assert_eq(push_at(pg, "{\"jid\":\"v8trk0002\",\"jobtype\":\"t\",\"args\":[],"
+                             "\"queue\":\"tq2\",\"custom\":{\"track\":1}}", now), 0);
+    char *a = claim_before_upgrade("default", "w1", now);
+    cr_assert_str_eq(a, "v8trk0001");
+    snprintf(args, sizeof args, "migrate --url '%s'", url);
+    cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
+    cr_assert_str_eq(out, "schema upgraded from version 8 to 9\n");
+    cr_assert_eq(rb_pg_check_schema(pg, &err), 0, "%s", rb_err_msg(&err));
+    now = rb_now_ms();
+    cr_assert_eq(track_set(pg, "{\"jid\":\"v8trk0001\",\"percent\":60}", now), 0);
+    cr_assert_eq(track_set(pg, "{\"jid\":\"v8trk0002\",\"desc\":\"queued\"}", now), 0);
+    char *t = sql1("SELECT string_agg(jid || ':' || trk, ',' ORDER BY jid) FROM rb_jobs");
+    cr_assert_str_eq(t, "v8trk0001:true,v8trk0002:true");
+    free(t);
+    /* the previous release's ACK, as its nodes send it */
+    t = sql1("SELECT status FROM rb_ack_batch('{v8trk0001}', '{w1}', 0,"
+             " (extract(epoch FROM clock_timestamp()) * 1000)::bigint, 3600000, false)");
+    cr_assert_str_eq(t, "0");
+    free(t);
+    char *st = track_state(pg, "v8trk0001", rb_now_ms());
+    cr_assert_str_eq(st, "success");
+    free(st);
+    /* QUEUE REMOVE deletes the other: dead, its desc kept */
+    const char *q[1] = {"tq2"};
+    cr_assert_eq(rb_pg_queue_remove(pg, q, 1, NULL, &err), 0, "%s", rb_err_msg(&err));
+    json_t *v = NULL;
+    cr_assert_eq(rb_pg_track_get(pg, "v8trk0002", rb_now_ms(), &v, &err), 0);
+    cr_assert_str_eq(json_string_value(json_object_get(v, "state")), "dead");
+    cr_assert_str_eq(json_string_value(json_object_get(v, "desc")), "queued");
+    cr_assert_null(json_object_get(v, "percent"));
+    json_decref(v);
+    /* retention: nothing dropped now; 31 minutes later both are, and GET
+     * already answers unknown once the 30 minutes passed */
+    int n = -1;
+    cr_assert_eq(rb_pg_track_expire(pg, rb_now_ms(), 100, &n, &err), 0, "%s", rb_err_msg(&err));
+    cr_assert_eq(n, 0);
+    int64_t later = rb_now_ms() + RB_TRACK_RETENTION_MS + 60000;
+    st = track_state(pg, "v8trk0001", later);
+    cr_assert_str_eq(st, "unknown");
+    free(st);
+    cr_assert_eq(rb_pg_track_expire(pg, later, 100, &n, &err), 0, "%s", rb_err_msg(&err));
+    cr_assert_eq(n, 2);
+    t = sql1("SELECT count(*) FROM rb_track");
+    cr_assert_str_eq(t, "0");
+    free(t);
+    free(a);
     rb_pg_close(pg);
 }
 

@@ -2,14 +2,18 @@
  * node; docs/enterprise.md, "Tracking"): TRACK SET and GET through a job's
  * life (enqueued, working, failed, success, dead), the untracked and
  * unknown reply, SET on an enqueued job, reserve_until extending the
- * lease, the record across a restart and kill -9, bad input. The
- * scenarios of faktory-rs test_tracker_can_send_and_retrieve_job_execution
- * _progress, Ruby's tracking_test.rb and the brief's §6 (28-32). */
+ * lease, the record across a restart and kill -9, bad input, and the
+ * progress as the dashboard (GET /api/track/JID) and `rebound job` show
+ * it. The scenarios of faktory-rs test_tracker_can_send_and_retrieve_job
+ * _execution_progress, Ruby's tracking_test.rb and the brief's §6 (28-32).
+ * The same source runs in distributed mode (test_pg_server_track.c): no
+ * difference between the backends is expected, none is made here. */
 #include <criterion/criterion.h>
 #include <time.h>
 
 #include "common/timeutil.h"
 #include "common_helpers.h"
+#include "test_http_harness.h"
 
 static void start(void)
 {
@@ -344,4 +348,50 @@ SERVER_TEST(bad_input_is_refused_and_changes_nothing)
     cr_assert_eq(json_integer_value(json_object_get(v, "percent")), 5);
     cr_assert_str_eq(json_string_value(json_object_get(v, "desc")), "five");
     json_decref(v);
+}
+
+SERVER_TEST(dashboard_and_cli_show_progress)
+{
+    /* S again, with its HTTP listener */
+    rbh_close(C);
+    C = NULL;
+    rbh_kill(&S, SIGTERM);
+    int hport = 0;
+    cr_assert_eq(rbh_relaunch_http(&S, &hport), 0, "no restart (see %s)", S.log);
+    C = rbh_connect(&S, "w1");
+    cr_assert_not_null(C);
+    push("trk-show1", "\"track\":1", "");
+    fetch_expect("trk-show1");
+    set_ok(C, "{\"jid\":\"trk-show1\",\"percent\":42,\"desc\":\"pass 2 of 3\"}");
+    /* the dashboard's job page reads TRACK GET's record */
+    char *want = rbh_cmd(C, "TRACK GET trk-show1");
+    cr_assert_not_null(want);
+    rbh_resp *r = rbh_http(hport, "GET", "/api/track/trk-show1", NULL, NULL);
+    cr_assert(r && r->status == 200, "GET /api/track: %d", r ? r->status : -1);
+    cr_assert_str_eq(json_string_value(json_object_get(r->json, "state")), "working");
+    cr_assert_eq(json_integer_value(json_object_get(r->json, "percent")), 42);
+    json_t *w = json_loads(want, 0, NULL);
+    cr_assert(json_equal(w, r->json), "HTTP %s, TRACK GET %s", r->body, want);
+    json_decref(w);
+    free(want);
+    rbh_resp_free(r);
+    /* `rebound job` prints the progress line, --json adds the record */
+    char cmd[1200], out[4096];
+    snprintf(cmd, sizeof cmd, "'%s' job trk-show1 --url tcp://127.0.0.1:%d", rbh_bin(), S.port);
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    size_t len = fread(out, 1, sizeof out - 1, p);
+    out[len] = '\0';
+    cr_assert_eq(pclose(p), 0, "%s failed: %s", cmd, out);
+    cr_assert(strstr(out, "progress") && strstr(out, "42% pass 2 of 3 (updated "), "%s", out);
+    snprintf(cmd, sizeof cmd, "'%s' job trk-show1 --json --url tcp://127.0.0.1:%d", rbh_bin(),
+             S.port);
+    p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    len = fread(out, 1, sizeof out - 1, p);
+    out[len] = '\0';
+    cr_assert_eq(pclose(p), 0, "%s failed: %s", cmd, out);
+    json_t *j = json_loads(out, 0, NULL);
+    cr_assert_eq(json_integer_value(rbh_get(j, "progress.percent")), 42, "%s", out);
+    json_decref(j);
 }

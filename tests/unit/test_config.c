@@ -71,6 +71,8 @@ Test(config, defaults_come_from_the_schema)
     cr_assert_eq(cfg.server.dead_retention_s, 180 * 86400);
     cr_assert(cfg.server.metrics_public);
     cr_assert_str_eq(cfg.storage.url, "./rebound.db");
+    cr_assert_eq(cfg.log.level, 1, "info");
+    cr_assert_eq(cfg.log.format, 0, "text");
     /* the schema's [backoff] defaults are tasker's seed defaults */
     rb_backoff_config seed;
     rb_backoff_config_init(&seed);
@@ -119,6 +121,9 @@ Test(config, every_key_is_read_from_a_file, .init = in_tmpdir)
                   "succeeded_ttl = \"10m\"\n"
                   "batch_retention = \"2h\"\n"
                   "batch_uncommitted_ttl = \"90s\"\n"
+                  "[log]\n"
+                  "level = \"warn\"\n"
+                  "format = \"json\"\n"
                   "[backoff]\n"
                   "default_backoff_seconds = [0.5, 3]\n"
                   "max_backoff_seconds = 30.5\n"
@@ -145,6 +150,8 @@ Test(config, every_key_is_read_from_a_file, .init = in_tmpdir)
     cr_assert_not(cfg.server.metrics_public);
     cr_assert_str_eq(cfg.storage.url, "postgres://u@h/db");
     cr_assert_eq(cfg.workflows.succeeded_ttl_s, 600);
+    cr_assert_eq(cfg.log.level, 2, "warn");
+    cr_assert_eq(cfg.log.format, 1, "json");
     cr_assert_eq(cfg.backoff.n_default_backoff, 2);
     cr_assert_eq(cfg.backoff.default_backoff_ms[0], 500);
     cr_assert_eq(cfg.backoff.default_backoff_ms[1], 3000);
@@ -194,6 +201,19 @@ static const struct {
     {"[storage]\nurl = \"mysql://x/y\"\n", RB_EINVAL,
      "c.toml:2: key 'storage.url': must be a SQLite file path or a postgres:// URL (a non-empty "
      "string), got string \"mysql://x/y\""},
+    /* choices */
+    {"[log]\nformat = \"xml\"\n", RB_EINVAL,
+     "c.toml:2: key 'log.format': must be one of \"text\" or \"json\", got string \"xml\""},
+    {"[log]\nformat = 1\n", RB_EINVAL,
+     "c.toml:2: key 'log.format': must be one of \"text\" or \"json\", got integer 1"},
+    {"[log]\nlevel = \"INFO\"\n", RB_EINVAL,
+     "c.toml:2: key 'log.level': must be one of \"debug\", \"info\", \"warn\" or \"error\", got "
+     "string \"INFO\""},
+    {"[log]\nlevel = \"verbose\"\n", RB_EINVAL,
+     "c.toml:2: key 'log.level': must be one of \"debug\", \"info\", \"warn\" or \"error\", got "
+     "string \"verbose\""},
+    {"[log]\nformt = \"json\"\n", RB_EINVAL,
+     "c.toml:2: key 'log.formt': unknown key (did you mean 'log.format'?)"},
     /* integers and booleans */
     {"[server]\nmax_connections = \"10\"\n", RB_EINVAL,
      "c.toml:2: key 'server.max_connections': must be an integer from 1 to 1000000, got string \"10\""},
@@ -724,10 +744,11 @@ Test(config, cron_errors_point_at_the_line, .init = in_tmpdir)
                       "c.toml:1: key 'cron': must be an array of tables ([[cron]]), got integer");
     expect_load_error("[cron]\nschedule = \"@daily\"\n", RB_EINVAL,
                       "c.toml:1: key 'cron': must be an array of tables ([[cron]]), got table");
-    /* Distributed mode refuses cron, in one place, naming the entry's line. */
-    expect_load_error("[storage]\nurl = \"postgres://localhost/rebound\"\n\n[[cron]]\n"
-                      "schedule = \"@daily\"\n[cron.job]\ntype = \"X\"\n",
-                      RB_EINVAL,
-                      "c.toml:4: key 'cron[0]': cron is not supported in distributed mode yet "
-                      "(storage.url is a PostgreSQL URL)");
+    /* Distributed mode has cron too (the store decides which node fires). */
+    rb_config cfg;
+    load_ok(&cfg, "[storage]\nurl = \"postgres://localhost/rebound\"\n\n[[cron]]\n"
+                  "schedule = \"@daily\"\n[cron.job]\ntype = \"X\"\n");
+    cr_assert_eq(cfg.n_cron, 1);
+    cr_assert_str_eq(cfg.cron[0].name, "@daily X");
+    rb_config_release(&cfg);
 }

@@ -9,6 +9,7 @@
 
 #include "common/buf.h"
 #include "config/config.h"
+#include "engine/throttle.h"
 
 static void in_tmpdir(void)
 {
@@ -91,4 +92,26 @@ Test(config_throttles, mistakes_name_file_line_key_and_rule, .init = in_tmpdir)
         cr_expect_eq(cfg.n_throttles, 0, "case %zu: defaults after failure", i);
         rb_config_release(&cfg);
     }
+}
+
+/* The engine's slot rule (engine/throttle.h), both backends' one count: a
+ * working job holds its slot until it leaves working, or for timeout
+ * seconds from its fetch; a fetch read back from a lease is its end minus
+ * reserve_for. */
+Test(config_throttles, a_slot_is_held_until_its_timeout)
+{
+    cr_assert(rb_throttle_holds(1000, 0, INT64_MAX - 1));
+    cr_assert_eq(rb_throttle_frees_at(1000, 0), INT64_MAX);
+    cr_assert(rb_throttle_holds(1000, 5, 5999));
+    cr_assert_not(rb_throttle_holds(1000, 5, 6000));
+    cr_assert_eq(rb_throttle_frees_at(1000, 5), 6000);
+    cr_assert_eq(rb_throttle_fetched_from_lease(61000, 60), 1000);
+    rb_throttle t = {.queue = "q", .concurrency = 3, .timeout_s = 7};
+    json_t *o = json_object();
+    rb_throttle_info_set(o, &t, 2);
+    json_t *e = json_object_get(o, "q");
+    cr_assert_eq(json_integer_value(json_object_get(e, "concurrency")), 3);
+    cr_assert_eq(json_integer_value(json_object_get(e, "timeout")), 7);
+    cr_assert_eq(json_integer_value(json_object_get(e, "in_use")), 2);
+    json_decref(o);
 }

@@ -203,3 +203,29 @@ Test(engine_cron, zone_names)
     cr_assert(!rb_cron_zone_valid("Europe")); /* a directory */
     cr_assert(!rb_cron_zone_valid("EST5EDT,M3.2.0,M11.1.0"));
 }
+
+/* After downtime (rb_cron_catch_up): skip fires nothing, run_once the
+ * latest missed tick; nothing missed or a new entry fires nothing. */
+Test(engine_cron, catch_up_after_downtime)
+{
+    rb_cron_spec s;
+    rb_err err = {0};
+    cr_assert_eq(rb_cron_parse("*/15 * * * *", &s, &err), 0);
+    bool missed = true;
+    int64_t last = T("2026-03-08T06:00:00Z");
+    /* nothing missed: the next tick (06:15) is still ahead */
+    cr_assert_eq(rb_cron_catch_up(&s, NULL, true, last, T("2026-03-08T06:14:59Z"), &missed), 0);
+    cr_assert(!missed);
+    /* 06:15 .. 07:00 missed: skip fires none, run_once the latest (07:00) */
+    cr_assert_eq(rb_cron_catch_up(&s, NULL, false, last, T("2026-03-08T07:01:00Z"), &missed), 0);
+    cr_assert(missed);
+    cr_assert_eq(rb_cron_catch_up(&s, NULL, true, last, T("2026-03-08T07:01:00Z"), &missed),
+                 T("2026-03-08T07:00:00Z"));
+    cr_assert(missed);
+    /* the tick at now itself counts as missed */
+    cr_assert_eq(rb_cron_catch_up(&s, NULL, true, last, T("2026-03-08T06:15:00Z"), &missed),
+                 T("2026-03-08T06:15:00Z"));
+    /* a new entry (no stored tick) starts with its next tick */
+    cr_assert_eq(rb_cron_catch_up(&s, NULL, true, 0, T("2026-03-08T07:01:00Z"), &missed), 0);
+    cr_assert(!missed);
+}

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "backend/mem/batch.h"
 #include "backend/mem/throttle.h"
@@ -56,6 +57,8 @@ static void push_committed(void *arg, int status, const rb_err *err)
     rb_eng_op *op = arg;
     rb_srv *srv = op->srv;
     int64_t now = rb_now_ms();
+    if (!status && op->u.push.meta_key) /* the tick is stored: the mirror follows */
+        json_object_set_new(srv->cron_ticks, op->u.push.meta_key, json_integer(op->u.push.tick_s));
     for (size_t i = 0; i < op->u.push.n; i++) {
         if (op->u.push.status[i])
             continue;
@@ -80,8 +83,29 @@ static void push_committed(void *arg, int status, const rb_err *err)
     committed(arg, status, err);
 }
 
+/* The stored tick of a cron push's meta row (the mirror of the store's
+ * "cron:NAME" rows, srv->cron_ticks) is not older than its tick: nothing
+ * to push. */
+static bool cron_stale(rb_srv *srv, rb_eng_op *op)
+{
+    if (!op->u.push.meta_key)
+        return false;
+    json_t *t = json_object_get(srv->cron_ticks, op->u.push.meta_key);
+    if (!t || json_integer_value(t) < op->u.push.tick_s)
+        return false;
+    op->u.push.stale = true;
+    for (size_t i = 0; i < op->u.push.n; i++)
+        op->u.push.status[i] = RB_EEXIST;
+    return true;
+}
+
 static void mem_push(rb_srv *srv, rb_eng_op *op)
 {
+    if (cron_stale(srv, op)) {
+        op->applied = RB_ENG_NOT_APPLIED;
+        rb_eng_complete(srv, op);
+        return;
+    }
     /* a push naming parents is checked as one unit, and refused whole */
     if ((op->rc = rb_deps_check_push(srv, op->u.push.jobs, op->u.push.n, &op->err)) ||
         (op->rc = rb_mem_unique_check_push(srv, op->u.push.jobs, op->u.push.n, op->now,
@@ -106,13 +130,16 @@ static void mem_push(rb_srv *srv, rb_eng_op *op)
                 rb_mem_batch_pushed(srv, bid, op->now);
         }
     }
-    if (!made) { /* every jid was taken: nothing to commit */
+    if (!made && !op->u.push.meta_key) { /* every jid was taken: nothing to commit */
         op->applied = RB_ENG_NOT_APPLIED;
         rb_eng_complete(srv, op);
         return;
     }
-    if (op->u.push.meta_key) /* in the same commit as the jobs (cron's last tick) */
-        rb_writer_meta(srv->writer, op->u.push.meta_key, op->u.push.meta_value);
+    if (op->u.push.meta_key) { /* in the same commit as the jobs (cron's last tick) */
+        char tick[24];
+        snprintf(tick, sizeof tick, "%lld", (long long)op->u.push.tick_s);
+        rb_writer_meta(srv->writer, op->u.push.meta_key, tick);
+    }
     rb_writer_then(srv->writer, push_committed, op);
 }
 
@@ -269,6 +296,7 @@ static void mem_flush(rb_srv *srv, rb_eng_op *op)
     rb_mem_unique_flush(srv);
     rb_mem_track_flush(srv);
     rb_writer_clear(srv->writer);
+    json_object_clear(srv->cron_ticks); /* the meta rows go too */
     rb_mem_after_commit(srv, op);
 }
 
@@ -381,7 +409,6 @@ static void mem_info(rb_srv *srv, rb_eng_op *op)
     };
     json_object_set_new(f->rebound, "batches", rb_mem_batch_info(srv));
     rb_mem_unique_info(srv, f->rebound);
-    rb_cron_info(srv, f->rebound);
     rb_mem_throttle_info(srv, f->rebound, op->now);
     rb_table_each(&srv->jobs.queues, info_queue, op);
     rb_eng_complete(srv, op);
@@ -487,8 +514,10 @@ static void mem_job(rb_srv *srv, rb_eng_op *op)
 {
     rb_job *j = rb_jobs_find(&srv->jobs, op->u.lookup.jid);
     op->u.lookup.found = j && j->state != RB_JOB_PENDING;
-    if (op->u.lookup.found)
+    if (op->u.lookup.found) {
         view_of(srv, j, &op->u.lookup.view);
+        op->u.lookup.view.lock_until_ms = rb_mem_unique_lock_until(srv, j->jid);
+    }
     rb_eng_complete(srv, op);
 }
 
@@ -699,6 +728,35 @@ static void mem_workflow(rb_srv *srv, rb_eng_op *op)
     rb_eng_complete(srv, op);
 }
 
+/* --- BACKUP --- */
+
+/* The writer's completion of the backup: the copy is durable at its path,
+ * or failed (nothing left there). */
+static void backup_written(void *arg, int status, const rb_err *err)
+{
+    rb_eng_op *op = arg;
+    struct stat st;
+    if (status) {
+        op->rc = status;
+        op->err = *err;
+    } else if (stat(op->u.backup.path, &st) == 0) {
+        op->u.backup.bytes = (int64_t)st.st_size;
+    }
+    rb_eng_complete(op->srv, op);
+}
+
+/* The copy is made on the writer thread, between its batches
+ * (rb_writer_backup): every request answered before BACKUP arrived is in
+ * it, and requests keep being answered while it is made. */
+static void mem_backup(rb_srv *srv, rb_eng_op *op)
+{
+    int rc = rb_writer_backup(srv->writer, op->u.backup.path, backup_written, op, &op->err);
+    if (rc) {
+        op->rc = rc;
+        rb_eng_complete(srv, op);
+    }
+}
+
 const rb_backend rb_backend_mem = {
     .name = "sqlite",
     .push = mem_push,
@@ -724,4 +782,5 @@ const rb_backend rb_backend_mem = {
     .throttles = true,
     .refetch = rb_srv_refetch,
     .workflow = mem_workflow,
+    .backup = mem_backup,
 };

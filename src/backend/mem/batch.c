@@ -185,8 +185,8 @@ static void update(rb_srv *srv, rb_batch *b, rb_batch_event ev, int64_t now, int
  * it. */
 static void drop(rb_srv *srv, rb_batch *b, int64_t now)
 {
-    rb_log(RB_LOG_INFO, "batch %s expired (%s)", b->bid,
-           b->committed ? "finished" : "never committed");
+    rb_log_kv(RB_LOG_INFO, RB_LOG_KV("bid", b->bid), "batch %s expired (%s)", b->bid,
+              b->committed ? "finished" : "never committed");
     rb_table_del(&srv->batches, b);
     members_drop(srv, b->bid);
     save(srv, b, true);
@@ -263,7 +263,7 @@ static void enqueue_callback(rb_srv *srv, rb_batch *b, int k, int64_t now)
 {
     json_t *job = b->cb[k] ? json_loads(b->cb[k], 0, NULL) : NULL;
     if (!job) { /* cannot happen: the text was made by json_dumps */
-        rb_log(RB_LOG_ERROR, "batch %s: unreadable callback", b->bid);
+        rb_log_kv(RB_LOG_ERROR, RB_LOG_KV("bid", b->bid), "batch %s: unreadable callback", b->bid);
         return;
     }
     char *jid = rb_xstrdup(rb_srv_json_str(job, "jid") ? rb_srv_json_str(job, "jid") : "");
@@ -294,7 +294,8 @@ static void enqueue_callback(rb_srv *srv, rb_batch *b, int k, int64_t now)
     srv->batch_callbacks++;
     rb_writer_counter(srv->writer, "batch_callbacks", srv->batch_callbacks);
     static const char *const names[RB_BATCH_CBS] = {"complete", "success", "death"};
-    rb_log(RB_LOG_INFO, "batch %s: %s callback %s enqueued", b->bid, names[k], jid);
+    rb_log_kv(RB_LOG_INFO, RB_LOG_KV("bid", b->bid, "jid", jid, "queue", q->name),
+              "batch %s: %s callback %s enqueued", b->bid, names[k], jid);
     json_decref(job);
 }
 

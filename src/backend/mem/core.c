@@ -263,17 +263,19 @@ static void fire(rb_srv *srv, rb_job *j, int64_t now)
         rb_srv_enqueue(srv, j, now, now);
         break;
     case RB_JOB_WORKING: {
-        rb_log(RB_LOG_INFO, "reservation of job %s expired", j->jid);
+        rb_log_kv(RB_LOG_INFO, RB_LOG_KV("jid", j->jid, "queue", j->queue ? j->queue->name : NULL, "wid", j->wid),
+                  "reservation of job %s expired", j->jid);
         rb_fail_input in = {.errtype = "ReservationExpired",
                             .message = "the job's reservation expired before ACK or FAIL"};
         rb_err err = {0};
         j->flags |= RB_JOB_EXPIRED;
         if (rb_srv_fail_job(srv, j, &in, now, &err))
-            rb_log(RB_LOG_ERROR, "expiring job: %s", rb_err_msg(&err));
+            rb_log_kv(RB_LOG_ERROR, RB_LOG_KV("jid", j->jid), "expiring job: %s", rb_err_msg(&err));
         break;
     }
     case RB_JOB_DEAD:
-        rb_log(RB_LOG_DEBUG, "dead job %s reached its retention", j->jid);
+        rb_log_kv(RB_LOG_DEBUG, RB_LOG_KV("jid", j->jid, "queue", j->queue ? j->queue->name : NULL),
+                  "dead job %s reached its retention", j->jid);
         rb_srv_forget(srv, j);
         break;
     default:

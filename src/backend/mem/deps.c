@@ -244,7 +244,8 @@ static void release(rb_srv *srv, rb_job *c, rb_dep_node *n, int64_t now)
     int64_t at = c->timer.at_ms;
     rb_srv_enqueue(srv, c, at, now);
     rb_srv_persist(srv, c);
-    rb_log(RB_LOG_DEBUG, "job %s: every parent is done, released", c->jid);
+    rb_log_kv(RB_LOG_DEBUG, RB_LOG_KV("jid", c->jid), "job %s: every parent is done, released",
+              c->jid);
 }
 
 static void apply(rb_srv *srv, rb_job *c, rb_dep_node *n, rb_dep_next next, const char *parent,
@@ -454,7 +455,8 @@ static void rebuild_child(rb_srv *srv, rb_job *c, int64_t now)
     json_t *job = json_loads(c->json, 0, NULL);
     rb_dep_spec spec;
     if (!job || rb_dep_parse(job, &spec, NULL)) {
-        rb_log(RB_LOG_WARN, "job %s: unreadable depends_on, released", c->jid);
+        rb_log_kv(RB_LOG_WARN, RB_LOG_KV("jid", c->jid), "job %s: unreadable depends_on, released",
+                  c->jid);
         json_decref(job);
         rb_srv_enqueue(srv, c, c->timer.at_ms, now);
         rb_srv_persist(srv, c);

@@ -44,8 +44,9 @@ static void spawn_catch(rb_srv *srv, const rb_job *j, const json_t *job, const r
     rb_jobs_add(&srv->jobs, c);
     rb_srv_enqueue(srv, c, now, now);
     rb_srv_persist(srv, c);
-    rb_log(RB_LOG_INFO, "job %s exhausted its retries: catch job %s (%s) enqueued", j->jid, jid,
-           pol->catch_jobtype);
+    rb_log_kv(RB_LOG_INFO, RB_LOG_KV("jid", j->jid, "queue", j->queue ? j->queue->name : NULL, "catch_jid", jid),
+              "job %s exhausted its retries: catch job %s (%s) enqueued", j->jid, jid,
+              pol->catch_jobtype);
     free(jid);
 }
 
@@ -59,7 +60,8 @@ int rb_srv_fail_job(rb_srv *srv, rb_job *j, const rb_fail_input *in, int64_t now
     rb_decision d;
     if (rb_fail_decide(&srv->cfg, job, in, j->attempts, j->first_ms, now, &srv->rng, &pol, &d,
                        &perr)) /* validated at PUSH, so only a config change gets here */
-        rb_log(RB_LOG_WARN, "job %s: %s; using the default policy", j->jid, rb_err_msg(&perr));
+        rb_log_kv(RB_LOG_WARN, RB_LOG_KV("jid", j->jid), "job %s: %s; using the default policy",
+                  j->jid, rb_err_msg(&perr));
     srv->total_failures++;
     rb_metrics_job(srv->metrics, RB_M_FAILED, j);
     rb_metrics_job(srv->metrics, d.outcome == RB_OUTCOME_RETRY ? RB_M_RETRIED
@@ -77,7 +79,9 @@ int rb_srv_fail_job(rb_srv *srv, rb_job *j, const rb_fail_input *in, int64_t now
     free(j->wid);
     j->wid = NULL;
     if (d.outcome == RB_OUTCOME_DISCARD) {
-        rb_log(RB_LOG_INFO, "job %s discarded after a failure", j->jid);
+        rb_log_kv(RB_LOG_INFO, RB_LOG_KV("jid", j->jid, "queue", j->queue ? j->queue->name : NULL,
+                                         "jobtype", rb_srv_json_str(job, "jobtype")),
+                  "job %s discarded after a failure", j->jid);
         rb_srv_forget(srv, j);
     } else {
         keep_record(j, job, &rec);
@@ -87,8 +91,11 @@ int rb_srv_fail_job(rb_srv *srv, rb_job *j, const rb_fail_input *in, int64_t now
             if (d.outcome == RB_OUTCOME_CATCH && pol.catch_jobtype)
                 spawn_catch(srv, j, job, &pol, &rec, now);
             else
-                rb_log(RB_LOG_INFO, "job %s (%s) is dead: %s", j->jid,
-                       rb_srv_json_str(job, "jobtype"), rb_reason_name(d.reason));
+                rb_log_kv(RB_LOG_INFO,
+                          RB_LOG_KV("jid", j->jid, "queue", j->queue ? j->queue->name : NULL,
+                                    "jobtype", rb_srv_json_str(job, "jobtype")),
+                          "job %s (%s) is dead: %s", j->jid, rb_srv_json_str(job, "jobtype"),
+                          rb_reason_name(d.reason));
             rb_jobs_set_state(&srv->jobs, j, RB_JOB_DEAD,
                               now + srv->cfg.server.dead_retention_s * 1000);
         }
@@ -123,8 +130,9 @@ void rb_srv_dep_kill(rb_srv *srv, rb_job *j, const char *parent, int64_t now)
     rb_metrics_job(srv->metrics, RB_M_DEAD, j);
     if (d.outcome == RB_OUTCOME_CATCH)
         spawn_catch(srv, j, job, &pol, &rec, now);
-    rb_log(RB_LOG_INFO, "job %s is dead: dependency (job %s it depends on failed)", j->jid,
-           parent ? parent : "?");
+    rb_log_kv(RB_LOG_INFO, RB_LOG_KV("jid", j->jid, "queue", j->queue ? j->queue->name : NULL, "parent", parent),
+              "job %s is dead: dependency (job %s it depends on failed)", j->jid,
+              parent ? parent : "?");
     rb_jobs_set_state(&srv->jobs, j, RB_JOB_DEAD, now + srv->cfg.server.dead_retention_s * 1000);
     rb_srv_persist(srv, j);
     rb_failrec_release(&rec);

@@ -3,6 +3,10 @@
  * only once it is on disk. */
 #include "backend/mem/store.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -23,6 +27,10 @@ typedef struct sqlite_store {
     const char *fault_file;
     int wal_pages;  /* WAL size after the last commit (writer thread only) */
 } sqlite_store;
+
+/* Pages a backup copies per step (256 KiB with 4 KiB pages): the writer
+ * commits the batch waiting, if any, between two steps. */
+#define BACKUP_STEP_PAGES 64
 
 /* WAL pages after which sq_maintain checkpoints (SQLite's own threshold). */
 #define CKPT_PAGES 1000
@@ -303,6 +311,95 @@ static int sq_maintain(rb_store *base, rb_err *err)
     return 0;
 }
 
+/* fsyncs the file (or directory) at path. */
+static int sync_path(const char *path, int flags)
+{
+    int fd = open(path, flags | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    int rc = fsync(fd);
+    close(fd);
+    return rc;
+}
+
+/* The backup (store.h): SQLite's online backup API from the store's own
+ * connection into path.part, BACKUP_STEP_PAGES pages per step. Batches
+ * committed between steps go through the same connection, so SQLite
+ * writes their pages into the copy as well (pages already copied are
+ * updated, the others are copied later): the copy is the database as it
+ * stands after the last step, without restarting however busy the server
+ * is. The copy then leaves WAL mode (one self-contained file), is
+ * fsynced, and is linked to path, which fails rather than replace a file
+ * that appeared meanwhile. */
+static int sq_backup(rb_store *base, const char *path, void (*between)(void *), void *arg,
+                     rb_err *err)
+{
+    sqlite_store *s = (sqlite_store *)base;
+    rb_buf tmp = RB_BUF_INIT;
+    rb_buf_printf(&tmp, "%s.part", path);
+    const char *part = rb_buf_str(&tmp);
+    sqlite3 *dst = NULL;
+    int rc = 0;
+    if (access(path, F_OK) == 0) {
+        rc = rb_err_set(err, RB_EEXIST, "'%s' already exists", path);
+        goto out;
+    }
+    int fd = open(part, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        rc = rb_err_set(err, RB_EIO, "cannot create '%s': %s", part, strerror(errno));
+        goto out;
+    }
+    close(fd);
+    if (sqlite3_open_v2(part, &dst, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) !=
+        SQLITE_OK) {
+        rc = rb_err_set(err, RB_ESTORE, "cannot open '%s': %s", part, sqlite3_errmsg(dst));
+        goto fail;
+    }
+    sqlite3_backup *b = sqlite3_backup_init(dst, "main", s->db, "main");
+    if (!b) {
+        rc = rb_err_set(err, RB_ESTORE, "backup of '%s': %s", s->path, sqlite3_errmsg(dst));
+        goto fail;
+    }
+    int sr;
+    while ((sr = sqlite3_backup_step(b, BACKUP_STEP_PAGES)) == SQLITE_OK || sr == SQLITE_BUSY ||
+           sr == SQLITE_LOCKED)
+        between(arg);
+    sqlite3_backup_finish(b);
+    if (sr != SQLITE_DONE) {
+        rc = rb_err_set(err, RB_ESTORE, "backup of '%s' into '%s': %s", s->path, part,
+                        sqlite3_errstr(sr));
+        goto fail;
+    }
+    char *msg = NULL;
+    if (sqlite3_exec(dst, "PRAGMA journal_mode=DELETE", NULL, NULL, &msg) != SQLITE_OK) {
+        rc = rb_err_set(err, RB_ESTORE, "'%s': %s", part, msg ? msg : "error");
+        sqlite3_free(msg);
+        goto fail;
+    }
+    sqlite3_close(dst);
+    dst = NULL;
+    if (sync_path(part, O_RDONLY) != 0) {
+        rc = rb_err_set(err, RB_EIO, "cannot sync '%s': %s", part, strerror(errno));
+        goto fail;
+    }
+    if (link(part, path) != 0) {
+        rc = rb_err_set(err, errno == EEXIST ? RB_EEXIST : RB_EIO, "cannot create '%s': %s", path,
+                        strerror(errno));
+        goto fail;
+    }
+    unlink(part);
+    char *dir = rb_xstrdup(path);
+    sync_path(dirname(dir), O_RDONLY | O_DIRECTORY); /* the new name, durable */
+    free(dir);
+    goto out;
+fail:
+    sqlite3_close(dst);
+    unlink(part);
+out:
+    rb_buf_release(&tmp);
+    return rc;
+}
+
 static void sq_close(rb_store *base)
 {
     sqlite_store *s = (sqlite_store *)base;
@@ -328,7 +425,25 @@ static const rb_store_ops sqlite_ops = {
     .rollback = sq_rollback,
     .close = sq_close,
     .maintain = sq_maintain,
+    .backup = sq_backup,
 };
+
+/* Marks the file as Rebound's (RB_SQLITE_APPLICATION_ID), once. */
+static int set_application_id(sqlite_store *s, rb_err *err)
+{
+    sqlite3_stmt *st = NULL;
+    int id = 0;
+    if (sqlite3_prepare_v2(s->db, "PRAGMA application_id", -1, &st, NULL) != SQLITE_OK)
+        return db_error(s, err, "read");
+    if (sqlite3_step(st) == SQLITE_ROW)
+        id = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    if (id == (int)RB_SQLITE_APPLICATION_ID)
+        return 0;
+    char sql[64];
+    snprintf(sql, sizeof sql, "PRAGMA application_id=%d", (int)RB_SQLITE_APPLICATION_ID);
+    return exec(s, sql, err);
+}
 
 int rb_store_sqlite_open(const char *path, rb_store **out, rb_err *err)
 {
@@ -349,6 +464,7 @@ int rb_store_sqlite_open(const char *path, rb_store **out, rb_err *err)
      * database while the server runs gets "database is locked". */
     if ((rc = exec(s, "PRAGMA locking_mode=EXCLUSIVE; PRAGMA journal_mode=WAL;"
                       " PRAGMA synchronous=FULL; PRAGMA journal_size_limit=67108864;", err)) ||
+        (rc = set_application_id(s, err)) ||
         (rc = migrate(s, err)) || (rc = migrate_counters_table(s, err)) ||
         (rc = exec(s, schema, err)))
         goto fail;
@@ -362,6 +478,88 @@ int rb_store_sqlite_open(const char *path, rb_store **out, rb_err *err)
     return 0;
 fail:
     sq_close(&s->base);
+    return rc;
+}
+
+/* One number a query answers into *out; SQLite's error otherwise. */
+static int query_int(sqlite3 *db, const char *sql, long long *out)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+    if (rc == SQLITE_OK) {
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+            *out = sqlite3_column_int64(st, 0);
+            rc = SQLITE_OK;
+        }
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int rb_store_sqlite_check(const char *path, long long *jobs, rb_err *err)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    int rc = 0;
+    long long id = 0, n = 0;
+    if (access(path, R_OK) != 0) {
+        rc = rb_err_set(err, RB_EIO, "cannot read '%s': %s", path, strerror(errno));
+        goto out;
+    }
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK ||
+        query_int(db, "PRAGMA application_id", &id) != SQLITE_OK) {
+        rc = rb_err_set(err, RB_EINVAL, "'%s' is not a SQLite database (%s)", path,
+                        sqlite3_errmsg(db));
+        goto out;
+    }
+    if (id != RB_SQLITE_APPLICATION_ID && id != 0) {
+        rc = rb_err_set(err, RB_EINVAL, "'%s' is another application's SQLite database "
+                        "(application_id %lld)", path, id);
+        goto out;
+    }
+    /* the columns the server loads (sq_load) */
+    static const char *const probes[] = {
+        "SELECT jid,state,queue,priority,seq,due_ms,first_ms,attempts,wid,json,history,"
+        "reserve_s,id FROM jobs LIMIT 0",
+        "SELECT name,value FROM counters LIMIT 0",
+        "SELECT key,value FROM meta LIMIT 0",
+    };
+    for (size_t i = 0; i < sizeof probes / sizeof probes[0]; i++) {
+        if (sqlite3_prepare_v2(db, probes[i], -1, &st, NULL) != SQLITE_OK) {
+            rc = rb_err_set(err, RB_EINVAL, "'%s' is not a Rebound database: %s", path,
+                            sqlite3_errmsg(db));
+            goto out;
+        }
+        sqlite3_finalize(st);
+        st = NULL;
+    }
+    if (sqlite3_prepare_v2(db, "PRAGMA integrity_check", -1, &st, NULL) != SQLITE_OK) {
+        rc = rb_err_set(err, RB_ESTORE, "'%s': %s", path, sqlite3_errmsg(db));
+        goto out;
+    }
+    int sr = sqlite3_step(st);
+    const char *first = sr == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0) : NULL;
+    if (!first || strcmp(first, "ok")) {
+        /* its first finding, on one line */
+        char what[160];
+        snprintf(what, sizeof what, "%s", first ? first : sqlite3_errmsg(db));
+        for (char *p = what; *p; p++)
+            if (*p == '\n')
+                *p = ' ';
+        rc = rb_err_set(err, RB_EINVAL, "'%s' fails SQLite's integrity check: %s", path, what);
+        goto out;
+    }
+    if (jobs) {
+        if (query_int(db, "SELECT count(*) FROM jobs", &n) != SQLITE_OK) {
+            rc = rb_err_set(err, RB_ESTORE, "'%s': %s", path, sqlite3_errmsg(db));
+            goto out;
+        }
+        *jobs = n;
+    }
+out:
+    sqlite3_finalize(st);
+    sqlite3_close(db);
     return rc;
 }
 

@@ -62,6 +62,14 @@ typedef struct rb_store_ops {
      * transactions, after a batch's replies have been released (SQLite:
      * the WAL checkpoint). An error is logged, nothing more. */
     int (*maintain)(rb_store *s, rb_err *err);
+    /* Optional (NULL: cannot): a consistent copy of the database written to
+     * a new file at path (refused when path exists), fsynced, complete only
+     * when it returns 0. Runs on the writer thread in steps, calling
+     * between(arg) after each one; between may commit batches on s (the
+     * copy then holds them too: it is the database as of its last step).
+     * On failure no file is left at path. */
+    int (*backup)(rb_store *s, const char *path, void (*between)(void *arg), void *arg,
+                  rb_err *err);
 } rb_store_ops;
 
 /* Every backend's handle starts with this. */
@@ -73,6 +81,20 @@ struct rb_store {
  * synchronous=FULL. On success *out is the handle (close with
  * s->ops->close(s)); on failure returns RB_ESTORE with err naming the path. */
 int rb_store_sqlite_open(const char *path, rb_store **out, rb_err *err);
+
+/* The SQLite database's application_id ("RBND"), set at every open, so
+ * that a file is known for Rebound's (a database from before it was set
+ * has 0). */
+#define RB_SQLITE_APPLICATION_ID 0x52424E44
+
+/* Checks that the file at path is a Rebound database a server can open:
+ * SQLite's integrity_check passes, its application_id is Rebound's (or 0,
+ * written before it was set), and it has the tables and columns the server
+ * reads. Opened read-only; nothing is changed. Returns 0, or RB_EINVAL /
+ * RB_ESTORE with err saying what is wrong ("'F' is not a SQLite database",
+ * "'F' fails SQLite's integrity check: ..."). *jobs gets the number of
+ * stored jobs when non-NULL. */
+int rb_store_sqlite_check(const char *path, long long *jobs, rb_err *err);
 
 /* Opens the backend a storage URL names: a plain path (or "sqlite:PATH") is
  * SQLite; anything else is RB_EINVAL naming the URL. */

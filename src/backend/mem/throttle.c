@@ -66,7 +66,7 @@ void rb_mem_throttle_release(rb_srv *srv)
 static int64_t fetch_ms(rb_mem_throttle *t, const rb_job *j)
 {
     fetched *f = rb_table_get(&t->fetched, j->jid);
-    return f ? f->ms : j->timer.at_ms - (int64_t)j->reserve_s * 1000;
+    return f ? f->ms : rb_throttle_fetched_from_lease(j->timer.at_ms, j->reserve_s);
 }
 
 static void on_timeout(evutil_socket_t fd, short what, void *arg)
@@ -105,7 +105,7 @@ static int64_t held_slots(rb_srv *srv, const rb_throttle *cfg, const rb_queue *q
         if (j->queue != q)
             continue;
         int64_t at = rb_throttle_frees_at(fetch_ms(t, j), cfg->timeout_s);
-        if (at <= now)
+        if (!rb_throttle_holds(fetch_ms(t, j), cfg->timeout_s, now))
             continue; /* its timeout passed: the slot is free, the job may run on */
         held++;
         if (at < *frees)
@@ -138,10 +138,7 @@ void rb_mem_throttle_info(rb_srv *srv, json_t *rebound, int64_t now)
         const rb_throttle *cfg = &srv->cfg.throttles[i];
         rb_queue *q = rb_jobs_queue(&srv->jobs, cfg->queue, false);
         int64_t frees, held = q ? held_slots(srv, cfg, q, now, &frees) : 0;
-        json_object_set_new(o, cfg->queue,
-                            json_pack("{s:I, s:I, s:I}", "concurrency", (json_int_t)cfg->concurrency,
-                                      "timeout", (json_int_t)cfg->timeout_s, "in_use",
-                                      (json_int_t)held));
+        rb_throttle_info_set(o, cfg, held);
     }
     json_object_set_new(rebound, "throttles", o);
 }

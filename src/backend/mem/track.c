@@ -220,28 +220,31 @@ static int64_t state_ms(const rb_job *j)
     return j->created_ms ? j->created_ms : j->first_ms;
 }
 
+/* What TRACK GET and SET go by (engine/track.h). */
+static rb_track_seen seen_of(const rb_job *j, const rec *r)
+{
+    rb_track_seen v = {0};
+    if (j && j->state != RB_JOB_PENDING)
+        v = (rb_track_seen){.live = true, .job_state = j->state,
+                            .tracked = rb_track_enabled_text(j->json), .state_ms = state_ms(j)};
+    if (r) {
+        v.has_rec = true;
+        v.percent = r->percent;
+        v.desc = r->desc;
+        v.updated_ms = r->updated_ms;
+        v.ended_ms = r->ended_ms;
+        v.ended = r->state;
+    }
+    return v;
+}
+
 static void track_get(rb_srv *srv, rb_eng_op *op)
 {
     const char *jid = op->u.track.jid;
     rec *r = rb_table_get(&srv->track->by_jid, jid);
-    rb_job *j = rb_jobs_find(&srv->jobs, jid);
-    rb_track_state s = RB_TRACK_UNKNOWN;
-    int64_t at = 0;
-    if (j && j->state != RB_JOB_PENDING) {
-        if (rb_track_enabled_text(j->json)) {
-            s = rb_track_state_of(j->state);
-            at = state_ms(j);
-        }
-    } else if (r && r->ended_ms && r->ended_ms + RB_TRACK_RETENTION_MS > op->now) {
-        s = r->state; /* remembered (a read sweeps nothing: a later end or SET will) */
-        at = r->ended_ms;
-    }
-    if (r && r->updated_ms > at)
-        at = r->updated_ms;
-    if (at > op->now || at <= 0)
-        at = op->now;
-    op->u.track.reply = rb_track_reply(jid, s, r && s ? r->percent : -1,
-                                       r && s ? r->desc : NULL, at);
+    rb_track_seen v = seen_of(rb_jobs_find(&srv->jobs, jid), r);
+    /* a read sweeps nothing: a later end or SET will */
+    op->u.track.reply = rb_track_get(jid, &v, op->now);
     rb_eng_complete(srv, op);
 }
 
@@ -249,12 +252,12 @@ static void track_set(rb_srv *srv, rb_eng_op *op)
 {
     const rb_track_set *in = &op->u.track.set;
     rb_mem_track *t = srv->track;
-    rec *r = rb_table_get(&t->by_jid, in->jid);
     rb_job *j = rb_jobs_find(&srv->jobs, in->jid);
     bool live = j && j->state != RB_JOB_PENDING;
     sweep(srv, op->now);
-    r = rb_table_get(&t->by_jid, in->jid); /* the sweep may have dropped it */
-    if (live ? !rb_track_enabled_text(j->json) : !(r && r->ended_ms)) {
+    rec *r = rb_table_get(&t->by_jid, in->jid); /* after the sweep, which may drop it */
+    rb_track_seen v = seen_of(j, r);
+    if (!rb_track_set_stores(&v, op->now)) {
         rb_eng_complete(srv, op); /* untracked or unknown: +OK, nothing kept */
         return;
     }

@@ -242,8 +242,9 @@ int rb_mem_unique_check(rb_srv *srv, const json_t *job, int64_t now)
     if (!l || l->until_ms <= now)
         return 0;
     srv->unique->rejected++;
-    rb_log(RB_LOG_INFO, "JID %s: " RB_NOTUNIQUE_CODE " " RB_NOTUNIQUE_MSG " (held by %s)",
-           json_string_value(json_object_get(job, "jid")), l->jid);
+    const char *jid = json_string_value(json_object_get(job, "jid"));
+    rb_log_kv(RB_LOG_INFO, RB_LOG_KV("jid", jid, "holder", l->jid),
+              "JID %s: " RB_NOTUNIQUE_CODE " " RB_NOTUNIQUE_MSG " (held by %s)", jid, l->jid);
     return RB_ENOTUNIQUE;
 }
 
@@ -352,13 +353,20 @@ bool rb_mem_unique_expire(rb_srv *srv, rb_job *j, int64_t now)
     expiry *e = rb_table_get(&u->expiring, j->jid);
     if (!e || e->ms > now)
         return false;
-    rb_log(RB_LOG_INFO, "JID %s: Halt: job expired", j->jid);
+    rb_log_kv(RB_LOG_INFO, RB_LOG_KV("jid", j->jid, "queue", j->queue ? j->queue->name : NULL), "JID %s: Halt: job expired",
+              j->jid);
     u->expired++;
     rb_writer_counter(srv->writer, "total_expired", u->expired);
     rb_metrics_job(srv->metrics, RB_M_EXPIRED, j);
     rb_mem_batch_failed(srv, j, !j->history, true, now); /* a member's final failure */
     rb_srv_forget(srv, j); /* children told (discarded parent), lock and expiry gone */
     return true;
+}
+
+int64_t rb_mem_unique_lock_until(const rb_srv *srv, const char *jid)
+{
+    const lock *l = srv->unique ? rb_table_get(&srv->unique->by_jid, jid) : NULL;
+    return l ? l->until_ms : 0;
 }
 
 void rb_mem_unique_info(rb_srv *srv, json_t *rebound)

@@ -67,6 +67,10 @@ void rb_mem_unique_started(rb_srv *srv, const struct rb_job *j);
  * deleted. For a claim (FETCH) and a timer about to enqueue j. */
 bool rb_mem_unique_expire(rb_srv *srv, struct rb_job *j, int64_t now);
 
+/* When the unique lock jid holds runs out (ms, may have passed), 0 when it
+ * holds none. */
+int64_t rb_mem_unique_lock_until(const rb_srv *srv, const char *jid);
+
 /* INFO's keys under "rebound": "expired" (all time) and "unique"
  * {"locks", "rejected"}; set into rebound. */
 void rb_mem_unique_info(rb_srv *srv, json_t *rebound);

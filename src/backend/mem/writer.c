@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "common/buf.h"
+#include "server/log.h"
 
 /* The collection window: at most this share of the average commit time,
  * and never more than COLLECT_MAX_US. */
@@ -64,6 +65,12 @@ struct rb_writer {
     void (*defer_fn)(void *);    /* loop-only: see rb_writer_defer */
     void *defer_arg;
     int deferred;                /* defer_fn ran for the open batch */
+    /* The backup asked for (rb_writer_backup), until the thread takes it;
+     * guarded by mu. backup_running: taken and not finished yet. */
+    char *backup_path;
+    rb_writer_done_fn backup_fn;
+    void *backup_arg;
+    int backup_running;
 };
 
 static batch *batch_new(void)
@@ -163,49 +170,122 @@ static void collect(rb_writer *w, size_t answered)
             break;
 }
 
+static int idle(const rb_writer *w)
+{
+    return w->cur->n_ops == 0 && w->cur->n_dones == 0;
+}
+
+/* Commits the sealed batch (mu held on entry and on return, released
+ * meanwhile) and hands it to the loop. answered: the requests the previous
+ * batch answered, for the collection window; set to this one's. */
+static void run_batch(rb_writer *w, size_t *answered)
+{
+    if (*answered)
+        collect(w, *answered);
+    batch *b = w->cur;
+    w->cur = batch_new();
+    pthread_mutex_unlock(&w->mu);
+
+    b->status = b->n_ops ? apply(w->store, b, &b->err) : 0;
+    if (b->n_ops && !b->status)
+        w->commit_avg_us += (b->commit_us - w->commit_avg_us) / 8;
+    *answered = b->n_dones;
+
+    pthread_mutex_lock(&w->mu);
+    w->commits++;
+    if (w->done_tail)
+        w->done_tail->next = b;
+    else
+        w->done_head = b;
+    w->done_tail = b;
+    uint64_t one = 1;
+    ssize_t n = write(w->efd, &one, sizeof one);
+    (void)n; /* the counter cannot overflow in practice; a failed wake is retried next batch */
+    if (w->store->ops->maintain) {
+        pthread_mutex_unlock(&w->mu);
+        rb_err merr = {0};
+        if (w->store->ops->maintain(w->store, &merr))
+            rb_log(RB_LOG_ERROR, "%s", rb_err_msg(&merr));
+        pthread_mutex_lock(&w->mu);
+    }
+    if (idle(w))
+        *answered = 0; /* idle: the next request does not wait */
+}
+
+/* Between two steps of a backup (the store's backup calls it): commits
+ * the batch waiting, if any, so that requests are not held up for longer
+ * than one step. */
+static void backup_between(void *arg)
+{
+    rb_writer *w = arg;
+    size_t answered = 0;
+    pthread_mutex_lock(&w->mu);
+    if (!idle(w))
+        run_batch(w, &answered);
+    pthread_mutex_unlock(&w->mu);
+}
+
+/* Runs the backup asked for (mu held on entry and on return) and hands
+ * its completion to the loop as a batch without operations. */
+static void run_backup(rb_writer *w)
+{
+    char *path = w->backup_path;
+    batch *b = batch_new();
+    b->dones = rb_xmalloc(sizeof *b->dones);
+    b->dones[0] = (done){w->backup_fn, w->backup_arg};
+    b->n_dones = b->cap_dones = 1;
+    w->backup_path = NULL;
+    w->backup_running = 1;
+    pthread_mutex_unlock(&w->mu);
+    b->status = w->store->ops->backup(w->store, path, backup_between, w, &b->err);
+    free(path);
+    pthread_mutex_lock(&w->mu);
+    w->backup_running = 0;
+    if (w->done_tail)
+        w->done_tail->next = b;
+    else
+        w->done_head = b;
+    w->done_tail = b;
+    uint64_t one = 1;
+    ssize_t n = write(w->efd, &one, sizeof one);
+    (void)n;
+}
+
 static void *writer_main(void *arg)
 {
     rb_writer *w = arg;
     size_t answered = 0;
     pthread_mutex_lock(&w->mu);
     for (;;) {
-        while (!w->stop && w->cur->n_ops == 0 && w->cur->n_dones == 0)
+        while (!w->stop && idle(w) && !w->backup_path)
             pthread_cond_wait(&w->cv, &w->mu);
-        if (w->cur->n_ops == 0 && w->cur->n_dones == 0)
+        if (w->backup_path)
+            run_backup(w);
+        else if (idle(w))
             break; /* stopping and drained */
-        if (answered)
-            collect(w, answered);
-        batch *b = w->cur;
-        w->cur = batch_new();
-        pthread_mutex_unlock(&w->mu);
-
-        b->status = b->n_ops ? apply(w->store, b, &b->err) : 0;
-        if (b->n_ops && !b->status)
-            w->commit_avg_us += (b->commit_us - w->commit_avg_us) / 8;
-        answered = b->n_dones;
-
-        pthread_mutex_lock(&w->mu);
-        w->commits++;
-        if (w->done_tail)
-            w->done_tail->next = b;
         else
-            w->done_head = b;
-        w->done_tail = b;
-        uint64_t one = 1;
-        ssize_t n = write(w->efd, &one, sizeof one);
-        (void)n; /* the counter cannot overflow in practice; a failed wake is retried next batch */
-        if (w->store->ops->maintain) {
-            pthread_mutex_unlock(&w->mu);
-            rb_err merr = {0};
-            if (w->store->ops->maintain(w->store, &merr))
-                fprintf(stderr, "rebound: %s\n", rb_err_msg(&merr));
-            pthread_mutex_lock(&w->mu);
-        }
-        if (w->cur->n_ops == 0 && w->cur->n_dones == 0)
-            answered = 0; /* idle: the next request does not wait */
+            run_batch(w, &answered);
     }
     pthread_mutex_unlock(&w->mu);
     return NULL;
+}
+
+int rb_writer_backup(rb_writer *w, const char *path, rb_writer_done_fn fn, void *arg, rb_err *err)
+{
+    if (!w->store->ops->backup)
+        return rb_err_set(err, RB_EINVAL, "the %s store cannot be backed up",
+                          w->store->ops->name);
+    pthread_mutex_lock(&w->mu);
+    if (w->backup_path || w->backup_running) {
+        pthread_mutex_unlock(&w->mu);
+        return rb_err_set(err, RB_ESTATE, "a backup is already running");
+    }
+    w->backup_path = rb_xstrdup(path);
+    w->backup_fn = fn;
+    w->backup_arg = arg;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    return 0;
 }
 
 rb_writer *rb_writer_start(rb_store *s, rb_err *err)

@@ -56,6 +56,14 @@ void rb_writer_seal(rb_writer *w);
  * iteration). NULL fn: rb_writer_then() seals at once (the default). */
 void rb_writer_defer(rb_writer *w, void (*fn)(void *arg), void *arg);
 
+/* Copies the database into a new file at path while the writer goes on
+ * (the store's backup, store.h), between its batches: fn(arg, status, err)
+ * runs on the loop thread, like a batch's completion, once the copy is
+ * complete and durable (status 0) or has failed. Returns 0, or RB_EINVAL
+ * (the store cannot back up) / RB_ESTATE (a backup is already running)
+ * with err set and fn never called. */
+int rb_writer_backup(rb_writer *w, const char *path, rb_writer_done_fn fn, void *arg, rb_err *err);
+
 /* Called on the loop thread (from rb_writer_reap) once per finished batch
  * that wrote rows: how many operations it had and how long its COMMIT (with
  * the fsync) took, in microseconds. For metrics. */

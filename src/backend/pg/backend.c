@@ -26,6 +26,7 @@ static void push_results(rb_srv *srv, rb_eng_op *op, rb_pgreq *r)
     size_t n = r->u.push.n, n_ready = 0;
     const char **ready = rb_xcalloc(n + 1, sizeof *ready);
     size_t made = 0;
+    op->u.push.stale = r->u.push.stale;
     for (size_t i = 0; i < n; i++) {
         const rb_pg_new_job *j = &r->u.push.jobs[i];
         op->u.push.status[i] = r->u.push.status[i];
@@ -148,6 +149,8 @@ static void dist_push(rb_srv *srv, rb_eng_op *op)
             r->u.push.bids = rb_xcalloc(n, sizeof *r->u.push.bids);
         r->u.push.bids[i] = rb_xstrdup(bid);
     }
+    r->u.push.meta_key = op->u.push.meta_key; /* a cron tick's condition */
+    r->u.push.tick_s = op->u.push.tick_s;
     r->data = op;
     r->done = req_done;
     rb_pgreq_post(srv, r);
@@ -194,6 +197,11 @@ static void snooze_call(rb_pg *pg, rb_pgreq *r)
     rb_pg_ref ref = {r->jid, r->wid};
     r->rc = rb_pg_snooze(pg, &ref, op->u.job.seconds, rb_now_ms(), &r->u.ref.status,
                          &r->u.ref.state, &r->err);
+    /* a slot came back (a SNOOZE for 0 s notifies the requeue itself); the
+     * job's queue is not reported, so every throttled queue is told */
+    rb_err nerr = {0};
+    if (!r->rc && r->u.ref.status == RB_JOB_DONE && op->u.job.seconds > 0)
+        (void)rb_pg_throttle_notify(pg, NULL, 0, &nerr);
 }
 
 static void extend_call(rb_pg *pg, rb_pgreq *r)
@@ -280,6 +288,11 @@ static void info_call(rb_pg *pg, rb_pgreq *r)
     json_object_set_new(op->u.info.rebound, "batches",
                         json_pack("{s:I, s:I, s:I}", "open", (json_int_t)open, "stored",
                                   (json_int_t)stored, "callbacks", (json_int_t)callbacks));
+    json_t *throttles = NULL;
+    if ((r->rc = rb_pg_throttle_info(pg, rb_now_ms(), &throttles, &r->err)))
+        return;
+    if (throttles)
+        json_object_set_new(op->u.info.rebound, "throttles", throttles);
     if (!latency)
         return;
     size_t n = in.n_queues;
@@ -579,10 +592,27 @@ static void dist_workflow(rb_srv *srv, rb_eng_op *op)
     post(srv, op, workflow_call);
 }
 
+/* --- TRACK SET and GET: one transaction (sql_track.c) --- */
+
+static void track_call(rb_pg *pg, rb_pgreq *r)
+{
+    rb_eng_op *op = r->data;
+    if (op->u.track.get)
+        r->rc = rb_pg_track_get(pg, op->u.track.jid, op->now, &op->u.track.reply, &r->err);
+    else
+        r->rc = rb_pg_track_set(pg, &op->u.track.set, op->now, &r->err);
+}
+
+static void dist_track(rb_srv *srv, rb_eng_op *op)
+{
+    post(srv, op, track_call);
+}
+
 const rb_backend rb_backend_pg = {
     .name = "postgresql",
     .push = dist_push,
     .fetch = dist_fetch,
+    .throttles = true, /* claimed under a lock per throttled queue (sql_throttle.c) */
     .ack = dist_ack,
     .fail = dist_fail,
     .snooze = dist_snooze,
@@ -601,5 +631,6 @@ const rb_backend rb_backend_pg = {
     .batch = dist_batch,
     .refetch = rb_pgmode_refetch,
     .workflow = dist_workflow,
+    .track = dist_track,
     .unique_jobs = true,
 };

@@ -1,8 +1,9 @@
 /* Distributed mode's database threads (RB_PGMODE_THREADS of them, started
  * by mode.c): each takes every request queued on pm->todo at once, runs
- * them as one batch on its own engine (pushes first, then single calls,
- * acks, fails, claims per queue list, worker sightings; one transaction
- * per batched kind) and hands the batch back on pm->done with its commit
+ * them as one batch on its own engine (pushes naming parents or batches
+ * and single calls in their own transactions, then the plain pushes, acks,
+ * fails and claims per queue list in one transaction, then worker
+ * sightings) and hands the batch back on pm->done with its commit
  * timings. Everything here runs on a database thread; the requests are the
  * thread's from taking them until they are on pm->done. */
 #include "backend/pg/mode_impl.h"
@@ -25,8 +26,8 @@ static int64_t mono_us(void)
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-/* The write transactions of one batch (at most one each for pushes, acks
- * and fails). */
+/* The write transactions of one batch whose timings are kept (the batch
+ * transaction, or at most one each for pushes, acks and fails). */
 typedef struct batch_commits {
     mode_commit c[3];
     size_t n;
@@ -47,19 +48,28 @@ static void fail_all(rb_pgreq **v, size_t n, int rc, const rb_err *err)
     }
 }
 
-static void run_pushes(rb_pg *pg, rb_pgreq **v, size_t n, batch_commits *bc)
+/* The pushes that name parents or batches, each in its own checked
+ * transaction (refused whole); the plain ones are moved to the front of v
+ * and counted in the return value, for run_pushes. */
+static size_t run_own_pushes(rb_pg *pg, rb_pgreq **v, size_t n, batch_commits *bc)
 {
-    /* pushes naming parents: one checked transaction each, refused whole */
-    /* and pushes of batch members: one transaction each with their batches */
     size_t plain = 0;
+    /* and cron ticks: one transaction each, with their meta row */
     for (size_t i = 0; i < n; i++) {
-        if (!v[i]->u.push.deps && !v[i]->u.push.bids) {
+        if (!v[i]->u.push.deps && !v[i]->u.push.bids && !v[i]->u.push.meta_key) {
             v[plain++] = v[i];
             continue;
         }
         rb_err derr = {0};
         int64_t t0 = mono_us();
-        if (v[i]->u.push.bids)
+        if (v[i]->u.push.meta_key && v[i]->u.push.bids)
+            v[i]->rc = rb_err_set(&derr, RB_EINVAL,
+                                  "a [[cron]] job cannot be a batch member in distributed mode");
+        else if (v[i]->u.push.meta_key)
+            v[i]->rc = rb_pg_push_tick(pg, v[i]->u.push.jobs, v[i]->u.push.n, v[i]->u.push.deps,
+                                       v[i]->u.push.meta_key, v[i]->u.push.tick_s, rb_now_ms(),
+                                       v[i]->u.push.status, &v[i]->u.push.stale, &derr);
+        else if (v[i]->u.push.bids)
             v[i]->rc = rb_pg_push_batch(pg, v[i]->u.push.jobs,
                                         (const char *const *)v[i]->u.push.bids, v[i]->u.push.n,
                                         v[i]->u.push.deps, rb_now_ms(), v[i]->u.push.status,
@@ -72,9 +82,12 @@ static void run_pushes(rb_pg *pg, rb_pgreq **v, size_t n, batch_commits *bc)
         else
             commit_seen(bc, v[i]->u.push.n, t0);
     }
-    n = plain;
-    if (!n)
-        return;
+    return plain;
+}
+
+/* The plain pushes: one multi-row statement. */
+static void run_pushes(rb_pg *pg, rb_pgreq **v, size_t n, batch_commits *bc)
+{
     size_t total = 0;
     for (size_t i = 0; i < n; i++)
         total += v[i]->u.push.n;
@@ -101,6 +114,23 @@ static void run_pushes(rb_pg *pg, rb_pgreq **v, size_t n, batch_commits *bc)
     free(status);
 }
 
+/* Throttle slots of the jobs with status done came back: NOTIFY for
+ * their throttled queues (an error is left to the poll that covers lost
+ * notifications). */
+static void slots_freed(rb_pg *pg, const rb_pg_labels *labels, const int *status, size_t n,
+                        int done)
+{
+    const char **queues = rb_xcalloc(n ? n : 1, sizeof *queues);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (status[i] == done)
+            queues[k++] = labels[i].queue;
+    rb_err err = {0};
+    if (k)
+        (void)rb_pg_throttle_notify(pg, queues, k, &err);
+    free(queues);
+}
+
 static void run_acks(rb_pg *pg, rb_pgreq **v, size_t n, batch_commits *bc)
 {
     rb_pg_ref *refs = rb_xcalloc(n, sizeof *refs);
@@ -123,6 +153,7 @@ static void run_acks(rb_pg *pg, rb_pgreq **v, size_t n, batch_commits *bc)
             v[i]->u.ack.status = status[i];
             v[i]->u.ack.labels = labels[i];
         }
+        slots_freed(pg, labels, status, n, RB_JOB_DONE);
     }
     free(refs);
     free(status);
@@ -140,11 +171,20 @@ static void run_fails(rb_pg *pg, rb_pgreq **v, size_t n, batch_commits *bc)
     int rc = rb_pg_fail(pg, f, n, rb_now_ms(), res, &err);
     if (!rc)
         commit_seen(bc, n, t0);
-    if (rc)
+    if (rc) {
         fail_all(v, n, rc, &err);
-    else
-        for (size_t i = 0; i < n; i++)
+    } else {
+        rb_pg_labels *labels = rb_xcalloc(n, sizeof *labels);
+        int *status = rb_xcalloc(n, sizeof *status);
+        for (size_t i = 0; i < n; i++) {
             v[i]->u.fail.res = res[i];
+            labels[i] = res[i].labels;
+            status[i] = res[i].status;
+        }
+        slots_freed(pg, labels, status, n, RB_JOB_DONE);
+        free(labels);
+        free(status);
+    }
     free(f);
     free(res);
 }
@@ -178,13 +218,16 @@ static void run_claims(rb_pg *pg, rb_pgreq **v, size_t n)
         }
         rb_pg_claimed *out = NULL;
         int nout = 0;
+        int64_t wake_at = INT64_MAX;
         rb_err err = {0};
         int rc = rb_pg_claim(pg, (const char *const *)v[i]->u.claim.queues, v[i]->u.claim.nq,
-                             wids, g, rb_now_ms(), &out, &nout, &err);
+                             wids, g, rb_now_ms(), &out, &nout, &wake_at, &err);
         if (rc) {
             fail_all(group, (size_t)g, rc, &err);
             continue;
         }
+        for (int k = 0; k < g; k++)
+            group[k]->u.claim.wake_at = wake_at;
         for (int k = 0; k < nout; k++) {
             rb_pgreq *r = group[out[k].slot];
             r->u.claim.job = out[k];
@@ -197,9 +240,116 @@ static void run_claims(rb_pg *pg, rb_pgreq **v, size_t n)
     free(wids);
 }
 
-/* Runs a batch: pushes first (so claims in the same batch see them), then
- * the single calls, acks, fails, claims and worker sightings. bc receives
- * the timings of the push, ack and fail transactions that committed. */
+/* Test hook: REBOUND_TEST_PG_BATCH_FAULT=N fails every Nth batch
+ * transaction before its COMMIT (a statement error inside it), so that the
+ * fallback below runs; REBOUND_TEST_PG_BATCH_FAULT=-1 turns the batch
+ * transaction off (a transaction per kind, as the fallback). */
+static long batch_fault(void)
+{
+    static long every = -2;
+    if (every == -2) {
+        const char *e = getenv("REBOUND_TEST_PG_BATCH_FAULT");
+        every = e && *e ? strtol(e, NULL, 10) : 0;
+    }
+    return every;
+}
+
+/* The requests of the batch transaction's kinds back to as posted, after
+ * it was rolled back: outputs cleared, claimed jobs let go. */
+static void reset_wrapped(rb_pgreq **by[], const size_t cnt[])
+{
+    static const int kinds[] = {RB_PGR_PUSH, RB_PGR_ACK, RB_PGR_FAIL, RB_PGR_CLAIM};
+    for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
+        for (size_t i = 0; i < cnt[kinds[k]]; i++) {
+            rb_pgreq *r = by[kinds[k]][i];
+            r->rc = 0;
+            memset(&r->err, 0, sizeof r->err);
+            if (r->kind == RB_PGR_CLAIM && r->u.claim.got) {
+                free(r->u.claim.job.jid);
+                free(r->u.claim.job.json);
+                memset(&r->u.claim.job, 0, sizeof r->u.claim.job);
+                r->u.claim.got = false;
+            }
+        }
+    }
+}
+
+/* The plain pushes, ACKs, FAILs and claims of a batch, in that order (so
+ * claims see the pushes); in one transaction when wrapped. */
+static void run_units(rb_pg *pg, rb_pgreq **by[], const size_t cnt[], batch_commits *bc)
+{
+    if (cnt[RB_PGR_PUSH])
+        run_pushes(pg, by[RB_PGR_PUSH], cnt[RB_PGR_PUSH], bc);
+    if (cnt[RB_PGR_ACK])
+        run_acks(pg, by[RB_PGR_ACK], cnt[RB_PGR_ACK], bc);
+    if (cnt[RB_PGR_FAIL])
+        run_fails(pg, by[RB_PGR_FAIL], cnt[RB_PGR_FAIL], bc);
+    if (cnt[RB_PGR_CLAIM])
+        run_claims(pg, by[RB_PGR_CLAIM], cnt[RB_PGR_CLAIM]);
+}
+
+/* run_units in one transaction: one COMMIT makes every request of the
+ * batch durable before any reply. Its first round trip carries BEGIN and
+ * the statements of the pushes, ACKs and first claims as one pipeline
+ * (run_units once to send them, rb_pg_tx_pipe_read, run_units again to
+ * take their results and run the rest: FAILs, batch members' ACKs,
+ * expired jobs' drops); the COMMIT is the second. When the transaction
+ * fails before its COMMIT (a statement error outside a unit aborted it),
+ * it is rolled back and the batch runs again a transaction per kind, so
+ * that one bad request fails alone; when the COMMIT itself fails the
+ * outcome is unknown and every request fails with that error. */
+static void run_wrapped(rb_pg *pg, rb_pgreq **by[], size_t cnt[], batch_commits *bc)
+{
+    size_t n_ops = 0;
+    for (int k = 0; k < RB_PGR_KINDS; k++)
+        if (k == RB_PGR_PUSH || k == RB_PGR_ACK || k == RB_PGR_FAIL || k == RB_PGR_CLAIM)
+            n_ops += cnt[k];
+    long fault = batch_fault();
+    /* one request: its own transactions as before (the hook wraps it too) */
+    if (n_ops == 0 || fault < 0 || (n_ops < 2 && fault == 0)) {
+        run_units(pg, by, cnt, bc);
+        return;
+    }
+    rb_err err = {0};
+    int64_t t0 = mono_us();
+    if (rb_pg_tx_pipe_send(pg, &err)) { /* not connected: each kind reports it */
+        run_units(pg, by, cnt, bc);
+        return;
+    }
+    batch_commits inner = {.n = 0}; /* the units' own timings do not count */
+    size_t fails = cnt[RB_PGR_FAIL];
+    cnt[RB_PGR_FAIL] = 0; /* a FAIL's first statement needs its savepoint */
+    run_units(pg, by, cnt, &inner); /* sent: each call fails at once */
+    cnt[RB_PGR_FAIL] = fails;
+    reset_wrapped(by, cnt);
+    if (rb_pg_tx_pipe_read(pg, &err)) { /* rolled back: nothing applied */
+        run_units(pg, by, cnt, bc);
+        return;
+    }
+    run_units(pg, by, cnt, &inner);
+    static _Atomic long turns;
+    if (fault > 0 && ++turns % fault == 0)
+        rb_pg_tx_poison(pg);
+    int rc = rb_pg_tx_commit(pg, &err);
+    if (!rc) {
+        commit_seen(bc, n_ops, t0);
+        return;
+    }
+    if (rc == RB_ESTORE) { /* aborted before COMMIT: nothing applied */
+        reset_wrapped(by, cnt);
+        run_units(pg, by, cnt, bc);
+        return;
+    }
+    reset_wrapped(by, cnt); /* the COMMIT failed: unknown, every request says so */
+    for (int k = 0; k < RB_PGR_KINDS; k++)
+        if (k == RB_PGR_PUSH || k == RB_PGR_ACK || k == RB_PGR_FAIL || k == RB_PGR_CLAIM)
+            fail_all(by[k], cnt[k], rc, &err);
+}
+
+/* Runs a batch: pushes that name parents or batches and the single calls
+ * first, each in its own transactions; then the plain pushes, ACKs, FAILs
+ * and claims in one (run_wrapped); then worker sightings. bc receives the
+ * timings of the write transactions that committed. */
 static void run_batch(rb_pg *pg, rb_pgreq *list, batch_commits *bc)
 {
     size_t n = 0;
@@ -212,15 +362,10 @@ static void run_batch(rb_pg *pg, rb_pgreq *list, batch_commits *bc)
     for (rb_pgreq *r = list; r; r = r->next)
         by[r->kind][cnt[r->kind]++] = r;
     if (cnt[RB_PGR_PUSH])
-        run_pushes(pg, by[RB_PGR_PUSH], cnt[RB_PGR_PUSH], bc);
+        cnt[RB_PGR_PUSH] = run_own_pushes(pg, by[RB_PGR_PUSH], cnt[RB_PGR_PUSH], bc);
     for (size_t i = 0; i < cnt[RB_PGR_CALL]; i++)
         by[RB_PGR_CALL][i]->call(pg, by[RB_PGR_CALL][i]);
-    if (cnt[RB_PGR_ACK])
-        run_acks(pg, by[RB_PGR_ACK], cnt[RB_PGR_ACK], bc);
-    if (cnt[RB_PGR_FAIL])
-        run_fails(pg, by[RB_PGR_FAIL], cnt[RB_PGR_FAIL], bc);
-    if (cnt[RB_PGR_CLAIM])
-        run_claims(pg, by[RB_PGR_CLAIM], cnt[RB_PGR_CLAIM]);
+    run_wrapped(pg, by, cnt, bc);
     if (cnt[RB_PGR_SEEN])
         rb_pgworkers_run_seen(pg, by[RB_PGR_SEEN], cnt[RB_PGR_SEEN]);
     for (int k = 0; k < RB_PGR_KINDS; k++)

@@ -20,6 +20,34 @@
 
 /* --- FETCH --- */
 
+static void on_throttle_wake(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    rb_srv *srv = arg;
+    srv->pgm->throttle_at = INT64_MAX;
+    rb_eng_wake(srv, NULL, 0); /* a throttled queue's slot freed: another try */
+}
+
+/* A claim found a throttled queue full whose next slot frees by itself
+ * (its timeout) at `at`: the parked FETCHes try again then, on
+ * every node that saw it full (nobody announces it). */
+static void arm_throttle_wake(rb_srv *srv, int64_t at)
+{
+    rb_pgmode *pm = srv->pgm;
+    if (at <= 0 || at == INT64_MAX || !srv->base || srv->stopping)
+        return;
+    if (pm->throttle_at && pm->throttle_at <= at)
+        return; /* an earlier wake is armed; it claims and arms again */
+    if (!pm->throttle_ev)
+        pm->throttle_ev = evtimer_new(srv->base, on_throttle_wake, srv);
+    int64_t delay = at - rb_now_ms();
+    delay = delay > 0 ? delay + 5 : 5; /* just past it, by the claim's clock */
+    struct timeval tv = {delay / 1000, (delay % 1000) * 1000};
+    evtimer_add(pm->throttle_ev, &tv);
+    pm->throttle_at = at;
+}
+
 static void fetch_done(rb_srv *srv, rb_pgreq *r);
 
 static char *dup_wid(const rb_conn *c)
@@ -63,8 +91,8 @@ static void release_done(rb_srv *srv, rb_pgreq *r)
 {
     (void)srv;
     if (r->rc)
-        rb_log(RB_LOG_WARN, "job %s stays reserved until its lease ends: %s", r->jid,
-               rb_err_msg(&r->err));
+        rb_log_kv(RB_LOG_WARN, RB_LOG_KV("jid", r->jid),
+                  "job %s stays reserved until its lease ends: %s", r->jid, rb_err_msg(&r->err));
     mode_req_free(r);
 }
 
@@ -113,6 +141,8 @@ static void op_claim_done(rb_srv *srv, rb_pgreq *r)
     rb_pgmode_storage_ok(srv);
     op->applied = RB_ENG_APPLIED;
     bool got = r->u.claim.got;
+    if (!got)
+        arm_throttle_wake(srv, r->u.claim.wake_at);
     if (got && op->c && op->c->closed) {
         release_job(srv, r);
     } else if (got) {
@@ -152,6 +182,7 @@ static void fetch_done(rb_srv *srv, rb_pgreq *r)
         mode_req_drop(r);
         return;
     }
+    arm_throttle_wake(srv, r->u.claim.wake_at);
     bool missed = r->u.claim.seq != srv->pgm->notify_seq; /* a wake-up went by */
     int n;
     char **queues = take_queues(r, &n);

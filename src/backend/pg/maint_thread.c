@@ -1,8 +1,8 @@
 /* Distributed mode's maintenance thread (started by mode.c's
  * rb_pgmode_attach), on every node at once: promotes due jobs, reaps
  * expired reservations, drops dead jobs past retention (telling their
- * children), forgets expired succeeded records of workflow jobs and stale
- * workers, in batches of RB_PGMODE_BATCH on its own engine (pm->maint, the
+ * children), forgets expired succeeded records of workflow jobs, ended
+ * progress records past their retention and stale workers, in batches of RB_PGMODE_BATCH on its own engine (pm->maint, the
  * thread's alone; the SKIP LOCKED batches make the nodes' concurrent runs
  * safe), handing what it saw to the loop's /metrics, then sleeps a
  * jittered tick or until the next due time. Maintenance thread only. */
@@ -63,6 +63,13 @@ static int reap_all(rb_pgmode *pm, maint_bufs *mb, int *total, rb_err *err)
         n = 0;
         rc = rb_pg_reap(pm->maint, rb_now_ms(), RB_PGMODE_BATCH, mb->reaped, &n, err);
         *total += n;
+        if (!rc && n) { /* their throttle slots came back: every node's FETCHes told */
+            const char *queues[RB_PGMODE_BATCH];
+            for (int i = 0; i < n; i++)
+                queues[i] = mb->reaped[i].labels.queue;
+            rb_err nerr = {0};
+            (void)rb_pg_throttle_notify(pm->maint, queues, (size_t)n, &nerr);
+        }
         mode_note_maintenance(pm, mb->reaped, (size_t)n, NULL, 0);
     } while (!rc && n == RB_PGMODE_BATCH && !mode_stopping(pm));
     return rc;
@@ -78,7 +85,7 @@ void *mode_maint_thread(void *arg)
     for (;;) {
         rb_err err = {0};
         int promoted = 0, reaped = 0, dropped = 0, forgotten = 0, expired = 0, batches_gone = 0;
-        int dropped_expired = 0;
+        int dropped_expired = 0, tracks_gone = 0;
         int64_t due = INT64_MAX;
         int rc = promote_all(pm, mb, &promoted, &err);
         if (!rc)
@@ -97,6 +104,8 @@ void *mode_maint_thread(void *arg)
             rc = batches(pm, rb_pg_deps_expire, &expired, &err);
         if (!rc) /* batches never committed, or finished past their retention */
             rc = batches(pm, rb_pg_batches_expire, &batches_gone, &err);
+        if (!rc) /* progress records past their retention after the job's end */
+            rc = batches(pm, rb_pg_track_expire, &tracks_gone, &err);
         if (!rc && rb_now_ms() >= workers_due) {
             rc = batches(pm, rb_pg_workers_cleanup, &forgotten, &err);
             if (!rc)
@@ -113,6 +122,8 @@ void *mode_maint_thread(void *arg)
             rb_log(RB_LOG_DEBUG, "%d stale workers forgotten", forgotten);
         if (expired)
             rb_log(RB_LOG_DEBUG, "%d succeeded workflow records expired", expired);
+        if (tracks_gone)
+            rb_log(RB_LOG_DEBUG, "%d ended progress records forgotten", tracks_gone);
         if (batches_gone)
             rb_log(RB_LOG_INFO, "%d expired batches forgotten", batches_gone);
         if (promoted || reaped || dropped || dropped_expired) /* a discard may release children */

@@ -21,6 +21,7 @@
 #include "backend/pg/registry.h"
 #include "common/buf.h"
 #include "common/timeutil.h"
+#include "server/cron.h"
 #include "server/log.h"
 
 bool rb_pgmode_is_url(const char *url)
@@ -94,6 +95,13 @@ static int open_engine(rb_srv *srv, bool listen, rb_pg **out, rb_err *err)
     }
 }
 
+/* A stored "cron:NAME" row: the entry's last tick, for rb_cron_start's
+ * catch-up (the pushes themselves test the row again). */
+static void cron_row(void *arg, const char *key, const char *value)
+{
+    rb_cron_load(arg, key, value);
+}
+
 int rb_pgmode_open(rb_srv *srv, rb_err *err)
 {
     rb_pgmode *pm = rb_xcalloc(1, sizeof *pm);
@@ -120,6 +128,12 @@ int rb_pgmode_open(rb_srv *srv, rb_err *err)
             nanosleep(&ts, NULL);
             rc = rb_pg_check_schema(pm->work[0], err);
         }
+    }
+    while (!rc && srv->cfg.n_cron &&
+           (rc = rb_pg_meta_each(pm->work[0], RB_CRON_META_KEY, cron_row, srv, err)) == RB_ECONN) {
+        rb_log(RB_LOG_WARN, "reading the cron ticks: %s (retrying)", rb_err_msg(err));
+        struct timespec ts = {0, 200000000L};
+        nanosleep(&ts, NULL);
     }
     for (int i = 1; !rc && i < RB_PGMODE_THREADS; i++)
         rc = open_engine(srv, false, &pm->work[i], err);
@@ -209,6 +223,8 @@ void rb_pgmode_free(rb_srv *srv)
         event_free(pm->poll_ev);
     if (pm->held_ev)
         event_free(pm->held_ev);
+    if (pm->throttle_ev)
+        event_free(pm->throttle_ev);
     for (int i = 0; i < RB_PGMODE_THREADS; i++)
         if (pm->work[i])
             rb_pg_close(pm->work[i]);

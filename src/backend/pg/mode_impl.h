@@ -74,6 +74,9 @@ struct rb_pgmode {
 
     /* Loop thread only. */
     uint64_t notify_seq; /* wake-ups delivered so far */
+    struct event *throttle_ev; /* wakes parked FETCHes when a full throttled
+                                  queue's slot frees by itself (fetch.c) */
+    int64_t throttle_at;       /* throttle_ev's time; 0 or INT64_MAX: not armed */
     bool outage;         /* an outage was logged and has not ended */
 };
 

@@ -46,6 +46,11 @@ struct rb_pgreq {
             bool deps; /* a job names parents: its own transaction (rb_pg_push_deps) */
             char **bids; /* owned: each job's custom.bid or NULL; NULL when no job has one
                             (else its own transaction, rb_pg_push_batch) */
+            /* a cron tick's push (engine.h's u.push.meta_key): its own
+             * transaction (rb_pg_push_tick); key borrowed from data */
+            const char *meta_key;
+            int64_t tick_s;
+            bool stale; /* result */
         } push;
         struct {
             rb_pg_ref ref;
@@ -63,6 +68,8 @@ struct rb_pgreq {
             uint64_t seq;    /* notification count when posted */
             rb_pg_claimed job;
             bool got;
+            int64_t wake_at; /* none got: when a full throttled queue's slot times out
+                                (INT64_MAX: never by itself) */
         } claim;
         struct {
             int status, state;

@@ -42,12 +42,13 @@
 #include "engine/job_state.h"
 #include "engine/mutation.h"
 #include "engine/reads.h"
+#include "engine/track.h"
 #include "engine/unique.h"
 #include "engine/workflow.h"
 #include "policy/policy.h"
 
 /* The schema version this build creates and requires (rb_pg_migrate). */
-#define RB_PG_SCHEMA_VERSION 8
+#define RB_PG_SCHEMA_VERSION 9
 
 /* Job states, flags and per-job outcomes are the engine's
  * (engine/job_state.h), stored as the same numbers. Done and discarded jobs
@@ -161,6 +162,22 @@ int rb_pg_push_deps(rb_pg *pg, const rb_pg_new_job *jobs, size_t n, int64_t now,
 int rb_pg_push_batch(rb_pg *pg, const rb_pg_new_job *jobs, const char *const *bids, size_t n,
                      bool deps, int64_t now, int *status, rb_err *err);
 
+/* --- cron (sql_cron.c; server/cron.h) --- */
+
+/* A cron tick's push, in one transaction: the meta row key set to tick_s
+ * when it holds no tick or an older one, then the jobs pushed (as
+ * rb_pg_push, or as rb_pg_push_deps when deps). When the row holds tick_s
+ * or a later tick, nothing is written: *stale set, each status RB_EEXIST.
+ * Of nodes racing for one tick exactly one pushes (the row's lock). */
+int rb_pg_push_tick(rb_pg *pg, const rb_pg_new_job *jobs, size_t n, bool deps, const char *key,
+                    int64_t tick_s, int64_t now, int *status, bool *stale, rb_err *err);
+
+/* Calls fn for each rb_meta row whose key starts with prefix, in key
+ * order (the cron entries' last ticks at start). */
+int rb_pg_meta_each(rb_pg *pg, const char *prefix,
+                    void (*fn)(void *arg, const char *key, const char *value), void *arg,
+                    rb_err *err);
+
 /* --- batches (sql_batch.c; docs/workflows.md "Batches") --- */
 
 /* BATCH NEW: a new batch from def (its parent, when named, locked, told
@@ -209,10 +226,15 @@ typedef struct rb_pg_claimed {
  * dropped after it, in a transaction of their own (rb_pg_expire's work; an
  * error there is logged and leaves them to the maintenance sweep), and the
  * slots they took claimed for again (a few rounds at most). A
- * unique_until "start" job's lock is released as it is claimed. *out (free
- * with rb_pg_claimed_free) gets *nout <= n jobs ordered by slot. */
+ * unique_until "start" job's lock is released as it is claimed. A queue
+ * with a throttle (sql_throttle.c) is claimed alone, in a transaction
+ * holding its lock, for at most the slots free at now; one at its limit
+ * is skipped as if empty, and *wake_at (may be NULL) gets the earliest
+ * time a slot of such a queue frees by its timeout (INT64_MAX: none).
+ * *out (free with rb_pg_claimed_free) gets *nout <= n
+ * jobs ordered by slot. */
 int rb_pg_claim(rb_pg *pg, const char *const *queues, int nq, const char *const *wids, int n,
-                int64_t now, rb_pg_claimed **out, int *nout, rb_err *err);
+                int64_t now, rb_pg_claimed **out, int *nout, int64_t *wake_at, rb_err *err);
 void rb_pg_claimed_free(rb_pg_claimed *c, int n);
 
 /* --- finishing work (sql_jobs.c, sql_fail.c) --- */
@@ -450,6 +472,33 @@ int rb_pg_workflow(rb_pg *pg, const char *jid, size_t max_nodes, int64_t now, rb
  * Each is logged ("JID x: Halt: job expired") and its labels kept for
  * rb_pg_take_expired. *n = jobs dropped. */
 int rb_pg_expire(rb_pg *pg, int64_t now, int limit, int *n, rb_err *err);
+/* The database thread's batch transaction: rb_pg_tx_pipe_send (below)
+ * opens one transaction that the plain pushes, ACKs, FAILs and claims of a
+ * batch then share (each of them a unit: a savepoint where it needs its
+ * own, see sql_begin), so that one COMMIT makes the whole batch durable.
+ * rb_pg_tx_commit commits it, or refuses (RB_ESTORE, rolled back) when a
+ * statement outside a unit failed and aborted it: the caller runs the batch
+ * again without it. A failed COMMIT (RB_ECONN) leaves the outcome unknown.
+ * rb_pg_tx_rollback undoes it, with the expired jobs' labels it kept. */
+int rb_pg_tx_commit(rb_pg *pg, rb_err *err);
+void rb_pg_tx_rollback(rb_pg *pg);
+/* The batch transaction in two round trips instead of one per statement:
+ * rb_pg_tx_pipe_send opens it as a pipeline (BEGIN sent, not yet read);
+ * the calls made next (rb_pg_push, rb_pg_ack, rb_pg_claim) send their
+ * statement and fail at once, and rb_pg_tx_pipe_read sends the Sync and
+ * reads every result in one round trip. The same calls, made again with
+ * the same arguments in the same order, then take those results instead of
+ * running their statements; any other statement runs as usual, inside the
+ * transaction, which rb_pg_tx_commit ends. rb_pg_tx_pipe_read fails (and
+ * rolls back: nothing applied) when a statement failed; RB_ECONN when the
+ * connection was lost. rb_pg_tx_pipe_skip(pg, true) runs the statements
+ * of a call that was not sent (a claim's later rounds) as usual. */
+int rb_pg_tx_pipe_send(rb_pg *pg, rb_err *err);
+int rb_pg_tx_pipe_read(rb_pg *pg, rb_err *err);
+void rb_pg_tx_pipe_skip(rb_pg *pg, bool skip);
+/* Tests only: a statement error that aborts the batch transaction. */
+void rb_pg_tx_poison(rb_pg *pg);
+
 /* The labels of the jobs this engine dropped expired since the last call
  * (*out: a new array of *n, caller frees; NULL when none). */
 void rb_pg_take_expired(rb_pg *pg, rb_pg_labels **out, size_t *n);
@@ -457,5 +506,31 @@ void rb_pg_take_expired(rb_pg *pg, rb_pg_labels **out, size_t *n);
  * pushes refused NOTUNIQUE, jobs dropped expired (all time). */
 int rb_pg_unique_info(rb_pg *pg, int64_t *locks, int64_t *rejected, int64_t *expired,
                       rb_err *err);
+
+/* --- progress tracking (sql_track.c; docs/enterprise.md "Tracking") --- */
+
+/* TRACK GET of jid at now: *reply (caller owns) is engine/track.h's
+ * rb_track_get over the job's row and its record, read in one statement. */
+int rb_pg_track_get(rb_pg *pg, const char *jid, int64_t now, json_t **reply, rb_err *err);
+/* TRACK SET in one transaction: the job row locked, then its record; when
+ * rb_track_set_stores, the record written (the job marked as having one)
+ * and a working job's lease extended to rb_track_lease_end. Nothing
+ * changed otherwise. 0 only after COMMIT. */
+int rb_pg_track_set(rb_pg *pg, const rb_track_set *in, int64_t now, rb_err *err);
+/* Drops up to limit ended records past RB_TRACK_RETENTION_MS (rows locked
+ * SKIP LOCKED: nodes run it at once). *n (may be NULL) = records dropped. */
+int rb_pg_track_expire(rb_pg *pg, int64_t now, int limit, int *n, rb_err *err);
+
+/* --- queue throttles (sql_throttle.c) --- */
+
+/* INFO's rebound.throttles, the cluster's slots held at now
+ * (rb_throttle_info_set per configured throttle); *out NULL when none is
+ * configured. */
+int rb_pg_throttle_info(rb_pg *pg, int64_t now, json_t **out, rb_err *err);
+/* Slots of these queues were given back (ACK, FAIL, SNOOZE): NOTIFY for
+ * each throttled one among them, waking the FETCHes parked on it on every
+ * node. queues NULL: every throttled queue (a SNOOZE, whose queue the
+ * statement does not report). Nothing when no throttle is configured. */
+int rb_pg_throttle_notify(rb_pg *pg, const char *const *queues, size_t n, rb_err *err);
 
 #endif

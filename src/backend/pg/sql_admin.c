@@ -208,7 +208,7 @@ int rb_pg_flush(rb_pg *pg, rb_err *err)
         return rc;
     return sql_exec(pg,
                     "TRUNCATE rb_jobs, rb_counters, rb_queues, rb_edges, rb_wait, rb_dep_done,"
-                    " rb_batches, rb_unique",
+                    " rb_batches, rb_unique, rb_track",
                     err);
 }
 

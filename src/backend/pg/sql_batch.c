@@ -312,7 +312,7 @@ void sql_batch_failed(rb_pg *pg, const char *bid, bool callback, bool first_fail
 int sql_batch_ack(rb_pg *pg, const rb_pg_ref *ref, int64_t now, int *status,
                   rb_pg_labels *labels, rb_err *err)
 {
-    int rc = sql_exec(pg, "BEGIN", err);
+    int rc = sql_begin(pg, err);
     if (rc)
         return rc;
     const char *p1[1] = {ref->jid};
@@ -364,7 +364,7 @@ int sql_batch_ack(rb_pg *pg, const rb_pg_ref *ref, int64_t now, int *status,
                           : (failed ? RB_BATCH_EV_ACKED_AFTER_FAIL : RB_BATCH_EV_ACKED),
                        ref->jid);
     free(bid);
-    if ((rc = sql_batch_apply_noted(pg, now, err)) || (rc = sql_exec(pg, "COMMIT", err)))
+    if ((rc = sql_batch_apply_noted(pg, now, err)) || (rc = sql_commit(pg, err)))
         goto fail;
     return 0;
 fail:

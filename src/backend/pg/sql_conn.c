@@ -47,7 +47,8 @@ static const char *const sql_stmt_text[SQL_STMT_COUNT] = {
     [SQL_MUTATE_APPLY] = "SELECT rb_mutate_apply($1, $2::text[], $3::bigint, $4::bigint)",
     [SQL_INFO] = "SELECT rb_info()",
     [SQL_JOB] = "SELECT jid, queue, json, history, wid, state, priority, attempts, reserve_s,"
-               " flags, due_ms, first_ms, enq_ms FROM rb_jobs WHERE jid = $1",
+               " flags, due_ms, first_ms, enq_ms, (SELECT l.until_ms FROM rb_unique l"
+               " WHERE l.key = rb_jobs.ukey AND l.jid = rb_jobs.jid) FROM rb_jobs WHERE jid = $1",
     [SQL_COUNTERS] = "SELECT coalesce(sum(value) FILTER (WHERE name = 'processed'), 0),"
                     " coalesce(sum(value) FILTER (WHERE name = 'failures'), 0) FROM rb_counters",
     [SQL_WORKERS_SEEN] = "SELECT rb_worker_seen($1::text[], $2::int[], $3::text[], $4, $5::bigint,"
@@ -89,6 +90,8 @@ static void remember_error(rb_pg *pg, const char *msg)
         n--;
     pg->last_error[n] = '\0';
 }
+
+static void sent_clear(rb_pg *pg);
 
 void sql_lost(rb_pg *pg)
 {
@@ -213,6 +216,8 @@ void rb_pg_close(rb_pg *pg)
         return;
     PQfinish(pg->conn);
     sql_batch_forget(pg);
+    sent_clear(pg);
+    free(pg->sent);
     free(pg->bev);
     free(pg->expired);
     rb_config_release(&pg->defaults);
@@ -285,6 +290,10 @@ int sql_exec(rb_pg *pg, const char *sql, rb_err *err)
 {
     if (!pg->conn)
         return rb_err_set(err, RB_ECONN, "database unavailable (%s)", pg->last_error);
+    if (pg->pipe == SQL_PIPE_SEND) /* only sql_run's statements are sent */
+        return rb_err_set(err, RB_ESTATE, "not sent in a pipeline");
+    if (pg->wrapped && (!strcmp(sql, "BEGIN") || !strcmp(sql, "COMMIT")))
+        return rb_err_set(err, RB_ESTORE, "internal error: %s inside a batch transaction", sql);
     PGresult *r = PQexec(pg->conn, sql);
     if (!result_ok(r)) {
         fail_result(pg, r, err);
@@ -294,11 +303,218 @@ int sql_exec(rb_pg *pg, const char *sql, rb_err *err)
     return 0;
 }
 
+int sql_begin(rb_pg *pg, rb_err *err)
+{
+    if (!pg->wrapped)
+        return sql_exec(pg, "BEGIN", err);
+    int rc = sql_exec(pg, "SAVEPOINT rb_unit", err);
+    pg->unit = rc == 0;
+    return rc;
+}
+
+int sql_commit(rb_pg *pg, rb_err *err)
+{
+    if (pg->conn && PQtransactionStatus(pg->conn) == PQTRANS_INERROR) {
+        sql_rollback(pg);
+        return rb_err_set(err, RB_ESTORE, "database error: transaction aborted (%s)",
+                          pg->last_error);
+    }
+    if (!pg->unit)
+        return sql_exec(pg, "COMMIT", err);
+    pg->unit = false;
+    return sql_exec(pg, "RELEASE SAVEPOINT rb_unit", err);
+}
+
 void sql_rollback(rb_pg *pg)
 {
     sql_batch_forget(pg);
+    bool unit = pg->unit;
+    pg->unit = false;
+    if (!pg->conn || PQstatus(pg->conn) != CONNECTION_OK)
+        return;
+    if (unit) {
+        PQclear(PQexec(pg->conn, "ROLLBACK TO SAVEPOINT rb_unit"));
+        PQclear(PQexec(pg->conn, "RELEASE SAVEPOINT rb_unit"));
+    } else if (!pg->wrapped) {
+        PQclear(PQexec(pg->conn, "ROLLBACK"));
+    }
+}
+
+int rb_pg_tx_commit(rb_pg *pg, rb_err *err)
+{
+    bool left = pg->pipe == SQL_PIPE_TAKE && pg->next_sent < pg->n_sent;
+    pg->pipe = SQL_PIPE_OFF;
+    sent_clear(pg);
+    if (left) { /* a result no call took: the calls did not repeat (a bug) */
+        rb_pg_tx_rollback(pg);
+        return rb_err_set(err, RB_ESTORE, "internal error: a pipelined result was not taken");
+    }
+    pg->wrapped = false;
+    pg->unit = false;
+    if (!pg->conn)
+        return rb_err_set(err, RB_ECONN, "database connection lost: %s", pg->last_error);
+    if (PQtransactionStatus(pg->conn) != PQTRANS_INTRANS) {
+        rb_pg_tx_rollback(pg);
+        return rb_err_set(err, RB_ESTORE, "database error: batch transaction aborted (%s)",
+                          pg->last_error);
+    }
+    return sql_exec(pg, "COMMIT", err);
+}
+
+/* --- the batch transaction's pipeline --- */
+
+static void sent_clear(rb_pg *pg)
+{
+    for (size_t i = 0; i < pg->n_sent; i++)
+        PQclear(pg->sent[i].r);
+    pg->n_sent = pg->next_sent = 0;
+}
+
+int rb_pg_tx_pipe_send(rb_pg *pg, rb_err *err)
+{
+    int rc = sql_ensure(pg, err);
+    if (rc)
+        return rc;
+    sent_clear(pg);
+    if (PQenterPipelineMode(pg->conn) != 1 ||
+        PQsendQueryParams(pg->conn, "BEGIN", 0, NULL, NULL, NULL, NULL, 0) != 1) {
+        PQexitPipelineMode(pg->conn);
+        return rb_err_set(err, RB_ESTORE, "database error: %s", PQerrorMessage(pg->conn));
+    }
+    pg->wrapped = true;
+    pg->unit = false;
+    pg->expired_mark = pg->n_expired;
+    pg->pipe = SQL_PIPE_SEND;
+    return 0;
+}
+
+/* The next result of a pipelined query and the NULL that ends it; NULL
+ * when it failed (its message kept in last_error). */
+static PGresult *pipe_result(rb_pg *pg, bool *ok)
+{
+    PGresult *r = PQgetResult(pg->conn), *end;
+    while ((end = PQgetResult(pg->conn))) /* not expected: one result each */
+        PQclear(end);
+    if (result_ok(r))
+        return r;
+    if (r && PQresultStatus(r) != PGRES_PIPELINE_ABORTED)
+        remember_error(pg, PQresultErrorMessage(r));
+    else if (!r)
+        remember_error(pg, PQerrorMessage(pg->conn));
+    PQclear(r);
+    *ok = false;
+    return NULL;
+}
+
+int rb_pg_tx_pipe_read(rb_pg *pg, rb_err *err)
+{
+    bool sent = pg->pipe == SQL_PIPE_SEND, ok = sent;
+    pg->pipe = SQL_PIPE_OFF;
+    if (PQpipelineSync(pg->conn) != 1)
+        ok = false;
+    else {
+        PQclear(pipe_result(pg, &ok)); /* BEGIN */
+        for (size_t i = 0; i < pg->n_sent; i++) {
+            pg->sent[i].r = pipe_result(pg, &ok);
+            if (!pg->sent[i].r && pg->sent[i].prepare) /* prepared again next time */
+                pg->prepared &= ~(1u << pg->sent[i].s);
+        }
+        PGresult *sync = PQgetResult(pg->conn);
+        if (PQresultStatus(sync) != PGRES_PIPELINE_SYNC)
+            ok = false;
+        PQclear(sync);
+    }
+    if (PQexitPipelineMode(pg->conn) != 1 || PQstatus(pg->conn) != CONNECTION_OK) {
+        sql_lost(pg); /* a pipeline it cannot leave: a connection lost */
+        sent_clear(pg);
+        pg->wrapped = false;
+        return rb_err_set(err, RB_ECONN, "database connection lost: %s", pg->last_error);
+    }
+    for (size_t i = 0; i < pg->n_sent; i++) /* the preparations: nothing to take */
+        if (pg->sent[i].prepare) {
+            PQclear(pg->sent[i].r);
+            pg->sent[i].r = NULL;
+            pg->sent[i].s = SQL_STMT_COUNT;
+        }
+    if (!ok) {
+        sent_clear(pg);
+        rb_pg_tx_rollback(pg);
+        return rb_err_set(err, RB_ESTORE, "database error: %s", pg->last_error);
+    }
+    size_t k = 0; /* the executions, in order */
+    for (size_t i = 0; i < pg->n_sent; i++)
+        if (!pg->sent[i].prepare)
+            pg->sent[k++] = pg->sent[i];
+    pg->n_sent = k;
+    pg->next_sent = 0;
+    pg->pipe = SQL_PIPE_TAKE;
+    return 0;
+}
+
+void rb_pg_tx_pipe_skip(rb_pg *pg, bool skip)
+{
+    pg->pipe_skip = skip;
+}
+
+void rb_pg_tx_poison(rb_pg *pg)
+{
+    if (pg->conn)
+        PQclear(PQexec(pg->conn, "SELECT 1/0"));
+}
+
+void rb_pg_tx_rollback(rb_pg *pg)
+{
+    pg->pipe = SQL_PIPE_OFF;
+    sent_clear(pg);
+    pg->wrapped = false;
+    pg->unit = false;
+    sql_batch_forget(pg);
+    if (pg->n_expired > pg->expired_mark) /* dropped by what is undone: not dropped */
+        pg->n_expired = pg->expired_mark;
     if (pg->conn && PQstatus(pg->conn) == CONNECTION_OK)
         PQclear(PQexec(pg->conn, "ROLLBACK"));
+}
+
+static void sent_add(rb_pg *pg, sql_stmt s, bool prepare)
+{
+    if (pg->n_sent == pg->cap_sent) {
+        pg->cap_sent = pg->cap_sent ? pg->cap_sent * 2 : 8;
+        pg->sent = rb_xrealloc(pg->sent, pg->cap_sent * sizeof *pg->sent);
+    }
+    pg->sent[pg->n_sent++] = (struct sql_sent){.s = s, .prepare = prepare};
+}
+
+/* SQL_PIPE_SEND: s (prepared first when it is not yet) sent, no result. */
+static PGresult *pipe_send(rb_pg *pg, sql_stmt s, const char *name, int nparams,
+                           const char *const *params, rb_err *err)
+{
+    bool ok = true;
+    if (!(pg->prepared & (1u << s))) {
+        ok = PQsendPrepare(pg->conn, name, sql_stmt_text[s], 0, NULL) == 1;
+        if (ok) {
+            sent_add(pg, s, true);
+            pg->prepared |= 1u << s; /* unless the pipeline fails: rb_pg_tx_pipe_read */
+        }
+    }
+    if (ok && (ok = PQsendQueryPrepared(pg->conn, name, nparams, params, NULL, NULL, 0) == 1))
+        sent_add(pg, s, false);
+    if (!ok)
+        pg->pipe = SQL_PIPE_OFF; /* rb_pg_tx_pipe_read reports it */
+    rb_err_set(err, RB_ESTATE, "sent in a pipeline");
+    return NULL;
+}
+
+/* SQL_PIPE_TAKE: the next kept result when it is s's. */
+static bool pipe_take(rb_pg *pg, sql_stmt s, PGresult **out, rb_err *err)
+{
+    if (pg->pipe_skip || pg->next_sent >= pg->n_sent || pg->sent[pg->next_sent].s != s)
+        return false;
+    struct sql_sent *t = &pg->sent[pg->next_sent++];
+    *out = t->r;
+    t->r = NULL;
+    if (!*out)
+        rb_err_set(err, RB_ESTORE, "database error: %s", pg->last_error);
+    return true;
 }
 
 PGresult *sql_run(rb_pg *pg, sql_stmt s, int nparams, const char *const *params, rb_err *err)
@@ -309,6 +525,11 @@ PGresult *sql_run(rb_pg *pg, sql_stmt s, int nparams, const char *const *params,
     }
     char name[16];
     snprintf(name, sizeof name, "rb_s%d", (int)s);
+    if (pg->pipe == SQL_PIPE_SEND)
+        return pipe_send(pg, s, name, nparams, params, err);
+    PGresult *kept;
+    if (pg->pipe == SQL_PIPE_TAKE && pipe_take(pg, s, &kept, err))
+        return kept;
     if (!(pg->prepared & (1u << s))) {
         PGresult *p = PQprepare(pg->conn, name, sql_stmt_text[s], 0, NULL);
         if (!result_ok(p)) {
@@ -331,6 +552,10 @@ PGresult *sql_query(rb_pg *pg, const char *sql, int nparams, const char *const *
 {
     if (!pg->conn) {
         rb_err_set(err, RB_ECONN, "database unavailable (%s)", pg->last_error);
+        return NULL;
+    }
+    if (pg->pipe == SQL_PIPE_SEND) { /* only sql_run's statements are sent */
+        rb_err_set(err, RB_ESTATE, "not sent in a pipeline");
         return NULL;
     }
     PGresult *r = PQexecParams(pg->conn, sql, nparams, NULL, params, NULL, NULL, 0);

@@ -204,7 +204,7 @@ int rb_pg_fail(rb_pg *pg, const rb_pg_failure *f, size_t n, int64_t now,
     int nrows = 0;
     batch b;
     batch_init(&b);
-    if ((rc = sql_exec(pg, "BEGIN", err)))
+    if ((rc = sql_begin(pg, err)))
         goto out;
     const char *params[1] = {jids.data};
     PGresult *r = sql_run(pg, SQL_LOCK_JOBS, 1, params, err);
@@ -229,7 +229,7 @@ int rb_pg_fail(rb_pg *pg, const rb_pg_failure *f, size_t n, int64_t now,
         else if ((rc = fail_row(pg, &b, row, &f[i], now, 0, &res[i], err)))
             goto fail;
     }
-    if ((rc = batch_write(pg, &b, now, err)) || (rc = sql_exec(pg, "COMMIT", err)))
+    if ((rc = batch_write(pg, &b, now, err)) || (rc = sql_commit(pg, err)))
         goto fail;
     goto out;
 fail:

@@ -64,7 +64,25 @@ struct rb_pg {
     size_t bev_n, bev_cap;
     rb_pg_labels *expired; /* jobs dropped expired, for rb_pg_take_expired */
     size_t n_expired;
+    bool wrapped; /* inside rb_pg_tx_begin's transaction: sql_begin takes a savepoint */
+    bool unit;    /* the savepoint rb_unit is open */
+    size_t expired_mark; /* n_expired when the batch transaction began */
+    /* The batch transaction's pipeline (rb_pg_tx_pipe_*): while pipe is
+     * SQL_PIPE_SEND, sql_run sends its statement and fails (RB_ESTATE)
+     * without a result; the results are read in one round trip and kept in
+     * sent[] until, with pipe SQL_PIPE_TAKE, the same calls made again take
+     * them in order instead of running their statements. */
+    int pipe;
+    struct sql_sent {
+        sql_stmt s;
+        bool prepare;  /* the PQsendPrepare of s, not its execution */
+        PGresult *r;   /* read: the result (NULL: failed) */
+    } *sent;
+    size_t n_sent, cap_sent, next_sent;
+    bool pipe_skip; /* SQL_PIPE_TAKE: run the next statements as usual */
 };
+
+enum { SQL_PIPE_OFF, SQL_PIPE_SEND, SQL_PIPE_TAKE };
 
 /* The config in force (never NULL). */
 const rb_config *sql_cfg(const rb_pg *pg);
@@ -83,9 +101,22 @@ PGresult *sql_query(rb_pg *pg, const char *sql, int nparams, const char *const *
 /* sql_ensure, then sql_run of s with the text parameters (now, limit), the
  * shape of the timer's statements (sql_jobs.c). */
 PGresult *sql_run_now_limit(rb_pg *pg, sql_stmt s, int64_t now, int limit, rb_err *err);
-/* A plain SQL text without parameters (BEGIN, COMMIT, DDL); 0 or the error. */
+/* A plain SQL text without parameters (BEGIN, COMMIT, DDL); 0 or the error.
+ * A bare BEGIN or COMMIT inside rb_pg_tx_begin's transaction is refused
+ * (RB_ESTORE): code that may run there uses sql_begin and sql_commit. */
 int sql_exec(rb_pg *pg, const char *sql, rb_err *err);
-/* Ends a transaction that failed: ROLLBACK when still connected. */
+
+/* One unit of work that must apply whole: its own transaction (BEGIN ...
+ * COMMIT), or, inside the database thread's batch transaction
+ * (rb_pg_tx_begin), the savepoint rb_unit (SAVEPOINT ... RELEASE), so that
+ * a unit that fails is undone alone and the batch goes on. sql_commit
+ * refuses a transaction PostgreSQL has already aborted (whose COMMIT would
+ * answer ROLLBACK) and rolls it back. Units do not nest. */
+int sql_begin(rb_pg *pg, rb_err *err);
+int sql_commit(rb_pg *pg, rb_err *err);
+/* Ends a unit or transaction that failed: ROLLBACK (TO SAVEPOINT) when still
+ * connected. Inside the batch transaction with no unit open it does nothing:
+ * the transaction stays aborted and rb_pg_tx_commit refuses it. */
 void sql_rollback(rb_pg *pg);
 
 /* Marks a lost connection: closes it and schedules the reconnect. */
@@ -120,6 +151,13 @@ size_t sql_parse_int_array(const char *s, int64_t *out, size_t max);
 
 /* The live workers at now (sql_registry.c), for INFO. */
 int sql_workers_count(rb_pg *pg, int64_t now, int64_t *n, rb_err *err);
+
+/* Queue throttles (sql_throttle.c): the lock of queue's throttle for the
+ * open transaction (pg_advisory_xact_lock), and the slots of t held at now
+ * with the earliest end of one in *frees (INT64_MAX: none). */
+int sql_throttle_lock(rb_pg *pg, const char *queue, rb_err *err);
+int sql_throttle_held(rb_pg *pg, const rb_throttle *t, int64_t now, int64_t *held,
+                      int64_t *frees, rb_err *err);
 
 /* The fail core (sql_fail.c) shared by FAIL and the reaper: runs the failure
  * of each locked working row through its policy and writes the outcome. */

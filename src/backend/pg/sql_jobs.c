@@ -178,33 +178,68 @@ static int by_slot(const void *a, const void *b)
 /* Claims again at most this many times for slots expired jobs used up. */
 #define CLAIM_ROUNDS 8
 
-int rb_pg_claim(rb_pg *pg, const char *const *queues, int nq, const char *const *wids, int n,
-                int64_t now, rb_pg_claimed **out, int *nout, rb_err *err)
+/* Frees the claims c[from..to) (a transaction that did not commit). */
+static void drop_claims(rb_pg_claimed *c, int from, int to)
 {
-    *out = NULL;
-    *nout = 0;
-    if (n <= 0 || nq <= 0)
-        return 0;
-    int rc = sql_ensure(pg, err);
-    if (rc)
-        return rc;
-    rb_buf q = RB_BUF_INIT;
-    sql_arr_begin(&q);
-    for (int i = 0; i < nq; i++)
-        sql_arr_str(&q, queues[i]);
-    sql_arr_end(&q);
-    rb_pg_claimed *c = rb_xcalloc((size_t)n, sizeof *c);
+    for (int i = from; i < to; i++) {
+        free(c[i].jid);
+        free(c[i].json);
+    }
+}
+
+/* Claims from the queues of array literal q for the slots of wids not
+ * filled yet (filled[], n of them), into c[*got..]; under throttle t's
+ * lock and for at most its free slots when t is not NULL (one queue, a
+ * unit: sql_begin), a full queue's next free slot into *wake_at. first:
+ * the claim's first run of queues (its statement may be pipelined). */
+static int claim_rounds(rb_pg *pg, const char *q, const rb_throttle *t, bool first,
+                        const char *const *wids, int n, bool *filled, int64_t now,
+                        rb_pg_claimed *c, int *got, int64_t *wake_at, rb_err *err)
+{
     int *slots = rb_xcalloc((size_t)n, sizeof *slots);
-    bool *filled = rb_xcalloc((size_t)n, sizeof *filled);
-    int got = 0, want = n;
-    for (int i = 0; i < n; i++)
-        slots[i] = i;
-    for (int round = 0; round < CLAIM_ROUNDS && want > 0; round++) {
+    int rc = 0;
+    for (int round = 0; round < CLAIM_ROUNDS; round++) {
+        int want = 0;
+        for (int i = 0; i < n; i++)
+            if (!filled[i])
+                slots[want++] = i;
+        if (!want)
+            break;
+        if (t) {
+            int64_t held, frees;
+            if ((rc = sql_begin(pg, err))) /* a savepoint inside a batch transaction */
+                break;
+            if ((rc = sql_throttle_lock(pg, t->queue, err)) ||
+                (rc = sql_throttle_held(pg, t, now, &held, &frees, err))) {
+                sql_rollback(pg);
+                break;
+            }
+            if (held >= t->concurrency) { /* at its limit: as if empty */
+                sql_rollback(pg); /* nothing written */
+                if (frees < *wake_at)
+                    *wake_at = frees;
+                break;
+            }
+            if (want > t->concurrency - held)
+                want = (int)(t->concurrency - held);
+        }
         rb_buf expired = RB_BUF_INIT;
         sql_arr_begin(&expired);
-        int n_expired = 0, before = got;
-        rc = claim_once(pg, q.data, wids, slots, want, now, c, &got, &expired, &n_expired, err);
+        int n_expired = 0, before = *got;
+        /* in a pipeline only the first statement of a claim is sent: the
+         * first run's first round when it is not throttled */
+        rb_pg_tx_pipe_skip(pg, !(first && round == 0 && !t));
+        rc = claim_once(pg, q, wids, slots, want, now, c, got, &expired, &n_expired, err);
+        rb_pg_tx_pipe_skip(pg, false);
         sql_arr_end(&expired);
+        if (t && rc) {
+            sql_rollback(pg);
+        } else if (t && (rc = sql_commit(pg, err))) {
+            /* not known to be claimed: their leases end them if they were */
+            drop_claims(c, before, *got);
+            *got = before;
+            n_expired = 0;
+        }
         /* the claims are committed; an error dropping the expired jobs is
          * logged and leaves them to the maintenance sweep */
         rb_err xerr = {0};
@@ -216,29 +251,59 @@ int rb_pg_claim(rb_pg *pg, const char *const *queues, int nq, const char *const 
             n_expired = 0;
         }
         rb_buf_release(&expired);
-        if (rc && got == 0)
-            break;
-        rc = 0; /* a later round's error: the jobs claimed so far are the answer */
-        if (!n_expired)
-            break;
-        /* slots the expired jobs used up: claimed for again */
-        for (int i = before; i < got; i++)
+        for (int i = before; i < *got; i++)
             filled[c[i].slot] = true;
-        want = 0;
-        for (int i = 0; i < n; i++)
-            if (!filled[i])
-                slots[want++] = i;
+        /* slots the expired jobs used up: claimed for again */
+        if (rc || !n_expired)
+            break;
     }
-    rb_buf_release(&q);
     free(slots);
+    return rc;
+}
+
+int rb_pg_claim(rb_pg *pg, const char *const *queues, int nq, const char *const *wids, int n,
+                int64_t now, rb_pg_claimed **out, int *nout, int64_t *wake_at, rb_err *err)
+{
+    *out = NULL;
+    *nout = 0;
+    int64_t wake = INT64_MAX;
+    if (wake_at)
+        *wake_at = INT64_MAX;
+    if (n <= 0 || nq <= 0)
+        return 0;
+    int rc = sql_ensure(pg, err);
+    if (rc)
+        return rc;
+    const rb_config *cfg = sql_cfg(pg);
+    rb_pg_claimed *c = rb_xcalloc((size_t)n, sizeof *c);
+    bool *filled = rb_xcalloc((size_t)n, sizeof *filled);
+    int got = 0;
+    /* in the FETCH's order: a throttled queue alone, each run of other
+     * queues in one statement (all of them when nothing is throttled) */
+    for (int i = 0, next; i < nq && got < n && !rc; i = next) {
+        const rb_throttle *t = cfg->n_throttles ? rb_config_throttle(cfg, queues[i]) : NULL;
+        next = i + 1;
+        while (!t && next < nq && !(cfg->n_throttles && rb_config_throttle(cfg, queues[next])))
+            next++;
+        rb_buf q = RB_BUF_INIT;
+        sql_arr_begin(&q);
+        for (int k = i; k < next; k++)
+            sql_arr_str(&q, queues[k]);
+        sql_arr_end(&q);
+        rc = claim_rounds(pg, q.data, t, i == 0, wids, n, filled, now, c, &got, &wake, err);
+        rb_buf_release(&q);
+    }
     free(filled);
-    if (rc) {
+    if (rc && got == 0) {
         free(c);
         return rc;
     }
+    /* a later error: the jobs claimed so far are the answer */
     qsort(c, (size_t)got, sizeof *c, by_slot);
     *out = c;
     *nout = got;
+    if (wake_at && got < n)
+        *wake_at = wake;
     return 0;
 }
 

@@ -112,6 +112,7 @@ int rb_pg_job_get(rb_pg *pg, const char *jid, rb_pg_job *out, rb_err *err)
         return rb_err_set(err, RB_ENOENT, "job %s not found", jid);
     }
     sql_read_job(r, 0, out);
+    out->lock_until_ms = sql_int(r, 0, 13); /* the unique lock it holds, NULL: none */
     PQclear(r);
     if (out->state == RB_JOB_WAITING || out->state == RB_JOB_BLOCKED)
         return deps_of(pg, out, err);

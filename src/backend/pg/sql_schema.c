@@ -796,9 +796,85 @@ static const char migration_8[] =
     "$$;\n"
     "UPDATE rb_meta SET value = '8' WHERE key = 'schema_version';\n";
 
+/* Version 9: progress tracking (docs/enterprise.md "Tracking", issue 16).
+ * rb_track holds one record per jid that got a TRACK SET: percent (-1:
+ * never set), descr (NULL: never set), updated_ms (the last SET), and once
+ * its job is gone ended_ms and state (engine/track.h's rb_track_state: 3
+ * success, 5 dead); ended records are dropped RB_TRACK_RETENTION_MS after
+ * ended_ms (the maintenance sweep, sql_track.c). A live job's state is
+ * never copied here: TRACK GET reads its row. rb_jobs.trk marks a job
+ * whose record is live (set by TRACK SET), so the end of every other job
+ * costs nothing: rb_ack_batch (replaced in place, same signature, so the
+ * nodes of the previous release ACK by it too) ends a marked job's record
+ * as a success before deleting the row, and a trigger whose WHEN skips
+ * every unmarked row ends it as dead when the row is deleted any other
+ * way (FAIL's discard, MUTATE, QUEUE REMOVE, expiry, the dead set's
+ * retention), with the database's clock; an ACK's success is kept. FLUSH
+ * truncates the table (TRUNCATE fires no row trigger). */
+static const char migration_9[] =
+    "CREATE TABLE rb_track (jid text PRIMARY KEY, percent int NOT NULL DEFAULT -1,\n"
+    "  descr text, updated_ms bigint NOT NULL DEFAULT 0,\n"
+    "  ended_ms bigint NOT NULL DEFAULT 0, state smallint NOT NULL DEFAULT 0);\n"
+    "CREATE INDEX rb_track_ended ON rb_track (ended_ms) WHERE ended_ms > 0;\n"
+    "ALTER TABLE rb_jobs ADD COLUMN trk boolean NOT NULL DEFAULT false;\n"
+
+    "CREATE FUNCTION rb_track_gone() RETURNS trigger LANGUAGE plpgsql AS $$\n"
+    "BEGIN\n"
+    "  UPDATE rb_track t SET ended_ms = (extract(epoch FROM clock_timestamp()) * 1000)::bigint,\n"
+    "    state = 5 WHERE t.jid = OLD.jid AND t.ended_ms = 0;\n"
+    "  RETURN NULL;\n"
+    "END $$;\n"
+    "CREATE TRIGGER rb_jobs_track_deleted AFTER DELETE ON rb_jobs FOR EACH ROW\n"
+    "  WHEN (OLD.trk) EXECUTE FUNCTION rb_track_gone();\n"
+
+    /* version 6's, a marked job's record ended as a success first */
+    "CREATE OR REPLACE FUNCTION rb_ack_batch(p_jids text[], p_wids text[], p_shard int,\n"
+    "  p_now bigint, p_ttl_ms bigint, p_batch boolean)\n"
+    "RETURNS TABLE (status int, queue text, jobtype text)\n"
+    "LANGUAGE plpgsql AS $$\n"
+    "#variable_conflict use_column\n"
+    "DECLARE n int := coalesce(array_length(p_jids, 1), 0);\n"
+    "  st int[] := array_fill(0, ARRAY[n]);\n"
+    "  qs text[] := array_fill(NULL::text, ARRAY[n]);\n"
+    "  ts text[] := array_fill(NULL::text, ARRAY[n]);\n"
+    "  i int; r record; jt json; done int := 0;\n"
+    "BEGIN\n"
+    "  FOR i IN SELECT u.ord FROM unnest(p_jids) WITH ORDINALITY AS u(jid, ord)\n"
+    "           ORDER BY u.jid, u.ord LOOP\n"
+    "    SELECT j.state, j.flags, j.wid, j.queue, j.json, j.wf, j.bid, j.trk INTO r\n"
+    "      FROM rb_jobs j WHERE j.jid = p_jids[i] FOR UPDATE;\n"
+    "    IF NOT FOUND THEN\n"
+    "      st[i] := 1;\n"
+    "    ELSIF r.state = 3 AND r.wid IS NOT NULL AND p_wids[i] IS NOT NULL\n"
+    "          AND r.wid <> p_wids[i] THEN\n"
+    "      st[i] := 2;\n"
+    "    ELSIF (r.state = 3 OR r.flags & 1 <> 0) AND r.bid IS NOT NULL AND NOT p_batch THEN\n"
+    "      st[i] := 5;\n"
+    "    ELSIF r.state = 3 OR r.flags & 1 <> 0 THEN\n"
+    "      IF r.trk THEN\n"
+    "        UPDATE rb_track t SET ended_ms = p_now, state = 3 WHERE t.jid = p_jids[i];\n"
+    "      END IF;\n"
+    "      DELETE FROM rb_jobs j WHERE j.jid = p_jids[i];\n"
+    "      IF r.wf OR EXISTS (SELECT 1 FROM rb_edges e WHERE e.parent = p_jids[i]) THEN\n"
+    "        PERFORM rb_dep_succeeded(p_jids[i], p_now, p_ttl_ms);\n"
+    "      END IF;\n"
+    "      done := done + 1;\n"
+    "      st[i] := 0;\n"
+    "      qs[i] := r.queue;\n"
+    "      jt := r.json::json -> 'jobtype';\n"
+    "      ts[i] := CASE WHEN json_typeof(jt) = 'string' THEN left(jt #>> '{}', 127) END;\n"
+    "    ELSE\n"
+    "      st[i] := 3;\n"
+    "    END IF;\n"
+    "  END LOOP;\n"
+    "  IF done > 0 THEN PERFORM rb_count('processed', p_shard, done); END IF;\n"
+    "  RETURN QUERY SELECT * FROM unnest(st, qs, ts);\n"
+    "END $$;\n"
+    "UPDATE rb_meta SET value = '9' WHERE key = 'schema_version';\n";
+
 static const char *const migrations[RB_PG_SCHEMA_VERSION] = {
     migration_1, migration_2, migration_3, migration_4, migration_5, migration_6, migration_7,
-    migration_8};
+    migration_8, migration_9};
 
 /* The version inside the current transaction (or autocommit). */
 static int read_version(rb_pg *pg, int *version, rb_err *err)

@@ -31,7 +31,7 @@ int sql_expire_jobs(rb_pg *pg, const char *jids, int64_t now, int limit, int *n,
     if (n)
         *n = 0;
     int rc = sql_ensure(pg, err);
-    if (rc || (rc = sql_exec(pg, "BEGIN", err)))
+    if (rc || (rc = sql_begin(pg, err)))
         return rc;
     char nowtxt[24], lim[16];
     snprintf(nowtxt, sizeof nowtxt, "%lld", (long long)now);
@@ -87,7 +87,7 @@ int sql_expire_jobs(rb_pg *pg, const char *jids, int64_t now, int limit, int *n,
     if (!rc)
         rc = sql_batch_apply_noted(pg, now, err);
     if (!rc)
-        rc = sql_exec(pg, "COMMIT", err);
+        rc = sql_commit(pg, err);
     rb_buf_release(&wf);
     if (rc) {
         sql_rollback(pg);
@@ -95,7 +95,8 @@ int sql_expire_jobs(rb_pg *pg, const char *jids, int64_t now, int limit, int *n,
         return rc;
     }
     for (int i = 0; i < rows; i++) {
-        rb_log(RB_LOG_INFO, "JID %s: Halt: job expired", PQgetvalue(r, i, 0));
+        rb_log_kv(RB_LOG_INFO, RB_LOG_KV("jid", PQgetvalue(r, i, 0)), "JID %s: Halt: job expired",
+                  PQgetvalue(r, i, 0));
         keep_labels(pg, r, i);
     }
     PQclear(r);
