@@ -27,6 +27,9 @@ int cmd_discard(int argc, char **argv);
 int cmd_queue(int argc, char **argv);
 /* Distributed mode's PostgreSQL schema (cmd_migrate.c). */
 int cmd_migrate(int, char **);
+/* Moving jobs between databases (cmd_export.c). */
+int cmd_export(int, char **);
+int cmd_import(int, char **);
 /* A single node's database: backup (asks the server) and restore (cmd_backup.c). */
 int cmd_backup(int argc, char **argv);
 int cmd_restore(int argc, char **argv);

@@ -41,6 +41,8 @@ static const struct command {
     {"migrate", cmd_migrate, "create or upgrade the PostgreSQL schema (distributed mode)"},
     {"backup", cmd_backup, "copy a running single node's database into a new file"},
     {"restore", cmd_restore, "check a backup and install it as a stopped server's database"},
+    {"export", cmd_export, "write every job and the counters as JSON lines (server stopped)"},
+    {"import", cmd_import, "load a `rebound export` file into SQLite or PostgreSQL"},
     {"version", cmd_version, "print the version"},
     {"help", cmd_help, "show this list"},
 };

@@ -132,6 +132,11 @@ void sql_arr_end(rb_buf *b);
 /* The job's JSON with enqueued_at (ms, > 0) added as the first field. */
 char *sql_json_with_enqueued(const char *json, int64_t enq_ms);
 
+/* Row i of a result whose columns are jid, queue, json, history, wid,
+ * state, priority, attempts, reserve_s, flags, due_ms, first_ms, enq_ms
+ * (SQL_JOB's) into j, strings owned (sql_read.c). */
+void sql_read_job(const PGresult *r, int i, rb_pg_job *j);
+
 /* A copy of field c of row r, or NULL when SQL NULL. */
 char *sql_dup(const PGresult *r, int row, int c);
 int64_t sql_int(const PGresult *r, int row, int c);

@@ -57,7 +57,7 @@ void rb_pg_info_release(rb_pg_info *info)
 
 /* Columns as SQL_JOB selects them: jid, queue, json, history, wid, state,
  * priority, attempts, reserve_s, flags, due_ms, first_ms, enq_ms. */
-static void read_job(const PGresult *r, int i, rb_pg_job *j)
+void sql_read_job(const PGresult *r, int i, rb_pg_job *j)
 {
     j->jid = sql_dup(r, i, 0);
     j->queue = sql_dup(r, i, 1);
@@ -111,7 +111,7 @@ int rb_pg_job_get(rb_pg *pg, const char *jid, rb_pg_job *out, rb_err *err)
         PQclear(r);
         return rb_err_set(err, RB_ENOENT, "job %s not found", jid);
     }
-    read_job(r, 0, out);
+    sql_read_job(r, 0, out);
     out->lock_until_ms = sql_int(r, 0, 13); /* the unique lock it holds, NULL: none */
     PQclear(r);
     if (out->state == RB_JOB_WAITING || out->state == RB_JOB_BLOCKED)
@@ -153,7 +153,7 @@ int rb_pg_jobs(rb_pg *pg, const rb_pg_filter *f, rb_pg_job **out, size_t *n, int
     int rows = PQntuples(r);
     rb_pg_job *jobs = rb_xcalloc(rows ? (size_t)rows : 1, sizeof *jobs);
     for (int i = 0; i < rows; i++)
-        read_job(r, i, &jobs[i]);
+        sql_read_job(r, i, &jobs[i]);
     if (rows > 0) {
         *total = sql_int(r, 0, 13);
     } else { /* none on this page (past the end, or limit 0): count alone */

@@ -1,0 +1,252 @@
+/* The single node's side of export and import (engine/export.h): its
+ * SQLite file opened offline through the store (store.h), every row read
+ * into memory once, new rows written in one transaction. What a row means
+ * as a job view is the single node's storage rule: an enqueued job's text
+ * has no enqueued_at (its row's due_ms is the enqueue time). */
+#include "engine/export.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backend/mem/store.h"
+#include "common/buf.h"
+#include "common/timeutil.h"
+#include "engine/job_state.h"
+
+typedef struct sqlite_port {
+    rb_port base;
+    rb_store *store;
+    rb_job_view *jobs; /* every stored job, in the store's (due, seq) order */
+    size_t n, cap;
+    json_t *by_jid;    /* jid -> index into jobs */
+    int64_t max_id, max_seq;
+    int64_t processed, failures;
+    char **paused; /* the paused queues (meta keys "paused:Q") */
+    size_t n_paused;
+} sqlite_port;
+
+/* A row's text as clients see it: an enqueued job's enqueued_at added. */
+static char *view_json(const rb_job_row *r)
+{
+    if (r->state != RB_JOB_ENQUEUED)
+        return rb_xstrdup(r->json);
+    json_t *o = json_loads(r->json, 0, NULL);
+    if (!json_is_object(o)) {
+        json_decref(o);
+        return rb_xstrdup(r->json);
+    }
+    char ts[RB_TIME_STRLEN];
+    json_object_set_new(o, "enqueued_at", json_string(rb_time_format(r->due_ms, ts)));
+    char *s = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    return s;
+}
+
+static int on_row(void *arg, const rb_job_row *r)
+{
+    sqlite_port *p = arg;
+    if (r->id > p->max_id)
+        p->max_id = r->id;
+    if ((int64_t)r->seq > p->max_seq)
+        p->max_seq = (int64_t)r->seq;
+    if (r->state < RB_JOB_SCHEDULED || r->state > RB_JOB_BLOCKED || !r->jid || !r->json ||
+        !r->queue || json_object_get(p->by_jid, r->jid))
+        return 0; /* what the server skips at start-up (server.c's load_job) */
+    if (p->n == p->cap) {
+        p->cap = p->cap ? p->cap * 2 : 256;
+        p->jobs = rb_xrealloc(p->jobs, p->cap * sizeof *p->jobs);
+    }
+    p->jobs[p->n] = (rb_job_view){
+        .jid = rb_xstrdup(r->jid),
+        .queue = rb_xstrdup(r->queue),
+        .json = view_json(r),
+        .history = r->history ? rb_xstrdup(r->history) : NULL,
+        .wid = r->wid ? rb_xstrdup(r->wid) : NULL,
+        .state = r->state,
+        .priority = r->priority,
+        .attempts = r->attempts,
+        .reserve_s = r->reserve_s,
+        .due_ms = r->due_ms,
+        .first_ms = r->first_ms,
+    };
+    json_object_set_new(p->by_jid, r->jid, json_integer((json_int_t)p->n));
+    p->n++;
+    return 0;
+}
+
+static int on_counter(void *arg, const char *name, int64_t value)
+{
+    sqlite_port *p = arg;
+    if (!strcmp(name, "total_processed"))
+        p->processed = value;
+    else if (!strcmp(name, "total_failures"))
+        p->failures = value;
+    return 0;
+}
+
+static int on_meta(void *arg, const char *key, const char *value)
+{
+    sqlite_port *p = arg;
+    (void)value;
+    if (!strncmp(key, "paused:", 7)) { /* what server.c's load_meta reads */
+        p->paused = rb_xrealloc(p->paused, (p->n_paused + 1) * sizeof *p->paused);
+        p->paused[p->n_paused++] = rb_xstrdup(key + 7);
+    }
+    return 0;
+}
+
+static int sp_paused(rb_port *base, char ***names, size_t *n, rb_err *err)
+{
+    (void)err;
+    sqlite_port *p = (sqlite_port *)base;
+    *names = p->n_paused ? rb_xcalloc(p->n_paused, sizeof **names) : NULL;
+    for (size_t i = 0; i < p->n_paused; i++)
+        (*names)[i] = rb_xstrdup(p->paused[i]);
+    *n = p->n_paused;
+    return 0;
+}
+
+static int sp_each_job(rb_port *base, rb_port_job_fn fn, void *arg, rb_err *err)
+{
+    (void)err;
+    sqlite_port *p = (sqlite_port *)base;
+    for (size_t i = 0; i < p->n; i++) {
+        int rc = fn(arg, &p->jobs[i]);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+static int sp_counters(rb_port *base, int64_t *processed, int64_t *failures, rb_err *err)
+{
+    (void)err;
+    sqlite_port *p = (sqlite_port *)base;
+    *processed = p->processed;
+    *failures = p->failures;
+    return 0;
+}
+
+static char *dup_or_null(const char *s)
+{
+    return s ? rb_xstrdup(s) : NULL;
+}
+
+static int sp_find(rb_port *base, const char *jid, rb_job_view *out, bool *found, rb_err *err)
+{
+    (void)err;
+    sqlite_port *p = (sqlite_port *)base;
+    json_t *ix = json_object_get(p->by_jid, jid);
+    *found = ix != NULL;
+    if (ix) {
+        const rb_job_view *v = &p->jobs[json_integer_value(ix)];
+        *out = *v;
+        out->jid = rb_xstrdup(v->jid);
+        out->queue = rb_xstrdup(v->queue);
+        out->json = rb_xstrdup(v->json);
+        out->history = dup_or_null(v->history);
+        out->wid = dup_or_null(v->wid);
+        out->waits_for = out->blocked_by = NULL;
+    }
+    return 0;
+}
+
+static int sp_write(rb_port *base, const rb_job_view *jobs, size_t n, const char *const *pause,
+                    size_t n_pause, bool set_counters, int64_t processed, int64_t failures,
+                    rb_err *err)
+{
+    sqlite_port *p = (sqlite_port *)base;
+    rb_store *s = p->store;
+    int rc = s->ops->begin(s, err);
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        const rb_job_view *v = &jobs[i];
+        char *text = NULL;
+        if (v->state == RB_JOB_ENQUEUED) { /* enqueued_at is the row's due_ms */
+            json_t *o = json_loads(v->json, 0, NULL);
+            json_object_del(o, "enqueued_at");
+            text = json_dumps(o, JSON_COMPACT);
+            json_decref(o);
+        }
+        rb_job_row row = {
+            .id = ++p->max_id,
+            .jid = v->jid,
+            .state = v->state,
+            .queue = v->queue,
+            .priority = v->priority,
+            .seq = (uint64_t)++p->max_seq,
+            .due_ms = v->due_ms,
+            .first_ms = v->first_ms,
+            .attempts = v->attempts,
+            .reserve_s = v->reserve_s,
+            .wid = v->wid,
+            .json = text ? text : v->json,
+            .history = v->history,
+        };
+        rc = s->ops->put_job(s, &row, err);
+        free(text);
+    }
+    for (size_t i = 0; rc == 0 && i < n_pause; i++) {
+        rb_buf key = RB_BUF_INIT;
+        rb_buf_printf(&key, "paused:%s", pause[i]);
+        rc = s->ops->set_meta(s, rb_buf_str(&key), "1", err);
+        rb_buf_release(&key);
+    }
+    if (rc == 0 && set_counters &&
+        (rc = s->ops->set_counter(s, "total_processed", processed, err)) == 0)
+        rc = s->ops->set_counter(s, "total_failures", failures, err);
+    if (rc == 0)
+        rc = s->ops->commit(s, err);
+    if (rc)
+        s->ops->rollback(s);
+    return rc;
+}
+
+static void sp_close(rb_port *base)
+{
+    sqlite_port *p = (sqlite_port *)base;
+    if (!p)
+        return;
+    if (p->store)
+        p->store->ops->close(p->store);
+    rb_job_views_free(p->jobs, p->n);
+    for (size_t i = 0; i < p->n_paused; i++)
+        free(p->paused[i]);
+    free(p->paused);
+    json_decref(p->by_jid);
+    free(p);
+}
+
+static const rb_port_ops sqlite_port_ops = {
+    .name = "sqlite",
+    .each_job = sp_each_job,
+    .counters = sp_counters,
+    .paused = sp_paused,
+    .find = sp_find,
+    .write = sp_write,
+    .close = sp_close,
+};
+
+int rb_port_sqlite_open(const char *path, bool create, rb_port **out, rb_err *err)
+{
+    if (!strncmp(path, "sqlite:", 7))
+        path += 7;
+    if (!create && access(path, F_OK) != 0)
+        return rb_err_set(err, RB_EIO, "no database '%s'", path);
+    sqlite_port *p = rb_xcalloc(1, sizeof *p);
+    p->base.ops = &sqlite_port_ops;
+    p->by_jid = json_object();
+    int rc = rb_store_sqlite_open(path, &p->store, err);
+    if (rc == 0) {
+        rb_store_loader l = {p, on_row, on_counter, on_meta};
+        rc = p->store->ops->load(p->store, &l, err);
+    }
+    if (rc) {
+        if (strstr(rb_err_msg(err), "locked"))
+            rb_err_prefix(err, "is the server running on it? stop it first");
+        sp_close(&p->base);
+        return rc;
+    }
+    *out = &p->base;
+    return 0;
+}

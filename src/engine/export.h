@@ -1,0 +1,120 @@
+/* `rebound export` and `rebound import`: the JSON-lines format that carries
+ * every job and the counters from one backend to another (a single node's
+ * SQLite file to PostgreSQL and back), and its rules, written once: what a
+ * line holds and how it is checked, when a stored job is the same as a
+ * line (skipped), when it conflicts (refused), and what is not carried.
+ * A backend only reads its jobs out and writes new ones in, through an
+ * rb_port (backend/mem/port.c, backend/pg/sql_port.c), offline: the
+ * server is stopped (docs/operations.md).
+ *
+ * The format (version 1), one JSON object per line:
+ *   {"format":"rebound-export","version":1,"source":"sqlite","exported_at":"..."}
+ *   {"type":"job","jid":J,"state":S,"queue":Q,"priority":P,"due_ms":T,
+ *    "first_ms":F,"attempts":A,"reserve_for":R,"wid":W|null,
+ *    "history":[...]|null,"job":{...}}        one per job
+ *   {"type":"queue","name":Q,"paused":true}  one per paused queue
+ *   {"type":"counters","processed":N,"failures":N}
+ *   {"type":"end","jobs":N}                   the job lines' count
+ * due_ms is the state's deadline (run at, lease end, retention end), or
+ * the enqueue time of an enqueued job; "job" is the job as clients see it,
+ * created_at and enqueued_at included. */
+#ifndef RB_ENGINE_EXPORT_H
+#define RB_ENGINE_EXPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "common/buf.h"
+#include "common/error.h"
+#include "engine/reads.h"
+
+#define RB_EXPORT_FORMAT "rebound-export"
+#define RB_EXPORT_VERSION 1
+
+/* One backend's side, opened offline on its database. */
+typedef struct rb_port rb_port;
+
+/* Called with each stored job; 0 to go on, else the code that stops. */
+typedef int (*rb_port_job_fn)(void *arg, const rb_job_view *v);
+
+typedef struct rb_port_ops {
+    const char *name; /* "sqlite", "postgresql" */
+    /* Every stored job (never PENDING) and the counters, from one
+     * consistent read; enqueued jobs of a queue and priority in FIFO order. */
+    int (*each_job)(rb_port *p, rb_port_job_fn fn, void *arg, rb_err *err);
+    int (*counters)(rb_port *p, int64_t *processed, int64_t *failures, rb_err *err);
+    /* The paused queues' names: *names a new array of *n strings (the
+     * caller frees each and the array; NULL when none). */
+    int (*paused)(rb_port *p, char ***names, size_t *n, rb_err *err);
+    /* The stored job jid: *found false when there is none (out untouched),
+     * else out filled (rb_job_view_release it). */
+    int (*find)(rb_port *p, const char *jid, rb_job_view *out, bool *found, rb_err *err);
+    /* One transaction: n new jobs (no stored job has their jids; kept in
+     * this order, so FIFO order is the lines' order), the queues of pause
+     * paused (n_pause names), and, when set_counters, the two counters. */
+    int (*write)(rb_port *p, const rb_job_view *jobs, size_t n, const char *const *pause,
+                 size_t n_pause, bool set_counters, int64_t processed, int64_t failures,
+                 rb_err *err);
+    void (*close)(rb_port *p);
+} rb_port_ops;
+
+struct rb_port {
+    const rb_port_ops *ops;
+};
+
+/* The two backends' ports. A SQLite file must exist unless create (the
+ * import's target may be new); the server must not be running on it (it
+ * holds the file exclusively: "database is locked"). PostgreSQL's schema
+ * must be current (`rebound migrate`). 0 with *out set, or an RB_E* code
+ * with err naming the database. */
+int rb_port_sqlite_open(const char *path, bool create, rb_port **out, rb_err *err);
+int rb_port_pg_open(const char *url, rb_port **out, rb_err *err);
+
+/* What an export wrote. */
+typedef struct rb_export_stats {
+    size_t jobs;
+    size_t by_state[8]; /* index: rb_job_state */
+    size_t paused;      /* paused queues */
+    int64_t processed, failures;
+} rb_export_stats;
+
+/* Writes p's jobs and counters to out in the format above. 0, or the
+ * read's error / RB_EIO for a write error. */
+int rb_export_run(rb_port *p, FILE *out, rb_export_stats *st, rb_err *err);
+
+/* What an import did. Every text is for people, one line per item. */
+typedef struct rb_import_report {
+    size_t jobs;                /* job lines read */
+    size_t imported;            /* written */
+    size_t by_state[8];         /* written, by rb_job_state */
+    size_t same;                /* identical to the stored job: skipped */
+    size_t conflicts;           /* same jid, other content: refused */
+    size_t not_carried;         /* waiting/blocked jobs and batch members: left out */
+    size_t unique_dropped;      /* imported jobs whose unique lock is not carried */
+    size_t paused_set;          /* queues paused by the import */
+    size_t paused_same;         /* queues of the file already paused */
+    int counters;               /* 0 same, 1 set, -1 conflict */
+    int64_t processed, failures; /* the file's */
+    rb_buf conflict_text;       /* "jid J: field: stored X, file Y; ..." lines */
+    rb_buf skipped_text;        /* "jid J: reason" lines of the jobs not carried */
+} rb_import_report;
+
+void rb_import_report_release(rb_import_report *r);
+
+/* Reads in (name: the file's name for messages) whole and checks every
+ * line first: a malformed one fails with RB_EINVAL, err "NAME:LINE: what",
+ * and nothing is written. Then each job is compared with the stored one of
+ * its jid: identical skipped, different refused (a conflict, reported),
+ * waiting/blocked jobs and batch members left out (reported), the others
+ * written with the paused queues not paused yet and the counters in one
+ * transaction (the counters only when
+ * the database's are 0 or the same; else a conflict). Returns 0 (see the
+ * report for conflicts) or the store's error (nothing written). */
+int rb_import_run(rb_port *p, FILE *in, const char *name, rb_import_report *rep, rb_err *err);
+
+/* The job line of v (exported for tests and for the ports' checks). */
+json_t *rb_export_job_json(const rb_job_view *v);
+
+#endif
