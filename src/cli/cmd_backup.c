@@ -113,17 +113,6 @@ int cmd_backup(int argc, char **argv)
     return code;
 }
 
-/* fsyncs the file or directory at path; 0 or -1 (errno). */
-static int sync_path(const char *path, int flags)
-{
-    int fd = open(path, flags | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    int rc = fsync(fd);
-    close(fd);
-    return rc;
-}
-
 /* Copies the database at from into the new file part (SQLite's backup
  * API, so a copy in WAL mode comes whole) as one self-contained file,
  * fsynced. 0, or CLI_FAIL after reporting. */
@@ -152,7 +141,7 @@ static int copy_db(const char *from, const char *part)
     }
     sqlite3_close(dst);
     dst = NULL;
-    if (sync_path(part, O_RDONLY))
+    if (rb_store_sync_path(part, O_RDONLY))
         code = cli_error(CLI_FAIL, "restore: cannot sync '%s': %s", part, strerror(errno));
 out:
     sqlite3_close(src);
@@ -271,7 +260,7 @@ int cmd_restore(int argc, char **argv)
         goto out;
     }
     char *dir = rb_xstrdup(db);
-    sync_path(dirname(dir), O_RDONLY | O_DIRECTORY);
+    rb_store_sync_path(dirname(dir), O_RDONLY | O_DIRECTORY);
     free(dir);
     printf("restored %s into %s (%lld jobs)", from, db, jobs);
     if (exists)

@@ -311,8 +311,7 @@ static int sq_maintain(rb_store *base, rb_err *err)
     return 0;
 }
 
-/* fsyncs the file (or directory) at path. */
-static int sync_path(const char *path, int flags)
+int rb_store_sync_path(const char *path, int flags)
 {
     int fd = open(path, flags | O_CLOEXEC);
     if (fd < 0)
@@ -378,7 +377,7 @@ static int sq_backup(rb_store *base, const char *path, void (*between)(void *), 
     }
     sqlite3_close(dst);
     dst = NULL;
-    if (sync_path(part, O_RDONLY) != 0) {
+    if (rb_store_sync_path(part, O_RDONLY) != 0) {
         rc = rb_err_set(err, RB_EIO, "cannot sync '%s': %s", part, strerror(errno));
         goto fail;
     }
@@ -389,7 +388,7 @@ static int sq_backup(rb_store *base, const char *path, void (*between)(void *), 
     }
     unlink(part);
     char *dir = rb_xstrdup(path);
-    sync_path(dirname(dir), O_RDONLY | O_DIRECTORY); /* the new name, durable */
+    rb_store_sync_path(dirname(dir), O_RDONLY | O_DIRECTORY); /* the new name, durable */
     free(dir);
     goto out;
 fail:

@@ -100,4 +100,8 @@ int rb_store_sqlite_check(const char *path, long long *jobs, rb_err *err);
  * SQLite; anything else is RB_EINVAL naming the URL. */
 int rb_store_open(const char *url, rb_store **out, rb_err *err);
 
+/* fsyncs the file or directory at path (open flags: O_RDONLY, with
+ * O_DIRECTORY for a directory); 0 or -1 (errno). Any thread. */
+int rb_store_sync_path(const char *path, int flags);
+
 #endif

@@ -175,6 +175,19 @@ static int idle(const rb_writer *w)
     return w->cur->n_ops == 0 && w->cur->n_dones == 0;
 }
 
+/* Hands a finished batch to the loop (mu held) and wakes it. */
+static void hand_back(rb_writer *w, batch *b)
+{
+    if (w->done_tail)
+        w->done_tail->next = b;
+    else
+        w->done_head = b;
+    w->done_tail = b;
+    uint64_t one = 1;
+    ssize_t n = write(w->efd, &one, sizeof one);
+    (void)n; /* the counter cannot overflow in practice; a failed wake is retried next batch */
+}
+
 /* Commits the sealed batch (mu held on entry and on return, released
  * meanwhile) and hands it to the loop. answered: the requests the previous
  * batch answered, for the collection window; set to this one's. */
@@ -193,14 +206,7 @@ static void run_batch(rb_writer *w, size_t *answered)
 
     pthread_mutex_lock(&w->mu);
     w->commits++;
-    if (w->done_tail)
-        w->done_tail->next = b;
-    else
-        w->done_head = b;
-    w->done_tail = b;
-    uint64_t one = 1;
-    ssize_t n = write(w->efd, &one, sizeof one);
-    (void)n; /* the counter cannot overflow in practice; a failed wake is retried next batch */
+    hand_back(w, b);
     if (w->store->ops->maintain) {
         pthread_mutex_unlock(&w->mu);
         rb_err merr = {0};
@@ -241,14 +247,7 @@ static void run_backup(rb_writer *w)
     free(path);
     pthread_mutex_lock(&w->mu);
     w->backup_running = 0;
-    if (w->done_tail)
-        w->done_tail->next = b;
-    else
-        w->done_head = b;
-    w->done_tail = b;
-    uint64_t one = 1;
-    ssize_t n = write(w->efd, &one, sizeof one);
-    (void)n;
+    hand_back(w, b);
 }
 
 static void *writer_main(void *arg)
