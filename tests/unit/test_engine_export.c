@@ -1,11 +1,13 @@
 /* The export format's rules (engine/export.c) over an in-memory port: the
  * lines written, every check of a line (with its line number), and the
- * import's decisions (identical, conflict, not carried, counters). The
+ * import's decisions (identical, conflict, not carried, counters), the
+ * dependency, succeeded-record and batch lines and a partial graph. The
  * backends' ports are tested through the binary (tests/server/test_export.c). */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/batch.h"
 #include "engine/export.h"
 #include "engine/job_state.h"
 
@@ -18,7 +20,30 @@ typedef struct mem_port {
     int writes;
     char *paused[4];
     size_t n_paused;
+    rb_port_graph g;
 } mem_port;
+
+/* Appends from's lines to to (copies). */
+static void graph_add(rb_port_graph *to, const rb_port_graph *from)
+{
+    for (size_t i = 0; i < from->n_deps; i++) {
+        const rb_port_dep *d = &from->deps[i];
+        rb_port_graph_add_dep(to, d->child, (const char *const *)d->parents, d->n, d->mode,
+                              d->remaining, d->dead);
+    }
+    for (size_t i = 0; i < from->n_done; i++)
+        rb_port_graph_add_done(to, from->done[i].jid, from->done[i].until_ms);
+    for (size_t i = 0; i < from->n_batches; i++)
+        rb_port_graph_add_batch(to, from->batches[i].body);
+}
+
+static int mp_graph(rb_port *b, rb_port_graph *g, rb_err *err)
+{
+    (void)err;
+    memset(g, 0, sizeof *g);
+    graph_add(g, &((mem_port *)b)->g);
+    return 0;
+}
 
 static int mp_each(rb_port *b, rb_port_job_fn fn, void *arg, rb_err *err)
 {
@@ -83,11 +108,12 @@ static int mp_find(rb_port *b, const char *jid, rb_job_view *out, bool *found, r
 
 static int mp_write(rb_port *b, const rb_job_view *jobs, size_t n, const char *const *pause,
                     size_t n_pause, bool set_counters, int64_t processed, int64_t failures,
-                    rb_err *err)
+                    const rb_port_graph *g, rb_err *err)
 {
     (void)err;
     mem_port *p = (mem_port *)b;
     p->writes++;
+    graph_add(&p->g, g);
     for (size_t i = 0; i < n_pause; i++)
         p->paused[p->n_paused++] = strdup(pause[i]);
     for (size_t i = 0; i < n; i++)
@@ -106,10 +132,24 @@ static void mp_close(rb_port *b)
         rb_job_view_release(&p->jobs[i]);
     for (size_t i = 0; i < p->n_paused; i++)
         free(p->paused[i]);
+    rb_port_graph_release(&p->g);
 }
 
 static const rb_port_ops mp_ops = {"memory", mp_each, mp_counters, mp_paused, mp_find, mp_write,
-                                   mp_close};
+                                   mp_graph, mp_close};
+
+/* A batch's stored form (caller frees). */
+static char *batch_text(const char *bid, bool committed)
+{
+    json_t *cb = json_pack("{s:s, s:[]}", "jobtype", "done", "args");
+    rb_batch_def def = {.description = "d", .cb = {[RB_BATCH_SUCCESS] = cb}};
+    rb_batch *b = rb_batch_new(bid, &def, 1000);
+    b->committed = committed;
+    char *text = rb_batch_dump(b);
+    rb_batch_free(b);
+    json_decref(cb);
+    return text;
+}
 
 static void add(mem_port *p, const char *jid, int state, int attempts, const char *custom)
 {
@@ -152,10 +192,16 @@ static void source(mem_port *p)
     add(p, "j-working", RB_JOB_WORKING, 1, NULL);
     add(p, "j-retries", RB_JOB_RETRIES, 2, NULL);
     add(p, "j-dead", RB_JOB_DEAD, 3, NULL);
-    add(p, "j-waiting", RB_JOB_WAITING, 0, "{\"depends_on\":[\"j-dead\"]}");
+    add(p, "j-waiting", RB_JOB_WAITING, 0, "{\"depends_on\":[\"j-scheduled\",\"j-old\"]}");
     add(p, "j-member", RB_JOB_ENQUEUED, 0, "{\"bid\":\"b1\"}");
     add(p, "j-unique", RB_JOB_ENQUEUED, 0, "{\"unique_for\":60}");
     p->paused[p->n_paused++] = strdup("slow");
+    const char *parents[] = {"j-scheduled"};
+    rb_port_graph_add_dep(&p->g, "j-waiting", parents, 1, 0, 1, 0);
+    rb_port_graph_add_done(&p->g, "j-old", 5000);
+    char *b1 = batch_text("b1", true);
+    cr_assert(rb_port_graph_add_batch(&p->g, b1));
+    free(b1);
 }
 
 Test(export, round_trip_then_identical)
@@ -166,6 +212,10 @@ Test(export, round_trip_then_identical)
     cr_assert(strstr(text, "{\"format\":\"rebound-export\",\"version\":1,\"source\":\"memory\","));
     cr_assert(strstr(text, "\"jid\":\"j-working\",\"state\":\"working\""));
     cr_assert(strstr(text, "\"wid\":\"w1\",\"history\":[{\"errtype\":\"E\"}]"));
+    cr_assert(strstr(text, "{\"type\":\"dep\",\"child\":\"j-waiting\",\"mode\":\"block\","
+                           "\"parents\":[\"j-scheduled\"],\"remaining\":1,\"dead\":0}\n"
+                           "{\"type\":\"done\",\"jid\":\"j-old\",\"until_ms\":5000}\n"
+                           "{\"type\":\"batch\",\"bid\":\"b1\",\"batch\":{"));
     cr_assert(strstr(text, "{\"type\":\"queue\",\"name\":\"slow\",\"paused\":true}\n"
                            "{\"type\":\"counters\",\"processed\":4,\"failures\":3}\n"
                            "{\"type\":\"end\",\"jobs\":7}\n"));
@@ -173,14 +223,19 @@ Test(export, round_trip_then_identical)
     rb_err err = {0};
     cr_assert_eq(import_text(&b, text, &rep, &err), 0, "%s", err.msg);
     cr_assert_eq(rep.jobs, 7);
-    cr_assert_eq(rep.imported, 5);
-    cr_assert_eq(rep.by_state[RB_JOB_ENQUEUED], 1);
-    cr_assert_eq(rep.not_carried, 2);
+    cr_assert_eq(rep.imported, 7);
+    cr_assert_eq(rep.by_state[RB_JOB_ENQUEUED], 2);
+    cr_assert_eq(rep.by_state[RB_JOB_WAITING], 1);
+    cr_assert_eq(rep.not_carried, 0);
     cr_assert_eq(rep.unique_dropped, 1);
     cr_assert_eq(rep.counters, 1);
-    cr_assert(strstr(rb_buf_str(&rep.skipped_text),
-                     "jid j-waiting: waits on job dependencies, which are not carried\n"
-                     "jid j-member: is a batch member; batches are not carried\n"));
+    cr_assert(rep.deps == 1 && rep.done == 1 && rep.batches == 1);
+    cr_assert(b.g.n_deps == 1 && !strcmp(b.g.deps[0].child, "j-waiting") &&
+              b.g.deps[0].n == 1 && !strcmp(b.g.deps[0].parents[0], "j-scheduled") &&
+              b.g.deps[0].remaining == 1);
+    cr_assert(b.g.n_done == 1 && b.g.done[0].until_ms == 5000);
+    cr_assert(b.g.n_batches == 1 && b.g.batches[0].committed &&
+              !strcmp(b.g.batches[0].body, a.g.batches[0].body));
     cr_assert_eq(b.processed, 4);
     cr_assert_eq(rep.paused_set, 1);
     cr_assert_eq(b.n_paused, 1);
@@ -204,7 +259,9 @@ Test(export, round_trip_then_identical)
     int writes = b.writes;
     cr_assert_eq(import_text(&b, text, &rep, &err), 0);
     cr_assert_eq(rep.imported, 0);
-    cr_assert_eq(rep.same, 5);
+    cr_assert_eq(rep.same, 7);
+    cr_assert_eq(rep.graph_same, 2); /* the record and the batch; the dep compared with its job */
+    cr_assert_eq(rep.conflicts, 0);
     cr_assert_eq(rep.counters, 0);
     cr_assert_eq(rep.paused_same, 1);
     cr_assert_eq(b.writes, writes, "a second import wrote");

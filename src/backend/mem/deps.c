@@ -13,7 +13,7 @@
 #include "server/log.h"
 #include "server/srv.h"
 
-#define DONE_PREFIX "dep_done:"
+#define DONE_PREFIX RB_DEPS_DONE_KEY
 
 static const char *node_key(const void *e)
 {

@@ -18,6 +18,10 @@
 #include "common/table.h"
 
 typedef struct rb_srv rb_srv;
+
+/* A succeeded record's key in the store's meta table (value: its expiry,
+ * ms); read back by rb_deps_load_meta and by the export (port.c). */
+#define RB_DEPS_DONE_KEY "dep_done:"
 typedef struct rb_job rb_job;
 
 /* One job in a workflow. As a child (n_parents > 0 while it waits or is
