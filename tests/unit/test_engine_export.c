@@ -374,3 +374,163 @@ Test(export, bad_lines_name_their_line)
         rb_import_report_release(&rep);
     }
 }
+
+static const char HDR[] = "{\"format\":\"rebound-export\",\"version\":1}\n";
+static const char CNT[] = "{\"type\":\"counters\",\"processed\":0,\"failures\":0}\n";
+#define HELD(jid, state) "{\"type\":\"job\",\"jid\":\"" jid "\",\"state\":\"" state "\"," \
+    "\"queue\":\"q\",\"priority\":5,\"due_ms\":1,\"first_ms\":0,\"attempts\":0,\"reserve_for\":1," \
+    "\"wid\":null,\"history\":null,\"job\":{\"jid\":\"" jid "\"}}\n"
+#define DEP(child, parents) "{\"type\":\"dep\",\"child\":\"" child "\",\"mode\":\"block\"," \
+    "\"parents\":" parents ",\"remaining\":1,\"dead\":0}\n"
+
+/* The dependency, record and batch lines' checks: the line named, nothing
+ * written. */
+Test(export, bad_graph_lines_name_their_line)
+{
+    char *b1 = batch_text("b1", false);
+    char good_batch[2048], other_bid[2048];
+    snprintf(good_batch, sizeof good_batch, "{\"type\":\"batch\",\"bid\":\"b1\",\"batch\":%s}\n",
+             b1);
+    snprintf(other_bid, sizeof other_bid, "{\"type\":\"batch\",\"bid\":\"b2\",\"batch\":%s}\n",
+             b1);
+    free(b1);
+    static const char E1[] = "{\"type\":\"end\",\"jobs\":1}\n";
+    const struct {
+        const char *job, *line, *line2, *want;
+    } cases[] = {
+        {HELD("c1", "waiting"), "{\"type\":\"dep\",\"child\":\"c1\",\"mode\":\"drop\","
+                                "\"parents\":[\"p\"],\"remaining\":1,\"dead\":0}\n", "",
+         "f.jsonl:3: field 'mode' is 'drop', not block, cancel or ignore"},
+        {HELD("c1", "waiting"), "{\"type\":\"dep\",\"child\":\"c1\",\"mode\":\"block\","
+                                "\"parents\":[\"p\"],\"remaining\":0,\"dead\":0}\n", "",
+         "f.jsonl:3: field 'remaining' is 0, not from 1 to 1000"},
+        {HELD("c1", "waiting"), "{\"type\":\"dep\",\"child\":\"c1\",\"mode\":\"block\","
+                                "\"parents\":[\"p\",\"q\"],\"remaining\":1,\"dead\":2}\n", "",
+         "f.jsonl:3: field 'dead' is 2, more than 'remaining' (1)"},
+        {HELD("c1", "waiting"), DEP("c1", "\"p\""), "",
+         "f.jsonl:3: field 'parents' must be an array of 'remaining' (1) to 1000 jids"},
+        {HELD("c1", "waiting"), DEP("c1", "[]"), "",
+         "f.jsonl:3: field 'parents' must be an array of 'remaining' (1) to 1000 jids"},
+        {HELD("c1", "waiting"), DEP("c1", "[\"p\",7]"), "",
+         "f.jsonl:3: field 'parents' must hold non-empty strings"},
+        {HELD("c1", "waiting"), DEP("c1", "[\"c1\"]"), "",
+         "f.jsonl:3: job 'c1' names itself as its parent"},
+        {HELD("c1", "waiting"), DEP("c1", "[\"p\",\"p\"]"), "",
+         "f.jsonl:3: parent 'p' appears twice"},
+        {HELD("c1", "waiting"), DEP("c1", "[\"p\"]"), DEP("c1", "[\"q\"]"),
+         "f.jsonl:4: a second dep line for 'c1'"},
+        {HELD("c1", "waiting"), "{\"type\":\"dep\",\"child\":\"c1\",\"mode\":\"block\","
+                                "\"parents\":[\"p\"],\"remaining\":1,\"dead\":0,\"x\":1}\n", "",
+         "f.jsonl:3: unknown field 'x'"},
+        {HELD("c1", "scheduled"), DEP("c1", "[\"p\"]"), "",
+         "f.jsonl: the dep line of 'c1' has no waiting or blocked job line"},
+        {HELD("c1", "waiting"), DEP("c9", "[\"p\"]"), "",
+         "f.jsonl: the dep line of 'c9' has no waiting or blocked job line"},
+        {HELD("c1", "waiting"), "{\"type\":\"done\",\"jid\":\"p\"}\n", "",
+         "f.jsonl:3: field 'until_ms' is missing"},
+        {HELD("c1", "waiting"), "{\"type\":\"done\",\"jid\":\"p\",\"until_ms\":1}\n",
+         "{\"type\":\"done\",\"jid\":\"p\",\"until_ms\":2}\n",
+         "f.jsonl:4: a second done line for 'p'"},
+        {HELD("c1", "waiting"), "{\"type\":\"batch\",\"bid\":\"b1\",\"batch\":[]}\n", "",
+         "f.jsonl:3: field 'batch' must be an object"},
+        {HELD("c1", "waiting"), "{\"type\":\"batch\",\"bid\":\"b1\",\"batch\":{\"bid\":\"b1\"}}\n",
+         "", "f.jsonl:3: field 'batch' is not a stored batch of this version"},
+        {HELD("c1", "waiting"), other_bid, "", "f.jsonl:3: the batch's own bid is not 'b2'"},
+        {HELD("c1", "waiting"), good_batch, good_batch, "f.jsonl:4: a second batch line for 'b1'"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char text[8192];
+        snprintf(text, sizeof text, "%s%s%s%s%s%s", HDR, cases[i].job, cases[i].line,
+                 cases[i].line2, CNT, E1);
+        mem_port p = {.base = {&mp_ops}};
+        rb_import_report rep;
+        rb_err err = {0};
+        cr_assert_eq(import_text(&p, text, &rep, &err), RB_EINVAL, "case %zu", i);
+        cr_assert(strstr(err.msg, cases[i].want), "case %zu: '%s'", i, err.msg);
+        cr_assert_eq(p.writes, 0, "case %zu wrote", i);
+        rb_import_report_release(&rep);
+        mp_close(&p.base);
+    }
+    /* after the counters line */
+    char text[8192];
+    snprintf(text, sizeof text, "%s%s%s%s%s", HDR, HELD("c1", "waiting"), CNT, DEP("c1", "[\"p\"]"),
+             E1);
+    mem_port p = {.base = {&mp_ops}};
+    rb_import_report rep;
+    rb_err err = {0};
+    cr_assert_eq(import_text(&p, text, &rep, &err), RB_EINVAL);
+    cr_assert(strstr(err.msg, "f.jsonl:4: a dep line after the counters line"), "'%s'", err.msg);
+    rb_import_report_release(&rep);
+    mp_close(&p.base);
+}
+
+/* A child whose parent is neither in the file nor stored is left out, and
+ * so is its own child; one whose parent is stored is imported; a held job
+ * without its dep line (an earlier release's file) is left out. */
+Test(export, partial_graph_is_refused_safely)
+{
+    mem_port p = {.base = {&mp_ops}};
+    add(&p, "p-stored", RB_JOB_ENQUEUED, 0, NULL);
+    const char *text = "{\"format\":\"rebound-export\",\"version\":1}\n"
+        HELD("c-lost", "waiting") HELD("c-grand", "waiting") HELD("c-ok", "blocked")
+        HELD("c-old", "waiting")
+        DEP("c-lost", "[\"p-gone\"]") DEP("c-grand", "[\"c-lost\"]")
+        "{\"type\":\"dep\",\"child\":\"c-ok\",\"mode\":\"ignore\",\"parents\":[\"p-stored\"],"
+        "\"remaining\":1,\"dead\":1}\n"
+        "{\"type\":\"counters\",\"processed\":0,\"failures\":0}\n"
+        "{\"type\":\"end\",\"jobs\":4}\n";
+    rb_import_report rep;
+    rb_err err = {0};
+    cr_assert_eq(import_text(&p, text, &rep, &err), 0, "%s", err.msg);
+    cr_assert_eq(rep.imported, 1);
+    cr_assert_eq(rep.by_state[RB_JOB_BLOCKED], 1);
+    cr_assert_eq(rep.by_state[RB_JOB_WAITING], 0);
+    cr_assert_eq(rep.not_carried, 3);
+    const char *sk = rb_buf_str(&rep.skipped_text);
+    cr_assert(strstr(sk, "jid c-lost: waits on p-gone, which is neither imported nor stored"
+                         " here\n"), "%s", sk);
+    cr_assert(strstr(sk, "jid c-grand: waits on c-lost, which is neither imported nor stored"
+                         " here\n"), "%s", sk);
+    cr_assert(strstr(sk, "jid c-old: waiting has no dep line"), "%s", sk);
+    cr_assert_eq(p.n, 2);
+    cr_assert_str_eq(p.jobs[1].jid, "c-ok");
+    cr_assert(p.g.n_deps == 1 && !strcmp(p.g.deps[0].child, "c-ok") && p.g.deps[0].mode == 2 &&
+              p.g.deps[0].dead == 1);
+    rb_import_report_release(&rep);
+    mp_close(&p.base);
+}
+
+/* A stored record, batch or edge set with other content: refused, named. */
+Test(export, graph_conflicts_are_refused)
+{
+    mem_port a, b;
+    source(&a);
+    source(&b);
+    b.g.done[0].until_ms = 7000;
+    b.g.deps[0].remaining = 2;
+    const char *two[] = {"j-scheduled", "j-dead"};
+    rb_port_graph_release(&b.g);
+    rb_port_graph_add_dep(&b.g, "j-waiting", two, 2, 1, 2, 1);
+    rb_port_graph_add_done(&b.g, "j-old", 7000);
+    char *b1 = batch_text("b1", false);
+    rb_port_graph_add_batch(&b.g, b1);
+    free(b1);
+    char *text = export_text(&a);
+    rb_import_report rep;
+    rb_err err = {0};
+    int writes = b.writes;
+    cr_assert_eq(import_text(&b, text, &rep, &err), 0);
+    cr_assert_eq(rep.conflicts, 3);
+    cr_assert_eq(rep.same, 6);
+    cr_assert_eq(b.writes, writes);
+    cr_assert_str_eq(rb_buf_str(&rep.conflict_text),
+                     "jid j-waiting: on_dep_failure: stored cancel, file block; parents differ;"
+                     " remaining/dead: stored 2/1, file 1/0\n"
+                     "succeeded record j-old: until_ms: stored 7000, file 5000\n"
+                     "batch b1: stored with other counts or callbacks\n");
+    cr_assert_eq(b.g.done[0].until_ms, 7000, "the record changed");
+    rb_import_report_release(&rep);
+    free(text);
+    mp_close(&a.base);
+    mp_close(&b.base);
+}
