@@ -104,8 +104,8 @@ static int on_meta(void *arg, const char *key, const char *value)
 }
 
 /* A held job's edges as the server derives them at start-up (deps.c's
- * rebuild_child): the parents its depends_on names that are stored jobs,
- * less the dead ones its mode ignores; the dead ones block it. */
+ * rebuild_child): the parents its depends_on names that still concern it
+ * (rb_deps_parent_concerns); the dead ones block it. */
 static void derive_dep(sqlite_port *p, const rb_job_view *v)
 {
     json_t *job = json_loads(v->json, 0, NULL);
@@ -121,7 +121,7 @@ static void derive_dep(sqlite_port *p, const rb_job_view *v)
     for (size_t i = 0; i < spec.n; i++) {
         json_t *ix = json_object_get(p->by_jid, spec.parents[i]);
         const rb_job_view *pv = ix ? &p->jobs[json_integer_value(ix)] : NULL;
-        if (!pv || (pv->state == RB_JOB_DEAD && spec.mode == RB_DEP_IGNORE))
+        if (!pv || !rb_deps_parent_concerns(pv->state, spec.mode))
             continue;
         ps[n++] = spec.parents[i];
         dead += pv->state == RB_JOB_DEAD;
