@@ -5,7 +5,7 @@
  * the import run twice, a conflicting line, bad input, and the way back
  * from PostgreSQL to a new SQLite file; workflows (a child waiting on a
  * pending parent, one waiting on a second parent after its first
- * succeeded) and batches (an open one with a member, a committed one with
+ * succeeded, one blocked by its dead parent) and batches (an open one with a member, a committed one with
  * its callback pending) carried both ways and still working: the child
  * released when its parent is ACKed, the callback enqueued when the last
  * member is. The binary comes from
@@ -115,11 +115,12 @@ static void pg_schema(const char *dir, char *out, size_t n)
     cr_assert_eq(run(dir, args), 0, "rebound migrate failed");
 }
 
-#define NJOBS 11
+#define NJOBS 13
 /* The jobs made on the single node, by jid. */
 static const char *const jids[NJOBS] = {
     "exp-scheduled", "exp-enqueued", "exp-retry", "exp-dead",  "exp-working", "exp-unique",
-    "exp-waiting",   "wf-parent1",        "wf-child1",      "b-open-member",  "b-done-m2",
+    "exp-waiting",   "wf-parent1",    "wf-child1", "b-open-member", "b-done-m2",
+    "wf-doomed",     "wf-blocked",
 };
 /* The batches (their bids, from BATCH NEW). */
 static char *bid_open, *bid_done;
@@ -172,6 +173,14 @@ static void make_jobs(rbh_conn *c)
             "\"custom\":{\"depends_on\":[\"wf-parent1\",\"wf-parent2\"],\"on_dep_failure\":\"cancel\"}}");
     fetch(c, "wq2", "wf-parent2");
     cr_assert(rbh_expect(c, "+OK", "ACK {\"jid\":\"wf-parent2\"}"));
+    /* a child blocked by its dead parent */
+    push(c, "{\"jid\":\"wf-doomed\",\"jobtype\":\"p\",\"args\":[],\"queue\":\"wqd\","
+            "\"retry\":-1}");
+    push(c, "{\"jid\":\"wf-blocked\",\"jobtype\":\"c\",\"args\":[],\"queue\":\"wqc\","
+            "\"custom\":{\"depends_on\":[\"wf-doomed\"]}}");
+    fetch(c, "wqd", "wf-doomed");
+    cr_assert(rbh_expect(c, "+OK", "FAIL {\"jid\":\"wf-doomed\",\"errtype\":\"Fatal\","
+                                   "\"message\":\"gone\"}"));
     /* an open batch with a member; a committed one with one member left */
     bid_open = rbh_cmd(c, "BATCH NEW {\"description\":\"open\",\"success\":{\"jid\":"
                           "\"b-open-cb\",\"jobtype\":\"cb\",\"args\":[],\"queue\":\"bcb\"}}");
@@ -193,7 +202,8 @@ static void make_jobs(rbh_conn *c)
     cr_assert(rbh_expect(c, "+OK", "ACK {\"jid\":\"b-done-m1\"}"));
     static const char *const want[NJOBS] = {"scheduled", "enqueued", "retries", "dead",
                                             "working",   "enqueued", "waiting", "enqueued",
-                                            "waiting",   "enqueued", "enqueued"};
+                                            "waiting",   "enqueued", "enqueued", "dead",
+                                            "blocked"};
     for (int i = 0; i < NJOBS; i++) {
         char *st = rbh_job_state(c, jids[i]);
         cr_assert_str_eq(st, want[i], "%s", jids[i]);
@@ -274,6 +284,9 @@ static void graph_works(rbh_conn *c, const char *what)
     st = rbh_job_state(c, "exp-waiting");
     cr_assert_str_eq(st, "waiting", "%s: the other child still waits", what);
     free(st);
+    st = rbh_job_state(c, "wf-blocked");
+    cr_assert_str_eq(st, "blocked", "%s: the blocked child stays blocked", what);
+    free(st);
     fetch(c, "bq3", "b-done-m2");
     cr_assert(rbh_expect(c, "+OK", "ACK {\"jid\":\"b-done-m2\"}"));
     st = rbh_job_state(c, "b-done-cb");
@@ -311,7 +324,7 @@ Test(export, single_node_to_postgresql_and_back, .timeout = 240)
     json_t *before[NJOBS];
     read_jobs(c, before);
     cr_assert_eq(rbh_info_int(c, "faktory.total_processed"), 3);
-    cr_assert_eq(rbh_info_int(c, "faktory.total_failures"), 2);
+    cr_assert_eq(rbh_info_int(c, "faktory.total_failures"), 3);
 
     /* export refuses while the server runs (it holds the file) */
     char file[400];
@@ -324,29 +337,32 @@ Test(export, single_node_to_postgresql_and_back, .timeout = 240)
 
     /* offline: every job, in all states, and the counters */
     cr_assert_eq(run(s.dir, exp_args), 0);
-    cr_assert(contains(s.dir, "err", "exported 11 jobs (scheduled 1, enqueued 5, working 1,"
-                                     " retries 1, dead 1, waiting 2), 2 dependency lines,"
-                                     " 1 succeeded records, 2 batches, 1 paused queues"));
-    cr_assert(contains(s.dir, "err", "processed 3, failures 2"));
+    cr_assert(contains(s.dir, "err", "exported 13 jobs (scheduled 1, enqueued 5, working 1,"
+                                     " retries 1, dead 2, waiting 2, blocked 1), 3 dependency"
+                                     " lines, 1 succeeded records, 2 batches, 1 paused queues"));
+    cr_assert(contains(s.dir, "err", "processed 3, failures 3"));
     cr_assert(contains(s.dir, "jobs.jsonl", "{\"format\":\"rebound-export\",\"version\":1,"));
     cr_assert(contains(s.dir, "jobs.jsonl", "{\"type\":\"dep\",\"child\":\"wf-child1\","
                                             "\"mode\":\"cancel\",\"parents\":[\"wf-parent1\"],"
                                             "\"remaining\":1,\"dead\":0}"));
     cr_assert(contains(s.dir, "jobs.jsonl", "{\"type\":\"done\",\"jid\":\"wf-parent2\","));
-    cr_assert(contains(s.dir, "jobs.jsonl", "\"type\":\"end\",\"jobs\":11}"));
+    cr_assert(contains(s.dir, "jobs.jsonl", "{\"type\":\"dep\",\"child\":\"wf-blocked\","
+                                            "\"mode\":\"block\",\"parents\":[\"wf-doomed\"],"
+                                            "\"remaining\":1,\"dead\":1}"));
+    cr_assert(contains(s.dir, "jobs.jsonl", "\"type\":\"end\",\"jobs\":13}"));
 
     /* into PostgreSQL */
     char url[1024];
     pg_schema(s.dir, url, sizeof url);
     const char *imp_args[] = {"import", "--db", url, file, NULL};
     cr_assert_eq(run(s.dir, imp_args), 0);
-    cr_assert(contains(s.dir, "out", "imported 11 of 11 jobs into postgresql"));
-    cr_assert(contains(s.dir, "out", "(scheduled 1, enqueued 5, working 1, retries 1, dead 1,"
-                                     " waiting 2)"));
+    cr_assert(contains(s.dir, "out", "imported 13 of 13 jobs into postgresql"));
+    cr_assert(contains(s.dir, "out", "(scheduled 1, enqueued 5, working 1, retries 1, dead 2,"
+                                     " waiting 2, blocked 1)"));
     cr_assert(contains(s.dir, "out", "skipped 0 jobs identical"));
-    cr_assert(contains(s.dir, "out", "workflows and batches: 2 dependency lines, 1 succeeded"
+    cr_assert(contains(s.dir, "out", "workflows and batches: 3 dependency lines, 1 succeeded"
                                      " records, 2 batches imported; 0 identical skipped"));
-    cr_assert(contains(s.dir, "out", "counters (processed 3, failures 2): set"));
+    cr_assert(contains(s.dir, "out", "counters (processed 3, failures 3): set"));
     cr_assert(contains(s.dir, "out", "paused queues: 1 paused, 0 already paused"));
     cr_assert(contains(s.dir, "out", "note: 1 imported jobs name custom.unique_for"));
     char *o = slurp(s.dir, "out");
@@ -355,10 +371,10 @@ Test(export, single_node_to_postgresql_and_back, .timeout = 240)
 
     /* again: nothing changes, every job, record and batch skipped as identical */
     cr_assert_eq(run(s.dir, imp_args), 0);
-    cr_assert(contains(s.dir, "out", "imported 0 of 11 jobs"));
-    cr_assert(contains(s.dir, "out", "skipped 11 jobs identical to the stored ones"));
+    cr_assert(contains(s.dir, "out", "imported 0 of 13 jobs"));
+    cr_assert(contains(s.dir, "out", "skipped 13 jobs identical to the stored ones"));
     cr_assert(contains(s.dir, "out", "0 batches imported; 3 identical skipped"));
-    cr_assert(contains(s.dir, "out", "counters (processed 3, failures 2): identical, unchanged"));
+    cr_assert(contains(s.dir, "out", "counters (processed 3, failures 3): identical, unchanged"));
     cr_assert(contains(s.dir, "out", "paused queues: 0 paused, 1 already paused"));
 
     /* a PostgreSQL node: every job as it was */
@@ -374,7 +390,7 @@ Test(export, single_node_to_postgresql_and_back, .timeout = 240)
     free_jobs(after);
     cr_assert(paused_is(pc, "qs"), "the paused queue is carried");
     cr_assert_eq(rbh_info_int(pc, "faktory.total_processed"), 3);
-    cr_assert_eq(rbh_info_int(pc, "faktory.total_failures"), 2);
+    cr_assert_eq(rbh_info_int(pc, "faktory.total_failures"), 3);
 
     /* a conflicting line: refused, reported, nothing changed */
     char bad[600];
@@ -387,7 +403,7 @@ Test(export, single_node_to_postgresql_and_back, .timeout = 240)
                "\"priority\":5,\"due_ms\":4070908800000,\"first_ms\":0,\"attempts\":0,"
                "\"reserve_for\":1800,\"wid\":null,\"history\":null,"
                "\"job\":{\"jid\":\"exp-new-one\",\"jobtype\":\"x\",\"args\":[]}}\n"
-               "{\"type\":\"counters\",\"processed\":3,\"failures\":2}\n"
+               "{\"type\":\"counters\",\"processed\":3,\"failures\":3}\n"
                "{\"type\":\"end\",\"jobs\":2}\n",
                bad, sizeof bad);
     const char *conflict_args[] = {"import", "--db", url, bad, NULL};
@@ -445,8 +461,8 @@ Test(export, single_node_to_postgresql_and_back, .timeout = 240)
     snprintf(backdb, sizeof backdb, "%s/back.db", p.dir);
     const char *exp2[] = {"export", "--db", url, "--output", back, NULL};
     cr_assert_eq(run(p.dir, exp2), 0);
-    cr_assert(contains(p.dir, "err", "exported 12 jobs"));
-    cr_assert(contains(p.dir, "err", "2 dependency lines, 1 succeeded records, 2 batches"));
+    cr_assert(contains(p.dir, "err", "exported 14 jobs"));
+    cr_assert(contains(p.dir, "err", "3 dependency lines, 1 succeeded records, 2 batches"));
     /* the workflow and the batches work in distributed mode */
     graph_works(pc, "postgresql");
     rbh_close(pc);
@@ -455,11 +471,11 @@ Test(export, single_node_to_postgresql_and_back, .timeout = 240)
     rbh_init(&s2);
     const char *imp2[] = {"import", "--db", s2.db, back, NULL};
     cr_assert_eq(run(s2.dir, imp2), 0);
-    cr_assert(contains(s2.dir, "out", "imported 12 of 12 jobs into sqlite"));
-    cr_assert(contains(s2.dir, "out", "2 dependency lines, 1 succeeded records, 2 batches"
+    cr_assert(contains(s2.dir, "out", "imported 14 of 14 jobs into sqlite"));
+    cr_assert(contains(s2.dir, "out", "3 dependency lines, 1 succeeded records, 2 batches"
                                       " imported"));
     cr_assert_eq(run(s2.dir, imp2), 0);
-    cr_assert(contains(s2.dir, "out", "skipped 12 jobs identical"));
+    cr_assert(contains(s2.dir, "out", "skipped 14 jobs identical"));
     cr_assert(contains(s2.dir, "out", "0 batches imported; 3 identical skipped"));
     cr_assert_eq(rbh_launch(&s2, NULL), 0);
     c = rbh_connect(&s2, "exp-worker");
@@ -469,7 +485,7 @@ Test(export, single_node_to_postgresql_and_back, .timeout = 240)
     free_jobs(after);
     cr_assert(paused_is(c, "qs"), "the paused queue is carried back");
     cr_assert_eq(rbh_info_int(c, "faktory.total_processed"), 3);
-    cr_assert_eq(rbh_info_int(c, "faktory.total_failures"), 2);
+    cr_assert_eq(rbh_info_int(c, "faktory.total_failures"), 3);
     /* the imported working job is held until its lease ends, then retried
      * as after a crash: here its holder still ACKs it */
     cr_assert(rbh_expect(c, "+OK", "ACK {\"jid\":\"exp-working\"}"));
