@@ -1,5 +1,5 @@
-/* `rebound export` and `rebound import`: every job and the counters of a
- * database as JSON lines, and back into either backend (engine/export.h;
+/* `rebound export` and `rebound import`: every job, the workflows' edges
+ * and records, the batches and the counters of a database as JSON lines, and back into either backend (engine/export.h;
  * docs/operations.md "Moving from a single node to distributed mode").
  * Both run offline, on the database named by --db (or storage.url). */
 #include "cli/cli.h"
@@ -150,8 +150,10 @@ static void import_usage(FILE *f)
                "  --db FILE|URL  the SQLite file (created if missing) or postgresql:// database\n"
                "                 (its schema made by `rebound migrate`); default: storage.url\n"
                "  FILE           a `rebound export` file (default: standard input)\n"
-               "loads the jobs and counters of an export; a job identical to the stored one is\n"
-               "skipped, one whose jid is stored with other content is refused (exit 1)\n");
+               "loads the jobs, workflows, batches and counters of an export; a job identical\n"
+               "to the stored one is skipped, one whose jid is stored with other content is\n"
+               "refused (exit 1); a waiting job whose parent is neither in the file nor stored\n"
+               "is left out and listed\n");
 }
 
 int cmd_import(int argc, char **argv)

@@ -685,9 +685,9 @@ static int partial_graph(rb_port *p, const parsed *f, int *fate, rb_import_repor
             rep->by_state[v->state]--;
             again = true;
             if (!d)
-                rb_buf_printf(&rep->skipped_text, "jid %s: %s has no dep line (an export of an"
-                                                  " earlier release): its parents are not"
-                                                  " known\n", v->jid,
+                rb_buf_printf(&rep->skipped_text, "jid %s: %s has no dep line: its parents are"
+                                                  " not known (an export of an earlier"
+                                                  " release?)\n", v->jid,
                               rb_job_state_name((rb_job_state)v->state));
             else
                 rb_buf_printf(&rep->skipped_text, "jid %s: waits on %s, which is neither"
