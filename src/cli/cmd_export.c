@@ -1,5 +1,5 @@
-/* `rebound export` and `rebound import`: every job and the counters of a
- * database as JSON lines, and back into either backend (engine/export.h;
+/* `rebound export` and `rebound import`: every job, the workflows' edges
+ * and records, the batches and the counters of a database as JSON lines, and back into either backend (engine/export.h;
  * docs/operations.md "Moving from a single node to distributed mode").
  * Both run offline, on the database named by --db (or storage.url). */
 #include "cli/cli.h"
@@ -100,8 +100,9 @@ static void export_usage(FILE *f)
     fprintf(f, "usage: rebound export [--config F] [--env NAME] [--db FILE|URL] [--output FILE]\n"
                "  --db FILE|URL  the SQLite file or postgresql:// database; default: storage.url\n"
                "  --output FILE  write the JSON lines to FILE (default: standard output)\n"
-               "every job (all states, attempts, history, schedules) and the counters, as JSON\n"
-               "lines (docs/operations.md); run it with the server stopped\n");
+               "every job (all states, attempts, history, schedules), the workflows' edges and\n"
+               "succeeded records, the batches and the counters, as JSON lines\n"
+               "(docs/operations.md); run it with the server stopped\n");
 }
 
 int cmd_export(int argc, char **argv)
@@ -133,10 +134,10 @@ int cmd_export(int argc, char **argv)
     }
     fprintf(stderr, "exported %zu jobs (", st.jobs);
     print_states(stderr, st.by_state);
-    fprintf(stderr, "%s), %zu paused queues and the counters (processed %lld, failures %lld)"
-                    " from %s '%s'\n",
-            st.jobs ? "" : "none", st.paused, (long long)st.processed, (long long)st.failures,
-            p->ops->name, url);
+    fprintf(stderr, "%s), %zu dependency lines, %zu succeeded records, %zu batches, %zu paused"
+                    " queues and the counters (processed %lld, failures %lld) from %s '%s'\n",
+            st.jobs ? "" : "none", st.deps, st.done, st.batches, st.paused,
+            (long long)st.processed, (long long)st.failures, p->ops->name, url);
 done:
     p->ops->close(p);
     free(url);
@@ -149,8 +150,10 @@ static void import_usage(FILE *f)
                "  --db FILE|URL  the SQLite file (created if missing) or postgresql:// database\n"
                "                 (its schema made by `rebound migrate`); default: storage.url\n"
                "  FILE           a `rebound export` file (default: standard input)\n"
-               "loads the jobs and counters of an export; a job identical to the stored one is\n"
-               "skipped, one whose jid is stored with other content is refused (exit 1)\n");
+               "loads the jobs, workflows, batches and counters of an export; a job identical\n"
+               "to the stored one is skipped, one whose jid is stored with other content is\n"
+               "refused (exit 1); a waiting job whose parent is neither in the file nor stored\n"
+               "is left out and listed\n");
 }
 
 int cmd_import(int argc, char **argv)
@@ -189,6 +192,10 @@ int cmd_import(int argc, char **argv)
         printf(")");
     }
     printf("\nskipped %zu jobs identical to the stored ones\n", rep.same);
+    if (rep.deps || rep.done || rep.batches || rep.graph_same)
+        printf("workflows and batches: %zu dependency lines, %zu succeeded records, %zu batches"
+               " imported; %zu identical skipped\n", rep.deps, rep.done, rep.batches,
+               rep.graph_same);
     if (rep.paused_set || rep.paused_same)
         printf("paused queues: %zu paused, %zu already paused\n", rep.paused_set,
                rep.paused_same);
@@ -204,8 +211,8 @@ int cmd_import(int argc, char **argv)
         fputs(rb_buf_str(&rep.skipped_text), stdout);
     }
     if (rep.conflicts || rep.counters < 0) {
-        fprintf(stderr, "rebound: import: refused %zu conflicting jobs%s (stored with other"
-                        " content; left unchanged):\n",
+        fprintf(stderr, "rebound: import: refused %zu conflicting jobs, records or batches%s"
+                        " (stored with other content; left unchanged):\n",
                 rep.conflicts, rep.counters < 0 ? " and the counters" : "");
         fputs(rb_buf_str(&rep.conflict_text), stderr);
         code = CLI_FAIL;

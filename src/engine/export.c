@@ -10,11 +10,82 @@
 #include <string.h>
 
 #include "common/timeutil.h"
+#include "engine/batch.h"
+#include "engine/depend.h"
 #include "engine/job_state.h"
 
 #define N_STATES 8
 
+/* --- the graph --- */
+
+void rb_port_graph_release(rb_port_graph *g)
+{
+    for (size_t i = 0; i < g->n_deps; i++) {
+        free(g->deps[i].child);
+        for (size_t k = 0; k < g->deps[i].n; k++)
+            free(g->deps[i].parents[k]);
+        free(g->deps[i].parents);
+    }
+    free(g->deps);
+    for (size_t i = 0; i < g->n_done; i++)
+        free(g->done[i].jid);
+    free(g->done);
+    for (size_t i = 0; i < g->n_batches; i++) {
+        free(g->batches[i].bid);
+        free(g->batches[i].parent_bid);
+        free(g->batches[i].body);
+    }
+    free(g->batches);
+    memset(g, 0, sizeof *g);
+}
+
+void rb_port_graph_add_dep(rb_port_graph *g, const char *child, const char *const *parents,
+                           size_t n, int mode, int64_t remaining, int64_t dead)
+{
+    g->deps = rb_xrealloc(g->deps, (g->n_deps + 1) * sizeof *g->deps);
+    rb_port_dep *d = &g->deps[g->n_deps++];
+    *d = (rb_port_dep){.child = rb_xstrdup(child), .n = n, .mode = mode,
+                       .remaining = remaining, .dead = dead};
+    d->parents = rb_xcalloc(n ? n : 1, sizeof *d->parents);
+    for (size_t i = 0; i < n; i++)
+        d->parents[i] = rb_xstrdup(parents[i]);
+}
+
+void rb_port_graph_add_done(rb_port_graph *g, const char *jid, int64_t until_ms)
+{
+    g->done = rb_xrealloc(g->done, (g->n_done + 1) * sizeof *g->done);
+    g->done[g->n_done++] = (rb_port_done){rb_xstrdup(jid), until_ms};
+}
+
+bool rb_port_graph_add_batch(rb_port_graph *g, const char *body)
+{
+    rb_batch *b = body ? rb_batch_load(body) : NULL;
+    if (!b)
+        return false;
+    g->batches = rb_xrealloc(g->batches, (g->n_batches + 1) * sizeof *g->batches);
+    g->batches[g->n_batches++] = (rb_port_batch){
+        .bid = rb_xstrdup(b->bid),
+        .parent_bid = b->parent_bid ? rb_xstrdup(b->parent_bid) : NULL,
+        .body = rb_xstrdup(body),
+        .committed = b->committed,
+        .created_ms = b->created_ms,
+        .finished_ms = b->finished_ms,
+    };
+    rb_batch_free(b);
+    return true;
+}
+
 /* --- writing --- */
+
+static json_t *dep_json(const rb_port_dep *d)
+{
+    json_t *ps = json_array();
+    for (size_t i = 0; i < d->n; i++)
+        json_array_append_new(ps, json_string(d->parents[i]));
+    return json_pack("{s:s, s:s, s:s, s:o, s:I, s:I}", "type", "dep", "child", d->child, "mode",
+                     rb_dep_mode_name((rb_dep_mode)d->mode), "parents", ps, "remaining",
+                     (json_int_t)d->remaining, "dead", (json_int_t)d->dead);
+}
 
 json_t *rb_export_job_json(const rb_job_view *v)
 {
@@ -68,6 +139,27 @@ int rb_export_run(rb_port *p, FILE *out, rb_export_stats *st, rb_err *err)
     if (rc || (rc = p->ops->each_job(p, export_one, &x, err)) ||
         (rc = p->ops->counters(p, &st->processed, &st->failures, err)))
         return rc;
+    rb_port_graph g = {0};
+    if ((rc = p->ops->graph(p, &g, err)))
+        return rc;
+    for (size_t i = 0; rc == 0 && i < g.n_deps; i++)
+        rc = put_line(out, dep_json(&g.deps[i]), err);
+    for (size_t i = 0; rc == 0 && i < g.n_done; i++)
+        rc = put_line(out, json_pack("{s:s, s:s, s:I}", "type", "done", "jid", g.done[i].jid,
+                                     "until_ms", (json_int_t)g.done[i].until_ms),
+                      err);
+    for (size_t i = 0; rc == 0 && i < g.n_batches; i++) {
+        json_t *body = json_loads(g.batches[i].body, 0, NULL);
+        rc = put_line(out, json_pack("{s:s, s:s, s:o}", "type", "batch", "bid", g.batches[i].bid,
+                                     "batch", body ? body : json_null()),
+                      err);
+    }
+    st->deps = g.n_deps;
+    st->done = g.n_done;
+    st->batches = g.n_batches;
+    rb_port_graph_release(&g);
+    if (rc)
+        return rc;
     char **names = NULL;
     size_t n = 0;
     if ((rc = p->ops->paused(p, &names, &n, err)))
@@ -106,6 +198,10 @@ static const char *const job_keys[] = {"type",     "jid",      "state",       "q
 static const char *const counter_keys[] = {"type", "processed", "failures", NULL};
 static const char *const end_keys[] = {"type", "jobs", NULL};
 static const char *const queue_keys[] = {"type", "name", "paused", NULL};
+static const char *const dep_keys[] = {"type", "child", "mode", "parents", "remaining", "dead",
+                                       NULL};
+static const char *const done_keys[] = {"type", "jid", "until_ms", NULL};
+static const char *const batch_keys[] = {"type", "bid", "batch", NULL};
 
 static int only_keys(json_t *o, const char *const *keys, rb_err *err)
 {
@@ -199,10 +295,76 @@ static int parse_job(json_t *o, rb_job_view *v, rb_err *err)
     return 0;
 }
 
+/* A dep line into g. */
+static int parse_dep(json_t *o, rb_port_graph *g, rb_err *err)
+{
+    const char *child, *mode;
+    int64_t remaining, dead;
+    int rc;
+    if ((rc = only_keys(o, dep_keys, err)) || (rc = need_str(o, "child", false, &child, err)) ||
+        (rc = need_str(o, "mode", false, &mode, err)) ||
+        (rc = need_int(o, "remaining", 1, RB_DEP_MAX_PARENTS, &remaining, err)) ||
+        (rc = need_int(o, "dead", 0, RB_DEP_MAX_PARENTS, &dead, err)))
+        return rc;
+    int m = 0;
+    while (m < 3 && strcmp(rb_dep_mode_name((rb_dep_mode)m), mode))
+        m++;
+    if (m == 3)
+        return rb_err_set(err, RB_EINVAL, "field 'mode' is '%s', not block, cancel or ignore",
+                          mode);
+    if (dead > remaining)
+        return rb_err_set(err, RB_EINVAL, "field 'dead' is %" PRId64 ", more than 'remaining'"
+                                          " (%" PRId64 ")", dead, remaining);
+    json_t *ps = json_object_get(o, "parents");
+    size_t n = json_array_size(ps);
+    if (!json_is_array(ps) || n < (size_t)remaining || n > RB_DEP_MAX_PARENTS)
+        return rb_err_set(err, RB_EINVAL, "field 'parents' must be an array of 'remaining'"
+                                          " (%" PRId64 ") to %d jids", remaining,
+                          RB_DEP_MAX_PARENTS);
+    const char **v = rb_xcalloc(n, sizeof *v);
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        v[i] = json_string_value(json_array_get(ps, i));
+        if (!v[i] || !*v[i])
+            rc = rb_err_set(err, RB_EINVAL, "field 'parents' must hold non-empty strings");
+        else if (!strcmp(v[i], child))
+            rc = rb_err_set(err, RB_EINVAL, "job '%s' names itself as its parent", child);
+        for (size_t k = 0; rc == 0 && k < i; k++)
+            if (!strcmp(v[k], v[i]))
+                rc = rb_err_set(err, RB_EINVAL, "parent '%s' appears twice", v[i]);
+    }
+    if (rc == 0)
+        rb_port_graph_add_dep(g, child, v, n, m, remaining, dead);
+    free(v);
+    return rc;
+}
+
+/* A batch line into g. */
+static int parse_batch(json_t *o, rb_port_graph *g, rb_err *err)
+{
+    const char *bid;
+    int rc;
+    if ((rc = only_keys(o, batch_keys, err)) || (rc = need_str(o, "bid", false, &bid, err)))
+        return rc;
+    json_t *b = json_object_get(o, "batch");
+    if (!json_is_object(b))
+        return rb_err_set(err, RB_EINVAL, "field 'batch' must be an object");
+    char *text = json_dumps(b, JSON_COMPACT);
+    bool ok = rb_port_graph_add_batch(g, text);
+    free(text);
+    if (!ok)
+        return rb_err_set(err, RB_EINVAL, "field 'batch' is not a stored batch of this"
+                                          " version");
+    if (strcmp(g->batches[g->n_batches - 1].bid, bid))
+        return rb_err_set(err, RB_EINVAL, "the batch's own bid is not '%s'", bid);
+    return 0;
+}
+
 /* The file's contents once checked. */
 typedef struct parsed {
     rb_job_view *jobs;
     size_t n, cap;
+    json_t *ix; /* jid -> index into jobs */
+    rb_port_graph g;
     char **paused; /* queue names */
     size_t n_paused;
     int64_t processed, failures;
@@ -214,6 +376,8 @@ static void parsed_release(parsed *p)
     for (size_t i = 0; i < p->n_paused; i++)
         free(p->paused[i]);
     free(p->paused);
+    rb_port_graph_release(&p->g);
+    json_decref(p->ix);
     memset(p, 0, sizeof *p);
 }
 
@@ -226,6 +390,7 @@ static int read_all(FILE *in, const char *name, parsed *p, rb_err *err)
     size_t lineno = 0;
     bool header = false, counters = false, end = false;
     json_t *seen = json_object();
+    p->ix = json_object();
     int rc = 0;
     while (rc == 0 && (len = getline(&line, &cap, in)) >= 0) {
         lineno++;
@@ -262,8 +427,44 @@ static int read_all(FILE *in, const char *name, parsed *p, rb_err *err)
         } else {
             const char *type = json_string_value(json_object_get(o, "type"));
             if (!type) {
-                rc = rb_err_set(err, RB_EINVAL, "field 'type' must be \"job\", \"queue\","
+                rc = rb_err_set(err, RB_EINVAL, "field 'type' must be \"job\", \"dep\","
+                                                " \"done\", \"batch\", \"queue\","
                                                 " \"counters\" or \"end\"");
+            } else if (counters && (!strcmp(type, "dep") || !strcmp(type, "done") ||
+                                    !strcmp(type, "batch"))) {
+                rc = rb_err_set(err, RB_EINVAL, "a %s line after the counters line", type);
+            } else if (!strcmp(type, "dep")) {
+                if ((rc = parse_dep(o, &p->g, err)) == 0) {
+                    const char *c = p->g.deps[p->g.n_deps - 1].child;
+                    char key[8 + 1024];
+                    snprintf(key, sizeof key, "\001dep %.1000s", c);
+                    if (json_object_get(seen, key))
+                        rc = rb_err_set(err, RB_EINVAL, "a second dep line for '%s'", c);
+                    json_object_set_new(seen, key, json_integer((json_int_t)lineno));
+                }
+            } else if (!strcmp(type, "done")) {
+                const char *jid;
+                int64_t until;
+                char key[8 + 1024];
+                if (!(rc = only_keys(o, done_keys, err)) &&
+                    !(rc = need_str(o, "jid", false, &jid, err)) &&
+                    !(rc = need_int(o, "until_ms", 0, INT64_MAX, &until, err))) {
+                    snprintf(key, sizeof key, "\001done %.1000s", jid);
+                    if (json_object_get(seen, key))
+                        rc = rb_err_set(err, RB_EINVAL, "a second done line for '%s'", jid);
+                    else
+                        rb_port_graph_add_done(&p->g, jid, until);
+                    json_object_set_new(seen, key, json_integer((json_int_t)lineno));
+                }
+            } else if (!strcmp(type, "batch")) {
+                if ((rc = parse_batch(o, &p->g, err)) == 0) {
+                    const char *b = p->g.batches[p->g.n_batches - 1].bid;
+                    char key[8 + 1024];
+                    snprintf(key, sizeof key, "\001batch %.1000s", b);
+                    if (json_object_get(seen, key))
+                        rc = rb_err_set(err, RB_EINVAL, "a second batch line for '%s'", b);
+                    json_object_set_new(seen, key, json_integer((json_int_t)lineno));
+                }
             } else if (!strcmp(type, "job")) {
                 if (counters)
                     rc = rb_err_set(err, RB_EINVAL, "a job line after the counters line");
@@ -280,6 +481,7 @@ static int read_all(FILE *in, const char *name, parsed *p, rb_err *err)
                             p->cap = p->cap ? p->cap * 2 : 64;
                             p->jobs = rb_xrealloc(p->jobs, p->cap * sizeof *p->jobs);
                         }
+                        json_object_set_new(p->ix, v.jid, json_integer((json_int_t)p->n));
                         p->jobs[p->n++] = v;
                     }
                 }
@@ -321,16 +523,28 @@ static int read_all(FILE *in, const char *name, parsed *p, rb_err *err)
         json_decref(o);
     }
     free(line);
-    json_decref(seen);
     if (rc == 0 && ferror(in))
-        return rb_err_set(err, RB_EIO, "cannot read '%s': %s", name, strerror(errno));
-    if (rc == 0 && !header)
-        return rb_err_set(err, RB_EINVAL, "%s: empty file, not a rebound export", name);
-    if (rc == 0 && !end)
-        return rb_err_set(err, RB_EINVAL, "%s:%zu: the file ends without its end line"
-                                          " (truncated?)", name, lineno);
-    if (rc)
+        rc = rb_err_set(err, RB_EIO, "cannot read '%s': %s", name, strerror(errno));
+    else if (rc == 0 && !header)
+        rc = rb_err_set(err, RB_EINVAL, "%s: empty file, not a rebound export", name);
+    else if (rc == 0 && !end)
+        rc = rb_err_set(err, RB_EINVAL, "%s:%zu: the file ends without its end line"
+                                        " (truncated?)", name, lineno);
+    else if (rc)
         rb_err_prefix(err, "%s:%zu", name, lineno);
+    if (rc) {
+        json_decref(seen);
+        return rc;
+    }
+    for (size_t i = 0; i < p->g.n_deps; i++) {
+        const char *c = p->g.deps[i].child;
+        json_t *at = json_object_get(p->ix, c);
+        const rb_job_view *v = at ? &p->jobs[json_integer_value(at)] : NULL;
+        if (rc == 0 && (!v || (v->state != RB_JOB_WAITING && v->state != RB_JOB_BLOCKED)))
+            rc = rb_err_set(err, RB_EINVAL, "%s: the dep line of '%s' has no waiting or"
+                                            " blocked job line", name, c);
+    }
+    json_decref(seen);
     return rc;
 }
 
@@ -382,16 +596,168 @@ static bool compare(const rb_job_view *db, const rb_job_view *f, rb_buf *out)
     return out->len == start;
 }
 
-/* Why a job is not carried, or NULL. */
-static const char *not_carried(const rb_job_view *v)
+static bool held(const rb_job_view *v)
 {
-    if (v->state == RB_JOB_WAITING || v->state == RB_JOB_BLOCKED)
-        return "waits on job dependencies, which are not carried";
-    json_t *job = json_loads(v->json, 0, NULL);
-    const char *bid = json_string_value(json_object_get(json_object_get(job, "custom"), "bid"));
-    bool member = bid && *bid;
-    json_decref(job);
-    return member ? "is a batch member; batches are not carried" : NULL;
+    return v->state == RB_JOB_WAITING || v->state == RB_JOB_BLOCKED;
+}
+
+static const rb_port_dep *dep_of(const rb_port_graph *g, const char *child)
+{
+    for (size_t i = 0; i < g->n_deps; i++)
+        if (!strcmp(g->deps[i].child, child))
+            return &g->deps[i];
+    return NULL;
+}
+
+static bool in_list(char *const *v, size_t n, const char *s)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(v[i], s))
+            return true;
+    return false;
+}
+
+/* Appends "; what differs" for two deps of one child; false if any. */
+static bool compare_dep(const rb_port_dep *db, const rb_port_dep *f, rb_buf *out)
+{
+    size_t start = out->len;
+    if (db->mode != f->mode)
+        rb_buf_printf(out, "; on_dep_failure: stored %s, file %s",
+                      rb_dep_mode_name((rb_dep_mode)db->mode),
+                      rb_dep_mode_name((rb_dep_mode)f->mode));
+    bool same = db->n == f->n;
+    for (size_t i = 0; same && i < f->n; i++)
+        same = in_list(db->parents, db->n, f->parents[i]);
+    if (!same)
+        rb_buf_adds(out, "; parents differ");
+    if (db->remaining != f->remaining || db->dead != f->dead)
+        rb_buf_printf(out, "; remaining/dead: stored %lld/%lld, file %lld/%lld",
+                      (long long)db->remaining, (long long)db->dead, (long long)f->remaining,
+                      (long long)f->dead);
+    return out->len == start;
+}
+
+/* What the import does with a job line. */
+enum { FATE_NEW, FATE_STORED, FATE_OUT };
+
+/* Whether jid is a stored job (a parent a child may wait on). */
+static int stored(rb_port *p, const char *jid, bool *found, rb_err *err)
+{
+    rb_job_view db;
+    int rc = p->ops->find(p, jid, &db, found, err);
+    if (rc == 0 && *found)
+        rb_job_view_release(&db);
+    return rc;
+}
+
+/* The held jobs the import cannot carry: without their dep line (a file
+ * of an earlier release), or waiting on a parent that is neither written
+ * by this import nor stored (it would wait forever), and, in turn, their
+ * children. fate[i] set to FATE_OUT with the reason reported. */
+static int partial_graph(rb_port *p, const parsed *f, int *fate, rb_import_report *rep,
+                         rb_err *err)
+{
+    int rc = 0;
+    for (bool again = true; again && rc == 0;) {
+        again = false;
+        for (size_t i = 0; rc == 0 && i < f->n; i++) {
+            const rb_job_view *v = &f->jobs[i];
+            if (fate[i] != FATE_NEW || !held(v))
+                continue;
+            const rb_port_dep *d = dep_of(&f->g, v->jid);
+            const char *missing = NULL;
+            for (size_t k = 0; d && k < d->n && !missing && rc == 0; k++) {
+                json_t *at = json_object_get(f->ix, d->parents[k]);
+                if (at) {
+                    if (fate[json_integer_value(at)] == FATE_OUT)
+                        missing = d->parents[k];
+                    continue;
+                }
+                bool found = false;
+                rc = stored(p, d->parents[k], &found, err);
+                if (rc == 0 && !found)
+                    missing = d->parents[k];
+            }
+            if (rc || (d && !missing))
+                continue;
+            fate[i] = FATE_OUT;
+            rep->not_carried++;
+            rep->by_state[v->state]--;
+            again = true;
+            if (!d)
+                rb_buf_printf(&rep->skipped_text, "jid %s: %s has no dep line: its parents are"
+                                                  " not known (an export of an earlier"
+                                                  " release?)\n", v->jid,
+                              rb_job_state_name((rb_job_state)v->state));
+            else
+                rb_buf_printf(&rep->skipped_text, "jid %s: waits on %s, which is neither"
+                                                  " imported nor stored here\n", v->jid,
+                              missing);
+        }
+    }
+    return rc;
+}
+
+/* The file's succeeded records and batches compared with the stored ones:
+ * the new ones into todo (borrowed), the others skipped or reported. */
+static void graph_lines(const rb_port_graph *db, const rb_port_graph *f, rb_port_graph *todo,
+                        rb_import_report *rep)
+{
+    for (size_t i = 0; i < f->n_done; i++) {
+        const rb_port_done *d = &f->done[i];
+        size_t k = 0;
+        while (k < db->n_done && strcmp(db->done[k].jid, d->jid))
+            k++;
+        if (k == db->n_done) {
+            todo->done[todo->n_done++] = *d;
+        } else if (db->done[k].until_ms == d->until_ms) {
+            rep->graph_same++;
+        } else {
+            rep->conflicts++;
+            rb_buf_printf(&rep->conflict_text, "succeeded record %s: until_ms: stored %lld,"
+                                               " file %lld\n", d->jid,
+                          (long long)db->done[k].until_ms, (long long)d->until_ms);
+        }
+    }
+    /* a parent batch before its children: the file's order, each one
+     * after its parent when that is new too */
+    size_t n = f->n_batches;
+    bool *taken = rb_xcalloc(n + 1, sizeof *taken);
+    for (size_t i = 0; i < n; i++) {
+        const rb_port_batch *b = &f->batches[i];
+        size_t k = 0;
+        while (k < db->n_batches && strcmp(db->batches[k].bid, b->bid))
+            k++;
+        if (k == db->n_batches)
+            continue;
+        taken[i] = true;
+        if (same_json(db->batches[k].body, b->body)) {
+            rep->graph_same++;
+        } else {
+            rep->conflicts++;
+            rb_buf_printf(&rep->conflict_text, "batch %s: stored with other counts or"
+                                               " callbacks\n", b->bid);
+        }
+    }
+    for (bool again = true; again;) {
+        again = false;
+        for (size_t i = 0; i < n; i++) {
+            if (taken[i])
+                continue;
+            const char *pb = f->batches[i].parent_bid;
+            bool wait = false;
+            for (size_t k = 0; pb && k < n && !wait; k++)
+                wait = !taken[k] && k != i && !strcmp(f->batches[k].bid, pb);
+            if (wait)
+                continue;
+            taken[i] = again = true;
+            todo->batches[todo->n_batches++] = f->batches[i];
+        }
+    }
+    for (size_t i = 0; i < n; i++) /* a cycle of parents: in the file's order */
+        if (!taken[i])
+            todo->batches[todo->n_batches++] = f->batches[i];
+    free(taken);
 }
 
 static bool has_unique(const rb_job_view *v)
@@ -422,38 +788,62 @@ int rb_import_run(rb_port *p, FILE *in, const char *name, rb_import_report *rep,
     rep->jobs = f.n;
     rep->processed = f.processed;
     rep->failures = f.failures;
-    rb_job_view *todo = rb_xcalloc(f.n ? f.n : 1, sizeof *todo);
-    size_t n_todo = 0;
+    rb_port_graph db = {0};
+    rc = p->ops->graph(p, &db, err);
+    int *fate = rb_xcalloc(f.n ? f.n : 1, sizeof *fate);
     rb_buf diff = RB_BUF_INIT;
     for (size_t i = 0; rc == 0 && i < f.n; i++) {
         rb_job_view *v = &f.jobs[i];
-        rb_job_view db;
+        rb_job_view dbv;
         bool found = false;
-        if ((rc = p->ops->find(p, v->jid, &db, &found, err)))
+        if ((rc = p->ops->find(p, v->jid, &dbv, &found, err)))
             break;
-        if (found) {
-            rb_buf_reset(&diff);
-            if (compare(&db, v, &diff)) {
-                rep->same++;
-            } else {
-                rep->conflicts++;
-                rb_buf_printf(&rep->conflict_text, "jid %s: %s\n", v->jid, rb_buf_str(&diff) + 2);
-            }
-            rb_job_view_release(&db);
+        if (!found) {
+            fate[i] = FATE_NEW;
+            rep->by_state[v->state]++;
             continue;
         }
-        const char *why = not_carried(v);
-        if (why) {
-            rep->not_carried++;
-            rb_buf_printf(&rep->skipped_text, "jid %s: %s\n", v->jid, why);
-            continue;
+        fate[i] = FATE_STORED;
+        rb_buf_reset(&diff);
+        bool same = compare(&dbv, v, &diff);
+        const rb_port_dep *fd = dep_of(&f.g, v->jid), *dd = dep_of(&db, v->jid);
+        if (fd && dd)
+            same = compare_dep(dd, fd, &diff) && same;
+        else if (fd || dd) {
+            rb_buf_printf(&diff, "; dependencies: %s", fd ? "none stored" : "none in the file");
+            same = false;
         }
-        if (has_unique(v))
-            rep->unique_dropped++;
-        rep->by_state[v->state]++;
-        todo[n_todo++] = *v; /* borrowed from f */
+        if (same) {
+            rep->same++;
+        } else {
+            rep->conflicts++;
+            rb_buf_printf(&rep->conflict_text, "jid %s: %s\n", v->jid, rb_buf_str(&diff) + 2);
+        }
+        rb_job_view_release(&dbv);
     }
     rb_buf_release(&diff);
+    if (rc == 0)
+        rc = partial_graph(p, &f, fate, rep, err);
+    rb_job_view *todo = rb_xcalloc(f.n ? f.n : 1, sizeof *todo);
+    size_t n_todo = 0;
+    rb_port_graph gtodo = {
+        .deps = rb_xcalloc(f.g.n_deps + 1, sizeof *gtodo.deps),
+        .done = rb_xcalloc(f.g.n_done + 1, sizeof *gtodo.done),
+        .batches = rb_xcalloc(f.g.n_batches + 1, sizeof *gtodo.batches),
+    };
+    for (size_t i = 0; rc == 0 && i < f.n; i++) {
+        if (fate[i] != FATE_NEW)
+            continue;
+        rb_job_view *v = &f.jobs[i];
+        if (has_unique(v))
+            rep->unique_dropped++;
+        todo[n_todo++] = *v; /* borrowed from f */
+        const rb_port_dep *d = held(v) ? dep_of(&f.g, v->jid) : NULL;
+        if (d)
+            gtodo.deps[gtodo.n_deps++] = *d;
+    }
+    if (rc == 0)
+        graph_lines(&db, &f.g, &gtodo, rep);
     bool set_counters = false;
     if (rc == 0) {
         int64_t proc, fail;
@@ -493,17 +883,26 @@ int rb_import_run(rb_port *p, FILE *in, const char *name, rb_import_report *rep,
             free(names[i]);
         free(names);
     }
-    if (rc == 0 && (n_todo || n_pause || set_counters))
+    bool graph = gtodo.n_deps || gtodo.n_done || gtodo.n_batches;
+    if (rc == 0 && (n_todo || n_pause || set_counters || graph))
         rc = p->ops->write(p, todo, n_todo, pause, n_pause, set_counters, f.processed,
-                           f.failures, err);
-    if (rc == 0)
+                           f.failures, &gtodo, err);
+    if (rc == 0) {
         rep->paused_set = n_pause;
-    free(pause);
-    if (rc == 0)
         rep->imported = n_todo;
-    else
+        rep->deps = gtodo.n_deps;
+        rep->done = gtodo.n_done;
+        rep->batches = gtodo.n_batches;
+    } else {
         memset(rep->by_state, 0, sizeof rep->by_state);
+    }
+    free(pause);
+    free(gtodo.deps); /* the entries are f's */
+    free(gtodo.done);
+    free(gtodo.batches);
     free(todo);
+    free(fate);
+    rb_port_graph_release(&db);
     parsed_release(&f);
     return rc;
 }

@@ -3,7 +3,12 @@
  * job in every state on a single node, exported, imported into
  * PostgreSQL, a node started there and every job compared through JOB;
  * the import run twice, a conflicting line, bad input, and the way back
- * from PostgreSQL to a new SQLite file. The binary comes from
+ * from PostgreSQL to a new SQLite file; workflows (a child waiting on a
+ * pending parent, one waiting on a second parent after its first
+ * succeeded, one blocked by its dead parent) and batches (an open one with a member, a committed one with
+ * its callback pending) carried both ways and still working: the child
+ * released when its parent is ACKed, the callback enqueued when the last
+ * member is. The binary comes from
  * $REBOUND_BIN; PostgreSQL is a throwaway cluster (pg_harness.h). */
 #include <criterion/criterion.h>
 #include <criterion/hooks.h>
@@ -110,12 +115,15 @@ static void pg_schema(const char *dir, char *out, size_t n)
     cr_assert_eq(run(dir, args), 0, "rebound migrate failed");
 }
 
-#define NJOBS 7
+#define NJOBS 13
 /* The jobs made on the single node, by jid. */
 static const char *const jids[NJOBS] = {
-    "exp-scheduled", "exp-enqueued", "exp-retry", "exp-dead", "exp-working", "exp-unique",
-    "exp-waiting",
+    "exp-scheduled", "exp-enqueued", "exp-retry", "exp-dead",  "exp-working", "exp-unique",
+    "exp-waiting",   "wf-parent1",    "wf-child1", "b-open-member", "b-done-m2",
+    "wf-doomed",     "wf-blocked",
 };
+/* The batches (their bids, from BATCH NEW). */
+static char *bid_open, *bid_done;
 
 static void push(rbh_conn *c, const char *job)
 {
@@ -158,8 +166,44 @@ static void make_jobs(rbh_conn *c)
                                    "\"message\":\"gone\",\"backtrace\":[\"a.rb:1\"]}"));
     fetch(c, "qw", "exp-working");
     cr_assert(rbh_expect(c, "+OK", "QUEUE PAUSE qs"));
+    /* a workflow: wf-child1 waits on wf-parent1 and wf-parent2; wf-parent2 succeeds */
+    push(c, "{\"jid\":\"wf-parent1\",\"jobtype\":\"p\",\"args\":[],\"queue\":\"wq1\"}");
+    push(c, "{\"jid\":\"wf-parent2\",\"jobtype\":\"p\",\"args\":[],\"queue\":\"wq2\"}");
+    push(c, "{\"jid\":\"wf-child1\",\"jobtype\":\"c\",\"args\":[],\"queue\":\"wqc\","
+            "\"custom\":{\"depends_on\":[\"wf-parent1\",\"wf-parent2\"],\"on_dep_failure\":\"cancel\"}}");
+    fetch(c, "wq2", "wf-parent2");
+    cr_assert(rbh_expect(c, "+OK", "ACK {\"jid\":\"wf-parent2\"}"));
+    /* a child blocked by its dead parent */
+    push(c, "{\"jid\":\"wf-doomed\",\"jobtype\":\"p\",\"args\":[],\"queue\":\"wqd\","
+            "\"retry\":-1}");
+    push(c, "{\"jid\":\"wf-blocked\",\"jobtype\":\"c\",\"args\":[],\"queue\":\"wqc\","
+            "\"custom\":{\"depends_on\":[\"wf-doomed\"]}}");
+    fetch(c, "wqd", "wf-doomed");
+    cr_assert(rbh_expect(c, "+OK", "FAIL {\"jid\":\"wf-doomed\",\"errtype\":\"Fatal\","
+                                   "\"message\":\"gone\"}"));
+    /* an open batch with a member; a committed one with one member left */
+    bid_open = rbh_cmd(c, "BATCH NEW {\"description\":\"open\",\"success\":{\"jid\":"
+                          "\"b-open-cb\",\"jobtype\":\"cb\",\"args\":[],\"queue\":\"bcb\"}}");
+    cr_assert(bid_open && !strncmp(bid_open, "b-", 2), "BATCH NEW: %s", bid_open);
+    cr_assert(rbh_expect(c, "+OK",
+                         "PUSH {\"jid\":\"b-open-member\",\"jobtype\":\"m\",\"args\":[],"
+                         "\"queue\":\"bq1\",\"custom\":{\"bid\":\"%s\"}}", bid_open));
+    bid_done = rbh_cmd(c, "BATCH NEW {\"complete\":{\"jid\":\"b-done-cb\",\"jobtype\":\"cb\",\"args\":[],"
+                          "\"queue\":\"bcb\"}}");
+    cr_assert(bid_done && !strncmp(bid_done, "b-", 2), "BATCH NEW: %s", bid_done);
+    cr_assert(rbh_expect(c, "+OK",
+                         "PUSH {\"jid\":\"b-done-m1\",\"jobtype\":\"m\",\"args\":[],"
+                         "\"queue\":\"bq2\",\"custom\":{\"bid\":\"%s\"}}", bid_done));
+    cr_assert(rbh_expect(c, "+OK",
+                         "PUSH {\"jid\":\"b-done-m2\",\"jobtype\":\"m\",\"args\":[],"
+                         "\"queue\":\"bq3\",\"custom\":{\"bid\":\"%s\"}}", bid_done));
+    cr_assert(rbh_expect(c, "+OK", "BATCH COMMIT %s", bid_done));
+    fetch(c, "bq2", "b-done-m1");
+    cr_assert(rbh_expect(c, "+OK", "ACK {\"jid\":\"b-done-m1\"}"));
     static const char *const want[NJOBS] = {"scheduled", "enqueued", "retries", "dead",
-                                            "working",   "enqueued", "waiting"};
+                                            "working",   "enqueued", "waiting", "enqueued",
+                                            "waiting",   "enqueued", "enqueued", "dead",
+                                            "blocked"};
     for (int i = 0; i < NJOBS; i++) {
         char *st = rbh_job_state(c, jids[i]);
         cr_assert_str_eq(st, want[i], "%s", jids[i]);
@@ -184,17 +228,11 @@ static bool paused_is(rbh_conn *c, const char *want)
     return ok;
 }
 
-/* Every job carried compares equal, field by field (state, attempts, next
- * run time, the job, its history, its lease); the waiting one is not
- * carried. */
+/* Every job compares equal, field by field (state, attempts, next run
+ * time, the job, its history, its lease, the parents it waits for). */
 static void compare_jobs(json_t **before, json_t **after, const char *what)
 {
     for (int i = 0; i < NJOBS; i++) {
-        if (!strcmp(jids[i], "exp-waiting")) {
-            cr_assert(!json_is_object(after[i]) || !json_object_get(after[i], "state"),
-                      "%s: the waiting job was carried", what);
-            continue;
-        }
         cr_assert(json_is_object(before[i]) && json_is_object(after[i]), "%s: %s missing", what,
                   jids[i]);
         const char *k;
@@ -212,6 +250,51 @@ static void compare_jobs(json_t **before, json_t **after, const char *what)
     }
     json_t *w = json_object_get(before[4], "reserved_until");
     cr_assert(json_is_string(w), "the working job has its lease");
+}
+
+static int64_t status_int(json_t *v, const char *key)
+{
+    return json_integer_value(json_object_get(v, key));
+}
+
+/* On a node after an import: the batches as they were (the open one with
+ * its member pending, the committed one waiting for its last member),
+ * then the child released by its last parent's ACK and the committed
+ * batch's callback enqueued by its last member's. */
+static void graph_works(rbh_conn *c, const char *what)
+{
+    json_t *v = rbh_json(rbh_cmd(c, "BATCH STATUS %s", bid_open));
+    cr_assert(json_is_object(v), "%s: the open batch is missing", what);
+    cr_assert(status_int(v, "total") == 1 && status_int(v, "pending") == 1,
+              "%s: the open batch's counts", what);
+    cr_assert_str_eq(json_string_value(json_object_get(v, "description")), "open");
+    json_decref(v);
+    v = rbh_json(rbh_cmd(c, "BATCH STATUS %s", bid_done));
+    cr_assert(json_is_object(v), "%s: the committed batch is missing", what);
+    cr_assert(status_int(v, "total") == 2 && status_int(v, "pending") == 1,
+              "%s: the committed batch's counts", what);
+    cr_assert_str_eq(json_string_value(json_object_get(v, "complete_st")), "", "%s", what);
+    json_decref(v);
+    cr_assert_null(rbh_job_state(c, "b-done-cb"), "%s: the callback ran early", what);
+    fetch(c, "wq1", "wf-parent1");
+    cr_assert(rbh_expect(c, "+OK", "ACK {\"jid\":\"wf-parent1\"}"));
+    char *st = rbh_job_state(c, "wf-child1");
+    cr_assert_str_eq(st, "enqueued", "%s: the child is released by its last parent", what);
+    free(st);
+    st = rbh_job_state(c, "exp-waiting");
+    cr_assert_str_eq(st, "waiting", "%s: the other child still waits", what);
+    free(st);
+    st = rbh_job_state(c, "wf-blocked");
+    cr_assert_str_eq(st, "blocked", "%s: the blocked child stays blocked", what);
+    free(st);
+    fetch(c, "bq3", "b-done-m2");
+    cr_assert(rbh_expect(c, "+OK", "ACK {\"jid\":\"b-done-m2\"}"));
+    st = rbh_job_state(c, "b-done-cb");
+    cr_assert_str_eq(st ? st : "(none)", "enqueued", "%s: the batch's callback fires", what);
+    free(st);
+    v = rbh_json(rbh_cmd(c, "BATCH STATUS %s", bid_done));
+    cr_assert_str_eq(json_string_value(json_object_get(v, "complete_st")), "1", "%s", what);
+    json_decref(v);
 }
 
 static void free_jobs(json_t **v)
@@ -240,8 +323,8 @@ Test(export, single_node_to_postgresql_and_back, .timeout = 240)
     make_jobs(c);
     json_t *before[NJOBS];
     read_jobs(c, before);
-    cr_assert_eq(rbh_info_int(c, "faktory.total_processed"), 1);
-    cr_assert_eq(rbh_info_int(c, "faktory.total_failures"), 2);
+    cr_assert_eq(rbh_info_int(c, "faktory.total_processed"), 3);
+    cr_assert_eq(rbh_info_int(c, "faktory.total_failures"), 3);
 
     /* export refuses while the server runs (it holds the file) */
     char file[400];
@@ -254,31 +337,44 @@ Test(export, single_node_to_postgresql_and_back, .timeout = 240)
 
     /* offline: every job, in all states, and the counters */
     cr_assert_eq(run(s.dir, exp_args), 0);
-    cr_assert(contains(s.dir, "err", "exported 7 jobs (scheduled 1, enqueued 2, working 1,"
-                                     " retries 1, dead 1, waiting 1), 1 paused queues"));
-    cr_assert(contains(s.dir, "err", "processed 1, failures 2"));
+    cr_assert(contains(s.dir, "err", "exported 13 jobs (scheduled 1, enqueued 5, working 1,"
+                                     " retries 1, dead 2, waiting 2, blocked 1), 3 dependency"
+                                     " lines, 1 succeeded records, 2 batches, 1 paused queues"));
+    cr_assert(contains(s.dir, "err", "processed 3, failures 3"));
     cr_assert(contains(s.dir, "jobs.jsonl", "{\"format\":\"rebound-export\",\"version\":1,"));
-    cr_assert(contains(s.dir, "jobs.jsonl", "\"type\":\"end\",\"jobs\":7}"));
+    cr_assert(contains(s.dir, "jobs.jsonl", "{\"type\":\"dep\",\"child\":\"wf-child1\","
+                                            "\"mode\":\"cancel\",\"parents\":[\"wf-parent1\"],"
+                                            "\"remaining\":1,\"dead\":0}"));
+    cr_assert(contains(s.dir, "jobs.jsonl", "{\"type\":\"done\",\"jid\":\"wf-parent2\","));
+    cr_assert(contains(s.dir, "jobs.jsonl", "{\"type\":\"dep\",\"child\":\"wf-blocked\","
+                                            "\"mode\":\"block\",\"parents\":[\"wf-doomed\"],"
+                                            "\"remaining\":1,\"dead\":1}"));
+    cr_assert(contains(s.dir, "jobs.jsonl", "\"type\":\"end\",\"jobs\":13}"));
 
     /* into PostgreSQL */
     char url[1024];
     pg_schema(s.dir, url, sizeof url);
     const char *imp_args[] = {"import", "--db", url, file, NULL};
     cr_assert_eq(run(s.dir, imp_args), 0);
-    cr_assert(contains(s.dir, "out", "imported 6 of 7 jobs into postgresql"));
-    cr_assert(contains(s.dir, "out", "(scheduled 1, enqueued 2, working 1, retries 1, dead 1)"));
+    cr_assert(contains(s.dir, "out", "imported 13 of 13 jobs into postgresql"));
+    cr_assert(contains(s.dir, "out", "(scheduled 1, enqueued 5, working 1, retries 1, dead 2,"
+                                     " waiting 2, blocked 1)"));
     cr_assert(contains(s.dir, "out", "skipped 0 jobs identical"));
-    cr_assert(contains(s.dir, "out", "counters (processed 1, failures 2): set"));
+    cr_assert(contains(s.dir, "out", "workflows and batches: 3 dependency lines, 1 succeeded"
+                                     " records, 2 batches imported; 0 identical skipped"));
+    cr_assert(contains(s.dir, "out", "counters (processed 3, failures 3): set"));
     cr_assert(contains(s.dir, "out", "paused queues: 1 paused, 0 already paused"));
     cr_assert(contains(s.dir, "out", "note: 1 imported jobs name custom.unique_for"));
-    cr_assert(contains(s.dir, "out", "not carried: 1 jobs\njid exp-waiting: waits on job"
-                                     " dependencies, which are not carried"));
+    char *o = slurp(s.dir, "out");
+    cr_assert(!strstr(o, "not carried:"), "a job left out:\n%s", o);
+    free(o);
 
-    /* again: nothing changes, every job skipped as identical */
+    /* again: nothing changes, every job, record and batch skipped as identical */
     cr_assert_eq(run(s.dir, imp_args), 0);
-    cr_assert(contains(s.dir, "out", "imported 0 of 7 jobs"));
-    cr_assert(contains(s.dir, "out", "skipped 6 jobs identical to the stored ones"));
-    cr_assert(contains(s.dir, "out", "counters (processed 1, failures 2): identical, unchanged"));
+    cr_assert(contains(s.dir, "out", "imported 0 of 13 jobs"));
+    cr_assert(contains(s.dir, "out", "skipped 13 jobs identical to the stored ones"));
+    cr_assert(contains(s.dir, "out", "0 batches imported; 3 identical skipped"));
+    cr_assert(contains(s.dir, "out", "counters (processed 3, failures 3): identical, unchanged"));
     cr_assert(contains(s.dir, "out", "paused queues: 0 paused, 1 already paused"));
 
     /* a PostgreSQL node: every job as it was */
@@ -293,8 +389,8 @@ Test(export, single_node_to_postgresql_and_back, .timeout = 240)
     compare_jobs(before, after, "sqlite -> postgresql");
     free_jobs(after);
     cr_assert(paused_is(pc, "qs"), "the paused queue is carried");
-    cr_assert_eq(rbh_info_int(pc, "faktory.total_processed"), 1);
-    cr_assert_eq(rbh_info_int(pc, "faktory.total_failures"), 2);
+    cr_assert_eq(rbh_info_int(pc, "faktory.total_processed"), 3);
+    cr_assert_eq(rbh_info_int(pc, "faktory.total_failures"), 3);
 
     /* a conflicting line: refused, reported, nothing changed */
     char bad[600];
@@ -307,7 +403,7 @@ Test(export, single_node_to_postgresql_and_back, .timeout = 240)
                "\"priority\":5,\"due_ms\":4070908800000,\"first_ms\":0,\"attempts\":0,"
                "\"reserve_for\":1800,\"wid\":null,\"history\":null,"
                "\"job\":{\"jid\":\"exp-new-one\",\"jobtype\":\"x\",\"args\":[]}}\n"
-               "{\"type\":\"counters\",\"processed\":1,\"failures\":2}\n"
+               "{\"type\":\"counters\",\"processed\":3,\"failures\":3}\n"
                "{\"type\":\"end\",\"jobs\":2}\n",
                bad, sizeof bad);
     const char *conflict_args[] = {"import", "--db", url, bad, NULL};
@@ -358,7 +454,6 @@ Test(export, single_node_to_postgresql_and_back, .timeout = 240)
         char *gone = rbh_job_state(pc, "exp-bad");
         cr_assert_null(gone, "case %zu imported a job", i);
     }
-    rbh_close(pc);
 
     /* the way back: PostgreSQL -> a new SQLite file -> a single node */
     char back[400], backdb[400];
@@ -366,15 +461,22 @@ Test(export, single_node_to_postgresql_and_back, .timeout = 240)
     snprintf(backdb, sizeof backdb, "%s/back.db", p.dir);
     const char *exp2[] = {"export", "--db", url, "--output", back, NULL};
     cr_assert_eq(run(p.dir, exp2), 0);
-    cr_assert(contains(p.dir, "err", "exported 7 jobs"));
+    cr_assert(contains(p.dir, "err", "exported 14 jobs"));
+    cr_assert(contains(p.dir, "err", "3 dependency lines, 1 succeeded records, 2 batches"));
+    /* the workflow and the batches work in distributed mode */
+    graph_works(pc, "postgresql");
+    rbh_close(pc);
     cr_assert_eq(rbh_stop(&p), 0);
     rbh_server s2;
     rbh_init(&s2);
     const char *imp2[] = {"import", "--db", s2.db, back, NULL};
     cr_assert_eq(run(s2.dir, imp2), 0);
-    cr_assert(contains(s2.dir, "out", "imported 7 of 7 jobs into sqlite"));
+    cr_assert(contains(s2.dir, "out", "imported 14 of 14 jobs into sqlite"));
+    cr_assert(contains(s2.dir, "out", "3 dependency lines, 1 succeeded records, 2 batches"
+                                      " imported"));
     cr_assert_eq(run(s2.dir, imp2), 0);
-    cr_assert(contains(s2.dir, "out", "skipped 7 jobs identical"));
+    cr_assert(contains(s2.dir, "out", "skipped 14 jobs identical"));
+    cr_assert(contains(s2.dir, "out", "0 batches imported; 3 identical skipped"));
     cr_assert_eq(rbh_launch(&s2, NULL), 0);
     c = rbh_connect(&s2, "exp-worker");
     cr_assert_not_null(c);
@@ -382,14 +484,17 @@ Test(export, single_node_to_postgresql_and_back, .timeout = 240)
     compare_jobs(before, after, "postgresql -> sqlite");
     free_jobs(after);
     cr_assert(paused_is(c, "qs"), "the paused queue is carried back");
-    cr_assert_eq(rbh_info_int(c, "faktory.total_processed"), 1);
-    cr_assert_eq(rbh_info_int(c, "faktory.total_failures"), 2);
+    cr_assert_eq(rbh_info_int(c, "faktory.total_processed"), 3);
+    cr_assert_eq(rbh_info_int(c, "faktory.total_failures"), 3);
     /* the imported working job is held until its lease ends, then retried
      * as after a crash: here its holder still ACKs it */
     cr_assert(rbh_expect(c, "+OK", "ACK {\"jid\":\"exp-working\"}"));
-    cr_assert_eq(rbh_info_int(c, "faktory.total_processed"), 2);
+    cr_assert_eq(rbh_info_int(c, "faktory.total_processed"), 4);
+    graph_works(c, "back on sqlite");
     rbh_close(c);
     free_jobs(before);
+    free(bid_open);
+    free(bid_done);
     cr_assert_eq(rbh_stop(&s2), 0);
     cr_assert_eq(rbh_stop(&s), 0);
 }

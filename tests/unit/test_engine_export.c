@@ -1,11 +1,13 @@
 /* The export format's rules (engine/export.c) over an in-memory port: the
  * lines written, every check of a line (with its line number), and the
- * import's decisions (identical, conflict, not carried, counters). The
+ * import's decisions (identical, conflict, not carried, counters), the
+ * dependency, succeeded-record and batch lines and a partial graph. The
  * backends' ports are tested through the binary (tests/server/test_export.c). */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/batch.h"
 #include "engine/export.h"
 #include "engine/job_state.h"
 
@@ -18,7 +20,30 @@ typedef struct mem_port {
     int writes;
     char *paused[4];
     size_t n_paused;
+    rb_port_graph g;
 } mem_port;
+
+/* Appends from's lines to to (copies). */
+static void graph_add(rb_port_graph *to, const rb_port_graph *from)
+{
+    for (size_t i = 0; i < from->n_deps; i++) {
+        const rb_port_dep *d = &from->deps[i];
+        rb_port_graph_add_dep(to, d->child, (const char *const *)d->parents, d->n, d->mode,
+                              d->remaining, d->dead);
+    }
+    for (size_t i = 0; i < from->n_done; i++)
+        rb_port_graph_add_done(to, from->done[i].jid, from->done[i].until_ms);
+    for (size_t i = 0; i < from->n_batches; i++)
+        rb_port_graph_add_batch(to, from->batches[i].body);
+}
+
+static int mp_graph(rb_port *b, rb_port_graph *g, rb_err *err)
+{
+    (void)err;
+    memset(g, 0, sizeof *g);
+    graph_add(g, &((mem_port *)b)->g);
+    return 0;
+}
 
 static int mp_each(rb_port *b, rb_port_job_fn fn, void *arg, rb_err *err)
 {
@@ -83,11 +108,12 @@ static int mp_find(rb_port *b, const char *jid, rb_job_view *out, bool *found, r
 
 static int mp_write(rb_port *b, const rb_job_view *jobs, size_t n, const char *const *pause,
                     size_t n_pause, bool set_counters, int64_t processed, int64_t failures,
-                    rb_err *err)
+                    const rb_port_graph *g, rb_err *err)
 {
     (void)err;
     mem_port *p = (mem_port *)b;
     p->writes++;
+    graph_add(&p->g, g);
     for (size_t i = 0; i < n_pause; i++)
         p->paused[p->n_paused++] = strdup(pause[i]);
     for (size_t i = 0; i < n; i++)
@@ -106,10 +132,24 @@ static void mp_close(rb_port *b)
         rb_job_view_release(&p->jobs[i]);
     for (size_t i = 0; i < p->n_paused; i++)
         free(p->paused[i]);
+    rb_port_graph_release(&p->g);
 }
 
 static const rb_port_ops mp_ops = {"memory", mp_each, mp_counters, mp_paused, mp_find, mp_write,
-                                   mp_close};
+                                   mp_graph, mp_close};
+
+/* A batch's stored form (caller frees). */
+static char *batch_text(const char *bid, bool committed)
+{
+    json_t *cb = json_pack("{s:s, s:[]}", "jobtype", "done", "args");
+    rb_batch_def def = {.description = "d", .cb = {[RB_BATCH_SUCCESS] = cb}};
+    rb_batch *b = rb_batch_new(bid, &def, 1000);
+    b->committed = committed;
+    char *text = rb_batch_dump(b);
+    rb_batch_free(b);
+    json_decref(cb);
+    return text;
+}
 
 static void add(mem_port *p, const char *jid, int state, int attempts, const char *custom)
 {
@@ -152,10 +192,16 @@ static void source(mem_port *p)
     add(p, "j-working", RB_JOB_WORKING, 1, NULL);
     add(p, "j-retries", RB_JOB_RETRIES, 2, NULL);
     add(p, "j-dead", RB_JOB_DEAD, 3, NULL);
-    add(p, "j-waiting", RB_JOB_WAITING, 0, "{\"depends_on\":[\"j-dead\"]}");
+    add(p, "j-waiting", RB_JOB_WAITING, 0, "{\"depends_on\":[\"j-scheduled\",\"j-old\"]}");
     add(p, "j-member", RB_JOB_ENQUEUED, 0, "{\"bid\":\"b1\"}");
     add(p, "j-unique", RB_JOB_ENQUEUED, 0, "{\"unique_for\":60}");
     p->paused[p->n_paused++] = strdup("slow");
+    const char *parents[] = {"j-scheduled"};
+    rb_port_graph_add_dep(&p->g, "j-waiting", parents, 1, 0, 1, 0);
+    rb_port_graph_add_done(&p->g, "j-old", 5000);
+    char *b1 = batch_text("b1", true);
+    cr_assert(rb_port_graph_add_batch(&p->g, b1));
+    free(b1);
 }
 
 Test(export, round_trip_then_identical)
@@ -166,6 +212,10 @@ Test(export, round_trip_then_identical)
     cr_assert(strstr(text, "{\"format\":\"rebound-export\",\"version\":1,\"source\":\"memory\","));
     cr_assert(strstr(text, "\"jid\":\"j-working\",\"state\":\"working\""));
     cr_assert(strstr(text, "\"wid\":\"w1\",\"history\":[{\"errtype\":\"E\"}]"));
+    cr_assert(strstr(text, "{\"type\":\"dep\",\"child\":\"j-waiting\",\"mode\":\"block\","
+                           "\"parents\":[\"j-scheduled\"],\"remaining\":1,\"dead\":0}\n"
+                           "{\"type\":\"done\",\"jid\":\"j-old\",\"until_ms\":5000}\n"
+                           "{\"type\":\"batch\",\"bid\":\"b1\",\"batch\":{"));
     cr_assert(strstr(text, "{\"type\":\"queue\",\"name\":\"slow\",\"paused\":true}\n"
                            "{\"type\":\"counters\",\"processed\":4,\"failures\":3}\n"
                            "{\"type\":\"end\",\"jobs\":7}\n"));
@@ -173,14 +223,19 @@ Test(export, round_trip_then_identical)
     rb_err err = {0};
     cr_assert_eq(import_text(&b, text, &rep, &err), 0, "%s", err.msg);
     cr_assert_eq(rep.jobs, 7);
-    cr_assert_eq(rep.imported, 5);
-    cr_assert_eq(rep.by_state[RB_JOB_ENQUEUED], 1);
-    cr_assert_eq(rep.not_carried, 2);
+    cr_assert_eq(rep.imported, 7);
+    cr_assert_eq(rep.by_state[RB_JOB_ENQUEUED], 2);
+    cr_assert_eq(rep.by_state[RB_JOB_WAITING], 1);
+    cr_assert_eq(rep.not_carried, 0);
     cr_assert_eq(rep.unique_dropped, 1);
     cr_assert_eq(rep.counters, 1);
-    cr_assert(strstr(rb_buf_str(&rep.skipped_text),
-                     "jid j-waiting: waits on job dependencies, which are not carried\n"
-                     "jid j-member: is a batch member; batches are not carried\n"));
+    cr_assert(rep.deps == 1 && rep.done == 1 && rep.batches == 1);
+    cr_assert(b.g.n_deps == 1 && !strcmp(b.g.deps[0].child, "j-waiting") &&
+              b.g.deps[0].n == 1 && !strcmp(b.g.deps[0].parents[0], "j-scheduled") &&
+              b.g.deps[0].remaining == 1);
+    cr_assert(b.g.n_done == 1 && b.g.done[0].until_ms == 5000);
+    cr_assert(b.g.n_batches == 1 && b.g.batches[0].committed &&
+              !strcmp(b.g.batches[0].body, a.g.batches[0].body));
     cr_assert_eq(b.processed, 4);
     cr_assert_eq(rep.paused_set, 1);
     cr_assert_eq(b.n_paused, 1);
@@ -204,7 +259,9 @@ Test(export, round_trip_then_identical)
     int writes = b.writes;
     cr_assert_eq(import_text(&b, text, &rep, &err), 0);
     cr_assert_eq(rep.imported, 0);
-    cr_assert_eq(rep.same, 5);
+    cr_assert_eq(rep.same, 7);
+    cr_assert_eq(rep.graph_same, 2); /* the record and the batch; the dep compared with its job */
+    cr_assert_eq(rep.conflicts, 0);
     cr_assert_eq(rep.counters, 0);
     cr_assert_eq(rep.paused_same, 1);
     cr_assert_eq(b.writes, writes, "a second import wrote");
@@ -316,4 +373,164 @@ Test(export, bad_lines_name_their_line)
         cr_assert_eq(p.writes, 0);
         rb_import_report_release(&rep);
     }
+}
+
+static const char HDR[] = "{\"format\":\"rebound-export\",\"version\":1}\n";
+static const char CNT[] = "{\"type\":\"counters\",\"processed\":0,\"failures\":0}\n";
+#define HELD(jid, state) "{\"type\":\"job\",\"jid\":\"" jid "\",\"state\":\"" state "\"," \
+    "\"queue\":\"q\",\"priority\":5,\"due_ms\":1,\"first_ms\":0,\"attempts\":0,\"reserve_for\":1," \
+    "\"wid\":null,\"history\":null,\"job\":{\"jid\":\"" jid "\"}}\n"
+#define DEP(child, parents) "{\"type\":\"dep\",\"child\":\"" child "\",\"mode\":\"block\"," \
+    "\"parents\":" parents ",\"remaining\":1,\"dead\":0}\n"
+
+/* The dependency, record and batch lines' checks: the line named, nothing
+ * written. */
+Test(export, bad_graph_lines_name_their_line)
+{
+    char *b1 = batch_text("b1", false);
+    char good_batch[2048], other_bid[2048];
+    snprintf(good_batch, sizeof good_batch, "{\"type\":\"batch\",\"bid\":\"b1\",\"batch\":%s}\n",
+             b1);
+    snprintf(other_bid, sizeof other_bid, "{\"type\":\"batch\",\"bid\":\"b2\",\"batch\":%s}\n",
+             b1);
+    free(b1);
+    static const char E1[] = "{\"type\":\"end\",\"jobs\":1}\n";
+    const struct {
+        const char *job, *line, *line2, *want;
+    } cases[] = {
+        {HELD("c1", "waiting"), "{\"type\":\"dep\",\"child\":\"c1\",\"mode\":\"drop\","
+                                "\"parents\":[\"p\"],\"remaining\":1,\"dead\":0}\n", "",
+         "f.jsonl:3: field 'mode' is 'drop', not block, cancel or ignore"},
+        {HELD("c1", "waiting"), "{\"type\":\"dep\",\"child\":\"c1\",\"mode\":\"block\","
+                                "\"parents\":[\"p\"],\"remaining\":0,\"dead\":0}\n", "",
+         "f.jsonl:3: field 'remaining' is 0, not from 1 to 1000"},
+        {HELD("c1", "waiting"), "{\"type\":\"dep\",\"child\":\"c1\",\"mode\":\"block\","
+                                "\"parents\":[\"p\",\"q\"],\"remaining\":1,\"dead\":2}\n", "",
+         "f.jsonl:3: field 'dead' is 2, more than 'remaining' (1)"},
+        {HELD("c1", "waiting"), DEP("c1", "\"p\""), "",
+         "f.jsonl:3: field 'parents' must be an array of 'remaining' (1) to 1000 jids"},
+        {HELD("c1", "waiting"), DEP("c1", "[]"), "",
+         "f.jsonl:3: field 'parents' must be an array of 'remaining' (1) to 1000 jids"},
+        {HELD("c1", "waiting"), DEP("c1", "[\"p\",7]"), "",
+         "f.jsonl:3: field 'parents' must hold non-empty strings"},
+        {HELD("c1", "waiting"), DEP("c1", "[\"c1\"]"), "",
+         "f.jsonl:3: job 'c1' names itself as its parent"},
+        {HELD("c1", "waiting"), DEP("c1", "[\"p\",\"p\"]"), "",
+         "f.jsonl:3: parent 'p' appears twice"},
+        {HELD("c1", "waiting"), DEP("c1", "[\"p\"]"), DEP("c1", "[\"q\"]"),
+         "f.jsonl:4: a second dep line for 'c1'"},
+        {HELD("c1", "waiting"), "{\"type\":\"dep\",\"child\":\"c1\",\"mode\":\"block\","
+                                "\"parents\":[\"p\"],\"remaining\":1,\"dead\":0,\"x\":1}\n", "",
+         "f.jsonl:3: unknown field 'x'"},
+        {HELD("c1", "scheduled"), DEP("c1", "[\"p\"]"), "",
+         "f.jsonl: the dep line of 'c1' has no waiting or blocked job line"},
+        {HELD("c1", "waiting"), DEP("c9", "[\"p\"]"), "",
+         "f.jsonl: the dep line of 'c9' has no waiting or blocked job line"},
+        {HELD("c1", "waiting"), "{\"type\":\"done\",\"jid\":\"p\"}\n", "",
+         "f.jsonl:3: field 'until_ms' is missing"},
+        {HELD("c1", "waiting"), "{\"type\":\"done\",\"jid\":\"p\",\"until_ms\":1}\n",
+         "{\"type\":\"done\",\"jid\":\"p\",\"until_ms\":2}\n",
+         "f.jsonl:4: a second done line for 'p'"},
+        {HELD("c1", "waiting"), "{\"type\":\"batch\",\"bid\":\"b1\",\"batch\":[]}\n", "",
+         "f.jsonl:3: field 'batch' must be an object"},
+        {HELD("c1", "waiting"), "{\"type\":\"batch\",\"bid\":\"b1\",\"batch\":{\"bid\":\"b1\"}}\n",
+         "", "f.jsonl:3: field 'batch' is not a stored batch of this version"},
+        {HELD("c1", "waiting"), other_bid, "", "f.jsonl:3: the batch's own bid is not 'b2'"},
+        {HELD("c1", "waiting"), good_batch, good_batch, "f.jsonl:4: a second batch line for 'b1'"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char text[8192];
+        snprintf(text, sizeof text, "%s%s%s%s%s%s", HDR, cases[i].job, cases[i].line,
+                 cases[i].line2, CNT, E1);
+        mem_port p = {.base = {&mp_ops}};
+        rb_import_report rep;
+        rb_err err = {0};
+        cr_assert_eq(import_text(&p, text, &rep, &err), RB_EINVAL, "case %zu", i);
+        cr_assert(strstr(err.msg, cases[i].want), "case %zu: '%s'", i, err.msg);
+        cr_assert_eq(p.writes, 0, "case %zu wrote", i);
+        rb_import_report_release(&rep);
+        mp_close(&p.base);
+    }
+    /* after the counters line */
+    char text[8192];
+    snprintf(text, sizeof text, "%s%s%s%s%s", HDR, HELD("c1", "waiting"), CNT, DEP("c1", "[\"p\"]"),
+             E1);
+    mem_port p = {.base = {&mp_ops}};
+    rb_import_report rep;
+    rb_err err = {0};
+    cr_assert_eq(import_text(&p, text, &rep, &err), RB_EINVAL);
+    cr_assert(strstr(err.msg, "f.jsonl:4: a dep line after the counters line"), "'%s'", err.msg);
+    rb_import_report_release(&rep);
+    mp_close(&p.base);
+}
+
+/* A child whose parent is neither in the file nor stored is left out, and
+ * so is its own child; one whose parent is stored is imported; a held job
+ * without its dep line (an earlier release's file) is left out. */
+Test(export, partial_graph_is_refused_safely)
+{
+    mem_port p = {.base = {&mp_ops}};
+    add(&p, "p-stored", RB_JOB_ENQUEUED, 0, NULL);
+    const char *text = "{\"format\":\"rebound-export\",\"version\":1}\n"
+        HELD("c-lost", "waiting") HELD("c-grand", "waiting") HELD("c-ok", "blocked")
+        HELD("c-old", "waiting")
+        DEP("c-lost", "[\"p-gone\"]") DEP("c-grand", "[\"c-lost\"]")
+        "{\"type\":\"dep\",\"child\":\"c-ok\",\"mode\":\"ignore\",\"parents\":[\"p-stored\"],"
+        "\"remaining\":1,\"dead\":1}\n"
+        "{\"type\":\"counters\",\"processed\":0,\"failures\":0}\n"
+        "{\"type\":\"end\",\"jobs\":4}\n";
+    rb_import_report rep;
+    rb_err err = {0};
+    cr_assert_eq(import_text(&p, text, &rep, &err), 0, "%s", err.msg);
+    cr_assert_eq(rep.imported, 1);
+    cr_assert_eq(rep.by_state[RB_JOB_BLOCKED], 1);
+    cr_assert_eq(rep.by_state[RB_JOB_WAITING], 0);
+    cr_assert_eq(rep.not_carried, 3);
+    const char *sk = rb_buf_str(&rep.skipped_text);
+    cr_assert(strstr(sk, "jid c-lost: waits on p-gone, which is neither imported nor stored"
+                         " here\n"), "%s", sk);
+    cr_assert(strstr(sk, "jid c-grand: waits on c-lost, which is neither imported nor stored"
+                         " here\n"), "%s", sk);
+    cr_assert(strstr(sk, "jid c-old: waiting has no dep line"), "%s", sk);
+    cr_assert_eq(p.n, 2);
+    cr_assert_str_eq(p.jobs[1].jid, "c-ok");
+    cr_assert(p.g.n_deps == 1 && !strcmp(p.g.deps[0].child, "c-ok") && p.g.deps[0].mode == 2 &&
+              p.g.deps[0].dead == 1);
+    rb_import_report_release(&rep);
+    mp_close(&p.base);
+}
+
+/* A stored record, batch or edge set with other content: refused, named. */
+Test(export, graph_conflicts_are_refused)
+{
+    mem_port a, b;
+    source(&a);
+    source(&b);
+    b.g.done[0].until_ms = 7000;
+    b.g.deps[0].remaining = 2;
+    const char *two[] = {"j-scheduled", "j-dead"};
+    rb_port_graph_release(&b.g);
+    rb_port_graph_add_dep(&b.g, "j-waiting", two, 2, 1, 2, 1);
+    rb_port_graph_add_done(&b.g, "j-old", 7000);
+    char *b1 = batch_text("b1", false);
+    rb_port_graph_add_batch(&b.g, b1);
+    free(b1);
+    char *text = export_text(&a);
+    rb_import_report rep;
+    rb_err err = {0};
+    int writes = b.writes;
+    cr_assert_eq(import_text(&b, text, &rep, &err), 0);
+    cr_assert_eq(rep.conflicts, 3);
+    cr_assert_eq(rep.same, 6);
+    cr_assert_eq(b.writes, writes);
+    cr_assert_str_eq(rb_buf_str(&rep.conflict_text),
+                     "jid j-waiting: on_dep_failure: stored cancel, file block; parents differ;"
+                     " remaining/dead: stored 2/1, file 1/0\n"
+                     "succeeded record j-old: until_ms: stored 7000, file 5000\n"
+                     "batch b1: stored with other counts or callbacks\n");
+    cr_assert_eq(b.g.done[0].until_ms, 7000, "the record changed");
+    rb_import_report_release(&rep);
+    free(text);
+    mp_close(&a.base);
+    mp_close(&b.base);
 }

@@ -13,7 +13,7 @@
 #include "server/log.h"
 #include "server/srv.h"
 
-#define DONE_PREFIX "dep_done:"
+#define DONE_PREFIX RB_DEPS_DONE_KEY
 
 static const char *node_key(const void *e)
 {
@@ -466,7 +466,7 @@ static void rebuild_child(rb_srv *srv, rb_job *c, int64_t now)
     n->mode = spec.mode;
     for (size_t i = 0; i < spec.n; i++) {
         rb_job *p = rb_jobs_find(&srv->jobs, spec.parents[i]);
-        if (!p || (p->state == RB_JOB_DEAD && spec.mode == RB_DEP_IGNORE))
+        if (!p || !rb_deps_parent_concerns(p->state, spec.mode))
             continue; /* done with: succeeded, discarded or ignored */
         add_child(node_make(srv, spec.parents[i]), c->jid);
         add_parent(n, spec.parents[i]);

@@ -14,10 +14,24 @@
 #include <jansson.h>
 
 #include "engine/depend.h"
+#include "engine/job_state.h"
 #include "common/list.h"
 #include "common/table.h"
 
 typedef struct rb_srv rb_srv;
+
+/* A succeeded record's key in the store's meta table (value: its expiry,
+ * ms); read back by rb_deps_load_meta and by the export (port.c). */
+#define RB_DEPS_DONE_KEY "dep_done:"
+
+/* Whether a stored parent in state st (rb_job_state) still concerns a held
+ * child of mode (a dead one the child ignores does not; a parent not
+ * stored is done): the rule a single node rebuilds a held job's edges by
+ * at start-up (rb_deps_rebuild) and the export derives them by (port.c). */
+static inline bool rb_deps_parent_concerns(int st, rb_dep_mode mode)
+{
+    return st != RB_JOB_DEAD || mode != RB_DEP_IGNORE;
+}
 typedef struct rb_job rb_job;
 
 /* One job in a workflow. As a child (n_parents > 0 while it waits or is

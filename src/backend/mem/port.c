@@ -9,6 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backend/mem/batch.h"
+#include "backend/mem/deps.h"
 #include "backend/mem/store.h"
 #include "common/buf.h"
 #include "common/timeutil.h"
@@ -24,6 +26,7 @@ typedef struct sqlite_port {
     int64_t processed, failures;
     char **paused; /* the paused queues (meta keys "paused:Q") */
     size_t n_paused;
+    rb_port_graph g; /* succeeded records and batches (meta keys); deps derived at open */
 } sqlite_port;
 
 /* A row's text as clients see it: an enqueued job's enqueued_at added. */
@@ -88,11 +91,66 @@ static int on_counter(void *arg, const char *name, int64_t value)
 static int on_meta(void *arg, const char *key, const char *value)
 {
     sqlite_port *p = arg;
-    (void)value;
+    size_t nd = strlen(RB_DEPS_DONE_KEY), nb = strlen(RB_MEM_BATCH_KEY);
     if (!strncmp(key, "paused:", 7)) { /* what server.c's load_meta reads */
         p->paused = rb_xrealloc(p->paused, (p->n_paused + 1) * sizeof *p->paused);
         p->paused[p->n_paused++] = rb_xstrdup(key + 7);
+    } else if (!strncmp(key, RB_DEPS_DONE_KEY, nd) && value) { /* rb_deps_load_meta's */
+        rb_port_graph_add_done(&p->g, key + nd, strtoll(value, NULL, 10));
+    } else if (!strncmp(key, RB_MEM_BATCH_KEY, nb)) { /* rb_mem_batch_load's; unreadable skipped */
+        rb_port_graph_add_batch(&p->g, value);
     }
+    return 0;
+}
+
+/* A held job's edges as the server derives them at start-up (deps.c's
+ * rebuild_child): the parents its depends_on names that still concern it
+ * (rb_deps_parent_concerns); the dead ones block it. */
+static void derive_dep(sqlite_port *p, const rb_job_view *v)
+{
+    json_t *job = json_loads(v->json, 0, NULL);
+    rb_dep_spec spec = {0};
+    if (!job || rb_dep_parse(job, &spec, NULL) || !spec.n) {
+        rb_dep_spec_release(&spec);
+        json_decref(job);
+        return; /* the server releases it at start-up: a file without its dep line */
+    }
+    const char **ps = rb_xcalloc(spec.n, sizeof *ps);
+    size_t n = 0;
+    int64_t dead = 0;
+    for (size_t i = 0; i < spec.n; i++) {
+        json_t *ix = json_object_get(p->by_jid, spec.parents[i]);
+        const rb_job_view *pv = ix ? &p->jobs[json_integer_value(ix)] : NULL;
+        if (!pv || !rb_deps_parent_concerns(pv->state, spec.mode))
+            continue;
+        ps[n++] = spec.parents[i];
+        dead += pv->state == RB_JOB_DEAD;
+    }
+    if (n)
+        rb_port_graph_add_dep(&p->g, v->jid, ps, n, spec.mode, (int64_t)n, dead);
+    free(ps);
+    rb_dep_spec_release(&spec);
+    json_decref(job);
+}
+
+static void graph_copy(const rb_port_graph *from, rb_port_graph *to)
+{
+    memset(to, 0, sizeof *to);
+    for (size_t i = 0; i < from->n_deps; i++) {
+        const rb_port_dep *d = &from->deps[i];
+        rb_port_graph_add_dep(to, d->child, (const char *const *)d->parents, d->n, d->mode,
+                              d->remaining, d->dead);
+    }
+    for (size_t i = 0; i < from->n_done; i++)
+        rb_port_graph_add_done(to, from->done[i].jid, from->done[i].until_ms);
+    for (size_t i = 0; i < from->n_batches; i++)
+        rb_port_graph_add_batch(to, from->batches[i].body);
+}
+
+static int sp_graph(rb_port *base, rb_port_graph *g, rb_err *err)
+{
+    (void)err;
+    graph_copy(&((sqlite_port *)base)->g, g);
     return 0;
 }
 
@@ -154,7 +212,7 @@ static int sp_find(rb_port *base, const char *jid, rb_job_view *out, bool *found
 
 static int sp_write(rb_port *base, const rb_job_view *jobs, size_t n, const char *const *pause,
                     size_t n_pause, bool set_counters, int64_t processed, int64_t failures,
-                    rb_err *err)
+                    const rb_port_graph *g, rb_err *err)
 {
     sqlite_port *p = (sqlite_port *)base;
     rb_store *s = p->store;
@@ -192,6 +250,20 @@ static int sp_write(rb_port *base, const rb_job_view *jobs, size_t n, const char
         rc = s->ops->set_meta(s, rb_buf_str(&key), "1", err);
         rb_buf_release(&key);
     }
+    rb_buf key = RB_BUF_INIT;
+    for (size_t i = 0; rc == 0 && i < g->n_done; i++) {
+        char val[24];
+        snprintf(val, sizeof val, "%lld", (long long)g->done[i].until_ms);
+        rb_buf_reset(&key);
+        rb_buf_printf(&key, RB_DEPS_DONE_KEY "%s", g->done[i].jid);
+        rc = s->ops->set_meta(s, rb_buf_str(&key), val, err);
+    }
+    for (size_t i = 0; rc == 0 && i < g->n_batches; i++) {
+        rb_buf_reset(&key);
+        rb_buf_printf(&key, RB_MEM_BATCH_KEY "%s", g->batches[i].bid);
+        rc = s->ops->set_meta(s, rb_buf_str(&key), g->batches[i].body, err);
+    }
+    rb_buf_release(&key);
     if (rc == 0 && set_counters &&
         (rc = s->ops->set_counter(s, "total_processed", processed, err)) == 0)
         rc = s->ops->set_counter(s, "total_failures", failures, err);
@@ -213,6 +285,7 @@ static void sp_close(rb_port *base)
     for (size_t i = 0; i < p->n_paused; i++)
         free(p->paused[i]);
     free(p->paused);
+    rb_port_graph_release(&p->g);
     json_decref(p->by_jid);
     free(p);
 }
@@ -224,6 +297,7 @@ static const rb_port_ops sqlite_port_ops = {
     .paused = sp_paused,
     .find = sp_find,
     .write = sp_write,
+    .graph = sp_graph,
     .close = sp_close,
 };
 
@@ -241,6 +315,9 @@ int rb_port_sqlite_open(const char *path, bool create, rb_port **out, rb_err *er
         rb_store_loader l = {p, on_row, on_counter, on_meta};
         rc = p->store->ops->load(p->store, &l, err);
     }
+    for (size_t i = 0; rc == 0 && i < p->n; i++)
+        if (p->jobs[i].state == RB_JOB_WAITING || p->jobs[i].state == RB_JOB_BLOCKED)
+            derive_dep(p, &p->jobs[i]);
     if (rc) {
         if (strstr(rb_err_msg(err), "locked"))
             rb_err_prefix(err, "is the server running on it? stop it first");

@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "common/timeutil.h"
+#include "engine/batch.h"
+#include "engine/depend.h"
 #include "engine/export.h"
 #include "engine/unique.h"
 
@@ -19,7 +21,55 @@ typedef struct pg_port {
     int64_t processed, failures;
     char **paused;
     size_t n_paused;
+    rb_port_graph g;            /* the graph, read with the jobs' snapshot */
 } pg_port;
+
+static int query_rc(rb_err *err)
+{
+    return err && err->code ? err->code : RB_ESTORE;
+}
+
+/* The held children's edges (rb_wait, rb_edges), the succeeded records
+ * (rb_dep_done) and the batches (rb_batches, parents first) into g. */
+static int read_graph(rb_pg *pg, rb_port_graph *g, rb_err *err)
+{
+    memset(g, 0, sizeof *g);
+    PGresult *r = sql_query(pg,
+                            "SELECT w.child, w.remaining, w.dead, w.mode, e.parent FROM rb_wait w"
+                            " LEFT JOIN rb_edges e ON e.child = w.child"
+                            " ORDER BY w.child COLLATE \"C\", e.parent COLLATE \"C\"",
+                            0, NULL, err);
+    if (!r)
+        return query_rc(err);
+    int rows = PQntuples(r);
+    const char **ps = rb_xcalloc((size_t)rows + 1, sizeof *ps);
+    for (int i = 0; i < rows;) {
+        const char *child = PQgetvalue(r, i, 0);
+        size_t n = 0;
+        int k = i;
+        for (; k < rows && !strcmp(PQgetvalue(r, k, 0), child); k++)
+            if (!PQgetisnull(r, k, 4))
+                ps[n++] = PQgetvalue(r, k, 4);
+        rb_port_graph_add_dep(g, child, ps, n, (int)sql_int(r, i, 3), sql_int(r, i, 1),
+                              sql_int(r, i, 2));
+        i = k;
+    }
+    free(ps);
+    PQclear(r);
+    if (!(r = sql_query(pg, "SELECT jid, until_ms FROM rb_dep_done ORDER BY jid COLLATE \"C\"",
+                        0, NULL, err)))
+        return query_rc(err);
+    for (int i = 0; i < PQntuples(r); i++)
+        rb_port_graph_add_done(g, PQgetvalue(r, i, 0), sql_int(r, i, 1));
+    PQclear(r);
+    if (!(r = sql_query(pg, "SELECT body FROM rb_batches ORDER BY depth, bid COLLATE \"C\"", 0,
+                        NULL, err)))
+        return query_rc(err);
+    for (int i = 0; i < PQntuples(r); i++)
+        rb_port_graph_add_batch(g, PQgetvalue(r, i, 0)); /* an unreadable one: skipped */
+    PQclear(r);
+    return 0;
+}
 
 /* The paused queues' names, by name (new array, caller frees). */
 static int read_paused(rb_pg *pg, char ***names, size_t *n, rb_err *err)
@@ -50,6 +100,7 @@ static int pp_each_job(rb_port *base, rb_port_job_fn fn, void *arg, rb_err *err)
         return rc;
     if ((rc = rb_pg_counters(pg, &p->processed, &p->failures, err)) ||
         (rc = read_paused(pg, &p->paused, &p->n_paused, err)) ||
+        (rc = read_graph(pg, &p->g, err)) ||
         (rc = sql_exec(pg,
                        "DECLARE rb_export NO SCROLL CURSOR FOR"
                        " SELECT jid, queue, json, history, wid, state, priority, attempts,"
@@ -109,6 +160,24 @@ static int pp_paused(rb_port *base, char ***names, size_t *n, rb_err *err)
     return 0;
 }
 
+static int pp_graph(rb_port *base, rb_port_graph *g, rb_err *err)
+{
+    pg_port *p = (pg_port *)base;
+    if (!p->snap)
+        return read_graph(p->pg, g, err);
+    memset(g, 0, sizeof *g);
+    for (size_t i = 0; i < p->g.n_deps; i++) {
+        const rb_port_dep *d = &p->g.deps[i];
+        rb_port_graph_add_dep(g, d->child, (const char *const *)d->parents, d->n, d->mode,
+                              d->remaining, d->dead);
+    }
+    for (size_t i = 0; i < p->g.n_done; i++)
+        rb_port_graph_add_done(g, p->g.done[i].jid, p->g.done[i].until_ms);
+    for (size_t i = 0; i < p->g.n_batches; i++)
+        rb_port_graph_add_batch(g, p->g.batches[i].body);
+    return 0;
+}
+
 static int pp_find(rb_port *base, const char *jid, rb_job_view *out, bool *found, rb_err *err)
 {
     pg_port *p = (pg_port *)base;
@@ -123,11 +192,22 @@ static int pp_find(rb_port *base, const char *jid, rb_job_view *out, bool *found
 }
 
 /* Inserts one job: its text without enqueued_at (kept in enq_ms), its
- * expiry in expires_ms. */
+ * expiry in expires_ms, wf when it names parents, bid for a batch member
+ * (custom.bid) or a callback job (custom._bid, bcb). */
 static int insert_job(rb_pg *pg, const rb_job_view *v, rb_err *err)
 {
     json_t *o = json_loads(v->json, 0, NULL);
     int64_t enq = 0, exp = json_is_object(o) ? rb_expiry_of(o) : 0;
+    const char *bid = NULL;
+    bool cb = false;
+    if (json_is_object(o) && rb_batch_member_bid(o, &bid, NULL) == 0 && !bid) {
+        bid = json_string_value(json_object_get(json_object_get(o, "custom"), "_bid"));
+        cb = bid && *bid;
+        if (!cb)
+            bid = NULL;
+    }
+    char *bidc = bid ? rb_xstrdup(bid) : NULL;
+    bool wf = json_is_object(o) && rb_dep_has(o);
     const char *ea = json_string_value(json_object_get(o, "enqueued_at"));
     if (ea)
         rb_time_parse_rfc3339(ea, &enq);
@@ -143,16 +223,19 @@ static int insert_job(rb_pg *pg, const rb_job_view *v, rb_err *err)
     snprintf(att, sizeof att, "%d", v->attempts);
     snprintf(res, sizeof res, "%d", v->reserve_s);
     snprintf(ex, sizeof ex, "%lld", (long long)exp);
-    const char *params[13] = {v->jid, st,  pr,     due,        eq,     first,       att,
+    const char *params[16] = {v->jid, st,  pr,     due,        eq,     first,       att,
                               res,    v->wid, text ? text : v->json, v->history, exp ? ex : NULL,
-                              v->queue};
+                              v->queue, wf ? "t" : "f", bidc, cb ? "t" : "f"};
     PGresult *r = sql_query(pg,
                             "INSERT INTO rb_jobs (jid, state, priority, due_ms, enq_ms, first_ms,"
-                            " attempts, reserve_s, wid, json, history, expires_ms, queue)"
+                            " attempts, reserve_s, wid, json, history, expires_ms, queue, wf,"
+                            " bid, bcb)"
                             " VALUES ($1, $2::int, $3::int, $4::bigint, $5::bigint, $6::bigint,"
-                            " $7::int, $8::int, $9, $10, $11, $12::bigint, $13)",
-                            13, params, err);
+                            " $7::int, $8::int, $9, $10, $11, $12::bigint, $13, $14::boolean,"
+                            " $15, $16::boolean)",
+                            16, params, err);
     free(text);
+    free(bidc);
     if (!r)
         return err && err->code ? err->code : RB_ESTORE;
     PQclear(r);
@@ -165,9 +248,70 @@ static int insert_job(rb_pg *pg, const rb_job_view *v, rb_err *err)
     return 0;
 }
 
+static int exec_n(rb_pg *pg, const char *sql, int n, const char *const *params, rb_err *err)
+{
+    PGresult *r = sql_query(pg, sql, n, params, err);
+    if (!r)
+        return query_rc(err);
+    PQclear(r);
+    return 0;
+}
+
+/* g's held children's edges and counts, succeeded records and batches
+ * (a parent before its children: its depth is the parent's plus one). */
+static int insert_graph(rb_pg *pg, const rb_port_graph *g, rb_err *err)
+{
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < g->n_deps; i++) {
+        const rb_port_dep *d = &g->deps[i];
+        rb_buf a = RB_BUF_INIT;
+        sql_arr_begin(&a);
+        for (size_t k = 0; k < d->n; k++)
+            sql_arr_str(&a, d->parents[k]);
+        sql_arr_end(&a);
+        char rem[24], dead[24], mode[8];
+        snprintf(rem, sizeof rem, "%lld", (long long)d->remaining);
+        snprintf(dead, sizeof dead, "%lld", (long long)d->dead);
+        snprintf(mode, sizeof mode, "%d", d->mode);
+        const char *p1[2] = {a.data, d->child};
+        const char *p2[4] = {d->child, rem, dead, mode};
+        if (!(rc = exec_n(pg,
+                          "INSERT INTO rb_edges (parent, child) SELECT u.p, $2"
+                          " FROM unnest($1::text[]) AS u(p) ON CONFLICT DO NOTHING",
+                          2, p1, err)))
+            rc = exec_n(pg,
+                        "INSERT INTO rb_wait (child, remaining, dead, mode)"
+                        " VALUES ($1, $2::int, $3::int, $4::smallint)",
+                        4, p2, err);
+        rb_buf_release(&a);
+    }
+    for (size_t i = 0; rc == 0 && i < g->n_done; i++) {
+        char until[24];
+        snprintf(until, sizeof until, "%lld", (long long)g->done[i].until_ms);
+        const char *pd[2] = {g->done[i].jid, until};
+        rc = exec_n(pg, "INSERT INTO rb_dep_done (jid, until_ms) VALUES ($1, $2::bigint)", 2, pd,
+                    err);
+    }
+    for (size_t i = 0; rc == 0 && i < g->n_batches; i++) {
+        const rb_port_batch *b = &g->batches[i];
+        char created[24], fin[24];
+        snprintf(created, sizeof created, "%lld", (long long)b->created_ms);
+        snprintf(fin, sizeof fin, "%lld", (long long)b->finished_ms);
+        const char *pb[6] = {b->bid, b->parent_bid, b->committed ? "t" : "f", created, fin,
+                             b->body};
+        rc = exec_n(pg,
+                    "INSERT INTO rb_batches (bid, parent_bid, depth, committed, created_ms,"
+                    " finished_ms, body) VALUES ($1, $2, coalesce((SELECT p.depth + 1 FROM"
+                    " rb_batches p WHERE p.bid = $2), 0), $3::boolean, $4::bigint, $5::bigint,"
+                    " $6)",
+                    6, pb, err);
+    }
+    return rc;
+}
+
 static int pp_write(rb_port *base, const rb_job_view *jobs, size_t n, const char *const *pause,
                     size_t n_pause, bool set_counters, int64_t processed, int64_t failures,
-                    rb_err *err)
+                    const rb_port_graph *g, rb_err *err)
 {
     pg_port *p = (pg_port *)base;
     rb_pg *pg = p->pg;
@@ -176,6 +320,8 @@ static int pp_write(rb_port *base, const rb_job_view *jobs, size_t n, const char
         return rc;
     for (size_t i = 0; rc == 0 && i < n; i++)
         rc = insert_job(pg, &jobs[i], err);
+    if (rc == 0)
+        rc = insert_graph(pg, g, err);
     for (size_t i = 0; rc == 0 && i < n_pause; i++) {
         const char *qp[1] = {pause[i]};
         PGresult *r = sql_query(pg,
@@ -219,6 +365,7 @@ static void pp_close(rb_port *base)
     for (size_t i = 0; i < p->n_paused; i++)
         free(p->paused[i]);
     free(p->paused);
+    rb_port_graph_release(&p->g);
     free(p);
 }
 
@@ -229,6 +376,7 @@ static const rb_port_ops pg_port_ops = {
     .paused = pp_paused,
     .find = pp_find,
     .write = pp_write,
+    .graph = pp_graph,
     .close = pp_close,
 };
 
