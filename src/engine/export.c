@@ -57,6 +57,19 @@ void rb_port_graph_add_done(rb_port_graph *g, const char *jid, int64_t until_ms)
     g->done[g->n_done++] = (rb_port_done){rb_xstrdup(jid), until_ms};
 }
 
+void rb_port_graph_append(rb_port_graph *to, const rb_port_graph *from)
+{
+    for (size_t i = 0; i < from->n_deps; i++) {
+        const rb_port_dep *d = &from->deps[i];
+        rb_port_graph_add_dep(to, d->child, (const char *const *)d->parents, d->n, d->mode,
+                              d->remaining, d->dead);
+    }
+    for (size_t i = 0; i < from->n_done; i++)
+        rb_port_graph_add_done(to, from->done[i].jid, from->done[i].until_ms);
+    for (size_t i = 0; i < from->n_batches; i++)
+        rb_port_graph_add_batch(to, from->batches[i].body);
+}
+
 bool rb_port_graph_add_batch(rb_port_graph *g, const char *body)
 {
     rb_batch *b = body ? rb_batch_load(body) : NULL;

@@ -86,6 +86,8 @@ void rb_port_graph_add_dep(rb_port_graph *g, const char *child, const char *cons
                            size_t n, int mode, int64_t remaining, int64_t dead);
 void rb_port_graph_add_done(rb_port_graph *g, const char *jid, int64_t until_ms);
 bool rb_port_graph_add_batch(rb_port_graph *g, const char *body);
+/* Appends copies of every line of from to to. */
+void rb_port_graph_append(rb_port_graph *to, const rb_port_graph *from);
 
 /* Called with each stored job; 0 to go on, else the code that stops. */
 typedef int (*rb_port_job_fn)(void *arg, const rb_job_view *v);

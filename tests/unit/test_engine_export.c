@@ -23,25 +23,11 @@ typedef struct mem_port {
     rb_port_graph g;
 } mem_port;
 
-/* Appends from's lines to to (copies). */
-static void graph_add(rb_port_graph *to, const rb_port_graph *from)
-{
-    for (size_t i = 0; i < from->n_deps; i++) {
-        const rb_port_dep *d = &from->deps[i];
-        rb_port_graph_add_dep(to, d->child, (const char *const *)d->parents, d->n, d->mode,
-                              d->remaining, d->dead);
-    }
-    for (size_t i = 0; i < from->n_done; i++)
-        rb_port_graph_add_done(to, from->done[i].jid, from->done[i].until_ms);
-    for (size_t i = 0; i < from->n_batches; i++)
-        rb_port_graph_add_batch(to, from->batches[i].body);
-}
-
 static int mp_graph(rb_port *b, rb_port_graph *g, rb_err *err)
 {
     (void)err;
     memset(g, 0, sizeof *g);
-    graph_add(g, &((mem_port *)b)->g);
+    rb_port_graph_append(g, &((mem_port *)b)->g);
     return 0;
 }
 
@@ -113,7 +99,7 @@ static int mp_write(rb_port *b, const rb_job_view *jobs, size_t n, const char *c
     (void)err;
     mem_port *p = (mem_port *)b;
     p->writes++;
-    graph_add(&p->g, g);
+    rb_port_graph_append(&p->g, g);
     for (size_t i = 0; i < n_pause; i++)
         p->paused[p->n_paused++] = strdup(pause[i]);
     for (size_t i = 0; i < n; i++)

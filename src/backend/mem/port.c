@@ -133,24 +133,11 @@ static void derive_dep(sqlite_port *p, const rb_job_view *v)
     json_decref(job);
 }
 
-static void graph_copy(const rb_port_graph *from, rb_port_graph *to)
-{
-    memset(to, 0, sizeof *to);
-    for (size_t i = 0; i < from->n_deps; i++) {
-        const rb_port_dep *d = &from->deps[i];
-        rb_port_graph_add_dep(to, d->child, (const char *const *)d->parents, d->n, d->mode,
-                              d->remaining, d->dead);
-    }
-    for (size_t i = 0; i < from->n_done; i++)
-        rb_port_graph_add_done(to, from->done[i].jid, from->done[i].until_ms);
-    for (size_t i = 0; i < from->n_batches; i++)
-        rb_port_graph_add_batch(to, from->batches[i].body);
-}
-
 static int sp_graph(rb_port *base, rb_port_graph *g, rb_err *err)
 {
     (void)err;
-    graph_copy(&((sqlite_port *)base)->g, g);
+    memset(g, 0, sizeof *g);
+    rb_port_graph_append(g, &((sqlite_port *)base)->g);
     return 0;
 }
 
