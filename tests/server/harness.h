@@ -158,6 +158,23 @@ static inline bool rbh_pg_schema(char *out, size_t n)
     int st;
     return pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
 }
+
+/* Runs one SQL statement on the database (schema) at url; the first value
+ * of its first row (caller frees), "" for none, NULL on an error (printed). */
+static inline char *rbh_pg_value(const char *url, const char *sql)
+{
+    PGconn *pc = PQconnectdb(url);
+    PGresult *r = PQstatus(pc) == CONNECTION_OK ? PQexec(pc, sql) : NULL;
+    ExecStatusType st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+    char *v = NULL;
+    if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK)
+        v = strdup(st == PGRES_TUPLES_OK && PQntuples(r) ? PQgetvalue(r, 0, 0) : "");
+    else
+        fprintf(stderr, "harness: %s: %s\n", sql, r ? PQresultErrorMessage(r) : PQerrorMessage(pc));
+    PQclear(r);
+    PQfinish(pc);
+    return v;
+}
 #endif
 
 /* Prepares s with a new temporary directory (no process yet). */

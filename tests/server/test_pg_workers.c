@@ -60,15 +60,8 @@ static void stop_nodes(void)
 /* Runs one SQL statement on the nodes' schema; the first value or "". */
 static char *sql(const char *text)
 {
-    PGconn *pc = PQconnectdb(node[0].db);
-    cr_assert_eq(PQstatus(pc), CONNECTION_OK, "%s", PQerrorMessage(pc));
-    PGresult *r = PQexec(pc, text);
-    ExecStatusType st = PQresultStatus(r);
-    cr_assert(st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK, "%s: %s", text,
-              PQresultErrorMessage(r));
-    char *v = strdup(st == PGRES_TUPLES_OK && PQntuples(r) ? PQgetvalue(r, 0, 0) : "");
-    PQclear(r);
-    PQfinish(pc);
+    char *v = rbh_pg_value(node[0].db, text);
+    cr_assert_not_null(v, "%s failed", text);
     return v;
 }
 

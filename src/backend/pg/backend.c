@@ -68,6 +68,10 @@ static void results(rb_srv *srv, rb_eng_op *op, rb_pgreq *r)
         op->u.job.status = (rb_job_status)r->u.ref.status;
         op->u.job.state = (rb_job_state)r->u.ref.state;
         break;
+    case RB_ENG_INFO: /* this node's own */
+        if (op->u.info.rebound)
+            json_object_set_new(op->u.info.rebound, "prefetch", rb_pgmode_prefetch_json(srv));
+        return;
     default:
         return;
     }
@@ -181,7 +185,8 @@ static void dist_ack(rb_srv *srv, rb_eng_op *op)
 {
     rb_pgreq *r = job_request(op, RB_PGR_ACK);
     r->u.ack.ref = (rb_pg_ref){r->jid, r->wid};
-    rb_pgreq_post(srv, r);
+    /* with the worker's next job, in the same transaction (prefetch.c) */
+    rb_pgreq_post_with(srv, r, rb_pgmode_prefetch_claim(srv, r->wid));
 }
 
 static void dist_fail(rb_srv *srv, rb_eng_op *op)

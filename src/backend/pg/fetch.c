@@ -70,6 +70,13 @@ static void post_claim(rb_srv *srv, rb_conn *c, char **queues, int n, int64_t wa
 
 void rb_pgmode_fetch(rb_srv *srv, rb_eng_op *op)
 {
+    mode_prefetch_seen(srv, op->u.fetch.wid, op->u.fetch.queues, op->u.fetch.n);
+    if (mode_prefetch_take(srv, op->u.fetch.wid, op->u.fetch.queues, op->u.fetch.n,
+                           &op->u.fetch.jid, &op->u.fetch.job)) {
+        op->applied = RB_ENG_APPLIED; /* claimed and committed with its ACK */
+        rb_eng_complete(srv, op);
+        return;
+    }
     rb_pgreq *r = rb_pgreq_new(RB_PGR_CLAIM, NULL);
     r->u.claim.queues = op->u.fetch.queues; /* borrowed: op_claim_done hands them back */
     r->u.claim.nq = op->u.fetch.n;
@@ -96,19 +103,24 @@ static void release_done(rb_srv *srv, rb_pgreq *r)
     mode_req_free(r);
 }
 
+void mode_release_claimed(rb_srv *srv, const char *jid, const char *wid)
+{
+    if (!srv->base || srv->stopping)
+        return; /* its lease ends it */
+    rb_pgreq *r = rb_pgreq_new(RB_PGR_CALL, NULL);
+    r->jid = rb_xstrdup(jid);
+    r->wid = wid ? rb_xstrdup(wid) : NULL;
+    r->call = release_call;
+    r->done = release_done;
+    rb_pgreq_post(srv, r);
+}
+
 /* A job was claimed for a FETCH nobody waits for any more (closed, or
  * shutting down): put it back at once, without consuming the attempt. */
 static void release_job(rb_srv *srv, rb_pgreq *claim)
 {
     rb_log(RB_LOG_DEBUG, "job %s claimed for a closed connection: released", claim->u.claim.job.jid);
-    if (!srv->base || srv->stopping)
-        return; /* its lease ends it */
-    rb_pgreq *r = rb_pgreq_new(RB_PGR_CALL, NULL);
-    r->jid = rb_xstrdup(claim->u.claim.job.jid);
-    r->wid = claim->wid ? rb_xstrdup(claim->wid) : NULL;
-    r->call = release_call;
-    r->done = release_done;
-    rb_pgreq_post(srv, r);
+    mode_release_claimed(srv, claim->u.claim.job.jid, claim->wid);
 }
 
 /* Takes the queue list out of r (for handing back to the connection). */

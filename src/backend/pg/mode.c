@@ -208,6 +208,8 @@ void rb_pgmode_free(rb_srv *srv)
         pm->done = r->next;
         r->done(srv, r);
     }
+    /* prefetched jobs back to their queues while a connection is open */
+    mode_prefetch_release_all(srv, pm->work[0]);
     while (pm->todo) { /* none without threads; freed unanswered */
         rb_pgreq *r = pm->todo;
         pm->todo = r->next;

@@ -20,6 +20,12 @@
 #define RB_PGMODE_POLL_MS 1000
 /* The maintenance tick (promote, reap, drop dead jobs), with +-20 % jitter,
  * and its batch size. */
+/* Prefetch (prefetch.c): how long a job claimed with an ACK waits for its
+ * worker's FETCH, how many one worker id may hold, and how many worker ids
+ * a node remembers the queues of. */
+#define RB_PGMODE_PREFETCH_HOLD_MS 500
+#define RB_PGMODE_PREFETCH_PER_WID 8
+#define RB_PGMODE_PREFETCH_WIDS 4096
 #define RB_PGMODE_TICK_MS 250
 #define RB_PGMODE_BATCH 1000
 
@@ -42,6 +48,22 @@ typedef struct mode_observed {
     rb_pg_labels *expired; /* jobs dropped expired (sql_unique.c) */
     size_t n_expired;
 } mode_observed;
+
+/* A job claimed with an ACK for its worker's next FETCH (prefetch.c). */
+typedef struct mode_pre {
+    char *wid;
+    char **queues; /* the FETCH queue list it was claimed for */
+    int nq;
+    rb_pg_claimed job;
+    int64_t at_ms; /* when it came back */
+} mode_pre;
+
+/* A worker id's last FETCH queue list (prefetch.c). */
+typedef struct mode_last {
+    char *wid;
+    char **queues;
+    int nq;
+} mode_last;
 
 struct rb_pgmode {
     rb_srv *srv;
@@ -78,6 +100,13 @@ struct rb_pgmode {
                                   queue's slot frees by itself (fetch.c) */
     int64_t throttle_at;       /* throttle_ev's time; 0 or INT64_MAX: not armed */
     bool outage;         /* an outage was logged and has not ended */
+    mode_pre *pre;       /* prefetch.c: jobs held for their worker's FETCH */
+    size_t n_pre;
+    mode_last *last;     /* prefetch.c: each worker id's last FETCH queues */
+    size_t n_last;
+    size_t pre_flight;   /* prefetch claims posted, not back yet */
+    struct event *pre_ev; /* puts back jobs held too long */
+    uint64_t prefetch_hits, prefetch_expired; /* INFO's distributed.prefetch */
 };
 
 /* A database thread's argument: its mode and its own engine. */
@@ -112,6 +141,23 @@ void mode_req_free(rb_pgreq *r);
 /* Frees r and drops its reference without running c's next command (c
  * was parked in a waiting FETCH). Loop thread. */
 void mode_req_drop(rb_pgreq *r);
+
+/* --- FETCH's helpers (fetch.c) and prefetch (prefetch.c); loop thread --- */
+
+/* Puts back at once a job claimed for wid (NULL: none) that nobody will
+ * get, without consuming its attempt (a request of its own). */
+void mode_release_claimed(rb_srv *srv, const char *jid, const char *wid);
+/* Whether [storage] prefetch is on. */
+bool mode_prefetch_on(const rb_srv *srv);
+/* A FETCH of wid (NULL: none) named queues: remembered for its ACKs. */
+void mode_prefetch_seen(rb_srv *srv, const char *wid, char *const *queues, int nq);
+/* A FETCH of wid named queues: a job held for it with that list moves to
+ * *jid and *json (true); held ones for other lists are put back. */
+bool mode_prefetch_take(rb_srv *srv, const char *wid, char *const *queues, int nq,
+                        char **jid, char **json);
+/* The node stops (its threads joined): held jobs put back through pg
+ * (NULL: only freed), everything freed. */
+void mode_prefetch_release_all(rb_srv *srv, rb_pg *pg);
 
 /* --- the threads, started by mode.c, joined by rb_pgmode_free --- */
 

@@ -138,20 +138,34 @@ rb_pgreq *rb_pgreq_new_call(rb_conn *c, void *data, void (*data_free)(void *),
     return r;
 }
 
-void rb_pgreq_post(rb_srv *srv, rb_pgreq *r)
+static void hand_over(rb_pgreq *r)
 {
-    rb_pgmode *pm = srv->pgm;
     if (r->c) {
         r->c->busy = true;
         r->c->refs++;
     }
     r->now = rb_now_ms();
     r->next = NULL;
+}
+
+void rb_pgreq_post_with(rb_srv *srv, rb_pgreq *r, rb_pgreq *then)
+{
+    rb_pgmode *pm = srv->pgm;
+    hand_over(r);
+    if (then) {
+        hand_over(then);
+        r->next = then;
+    }
     pthread_mutex_lock(&pm->mu);
     *pm->todo_tail = r;
-    pm->todo_tail = &r->next;
+    pm->todo_tail = then ? &then->next : &r->next;
     pthread_cond_signal(&pm->cv);
     pthread_mutex_unlock(&pm->mu);
+}
+
+void rb_pgreq_post(rb_srv *srv, rb_pgreq *r)
+{
+    rb_pgreq_post_with(srv, r, NULL);
 }
 
 void mode_req_free(rb_pgreq *r)

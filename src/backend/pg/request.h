@@ -94,6 +94,9 @@ rb_pgreq *rb_pgreq_new_call(rb_conn *c, void *data, void (*data_free)(void *),
                             void (*done)(rb_srv *, rb_pgreq *));
 /* Hands r to the database threads; marks c busy and referenced. */
 void rb_pgreq_post(rb_srv *srv, rb_pgreq *r);
+/* As rb_pgreq_post, with then (NULL: none) right behind r, so that a
+ * database thread takes both in one batch. */
+void rb_pgreq_post_with(rb_srv *srv, rb_pgreq *r, rb_pgreq *then);
 /* The end of a done handler: the connection's next command may run, the
  * reference is dropped, r is freed. */
 void rb_pgreq_finish(rb_srv *srv, rb_pgreq *r);
@@ -115,6 +118,12 @@ void rb_pgmode_count_failure(rb_srv *srv, const rb_pg_fail_result *res);
  * notification, a local push or the poll, answering null after 2 s. A job
  * claimed for a connection closed meanwhile is released at once. */
 void rb_pgmode_fetch(rb_srv *srv, rb_eng_op *op);
+/* The claim to post with an ACK of wid (prefetch.c), or NULL (prefetch
+ * off, no FETCH seen from wid, enough held for it, stopping). */
+rb_pgreq *rb_pgmode_prefetch_claim(rb_srv *srv, const char *wid);
+/* INFO's rebound.prefetch of this node: {"enabled", "held", "hits",
+ * "expired"} (a new reference). */
+json_t *rb_pgmode_prefetch_json(rb_srv *srv);
 /* Distributed mode's rb_backend.refetch: claims again for c, parked in a
  * FETCH, within what is left of its wait (false while the node stops). */
 bool rb_pgmode_refetch(rb_srv *srv, rb_conn *c);

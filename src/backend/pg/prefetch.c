@@ -1,0 +1,265 @@
+/* Distributed mode's prefetch ([storage] prefetch, docs/configuration.md):
+ * a worker's ACK carries a claim of its next job in the same transaction,
+ * for the queue list of that worker's last FETCH, so the FETCH that
+ * follows the ACK's reply is answered at once instead of after a round
+ * trip and a COMMIT of its own. The job so claimed is an ordinary claim,
+ * committed before anyone sees it: reserved for the worker's wid, its
+ * attempt counted, its lease running. It is held here until a FETCH of
+ * that wid with the same queue list takes it, for at most
+ * RB_PGMODE_PREFETCH_HOLD_MS; then, or when a FETCH of the wid names other
+ * queues, it is put back at once without consuming the attempt (fetch.c's
+ * release, as for a job claimed for a connection that closed). When the
+ * node stops, held jobs are put back before its connections close; a node
+ * killed meanwhile leaves them reserved until their lease ends, as a FETCH
+ * whose reply was lost. Keyed by wid, not by connection: clients with a
+ * connection pool ACK and FETCH on different connections.
+ *
+ * Everything here runs on the loop thread: pm->pre and pm->last are the
+ * loop's. */
+#include "backend/pg/mode_impl.h"
+
+#include "engine/engine.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+
+#include <jansson.h>
+
+#include "common/buf.h"
+#include "common/timeutil.h"
+#include "server/log.h"
+
+static bool same_list(char *const *a, int na, char *const *b, int nb)
+{
+    if (na != nb)
+        return false;
+    for (int i = 0; i < na; i++)
+        if (strcmp(a[i], b[i]))
+            return false;
+    return true;
+}
+
+static char **copy_list(char *const *q, int n)
+{
+    char **c = rb_xcalloc(n ? (size_t)n : 1, sizeof *c);
+    for (int i = 0; i < n; i++)
+        c[i] = rb_xstrdup(q[i]);
+    return c;
+}
+
+static void free_list(char **q, int n)
+{
+    for (int i = 0; i < n; i++)
+        free(q[i]);
+    free(q);
+}
+
+/* The entry of wid in pm->last, or NULL. */
+static mode_last *last_of(rb_pgmode *pm, const char *wid)
+{
+    for (size_t i = 0; i < pm->n_last; i++)
+        if (!strcmp(pm->last[i].wid, wid))
+            return &pm->last[i];
+    return NULL;
+}
+
+bool mode_prefetch_on(const rb_srv *srv)
+{
+    return srv->cfg.storage.prefetch;
+}
+
+void mode_prefetch_seen(rb_srv *srv, const char *wid, char *const *queues, int nq)
+{
+    rb_pgmode *pm = srv->pgm;
+    if (!wid || !mode_prefetch_on(srv))
+        return;
+    mode_last *l = last_of(pm, wid);
+    if (l && same_list(l->queues, l->nq, queues, nq))
+        return;
+    if (!l) {
+        if (pm->n_last == RB_PGMODE_PREFETCH_WIDS)
+            return; /* that many workers: the rest fetch as before */
+        pm->last = rb_xrealloc(pm->last, (pm->n_last + 1) * sizeof *pm->last);
+        l = &pm->last[pm->n_last++];
+        l->wid = rb_xstrdup(wid);
+    } else {
+        free_list(l->queues, l->nq);
+    }
+    l->queues = copy_list(queues, nq);
+    l->nq = nq;
+}
+
+/* Puts back the held job i (fetch.c's release) and removes it. */
+static void drop_held(rb_srv *srv, size_t i)
+{
+    rb_pgmode *pm = srv->pgm;
+    mode_pre *p = &pm->pre[i];
+    mode_release_claimed(srv, p->job.jid, p->wid);
+    free(p->wid);
+    free_list(p->queues, p->nq);
+    free(p->job.jid);
+    free(p->job.json);
+    pm->pre[i] = pm->pre[--pm->n_pre];
+}
+
+bool mode_prefetch_take(rb_srv *srv, const char *wid, char *const *queues, int nq,
+                        char **jid, char **json)
+{
+    rb_pgmode *pm = srv->pgm;
+    if (!wid)
+        return false;
+    bool got = false;
+    for (size_t i = 0; i < pm->n_pre;) {
+        mode_pre *p = &pm->pre[i];
+        if (strcmp(p->wid, wid)) {
+            i++;
+            continue;
+        }
+        if (!same_list(p->queues, p->nq, queues, nq)) {
+            drop_held(srv, i); /* claimed for queues it no longer asks for */
+            continue;
+        }
+        if (got) { /* another of its fetchers takes it */
+            i++;
+            continue;
+        }
+        *jid = p->job.jid;
+        *json = p->job.json;
+        free(p->wid);
+        free_list(p->queues, p->nq);
+        pm->pre[i] = pm->pre[--pm->n_pre];
+        pm->prefetch_hits++;
+        got = true;
+    }
+    return got;
+}
+
+/* Held too long: put back; the timer again for the oldest left. */
+static void arm_expiry(rb_srv *srv);
+
+static void on_expiry(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    rb_srv *srv = arg;
+    rb_pgmode *pm = srv->pgm;
+    int64_t now = rb_now_ms();
+    for (size_t i = 0; i < pm->n_pre;) {
+        if (now - pm->pre[i].at_ms >= RB_PGMODE_PREFETCH_HOLD_MS) {
+            pm->prefetch_expired++;
+            drop_held(srv, i);
+        } else {
+            i++;
+        }
+    }
+    arm_expiry(srv);
+}
+
+static void arm_expiry(rb_srv *srv)
+{
+    rb_pgmode *pm = srv->pgm;
+    if (!pm->n_pre || !srv->base || srv->stopping)
+        return;
+    if (!pm->pre_ev)
+        pm->pre_ev = evtimer_new(srv->base, on_expiry, srv);
+    if (evtimer_pending(pm->pre_ev, NULL))
+        return;
+    int64_t oldest = pm->pre[0].at_ms;
+    for (size_t i = 1; i < pm->n_pre; i++)
+        if (pm->pre[i].at_ms < oldest)
+            oldest = pm->pre[i].at_ms;
+    int64_t left = oldest + RB_PGMODE_PREFETCH_HOLD_MS - rb_now_ms();
+    if (left < 1)
+        left = 1;
+    struct timeval tv = {left / 1000, (left % 1000) * 1000};
+    evtimer_add(pm->pre_ev, &tv);
+}
+
+/* The claim posted with an ACK is done: its job held for the wid. */
+static void claim_done(rb_srv *srv, rb_pgreq *r)
+{
+    rb_pgmode *pm = srv->pgm;
+    pm->pre_flight--;
+    if (!r->rc && r->u.claim.got) {
+        pm->pre = rb_xrealloc(pm->pre, (pm->n_pre + 1) * sizeof *pm->pre);
+        mode_pre *p = &pm->pre[pm->n_pre++];
+        p->wid = r->wid;
+        r->wid = NULL;
+        p->queues = r->u.claim.queues;
+        p->nq = r->u.claim.nq;
+        r->u.claim.queues = NULL;
+        r->u.claim.nq = 0;
+        p->job = r->u.claim.job;
+        memset(&r->u.claim.job, 0, sizeof r->u.claim.job);
+        p->at_ms = rb_now_ms();
+        arm_expiry(srv);
+    }
+    mode_req_free(r);
+}
+
+rb_pgreq *rb_pgmode_prefetch_claim(rb_srv *srv, const char *wid)
+{
+    rb_pgmode *pm = srv->pgm;
+    if (!wid || !mode_prefetch_on(srv) || srv->stopping)
+        return NULL;
+    mode_last *l = last_of(pm, wid);
+    if (!l)
+        return NULL; /* no FETCH seen from it yet */
+    size_t held = 0;
+    for (size_t i = 0; i < pm->n_pre; i++)
+        held += !strcmp(pm->pre[i].wid, wid);
+    if (held >= RB_PGMODE_PREFETCH_PER_WID)
+        return NULL;
+    rb_pgreq *r = rb_pgreq_new(RB_PGR_CLAIM, NULL);
+    r->u.claim.queues = copy_list(l->queues, l->nq);
+    r->u.claim.nq = l->nq;
+    r->u.claim.seq = pm->notify_seq;
+    r->wid = rb_xstrdup(wid);
+    r->done = claim_done;
+    pm->pre_flight++;
+    return r;
+}
+
+void mode_prefetch_release_all(rb_srv *srv, rb_pg *pg)
+{
+    rb_pgmode *pm = srv->pgm;
+    for (size_t i = 0; i < pm->n_pre; i++) {
+        mode_pre *p = &pm->pre[i];
+        if (pg) {
+            int status, state;
+            rb_err err = {0};
+            rb_pg_ref ref = {p->job.jid, p->wid};
+            if (rb_pg_snooze(pg, &ref, 0, rb_now_ms(), &status, &state, &err))
+                rb_log_kv(RB_LOG_WARN, RB_LOG_KV("jid", p->job.jid),
+                          "job %s stays reserved until its lease ends: %s", p->job.jid,
+                          rb_err_msg(&err));
+        }
+        free(p->wid);
+        free_list(p->queues, p->nq);
+        free(p->job.jid);
+        free(p->job.json);
+    }
+    free(pm->pre);
+    pm->pre = NULL;
+    pm->n_pre = 0;
+    for (size_t i = 0; i < pm->n_last; i++) {
+        free(pm->last[i].wid);
+        free_list(pm->last[i].queues, pm->last[i].nq);
+    }
+    free(pm->last);
+    pm->last = NULL;
+    pm->n_last = 0;
+    if (pm->pre_ev) {
+        event_free(pm->pre_ev);
+        pm->pre_ev = NULL;
+    }
+}
+
+json_t *rb_pgmode_prefetch_json(rb_srv *srv)
+{
+    const rb_pgmode *pm = srv->pgm;
+    return json_pack("{s:b, s:I, s:I, s:I}", "enabled", mode_prefetch_on(srv), "held",
+                     (json_int_t)pm->n_pre, "hits", (json_int_t)pm->prefetch_hits, "expired",
+                     (json_int_t)pm->prefetch_expired);
+}

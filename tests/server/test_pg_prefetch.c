@@ -1,0 +1,260 @@
+/* Prefetch in distributed mode ([storage] prefetch, src/backend/pg/prefetch.c):
+ * a worker's ACK claims its next job in the same transaction, for the
+ * queues of that worker's last FETCH, and its next FETCH gets that job at
+ * once. The claim is an ordinary one, committed before the ACK's reply:
+ * the job is reserved for the worker (wid), its attempt counted. A job so
+ * held goes back to its queue, its attempt not consumed, when the worker
+ * does not FETCH within 0.5 s, when its next FETCH names other queues, and
+ * when the node stops; after a kill -9 it stays reserved for the worker
+ * (not lost) until its lease ends. With prefetch = false an ACK claims
+ * nothing. States and attempts are read from the database itself. */
+#define RBH_PG 1
+#include "harness.h"
+
+#include <criterion/criterion.h>
+
+static rbh_server srv;
+
+static void teardown(void)
+{
+    if (srv.dir[0])
+        rbh_stop(&srv);
+}
+
+TestSuite(prefetch, .fini = teardown, .timeout = 60);
+
+/* The value of a SQL expression over job jid's row ("" when no row). */
+static char *job_col(const char *jid, const char *col)
+{
+    char q[256];
+    snprintf(q, sizeof q, "SELECT %s FROM rb_jobs WHERE jid = '%s'", col, jid);
+    char *v = rbh_pg_value(srv.db, q);
+    cr_assert_not_null(v, "%s", q);
+    return v;
+}
+
+static void assert_col(const char *jid, const char *col, const char *want)
+{
+    char *v = job_col(jid, col);
+    cr_assert_str_eq(v, want, "job %s: %s is '%s', expected '%s'", jid, col, v, want);
+    free(v);
+}
+
+/* state 2 enqueued, 3 reserved; attempts; the holder */
+static void assert_reserved_for(const char *jid, const char *wid, const char *attempts)
+{
+    assert_col(jid, "state", "3");
+    assert_col(jid, "wid", wid);
+    assert_col(jid, "attempts", attempts);
+}
+
+static void assert_enqueued(const char *jid, const char *attempts)
+{
+    assert_col(jid, "state", "2");
+    assert_col(jid, "coalesce(wid, '')", "");
+    assert_col(jid, "attempts", attempts);
+}
+
+static void push(rbh_conn *c, const char *queue, const char *jid)
+{
+    cr_assert(rbh_expect(c, "+OK", "PUSH {\"jid\":\"%s\",\"jobtype\":\"t\",\"args\":[],\"queue\":\"%s\"}",
+                         jid, queue));
+}
+
+/* FETCH's job's jid (caller frees), NULL for none. */
+static char *fetch(rbh_conn *c, const char *queues)
+{
+    json_t *j = rbh_json(rbh_cmd(c, "FETCH %s", queues));
+    const char *jid = json_string_value(json_object_get(j, "jid"));
+    char *out = jid ? strdup(jid) : NULL;
+    json_decref(j);
+    return out;
+}
+
+static void fetch_is(rbh_conn *c, const char *queues, const char *want)
+{
+    char *got = fetch(c, queues);
+    cr_assert(got && !strcmp(got, want), "FETCH %s: got %s, expected %s", queues,
+              got ? got : "none", want);
+    free(got);
+}
+
+static long long prefetch_info(rbh_conn *c, const char *what)
+{
+    char path[64];
+    snprintf(path, sizeof path, "rebound.prefetch.%s", what);
+    return rbh_info_int(c, path);
+}
+
+static void start(const char *config)
+{
+    cr_assert_eq(rbh_start(&srv, config, NULL), 0, "the server did not start (see %s)", srv.log);
+}
+
+Test(prefetch, ack_claims_the_next_job_for_the_next_fetch)
+{
+    start(NULL); /* prefetch is on by default */
+    rbh_conn *w = rbh_connect(&srv, "pw-1"), *adm = rbh_connect(&srv, NULL);
+    cr_assert(w && adm);
+    push(adm, "q", "pfjob-aa");
+    push(adm, "q", "pfjob-bb");
+    push(adm, "q", "pfjob-cc");
+    fetch_is(w, "q", "pfjob-aa");
+    assert_enqueued("pfjob-bb", "0");
+    cr_assert(rbh_expect(w, "+OK", "ACK {\"jid\":\"pfjob-aa\"}"));
+    /* committed with the ACK, before its reply: b is the worker's */
+    assert_col("pfjob-aa", "count(*)", "0");
+    assert_reserved_for("pfjob-bb", "pw-1", "1");
+    assert_enqueued("pfjob-cc", "0");
+    cr_assert_eq(prefetch_info(adm, "held"), 1);
+    fetch_is(w, "q", "pfjob-bb");
+    cr_assert_eq(prefetch_info(adm, "hits"), 1);
+    cr_assert_eq(prefetch_info(adm, "held"), 0);
+    assert_reserved_for("pfjob-bb", "pw-1", "1"); /* handed out as claimed: one attempt */
+    /* and again: c with b's ACK; then the queue is empty, nothing held */
+    cr_assert(rbh_expect(w, "+OK", "ACK {\"jid\":\"pfjob-bb\"}"));
+    assert_reserved_for("pfjob-cc", "pw-1", "1");
+    fetch_is(w, "q", "pfjob-cc");
+    cr_assert(rbh_expect(w, "+OK", "ACK {\"jid\":\"pfjob-cc\"}"));
+    cr_assert_eq(prefetch_info(adm, "held"), 0);
+    cr_assert_eq(prefetch_info(adm, "hits"), 2);
+    /* a FAIL's retry is not claimed ahead (only an ACK claims) */
+    cr_assert_eq(rbh_info_int(adm, "faktory.total_processed"), 3);
+    rbh_close(w);
+    rbh_close(adm);
+    cr_assert_eq(rbh_stop(&srv), 0);
+    srv.dir[0] = '\0';
+}
+
+Test(prefetch, a_job_not_fetched_goes_back_unconsumed)
+{
+    start(NULL);
+    rbh_conn *w = rbh_connect(&srv, "pw-2"), *other = rbh_connect(&srv, "pw-3");
+    cr_assert(w && other);
+    push(w, "q", "pfjob-aa");
+    push(w, "q", "pfjob-bb");
+    fetch_is(w, "q", "pfjob-aa");
+    cr_assert(rbh_expect(w, "+OK", "ACK {\"jid\":\"pfjob-aa\"}"));
+    assert_reserved_for("pfjob-bb", "pw-2", "1");
+    /* pw-2 never fetches again: within about 0.5 s b is back, attempt undone */
+    int64_t deadline = rbh_now_ms() + 5000;
+    char *st = NULL;
+    while (rbh_now_ms() < deadline) {
+        free(st);
+        st = job_col("pfjob-bb", "state");
+        if (!strcmp(st, "2"))
+            break;
+        rbh_sleep_ms(20);
+    }
+    cr_assert_str_eq(st, "2", "b was not put back");
+    free(st);
+    assert_enqueued("pfjob-bb", "0");
+    cr_assert_eq(prefetch_info(other, "expired"), 1);
+    fetch_is(other, "q", "pfjob-bb");
+    assert_reserved_for("pfjob-bb", "pw-3", "1");
+    rbh_close(w);
+    rbh_close(other);
+}
+
+Test(prefetch, a_fetch_of_other_queues_puts_it_back_at_once)
+{
+    start(NULL);
+    rbh_conn *w = rbh_connect(&srv, "pw-4"), *other = rbh_connect(&srv, "pw-5");
+    cr_assert(w && other);
+    push(w, "q1", "pfjob-aa");
+    push(w, "q1", "pfjob-bb");
+    push(w, "q2", "pfjob-cc");
+    fetch_is(w, "q1", "pfjob-aa");
+    cr_assert(rbh_expect(w, "+OK", "ACK {\"jid\":\"pfjob-aa\"}"));
+    assert_reserved_for("pfjob-bb", "pw-4", "1");
+    /* its next FETCH names q2: c, and b goes back without waiting 0.5 s */
+    fetch_is(w, "q2", "pfjob-cc");
+    fetch_is(other, "q1", "pfjob-bb");
+    assert_reserved_for("pfjob-bb", "pw-5", "1");
+    cr_assert_eq(prefetch_info(other, "hits"), 0);
+    rbh_close(w);
+    rbh_close(other);
+}
+
+Test(prefetch, stopping_puts_held_jobs_back)
+{
+    start(NULL);
+    rbh_conn *w = rbh_connect(&srv, "pw-6");
+    cr_assert(w);
+    push(w, "q", "pfjob-aa");
+    push(w, "q", "pfjob-bb");
+    fetch_is(w, "q", "pfjob-aa");
+    cr_assert(rbh_expect(w, "+OK", "ACK {\"jid\":\"pfjob-aa\"}"));
+    assert_reserved_for("pfjob-bb", "pw-6", "1");
+    rbh_close(w);
+    cr_assert_eq(rbh_kill(&srv, SIGTERM) & 0xffff, 0, "the node did not exit cleanly");
+    assert_enqueued("pfjob-bb", "0");
+}
+
+Test(prefetch, kill_9_leaves_the_job_reserved_not_lost)
+{
+    start(NULL);
+    rbh_conn *w = rbh_connect(&srv, "pw-7");
+    cr_assert(w);
+    push(w, "q", "pfjob-aa");
+    push(w, "q", "pfjob-bb");
+    fetch_is(w, "q", "pfjob-aa");
+    cr_assert(rbh_expect(w, "+OK", "ACK {\"jid\":\"pfjob-aa\"}"));
+    rbh_close(w);
+    rbh_kill(&srv, SIGKILL);
+    /* as a FETCH whose reply was lost: reserved for the worker until its
+     * lease ends, then the reaper's (not lost, not run twice meanwhile) */
+    assert_reserved_for("pfjob-bb", "pw-7", "1");
+    assert_col("pfjob-aa", "count(*)", "0");
+    cr_assert_eq(rbh_launch(&srv, NULL), 0);
+    rbh_conn *w2 = rbh_connect(&srv, "pw-8");
+    cr_assert(w2);
+    cr_assert(rbh_expect(w2, "$-1", "FETCH q"), "b is held by pw-7's lease");
+    /* the lease ends (moved into the past here): the reaper makes it a retry */
+    char *v = rbh_pg_value(srv.db, "UPDATE rb_jobs SET due_ms = 0 WHERE jid = 'pfjob-bb'");
+    free(v);
+    int64_t deadline = rbh_now_ms() + 10000;
+    char *st = NULL;
+    while (rbh_now_ms() < deadline) {
+        free(st);
+        st = job_col("pfjob-bb", "state");
+        if (strcmp(st, "3"))
+            break;
+        rbh_sleep_ms(50);
+    }
+    cr_assert_neq(strcmp(st, "3"), 0, "the reaper did not take b back");
+    free(st);
+    rbh_close(w2);
+}
+
+Test(prefetch, off_claims_nothing_ahead)
+{
+    start("[storage]\nprefetch = false\n");
+    rbh_conn *w = rbh_connect(&srv, "pw-9");
+    cr_assert(w);
+    push(w, "q", "pfjob-aa");
+    push(w, "q", "pfjob-bb");
+    fetch_is(w, "q", "pfjob-aa");
+    cr_assert(rbh_expect(w, "+OK", "ACK {\"jid\":\"pfjob-aa\"}"));
+    assert_enqueued("pfjob-bb", "0");
+    cr_assert_eq(prefetch_info(w, "held"), 0);
+    json_t *info = rbh_json(rbh_cmd(w, "INFO"));
+    cr_assert(json_is_false(rbh_get(info, "rebound.prefetch.enabled")));
+    json_decref(info);
+    fetch_is(w, "q", "pfjob-bb");
+    cr_assert_eq(prefetch_info(w, "hits"), 0);
+    rbh_close(w);
+}
+
+Test(prefetch, a_worker_without_wid_claims_nothing_ahead)
+{
+    start(NULL);
+    rbh_conn *w = rbh_connect(&srv, NULL);
+    cr_assert(w);
+    push(w, "q", "pfjob-aa");
+    push(w, "q", "pfjob-bb");
+    fetch_is(w, "q", "pfjob-aa");
+    cr_assert(rbh_expect(w, "+OK", "ACK {\"jid\":\"pfjob-aa\"}"));
+    assert_enqueued("pfjob-bb", "0");
+    rbh_close(w);
+}
