@@ -73,7 +73,7 @@ typedef struct rb_config {
     } server;
     struct {
         char *url; /* SQLite path (default "./rebound.db") or postgres:// URL */
-        bool prefetch; /* distributed mode: an ACK claims its worker's next job, default true */
+        bool prefetch; /* distributed mode: an ACK claims its worker's next job, default false */
     } storage;
     struct {
         int64_t succeeded_ttl_s; /* ACKed workflow jobs remembered, default 1 h */

@@ -67,9 +67,10 @@ const rb_config_key rb_config_schema[] = {
      "COMMIT) lives before it expires with its counts (Faktory's is 30 minutes)", false},
     {"storage.url", RB_CFG_STORAGE_URL, "\"./rebound.db\"", 0, 0, 0, 0, OFF(storage.url),
      "a SQLite database file, or a postgres:// (postgresql://) connection URL", false},
-    {"storage.prefetch", RB_CFG_BOOL, "true", 0, 0, 0, 0, OFF(storage.prefetch),
+    {"storage.prefetch", RB_CFG_BOOL, "false", 0, 0, 0, 0, OFF(storage.prefetch),
      "distributed mode: a worker's ACK also claims its next job, in the same transaction, so "
-     "its next FETCH is answered at once (held 0.5 s at most, then put back)", false},
+     "its next FETCH is answered at once (held 0.5 s at most, then put back); the job shows as "
+     "working meanwhile", false},
     {"backoff.default_backoff_seconds", RB_CFG_SECONDS_LIST, "[1, 2, 4, 8, 16, 32]", 0, 0, 0,
      DAY, OFF(backoff.default_backoff_ms),
      "tasker dialect: the delays before retries 1, 2, ... (the last one repeats)", false},

@@ -7,7 +7,8 @@
  * does not FETCH within 0.5 s, when its next FETCH names other queues, and
  * when the node stops; after a kill -9 it stays reserved for the worker
  * (not lost) until its lease ends. With prefetch = false an ACK claims
- * nothing. States and attempts are read from the database itself. */
+ * nothing (the default), nor does a worker without a wid. States and
+ * attempts are read from the database itself. */
 #define RBH_PG 1
 #include "harness.h"
 
@@ -86,6 +87,8 @@ static long long prefetch_info(rbh_conn *c, const char *what)
     return rbh_info_int(c, path);
 }
 
+#define ON "[storage]\nprefetch = true\n"
+
 static void start(const char *config)
 {
     cr_assert_eq(rbh_start(&srv, config, NULL), 0, "the server did not start (see %s)", srv.log);
@@ -93,7 +96,7 @@ static void start(const char *config)
 
 Test(prefetch, ack_claims_the_next_job_for_the_next_fetch)
 {
-    start(NULL); /* prefetch is on by default */
+    start(ON);
     rbh_conn *w = rbh_connect(&srv, "pw-1"), *adm = rbh_connect(&srv, NULL);
     cr_assert(w && adm);
     push(adm, "q", "pfjob-aa");
@@ -128,7 +131,7 @@ Test(prefetch, ack_claims_the_next_job_for_the_next_fetch)
 
 Test(prefetch, a_job_not_fetched_goes_back_unconsumed)
 {
-    start(NULL);
+    start(ON);
     rbh_conn *w = rbh_connect(&srv, "pw-2"), *other = rbh_connect(&srv, "pw-3");
     cr_assert(w && other);
     push(w, "q", "pfjob-aa");
@@ -158,7 +161,7 @@ Test(prefetch, a_job_not_fetched_goes_back_unconsumed)
 
 Test(prefetch, a_fetch_of_other_queues_puts_it_back_at_once)
 {
-    start(NULL);
+    start(ON);
     rbh_conn *w = rbh_connect(&srv, "pw-4"), *other = rbh_connect(&srv, "pw-5");
     cr_assert(w && other);
     push(w, "q1", "pfjob-aa");
@@ -178,7 +181,7 @@ Test(prefetch, a_fetch_of_other_queues_puts_it_back_at_once)
 
 Test(prefetch, stopping_puts_held_jobs_back)
 {
-    start(NULL);
+    start(ON);
     rbh_conn *w = rbh_connect(&srv, "pw-6");
     cr_assert(w);
     push(w, "q", "pfjob-aa");
@@ -193,7 +196,7 @@ Test(prefetch, stopping_puts_held_jobs_back)
 
 Test(prefetch, kill_9_leaves_the_job_reserved_not_lost)
 {
-    start(NULL);
+    start(ON);
     rbh_conn *w = rbh_connect(&srv, "pw-7");
     cr_assert(w);
     push(w, "q", "pfjob-aa");
@@ -227,9 +230,9 @@ Test(prefetch, kill_9_leaves_the_job_reserved_not_lost)
     rbh_close(w2);
 }
 
-Test(prefetch, off_claims_nothing_ahead)
+Test(prefetch, off_by_default_claims_nothing_ahead)
 {
-    start("[storage]\nprefetch = false\n");
+    start(NULL); /* the default */
     rbh_conn *w = rbh_connect(&srv, "pw-9");
     cr_assert(w);
     push(w, "q", "pfjob-aa");
@@ -248,7 +251,7 @@ Test(prefetch, off_claims_nothing_ahead)
 
 Test(prefetch, a_worker_without_wid_claims_nothing_ahead)
 {
-    start(NULL);
+    start(ON);
     rbh_conn *w = rbh_connect(&srv, NULL);
     cr_assert(w);
     push(w, "q", "pfjob-aa");
