@@ -13,6 +13,8 @@
 #include "harness.h"
 
 #include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdint.h>
 
 static rbh_server srv;
 
@@ -260,4 +262,73 @@ Test(prefetch, a_worker_without_wid_claims_nothing_ahead)
     cr_assert(rbh_expect(w, "+OK", "ACK {\"jid\":\"pfjob-aa\"}"));
     assert_enqueued("pfjob-bb", "0");
     rbh_close(w);
+}
+
+/* --- under load: pushes on their own database thread, every job once --- */
+
+#define LOAD_JOBS 400
+#define LOAD_PRODUCERS 3
+#define LOAD_WORKERS 6
+
+static _Atomic int acked[LOAD_JOBS];
+static _Atomic int n_acked;
+
+static void *producer(void *arg)
+{
+    int k = (int)(intptr_t)arg;
+    rbh_conn *c = rbh_connect(&srv, NULL);
+    for (int i = k; c && i < LOAD_JOBS; i += LOAD_PRODUCERS) {
+        char *r = rbh_cmd(c, "PUSH {\"jid\":\"load-%05d\",\"jobtype\":\"t\",\"args\":[],\"queue\":\"lq\"}", i);
+        bool ok = r && !strcmp(r, "+OK");
+        free(r);
+        if (!ok)
+            break;
+    }
+    rbh_close(c);
+    return NULL;
+}
+
+static void *worker(void *arg)
+{
+    char wid[32];
+    snprintf(wid, sizeof wid, "load-w%d", (int)(intptr_t)arg);
+    rbh_conn *c = rbh_connect(&srv, wid);
+    int64_t idle_since = rbh_now_ms();
+    while (c && n_acked < LOAD_JOBS && rbh_now_ms() - idle_since < 8000) {
+        char *jid = fetch(c, "lq");
+        if (!jid)
+            continue; /* the 2 s wait ended empty */
+        idle_since = rbh_now_ms();
+        int i = atoi(jid + 5);
+        char *r = rbh_cmd(c, "ACK {\"jid\":\"%s\"}", jid);
+        if (r && !strcmp(r, "+OK") && i >= 0 && i < LOAD_JOBS) {
+            acked[i]++;
+            n_acked++;
+        }
+        free(r);
+        free(jid);
+    }
+    rbh_close(c);
+    return NULL;
+}
+
+Test(prefetch, many_workers_every_job_once)
+{
+    start(ON);
+    pthread_t t[LOAD_PRODUCERS + LOAD_WORKERS];
+    for (int i = 0; i < LOAD_WORKERS; i++)
+        pthread_create(&t[i], NULL, worker, (void *)(intptr_t)i);
+    for (int i = 0; i < LOAD_PRODUCERS; i++)
+        pthread_create(&t[LOAD_WORKERS + i], NULL, producer, (void *)(intptr_t)i);
+    for (int i = 0; i < LOAD_PRODUCERS + LOAD_WORKERS; i++)
+        pthread_join(t[i], NULL);
+    for (int i = 0; i < LOAD_JOBS; i++)
+        cr_assert_eq(acked[i], 1, "job %d ACKed %d times", i, acked[i]);
+    char *left = rbh_pg_value(srv.db, "SELECT count(*) FROM rb_jobs");
+    cr_assert_str_eq(left, "0", "jobs left in the database");
+    free(left);
+    rbh_conn *adm = rbh_connect(&srv, NULL);
+    cr_assert_eq(rbh_info_int(adm, "faktory.total_processed"), LOAD_JOBS);
+    cr_assert_gt(prefetch_info(adm, "hits"), 0, "no FETCH was answered from a prefetched job");
+    rbh_close(adm);
 }

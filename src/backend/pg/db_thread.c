@@ -372,19 +372,73 @@ static void run_batch(rb_pg *pg, rb_pgreq *list, batch_commits *bc)
         free(by[k]);
 }
 
+/* With prefetch (pm->split), the first database thread runs the pushes
+ * and the others everything else: a worker then needs one request per job
+ * (its ACK carries the claim of its next job), and a PUSH no longer waits
+ * behind a batch of ACKs and claims to be answered; each side commits on
+ * its own (PostgreSQL's group commit shares their WAL flushes). Measured
+ * in bench/RESULTS.md (issue 17); without prefetch, workers need two
+ * requests per job and do better on both threads. */
+
+/* Takes the requests of pm->todo that are pushes (or are not), in order;
+ * the rest stay queued. mu held. */
+static rb_pgreq *take_kind(rb_pgmode *pm, bool pushes)
+{
+    rb_pgreq *mine = NULL, **mt = &mine, **pp = &pm->todo;
+    while (*pp) {
+        rb_pgreq *r = *pp;
+        if ((r->kind == RB_PGR_PUSH) == pushes) {
+            *pp = r->next;
+            r->next = NULL;
+            *mt = r;
+            mt = &r->next;
+        } else {
+            pp = &r->next;
+        }
+    }
+    pm->todo_tail = pp;
+    return mine;
+}
+
+static bool has_kind(const rb_pgmode *pm, bool pushes)
+{
+    for (const rb_pgreq *r = pm->todo; r; r = r->next)
+        if ((r->kind == RB_PGR_PUSH) == pushes)
+            return true;
+    return false;
+}
+
+/* The next batch for the thread of pg: everything queued, or with
+ * pm->split its side of it; NULL once stopping with nothing left. */
+static rb_pgreq *next_batch(rb_pgmode *pm, const rb_pg *pg)
+{
+    rb_pgreq *list;
+    pthread_mutex_lock(&pm->mu);
+    if (pm->split) {
+        bool pushes = pg == pm->work[0];
+        while (!has_kind(pm, pushes) && !pm->stop)
+            pthread_cond_wait(&pm->cv, &pm->mu);
+        list = take_kind(pm, pushes);
+        if (!list) /* stopping: the other side's too */
+            list = take_kind(pm, !pushes);
+    } else {
+        while (!pm->todo && !pm->stop)
+            pthread_cond_wait(&pm->cv, &pm->mu);
+        list = pm->todo;
+        pm->todo = NULL;
+        pm->todo_tail = &pm->todo;
+    }
+    pthread_mutex_unlock(&pm->mu);
+    return list;
+}
+
 void *mode_db_thread(void *arg)
 {
     mode_thread_arg ta = *(mode_thread_arg *)arg;
     free(arg);
     rb_pgmode *pm = ta.pm;
     for (;;) {
-        pthread_mutex_lock(&pm->mu);
-        while (!pm->todo && !pm->stop)
-            pthread_cond_wait(&pm->cv, &pm->mu);
-        rb_pgreq *list = pm->todo;
-        pm->todo = NULL;
-        pm->todo_tail = &pm->todo;
-        pthread_mutex_unlock(&pm->mu);
+        rb_pgreq *list = next_batch(pm, ta.pg);
         if (!list)
             break; /* mode_stopping, and nothing left */
         batch_commits bc = {.n = 0};

@@ -16,7 +16,9 @@
 
 /* Database threads per node (work engines), and how often a waiting FETCH
  * claims again without a notification. */
+#ifndef RB_PGMODE_THREADS
 #define RB_PGMODE_THREADS 2
+#endif
 #define RB_PGMODE_POLL_MS 1000
 /* The maintenance tick (promote, reap, drop dead jobs), with +-20 % jitter,
  * and its batch size. */
@@ -83,6 +85,8 @@ struct rb_pgmode {
     bool notify_all;
     mode_observed seen; /* for /metrics */
     bool signalled; /* efd written since the loop last read it */
+    bool split;     /* set before the threads start: prefetch on, the first
+                       database thread runs the pushes (db_thread.c) */
     bool stop;
 
     int efd;

@@ -159,7 +159,10 @@ void rb_pgreq_post_with(rb_srv *srv, rb_pgreq *r, rb_pgreq *then)
     pthread_mutex_lock(&pm->mu);
     *pm->todo_tail = r;
     pm->todo_tail = then ? &then->next : &r->next;
-    pthread_cond_signal(&pm->cv);
+    if (pm->split) /* a thread per side: the one for r may not be the one woken */
+        pthread_cond_broadcast(&pm->cv);
+    else
+        pthread_cond_signal(&pm->cv);
     pthread_mutex_unlock(&pm->mu);
 }
 
