@@ -9,14 +9,25 @@
 #             one producer on A at 50 jobs/s, push -> fetch p50/p99
 #   graphile  graphile-worker: addJobs(500) and addJob (bench/pg/peer.js)
 #   pgboss    pg-boss: send + work(batch 100) (bench/pg/peer.js)
-# each in lifecycle (push, fetch, ack) and retries (10 % fail once, retried
+#   ceiling   what the cluster can commit, for the lifecycle target: pgbench
+#             (the server package's, -M prepared), one-row INSERT per
+#             transaction, 1, 4 and 12 clients, and SELECT 1 with 1 client,
+#             --ceiling-secs each (default 4): latency and commits/s. A
+#             producer that waits for a COMMIT per PUSH pushes at most
+#             1 / (1-client commit latency) per second, so 4 producers at most
+#             4 / that latency, even with their inserts merged into one
+#             commit and nothing else running: printed as the ceiling, and
+#             beside the lifecycle target whether the target is above it.
+# The job systems each in lifecycle (push, fetch, ack) and retries (10 % fail once, retried
 # at once), every run checked exactly-once (each job completed once: no
 # duplicate, none missing, none left in the database) or the run fails.
 # Prints jobs/s and ratios, what PostgreSQL did per job (commits, WAL
-# flushes and bytes, from its statistics), the probe, issue 17's targets.
+# flushes and bytes, from its statistics), the probe, the ceiling, issue 17's
+# targets.
 # The npm packages (bench/pg/package-lock.json) are installed into
 # bench/pg/node_modules the first time.
-# Usage: O=build bench/pg/run.sh [--jobs N] [--probe N] [--systems "rebound rebound2 graphile pgboss"]
+# Usage: O=build bench/pg/run.sh [--jobs N] [--probe N] [--ceiling-secs N]
+#        [--systems "rebound rebound2 graphile pgboss ceiling"]
 #        [--raw FILE]      (BENCH_PG_JOBS sets the default job count, 10000)
 set -u
 O=${O:-build}
@@ -25,28 +36,39 @@ LG=$O/bench/loadgen
 REBOUND=$O/rebound
 jobs=${BENCH_PG_JOBS:-10000}
 probe=200
-systems="rebound rebound2 graphile pgboss"
+csecs=4
+systems="rebound rebound2 graphile pgboss ceiling"
 raw=""
 dup=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --jobs) jobs=$2; shift ;;
     --probe) probe=$2; shift ;;
+    --ceiling-secs) csecs=$2; shift ;;
     --systems) systems=$2; shift ;;
     --raw) raw=$2; shift ;;
     --dup-seq) dup=$2; shift ;; # job N pushed twice: every run must fail
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0"; exit 0 ;;
     *) echo "bench-pg: unknown option '$1'" >&2; exit 2 ;;
   esac
   shift
 done
-case "$jobs$probe$dup" in *[!0-9]*) echo "bench-pg: --jobs and --probe take numbers" >&2; exit 2 ;; esac
+case "$jobs$probe$dup$csecs" in *[!0-9]*)
+  echo "bench-pg: --jobs, --probe and --ceiling-secs take numbers" >&2; exit 2 ;; esac
+[ "$csecs" -ge 1 ] || { echo "bench-pg: --ceiling-secs takes 1 or more" >&2; exit 2; }
 
 . "$here/../../scripts/pg_cluster.sh"
 [ -x "$pg_cluster_bin/initdb" ] || { echo "bench-pg: PostgreSQL is not installed (scripts/deps.sh bench-pg)" >&2; exit 1; }
-for bin in "$LG" "$REBOUND"; do
-  [ -x "$bin" ] || { echo "bench-pg: $bin is missing; run 'make O=$O bench-bin all' first" >&2; exit 1; }
-done
+case " $systems " in *" rebound "*|*" rebound2 "*)
+  for bin in "$LG" "$REBOUND"; do
+    [ -x "$bin" ] || { echo "bench-pg: $bin is missing; run 'make O=$O bench-bin all' first" >&2; exit 1; }
+  done ;;
+esac
+case " $systems " in *" ceiling "*)
+  # pgbench comes with the server (Debian's postgresql-NN, as initdb).
+  [ -x "$pg_cluster_bin/pgbench" ] ||
+    { echo "bench-pg: $pg_cluster_bin/pgbench is missing (scripts/deps.sh bench-pg)" >&2; exit 1; } ;;
+esac
 case " $systems " in *" graphile "*|*" pgboss "*)
   command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 ||
     { echo "bench-pg: node and npm are needed for the peers (scripts/deps.sh bench-pg)" >&2; exit 1; }
@@ -181,6 +203,49 @@ peer() {
   [ "$rc" = 0 ] && record "$name"
 }
 
+# ceiling: pgbench on a fresh database, one-row INSERT per transaction
+# (autocommit: one round trip and one commit each) with 1, 4 and 12
+# clients, then SELECT 1 with 1 client (the round trip alone), $csecs s each.
+ceiling() {
+  dir="$tmp/ceiling"; rm -rf "$dir"; mkdir -p "$dir"; : >"$dir/out"; : >"$dir/err"
+  rc=0
+  if newdb && psqlc "$db" "CREATE TABLE ceiling (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                                                 payload text NOT NULL)" >>"$dir/err" 2>&1; then
+    echo "INSERT INTO ceiling (payload) VALUES ('x');" >"$dir/insert.sql"
+    echo "SELECT 1;" >"$dir/select.sql"
+    for run in insert:1 insert:4 insert:12 select:1; do
+      sql=${run%%:*}; c=${run#*:}; th=$c; [ "$th" -gt 2 ] && th=2
+      walsnap
+      pg_cluster_as "$pg_cluster_bin/pgbench" -n -M prepared -f "$dir/$sql.sql" -c "$c" -j "$th" \
+        -T "$csecs" -h "$tmp/c" -p "$pgport" -U rebound "$db" >"$dir/pgbench" 2>>"$dir/err" || { rc=1; break; }
+      w1=$(psqlc postgres "SELECT wal_sync FROM pg_stat_wal" 2>/dev/null)
+      # "latency average = 0.289 ms", "tps = 3454.1 (...)", "... processed: N"
+      awk -v k="${sql}_c$c" -v w="${w0%% *} $w1" '
+        /^latency average = / { lat = $4 } /^tps = / { tps = $3 }
+        /^number of transactions actually processed: / { n = $6 }
+        END {
+          if (lat == "" || tps == "") exit 1
+          split(w, f, " ")
+          if (k ~ /^select/) { printf "%s.rtt_ms %.3f\n", k, lat; exit }
+          printf "%s.commit_ms %.3f\n%s.commits_per_s %.0f\n", k, lat, k, tps
+          if (n > 0 && f[2] != "") printf "%s.wal_flushes_per_commit %.2f\n", k, (f[2] - f[1]) / n
+          if (k == "insert_c1") printf "ceiling.pushes_per_s %.0f\n", 4 * 1000 / lat
+        }' "$dir/pgbench" >>"$dir/out" || { cat "$dir/pgbench" >>"$dir/err"; rc=1; break; }
+    done
+  else
+    rc=1
+  fi
+  printf '  %-22s %-9s' ceiling commits >&2
+  if [ "$rc" = 0 ]; then
+    awk '/^insert_c[0-9]+\.commit_ms |^select_c1\.rtt_ms |^ceiling\./ { printf " %s=%s", $1, $2 }' "$dir/out" >&2
+    echo >&2
+    record ceiling
+  else
+    echo " FAILED" >&2; sed 's/^/    /' "$dir/err" >&2
+    failures=$((failures + 1))
+  fi
+}
+
 : >"$tmp/results"
 start=$(date +%s)
 echo "bench-pg: $(uname -srm), $(nproc) cores, PostgreSQL $pgversion, $(date -u '+%Y-%m-%d %H:%M UTC'), load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
@@ -205,6 +270,7 @@ for s in $systems; do
     pgboss)
       peer pgboss-send pgboss lifecycle
       peer pgboss-send pgboss retries ;;
+    ceiling) ceiling ;;
     *) echo "bench-pg: unknown system '$s'" >&2; failures=$((failures + 1)) ;;
   esac
 done
@@ -254,7 +320,17 @@ awk '
       printf "\nprobe (push on node A, FETCH waiting on node B, %s jobs): p50 %s ms, p99 %s ms, max %s ms\n",
         v["rebound2-probe", "latency.jobs"], v["rebound2-probe", "latency.lat_p50_ms"],
         v["rebound2-probe", "latency.lat_p99_ms"], v["rebound2-probe", "latency.lat_max_ms"]
-  }' "$tmp/results"
+    if (v["ceiling", "ceiling.pushes_per_s"] != "") {
+      printf "\ncommits on this cluster (pgbench -M prepared, one-row INSERT per transaction, %s s each):", secs
+      printf " 1 client %s ms (%s/s, %s WAL flushes each), 4 clients %s ms (%s/s, %s), 12 clients %s ms (%s/s, %s); SELECT 1, 1 client: %s ms\n",
+        v["ceiling", "insert_c1.commit_ms"], v["ceiling", "insert_c1.commits_per_s"], f(v["ceiling", "insert_c1.wal_flushes_per_commit"]),
+        v["ceiling", "insert_c4.commit_ms"], v["ceiling", "insert_c4.commits_per_s"], f(v["ceiling", "insert_c4.wal_flushes_per_commit"]),
+        v["ceiling", "insert_c12.commit_ms"], v["ceiling", "insert_c12.commits_per_s"], f(v["ceiling", "insert_c12.wal_flushes_per_commit"]),
+        v["ceiling", "select_c1.rtt_ms"]
+      printf "ceiling for 4 producers, each PUSH answered after a COMMIT: 4 x 1 / %s ms = %s pushes/s\n",
+        v["ceiling", "insert_c1.commit_ms"], v["ceiling", "ceiling.pushes_per_s"]
+    }
+  }' secs="$csecs" "$tmp/results"
 
 # Issue 17's targets, judged on this run.
 val() { awk -v s="$1" -v m="$2" '$1 == s && $2 == m { print $3; exit }' "$tmp/results"; }
@@ -267,8 +343,20 @@ rl=$(val rebound-push lifecycle.jobs_per_s); rt=$(val rebound-push retries.jobs_
 r2=$(val rebound2-push lifecycle.jobs_per_s); p99=$(val rebound2-probe latency.lat_p99_ms)
 gl=$(val graphile-addJobs500 lifecycle.jobs_per_s); gt=$(val graphile-addJobs500 retries.jobs_per_s)
 g1t=$(val graphile-addJob retries.jobs_per_s); bt=$(val pgboss-send retries.jobs_per_s)
+cl=$(val ceiling ceiling.pushes_per_s)
 echo
 check "lifecycle (PUSH) >= 2 x graphile addJobs ($rl vs ${gl:-–})" "$(judge 'a >= 2 * b' "$rl" "$gl")"
+if [ -n "$cl" ]; then
+  # Beside the target: is it above what 4 waiting producers can get at all?
+  if [ -n "$gl" ]; then
+    check "  the target, 2 x $gl = $(awk -v g="$gl" 'BEGIN { printf "%.0f", 2 * g }') jobs/s, vs the commit ceiling ($cl)" \
+      "$(awk -v t="$gl" -v c="$cl" 'BEGIN { printf "%s (%.2f x the ceiling)", (2 * t > c ? "ABOVE" : "below"), 2 * t / c }')"
+  else
+    check "  the target vs the commit ceiling ($cl)" "target not measured"
+  fi
+  [ -n "$rl" ] && check "  Rebound PUSH lifecycle vs the commit ceiling ($rl vs $cl)" \
+    "$(awk -v a="$rl" -v c="$cl" 'BEGIN { printf "%.2f x", a / c }')"
+fi
 check "retries >= 2 x graphile addJobs retries ($rt vs ${gt:-–})" "$(judge 'a >= 2 * b' "$rt" "$gt")"
 check "retries >= 2 x graphile addJob retries ($rt vs ${g1t:-–})" "$(judge 'a >= 2 * b' "$rt" "$g1t")"
 check "retries >= 2 x pg-boss retries ($rt vs ${bt:-–})" "$(judge 'a >= 2 * b' "$rt" "$bt")"
