@@ -22,8 +22,9 @@
 # at once), every run checked exactly-once (each job completed once: no
 # duplicate, none missing, none left in the database) or the run fails.
 # Prints jobs/s and ratios, what PostgreSQL did per job (commits, WAL
-# flushes and bytes, from its statistics), the probe, the ceiling, issue 17's
-# targets.
+# flushes and bytes, from its statistics), the CPU split per job (PostgreSQL,
+# Rebound nodes, clients, the rest of the machine: /proc), the probe, the
+# ceiling, issue 17's targets.
 # The npm packages (bench/pg/package-lock.json) are installed into
 # bench/pg/node_modules the first time.
 # Usage: O=build bench/pg/run.sh [--jobs N] [--probe N] [--ceiling-secs N]
@@ -139,6 +140,35 @@ pgwork() {
       wl, $5 / n, wl, ($3 - $1) / n, wl, ($4 - $2) / n }' >>"$dir/out"
 }
 
+# The run's CPU split: cpusnap prints the machine's busy clock ticks
+# (/proc/stat), PostgreSQL's (the postmaster, its live processes and those
+# it has reaped) and the Rebound nodes' (node_pids); cpu0 before a run, cpu1
+# after it, the clients' own (load generator or Node) from `times` in the
+# subshell that ran them ($dir/times). cpusplit WORKLOAD NODES (1 for a
+# Rebound run, "" for a peer's) appends per job:
+# PostgreSQL, Rebound nodes, clients, and the rest of the machine (the
+# harness's psql calls and anything else running: other users' load).
+hz=$(getconf CLK_TCK 2>/dev/null || echo 100)
+cpusnap() {
+  pm=$(head -1 "$tmp/c/pg/postmaster.pid" 2>/dev/null)
+  { head -1 /proc/stat; echo "nodes $node_pids"; cat /proc/[0-9]*/stat 2>/dev/null; } | awk -v pm="$pm" '
+    NR == 1 { busy = $2 + $3 + $4 + $7 + $8 + $9; next }
+    NR == 2 { for (i = 2; i <= NF; i++) node[$i] = 1; next }
+    { pid = $1; st = $0; sub(/^.*\) /, "", st); split(st, f, " ")
+      if (pid == pm) pg += f[12] + f[13] + f[14] + f[15]
+      else if (f[2] == pm) pg += f[12] + f[13]
+      if (pid in node) nd += f[12] + f[13] }
+    END { print busy, pg + 0, nd + 0 }'
+}
+cpusplit() {
+  times=$(awk 'NR == 2 { split($1 " " $2, t, /[ms]/); print t[1] * 60 + t[2] + t[3] * 60 + t[4] }' "$dir/times" 2>/dev/null)
+  echo "$cpu0 $cpu1 ${times:-}" | awk -v wl="$1" -v nodes="$2" -v n="$jobs" -v hz="$hz" 'NF == 7 {
+    u = 1e6 / hz / n; pg = ($5 - $2) * u; nd = ($6 - $3) * u; cl = $7 * 1e6 / n
+    printf "%s.cpu_pg_us_per_job %.0f\n", wl, pg
+    if (nodes) printf "%s.cpu_nodes_us_per_job %.0f\n", wl, nd
+    printf "%s.cpu_clients_us_per_job %.0f\n%s.cpu_rest_us_per_job %.0f\n", wl, cl, wl, ($4 - $1) * u - pg - nd - cl }' >>"$dir/out"
+}
+
 # record NAME: appends NAME's figures ("NAME workload.metric value") to results.
 record() { awk -v s="$1" 'NF == 2 { print s, $1, $2 }' "$dir/out" >>"$tmp/results"; }
 
@@ -172,11 +202,13 @@ rebound() {
     case "$x" in @A) x=$a ;; @B) x=$b ;; @AB) x=$a,$b ;; esac
     args="$args $x"
   done
-  walsnap
+  walsnap; cpu0=$(cpusnap)
   # shellcheck disable=SC2086
-  "$LG" --proto faktory --workload "$wl" --jobs "$jobs" --server-pid "$lead" \
+  ("$LG" --proto faktory --workload "$wl" --jobs "$jobs" --server-pid "$lead" \
     --drain-ms 1000 --timeout 600 ${dup:+--dup-seq "$dup"} $args >"$dir/out" 2>"$dir/err"
+   st=$?; times >"$dir/times"; exit $st)
   rc=$?
+  cpu1=$(cpusnap)
   # Exactly-once in the database too: every job ACKed is gone from rb_jobs.
   left=$(psqlc "$db" "SELECT count(*) FROM rb_jobs WHERE queue = 'bench'" 2>>"$dir/err")
   echo "$wl.left_in_db ${left:-unknown}" >>"$dir/out"
@@ -185,6 +217,7 @@ rebound() {
                    END { exit bad }' "$dir/out" || rc=1
   stop_nodes
   pgwork "$wl"
+  cpusplit "$wl" 1
   report "$name" "$wl" "$rc"
   [ "$rc" = 0 ] && record "$name"
 }
@@ -194,11 +227,14 @@ peer() {
   name=$1; sys=$2; wl=$3; shift 3
   dir="$tmp/$name-$wl"; rm -rf "$dir"; mkdir -p "$dir" # (a system listed twice runs twice)
   newdb || { echo "bench-pg: cannot create a database" >&2; failures=$((failures + 1)); return 1; }
-  walsnap
-  PGHOST="$tmp/c" PGPORT=$pgport PGUSER=rebound PGDATABASE=$db PEER_DUP_SEQ=$dup \
+  walsnap; cpu0=$(cpusnap)
+  (PGHOST="$tmp/c" PGPORT=$pgport PGUSER=rebound PGDATABASE=$db PEER_DUP_SEQ=$dup \
     node "$here/peer.js" --system "$sys" --workload "$wl" --jobs "$jobs" "$@" >"$dir/out" 2>"$dir/err"
+   st=$?; times >"$dir/times"; exit $st)
   rc=$?
+  cpu1=$(cpusnap)
   pgwork "$wl"
+  cpusplit "$wl" ""
   report "$name" "$wl" "$rc"
   [ "$rc" = 0 ] && record "$name"
 }
@@ -296,6 +332,14 @@ awk '
       f(v[name, "lifecycle.pg_commits_per_job"]), f(v[name, "lifecycle.pg_wal_flushes_per_job"]), f(v[name, "lifecycle.pg_wal_bytes_per_job"]),
       f(v[name, "retries.pg_commits_per_job"]), f(v[name, "retries.pg_wal_flushes_per_job"]), f(v[name, "retries.pg_wal_bytes_per_job"])
   }
+  function cpu(name, sys, mode,   i, w, m, line) {
+    if (v[name, "lifecycle.cpu_pg_us_per_job"] == "" && v[name, "retries.cpu_pg_us_per_job"] == "") return
+    split("pg nodes clients rest", m, " "); line = "| " sys " | " mode " |"
+    for (w = 0; w < 2; w++)
+      for (i = 1; i <= 4; i++)
+        line = line " " f(v[name, (w ? "retries" : "lifecycle") ".cpu_" m[i] "_us_per_job"]) " |"
+    print line
+  }
   END {
     gl = v["graphile-addJobs500", "lifecycle.jobs_per_s"]; gt = v["graphile-addJobs500", "retries.jobs_per_s"]
     g1t = v["graphile-addJob", "retries.jobs_per_s"]; bt = v["pgboss-send", "retries.jobs_per_s"]
@@ -316,6 +360,15 @@ awk '
     pg("graphile-addJobs500", "graphile-worker", "addJobs(500)")
     pg("graphile-addJob", "graphile-worker", "addJob")
     pg("pgboss-send", "pg-boss", "send + work(batch 100)")
+    print "\nCPU per job, µs (PostgreSQL, the Rebound nodes, the clients: load generator or Node, the rest of the machine; lifecycle, then retries):\n"
+    print "| system | mode | PostgreSQL | Rebound | clients | rest | retries: PostgreSQL | Rebound | clients | rest |"
+    print "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+    cpu("rebound-push", "Rebound, one node", "PUSH one at a time")
+    cpu("rebound-pushb500", "Rebound, one node", "PUSHB 500")
+    cpu("rebound2-push", "Rebound, two nodes", "PUSH on A, workers on A and B")
+    cpu("graphile-addJobs500", "graphile-worker", "addJobs(500)")
+    cpu("graphile-addJob", "graphile-worker", "addJob")
+    cpu("pgboss-send", "pg-boss", "send + work(batch 100)")
     if (v["rebound2-probe", "latency.lat_p50_ms"] != "")
       printf "\nprobe (push on node A, FETCH waiting on node B, %s jobs): p50 %s ms, p99 %s ms, max %s ms\n",
         v["rebound2-probe", "latency.jobs"], v["rebound2-probe", "latency.lat_p50_ms"],

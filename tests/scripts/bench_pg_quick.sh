@@ -3,7 +3,7 @@
 # the harness works end to end: Rebound with one and two nodes, graphile-worker
 # and pg-boss each finish lifecycle and retries on one PostgreSQL cluster with
 # every job completed exactly once, and the table, the probe and the targets
-# are printed; the commit ceiling (pgbench, 1 s a step) prints its figures and
+# are printed with the CPU split per job; the commit ceiling (pgbench, 1 s a step) prints its figures and
 # is set beside the lifecycle target; and a job pushed twice fails the runs.
 # Asserts no timings. The peers' npm packages are installed into
 # bench/pg/node_modules on the first run.
@@ -33,7 +33,7 @@ for s in rebound-push rebound-pushb500 rebound2-push graphile-addJobs500 graphil
       got=$(v "$s" "$wl.${m%%:*}")
       [ "$got" = "${m#*:}" ] || { echo "bench_pg_quick: $s $wl: ${m%%:*} is '$got', not ${m#*:}"; fail=1; }
     done
-    for m in jobs_per_s pg_commits_per_job pg_wal_flushes_per_job; do
+    for m in jobs_per_s pg_commits_per_job pg_wal_flushes_per_job cpu_pg_us_per_job cpu_clients_us_per_job; do
       r=$(v "$s" "$wl.$m")
       case "$r" in ''|*[!0-9.]*) echo "bench_pg_quick: $s $wl: no $m ('$r')"; fail=1 ;; esac
     done
@@ -48,6 +48,11 @@ grep -q '^probe (push on node A, FETCH waiting on node B, 50 jobs): p50 [0-9.]* 
   { echo "bench_pg_quick: no probe line"; fail=1; }
 grep -q '^| Rebound, one node | PUSH one at a time | [0-9]' "$out" || { echo "bench_pg_quick: no table"; fail=1; }
 grep -q '^| pg-boss | send + work(batch 100) | [0-9]' "$out" || { echo "bench_pg_quick: no pg-boss row"; fail=1; }
+# The CPU split: Rebound's row has the nodes' share, a peer's has none.
+grep -q '^| Rebound, two nodes | PUSH on A, workers on A and B | [0-9]* | [0-9]* | [0-9]* | -*[0-9]* | [0-9]* |' "$out" ||
+  { echo "bench_pg_quick: no CPU row for two nodes"; fail=1; }
+grep -q '^| pg-boss | send + work(batch 100) | [0-9]* | – | [0-9]* | -*[0-9]* | [0-9]* | – |' "$out" ||
+  { echo "bench_pg_quick: no CPU row for pg-boss"; fail=1; }
 [ "$(grep -c '^| graphile-worker | addJob | [0-9.]* | [0-9.]* | [0-9]* | [0-9.]* | [0-9.]* | [0-9]* |$' "$out")" = 1 ] ||
   { echo "bench_pg_quick: no PostgreSQL-per-job row for graphile-worker addJob"; fail=1; }
 [ "$(grep -c ' \(PASS\|MISS\)$' "$out")" = 6 ] || { echo "bench_pg_quick: not six targets judged"; fail=1; }
