@@ -241,7 +241,8 @@ peer() {
 
 # ceiling: pgbench on a fresh database, one-row INSERT per transaction
 # (autocommit: one round trip and one commit each) with 1, 4 and 12
-# clients, then SELECT 1 with 1 client (the round trip alone), $csecs s each.
+# clients, then SELECT 1 with 1 client (the round trip alone), $csecs s each;
+# beside each, the CPU the machine's other processes took meanwhile (cores).
 ceiling() {
   dir="$tmp/ceiling"; rm -rf "$dir"; mkdir -p "$dir"; : >"$dir/out"; : >"$dir/err"
   rc=0
@@ -251,16 +252,22 @@ ceiling() {
     echo "SELECT 1;" >"$dir/select.sql"
     for run in insert:1 insert:4 insert:12 select:1; do
       sql=${run%%:*}; c=${run#*:}; th=$c; [ "$th" -gt 2 ] && th=2
-      walsnap
-      pg_cluster_as "$pg_cluster_bin/pgbench" -n -M prepared -f "$dir/$sql.sql" -c "$c" -j "$th" \
-        -T "$csecs" -h "$tmp/c" -p "$pgport" -U rebound "$db" >"$dir/pgbench" 2>>"$dir/err" || { rc=1; break; }
+      walsnap; cpu0=$(cpusnap); : >"$dir/times"
+      (pg_cluster_as "$pg_cluster_bin/pgbench" -n -M prepared -f "$dir/$sql.sql" -c "$c" -j "$th" \
+        -T "$csecs" -h "$tmp/c" -p "$pgport" -U rebound "$db" >"$dir/pgbench" 2>>"$dir/err"
+       st=$?; times >"$dir/times"; exit $st) || { rc=1; break; }
+      cpu1=$(cpusnap)
       w1=$(psqlc postgres "SELECT wal_sync FROM pg_stat_wal" 2>/dev/null)
+      # The other processes' CPU meanwhile (not PostgreSQL's, not pgbench's), in cores.
+      others=$(echo "$cpu0 $cpu1 $(awk 'NR == 2 { split($1 " " $2, t, /[ms]/); print t[1] * 60 + t[2] + t[3] * 60 + t[4] }' "$dir/times")" |
+        awk -v hz="$hz" -v s="$csecs" 'NF == 7 { printf "%.2f", (($4 - $1) - ($5 - $2)) / hz / s - $7 / s }')
       # "latency average = 0.289 ms", "tps = 3454.1 (...)", "... processed: N"
-      awk -v k="${sql}_c$c" -v w="${w0%% *} $w1" '
+      awk -v k="${sql}_c$c" -v w="${w0%% *} $w1" -v o="$others" '
         /^latency average = / { lat = $4 } /^tps = / { tps = $3 }
         /^number of transactions actually processed: / { n = $6 }
         END {
           if (lat == "" || tps == "") exit 1
+          if (o != "") printf "%s.others_cores %s\n", k, o
           split(w, f, " ")
           if (k ~ /^select/) { printf "%s.rtt_ms %.3f\n", k, lat; exit }
           printf "%s.commit_ms %.3f\n%s.commits_per_s %.0f\n", k, lat, k, tps
@@ -375,11 +382,12 @@ awk '
         v["rebound2-probe", "latency.lat_p99_ms"], v["rebound2-probe", "latency.lat_max_ms"]
     if (v["ceiling", "ceiling.pushes_per_s"] != "") {
       printf "\ncommits on this cluster (pgbench -M prepared, one-row INSERT per transaction, %s s each):", secs
-      printf " 1 client %s ms (%s/s, %s WAL flushes each), 4 clients %s ms (%s/s, %s), 12 clients %s ms (%s/s, %s); SELECT 1, 1 client: %s ms\n",
+      printf " 1 client %s ms (%s/s, %s WAL flushes each), 4 clients %s ms (%s/s, %s), 12 clients %s ms (%s/s, %s); SELECT 1, 1 client: %s ms; other processes meanwhile %s, %s, %s, %s cores\n",
         v["ceiling", "insert_c1.commit_ms"], v["ceiling", "insert_c1.commits_per_s"], f(v["ceiling", "insert_c1.wal_flushes_per_commit"]),
         v["ceiling", "insert_c4.commit_ms"], v["ceiling", "insert_c4.commits_per_s"], f(v["ceiling", "insert_c4.wal_flushes_per_commit"]),
         v["ceiling", "insert_c12.commit_ms"], v["ceiling", "insert_c12.commits_per_s"], f(v["ceiling", "insert_c12.wal_flushes_per_commit"]),
-        v["ceiling", "select_c1.rtt_ms"]
+        v["ceiling", "select_c1.rtt_ms"], f(v["ceiling", "insert_c1.others_cores"]), f(v["ceiling", "insert_c4.others_cores"]),
+        f(v["ceiling", "insert_c12.others_cores"]), f(v["ceiling", "select_c1.others_cores"])
       printf "ceiling for 4 producers, each PUSH answered after a COMMIT: 4 x 1 / %s ms = %s pushes/s\n",
         v["ceiling", "insert_c1.commit_ms"], v["ceiling", "ceiling.pushes_per_s"]
     }
