@@ -17,14 +17,18 @@
 #             1 / (1-client commit latency) per second, so 4 producers at most
 #             4 / that latency, even with their inserts merged into one
 #             commit and nothing else running: printed as the ceiling, and
-#             beside the lifecycle target whether the target is above it.
-# The job systems each in lifecycle (push, fetch, ack) and retries (10 % fail once, retried
-# at once), every run checked exactly-once (each job completed once: no
-# duplicate, none missing, none left in the database) or the run fails.
-# Prints jobs/s and ratios, what PostgreSQL did per job (commits, WAL
-# flushes and bytes, from its statistics), the CPU split per job (PostgreSQL,
-# Rebound nodes, clients, the rest of the machine: /proc), the probe, the
-# ceiling, issue 17's targets.
+#             beside the lifecycle target whether the target is above it
+#             (with the CPU other processes took meanwhile: the machine is
+#             shared). About 4 x --ceiling-secs + 1 s.
+# The job systems each in lifecycle (push, fetch, ack) and retries (10 %
+# fail once, retried at once), every run checked exactly-once (each job
+# completed once: no duplicate, none missing, none left in the database) or
+# the run fails. Prints jobs/s and ratios, what PostgreSQL did per job
+# (commits, WAL flushes and bytes, from its statistics), CPU per job split
+# into PostgreSQL's processes, the Rebound nodes, the clients (load
+# generator or Node) and the rest of the machine (/proc; the whole run: a
+# peer's Node start and schema install included, Rebound's nodes are started
+# and migrated before it), the probe, the ceiling, issue 17's targets.
 # The npm packages (bench/pg/package-lock.json) are installed into
 # bench/pg/node_modules the first time.
 # Usage: O=build bench/pg/run.sh [--jobs N] [--probe N] [--ceiling-secs N]
