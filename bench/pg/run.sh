@@ -12,7 +12,8 @@
 #   ceiling   what the cluster can commit, for the lifecycle target: pgbench
 #             (the server package's, -M prepared), one-row INSERT per
 #             transaction, 1, 4 and 12 clients, and SELECT 1 with 1 client,
-#             --ceiling-secs each (default 4): latency and commits/s. A
+#             --ceiling-secs each (default 4): latency, commits/s, WAL
+#             flushes and PostgreSQL CPU per commit. A
 #             producer that waits for a COMMIT per PUSH pushes at most
 #             1 / (1-client commit latency) per second, so 4 producers at most
 #             4 / that latency, even with their inserts merged into one
@@ -266,7 +267,8 @@ ceiling() {
       others=$(echo "$cpu0 $cpu1 $(awk 'NR == 2 { split($1 " " $2, t, /[ms]/); print t[1] * 60 + t[2] + t[3] * 60 + t[4] }' "$dir/times")" |
         awk -v hz="$hz" -v s="$csecs" 'NF == 7 { printf "%.2f", (($4 - $1) - ($5 - $2)) / hz / s - $7 / s }')
       # "latency average = 0.289 ms", "tps = 3454.1 (...)", "... processed: N"
-      awk -v k="${sql}_c$c" -v w="${w0%% *} $w1" -v o="$others" '
+      awk -v k="${sql}_c$c" -v w="${w0%% *} $w1" -v o="$others" -v hz="$hz" \
+          -v pgt="$(echo "$cpu0 $cpu1" | awk 'NF == 6 { print $5 - $2 }')" '
         /^latency average = / { lat = $4 } /^tps = / { tps = $3 }
         /^number of transactions actually processed: / { n = $6 }
         END {
@@ -276,6 +278,7 @@ ceiling() {
           if (k ~ /^select/) { printf "%s.rtt_ms %.3f\n", k, lat; exit }
           printf "%s.commit_ms %.3f\n%s.commits_per_s %.0f\n", k, lat, k, tps
           if (n > 0 && f[2] != "") printf "%s.wal_flushes_per_commit %.2f\n", k, (f[2] - f[1]) / n
+          if (n > 0 && pgt != "") printf "%s.pg_cpu_us_per_commit %.0f\n", k, pgt * 1e6 / hz / n
           if (k == "insert_c1") printf "ceiling.pushes_per_s %.0f\n", 4 * 1000 / lat
         }' "$dir/pgbench" >>"$dir/out" || { cat "$dir/pgbench" >>"$dir/err"; rc=1; break; }
     done
@@ -386,10 +389,13 @@ awk '
         v["rebound2-probe", "latency.lat_p99_ms"], v["rebound2-probe", "latency.lat_max_ms"]
     if (v["ceiling", "ceiling.pushes_per_s"] != "") {
       printf "\ncommits on this cluster (pgbench -M prepared, one-row INSERT per transaction, %s s each):", secs
-      printf " 1 client %s ms (%s/s, %s WAL flushes each), 4 clients %s ms (%s/s, %s), 12 clients %s ms (%s/s, %s); SELECT 1, 1 client: %s ms; other processes meanwhile %s, %s, %s, %s cores\n",
+      printf " 1 client %s ms (%s/s, %s WAL flushes and %s µs of PostgreSQL CPU each), 4 clients %s ms (%s/s, %s, %s µs), 12 clients %s ms (%s/s, %s, %s µs); SELECT 1, 1 client: %s ms; other processes meanwhile %s, %s, %s, %s cores\n",
         v["ceiling", "insert_c1.commit_ms"], v["ceiling", "insert_c1.commits_per_s"], f(v["ceiling", "insert_c1.wal_flushes_per_commit"]),
+        f(v["ceiling", "insert_c1.pg_cpu_us_per_commit"]),
         v["ceiling", "insert_c4.commit_ms"], v["ceiling", "insert_c4.commits_per_s"], f(v["ceiling", "insert_c4.wal_flushes_per_commit"]),
+        f(v["ceiling", "insert_c4.pg_cpu_us_per_commit"]),
         v["ceiling", "insert_c12.commit_ms"], v["ceiling", "insert_c12.commits_per_s"], f(v["ceiling", "insert_c12.wal_flushes_per_commit"]),
+        f(v["ceiling", "insert_c12.pg_cpu_us_per_commit"]),
         v["ceiling", "select_c1.rtt_ms"], f(v["ceiling", "insert_c1.others_cores"]), f(v["ceiling", "insert_c4.others_cores"]),
         f(v["ceiling", "insert_c12.others_cores"]), f(v["ceiling", "select_c1.others_cores"])
       printf "ceiling for 4 producers, each PUSH answered after a COMMIT: 4 x 1 / %s ms = %s pushes/s\n",

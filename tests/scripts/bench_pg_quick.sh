@@ -58,12 +58,12 @@ grep -q '^| pg-boss | send + work(batch 100) | [0-9]* | – | [0-9]* | -*[0-9]* 
 [ "$(grep -c ' \(PASS\|MISS\)$' "$out")" = 6 ] || { echo "bench_pg_quick: not six targets judged"; fail=1; }
 # The ceiling: pgbench's figures in the raw results, its two lines, and the
 # lifecycle target set against it.
-for m in insert_c1.commit_ms insert_c1.commits_per_s insert_c4.commit_ms insert_c12.commit_ms \
+for m in insert_c1.commit_ms insert_c1.commits_per_s insert_c1.pg_cpu_us_per_commit insert_c4.commit_ms insert_c12.commit_ms \
          select_c1.rtt_ms ceiling.pushes_per_s; do
   r=$(v ceiling "$m")
   case "$r" in ''|*[!0-9.]*) echo "bench_pg_quick: ceiling: no $m ('$r')"; fail=1 ;; esac
 done
-grep -q '^commits on this cluster (pgbench -M prepared, one-row INSERT per transaction, 1 s each): 1 client [0-9.]* ms ([0-9]*/s, [0-9.]* WAL flushes each), 4 clients [0-9.]* ms .*; other processes meanwhile -*[0-9.]*, -*[0-9.]*, -*[0-9.]*, -*[0-9.]* cores$' "$out" ||
+grep -q '^commits on this cluster (pgbench -M prepared, one-row INSERT per transaction, 1 s each): 1 client [0-9.]* ms ([0-9]*/s, [0-9.]* WAL flushes and [0-9]* µs of PostgreSQL CPU each), 4 clients [0-9.]* ms .*; other processes meanwhile -*[0-9.]*, -*[0-9.]*, -*[0-9.]*, -*[0-9.]* cores$' "$out" ||
   { echo "bench_pg_quick: no pgbench line"; fail=1; }
 grep -q '^ceiling for 4 producers, each PUSH answered after a COMMIT: 4 x 1 / [0-9.]* ms = [0-9][0-9]* pushes/s$' "$out" ||
   { echo "bench_pg_quick: no ceiling line"; fail=1; }
