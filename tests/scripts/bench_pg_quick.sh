@@ -3,7 +3,9 @@
 # the harness works end to end: Rebound with one and two nodes, graphile-worker
 # and pg-boss each finish lifecycle and retries on one PostgreSQL cluster with
 # every job completed exactly once, and the table, the probe and the targets
-# are printed; and a job pushed twice fails the runs. Asserts no timings. The peers' npm packages are installed into
+# are printed with the CPU split per job; the commit ceiling (pgbench, 1 s a step) prints its figures and
+# is set beside the lifecycle target; and a job pushed twice fails the runs.
+# Asserts no timings. The peers' npm packages are installed into
 # bench/pg/node_modules on the first run.
 # Environment: O (build dir, default build), REBOUND_TOP (checkout).
 set -u
@@ -16,7 +18,7 @@ raw=$(mktemp "${TMPDIR:-/tmp}/bench-pg-quick.XXXXXX")
 out=$(mktemp "${TMPDIR:-/tmp}/bench-pg-quick.XXXXXX")
 trap 'rm -f "$raw" "$out" "$out.dup"' EXIT
 
-if ! bench/pg/run.sh --jobs $jobs --probe 50 --raw "$raw" >"$out" 2>&1; then
+if ! bench/pg/run.sh --jobs $jobs --probe 50 --ceiling-secs 1 --raw "$raw" >"$out" 2>&1; then
   cat "$out"
   echo "bench_pg_quick: bench/pg/run.sh failed"
   exit 1
@@ -31,7 +33,7 @@ for s in rebound-push rebound-pushb500 rebound2-push graphile-addJobs500 graphil
       got=$(v "$s" "$wl.${m%%:*}")
       [ "$got" = "${m#*:}" ] || { echo "bench_pg_quick: $s $wl: ${m%%:*} is '$got', not ${m#*:}"; fail=1; }
     done
-    for m in jobs_per_s pg_commits_per_job pg_wal_flushes_per_job; do
+    for m in jobs_per_s pg_commits_per_job pg_wal_flushes_per_job cpu_pg_us_per_job cpu_clients_us_per_job; do
       r=$(v "$s" "$wl.$m")
       case "$r" in ''|*[!0-9.]*) echo "bench_pg_quick: $s $wl: no $m ('$r')"; fail=1 ;; esac
     done
@@ -46,9 +48,27 @@ grep -q '^probe (push on node A, FETCH waiting on node B, 50 jobs): p50 [0-9.]* 
   { echo "bench_pg_quick: no probe line"; fail=1; }
 grep -q '^| Rebound, one node | PUSH one at a time | [0-9]' "$out" || { echo "bench_pg_quick: no table"; fail=1; }
 grep -q '^| pg-boss | send + work(batch 100) | [0-9]' "$out" || { echo "bench_pg_quick: no pg-boss row"; fail=1; }
+# The CPU split: Rebound's row has the nodes' share, a peer's has none.
+grep -q '^| Rebound, two nodes | PUSH on A, workers on A and B | [0-9]* | [0-9]* | [0-9]* | -*[0-9]* | [0-9]* |' "$out" ||
+  { echo "bench_pg_quick: no CPU row for two nodes"; fail=1; }
+grep -q '^| pg-boss | send + work(batch 100) | [0-9]* | – | [0-9]* | -*[0-9]* | [0-9]* | – |' "$out" ||
+  { echo "bench_pg_quick: no CPU row for pg-boss"; fail=1; }
 [ "$(grep -c '^| graphile-worker | addJob | [0-9.]* | [0-9.]* | [0-9]* | [0-9.]* | [0-9.]* | [0-9]* |$' "$out")" = 1 ] ||
   { echo "bench_pg_quick: no PostgreSQL-per-job row for graphile-worker addJob"; fail=1; }
 [ "$(grep -c ' \(PASS\|MISS\)$' "$out")" = 6 ] || { echo "bench_pg_quick: not six targets judged"; fail=1; }
+# The ceiling: pgbench's figures in the raw results, its two lines, and the
+# lifecycle target set against it.
+for m in insert_c1.commit_ms insert_c1.commits_per_s insert_c1.pg_cpu_us_per_commit insert_c4.commit_ms insert_c12.commit_ms \
+         select_c1.rtt_ms ceiling.pushes_per_s; do
+  r=$(v ceiling "$m")
+  case "$r" in ''|*[!0-9.]*) echo "bench_pg_quick: ceiling: no $m ('$r')"; fail=1 ;; esac
+done
+grep -q '^commits on this cluster (pgbench -M prepared, one-row INSERT per transaction, 1 s each): 1 client [0-9.]* ms ([0-9]*/s, [0-9.]* WAL flushes and [0-9]* µs of PostgreSQL CPU each), 4 clients [0-9.]* ms .*; other processes meanwhile -*[0-9.]*, -*[0-9.]*, -*[0-9.]*, -*[0-9.]* cores$' "$out" ||
+  { echo "bench_pg_quick: no pgbench line"; fail=1; }
+grep -q '^ceiling for 4 producers, each PUSH answered after a COMMIT: 4 x 1 / [0-9.]* ms = [0-9][0-9]* pushes/s$' "$out" ||
+  { echo "bench_pg_quick: no ceiling line"; fail=1; }
+grep -q '^  the target, 2 x [0-9.]* = [0-9]* jobs/s, vs the commit ceiling ([0-9]*) *\(ABOVE\|below\) ([0-9.]* x the ceiling)$' "$out" ||
+  { echo "bench_pg_quick: the lifecycle target is not set against the ceiling"; fail=1; }
 # The check itself: job 7 pushed twice (as if the queue ran it twice) must
 # fail every run with one duplicate, for Rebound and for a peer.
 if bench/pg/run.sh --jobs 100 --systems "rebound pgboss" --dup-seq 7 >"$out.dup" 2>&1; then
