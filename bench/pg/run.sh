@@ -3,10 +3,12 @@
 # people run (issue 17), all on one throwaway PostgreSQL cluster (default
 # settings: fsync and synchronous_commit on), each run in a fresh database of
 # that cluster, the same job count, 4 producers and 8 workers:
-#   rebound   one node: PUSH one at a time, and PUSHB 500 (build/bench/loadgen)
+#   rebound   one node: PUSH one at a time, PUSHB 500, and PUSH one at a time
+#             with [storage] prefetch = true (build/bench/loadgen)
 #   rebound2  two nodes on one database: producers on node A, workers split
-#             over A and B; then the probe: one worker on B waiting in FETCH,
-#             one producer on A at 50 jobs/s, push -> fetch p50/p99
+#             over A and B, without and with prefetch; then the probe: one
+#             worker on B waiting in FETCH, one producer on A at 50 jobs/s,
+#             push -> fetch p50/p99
 #   graphile  graphile-worker: addJobs(500) and addJob (bench/pg/peer.js)
 #   pgboss    pg-boss: send + work(batch 100) (bench/pg/peer.js)
 #   ceiling   what the cluster can commit, for the lifecycle target: pgbench
@@ -119,7 +121,7 @@ start_nodes() {
   "$REBOUND" migrate --url "$url" >"$dir/server.log" 2>&1 || return 1
   ports=""; lead=""
   for k in $(seq 1 "$1"); do
-    "$REBOUND" serve --listen 127.0.0.1:0 --http-listen off --db "$url" \
+    "$REBOUND" serve ${nodecfg:+--config "$nodecfg"} --listen 127.0.0.1:0 --http-listen off --db "$url" \
       --port-file "$dir/port$k" >>"$dir/server.log" 2>&1 &
     p=$!; node_pids="$node_pids $p"; lead=${lead:-$p}
     i=0
@@ -197,6 +199,10 @@ report() {
 rebound() {
   name=$1; nodes=$2; wl=$3; shift 3
   dir="$tmp/$name-$wl"; rm -rf "$dir"; mkdir -p "$dir" # (a system listed twice runs twice)
+  case "$name" in # the nodes' [storage] prefetch (docs/distributed.md)
+    *-prefetch) nodecfg=$tmp/prefetch.toml; printf '[storage]\nprefetch = true\n' >"$nodecfg" ;;
+    *) nodecfg="" ;;
+  esac
   if ! newdb || ! start_nodes "$nodes"; then
     echo "bench-pg: $name: Rebound did not start:" >&2; cat "$dir/server.log" >&2
     stop_nodes; failures=$((failures + 1)); return 1
@@ -306,10 +312,14 @@ for s in $systems; do
       rebound rebound-push 1 lifecycle --port @A
       rebound rebound-push 1 retries --port @A
       rebound rebound-pushb500 1 lifecycle --port @A --push-batch 500
-      rebound rebound-pushb500 1 retries --port @A --push-batch 500 ;;
+      rebound rebound-pushb500 1 retries --port @A --push-batch 500
+      rebound rebound-prefetch 1 lifecycle --port @A
+      rebound rebound-prefetch 1 retries --port @A ;;
     rebound2)
       rebound rebound2-push 2 lifecycle --port @A --worker-port @AB
       rebound rebound2-push 2 retries --port @A --worker-port @AB
+      rebound rebound2-prefetch 2 lifecycle --port @A --worker-port @AB
+      rebound rebound2-prefetch 2 retries --port @A --worker-port @AB
       rebound rebound2-probe 2 latency --port @A --worker-port @B --producers 1 --workers 1 \
         --rate 50 --jobs "$probe" ;;
     graphile)
@@ -362,6 +372,8 @@ awk '
     row("rebound-push", "Rebound, one node", "PUSH one at a time")
     row("rebound-pushb500", "Rebound, one node", "PUSHB 500")
     row("rebound2-push", "Rebound, two nodes", "PUSH on A, workers on A and B")
+    row("rebound-prefetch", "Rebound, one node, prefetch", "PUSH one at a time")
+    row("rebound2-prefetch", "Rebound, two nodes, prefetch", "PUSH on A, workers on A and B")
     row("graphile-addJobs500", "graphile-worker", "addJobs(500)")
     row("graphile-addJob", "graphile-worker", "addJob")
     row("pgboss-send", "pg-boss", "send + work(batch 100)")
@@ -371,6 +383,8 @@ awk '
     pg("rebound-push", "Rebound, one node", "PUSH one at a time")
     pg("rebound-pushb500", "Rebound, one node", "PUSHB 500")
     pg("rebound2-push", "Rebound, two nodes", "PUSH on A, workers on A and B")
+    pg("rebound-prefetch", "Rebound, one node, prefetch", "PUSH one at a time")
+    pg("rebound2-prefetch", "Rebound, two nodes, prefetch", "PUSH on A, workers on A and B")
     pg("graphile-addJobs500", "graphile-worker", "addJobs(500)")
     pg("graphile-addJob", "graphile-worker", "addJob")
     pg("pgboss-send", "pg-boss", "send + work(batch 100)")
@@ -380,6 +394,8 @@ awk '
     cpu("rebound-push", "Rebound, one node", "PUSH one at a time")
     cpu("rebound-pushb500", "Rebound, one node", "PUSHB 500")
     cpu("rebound2-push", "Rebound, two nodes", "PUSH on A, workers on A and B")
+    cpu("rebound-prefetch", "Rebound, one node, prefetch", "PUSH one at a time")
+    cpu("rebound2-prefetch", "Rebound, two nodes, prefetch", "PUSH on A, workers on A and B")
     cpu("graphile-addJobs500", "graphile-worker", "addJobs(500)")
     cpu("graphile-addJob", "graphile-worker", "addJob")
     cpu("pgboss-send", "pg-boss", "send + work(batch 100)")
@@ -410,13 +426,23 @@ judge() { # expression over a b, a, b -> PASS/MISS, or "not measured"
   awk -v a="$2" -v b="$3" "BEGIN { print (($1) ? \"PASS\" : \"MISS\") }"
 }
 check() { printf '%-66s %s\n' "$1" "$2"; }
-rl=$(val rebound-push lifecycle.jobs_per_s); rt=$(val rebound-push retries.jobs_per_s)
-r2=$(val rebound2-push lifecycle.jobs_per_s); p99=$(val rebound2-probe latency.lat_p99_ms)
+# Rebound's stock-client figure: the better of PUSH without and with prefetch
+# (a server setting: the clients are the same); two nodes against one node
+# with the same setting.
+best() { # NAME1 NAME2 METRIC -> "value name" of the larger
+  a=$(val "$1" "$3"); b=$(val "$2" "$3")
+  if [ -n "$b" ] && { [ -z "$a" ] || awk -v a="$a" -v b="$b" 'BEGIN { exit !(b > a) }'; }; then
+    echo "$b $2"; elif [ -n "$a" ]; then echo "$a $1"; fi
+}
+set -- $(best rebound-push rebound-prefetch lifecycle.jobs_per_s); rl=${1:-}; rln=${2:-rebound-push}
+set -- $(best rebound-push rebound-prefetch retries.jobs_per_s); rt=${1:-}; rtn=${2:-rebound-push}
+case "$rln" in *-prefetch) r2n=rebound2-prefetch ;; *) r2n=rebound2-push ;; esac
+r2=$(val "$r2n" lifecycle.jobs_per_s); p99=$(val rebound2-probe latency.lat_p99_ms)
 gl=$(val graphile-addJobs500 lifecycle.jobs_per_s); gt=$(val graphile-addJobs500 retries.jobs_per_s)
 g1t=$(val graphile-addJob retries.jobs_per_s); bt=$(val pgboss-send retries.jobs_per_s)
 cl=$(val ceiling ceiling.pushes_per_s)
 echo
-check "lifecycle (PUSH) >= 2 x graphile addJobs ($rl vs ${gl:-–})" "$(judge 'a >= 2 * b' "$rl" "$gl")"
+check "lifecycle ($rln) >= 2 x graphile addJobs ($rl vs ${gl:-–})" "$(judge 'a >= 2 * b' "$rl" "$gl")"
 if [ -n "$cl" ]; then
   # Beside the target: is it above what 4 waiting producers can get at all?
   if [ -n "$gl" ]; then
@@ -428,10 +454,10 @@ if [ -n "$cl" ]; then
   [ -n "$rl" ] && check "  Rebound PUSH lifecycle vs the commit ceiling ($rl vs $cl)" \
     "$(awk -v a="$rl" -v c="$cl" 'BEGIN { printf "%.2f x", a / c }')"
 fi
-check "retries >= 2 x graphile addJobs retries ($rt vs ${gt:-–})" "$(judge 'a >= 2 * b' "$rt" "$gt")"
+check "retries ($rtn) >= 2 x graphile addJobs retries ($rt vs ${gt:-–})" "$(judge 'a >= 2 * b' "$rt" "$gt")"
 check "retries >= 2 x graphile addJob retries ($rt vs ${g1t:-–})" "$(judge 'a >= 2 * b' "$rt" "$g1t")"
 check "retries >= 2 x pg-boss retries ($rt vs ${bt:-–})" "$(judge 'a >= 2 * b' "$rt" "$bt")"
-check "two nodes >= one node, lifecycle ($r2 vs ${rl:-–})" "$(judge 'a >= b' "$r2" "$rl")"
+check "two nodes >= one node, lifecycle ($r2n: $r2 vs ${rl:-–})" "$(judge 'a >= b' "$r2" "$rl")"
 check "push on A -> FETCH on B p99 <= 10 ms (${p99:-–} ms)" "$(judge 'a <= 10' "$p99" 0)"
 echo "bench-pg: done in $(( $(date +%s) - start )) s, $failures failure(s)" >&2
 [ "$failures" -eq 0 ]

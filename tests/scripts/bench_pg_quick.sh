@@ -1,6 +1,7 @@
 #!/bin/sh
 # Runs `make bench-pg` small (bench/pg/run.sh --jobs 300 --probe 50) to prove
-# the harness works end to end: Rebound with one and two nodes, graphile-worker
+# the harness works end to end: Rebound with one and two nodes (each without
+# and with prefetch), graphile-worker
 # and pg-boss each finish lifecycle and retries on one PostgreSQL cluster with
 # every job completed exactly once, and the table, the probe and the targets
 # are printed with the CPU split per job; the commit ceiling (pgbench, 1 s a step) prints its figures and
@@ -26,7 +27,7 @@ fi
 
 fail=0
 v() { awk -v s="$1" -v m="$2" '$1 == s && $2 == m { print $3 }' "$raw"; }
-for s in rebound-push rebound-pushb500 rebound2-push graphile-addJobs500 graphile-addJob pgboss-send; do
+for s in rebound-push rebound-pushb500 rebound-prefetch rebound2-push rebound2-prefetch graphile-addJobs500 graphile-addJob pgboss-send; do
   for wl in lifecycle retries; do
     # Exactly once: every job completed, none twice, none left behind.
     for m in completed:$jobs duplicates:0 missing:0 left_in_db:0; do
@@ -75,7 +76,7 @@ if bench/pg/run.sh --jobs 100 --systems "rebound pgboss" --dup-seq 7 >"$out.dup"
   echo "bench_pg_quick: a job pushed twice did not fail the run"; fail=1
 fi
 n=$(grep -c '^    \(lifecycle\|retries\)\.duplicates 1$' "$out.dup")
-[ "$n" = 6 ] || { cat "$out.dup"; echo "bench_pg_quick: $n of 6 runs reported the duplicate"; fail=1; }
+[ "$n" = 8 ] || { cat "$out.dup"; echo "bench_pg_quick: $n of 8 runs reported the duplicate"; fail=1; }
 rm -f "$out.dup"
 if [ $fail -ne 0 ]; then
   cat "$out"
