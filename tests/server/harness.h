@@ -510,6 +510,17 @@ static inline long long rbh_info_int(rbh_conn *c, const char *path)
     return n;
 }
 
+/* FETCH queues on c: the jid of the job fetched (caller frees), or NULL
+ * for none. */
+static inline char *rbh_fetch_jid(rbh_conn *c, const char *queues)
+{
+    json_t *j = rbh_json(rbh_cmd(c, "FETCH %s", queues));
+    const char *jid = json_string_value(json_object_get(j, "jid"));
+    char *out = jid ? strdup(jid) : NULL;
+    json_decref(j);
+    return out;
+}
+
 /* JOB {"jid":J}'s "state" (caller frees) or NULL when there is no such job. */
 static inline char *rbh_job_state(rbh_conn *c, const char *jid)
 {

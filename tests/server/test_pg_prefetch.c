@@ -64,19 +64,9 @@ static void push(rbh_conn *c, const char *queue, const char *jid)
                          jid, queue));
 }
 
-/* FETCH's job's jid (caller frees), NULL for none. */
-static char *fetch(rbh_conn *c, const char *queues)
-{
-    json_t *j = rbh_json(rbh_cmd(c, "FETCH %s", queues));
-    const char *jid = json_string_value(json_object_get(j, "jid"));
-    char *out = jid ? strdup(jid) : NULL;
-    json_decref(j);
-    return out;
-}
-
 static void fetch_is(rbh_conn *c, const char *queues, const char *want)
 {
-    char *got = fetch(c, queues);
+    char *got = rbh_fetch_jid(c, queues);
     cr_assert(got && !strcmp(got, want), "FETCH %s: got %s, expected %s", queues,
               got ? got : "none", want);
     free(got);
@@ -94,6 +84,21 @@ static long long prefetch_info(rbh_conn *c, const char *what)
 static void start(const char *config)
 {
     cr_assert_eq(rbh_start(&srv, config, NULL), 0, "the server did not start (see %s)", srv.log);
+}
+
+/* Starts a node with prefetch on; wid pushes pfjob-aa and pfjob-bb to q,
+ * fetches and ACKs pfjob-aa, so that pfjob-bb is held for it. */
+static rbh_conn *held_after_ack(const char *wid)
+{
+    start(ON);
+    rbh_conn *w = rbh_connect(&srv, wid);
+    cr_assert(w);
+    push(w, "q", "pfjob-aa");
+    push(w, "q", "pfjob-bb");
+    fetch_is(w, "q", "pfjob-aa");
+    cr_assert(rbh_expect(w, "+OK", "ACK {\"jid\":\"pfjob-aa\"}"));
+    assert_reserved_for("pfjob-bb", wid, "1");
+    return w;
 }
 
 Test(prefetch, ack_claims_the_next_job_for_the_next_fetch)
@@ -133,14 +138,8 @@ Test(prefetch, ack_claims_the_next_job_for_the_next_fetch)
 
 Test(prefetch, a_job_not_fetched_goes_back_unconsumed)
 {
-    start(ON);
-    rbh_conn *w = rbh_connect(&srv, "pw-2"), *other = rbh_connect(&srv, "pw-3");
-    cr_assert(w && other);
-    push(w, "q", "pfjob-aa");
-    push(w, "q", "pfjob-bb");
-    fetch_is(w, "q", "pfjob-aa");
-    cr_assert(rbh_expect(w, "+OK", "ACK {\"jid\":\"pfjob-aa\"}"));
-    assert_reserved_for("pfjob-bb", "pw-2", "1");
+    rbh_conn *w = held_after_ack("pw-2"), *other = rbh_connect(&srv, "pw-3");
+    cr_assert(other);
     /* pw-2 never fetches again: within about 0.5 s b is back, attempt undone */
     int64_t deadline = rbh_now_ms() + 5000;
     char *st = NULL;
@@ -183,14 +182,7 @@ Test(prefetch, a_fetch_of_other_queues_puts_it_back_at_once)
 
 Test(prefetch, stopping_puts_held_jobs_back)
 {
-    start(ON);
-    rbh_conn *w = rbh_connect(&srv, "pw-6");
-    cr_assert(w);
-    push(w, "q", "pfjob-aa");
-    push(w, "q", "pfjob-bb");
-    fetch_is(w, "q", "pfjob-aa");
-    cr_assert(rbh_expect(w, "+OK", "ACK {\"jid\":\"pfjob-aa\"}"));
-    assert_reserved_for("pfjob-bb", "pw-6", "1");
+    rbh_conn *w = held_after_ack("pw-6");
     rbh_close(w);
     cr_assert_eq(rbh_kill(&srv, SIGTERM) & 0xffff, 0, "the node did not exit cleanly");
     assert_enqueued("pfjob-bb", "0");
@@ -198,13 +190,7 @@ Test(prefetch, stopping_puts_held_jobs_back)
 
 Test(prefetch, kill_9_leaves_the_job_reserved_not_lost)
 {
-    start(ON);
-    rbh_conn *w = rbh_connect(&srv, "pw-7");
-    cr_assert(w);
-    push(w, "q", "pfjob-aa");
-    push(w, "q", "pfjob-bb");
-    fetch_is(w, "q", "pfjob-aa");
-    cr_assert(rbh_expect(w, "+OK", "ACK {\"jid\":\"pfjob-aa\"}"));
+    rbh_conn *w = held_after_ack("pw-7");
     rbh_close(w);
     rbh_kill(&srv, SIGKILL);
     /* as a FETCH whose reply was lost: reserved for the worker until its
@@ -295,7 +281,7 @@ static void *worker(void *arg)
     rbh_conn *c = rbh_connect(&srv, wid);
     int64_t idle_since = rbh_now_ms();
     while (c && n_acked < LOAD_JOBS && rbh_now_ms() - idle_since < 8000) {
-        char *jid = fetch(c, "lq");
+        char *jid = rbh_fetch_jid(c, "lq");
         if (!jid)
             continue; /* the 2 s wait ended empty */
         idle_since = rbh_now_ms();

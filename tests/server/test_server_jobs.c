@@ -21,11 +21,7 @@ TestSuite(jobs, .init = start, .fini = rbh_suite_stop, .timeout = 30);
 /* FETCHes from queues and returns the job's jid (caller frees), or NULL. */
 static char *fetch_jid(rbh_conn *c, const char *queues)
 {
-    json_t *j = rbh_json(rbh_cmd(c, "FETCH %s", queues));
-    const char *jid = json_string_value(json_object_get(j, "jid"));
-    char *out = jid ? strdup(jid) : NULL;
-    json_decref(j);
-    return out;
+    return rbh_fetch_jid(c, queues);
 }
 
 static void expect_fetch(rbh_conn *c, const char *queues, const char *want)

@@ -53,11 +53,7 @@ static long long working(const char *queue)
 /* FETCH queues on c: the jid fetched (caller frees), or NULL for none. */
 static char *fetch(rbh_conn *c, const char *queues)
 {
-    json_t *j = rbh_json(rbh_cmd(c, "FETCH %s", queues));
-    const char *jid = json_string_value(json_object_get(j, "jid"));
-    char *out = jid ? strdup(jid) : NULL;
-    json_decref(j);
-    return out;
+    return rbh_fetch_jid(c, queues);
 }
 
 /* Sends FETCH without reading the reply (the connection waits). */
