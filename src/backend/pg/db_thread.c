@@ -305,8 +305,11 @@ static void run_wrapped(rb_pg *pg, rb_pgreq **by[], size_t cnt[], batch_commits 
         if (k == RB_PGR_PUSH || k == RB_PGR_ACK || k == RB_PGR_FAIL || k == RB_PGR_CLAIM)
             n_ops += cnt[k];
     long fault = batch_fault();
-    /* one request: its own transactions as before (the hook wraps it too) */
-    if (n_ops == 0 || fault < 0 || (n_ops < 2 && fault == 0)) {
+    /* one request, or plain pushes only (one multi-row statement, atomic
+     * on its own: the push thread's batches): its own transactions as
+     * before (the hook wraps it too) */
+    bool one_push = cnt[RB_PGR_PUSH] && n_ops == cnt[RB_PGR_PUSH];
+    if (n_ops == 0 || fault < 0 || (fault == 0 && (n_ops < 2 || one_push))) {
         run_units(pg, by, cnt, bc);
         return;
     }
