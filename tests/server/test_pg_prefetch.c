@@ -1,7 +1,7 @@
 /* Prefetch in distributed mode ([storage] prefetch, src/backend/pg/prefetch.c):
  * a worker's ACK claims its next job in the same transaction, for the
  * queues of that worker's last FETCH, and its next FETCH gets that job at
- * once. The claim is an ordinary one, committed before the ACK's reply:
+ * once (a FAIL's does the same). The claim is an ordinary one, committed before the ACK's reply:
  * the job is reserved for the worker (wid), its attempt counted. A job so
  * held goes back to its queue, its attempt not consumed, when the worker
  * does not FETCH within 0.5 s, when its next FETCH names other queues, and
@@ -128,12 +128,29 @@ Test(prefetch, ack_claims_the_next_job_for_the_next_fetch)
     cr_assert(rbh_expect(w, "+OK", "ACK {\"jid\":\"pfjob-cc\"}"));
     cr_assert_eq(prefetch_info(adm, "held"), 0);
     cr_assert_eq(prefetch_info(adm, "hits"), 2);
-    /* a FAIL's retry is not claimed ahead (only an ACK claims) */
     cr_assert_eq(rbh_info_int(adm, "faktory.total_processed"), 3);
     rbh_close(w);
     rbh_close(adm);
     cr_assert_eq(rbh_stop(&srv), 0);
     srv.dir[0] = '\0';
+}
+
+/* A FAIL claims the next job too (after the failure is applied: the
+ * failed job, retrying later, is not the one claimed). */
+Test(prefetch, fail_claims_the_next_job_too)
+{
+    start(ON);
+    rbh_conn *w = rbh_connect(&srv, "pw-f");
+    cr_assert(w);
+    push(w, "q", "pfjob-aa");
+    push(w, "q", "pfjob-bb");
+    fetch_is(w, "q", "pfjob-aa");
+    cr_assert(rbh_expect(w, "+OK", "FAIL {\"jid\":\"pfjob-aa\",\"errtype\":\"E\",\"message\":\"m\"}"));
+    assert_col("pfjob-aa", "state", "4"); /* retrying */
+    assert_reserved_for("pfjob-bb", "pw-f", "1");
+    fetch_is(w, "q", "pfjob-bb");
+    cr_assert_eq(prefetch_info(w, "hits"), 1);
+    rbh_close(w);
 }
 
 Test(prefetch, a_job_not_fetched_goes_back_unconsumed)

@@ -193,7 +193,7 @@ static void dist_fail(rb_srv *srv, rb_eng_op *op)
 {
     rb_pgreq *r = job_request(op, RB_PGR_FAIL);
     r->u.fail.f = (rb_pg_failure){.ref = {r->jid, r->wid}, .in = op->u.job.fail};
-    rb_pgreq_post(srv, r);
+    rb_pgreq_post_with(srv, r, rb_pgmode_prefetch_claim(srv, r->wid)); /* as an ACK */
 }
 
 static void snooze_call(rb_pg *pg, rb_pgreq *r)

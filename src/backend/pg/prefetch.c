@@ -1,5 +1,6 @@
 /* Distributed mode's prefetch ([storage] prefetch, docs/configuration.md):
- * a worker's ACK carries a claim of its next job in the same transaction,
+ * a worker's ACK (or FAIL) carries a claim of its next job in the same
+ * transaction,
  * for the queue list of that worker's last FETCH, so the FETCH that
  * follows the ACK's reply is answered at once instead of after a round
  * trip and a COMMIT of its own. The job so claimed is an ordinary claim,
