@@ -62,6 +62,8 @@ static void results(rb_srv *srv, rb_eng_op *op, rb_pgreq *r)
         op->u.job.status = (rb_job_status)r->u.fail.res.status;
         if (op->u.job.status == RB_JOB_DONE)
             rb_pgmode_count_failure(srv, &r->u.fail.res);
+        if (op->u.job.status == RB_JOB_DONE && r->u.fail.res.outcome == RB_OUTCOME_RETRY)
+            rb_pgmode_retry_due(srv, rb_now_ms() + r->u.fail.res.delay_ms);
         break;
     case RB_ENG_SNOOZE:
     case RB_ENG_EXTEND:

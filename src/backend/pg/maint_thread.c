@@ -75,6 +75,18 @@ static int reap_all(rb_pgmode *pm, maint_bufs *mb, int *total, rb_err *err)
     return rc;
 }
 
+/* The tick; test hook: REBOUND_TEST_PG_TICK_MS sets it (so that a test can
+ * tell a promotion at its due time from one at the next tick). */
+static int64_t tick_ms(void)
+{
+    static int64_t ms = -1;
+    if (ms < 0) {
+        const char *e = getenv("REBOUND_TEST_PG_TICK_MS");
+        ms = e && atoll(e) > 0 ? atoll(e) : RB_PGMODE_TICK_MS;
+    }
+    return ms;
+}
+
 void *mode_maint_thread(void *arg)
 {
     rb_pgmode *pm = arg;
@@ -82,6 +94,7 @@ void *mode_maint_thread(void *arg)
     bool down = false;
     maint_bufs *mb = rb_xmalloc(sizeof *mb);
     int64_t workers_due = 0; /* next removal of stale worker rows */
+    int64_t housekeeping_due = 0; /* next run of everything but promote and reap */
     for (;;) {
         rb_err err = {0};
         int promoted = 0, reaped = 0, dropped = 0, forgotten = 0, expired = 0, batches_gone = 0;
@@ -90,9 +103,13 @@ void *mode_maint_thread(void *arg)
         int rc = promote_all(pm, mb, &promoted, &err);
         if (!rc)
             rc = reap_all(pm, mb, &reaped, &err);
-        if (!rc)
+        /* the rest once a tick, not at every deadline a promotion wakes for */
+        bool housekeeping = rb_now_ms() >= housekeeping_due;
+        if (!rc && housekeeping)
+            housekeeping_due = rb_now_ms() + tick_ms() * 4 / 5;
+        if (!rc && housekeeping)
             rc = batches(pm, rb_pg_cleanup_dead, &dropped, &err);
-        if (!rc) /* jobs whose custom.expires_at passed, before they run */
+        if (!rc && housekeeping) /* jobs whose custom.expires_at passed, before they run */
             rc = batches(pm, rb_pg_expire, &dropped_expired, &err);
         if (dropped_expired) {
             pthread_mutex_lock(&pm->mu);
@@ -100,13 +117,13 @@ void *mode_maint_thread(void *arg)
             mode_signal_loop(pm);
             pthread_mutex_unlock(&pm->mu);
         }
-        if (!rc) /* the succeeded records of workflow jobs past their TTL */
+        if (!rc && housekeeping) /* the succeeded records of workflow jobs past their TTL */
             rc = batches(pm, rb_pg_deps_expire, &expired, &err);
-        if (!rc) /* batches never committed, or finished past their retention */
+        if (!rc && housekeeping) /* batches never committed, or finished past their retention */
             rc = batches(pm, rb_pg_batches_expire, &batches_gone, &err);
-        if (!rc) /* progress records past their retention after the job's end */
+        if (!rc && housekeeping) /* progress records past their retention after the job's end */
             rc = batches(pm, rb_pg_track_expire, &tracks_gone, &err);
-        if (!rc && rb_now_ms() >= workers_due) {
+        if (!rc && housekeeping && rb_now_ms() >= workers_due) {
             rc = batches(pm, rb_pg_workers_cleanup, &forgotten, &err);
             if (!rc)
                 workers_due = rb_now_ms() + RB_PGWORKERS_CLEANUP_MS;
@@ -128,21 +145,34 @@ void *mode_maint_thread(void *arg)
             rb_log(RB_LOG_INFO, "%d expired batches forgotten", batches_gone);
         if (promoted || reaped || dropped || dropped_expired) /* a discard may release children */
             mode_note_ready(pm, NULL, 0); /* notifications are a hint: wake locally too */
-        int64_t now = rb_now_ms();
-        int64_t wait = RB_PGMODE_TICK_MS * 4 / 5 + rand_r(&seed) % (RB_PGMODE_TICK_MS * 2 / 5 + 1);
-        if (!rc && due != INT64_MAX && due - now < wait)
-            wait = due - now < 5 ? 5 : due - now;
-        struct timespec until;
-        clock_gettime(CLOCK_MONOTONIC, &until);
-        until.tv_sec += wait / 1000;
-        until.tv_nsec += (long)(wait % 1000) * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
+        int64_t wait = tick_ms() * 4 / 5 + rand_r(&seed) % (tick_ms() * 2 / 5 + 1);
         pthread_mutex_lock(&pm->mu);
-        while (!pm->stop && pthread_cond_timedwait(&pm->maint_cv, &pm->mu, &until) != ETIMEDOUT)
-            ;
+        /* the earliest deadline: the database's as read above, or a retry
+         * this node's loop saw scheduled since (mode_maint_due); a retry
+         * scheduled while it sleeps moves the wake earlier */
+        int64_t now = rb_now_ms();
+        if (due != INT64_MAX && due - now < wait)
+            wait = due - now < 5 ? 5 : due - now;
+        pm->maint_wake_at = now + wait;
+        for (;;) {
+            if (pm->maint_due_min < pm->maint_wake_at)
+                pm->maint_wake_at = pm->maint_due_min;
+            pm->maint_due_min = INT64_MAX;
+            int64_t left = pm->maint_wake_at - rb_now_ms();
+            if (pm->stop || left <= 0)
+                break;
+            struct timespec until;
+            clock_gettime(CLOCK_MONOTONIC, &until);
+            until.tv_sec += left / 1000;
+            until.tv_nsec += (long)(left % 1000) * 1000000L;
+            if (until.tv_nsec >= 1000000000L) {
+                until.tv_sec++;
+                until.tv_nsec -= 1000000000L;
+            }
+            if (pthread_cond_timedwait(&pm->maint_cv, &pm->mu, &until) == ETIMEDOUT)
+                break;
+        }
+        pm->maint_wake_at = 0; /* awake: what falls due now waits in maint_due_min */
         bool stop = pm->stop;
         pthread_mutex_unlock(&pm->mu);
         if (stop)
@@ -150,4 +180,15 @@ void *mode_maint_thread(void *arg)
     }
     free(mb);
     return NULL;
+}
+
+void mode_maint_due(rb_pgmode *pm, int64_t due_ms)
+{
+    pthread_mutex_lock(&pm->mu);
+    if (due_ms < pm->maint_due_min) {
+        pm->maint_due_min = due_ms; /* its next sleep ends by then */
+        if (pm->maint_wake_at && due_ms < pm->maint_wake_at)
+            pthread_cond_broadcast(&pm->maint_cv); /* asleep past it: re-plan */
+    }
+    pthread_mutex_unlock(&pm->mu);
 }

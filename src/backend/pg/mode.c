@@ -110,6 +110,7 @@ int rb_pgmode_open(rb_srv *srv, rb_err *err)
     pm->stop_pipe[0] = pm->stop_pipe[1] = -1;
     pm->todo_tail = &pm->todo;
     pm->done_tail = &pm->done;
+    pm->maint_due_min = INT64_MAX;
     pthread_mutex_init(&pm->mu, NULL);
     pthread_cond_init(&pm->cv, NULL);
     pthread_condattr_t ca;

@@ -85,6 +85,10 @@ struct rb_pgmode {
     bool notify_all;
     mode_observed seen; /* for /metrics */
     bool signalled; /* efd written since the loop last read it */
+    int64_t maint_wake_at; /* when the maintenance thread wakes next (wall ms;
+                              0 while it runs its tick) */
+    int64_t maint_due_min; /* the earliest retry due the loop saw scheduled
+                              since the thread planned its sleep (INT64_MAX: none) */
     bool split;     /* set before the threads start: prefetch on, the first
                        database thread runs the pushes (db_thread.c) */
     bool stop;
@@ -136,6 +140,10 @@ void mode_note_maintenance(rb_pgmode *pm, const rb_pg_fail_result *reaped, size_
 /* Hands the jobs pg dropped expired (rb_pg_take_expired) to the loop's
  * /metrics; mu held. Database and maintenance threads. */
 void mode_note_expired_locked(rb_pgmode *pm, rb_pg *pg);
+/* A job of this node falls due (a retry, wall-clock ms): the maintenance
+ * thread is woken to promote it then if it would sleep past it. Loop
+ * thread (mu not held). */
+void mode_maint_due(rb_pgmode *pm, int64_t due_ms);
 /* Frees what o holds and zeroes it. */
 void mode_observed_release(mode_observed *o);
 /* Counts what the threads saw into this node's /metrics (loop thread). */

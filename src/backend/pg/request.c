@@ -238,3 +238,8 @@ void rb_pgmode_storage_error(rb_srv *srv, rb_pgreq *r)
     if (r->c)
         rb_reply_err(r->c, "storage error: %s", rb_err_msg(&r->err));
 }
+
+void rb_pgmode_retry_due(rb_srv *srv, int64_t due_ms)
+{
+    mode_maint_due(srv->pgm, due_ms);
+}

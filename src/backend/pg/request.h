@@ -121,6 +121,9 @@ void rb_pgmode_fetch(rb_srv *srv, rb_eng_op *op);
 /* The claim to post with an ACK of wid (prefetch.c), or NULL (prefetch
  * off, no FETCH seen from wid, enough held for it, stopping). */
 rb_pgreq *rb_pgmode_prefetch_claim(rb_srv *srv, const char *wid);
+/* A FAIL scheduled its job's retry at due_ms: promoted then, not at the
+ * maintenance thread's next tick (mode_maint_due). */
+void rb_pgmode_retry_due(rb_srv *srv, int64_t due_ms);
 /* INFO's rebound.prefetch of this node: {"enabled", "held", "hits",
  * "expired"} (a new reference). */
 json_t *rb_pgmode_prefetch_json(rb_srv *srv);
