@@ -100,6 +100,9 @@ void mode_observed_count(rb_srv *srv, const mode_observed *o)
         rb_metrics_lateness(srv->metrics, o->late[i]);
     for (size_t i = 0; i < o->n_commits; i++)
         rb_metrics_commit(srv->metrics, o->commits[i].n_ops, o->commits[i].us);
+    for (int w = 0; w < 2; w++)
+        if (o->claims[w])
+            rb_metrics_claims(srv->metrics, w, o->claims[w], o->claims_empty[w]);
     for (size_t i = 0; i < o->n_expired; i++)
         rb_metrics_event_labels(srv->metrics, RB_M_EXPIRED, o->expired[i].queue,
                                 o->expired[i].jobtype);
@@ -147,11 +150,29 @@ void rb_pgreq_post(rb_srv *srv, rb_pgreq *r)
     }
     r->now = rb_now_ms();
     r->next = NULL;
+    if (pm->holding) {
+        *pm->held_tail = r;
+        pm->held_tail = &r->next;
+        return;
+    }
     pthread_mutex_lock(&pm->mu);
     *pm->todo_tail = r;
     pm->todo_tail = &r->next;
     pthread_cond_signal(&pm->cv);
     pthread_mutex_unlock(&pm->mu);
+}
+
+void mode_post_held(rb_pgmode *pm)
+{
+    if (!pm->held)
+        return;
+    pthread_mutex_lock(&pm->mu);
+    *pm->todo_tail = pm->held;
+    pm->todo_tail = pm->held_tail;
+    pthread_cond_signal(&pm->cv);
+    pthread_mutex_unlock(&pm->mu);
+    pm->held = NULL;
+    pm->held_tail = &pm->held;
 }
 
 void mode_req_free(rb_pgreq *r)
