@@ -3,9 +3,10 @@
  * their queue. While the claim of B's parked FETCHes is held up in the
  * database (a test transaction holds an EXCLUSIVE lock on rb_jobs), 30
  * more notifications start no other claim: exactly one claim statement is
- * in flight for the six FETCHes. When the lock goes, the wake that came
- * meanwhile makes them claim once more (none is lost), and the jobs pushed
- * on node A afterwards reach them each exactly once. The claims are
+ * in flight for the six FETCHes, and a seventh FETCH arriving meanwhile
+ * joins their next claim instead of claiming alone. When the lock goes,
+ * the wake that came meanwhile makes them claim once more (none is lost),
+ * and the jobs pushed on node A afterwards reach them each exactly once. The claims are
  * counted by B's /metrics (rebound_fetch_claims_total). */
 #define RBH_PG 1
 #include "test_http_harness.h"
@@ -16,9 +17,15 @@
 #define NOTIFIES 30
 
 static rbh_server a, b;
+static PGconn *lock, *ctl; /* the test's own connections to the schema */
 
 static void fini(void)
 {
+    if (lock) /* first: its lock would hold up node B's claim and exit */
+        PQfinish(lock);
+    if (ctl)
+        PQfinish(ctl);
+    lock = ctl = NULL;
     if (a.dir[0])
         rbh_stop(&a);
     if (b.dir[0])
@@ -82,7 +89,7 @@ Test(wake, parked_fetches_claim_once_per_round_and_miss_no_wake)
     fclose(f);
 
     /* six FETCHes parked on B, each after its own first claim came back empty */
-    rbh_conn *w[PARKED];
+    rbh_conn *w[PARKED + 1];
     for (int i = 0; i < PARKED; i++) {
         char wid[16];
         snprintf(wid, sizeof wid, "w%d", i);
@@ -96,7 +103,8 @@ Test(wake, parked_fetches_claim_once_per_round_and_miss_no_wake)
         cr_assert(metric(http, FETCH_EMPTY) >= before + 1, "FETCH %d did not park", i);
     }
 
-    PGconn *lock = PQconnectdb(a.db), *ctl = PQconnectdb(a.db);
+    lock = PQconnectdb(a.db);
+    ctl = PQconnectdb(a.db);
     cr_assert(PQstatus(lock) == CONNECTION_OK && PQstatus(ctl) == CONNECTION_OK, "%s",
               PQerrorMessage(lock));
     exec_ok(lock, "BEGIN");
@@ -112,6 +120,13 @@ Test(wake, parked_fetches_claim_once_per_round_and_miss_no_wake)
     rbh_sleep_ms(300); /* (lets B take them: a claim they started would show below) */
     cr_assert_eq(blocked_claims(ctl), 1,
                  "wakes while the claim was in flight started more claim statements");
+    /* a FETCH for the same queue now joins their next claim, claiming
+     * nothing alone */
+    w[PARKED] = rbh_connect(&b, "joiner");
+    cr_assert_not_null(w[PARKED]);
+    cr_assert_eq(rbh_send(w[PARKED], "FETCH wq\r\n", 10), 0);
+    rbh_sleep_ms(300); /* (a claim of its own would show below) */
+    cr_assert_eq(blocked_claims(ctl), 1, "a FETCH arriving meanwhile claimed alone");
     cr_assert_eq(metric(http, WAKE_CLAIMS), wake0, "a wake claim finished under the lock");
     exec_ok(lock, "COMMIT");
 
@@ -129,15 +144,15 @@ Test(wake, parked_fetches_claim_once_per_round_and_miss_no_wake)
                   "%g claim statements after the lock went, want 2 (and a poll's)",
                   wake2 - wake0);
 
-    /* six jobs pushed on A: each parked FETCH gets one, each job once */
+    /* seven jobs pushed on A: each waiting FETCH gets one, each job once */
     rbh_conn *p = rbh_connect(&a, NULL);
     cr_assert_not_null(p);
-    for (int i = 0; i < PARKED; i++)
+    for (int i = 0; i <= PARKED; i++)
         cr_assert(rbh_expect(p, "+OK",
                              "PUSH {\"jid\":\"wakejob-%d\",\"jobtype\":\"x\",\"args\":[],\"queue\":\"wq\"}",
                              i));
-    int seen[PARKED] = {0};
-    for (int i = 0; i < PARKED; i++) {
+    int seen[PARKED + 1] = {0};
+    for (int i = 0; i <= PARKED; i++) {
         char *reply = rbh_reply(w[i]);
         for (int tries = 0; reply && !strcmp(reply, "$-1") && tries < 5; tries++) {
             free(reply); /* its 2 s ended before the jobs came: once more */
@@ -148,14 +163,15 @@ Test(wake, parked_fetches_claim_once_per_round_and_miss_no_wake)
         const char *jid = json_string_value(json_object_get(j, "jid"));
         cr_assert(jid && !strncmp(jid, "wakejob-", 8), "FETCH %d got no job", i);
         int k = atoi(jid + 8);
-        cr_assert(k >= 0 && k < PARKED && !seen[k]++, "job %s twice", jid);
+        cr_assert(k >= 0 && k <= PARKED && !seen[k]++, "job %s twice", jid);
         cr_assert(rbh_expect(w[i], "+OK", "ACK {\"jid\":\"%s\"}", jid));
         json_decref(j);
     }
     PQfinish(lock);
     PQfinish(ctl);
+    lock = ctl = NULL;
     rbh_close(p);
-    for (int i = 0; i < PARKED; i++)
+    for (int i = 0; i <= PARKED; i++)
         rbh_close(w[i]);
     cr_assert_eq(rbh_stop(&b), 0, "node B did not exit cleanly");
     b.dir[0] = '\0';
