@@ -161,15 +161,6 @@ static void post_claim(rb_srv *srv, rb_conn *c, char **queues, int n, int64_t wa
 
 void rb_pgmode_fetch(rb_srv *srv, rb_eng_op *op)
 {
-    mode_round *w = round_of(srv->pgm, op->u.fetch.queues, op->u.fetch.n, false);
-    if (w && w->out > 0) {
-        /* the FETCHes parked on its queue list are claiming: it joins
-         * their next claim (w->again) instead of claiming alone */
-        w->again = true;
-        op->applied = RB_ENG_APPLIED;
-        rb_eng_complete(srv, op);
-        return;
-    }
     rb_pgreq *r = rb_pgreq_new(RB_PGR_CLAIM, NULL);
     r->u.claim.queues = op->u.fetch.queues; /* borrowed: op_claim_done hands them back */
     r->u.claim.nq = op->u.fetch.n;

@@ -122,9 +122,7 @@ void rb_pgmode_fetch(rb_srv *srv, rb_eng_op *op);
  * list's parked FETCHes are in flight, a wake for its queues starts no
  * more claims for that list; it is noted, and when the last claim is back
  * the list's parked FETCHes claim once more (the wake may have come after
- * the claims' snapshot); a FETCH for that list arriving meanwhile
- * (rb_pgmode_fetch) parks at once and joins that claim. So however many
- * notifications arrive, a node
+ * the claims' snapshot). So however many notifications arrive, a node
  * has at most one claim statement in flight per queue list for its parked
  * FETCHes, and no wake is lost. Every wake of a parked FETCH goes through
  * here. */
