@@ -207,6 +207,14 @@ void rb_metrics_commit(void *arg, size_t n_ops, int64_t commit_us)
     rb_histogram_observe(&m->commit_s, (double)commit_us / 1e6);
 }
 
+void rb_metrics_claims(rb_metrics *m, bool wake, size_t statements, size_t empty)
+{
+    if (!m)
+        return;
+    m->claims[wake] += statements;
+    m->claims_empty[wake] += empty;
+}
+
 uint64_t rb_metrics_total(const rb_metrics *m, rb_metric_event ev)
 {
     return m && ev >= 0 && ev < RB_M_EVENTS ? m->totals[ev] : 0;

@@ -60,6 +60,11 @@ void rb_metrics_lateness(rb_metrics *m, int64_t late_ms);
  * commit_us. Signature of rb_writer_stats_fn, arg = the rb_metrics. */
 void rb_metrics_commit(void *m, size_t n_ops, int64_t commit_us);
 
+/* Distributed mode ran claim statements for FETCHes (wake: for FETCHes
+ * parked and woken, else for FETCHes just received), `empty` of them
+ * finding no job (rebound_fetch_claims_total and _empty_total). */
+void rb_metrics_claims(rb_metrics *m, bool wake, size_t statements, size_t empty);
+
 /* The sum of an event's counter over every label pair since start. */
 uint64_t rb_metrics_total(const rb_metrics *m, rb_metric_event ev);
 

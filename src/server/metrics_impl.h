@@ -40,6 +40,7 @@ struct rb_metrics {
     rb_table series;
     uint64_t totals[RB_M_EVENTS];
     rb_histogram retry_delay, lateness, batch_ops, commit_s;
+    uint64_t claims[2], claims_empty[2]; /* [0] FETCH received, [1] wake (distributed mode) */
     rb_sample hist[RB_METRICS_HISTORY]; /* ring: n_hist samples from hist_start */
     size_t hist_start, n_hist;
 };

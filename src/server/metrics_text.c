@@ -215,4 +215,18 @@ void rb_metrics_render_state(const rb_metrics *m, const rb_srv *srv, const rb_me
     histogram(out, "rebound_commit_batch_size", "row writes per group commit", &m->batch_ops);
     histogram(out, "rebound_commit_fsync_seconds", "time of COMMIT (with its fsync) per group commit",
               &m->commit_s);
+    if (!srv->pgm)
+        return;
+    static const char *const trigger[2] = {"fetch", "wake"};
+    head(out, "rebound_fetch_claims_total", "counter",
+         "claim statements this node ran for FETCHes (distributed mode; trigger wake: "
+         "for FETCHes parked and woken, one per queue list a round)");
+    for (int i = 0; i < 2; i++)
+        rb_buf_printf(out, "rebound_fetch_claims_total{trigger=\"%s\"} %llu\n", trigger[i],
+                      (unsigned long long)m->claims[i]);
+    head(out, "rebound_fetch_claims_empty_total", "counter",
+         "claim statements of rebound_fetch_claims_total that found no job");
+    for (int i = 0; i < 2; i++)
+        rb_buf_printf(out, "rebound_fetch_claims_empty_total{trigger=\"%s\"} %llu\n", trigger[i],
+                      (unsigned long long)m->claims_empty[i]);
 }

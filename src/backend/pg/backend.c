@@ -40,7 +40,7 @@ static void push_results(rb_srv *srv, rb_eng_op *op, rb_pgreq *r)
     if (!made)
         op->applied = RB_ENG_NOT_APPLIED; /* every jid was taken (or batch unknown) */
     if (n_ready)
-        rb_eng_wake(srv, ready, n_ready);
+        rb_pgmode_wake(srv, ready, n_ready);
     free(ready);
 }
 
@@ -124,7 +124,7 @@ static void req_done(rb_srv *srv, rb_pgreq *r)
     bool kick = readies(op);
     rb_eng_complete(srv, op);
     if (kick)
-        rb_eng_wake(srv, NULL, 0);
+        rb_pgmode_wake(srv, NULL, 0);
 }
 
 /* Posts op to a database thread, to run call there. */

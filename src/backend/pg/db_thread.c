@@ -33,6 +33,12 @@ typedef struct batch_commits {
     size_t n;
 } batch_commits;
 
+/* The claim statements a thread ran for FETCHes ([1]: parked ones
+ * woken), and how many found no job, for /metrics. */
+typedef struct claim_counts {
+    size_t n[2], empty[2];
+} claim_counts;
+
 /* A write transaction of n_ops rows that began at start_us committed. */
 static void commit_seen(batch_commits *bc, size_t n_ops, int64_t start_us)
 {
@@ -199,8 +205,9 @@ static bool same_queues(const rb_pgreq *a, const rb_pgreq *b)
     return true;
 }
 
-/* One rb_pg_claim per distinct queue list. */
-static void run_claims(rb_pg *pg, rb_pgreq **v, size_t n)
+/* One rb_pg_claim per distinct queue list (a statement for parked
+ * FETCHes when any of its group is one: no op). */
+static void run_claims(rb_pg *pg, rb_pgreq **v, size_t n, claim_counts *cc)
 {
     bool *taken = rb_xcalloc(n, sizeof *taken);
     rb_pgreq **group = rb_xcalloc(n, sizeof *group);
@@ -226,8 +233,13 @@ static void run_claims(rb_pg *pg, rb_pgreq **v, size_t n)
             fail_all(group, (size_t)g, rc, &err);
             continue;
         }
-        for (int k = 0; k < g; k++)
+        bool wake = false;
+        for (int k = 0; k < g; k++) {
             group[k]->u.claim.wake_at = wake_at;
+            wake = wake || !group[k]->data;
+        }
+        cc->n[wake]++;
+        cc->empty[wake] += nout == 0;
         for (int k = 0; k < nout; k++) {
             rb_pgreq *r = group[out[k].slot];
             r->u.claim.job = out[k];
@@ -276,7 +288,8 @@ static void reset_wrapped(rb_pgreq **by[], const size_t cnt[])
 
 /* The plain pushes, ACKs, FAILs and claims of a batch, in that order (so
  * claims see the pushes); in one transaction when wrapped. */
-static void run_units(rb_pg *pg, rb_pgreq **by[], const size_t cnt[], batch_commits *bc)
+static void run_units(rb_pg *pg, rb_pgreq **by[], const size_t cnt[], batch_commits *bc,
+                      claim_counts *cc)
 {
     if (cnt[RB_PGR_PUSH])
         run_pushes(pg, by[RB_PGR_PUSH], cnt[RB_PGR_PUSH], bc);
@@ -285,7 +298,18 @@ static void run_units(rb_pg *pg, rb_pgreq **by[], const size_t cnt[], batch_comm
     if (cnt[RB_PGR_FAIL])
         run_fails(pg, by[RB_PGR_FAIL], cnt[RB_PGR_FAIL], bc);
     if (cnt[RB_PGR_CLAIM])
-        run_claims(pg, by[RB_PGR_CLAIM], cnt[RB_PGR_CLAIM]);
+        run_claims(pg, by[RB_PGR_CLAIM], cnt[RB_PGR_CLAIM], cc);
+}
+
+/* Whether the batch's units are claims of one queue list: one rb_pg_claim. */
+static bool one_claim(rb_pgreq **by[], const size_t cnt[])
+{
+    if (cnt[RB_PGR_PUSH] || cnt[RB_PGR_ACK] || cnt[RB_PGR_FAIL])
+        return false;
+    for (size_t i = 1; i < cnt[RB_PGR_CLAIM]; i++)
+        if (!same_queues(by[RB_PGR_CLAIM][0], by[RB_PGR_CLAIM][i]))
+            return false;
+    return true;
 }
 
 /* run_units in one transaction: one COMMIT makes every request of the
@@ -298,38 +322,41 @@ static void run_units(rb_pg *pg, rb_pgreq **by[], const size_t cnt[], batch_comm
  * it is rolled back and the batch runs again a transaction per kind, so
  * that one bad request fails alone; when the COMMIT itself fails the
  * outcome is unknown and every request fails with that error. */
-static void run_wrapped(rb_pg *pg, rb_pgreq **by[], size_t cnt[], batch_commits *bc)
+static void run_wrapped(rb_pg *pg, rb_pgreq **by[], size_t cnt[], batch_commits *bc,
+                        claim_counts *cc)
 {
     size_t n_ops = 0;
     for (int k = 0; k < RB_PGR_KINDS; k++)
         if (k == RB_PGR_PUSH || k == RB_PGR_ACK || k == RB_PGR_FAIL || k == RB_PGR_CLAIM)
             n_ops += cnt[k];
     long fault = batch_fault();
-    /* one request, or plain pushes only (one multi-row statement, atomic
-     * on its own: the push thread's batches): its own transactions as
+    /* one request, plain pushes only (one multi-row statement, atomic on
+     * its own: the push thread's batches), or claims of one queue list
+     * only (one statement, a wake round's): its own transactions as
      * before (the hook wraps it too) */
     bool one_push = cnt[RB_PGR_PUSH] && n_ops == cnt[RB_PGR_PUSH];
-    if (n_ops == 0 || fault < 0 || (fault == 0 && (n_ops < 2 || one_push))) {
-        run_units(pg, by, cnt, bc);
+    if (n_ops == 0 || fault < 0 ||
+        (fault == 0 && (n_ops < 2 || one_push || one_claim(by, cnt)))) {
+        run_units(pg, by, cnt, bc, cc);
         return;
     }
     rb_err err = {0};
     int64_t t0 = mono_us();
     if (rb_pg_tx_pipe_send(pg, &err)) { /* not connected: each kind reports it */
-        run_units(pg, by, cnt, bc);
+        run_units(pg, by, cnt, bc, cc);
         return;
     }
     batch_commits inner = {.n = 0}; /* the units' own timings do not count */
     size_t fails = cnt[RB_PGR_FAIL];
     cnt[RB_PGR_FAIL] = 0; /* a FAIL's first statement needs its savepoint */
-    run_units(pg, by, cnt, &inner); /* sent: each call fails at once */
+    run_units(pg, by, cnt, &inner, cc); /* sent: each call fails at once */
     cnt[RB_PGR_FAIL] = fails;
     reset_wrapped(by, cnt);
     if (rb_pg_tx_pipe_read(pg, &err)) { /* rolled back: nothing applied */
-        run_units(pg, by, cnt, bc);
+        run_units(pg, by, cnt, bc, cc);
         return;
     }
-    run_units(pg, by, cnt, &inner);
+    run_units(pg, by, cnt, &inner, cc);
     static _Atomic long turns;
     if (fault > 0 && ++turns % fault == 0)
         rb_pg_tx_poison(pg);
@@ -340,7 +367,7 @@ static void run_wrapped(rb_pg *pg, rb_pgreq **by[], size_t cnt[], batch_commits 
     }
     if (rc == RB_ESTORE) { /* aborted before COMMIT: nothing applied */
         reset_wrapped(by, cnt);
-        run_units(pg, by, cnt, bc);
+        run_units(pg, by, cnt, bc, cc);
         return;
     }
     reset_wrapped(by, cnt); /* the COMMIT failed: unknown, every request says so */
@@ -353,7 +380,7 @@ static void run_wrapped(rb_pg *pg, rb_pgreq **by[], size_t cnt[], batch_commits 
  * first, each in its own transactions; then the plain pushes, ACKs, FAILs
  * and claims in one (run_wrapped); then worker sightings. bc receives the
  * timings of the write transactions that committed. */
-static void run_batch(rb_pg *pg, rb_pgreq *list, batch_commits *bc)
+static void run_batch(rb_pg *pg, rb_pgreq *list, batch_commits *bc, claim_counts *cc)
 {
     size_t n = 0;
     for (rb_pgreq *r = list; r; r = r->next)
@@ -368,7 +395,7 @@ static void run_batch(rb_pg *pg, rb_pgreq *list, batch_commits *bc)
         cnt[RB_PGR_PUSH] = run_own_pushes(pg, by[RB_PGR_PUSH], cnt[RB_PGR_PUSH], bc);
     for (size_t i = 0; i < cnt[RB_PGR_CALL]; i++)
         by[RB_PGR_CALL][i]->call(pg, by[RB_PGR_CALL][i]);
-    run_wrapped(pg, by, cnt, bc);
+    run_wrapped(pg, by, cnt, bc, cc);
     if (cnt[RB_PGR_SEEN])
         rb_pgworkers_run_seen(pg, by[RB_PGR_SEEN], cnt[RB_PGR_SEEN]);
     for (int k = 0; k < RB_PGR_KINDS; k++)
@@ -445,7 +472,8 @@ void *mode_db_thread(void *arg)
         if (!list)
             break; /* mode_stopping, and nothing left */
         batch_commits bc = {.n = 0};
-        run_batch(ta.pg, list, &bc);
+        claim_counts cc = {{0}, {0}};
+        run_batch(ta.pg, list, &bc, &cc);
         rb_pgreq **last = &list;
         while (*last)
             last = &(*last)->next;
@@ -454,6 +482,10 @@ void *mode_db_thread(void *arg)
         pm->done_tail = last;
         pm->seen.commits = mode_append(pm->seen.commits, &pm->seen.n_commits, bc.c, bc.n,
                                   sizeof *bc.c);
+        for (int w = 0; w < 2; w++) {
+            pm->seen.claims[w] += cc.n[w];
+            pm->seen.claims_empty[w] += cc.empty[w];
+        }
         mode_note_expired_locked(pm, ta.pg); /* dropped by its claims */
         mode_signal_loop(pm);
         pthread_mutex_unlock(&pm->mu);

@@ -1,7 +1,8 @@
 /* FETCH in distributed mode (request.h, rb_pgmode_fetch and
  * rb_pgmode_refetch): the first claim for the job engine's op, the claims
- * again for a connection parked in a waiting FETCH when rb_eng_wake says
- * its queues got a job (a notification, a local push, the poll timer), the null reply after
+ * again for a connection parked in a waiting FETCH when rb_pgmode_wake
+ * says its queues got a job (a notification, a local push, the poll
+ * timer; one claim statement in flight per queue list), the null reply after
  * 2 s, and the release of a job claimed for a connection that closed
  * meanwhile. Loop thread only (the claims run on the database threads). A
  * parked connection owns its queue list (c->fetch_queues) while no claim
@@ -26,7 +27,7 @@ static void on_throttle_wake(evutil_socket_t fd, short what, void *arg)
     (void)what;
     rb_srv *srv = arg;
     srv->pgm->throttle_at = INT64_MAX;
-    rb_eng_wake(srv, NULL, 0); /* a throttled queue's slot freed: another try */
+    rb_pgmode_wake(srv, NULL, 0); /* a throttled queue's slot freed: another try */
 }
 
 /* A claim found a throttled queue full whose next slot frees by itself
@@ -50,6 +51,94 @@ static void arm_throttle_wake(rb_srv *srv, int64_t at)
 
 static void fetch_done(rb_srv *srv, rb_pgreq *r);
 
+/* --- wake rounds (rb_pgmode_wake) --- */
+
+static bool same_list(const mode_round *w, char *const *queues, int n)
+{
+    if (w->nq != n)
+        return false;
+    for (int i = 0; i < n; i++)
+        if (strcmp(w->queues[i], queues[i]))
+            return false;
+    return true;
+}
+
+static bool touches(const mode_round *w, const char *const *queues, size_t n)
+{
+    if (!queues)
+        return true;
+    for (int i = 0; i < w->nq; i++)
+        for (size_t k = 0; k < n; k++)
+            if (!strcmp(w->queues[i], queues[k]))
+                return true;
+    return false;
+}
+
+/* The round of c's queue list, made when make is set (else NULL if none). */
+static mode_round *round_of(rb_pgmode *pm, char *const *queues, int n, bool make)
+{
+    for (mode_round *w = pm->rounds; w; w = w->next)
+        if (same_list(w, queues, n))
+            return w;
+    if (!make)
+        return NULL;
+    mode_round *w = rb_xcalloc(1, sizeof *w);
+    w->queues = rb_xcalloc((size_t)n, sizeof *w->queues);
+    for (int i = 0; i < n; i++)
+        w->queues[i] = rb_xstrdup(queues[i]);
+    w->nq = n;
+    w->next = pm->rounds;
+    pm->rounds = w;
+    return w;
+}
+
+static void round_free(rb_pgmode *pm, mode_round *w)
+{
+    for (mode_round **p = &pm->rounds; *p; p = &(*p)->next) {
+        if (*p == w) {
+            *p = w->next;
+            break;
+        }
+    }
+    for (int i = 0; i < w->nq; i++)
+        free(w->queues[i]);
+    free(w->queues);
+    free(w);
+}
+
+void mode_rounds_free(rb_pgmode *pm)
+{
+    while (pm->rounds)
+        round_free(pm, pm->rounds);
+}
+
+void rb_pgmode_wake(rb_srv *srv, const char *const *queues, size_t n)
+{
+    rb_pgmode *pm = srv->pgm;
+    for (mode_round *w = pm->rounds; w; w = w->next)
+        if (w->out > 0 && touches(w, queues, n))
+            w->again = true; /* rb_pgmode_refetch leaves its FETCHes parked */
+    pm->holding = true;
+    rb_eng_wake(srv, queues, n);
+    pm->holding = false;
+    mode_post_held(pm);
+}
+
+/* A parked FETCH's claim of round w is back (its connection answered or
+ * parked again): when it was the last, a wake that came meanwhile makes
+ * the list's parked FETCHes claim once more. */
+static void round_back(rb_srv *srv, mode_round *w)
+{
+    if (--w->out > 0)
+        return;
+    if (w->again) {
+        w->again = false;
+        rb_pgmode_wake(srv, (const char *const *)w->queues, (size_t)w->nq);
+    }
+    if (w->out == 0 && !w->again)
+        round_free(srv->pgm, w);
+}
+
 static char *dup_wid(const rb_conn *c)
 {
     return c->worker ? rb_xstrdup(c->worker->wid) : NULL;
@@ -65,6 +154,8 @@ static void post_claim(rb_srv *srv, rb_conn *c, char **queues, int n, int64_t wa
     r->u.claim.seq = srv->pgm->notify_seq;
     r->wid = dup_wid(c);
     r->done = fetch_done;
+    r->u.claim.round = round_of(srv->pgm, queues, n, true);
+    r->u.claim.round->out++;
     rb_pgreq_post(srv, r);
 }
 
@@ -166,16 +257,14 @@ static void op_claim_done(rb_srv *srv, rb_pgreq *r)
     mode_req_free(r);
     rb_eng_complete(srv, op);
     if (!got && missed)
-        rb_eng_wake(srv, NULL, 0);
+        rb_pgmode_wake(srv, NULL, 0);
 }
 
-/* A claim is done: a FETCH's first (op_claim_done), or a parked FETCH's. */
-static void fetch_done(rb_srv *srv, rb_pgreq *r)
+/* A parked FETCH's claim is done: the job to its connection, or the
+ * connection parked again (null after its 2 s). A wake that went by
+ * meanwhile was noted for the next round (round_back). */
+static void parked_claim_done(rb_srv *srv, rb_pgreq *r)
 {
-    if (r->data) {
-        op_claim_done(srv, r);
-        return;
-    }
     rb_conn *c = r->c;
     if (!r->rc)
         rb_pgmode_storage_ok(srv);
@@ -195,7 +284,6 @@ static void fetch_done(rb_srv *srv, rb_pgreq *r)
         return;
     }
     arm_throttle_wake(srv, r->u.claim.wake_at);
-    bool missed = r->u.claim.seq != srv->pgm->notify_seq; /* a wake-up went by */
     int n;
     char **queues = take_queues(r, &n);
     int64_t left = r->u.claim.wait_until_ms - rb_now_ms();
@@ -213,14 +301,27 @@ static void fetch_done(rb_srv *srv, rb_pgreq *r)
     struct timeval tv = {left / 1000, (left % 1000) * 1000};
     evtimer_add(c->fetch_timeout, &tv);
     mode_req_drop(r);
-    if (missed)
-        rb_eng_wake(srv, NULL, 0);
+}
+
+/* A claim is done: a FETCH's first (op_claim_done), or a parked FETCH's. */
+static void fetch_done(rb_srv *srv, rb_pgreq *r)
+{
+    if (r->data) {
+        op_claim_done(srv, r);
+        return;
+    }
+    mode_round *w = r->u.claim.round;
+    parked_claim_done(srv, r);
+    round_back(srv, w);
 }
 
 bool rb_pgmode_refetch(rb_srv *srv, rb_conn *c)
 {
     if (srv->stopping && !srv->base)
         return false;
+    mode_round *w = round_of(srv->pgm, c->fetch_queues, c->n_fetch_queues, false);
+    if (w && w->out > 0)
+        return true; /* its list's claims are in flight: w->again claims after */
     struct timeval at, now;
     int64_t until = rb_now_ms() + 2000;
     if (c->fetch_timeout && event_pending(c->fetch_timeout, EV_TIMEOUT, &at)) {

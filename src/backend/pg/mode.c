@@ -64,7 +64,7 @@ static void on_efd(evutil_socket_t fd, short what, void *arg)
     }
     if (all || nq) {
         pm->notify_seq++;
-        rb_eng_wake(srv, all ? NULL : (const char *const *)queues, all ? 0 : nq);
+        rb_pgmode_wake(srv, all ? NULL : (const char *const *)queues, all ? 0 : nq);
     }
     for (size_t i = 0; i < nq; i++)
         free(queues[i]);
@@ -76,7 +76,7 @@ static void on_poll(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     rb_srv *srv = arg;
-    rb_eng_wake(srv, NULL, 0);
+    rb_pgmode_wake(srv, NULL, 0);
 }
 
 static int open_engine(rb_srv *srv, bool listen, rb_pg **out, rb_err *err)
@@ -111,6 +111,7 @@ int rb_pgmode_open(rb_srv *srv, rb_err *err)
     pm->todo_tail = &pm->todo;
     pm->done_tail = &pm->done;
     pm->maint_due_min = INT64_MAX;
+    pm->held_tail = &pm->held;
     pthread_mutex_init(&pm->mu, NULL);
     pthread_cond_init(&pm->cv, NULL);
     pthread_condattr_t ca;
@@ -220,6 +221,7 @@ void rb_pgmode_free(rb_srv *srv)
     for (size_t i = 0; i < pm->n_notified; i++)
         free(pm->notified[i]);
     free(pm->notified);
+    mode_rounds_free(pm);
     mode_observed_release(&pm->seen); /* the loop has ended: nobody reads /metrics */
     if (pm->efd_ev)
         event_free(pm->efd_ev);

@@ -47,6 +47,9 @@ typedef struct mode_observed {
     size_t n_late;
     mode_commit *commits;
     size_t n_commits;
+    /* claim statements run for FETCHes ([1]: for parked ones woken), and
+     * how many of them found no job */
+    size_t claims[2], claims_empty[2];
     rb_pg_labels *expired; /* jobs dropped expired (sql_unique.c) */
     size_t n_expired;
 } mode_observed;
@@ -104,6 +107,13 @@ struct rb_pgmode {
 
     /* Loop thread only. */
     uint64_t notify_seq; /* wake-ups delivered so far */
+    /* Wake rounds (fetch.c's rb_pgmode_wake): per queue list, the claims
+     * of its parked FETCHes in flight and whether a wake came meanwhile. */
+    struct mode_round *rounds;
+    /* While a round is posted: its claims, handed to one database thread
+     * together (request.c's rb_pgreq_post and mode_post_held). */
+    bool holding;
+    rb_pgreq *held, **held_tail;
     struct event *throttle_ev; /* wakes parked FETCHes when a full throttled
                                   queue's slot frees by itself (fetch.c) */
     int64_t throttle_at;       /* throttle_ev's time; 0 or INT64_MAX: not armed */
@@ -116,6 +126,19 @@ struct rb_pgmode {
     struct event *pre_ev; /* puts back jobs held too long */
     uint64_t prefetch_hits, prefetch_expired; /* INFO's distributed.prefetch */
 };
+
+/* The wake round of one queue list (fetch.c): the claims of parked
+ * FETCHes waiting on exactly these queues that are in flight (posted
+ * together, one statement), and whether a wake for any of the queues came
+ * meanwhile (then the list's parked FETCHes claim again when the last
+ * claim is back). Kept while claims are in flight. Loop thread. */
+typedef struct mode_round {
+    struct mode_round *next;
+    char **queues; /* owned copies */
+    int nq;
+    int out;
+    bool again;
+} mode_round;
 
 /* A database thread's argument: its mode and its own engine. */
 typedef struct mode_thread_arg {
@@ -148,6 +171,11 @@ void mode_maint_due(rb_pgmode *pm, int64_t due_ms);
 void mode_observed_release(mode_observed *o);
 /* Counts what the threads saw into this node's /metrics (loop thread). */
 void mode_observed_count(rb_srv *srv, const mode_observed *o);
+/* Posts the requests rb_pgreq_post held back (pm->holding) at once, so
+ * that one database thread takes them in one batch. Loop thread. */
+void mode_post_held(rb_pgmode *pm);
+/* Frees what wake rounds left pending (rb_pgmode_free). */
+void mode_rounds_free(rb_pgmode *pm);
 /* Frees r (its kind's fields, data, copies) without touching its connection. */
 void mode_req_free(rb_pgreq *r);
 /* Frees r and drops its reference without running c's next command (c

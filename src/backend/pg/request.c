@@ -100,6 +100,9 @@ void mode_observed_count(rb_srv *srv, const mode_observed *o)
         rb_metrics_lateness(srv->metrics, o->late[i]);
     for (size_t i = 0; i < o->n_commits; i++)
         rb_metrics_commit(srv->metrics, o->commits[i].n_ops, o->commits[i].us);
+    for (int w = 0; w < 2; w++)
+        if (o->claims[w])
+            rb_metrics_claims(srv->metrics, w, o->claims[w], o->claims_empty[w]);
     for (size_t i = 0; i < o->n_expired; i++)
         rb_metrics_event_labels(srv->metrics, RB_M_EXPIRED, o->expired[i].queue,
                                 o->expired[i].jobtype);
@@ -156,9 +159,15 @@ void rb_pgreq_post_with(rb_srv *srv, rb_pgreq *r, rb_pgreq *then)
         hand_over(then);
         r->next = then;
     }
+    rb_pgreq **tail = then ? &then->next : &r->next;
+    if (pm->holding) {
+        *pm->held_tail = r;
+        pm->held_tail = tail;
+        return;
+    }
     pthread_mutex_lock(&pm->mu);
     *pm->todo_tail = r;
-    pm->todo_tail = then ? &then->next : &r->next;
+    pm->todo_tail = tail;
     if (pm->split) /* a thread per side: the one for r may not be the one woken */
         pthread_cond_broadcast(&pm->cv);
     else
@@ -169,6 +178,22 @@ void rb_pgreq_post_with(rb_srv *srv, rb_pgreq *r, rb_pgreq *then)
 void rb_pgreq_post(rb_srv *srv, rb_pgreq *r)
 {
     rb_pgreq_post_with(srv, r, NULL);
+}
+
+void mode_post_held(rb_pgmode *pm)
+{
+    if (!pm->held)
+        return;
+    pthread_mutex_lock(&pm->mu);
+    *pm->todo_tail = pm->held;
+    pm->todo_tail = pm->held_tail;
+    if (pm->split)
+        pthread_cond_broadcast(&pm->cv);
+    else
+        pthread_cond_signal(&pm->cv);
+    pthread_mutex_unlock(&pm->mu);
+    pm->held = NULL;
+    pm->held_tail = &pm->held;
 }
 
 void mode_req_free(rb_pgreq *r)

@@ -70,6 +70,7 @@ struct rb_pgreq {
             bool got;
             int64_t wake_at; /* none got: when a full throttled queue's slot times out
                                 (INT64_MAX: never by itself) */
+            struct mode_round *round; /* a parked FETCH's: its wake round (fetch.c) */
         } claim;
         struct {
             int status, state;
@@ -127,6 +128,17 @@ void rb_pgmode_retry_due(rb_srv *srv, int64_t due_ms);
 /* INFO's rebound.prefetch of this node: {"enabled", "held", "hits",
  * "expired"} (a new reference). */
 json_t *rb_pgmode_prefetch_json(rb_srv *srv);
+/* Jobs became ready in queues (NULL: anywhere, n 0): the FETCHes parked
+ * on those queues claim again, one statement per queue list (their claims
+ * posted to one database thread together). While the claims of a queue
+ * list's parked FETCHes are in flight, a wake for its queues starts no
+ * more claims for that list; it is noted, and when the last claim is back
+ * the list's parked FETCHes claim once more (the wake may have come after
+ * the claims' snapshot). So however many notifications arrive, a node
+ * has at most one claim statement in flight per queue list for its parked
+ * FETCHes, and no wake is lost. Every wake of a parked FETCH goes through
+ * here. */
+void rb_pgmode_wake(rb_srv *srv, const char *const *queues, size_t n);
 /* Distributed mode's rb_backend.refetch: claims again for c, parked in a
  * FETCH, within what is left of its wait (false while the node stops). */
 bool rb_pgmode_refetch(rb_srv *srv, rb_conn *c);
