@@ -365,40 +365,26 @@ awk '
     print line
   }
   END {
+    # the rows, in order: run name, system, mode
+    ns = split("rebound-push|rebound-pushb500|rebound2-push|rebound-prefetch|rebound2-prefetch|" \
+               "graphile-addJobs500|graphile-addJob|pgboss-send", id, "|")
+    split("Rebound, one node|Rebound, one node|Rebound, two nodes|Rebound, one node, prefetch|" \
+          "Rebound, two nodes, prefetch|graphile-worker|graphile-worker|pg-boss", sys, "|")
+    split("PUSH one at a time|PUSHB 500|PUSH on A, workers on A and B|PUSH one at a time|" \
+          "PUSH on A, workers on A and B|addJobs(500)|addJob|send + work(batch 100)", mode, "|")
     gl = v["graphile-addJobs500", "lifecycle.jobs_per_s"]; gt = v["graphile-addJobs500", "retries.jobs_per_s"]
     g1t = v["graphile-addJob", "retries.jobs_per_s"]; bt = v["pgboss-send", "retries.jobs_per_s"]
     print "| system | mode | lifecycle jobs/s | ÷ graphile addJobs | retries jobs/s | ÷ graphile addJobs | ÷ graphile addJob | ÷ pg-boss | duplicates/missing |"
     print "|---|---|---:|---:|---:|---:|---:|---:|---:|"
-    row("rebound-push", "Rebound, one node", "PUSH one at a time")
-    row("rebound-pushb500", "Rebound, one node", "PUSHB 500")
-    row("rebound2-push", "Rebound, two nodes", "PUSH on A, workers on A and B")
-    row("rebound-prefetch", "Rebound, one node, prefetch", "PUSH one at a time")
-    row("rebound2-prefetch", "Rebound, two nodes, prefetch", "PUSH on A, workers on A and B")
-    row("graphile-addJobs500", "graphile-worker", "addJobs(500)")
-    row("graphile-addJob", "graphile-worker", "addJob")
-    row("pgboss-send", "pg-boss", "send + work(batch 100)")
+    for (i = 1; i <= ns; i++) row(id[i], sys[i], mode[i])
     print "\nWhat PostgreSQL did per job (its statistics; lifecycle, then retries):\n"
     print "| system | mode | commits/job | WAL flushes/job | WAL bytes/job | retries: commits/job | WAL flushes/job | WAL bytes/job |"
     print "|---|---|---:|---:|---:|---:|---:|---:|"
-    pg("rebound-push", "Rebound, one node", "PUSH one at a time")
-    pg("rebound-pushb500", "Rebound, one node", "PUSHB 500")
-    pg("rebound2-push", "Rebound, two nodes", "PUSH on A, workers on A and B")
-    pg("rebound-prefetch", "Rebound, one node, prefetch", "PUSH one at a time")
-    pg("rebound2-prefetch", "Rebound, two nodes, prefetch", "PUSH on A, workers on A and B")
-    pg("graphile-addJobs500", "graphile-worker", "addJobs(500)")
-    pg("graphile-addJob", "graphile-worker", "addJob")
-    pg("pgboss-send", "pg-boss", "send + work(batch 100)")
+    for (i = 1; i <= ns; i++) pg(id[i], sys[i], mode[i])
     print "\nCPU per job, µs (PostgreSQL, the Rebound nodes, the clients: load generator or Node, the rest of the machine; lifecycle, then retries):\n"
     print "| system | mode | PostgreSQL | Rebound | clients | rest | retries: PostgreSQL | Rebound | clients | rest |"
     print "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
-    cpu("rebound-push", "Rebound, one node", "PUSH one at a time")
-    cpu("rebound-pushb500", "Rebound, one node", "PUSHB 500")
-    cpu("rebound2-push", "Rebound, two nodes", "PUSH on A, workers on A and B")
-    cpu("rebound-prefetch", "Rebound, one node, prefetch", "PUSH one at a time")
-    cpu("rebound2-prefetch", "Rebound, two nodes, prefetch", "PUSH on A, workers on A and B")
-    cpu("graphile-addJobs500", "graphile-worker", "addJobs(500)")
-    cpu("graphile-addJob", "graphile-worker", "addJob")
-    cpu("pgboss-send", "pg-boss", "send + work(batch 100)")
+    for (i = 1; i <= ns; i++) cpu(id[i], sys[i], mode[i])
     if (v["rebound2-probe", "latency.lat_p50_ms"] != "")
       printf "\nprobe (push on node A, FETCH waiting on node B, %s jobs): p50 %s ms, p99 %s ms, max %s ms\n",
         v["rebound2-probe", "latency.jobs"], v["rebound2-probe", "latency.lat_p50_ms"],

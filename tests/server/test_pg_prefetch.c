@@ -86,9 +86,9 @@ static void start(const char *config)
     cr_assert_eq(rbh_start(&srv, config, NULL), 0, "the server did not start (see %s)", srv.log);
 }
 
-/* Starts a node with prefetch on; wid pushes pfjob-aa and pfjob-bb to q,
- * fetches and ACKs pfjob-aa, so that pfjob-bb is held for it. */
-static rbh_conn *held_after_ack(const char *wid)
+/* Starts a node with prefetch on; a worker with wid (NULL: none) pushes
+ * pfjob-aa and pfjob-bb to q, fetches and ACKs pfjob-aa. */
+static rbh_conn *ack_first(const char *wid)
 {
     start(ON);
     rbh_conn *w = rbh_connect(&srv, wid);
@@ -97,6 +97,13 @@ static rbh_conn *held_after_ack(const char *wid)
     push(w, "q", "pfjob-bb");
     fetch_is(w, "q", "pfjob-aa");
     cr_assert(rbh_expect(w, "+OK", "ACK {\"jid\":\"pfjob-aa\"}"));
+    return w;
+}
+
+/* ack_first, pfjob-bb then held for wid. */
+static rbh_conn *held_after_ack(const char *wid)
+{
+    rbh_conn *w = ack_first(wid);
     assert_reserved_for("pfjob-bb", wid, "1");
     return w;
 }
@@ -256,13 +263,7 @@ Test(prefetch, off_by_default_claims_nothing_ahead)
 
 Test(prefetch, a_worker_without_wid_claims_nothing_ahead)
 {
-    start(ON);
-    rbh_conn *w = rbh_connect(&srv, NULL);
-    cr_assert(w);
-    push(w, "q", "pfjob-aa");
-    push(w, "q", "pfjob-bb");
-    fetch_is(w, "q", "pfjob-aa");
-    cr_assert(rbh_expect(w, "+OK", "ACK {\"jid\":\"pfjob-aa\"}"));
+    rbh_conn *w = ack_first(NULL);
     assert_enqueued("pfjob-bb", "0");
     rbh_close(w);
 }
