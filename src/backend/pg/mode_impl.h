@@ -122,7 +122,6 @@ struct rb_pgmode {
     size_t n_pre;
     mode_last *last;     /* prefetch.c: each worker id's last FETCH queues */
     size_t n_last;
-    size_t pre_flight;   /* prefetch claims posted, not back yet */
     struct event *pre_ev; /* puts back jobs held too long */
     uint64_t prefetch_hits, prefetch_expired; /* INFO's distributed.prefetch */
 };

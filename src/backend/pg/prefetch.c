@@ -91,10 +91,14 @@ void mode_prefetch_seen(rb_srv *srv, const char *wid, char *const *queues, int n
     l->nq = nq;
 }
 
-/* Puts back the held job i (fetch.c's release) and removes it. */
-static void drop_held(rb_srv *srv, size_t i)
+/* Puts back the held job i (fetch.c's release) and removes it; false
+ * while the node stops (no request is posted any more: it stays held,
+ * for mode_prefetch_release_all). */
+static bool drop_held(rb_srv *srv, size_t i)
 {
     rb_pgmode *pm = srv->pgm;
+    if (!srv->base || srv->stopping)
+        return false;
     mode_pre *p = &pm->pre[i];
     mode_release_claimed(srv, p->job.jid, p->wid);
     free(p->wid);
@@ -102,6 +106,7 @@ static void drop_held(rb_srv *srv, size_t i)
     free(p->job.jid);
     free(p->job.json);
     pm->pre[i] = pm->pre[--pm->n_pre];
+    return true;
 }
 
 bool mode_prefetch_take(rb_srv *srv, const char *wid, char *const *queues, int nq,
@@ -118,7 +123,8 @@ bool mode_prefetch_take(rb_srv *srv, const char *wid, char *const *queues, int n
             continue;
         }
         if (!same_list(p->queues, p->nq, queues, nq)) {
-            drop_held(srv, i); /* claimed for queues it no longer asks for */
+            if (!drop_held(srv, i)) /* claimed for queues it no longer asks for */
+                i++;
             continue;
         }
         if (got) { /* another of its fetchers takes it */
@@ -147,12 +153,10 @@ static void on_expiry(evutil_socket_t fd, short what, void *arg)
     rb_pgmode *pm = srv->pgm;
     int64_t now = rb_now_ms();
     for (size_t i = 0; i < pm->n_pre;) {
-        if (now - pm->pre[i].at_ms >= RB_PGMODE_PREFETCH_HOLD_MS) {
+        if (now - pm->pre[i].at_ms >= RB_PGMODE_PREFETCH_HOLD_MS && drop_held(srv, i))
             pm->prefetch_expired++;
-            drop_held(srv, i);
-        } else {
+        else
             i++;
-        }
     }
     arm_expiry(srv);
 }
@@ -181,7 +185,6 @@ static void arm_expiry(rb_srv *srv)
 static void claim_done(rb_srv *srv, rb_pgreq *r)
 {
     rb_pgmode *pm = srv->pgm;
-    pm->pre_flight--;
     if (!r->rc && r->u.claim.got) {
         pm->pre = rb_xrealloc(pm->pre, (pm->n_pre + 1) * sizeof *pm->pre);
         mode_pre *p = &pm->pre[pm->n_pre++];
@@ -218,7 +221,6 @@ rb_pgreq *rb_pgmode_prefetch_claim(rb_srv *srv, const char *wid)
     r->u.claim.seq = pm->notify_seq;
     r->wid = rb_xstrdup(wid);
     r->done = claim_done;
-    pm->pre_flight++;
     return r;
 }
 
