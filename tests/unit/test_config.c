@@ -117,6 +117,7 @@ Test(config, every_key_is_read_from_a_file, .init = in_tmpdir)
                   "metrics_public = false\n"
                   "[storage]\n"
                   "url = \"postgres://u@h/db\"\n"
+                  "prefetch = true\n"
                   "[workflows]\n"
                   "succeeded_ttl = \"10m\"\n"
                   "batch_retention = \"2h\"\n"
@@ -149,6 +150,7 @@ Test(config, every_key_is_read_from_a_file, .init = in_tmpdir)
     cr_assert_eq(cfg.server.dead_retention_s, 7 * 86400);
     cr_assert_not(cfg.server.metrics_public);
     cr_assert_str_eq(cfg.storage.url, "postgres://u@h/db");
+    cr_assert(cfg.storage.prefetch);
     cr_assert_eq(cfg.workflows.succeeded_ttl_s, 600);
     cr_assert_eq(cfg.log.level, 2, "warn");
     cr_assert_eq(cfg.log.format, 1, "json");
