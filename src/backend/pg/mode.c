@@ -112,6 +112,7 @@ int rb_pgmode_open(rb_srv *srv, rb_err *err)
     pm->done_tail = &pm->done;
     pm->maint_due_min = INT64_MAX;
     pm->held_tail = &pm->held;
+    mode_prefetch_init(pm);
     pthread_mutex_init(&pm->mu, NULL);
     pthread_cond_init(&pm->cv, NULL);
     pthread_condattr_t ca;

@@ -13,6 +13,7 @@
 
 #include "backend/pg/mode.h"
 #include "backend/pg/request.h"
+#include "common/table.h"
 
 /* Database threads per node (work engines), and how often a waiting FETCH
  * claims again without a notification. */
@@ -68,6 +69,7 @@ typedef struct mode_last {
     char *wid;
     char **queues;
     int nq;
+    void *hnext; /* rb_pgmode.last's chain */
 } mode_last;
 
 struct rb_pgmode {
@@ -120,8 +122,7 @@ struct rb_pgmode {
     bool outage;         /* an outage was logged and has not ended */
     mode_pre *pre;       /* prefetch.c: jobs held for their worker's FETCH */
     size_t n_pre;
-    mode_last *last;     /* prefetch.c: each worker id's last FETCH queues */
-    size_t n_last;
+    rb_table last;       /* prefetch.c: each worker id's last FETCH queues, by wid */
     struct event *pre_ev; /* puts back jobs held too long */
     uint64_t prefetch_hits, prefetch_expired; /* INFO's distributed.prefetch */
 };
@@ -194,6 +195,8 @@ void mode_prefetch_seen(rb_srv *srv, const char *wid, char *const *queues, int n
  * *jid and *json (true); held ones for other lists are put back. */
 bool mode_prefetch_take(rb_srv *srv, const char *wid, char *const *queues, int nq,
                         char **jid, char **json);
+/* Makes pm's prefetch state (before anything is posted). */
+void mode_prefetch_init(rb_pgmode *pm);
 /* The node stops (its threads joined): held jobs put back through pg
  * (NULL: only freed), everything freed. */
 void mode_prefetch_release_all(rb_srv *srv, rb_pg *pg);

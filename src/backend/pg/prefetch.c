@@ -1,7 +1,6 @@
 /* Distributed mode's prefetch ([storage] prefetch, docs/configuration.md):
  * a worker's ACK (or FAIL) carries a claim of its next job in the same
- * transaction,
- * for the queue list of that worker's last FETCH, so the FETCH that
+ * transaction, for the queue list of that worker's last FETCH, so the FETCH that
  * follows the ACK's reply is answered at once instead of after a round
  * trip and a COMMIT of its own. The job so claimed is an ordinary claim,
  * committed before anyone sees it: reserved for the worker's wid, its
@@ -21,6 +20,7 @@
 
 #include "engine/engine.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
@@ -56,13 +56,20 @@ static void free_list(char **q, int n)
     free(q);
 }
 
+static const char *last_key(const void *e)
+{
+    return ((const mode_last *)e)->wid;
+}
+
+void mode_prefetch_init(rb_pgmode *pm)
+{
+    rb_table_init(&pm->last, offsetof(mode_last, hnext), last_key);
+}
+
 /* The entry of wid in pm->last, or NULL. */
 static mode_last *last_of(rb_pgmode *pm, const char *wid)
 {
-    for (size_t i = 0; i < pm->n_last; i++)
-        if (!strcmp(pm->last[i].wid, wid))
-            return &pm->last[i];
-    return NULL;
+    return rb_table_get(&pm->last, wid);
 }
 
 bool mode_prefetch_on(const rb_srv *srv)
@@ -79,16 +86,30 @@ void mode_prefetch_seen(rb_srv *srv, const char *wid, char *const *queues, int n
     if (l && same_list(l->queues, l->nq, queues, nq))
         return;
     if (!l) {
-        if (pm->n_last == RB_PGMODE_PREFETCH_WIDS)
+        if (pm->last.size == RB_PGMODE_PREFETCH_WIDS)
             return; /* that many workers: the rest fetch as before */
-        pm->last = rb_xrealloc(pm->last, (pm->n_last + 1) * sizeof *pm->last);
-        l = &pm->last[pm->n_last++];
+        l = rb_xcalloc(1, sizeof *l);
         l->wid = rb_xstrdup(wid);
+        rb_table_put(&pm->last, l);
     } else {
         free_list(l->queues, l->nq);
     }
     l->queues = copy_list(queues, nq);
     l->nq = nq;
+}
+
+/* Frees held job i's fields (its job's too unless taken) and removes it
+ * from pm->pre (the last one takes its place). */
+static void forget_held(rb_pgmode *pm, size_t i, bool taken)
+{
+    mode_pre *p = &pm->pre[i];
+    free(p->wid);
+    free_list(p->queues, p->nq);
+    if (!taken) {
+        free(p->job.jid);
+        free(p->job.json);
+    }
+    pm->pre[i] = pm->pre[--pm->n_pre];
 }
 
 /* Puts back the held job i (fetch.c's release) and removes it; false
@@ -99,13 +120,8 @@ static bool drop_held(rb_srv *srv, size_t i)
     rb_pgmode *pm = srv->pgm;
     if (!srv->base || srv->stopping)
         return false;
-    mode_pre *p = &pm->pre[i];
-    mode_release_claimed(srv, p->job.jid, p->wid);
-    free(p->wid);
-    free_list(p->queues, p->nq);
-    free(p->job.jid);
-    free(p->job.json);
-    pm->pre[i] = pm->pre[--pm->n_pre];
+    mode_release_claimed(srv, pm->pre[i].job.jid, pm->pre[i].wid);
+    forget_held(pm, i, false);
     return true;
 }
 
@@ -133,9 +149,7 @@ bool mode_prefetch_take(rb_srv *srv, const char *wid, char *const *queues, int n
         }
         *jid = p->job.jid;
         *json = p->job.json;
-        free(p->wid);
-        free_list(p->queues, p->nq);
-        pm->pre[i] = pm->pre[--pm->n_pre];
+        forget_held(pm, i, true);
         pm->prefetch_hits++;
         got = true;
     }
@@ -224,11 +238,20 @@ rb_pgreq *rb_pgmode_prefetch_claim(rb_srv *srv, const char *wid)
     return r;
 }
 
+static void free_last(void *e, void *arg)
+{
+    (void)arg;
+    mode_last *l = e;
+    free(l->wid);
+    free_list(l->queues, l->nq);
+    free(l);
+}
+
 void mode_prefetch_release_all(rb_srv *srv, rb_pg *pg)
 {
     rb_pgmode *pm = srv->pgm;
-    for (size_t i = 0; i < pm->n_pre; i++) {
-        mode_pre *p = &pm->pre[i];
+    while (pm->n_pre) {
+        mode_pre *p = &pm->pre[pm->n_pre - 1];
         if (pg) {
             int status, state;
             rb_err err = {0};
@@ -238,21 +261,13 @@ void mode_prefetch_release_all(rb_srv *srv, rb_pg *pg)
                           "job %s stays reserved until its lease ends: %s", p->job.jid,
                           rb_err_msg(&err));
         }
-        free(p->wid);
-        free_list(p->queues, p->nq);
-        free(p->job.jid);
-        free(p->job.json);
+        forget_held(pm, pm->n_pre - 1, false);
     }
     free(pm->pre);
     pm->pre = NULL;
     pm->n_pre = 0;
-    for (size_t i = 0; i < pm->n_last; i++) {
-        free(pm->last[i].wid);
-        free_list(pm->last[i].queues, pm->last[i].nq);
-    }
-    free(pm->last);
-    pm->last = NULL;
-    pm->n_last = 0;
+    rb_table_each(&pm->last, free_last, NULL);
+    rb_table_release(&pm->last);
     if (pm->pre_ev) {
         event_free(pm->pre_ev);
         pm->pre_ev = NULL;

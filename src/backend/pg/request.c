@@ -151,6 +151,19 @@ static void hand_over(rb_pgreq *r)
     r->next = NULL;
 }
 
+/* Appends the chain head..*tail to pm->todo and wakes a database thread
+ * (every one when each takes its own side: the one woken might not be
+ * the one for these). mu held. */
+static void append_todo_locked(rb_pgmode *pm, rb_pgreq *head, rb_pgreq **tail)
+{
+    *pm->todo_tail = head;
+    pm->todo_tail = tail;
+    if (pm->split)
+        pthread_cond_broadcast(&pm->cv);
+    else
+        pthread_cond_signal(&pm->cv);
+}
+
 void rb_pgreq_post_with(rb_srv *srv, rb_pgreq *r, rb_pgreq *then)
 {
     rb_pgmode *pm = srv->pgm;
@@ -166,12 +179,7 @@ void rb_pgreq_post_with(rb_srv *srv, rb_pgreq *r, rb_pgreq *then)
         return;
     }
     pthread_mutex_lock(&pm->mu);
-    *pm->todo_tail = r;
-    pm->todo_tail = tail;
-    if (pm->split) /* a thread per side: the one for r may not be the one woken */
-        pthread_cond_broadcast(&pm->cv);
-    else
-        pthread_cond_signal(&pm->cv);
+    append_todo_locked(pm, r, tail);
     pthread_mutex_unlock(&pm->mu);
 }
 
@@ -185,12 +193,7 @@ void mode_post_held(rb_pgmode *pm)
     if (!pm->held)
         return;
     pthread_mutex_lock(&pm->mu);
-    *pm->todo_tail = pm->held;
-    pm->todo_tail = pm->held_tail;
-    if (pm->split)
-        pthread_cond_broadcast(&pm->cv);
-    else
-        pthread_cond_signal(&pm->cv);
+    append_todo_locked(pm, pm->held, pm->held_tail);
     pthread_mutex_unlock(&pm->mu);
     pm->held = NULL;
     pm->held_tail = &pm->held;
