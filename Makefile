@@ -1,5 +1,7 @@
 # Rebound: a durable job server with exact retry semantics.
-# `make` builds build/rebound; `make check` runs every test (normal + ASan/UBSan);
+# `make` builds build/rebound; `make check` runs the unit and server suites on
+# both backends and the README sequence (minutes); `make check-full` adds the
+# sanitized build, long runs, package, browser, interop, fuzz and quick benches;
 # `make run` starts the server on ./rebound.db; `make bench` runs the benchmarks
 # (`make bench-pg`: distributed mode beside PostgreSQL job queues).
 
@@ -43,6 +45,9 @@ DEPS      ?= scripts/deps.sh
 DEPS_SETS := build
 ifneq ($(filter check %/tests,$(MAKECMDGOALS))$(findstring /tests/,$(MAKECMDGOALS)),)
 DEPS_SETS += test
+endif
+ifneq ($(filter check-full check-faults,$(MAKECMDGOALS)),)
+DEPS_SETS += test full
 endif
 ifneq ($(filter bench,$(MAKECMDGOALS)),)
 DEPS_SETS += bench
@@ -104,9 +109,14 @@ $(eval $(call build_tree,$(O)/asan,$(SAN)))
 tools: $(patsubst tests/tools/%.c,$(O)/tools/%,$(TOOL_SRC))
 bench-bin: $(patsubst bench/%.c,$(O)/bench/%,$(BENCH_SRC))
 
-# One gate: unit + server tests, normal then sanitized, then the script suites.
-check: all bench-bin $(call TESTS,$(O)/tests) $(O)/asan/rebound $(call TESTS,$(O)/asan/tests)
-	@O=$(O) $(TEST_RUNNER)
+# Two tiers (scripts/run-tests.sh): `check`, what a developer runs all day —
+# every unit and server suite of the normal build on both backends, the CLI
+# and config scripts and the README sequence; `check-full`, what CI runs —
+# that, the sanitized build, the long runs and every script suite.
+check: all $(call TESTS,$(O)/tests)
+	@O=$(O) REBOUND_TIER=check $(TEST_RUNNER)
+check-full: all bench-bin $(call TESTS,$(O)/tests) $(O)/asan/rebound $(call TESTS,$(O)/asan/tests)
+	@O=$(O) REBOUND_TIER=full $(TEST_RUNNER)
 
 run: $(O)/rebound
 	$(O)/rebound serve $(ARGS)
@@ -190,6 +200,6 @@ uninstall: $(O)/dist/rebound.toml
 clean:
 	rm -rf $(O)
 
-.PHONY: all tools bench-bin check run bench fuzz clean
+.PHONY: all tools bench-bin check check-full run bench fuzz clean
 .SECONDARY:
 -include $(shell find $(O) -name '*.d' 2>/dev/null)

@@ -2,20 +2,22 @@
 # Installs the Debian packages Rebound's build and tests need, skipping those
 # already present. The Makefile runs it before it compiles anything, with the
 # sets its goals need.
-# Usage: scripts/deps.sh [SET...]   SET: build (default), test, bench, bench-pg,
-#        fuzz, all
+# Usage: scripts/deps.sh [SET...]   SET: build (default), test, full, bench,
+#        bench-pg, fuzz, all
 # Exit 0: everything is there. Exit 1: something is missing and could not be
 # installed (not root, or apt-get failed); the message names the packages and
 # the command that installs them. Exit 2: bad usage.
 set -e
 build="build-essential pkg-config libevent-dev libsqlite3-dev libpq-dev libjansson-dev libssl-dev"
-# make check: Criterion, the interop and browser suites (node, npm, chromium),
-# PostgreSQL, the sqlite3 shell, clang for the sanitizer runtime and the fuzz
-# targets, beanstalkd for bench_quick's peer figures, valgrind for test_valgrind;
+# make check: Criterion, PostgreSQL, node and npm for the README sequence's
+# stock client, valgrind for test_valgrind
+test="libcriterion-dev nodejs npm postgresql valgrind"
+# make check-full adds: the sqlite3 shell, clang for the fuzz targets,
+# chromium for the browser suite, beanstalkd for bench_quick's peer figures;
 # install.sh and deb.sh: man and groff for the pages, systemd for
 # systemd-analyze, dpkg-dev, debhelper and lintian for the package
-test="libcriterion-dev nodejs npm postgresql sqlite3 clang libclang-rt-14-dev chromium beanstalkd valgrind"
-test="$test man-db groff-base systemd dpkg-dev debhelper lintian"
+full="sqlite3 clang libclang-rt-14-dev chromium beanstalkd"
+full="$full man-db groff-base systemd dpkg-dev debhelper lintian"
 bench="beanstalkd postgresql"
 # make bench-pg: PostgreSQL, and node/npm for graphile-worker and pg-boss
 benchpg="postgresql nodejs npm"
@@ -27,11 +29,12 @@ for set in "$@"; do
   case "$set" in
     build) ;;
     test)  want="$want $test" ;;
+    full)  want="$want $test $full" ;;
     bench) want="$want $bench" ;;
     bench-pg) want="$want $benchpg" ;;
     fuzz)  want="$want $fuzz" ;;
-    all)   want="$want $test $bench $benchpg $fuzz" ;;
-    *) echo "usage: $0 [build|test|bench|bench-pg|fuzz|all]... (unknown set '$set')" >&2; exit 2 ;;
+    all)   want="$want $test $full $bench $benchpg $fuzz" ;;
+    *) echo "usage: $0 [build|test|full|bench|bench-pg|fuzz|all]... (unknown set '$set')" >&2; exit 2 ;;
   esac
 done
 

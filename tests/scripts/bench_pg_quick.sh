@@ -1,4 +1,5 @@
 #!/bin/sh
+# tier: full
 # Runs `make bench-pg` small (bench/pg/run.sh --jobs 300 --probe 50) to prove
 # the harness works end to end: Rebound with one and two nodes (each without
 # and with prefetch), graphile-worker

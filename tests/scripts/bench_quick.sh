@@ -1,4 +1,5 @@
 #!/bin/sh
+# tier: full
 # Runs `make bench`'s quick mode once (bench/run.sh --quick) to prove the
 # benchmark still works end to end: every workload completes against every
 # server and yields its figures. Asserts no timings.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# tier: full
 # Dashboard tests in headless Chromium: installs Debian's chromium (as root,
 # when missing) and playwright-core (npm, into tests/browser), starts
 # `rebound serve` on free ports in a temporary directory, runs

@@ -1,4 +1,5 @@
 #!/bin/sh
+# tier: check
 # CLI suite: the client commands (version, push, push --file, info, jobs, job,
 # retry, kill, discard, queue, workflow, batch, batches) end to end against a real `rebound serve` on a free
 # port in a temp dir: human and --json output, and the exit codes.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# tier: check
 # `rebound config` end to end (check, --env, REBOUND_ENV, --json, reference,
 # exit codes and the one-line errors) and the toml_decode test tool.
 # Env: REBOUND_BIN (the binary), REBOUND_TOP (checkout), O (build dir).

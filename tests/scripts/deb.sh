@@ -1,4 +1,5 @@
 #!/bin/sh
+# tier: full
 # The Debian package (debian/, docs/operations.md): builds it with
 # `dpkg-buildpackage -us -uc -b` in a temporary copy of the tree, checks the
 # .deb's exact file list, its conffile, its dependencies and maintainer

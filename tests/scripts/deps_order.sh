@@ -1,4 +1,5 @@
 #!/bin/sh
+# tier: full
 # The Makefile installs packages before it compiles anything that needs them.
 # Runs make with scripts/deps.sh replaced by a recording stub (DEPS=) and the
 # compiler by one that records what it builds and writes empty outputs (CC=),
@@ -60,7 +61,11 @@ order() {
 
 if run_make check check; then ok; else bad "make check with stubs failed:"; tail -5 "$tmp/check.out"; fi
 order check "build test" "/obj/tests/server/test_.*\.o"
-order check "build test" "/asan/obj/tests/unit/test_.*\.o"
+if grep -q '^cc .*/asan/' "$log"; then bad "make check built the sanitized tree"; else ok; fi
+
+if run_make full check-full; then ok; else bad "make check-full with stubs failed:"; tail -5 "$tmp/full.out"; fi
+order full "build test full" "/obj/tests/server/test_.*\.o"
+order full "build test full" "/asan/obj/tests/unit/test_.*\.o"
 
 if run_make run run; then ok; else bad "make run with stubs failed:"; tail -5 "$tmp/run.out"; fi
 order run "build" "/rebound$"

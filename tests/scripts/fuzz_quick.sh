@@ -1,4 +1,5 @@
 #!/bin/sh
+# tier: full
 # A short run of every fuzz target (fuzz/run.sh, a few seconds each) as part
 # of `make check`: fails when a target does not build or any input crashes,
 # leaks or breaks an invariant. Needs clang and libclang-rt-14-dev

@@ -1,4 +1,5 @@
 #!/bin/sh
+# tier: full
 # `make install` and `make uninstall` (docs/operations.md): installs into a
 # DESTDIR and checks the exact file list, the unit's paths, the config, the
 # manual pages (rendered with man or groff, every subcommand in rebound(1),

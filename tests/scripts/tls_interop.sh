@@ -1,4 +1,5 @@
 #!/bin/sh
+# tier: full
 # TLS interop suite: a self-signed certificate from the openssl command line,
 # `rebound serve` with server.tls_cert/tls_key on a free port, then
 #  1. the stock npm client faktory-worker (tests/interop/tls_interop.js) as
@@ -13,12 +14,10 @@ top=${REBOUND_TOP:-$(cd "$(dirname "$0")/../.." && pwd)}
 bin=${REBOUND_BIN:-$top/build/rebound}
 dir=$top/tests/interop
 
-command -v node >/dev/null 2>&1 || { echo "tls_interop: node is missing (scripts/deps.sh test installs it)"; exit 1; }
 command -v openssl >/dev/null 2>&1 || { echo "tls_interop: the openssl command is missing"; exit 1; }
-if [ ! -f "$dir/node_modules/faktory-worker/package.json" ]; then
-  echo "tls_interop: installing faktory-worker into tests/interop"
-  (cd "$dir" && npm install --no-audit --no-fund --loglevel=error) || { echo "tls_interop: npm install failed"; exit 1; }
-fi
+suite=tls_interop
+. "$top/tests/scripts/lib/serve.sh"
+need_faktory_worker "$dir"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/rebound-tls.XXXXXX")
 pid=

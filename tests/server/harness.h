@@ -133,10 +133,8 @@ ReportHook(POST_ALL)(struct criterion_global_stats *stats)
  * (`rebound migrate --url`) and writes its url into out. */
 static inline bool rbh_pg_schema(char *out, size_t n)
 {
-    static int counter;
     char base[600], name[64], sql[128];
-    snprintf(name, sizeof name, "t%d_%d_%lld", (int)getpid(), counter++,
-             (long long)(rbh_now_ms() % 1000000));
+    rbpg_schema_name(name, sizeof name, "t");
     if (!rbpg_shared_url(base, sizeof base) || !rbpg_schema_url(out, n, name, ""))
         return false;
     PGconn *pc = PQconnectdb(base);

@@ -9,7 +9,9 @@
  *
  * initdb takes seconds, so a test binary calls rbpg_suite_init() from a
  * PRE_ALL hook: it makes one template cluster (the `rebound` superuser and
- * database; path in $RBPG_TEMPLATE) and starts one shared cluster from it.
+ * database; path in $RBPG_TEMPLATE) and starts one shared cluster from it —
+ * unless scripts/run-tests.sh made both for the whole run and said so in
+ * $RBPG_RUN_OWNED (then the binary neither makes nor removes them).
  * Most tests work in a schema of their own in the shared cluster
  * (rbpg_schema_url); a test that stops or restarts PostgreSQL gets a
  * cluster of its own with rbpg_start(), which copies the template (a
@@ -39,6 +41,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <time.h>
 
 typedef struct rbpg_cluster {
     char dir[256];  /* the temporary directory (socket, log) */
@@ -239,6 +242,10 @@ static inline bool rbpg_start(rbpg_cluster *c);
  * test works in a schema of its own (rbpg_schema_url). */
 static inline bool rbpg_suite_init(void)
 {
+    /* scripts/run-tests.sh started one for the whole run: use it */
+    if (getenv("RBPG_RUN_OWNED") && getenv("RBPG_TEMPLATE") && getenv("RBPG_SHARED_DIR") &&
+        getenv("RBPG_SHARED_PORT"))
+        return true;
     rbpg_cluster s;
     if (!rbpg_template_init() || !rbpg_start(&s))
         return false;
@@ -252,6 +259,8 @@ static inline bool rbpg_suite_init(void)
 /* For the POST_ALL hook: stops the shared cluster, removes both. */
 static inline void rbpg_suite_free(void)
 {
+    if (getenv("RBPG_RUN_OWNED"))
+        return; /* the run's, not ours */
     const char *d = getenv("RBPG_SHARED_DIR");
     if (d && !strncmp(d, "/tmp/rbpg.", 10)) {
         rbpg_cluster s;
@@ -279,6 +288,17 @@ static inline bool rbpg_schema_url(char *out, size_t n, const char *schema, cons
     snprintf(out, n, "postgresql://rebound@/rebound?host=%s&port=%s&options=-c%%20search_path%%3D%s%s",
              d, p, schema, extra);
     return true;
+}
+
+/* A schema name no other test of the run has used: prefix, the pid and the
+ * time in microseconds (pids are reused within a run: pid_max may be 32768). */
+static inline void rbpg_schema_name(char *out, size_t n, const char *prefix)
+{
+    static int counter;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    snprintf(out, n, "%s_%d_%d_%lld", prefix, (int)getpid(), counter++,
+             (long long)ts.tv_sec % 100000000 * 1000000 + ts.tv_nsec / 1000);
 }
 
 /* The base URL (no search_path) of the shared cluster. */

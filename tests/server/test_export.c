@@ -98,10 +98,8 @@ static bool contains(const char *dir, const char *name, const char *text)
 /* A new schema in the shared cluster, migrated by the binary; its url in out. */
 static void pg_schema(const char *dir, char *out, size_t n)
 {
-    static int counter;
     char base[600], name[64], sql[128];
-    snprintf(name, sizeof name, "x%d_%d_%lld", (int)getpid(), counter++,
-             (long long)(rbh_now_ms() % 1000000));
+    rbpg_schema_name(name, sizeof name, "x");
     cr_assert(rbpg_shared_url(base, sizeof base) && rbpg_schema_url(out, n, name, ""),
               "no PostgreSQL cluster");
     PGconn *pc = PQconnectdb(base);

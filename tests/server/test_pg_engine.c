@@ -82,7 +82,7 @@ static void setup(void)
 {
     char base[1024], sql[128];
     cr_assert(rbpg_shared_url(base, sizeof base), "no shared PostgreSQL cluster");
-    snprintf(schema, sizeof schema, "t_%d", (int)getpid());
+    rbpg_schema_name(schema, sizeof schema, "t");
     snprintf(sql, sizeof sql, "CREATE SCHEMA %s", schema);
     free(sql_at(base, sql));
     rbpg_schema_url(url, sizeof url, schema, "");
