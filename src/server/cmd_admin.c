@@ -67,6 +67,10 @@ static json_t *info_json(const rb_srv *srv, rb_eng_info *f)
     /* job dependencies (docs/workflows.md): Rebound's own states */
     json_object_set_new(json_object_get(info, "rebound"), "waiting", json_integer(f->waiting));
     json_object_set_new(json_object_get(info, "rebound"), "blocked", json_integer(f->blocked));
+    /* this node's connections in a FETCH that waits for a job (Redis's
+     * blocked_clients): what a test or an operator waits on */
+    json_object_set_new(json_object_get(info, "rebound"), "fetches_waiting",
+                        json_integer((json_int_t)srv->waiters.size));
     if (f->rebound)
         json_object_update(json_object_get(info, "rebound"), f->rebound);
     rb_cron_info(srv, json_object_get(info, "rebound")); /* this node's timer, either mode */

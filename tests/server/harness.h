@@ -508,6 +508,22 @@ static inline long long rbh_info_int(rbh_conn *c, const char *path)
     return n;
 }
 
+/* Sends data on c — commands ending in a FETCH that finds nothing and
+ * waits — and returns once s's INFO shows one more waiting FETCH
+ * (rebound.fetches_waiting), asked over a connection of its own: the
+ * server has read the FETCH and parked it. False after 10 s. */
+static inline bool rbh_send_parked(const rbh_server *s, rbh_conn *c, const char *data)
+{
+    rbh_conn *i = rbh_connect(s, NULL);
+    long long before = rbh_info_int(i, "rebound.fetches_waiting");
+    bool ok = rbh_send(c, data, strlen(data)) == 0;
+    int64_t end = rbh_now_ms() + 10000;
+    while (ok && rbh_info_int(i, "rebound.fetches_waiting") <= before && (ok = rbh_now_ms() < end))
+        rbh_sleep_ms(5);
+    rbh_close(i);
+    return ok;
+}
+
 /* FETCH queues on c: the jid of the job fetched (caller frees), or NULL
  * for none. */
 static inline char *rbh_fetch_jid(rbh_conn *c, const char *queues)

@@ -634,8 +634,7 @@ Test(nodes, parked_fetch_gets_a_job_pushed_on_another_node)
     rbh_conn *p = rbh_connect(&node[1], NULL);
     cr_assert(w && p);
     for (int round = 0; round < 3; round++) {
-        cr_assert_eq(rbh_send(w, "FETCH elsewhere\r\n", 17), 0);
-        rbh_sleep_ms(100); /* (lets the FETCH park; a job found at once passes too) */
+        cr_assert(rbh_send_parked(&node[0], w, "FETCH elsewhere\r\n"));
         int64_t t = rbh_now_ms();
         cr_assert(rbh_expect(p, "+OK",
                              "PUSH {\"jid\":\"far-%05d\",\"jobtype\":\"x\",\"args\":[],"

@@ -757,8 +757,7 @@ SERVER_TEST(commands_pipelined_after_a_waiting_fetch_run_when_it_ends)
 {
     rbh_conn *w = rbh_connect(&S, "wP");
     const char *two = "FETCH pq-wait\r\nACK {\"jid\":\"pqw-00001\"}\r\n";
-    cr_assert_eq(rbh_send(w, two, strlen(two)), 0);
-    rbh_sleep_ms(200); /* parked: the ACK waits behind it */
+    cr_assert(rbh_send_parked(&S, w, two)); /* parked: the ACK waits behind it */
     PUSH_OK("{\"jid\":\"pqw-00001\",\"jobtype\":\"a\",\"args\":[],\"queue\":\"pq-wait\"}");
     json_t *j = rbh_json(rbh_reply(w));
     cr_assert_str_eq(json_string_value(json_object_get(j, "jid")), "pqw-00001");

@@ -56,13 +56,12 @@ static char *fetch(rbh_conn *c, const char *queues)
     return rbh_fetch_jid(c, queues);
 }
 
-/* Sends FETCH without reading the reply (the connection waits). */
+/* Sends FETCH without reading the reply; returns once S has parked it. */
 static void park(rbh_conn *c, const char *queues)
 {
     char line[128];
-    int n = snprintf(line, sizeof line, "FETCH %s\r\n", queues);
-    cr_assert_eq(rbh_send(c, line, (size_t)n), 0);
-    rbh_sleep_ms(200); /* the server has read it and parked c */
+    snprintf(line, sizeof line, "FETCH %s\r\n", queues);
+    cr_assert(rbh_send_parked(&S, c, line), "the FETCH of %s is not waiting", queues);
 }
 
 /* The parked FETCH's reply on c: the job's jid (caller frees) or NULL,
@@ -109,7 +108,10 @@ SERVER_TEST(never_more_than_concurrency_working)
     }
     for (int i = 0; i < WORKERS; i++)
         pthread_create(&th[i], NULL, worker, workers[i]);
-    rbh_sleep_ms(300);
+    /* two got a job, the six others wait */
+    for (int64_t end = rbh_now_ms() + 10000;
+         rbh_info_int(C, "rebound.fetches_waiting") < WORKERS - 2 && rbh_now_ms() < end;)
+        rbh_sleep_ms(5);
     cr_assert_eq(working("t"), 2, "while the workers wait");
     cr_assert_eq(rbh_info_int(C, "rebound.throttles.t.in_use"), 2);
     cr_assert_eq(rbh_info_int(C, "rebound.throttles.t.concurrency"), 2);
