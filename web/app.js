@@ -220,6 +220,7 @@ function overview() {
         card('enqueued', j.enqueued, '#/queues'), card('working', j.working, null, 'ok'),
         card('scheduled', j.scheduled, '#/scheduled'), card('retries', j.retries, '#/retries', j.retries ? 'warn' : ''),
         card('dead', j.dead, '#/dead', j.dead ? 'bad' : ''),
+        card('waiting', j.waiting, '#/waiting'), card('blocked', j.blocked, '#/blocked', j.blocked ? 'held' : ''),
         card('processed', info.all_time.processed), card('failures', info.all_time.failures),
         info.all_time.expired !== null ? card('expired', info.all_time.expired) : null,
         info.unique ? card('unique locks', info.unique.locks) : null,
@@ -270,14 +271,37 @@ function queues() {
   every(3000, refreshQueues);
 }
 
-// --- job lists (scheduled, retries, dead, enqueued, working) ---------------
+// --- job lists (scheduled, retries, dead, enqueued, working, waiting, blocked)
 
-const LIST_TITLE = {scheduled: 'Scheduled', retries: 'Retries', dead: 'Dead', enqueued: 'Enqueued', working: 'In progress'};
+const LIST_TITLE = {scheduled: 'Scheduled', retries: 'Retries', dead: 'Dead', enqueued: 'Enqueued', working: 'In progress',
+  waiting: 'Waiting', blocked: 'Blocked'};
 const PAGE = 25;
+const HELD = ['waiting', 'blocked']; // a workflow's jobs held by their parents (docs/workflows.md)
+const jidLinks = (jids) => jids && jids.length
+  ? jids.map((p, i) => [i ? ', ' : '', h('a', {class: 'mono', href: '#/job/' + encodeURIComponent(p)}, p)])
+  : h('span', {class: 'muted'}, '–');
+
+// The waiting and blocked lists: each job with the parents it waits for, the
+// dead one blocking it, and its workflow; MUTATE does not move them.
+function heldRows(state, jobs) {
+  return h('table', {'data-testid': 'jobs'},
+    h('thead', {}, h('tr', {}, h('th', {}, 'job'), h('th', {}, 'queue'), h('th', {}, 'args'), h('th', {}, 'waits for'),
+      state === 'blocked' ? h('th', {}, 'blocked by') : null, h('th', {}, 'created'), h('th', {}, ''))),
+    h('tbody', {}, jobs.map((j) => h('tr', {'data-jid': j.jid},
+      h('td', {}, h('a', {href: '#/job/' + encodeURIComponent(j.jid)}, j.jobtype), h('div', {class: 'muted mono'}, j.jid)),
+      h('td', {}, j.queue),
+      h('td', {}, h('code', {class: 'args', title: JSON.stringify(j.args)}, JSON.stringify(j.args))),
+      h('td', {'data-testid': 'waits-for'}, jidLinks(j.waits_for)),
+      state === 'blocked' ? h('td', {class: 'err', 'data-testid': 'blocked-by'}, j.blocked_by ? jidLinks([j.blocked_by]) : '–') : null,
+      h('td', {}, rel(j.created_at)),
+      h('td', {}, h('a', {class: 'wf-link', href: '#/workflow/' + encodeURIComponent(j.jid)}, 'workflow'))))));
+}
 
 function jobList(state, params) {
   const mutable = ['scheduled', 'retries', 'dead'].includes(state);
-  const f = {queue: params.get('queue') || '', jobtype: params.get('jobtype') || '', errtype: params.get('errtype') || ''};
+  const held = HELD.includes(state);
+  const f = {queue: params.get('queue') || '', jobtype: params.get('jobtype') || ''};
+  if (!held) f.errtype = params.get('errtype') || ''; // a held job has not run
   const page = Math.max(parseInt(params.get('page') || '1', 10), 1);
   const selected = new Set();
   const inputs = {};
@@ -286,12 +310,18 @@ function jobList(state, params) {
     const q = new URLSearchParams();
     for (const k of Object.keys(inputs)) if (inputs[k].value) q.set(k, inputs[k].value);
     location.hash = '#/' + state + (q.toString() ? '?' + q : '');
-  }}, ['queue', 'jobtype', 'errtype'].map((k) => (inputs[k] = h('input', {name: k, placeholder: k, value: f[k], size: 14}))),
+  }}, Object.keys(f).map((k) => (inputs[k] = h('input', {name: k, placeholder: k, value: f[k], size: 14}))),
   h('button', {type: 'submit'}, 'Filter'));
   const bulk = h('div', {class: 'toolbar'});
   const box = h('div', {});
   const pager = h('div', {class: 'pager'});
-  show(h('h1', {}, LIST_TITLE[state]), h('div', {class: 'panel'}, filterBar, mutable ? bulk : null, box, pager));
+  const tabs = held ? h('div', {class: 'toolbar tabs', 'data-testid': 'held-tabs'}, HELD.map((st) =>
+    h('a', {class: 'tab' + (st === state ? ' active' : ''), href: '#/' + st, 'data-state': st}, LIST_TITLE[st], ' ', h('b', {class: 'badge', id: 'tab-' + st})))) : null;
+  const note = held ? h('div', {class: 'muted', style: 'margin-bottom:8px'}, state === 'waiting'
+    ? 'Jobs of a workflow waiting for their parents (custom.depends_on): each runs once every parent has succeeded.'
+    : 'Jobs of a workflow whose parent died (on_dep_failure "block"): retry the dead parent (its job page says which job to retry) and they wait again; discarding it kills them.') : null;
+  show(h('h1', {}, LIST_TITLE[state]), tabs, h('div', {class: 'panel'}, note, filterBar, mutable ? bulk : null, box, pager));
+  if (held) header(); // the tabs' counts
 
   async function act(action, all) {
     const body = {state};
@@ -327,6 +357,7 @@ function jobList(state, params) {
     catch (e) { box.replaceChildren(h('div', {class: 'error-box'}, e.message)); return; }
     if (mutable) bulkBar(res.total);
     if (!res.jobs.length) box.replaceChildren(h('div', {class: 'empty', 'data-testid': 'empty'}, 'No jobs.'));
+    else if (held) box.replaceChildren(heldRows(state, res.jobs));
     else {
       const when = state === 'dead' ? 'expires' : state === 'working' ? 'reserved until' : state === 'enqueued' ? 'enqueued' : 'runs';
       const allBox = h('input', {type: 'checkbox', title: 'select the page', onchange: (ev) => {
@@ -918,7 +949,7 @@ function route() {
   let page = 'overview';
   if (path === '/' || path === '') overview();
   else if (path === '/queues') { page = 'queues'; queues(); }
-  else if ((m = path.match(/^\/(scheduled|retries|dead|enqueued|working)$/))) { page = m[1]; jobList(m[1], params); }
+  else if ((m = path.match(/^\/(scheduled|retries|dead|enqueued|working|waiting|blocked)$/))) { page = m[1] === 'blocked' ? 'waiting' : m[1]; jobList(m[1], params); }
   else if ((m = path.match(/^\/job\/(.+)$/))) { page = ''; jobPage(decodeURIComponent(m[1])); }
   else if ((m = path.match(/^\/workflow\/(.+)$/))) { page = ''; workflowPage(decodeURIComponent(m[1])); }
   else if (path === '/batches') { page = 'batches'; batchesPage(params); }
@@ -936,6 +967,11 @@ async function header() {
   try {
     const info = await api('GET', 'info');
     for (const k of ['scheduled', 'retries', 'dead']) document.getElementById('n-' + k).textContent = info.jobs[k] ? fmtN(info.jobs[k]) : '';
+    const held = document.getElementById('n-held'), nHeld = (info.jobs.waiting || 0) + (info.jobs.blocked || 0);
+    held.textContent = nHeld ? fmtN(nHeld) : '';
+    held.classList.toggle('blocked', info.jobs.blocked > 0);
+    held.title = `${fmtN(info.jobs.waiting)} waiting, ${fmtN(info.jobs.blocked)} blocked`;
+    for (const k of HELD) { const t = document.getElementById('tab-' + k); if (t) t.textContent = info.jobs[k] ? fmtN(info.jobs[k]) : ''; }
     st.textContent = `${info.server.store} · up ${fmtDur(info.server.uptime_s * 1000)} · ${info.server.connections} conn`;
     const ver = document.getElementById('version');
     ver.textContent = 'v' + info.server.version;

@@ -9,14 +9,18 @@
 #include "cli/cmd_client.h"
 #include "policy/duration.h"
 
-static const char *const all_states[] = {"enqueued", "scheduled", "working", "retries", "dead"};
+/* Every state a listing shows, in its order: Faktory's, then the jobs a
+ * workflow holds (docs/workflows.md). */
+static const char *const all_states[] = {"enqueued", "scheduled", "working", "retries",
+                                         "dead",     "waiting",   "blocked"};
 #define NSTATES (sizeof all_states / sizeof all_states[0])
 
 static const char jobs_usage[] =
     "usage: rebound jobs [--state S] [--queue Q] [--jobtype T] [--errtype E]\n"
     "                    [--limit N] [--offset N] [--url URL] [--json]\n"
-    "Lists jobs. S is enqueued, scheduled, working, retries or dead; without\n"
-    "--state every state is listed (--limit then applies to each state).\n"
+    "Lists jobs. S is enqueued, scheduled, working, retries, dead, waiting or\n"
+    "blocked (a workflow's jobs held by their parents); without --state every\n"
+    "state is listed (--limit then applies to each state).\n"
     "--limit defaults to 50. --json prints {\"total\": N, \"jobs\": [...]}.\n"
     "exit: 0 listed, 1 server unreachable or failed, 2 bad usage\n";
 
@@ -30,8 +34,8 @@ static int valid_state(const char *s)
     return 0;
 }
 
-/* The time that matters for a job in state: when it runs next, or when it
- * was enqueued or failed. */
+/* The time that matters for a job in state: when it runs next, when it was
+ * enqueued or failed, or when a held one (waiting, blocked) was created. */
 static int64_t when_ms(const char *state, const json_t *job)
 {
     const json_t *failure = json_object_get(job, "failure");
@@ -43,6 +47,8 @@ static int64_t when_ms(const char *state, const json_t *job)
     }
     if (!strcmp(state, "dead"))
         return cli_json_time_ms(json_object_get(failure, "failed_at"));
+    if (!strcmp(state, "waiting") || !strcmp(state, "blocked"))
+        return cli_json_time_ms(json_object_get(job, "created_at"));
     return cli_json_time_ms(json_object_get(job, "enqueued_at"));
 }
 
@@ -97,7 +103,7 @@ int cmd_jobs(int argc, char **argv)
             if (!valid_state(optarg))
                 return cli_error(CLI_USAGE,
                                  "jobs: --state '%s' must be enqueued, scheduled, working, "
-                                 "retries or dead",
+                                 "retries, dead, waiting or blocked",
                                  optarg);
             q.state = optarg;
             break;

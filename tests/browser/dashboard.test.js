@@ -404,6 +404,39 @@ test('the workflow page draws a diamond blocked by a dead parent', async () => {
   assert.match(await page.textContent('[data-testid=workflow-error]'), /no job 'no-such-job'/);
 });
 
+test('waiting and blocked jobs have overview cards, a nav entry and lists of their own', async () => {
+  // the diamond above: wfdia-D000 is blocked by wfdia-B000; one more waits for wfdia-C000
+  await client.push({jid: 'held-wait-01', jobtype: 'PublishReport', args: [{month: 11}], queue: 'wfq',
+    custom: {depends_on: ['wfdia-C000']}});
+  const info = await apiGet('info');
+  assert.deepEqual([info.jobs.waiting, info.jobs.blocked], [1, 1]);
+  await page.goto(BASE + '/');
+  await until('the held cards', async () => (await page.$('[data-testid=card-blocked] .n')) &&
+    (await page.textContent('[data-testid=card-waiting] .n')) === '1' &&
+    (await page.textContent('[data-testid=card-blocked] .n')) === '1');
+  await until('the nav badge', async () => (await page.textContent('#n-held')) === '2');
+  assert.match(await page.getAttribute('#n-held', 'class'), /\bblocked\b/);
+  await shot('overview-held');
+  await page.click('[data-testid=card-blocked]');
+  await page.waitForSelector('table[data-testid=jobs] tr[data-jid=wfdia-D000]');
+  assert.equal(new URL(page.url()).hash, '#/blocked');
+  assert.equal(await page.getAttribute('#nav a.active', 'data-page'), 'waiting');
+  assert.equal(await page.textContent('tr[data-jid=wfdia-D000] [data-testid=blocked-by]'), 'wfdia-B000');
+  assert.equal(await page.textContent('tr[data-jid=wfdia-D000] [data-testid=waits-for]'), 'wfdia-B000, wfdia-C000');
+  assert.match(await page.textContent('[data-testid=total]'), /^1 job\(s\)/);
+  assert.equal(await page.$('[data-testid=bulk-retry]'), null, 'held jobs follow their parents: no bulk actions');
+  await until('the tabs\' counts', async () => (await page.textContent('#tab-waiting')) === '1');
+  await shot('blocked-list');
+  await page.click('[data-testid=held-tabs] a[data-state=waiting]');
+  await page.waitForSelector('table[data-testid=jobs] tr[data-jid=held-wait-01]');
+  assert.equal(await page.textContent('tr[data-jid=held-wait-01] [data-testid=waits-for]'), 'wfdia-C000');
+  assert.equal(await page.$('tr[data-jid=held-wait-01] [data-testid=blocked-by]'), null);
+  await shot('waiting-list');
+  // a row leads to the job's workflow
+  await page.click('tr[data-jid=held-wait-01] a.wf-link');
+  await page.waitForSelector('[data-testid=workflow-graph] g.wf-node[data-jid=held-wait-01]');
+});
+
 test('the batches page shows progress, the batch page its members and callbacks', async () => {
   // a batch of 4: 2 ACKed, 1 failed (retrying), 1 enqueued; a child batch under it
   const bid = await client.cmd('BATCH NEW ' + JSON.stringify({description: 'Nightly import',

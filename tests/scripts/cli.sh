@@ -162,6 +162,14 @@ has out "! dead parent blocking its children"
 run 0 workflow cliwf-B000 --json;    has out '"jid":"cliwf-B000","truncated":false'
 has out '{"parent":"cliwf-A000","child":"cliwf-C000"}'; has out '"blocking":true'
 run 0 workflow clijob-0001;          has out "1 jobs, 0 edges"; hasnt out "blocking its children"
+# the held jobs in the everyday views (issue 25 item 7): listed, totalled, counted
+run 0 jobs --queue wf;               has out "blocked    cliwf-B000"; has out "blocked    cliwf-C000"
+has out "waiting    cliwf-D000"; has out "dead       cliwf-A000"; has out "4 shown of 4"
+run 0 jobs --state blocked;          has out "cliwf-B000"; has out "cliwf-C000"; hasnt out "cliwf-D000"
+has out "2 shown of 2"
+run 0 jobs --state waiting --json;   has out '"total":1'; has out '"state":"waiting"'; has out "cliwf-D000"
+run 0 info;                          has out ", 1 waiting, 2 blocked"
+run 2 jobs --state held;             has err "must be enqueued, scheduled, working, retries, dead, waiting or blocked"
 run 1 workflow cliwf-nope;           has err "job 'cliwf-nope' not found"
 run 2 workflow;                      has err "missing JID"
 run 2 workflow a b;                  has err "unexpected argument 'b'"

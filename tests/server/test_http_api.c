@@ -161,9 +161,8 @@ HTTP_TEST(info_and_metrics_name_the_version_and_the_protocols)
     rbh_resp_free(r);
 }
 
-/* /metrics counts the jobs that wait for others and those a dead parent
- * blocks (docs/workflows.md), in both modes. */
-HTTP_TEST(metrics_count_waiting_and_blocked_jobs)
+/* One job waiting for jobid-p1 and two blocked by the dead jobid-p2. */
+static void held_jobs(void)
 {
     cr_assert(rbh_expect(C, "+OK", "PUSH {\"jid\":\"jobid-p1\",\"jobtype\":\"a\",\"args\":[]}"));
     cr_assert(rbh_expect(C, "+OK", "PUSH {\"jid\":\"jobid-c1\",\"jobtype\":\"a\",\"args\":[],"
@@ -176,11 +175,48 @@ HTTP_TEST(metrics_count_waiting_and_blocked_jobs)
                                    "\"custom\":{\"depends_on\":[\"jobid-p2\"]}}"));
     cr_assert(rbh_expect(C, "+OK", "MUTATE {\"cmd\":\"kill\",\"target\":\"scheduled\","
                                    "\"filter\":{\"jids\":[\"jobid-p2\"]}}"));
+}
+
+/* /metrics counts the jobs that wait for others and those a dead parent
+ * blocks (docs/workflows.md), in both modes. */
+HTTP_TEST(metrics_count_waiting_and_blocked_jobs)
+{
+    held_jobs();
     rbh_resp *r = expect(200, "GET", "/metrics", NULL);
     cr_assert(strstr(r->body, "\nrebound_jobs{state=\"waiting\"} 1\n"), "%s", r->body);
     cr_assert(strstr(r->body, "\nrebound_jobs{state=\"blocked\"} 2\n"), "%s", r->body);
     cr_assert(strstr(r->body, "\nrebound_jobs{state=\"dead\"} 1\n"), "%s", r->body);
     rbh_resp_free(r);
+}
+
+/* /api/info counts the held jobs and /api/jobs lists them with what they
+ * wait for and what blocks them (issue 25 item 7), in both modes. */
+HTTP_TEST(info_and_jobs_show_waiting_and_blocked_jobs)
+{
+    held_jobs();
+    rbh_resp *r = expect(200, "GET", "/api/info", NULL);
+    cr_assert_eq(jint(r, "jobs.waiting"), 1);
+    cr_assert_eq(jint(r, "jobs.blocked"), 2);
+    cr_assert_eq(jint(r, "jobs.dead"), 1);
+    rbh_resp_free(r);
+    r = expect(200, "GET", "/api/jobs?state=blocked", NULL);
+    cr_assert_str_eq(jstr(r, "state"), "blocked");
+    cr_assert_eq(jint(r, "total"), 2);
+    cr_assert_str_eq(jstr(r, "jobs.0.jid"), "jobid-c2");
+    cr_assert_str_eq(jstr(r, "jobs.1.jid"), "jobid-c3");
+    cr_assert_str_eq(jstr(r, "jobs.0.state"), "blocked");
+    cr_assert_str_eq(jstr(r, "jobs.1.blocked_by"), "jobid-p2");
+    cr_assert_str_eq(jstr(r, "jobs.1.waits_for.0"), "jobid-p2");
+    cr_assert_eq(json_array_size(rbh_get(r->json, "jobs.1.waits_for")), 1);
+    rbh_resp_free(r);
+    r = expect(200, "GET", "/api/jobs?state=waiting", NULL);
+    cr_assert_eq(jint(r, "total"), 1);
+    cr_assert_str_eq(jstr(r, "jobs.0.jid"), "jobid-c1");
+    cr_assert_str_eq(jstr(r, "jobs.0.waits_for.0"), "jobid-p1");
+    cr_assert(json_is_null(rbh_get(r->json, "jobs.0.blocked_by")));
+    rbh_resp_free(r);
+    expect_error(400, "must be scheduled, enqueued, working, retries, dead, waiting or blocked",
+                 "GET", "/api/jobs?state=held", NULL);
 }
 
 /* /metrics counts open batches and the callbacks fired, in both modes. */
