@@ -142,9 +142,12 @@ int rb_dep_check_push(json_t *const *jobs, size_t n, rb_dep_lookup_fn lookup, vo
                 indeg[i]++;
                 continue;
             }
-            if (!lookup || lookup(arg, specs[i].parents[k]) == RB_DEP_UNKNOWN) {
-                rc = rb_err_set(err, RB_EINVAL, "depends_on: unknown job %s",
-                                specs[i].parents[k]);
+            rb_dep_known known = lookup ? lookup(arg, specs[i].parents[k]) : RB_DEP_UNKNOWN;
+            if (known == RB_DEP_UNKNOWN || known == RB_DEP_DEAD) {
+                const char *pj = specs[i].parents[k];
+                rc = known == RB_DEP_DEAD
+                         ? rb_err_set(err, RB_EINVAL, RB_DEP_DEAD_FMT, pj, pj)
+                         : rb_err_set(err, RB_EINVAL, "depends_on: unknown job %s", pj);
                 goto out;
             }
         }

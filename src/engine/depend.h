@@ -14,6 +14,12 @@
 
 #include "common/error.h"
 
+/* The refusal of a push naming a dead parent (a printf format taking its
+ * jid twice): what it is, and what the user can do. */
+#define RB_DEP_DEAD_FMT \
+    "depends_on: job %s is dead, and a dead job is not accepted as a parent: retry it " \
+    "first (rebound retry %s, or MUTATE requeue), or push without it"
+
 /* The most parents one job may name. */
 #define RB_DEP_MAX_PARENTS 1000
 
@@ -48,16 +54,18 @@ const char *rb_dep_mode_name(rb_dep_mode m);
 /* What the caller's storage knows of a parent named by a pushed job that
  * is not itself in the push. */
 typedef enum rb_dep_known {
-    RB_DEP_UNKNOWN = 0,   /* no such job (or dead, or a finished one not recorded) */
+    RB_DEP_UNKNOWN = 0,   /* no such job (or a finished one not recorded) */
     RB_DEP_LIVE = 1,      /* scheduled, enqueued, working, retries, waiting or blocked */
     RB_DEP_SUCCEEDED = 2, /* ACKed recently (the workflow retention) */
+    RB_DEP_DEAD = 3,      /* in the dead set: refused until it is retried */
 } rb_dep_known;
 typedef rb_dep_known (*rb_dep_lookup_fn)(void *arg, const char *jid);
 
 /* Checks a push of n validated jobs (PUSH: 1; PUSHB: the batch) as one
  * unit: every parent is in the push or known to lookup as live or
  * succeeded, and the push's own edges have no cycle. Returns 0, or
- * RB_EINVAL with err "depends_on: unknown job J" or "depends_on: cycle
+ * RB_EINVAL with err "depends_on: unknown job J", "depends_on: job J is
+ * dead ..." (with what to do: RB_DEP_DEAD_FMT), or "depends_on: cycle
  * through J" (J on the cycle), or a job's rb_dep_parse error. */
 int rb_dep_check_push(json_t *const *jobs, size_t n, rb_dep_lookup_fn lookup, void *arg,
                       rb_err *err);

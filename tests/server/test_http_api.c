@@ -457,7 +457,9 @@ HTTP_TEST(workflow_graph_of_a_job)
     cr_assert(rbh_expect(C, "{}",
                          "PUSHB [{\"jid\":\"wfjob-d1\",\"jobtype\":\"D\",\"args\":[],"
                          "\"custom\":{\"depends_on\":[\"wfjob-a1\"]}}]"));
-    cr_assert(rbh_expect(C, "-ERR depends_on: unknown job wfjob-b1",
+    cr_assert(rbh_expect(C, "-ERR depends_on: job wfjob-b1 is dead, and a dead job is not "
+                            "accepted as a parent: retry it first (rebound retry wfjob-b1, or "
+                            "MUTATE requeue), or push without it",
                          "PUSH {\"jid\":\"wfjob-x1\",\"jobtype\":\"X\",\"args\":[],"
                          "\"custom\":{\"depends_on\":[\"wfjob-b1\"]}}"));
     rbh_resp *r = expect(200, "GET", "/api/workflow/wfjob-d1", NULL);

@@ -251,6 +251,32 @@ SERVER_TEST(recently_succeeded_parent_is_accepted)
                          "\"custom\":{\"depends_on\":[\"rec-never\"]}}"));
 }
 
+/* A parent in the dead set is named as dead, with what to do, not as an
+ * unknown job (issue 25 item 11); retried, it is accepted. */
+SERVER_TEST(dead_parent_is_refused_as_dead_with_what_to_do)
+{
+    OK("PUSH {\"jid\":\"my-flaky-job\",\"jobtype\":\"flaky\",\"args\":[],\"retry\":-1,"
+       "\"queue\":\"fq\"}");
+    expect_fetch("fq", "my-flaky-job");
+    OK("FAIL {\"jid\":\"my-flaky-job\",\"errtype\":\"E\",\"message\":\"boom\"}");
+    expect_state("my-flaky-job", "dead");
+    const char *want = "-ERR depends_on: job my-flaky-job is dead, and a dead job is not accepted "
+                       "as a parent: retry it first (rebound retry my-flaky-job, or MUTATE "
+                       "requeue), or push without it";
+    cr_assert(rbh_expect(C, want, "PUSH {\"jid\":\"ddp-kid0\",\"jobtype\":\"k\",\"args\":[],"
+                                  "\"custom\":{\"depends_on\":[\"my-flaky-job\"]}}"));
+    /* in a workflow PUSHB too, refused whole */
+    cr_assert(rbh_expect(C, want, "PUSHB [{\"jid\":\"ddp-kid1\",\"jobtype\":\"k\",\"args\":[]},"
+                                  "{\"jid\":\"ddp-kid0\",\"jobtype\":\"k\",\"args\":[],"
+                                  "\"custom\":{\"depends_on\":[\"ddp-kid1\",\"my-flaky-job\"]}}]"));
+    expect_state("ddp-kid0", NULL);
+    expect_state("ddp-kid1", NULL);
+    OK("MUTATE {\"cmd\":\"requeue\",\"target\":\"dead\",\"filter\":{\"jids\":[\"my-flaky-job\"]}}");
+    OK("PUSH {\"jid\":\"ddp-kid0\",\"jobtype\":\"k\",\"args\":[],"
+       "\"custom\":{\"depends_on\":[\"my-flaky-job\"]}}");
+    expect_state("ddp-kid0", "waiting");
+}
+
 /* Stops the server with sig, starts it again on the same database and
  * reconnects C. */
 static void restart(int sig)

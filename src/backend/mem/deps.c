@@ -119,8 +119,11 @@ static bool live(const rb_job *j)
 static rb_dep_known lookup(void *arg, const char *jid)
 {
     rb_srv *srv = arg;
-    if (live(rb_jobs_find(&srv->jobs, jid)))
+    const rb_job *j = rb_jobs_find(&srv->jobs, jid);
+    if (live(j))
         return RB_DEP_LIVE;
+    if (j && j->state == RB_JOB_DEAD)
+        return RB_DEP_DEAD;
     rb_dep_done *d = srv->deps.done.size ? rb_table_get(&srv->deps.done, jid) : NULL;
     return d ? RB_DEP_SUCCEEDED : RB_DEP_UNKNOWN;
 }

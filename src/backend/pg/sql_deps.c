@@ -11,8 +11,8 @@
 
 /* What the push's transaction read of the parents outside the push. */
 typedef struct known_set {
-    char **live, **done;
-    size_t n_live, n_done;
+    char **live, **done, **dead;
+    size_t n_live, n_done, n_dead;
 } known_set;
 
 static bool in_list(char *const *v, size_t n, const char *jid)
@@ -28,6 +28,8 @@ static rb_dep_known lookup(void *arg, const char *jid)
     const known_set *k = arg;
     if (in_list(k->live, k->n_live, jid))
         return RB_DEP_LIVE;
+    if (in_list(k->dead, k->n_dead, jid))
+        return RB_DEP_DEAD;
     return in_list(k->done, k->n_done, jid) ? RB_DEP_SUCCEEDED : RB_DEP_UNKNOWN;
 }
 
@@ -48,7 +50,8 @@ static void free_column(char **v, size_t n)
 }
 
 /* The parents' reads: live rows (not dead) locked FOR SHARE in jid order so
- * none finishes unseen before this commits, and the succeeded records. */
+ * none finishes unseen before this commits, the dead ones (refused, named in
+ * the reply), and the succeeded records. */
 static int read_parents(rb_pg *pg, const char *arr, int64_t now, known_set *k, rb_err *err)
 {
     const char *p1[1] = {arr};
@@ -59,6 +62,12 @@ static int read_parents(rb_pg *pg, const char *arr, int64_t now, known_set *k, r
     if (!r)
         return err && err->code ? err->code : RB_ESTORE;
     k->live = column(r, &k->n_live);
+    PQclear(r);
+    r = sql_query(pg, "SELECT jid FROM rb_jobs WHERE jid = ANY($1::text[]) AND state = 5", 1, p1,
+                  err);
+    if (!r)
+        return err && err->code ? err->code : RB_ESTORE;
+    k->dead = column(r, &k->n_dead);
     PQclear(r);
     char nowtxt[24];
     snprintf(nowtxt, sizeof nowtxt, "%lld", (long long)now);
@@ -160,6 +169,7 @@ int sql_push_deps_tx(rb_pg *pg, const rb_pg_new_job *jobs, size_t n, int64_t now
         rc = attach(pg, objs, n, status, err);
 out:
     free_column(k.live, k.n_live);
+    free_column(k.dead, k.n_dead);
     free_column(k.done, k.n_done);
     rb_buf_release(&arr);
     for (size_t i = 0; i < n; i++)
