@@ -7,6 +7,7 @@
 
 #include "cli/cli.h"
 #include "cli/cmd_client.h"
+#include "common/buf.h"
 #include "policy/duration.h"
 
 /* Every state a listing shows, in its order: Faktory's, then the jobs a
@@ -175,7 +176,9 @@ int cmd_jobs(int argc, char **argv)
 static const char job_usage[] =
     "usage: rebound job JID [--url URL] [--json]\n"
     "Shows one job: its state, fields, every failed attempt (when, error,\n"
-    "decision, delay and where the delay came from) and the next retry.\n"
+    "decision, delay and where the delay came from) and the next retry; for\n"
+    "a waiting or blocked job the parents it waits for and the dead one\n"
+    "blocking it.\n"
     "--json prints the server's {\"state\", \"job\", \"history\", \"next_at\"}, and\n"
     "for a tracked job (custom.track) its TRACK GET record as \"progress\".\n"
     "exit: 0 shown, 1 not found or server unreachable, 2 bad usage\n";
@@ -205,6 +208,29 @@ static void print_progress(const json_t *p)
     print_field("progress", line);
 }
 
+/* A held job's (waiting, blocked) parents not done and the dead one that
+ * blocks it, as JOB gives them (docs/workflows.md). */
+static void print_held(const json_t *res)
+{
+    const json_t *w = json_object_get(res, "waits_for");
+    const char *by = json_string_value(json_object_get(res, "blocked_by"));
+    if (json_is_array(w)) {
+        rb_buf b = RB_BUF_INIT;
+        size_t i;
+        json_t *p;
+        json_array_foreach((json_t *)w, i, p)
+            rb_buf_printf(&b, "%s%s", i ? ", " : "", json_string_value(p) ? json_string_value(p) : "?");
+        print_field("waits for", rb_buf_str(&b));
+        rb_buf_release(&b);
+    }
+    if (by) {
+        char line[600];
+        snprintf(line, sizeof line, "%s (dead: retry it to let this job wait again, rebound retry %s)",
+                 by, by);
+        print_field("blocked by", line);
+    }
+}
+
 static void print_job(const json_t *res)
 {
     const json_t *job = json_object_get(res, "job");
@@ -212,6 +238,7 @@ static void print_job(const json_t *res)
     char buf[128];
     print_field("jid", json_string_value(json_object_get(job, "jid")));
     print_field("state", json_string_value(json_object_get(res, "state")));
+    print_held(res);
     print_field("jobtype", json_string_value(json_object_get(job, "jobtype")));
     const char *q = json_string_value(json_object_get(job, "queue"));
     print_field("queue", q ? q : "default");
