@@ -216,7 +216,7 @@ function overview() {
       const j = info.jobs;
       const card = (label, n, href, cls) => h('a', {class: 'card ' + (cls || ''), href: href || null, 'data-testid': 'card-' + label.replace(/ .*/, '')},
         h('div', {class: 'n'}, fmtN(n)), h('div', {class: 'l'}, label));
-      cards.replaceChildren(
+      fill(cards,
         card('enqueued', j.enqueued, '#/queues'), card('working', j.working, null, 'ok'),
         card('scheduled', j.scheduled, '#/scheduled'), card('retries', j.retries, '#/retries', j.retries ? 'warn' : ''),
         card('dead', j.dead, '#/dead', j.dead ? 'bad' : ''),
@@ -452,14 +452,21 @@ function attemptGroups(hist, x, W) {
   }
 }
 
+// A history entry that records a death by a dependency: no attempt (the job
+// never ran then; docs/workflows.md).
+const byDependency = (a) => a.reason === 'dependency';
+
 // The job's life on a time axis: created, each failed attempt (red, with its
 // retry wait as a band; attempts too close to tell apart share a marker
-// labelled with their range), the next run or the end of retention.
+// labelled with their range), a death by a dependency, the next run or the
+// end of retention.
 function timeline(job) {
-  const hist = job.history || [];
+  const hist = (job.history || []).filter((a) => !byDependency(a));
   const ends = [];
   const start = job.schedule && job.schedule.first_enqueued_at || job.created_at;
   if (start) ends.push({t: Date.parse(start), kind: 'start', label: 'first enqueued'});
+  for (const a of (job.history || []).filter(byDependency))
+    ends.push({t: Date.parse(a.at), kind: 'dead', label: 'killed: ' + a.message});
   const future = job.next_at || job.reserved_until;
   if (future) ends.push({t: Date.parse(future), kind: 'next', label: job.state === 'working' ? 'reservation ends' : 'next attempt'});
   const W = 900, H = 118, L = 20, R = 36, Y = 58;
@@ -562,6 +569,7 @@ async function jobPage(jid) {
     } catch (e) { toast(e.message, true); }
   }}, name === 'retry' ? 'Retry now' : name[0].toUpperCase() + name.slice(1));
   const hist = job.history || [];
+  const failed = hist.filter((a) => !byDependency(a)).length;
   const sch = job.schedule || {};
   const wfLink = h('a', {href: '#/workflow/' + encodeURIComponent(jid), class: 'wf-link', 'data-testid': 'job-workflow', hidden: true}, 'workflow');
   inWorkflow(job).then((yes) => { wfLink.hidden = !yes; });
@@ -579,7 +587,7 @@ async function jobPage(jid) {
       h('div', {class: 'panel grow'}, h('h2', {}, 'Job'), h('dl', {class: 'kv'},
         h('dt', {}, 'queue'), h('dd', {}, job.queue),
         h('dt', {}, 'state'), h('dd', {'data-testid': 'job-state'}, job.state),
-        h('dt', {}, 'attempts'), h('dd', {}, job.attempts),
+        h('dt', {}, 'attempts'), h('dd', {'data-testid': 'job-attempts'}, job.attempts),
         h('dt', {}, 'priority'), h('dd', {}, job.priority),
         h('dt', {}, 'created'), h('dd', {}, fmtTime(job.created_at)),
         job.unique ? [h('dt', {}, 'unique'), h('dd', {'data-testid': 'job-unique'}, uniqueText(job.unique))] : null,
@@ -594,9 +602,10 @@ async function jobPage(jid) {
         h('dt', {}, 'args'), h('dd', {}, h('pre', {}, JSON.stringify(job.args, null, 2))))),
       h('div', {class: 'panel grow'}, h('h2', {}, 'Retry policy'),
         sch.description ? [h('div', {class: 'muted'}, 'from: ', sch.layer), h('pre', {}, sch.description)] : h('div', {class: 'error-box'}, sch.error || 'no policy'))),
-    h('div', {class: 'panel'}, h('h2', {}, `Attempts (${hist.length} failed)`), timeline(job),
+    h('div', {class: 'panel'}, h('h2', {'data-testid': 'attempts-title'}, failed ? `Attempts (${failed} failed)` : 'Attempts'), timeline(job),
       hist.length ? h('ol', {class: 'attempts', 'data-testid': 'attempts'}, hist.slice().reverse().map((a) => h('li', {class: a.outcome},
-        h('div', {}, h('b', {}, `Attempt ${a.attempt}`), ' ', h('span', {class: 'err'}, a.errtype), ' ', h('span', {class: 'when'}, fmtTime(a.at))),
+        h('div', {}, h('b', {}, byDependency(a) ? 'Killed by a dependency (no attempt)' : `Attempt ${a.attempt}`), ' ',
+          h('span', {class: 'err'}, a.errtype), ' ', h('span', {class: 'when'}, fmtTime(a.at))),
         h('div', {}, a.message),
         h('div', {class: 'when'}, a.outcome === 'retry' ? `→ retry after ${fmtDur(a.delay_ms)} (${a.source})` : `→ ${a.outcome} (${a.reason})`),
         a.backtrace && a.backtrace.length ? h('pre', {}, a.backtrace.join('\n')) : null)))

@@ -231,6 +231,34 @@ static void print_held(const json_t *res)
     }
 }
 
+/* A history entry that records a death by a dependency: not an execution
+ * (docs/workflows.md). */
+static bool killed_by_dependency(const json_t *h)
+{
+    const char *reason = json_string_value(json_object_get(h, "reason"));
+    return reason && !strcmp(reason, "dependency");
+}
+
+/* The attempts line: the executions (JOB's attempts, counted at FETCH, as
+ * `rebound jobs`, `rebound workflow` and the dashboard show them) and how
+ * many of them failed; a death by a dependency is no attempt. */
+static const char *attempts_text(const json_t *res, char *out, size_t n)
+{
+    long long runs = (long long)json_integer_value(json_object_get(res, "attempts"));
+    long long failed = 0;
+    size_t i;
+    json_t *h;
+    json_array_foreach(json_object_get(res, "history"), i, h)
+        failed += !killed_by_dependency(h);
+    if (!failed)
+        snprintf(out, n, "%lld", runs);
+    else if (failed == runs)
+        snprintf(out, n, "%lld, all failed", runs);
+    else
+        snprintf(out, n, "%lld, %lld failed", runs, failed);
+    return out;
+}
+
 static void print_job(const json_t *res)
 {
     const json_t *job = json_object_get(res, "job");
@@ -264,8 +292,7 @@ static void print_job(const json_t *res)
         print_field("enqueued",
                     cli_format_when(cli_json_time_ms(json_object_get(job, "enqueued_at")), buf,
                                     sizeof buf));
-    snprintf(buf, sizeof buf, "%zu failed", json_array_size(history));
-    print_field("attempts", buf);
+    print_field("attempts", attempts_text(res, buf, sizeof buf));
     const json_t *next = json_object_get(res, "next_at");
     print_field("next run", json_is_null(next) || !next
                                 ? "-"
@@ -292,8 +319,11 @@ static void print_job(const json_t *res)
         snprintf(src, sizeof src, "%s", outcome && strcmp(outcome, "retry") && reason
                                             ? reason
                                             : (source ? source : "-"));
-        printf("  %3lld  %-34s  %-8s  %-9s  %-16s  %s\n",
-               (long long)json_integer_value(json_object_get(h, "attempt")),
+        char num[24] = "-"; /* a death by a dependency is no attempt */
+        if (!killed_by_dependency(h))
+            snprintf(num, sizeof num, "%lld",
+                     (long long)json_integer_value(json_object_get(h, "attempt")));
+        printf("  %3s  %-34s  %-8s  %-9s  %-16s  %s\n", num,
                cli_format_when(cli_json_time_ms(json_object_get(h, "at")), at, sizeof at),
                outcome ? outcome : "?", delay, src, err);
     }

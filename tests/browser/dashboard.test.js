@@ -437,6 +437,24 @@ test('waiting and blocked jobs have overview cards, a nav entry and lists of the
   await page.waitForSelector('[data-testid=workflow-graph] g.wf-node[data-jid=held-wait-01]');
 });
 
+test('a job killed by its dependency shows no attempt on its page', async () => {
+  await client.push({jid: 'dep-par-0001', jobtype: 'FetchCustomerRecordsFromSalesforce', args: [], queue: 'depq', retry: -1});
+  await client.push({jid: 'dep-can-0001', jobtype: 'SendWelcomeEmails', args: [], queue: 'depq',
+    custom: {depends_on: ['dep-par-0001'], on_dep_failure: 'cancel'}});
+  const p = await client.fetch('depq');
+  assert.equal(p && p.jid, 'dep-par-0001');
+  await client.fail('dep-par-0001', 'ApiError', 'salesforce answered 503');
+  const job = await apiGet('job/dep-can-0001');
+  assert.deepEqual([job.state, job.attempts, job.history.length, job.history[0].reason], ['dead', 0, 1, 'dependency']);
+  await page.goto(BASE + '/#/job/dep-can-0001');
+  await page.waitForSelector('[data-testid=attempts] li');
+  assert.equal(await page.textContent('[data-testid=job-attempts]'), '0');
+  assert.equal(await page.textContent('[data-testid=attempts-title]'), 'Attempts');
+  assert.match(await page.textContent('[data-testid=attempts] li'), /^Killed by a dependency \(no attempt\) DependencyFailed/);
+  assert.deepEqual(await page.$$eval('[data-testid=timeline] .mk-label', (t) => t.map((x) => x.textContent)), [], 'no attempt marker');
+  await shot('job-killed-by-dependency');
+});
+
 test('the batches page shows progress, the batch page its members and callbacks', async () => {
   // a batch of 4: 2 ACKed, 1 failed (retrying), 1 enqueued; a child batch under it
   const bid = await client.cmd('BATCH NEW ' + JSON.stringify({description: 'Nightly import',

@@ -151,6 +151,7 @@ cat >"$tmp/wf.jsonl" <<'EOT'
 {"jid":"cliwf-B000","jobtype":"transform","args":[],"queue":"wf","custom":{"depends_on":["cliwf-A000"]}}
 {"jid":"cliwf-C000","jobtype":"transform","args":[],"queue":"wf","custom":{"depends_on":["cliwf-A000"]}}
 {"jid":"cliwf-D000","jobtype":"load","args":[],"queue":"wf","custom":{"depends_on":["cliwf-B000","cliwf-C000"]}}
+{"jid":"cliwf-X000","jobtype":"notify","args":[],"queue":"wfx","custom":{"depends_on":["cliwf-A000"],"on_dep_failure":"cancel"}}
 EOT
 run 0 push --file "$tmp/wf.jsonl"
 run 0 kill cliwf-A000
@@ -176,6 +177,12 @@ hasnt out "blocked by"
 run 0 job cliwf-B000;                has out "state       blocked"; has out "waits for   cliwf-A000"
 has out "blocked by  cliwf-A000 (dead: "
 run 0 job cliwf-A000;                hasnt out "waits for"; hasnt out "blocked by"
+# a job killed by its dependency never ran: 0 attempts in every view (issue 25 item 13)
+run 0 job cliwf-X000;                has out "state       dead"; has out "attempts    0"
+hasnt out "1 failed"; has out "    -  2"; has out "dead      -          dependency        DependencyFailed"
+run 0 jobs --state dead --queue wfx; has out "dead       cliwf-X000                notify            wfx             0  "
+run 0 workflow cliwf-X000;           has out "cliwf-X000                dead       notify                0  "
+run 0 job cliwf-A000;                has out "attempts    0"
 run 1 workflow cliwf-nope;           has err "job 'cliwf-nope' not found"
 run 2 workflow;                      has err "missing JID"
 run 2 workflow a b;                  has err "unexpected argument 'b'"

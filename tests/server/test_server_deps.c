@@ -400,6 +400,40 @@ static bool has_edge(json_t *g, const char *parent, const char *child)
     return false;
 }
 
+/* A job killed by its dependency never ran: every view counts 0 attempts,
+ * and its one history entry (the death, not an execution) is numbered 0
+ * with reason dependency (issue 25 item 13), in both modes. */
+SERVER_TEST(a_job_killed_by_its_dependency_has_no_attempt)
+{
+    OK("PUSH {\"jid\":\"att-par0\",\"jobtype\":\"p\",\"args\":[],\"retry\":-1,\"queue\":\"aq\"}");
+    OK("PUSH {\"jid\":\"att-can0\",\"jobtype\":\"c\",\"args\":[],\"queue\":\"aq\","
+       "\"custom\":{\"depends_on\":[\"att-par0\"],\"on_dep_failure\":\"cancel\"}}");
+    expect_fetch("aq", "att-par0");
+    OK("FAIL {\"jid\":\"att-par0\",\"errtype\":\"E\",\"message\":\"boom\"}");
+    expect_state("att-can0", "dead");
+    json_t *k = job_info("att-can0");
+    cr_assert_eq(json_integer_value(json_object_get(k, "attempts")), 0);
+    json_t *h = json_object_get(k, "history");
+    cr_assert_eq(json_array_size(h), 1);
+    cr_assert_eq(json_integer_value(rbh_get(k, "history.0.attempt")), 0);
+    cr_assert_str_eq(json_string_value(rbh_get(k, "history.0.reason")), "dependency");
+    cr_assert_str_eq(json_string_value(rbh_get(k, "history.0.outcome")), "dead");
+    cr_assert_eq(json_integer_value(rbh_get(k, "job.failure.retry_count")), 0);
+    json_decref(k);
+    json_t *l = rbh_json(rbh_cmd(C, "JOBS {\"state\":\"dead\",\"queue\":\"aq\"}"));
+    json_t *e = json_array_get(json_object_get(l, "jobs"), 0);
+    cr_assert_str_eq(json_string_value(rbh_get(e, "job.jid")), "att-par0");
+    cr_assert_eq(json_integer_value(json_object_get(e, "attempts")), 1, "the parent ran once");
+    e = json_array_get(json_object_get(l, "jobs"), 1);
+    cr_assert_str_eq(json_string_value(rbh_get(e, "job.jid")), "att-can0");
+    cr_assert_eq(json_integer_value(json_object_get(e, "attempts")), 0);
+    json_decref(l);
+    json_t *g = rbh_json(rbh_cmd(C, "WORKFLOW {\"jid\":\"att-can0\"}"));
+    cr_assert_eq(json_integer_value(json_object_get(wf_node(g, "att-can0"), "attempts")), 0);
+    cr_assert_eq(json_integer_value(json_object_get(wf_node(g, "att-par0"), "attempts")), 1);
+    json_decref(g);
+}
+
 SERVER_TEST(workflow_graph_of_a_diamond_blocked_by_a_dead_parent)
 {
     cr_assert(rbh_expect(C, "{}",
