@@ -16,6 +16,9 @@ void rb_wf_probe_release(rb_wf_probe *p)
     for (size_t i = 0; i < p->n_children; i++)
         free(p->children[i]);
     free(p->children);
+    for (size_t i = 0; i < p->n_parents; i++)
+        free(p->parents[i]);
+    free(p->parents);
     memset(p, 0, sizeof *p);
 }
 
@@ -78,11 +81,12 @@ static void edge_add(expand *x, long parent, long child)
     g->edges[g->n_edges++] = (rb_wf_edge){(size_t)parent, (size_t)child};
 }
 
-/* Node i's neighbours: its parents (depends_on) and stored children. */
+/* Node i's neighbours: its parents (a stored job's depends_on, a
+ * succeeded one's record) and the children the backend knows. */
 static void expand_node(expand *x, size_t i)
 {
     rb_wf_node *n = x->g->nodes[i];
-    if (n->p.known != RB_WF_STORED)
+    if (n->p.known == RB_WF_UNKNOWN)
         return;
     json_t *job = n->p.view.json ? json_loads(n->p.view.json, 0, NULL) : NULL;
     rb_dep_spec spec;
@@ -92,6 +96,8 @@ static void expand_node(expand *x, size_t i)
         rb_dep_spec_release(&spec);
     }
     json_decref(job);
+    for (size_t k = 0; k < n->p.n_parents; k++)
+        edge_add(x, node_add(x, n->p.parents[k]), (long)i);
     for (size_t k = 0; k < n->p.n_children; k++)
         edge_add(x, (long)i, node_add(x, n->p.children[k]));
 }

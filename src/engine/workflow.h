@@ -27,14 +27,20 @@ typedef enum rb_wf_known {
 
 /* A probe's answer for one jid. The backend fills known, view (STORED:
  * as JOB reads it, waits_for and blocked_by set for a waiting or blocked
- * job) and the children it stores for the jid (the side table's or
- * rb_edges's children that are stored jobs; owned strings). Parents come
- * from the view's depends_on (rb_dep_parse), here. */
+ * job), the children it knows for the jid (STORED or SUCCEEDED: every job
+ * that named it in depends_on and is itself still stored or recorded as
+ * succeeded, whether its edge is used up or not: the single node's index
+ * of who names whom, PostgreSQL's rb_edges and rb_edges_used), and for a
+ * SUCCEEDED jid its own parents as its record keeps them (the job's
+ * depends_on when it was ACKed; known or not). A STORED job's parents come
+ * from the view's depends_on (rb_dep_parse), here. Strings owned. */
 typedef struct rb_wf_probe {
     rb_wf_known known;
     rb_job_view view;
     char **children;
     size_t n_children;
+    char **parents; /* SUCCEEDED only */
+    size_t n_parents;
 } rb_wf_probe;
 
 /* Fills *out for jid (zeroed first); 0, or a negative RB_E* code with err
@@ -66,10 +72,12 @@ typedef struct rb_workflow {
 } rb_workflow;
 
 /* Expands the component of jid (max_nodes 0: RB_WORKFLOW_MAX_NODES) into
- * *g through probe, breadth first from jid: each stored node's parents
- * (depends_on) and stored children. Returns 0, RB_ENOENT when jid is not
- * a stored job (err "no job 'J'"; *g empty), or the probe's error. *g is
- * always safe to rb_workflow_release. */
+ * *g through probe, breadth first from jid: each stored or succeeded
+ * node's parents and children, so that the same jobs and edges come
+ * whichever member is named. An unknown node (neither stored nor
+ * recorded) is shown but not expanded. Returns 0, RB_ENOENT when jid is
+ * not a stored job (err "no job 'J'"; *g empty), or the probe's error. *g
+ * is always safe to rb_workflow_release. */
 int rb_workflow_build(const char *jid, size_t max_nodes, rb_wf_probe_fn probe, void *arg,
                       rb_workflow *g, rb_err *err);
 void rb_workflow_release(rb_workflow *g);

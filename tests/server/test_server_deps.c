@@ -492,6 +492,163 @@ SERVER_TEST(workflow_graph_of_a_diamond_blocked_by_a_dead_parent)
     json_decref(g);
 }
 
+/* A sorted list of strings, for comparing graphs. */
+typedef struct rb_test_sorted {
+    char **v;
+    size_t n;
+} rb_test_sorted;
+
+static void sorted_add(rb_test_sorted *s, const char *x)
+{
+    s->v = realloc(s->v, (s->n + 1) * sizeof *s->v);
+    s->v[s->n++] = strdup(x);
+}
+
+static int by_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The strings sorted, space separated (new); s is emptied. */
+static char *sorted_text(rb_test_sorted *s)
+{
+    if (s->n)
+        qsort(s->v, s->n, sizeof *s->v, by_str);
+    size_t len = 1;
+    for (size_t i = 0; i < s->n; i++)
+        len += strlen(s->v[i]) + 1;
+    char *out = calloc(1, len);
+    for (size_t i = 0; i < s->n; i++) {
+        if (i)
+            strcat(out, " ");
+        strcat(out, s->v[i]);
+        free(s->v[i]);
+    }
+    free(s->v);
+    *s = (rb_test_sorted){0};
+    return out;
+}
+
+/* The graph's jobs and edges, sorted, as one text: "A B C | A>B A>C". */
+static char *graph_sig(const char *jid)
+{
+    json_t *g = workflow(jid);
+    cr_assert(json_is_object(g), "no graph for %s", jid);
+    rb_test_sorted nodes = {0}, edges = {0};
+    size_t i;
+    json_t *x;
+    json_array_foreach(json_object_get(g, "nodes"), i, x) {
+        char s[160];
+        snprintf(s, sizeof s, "%s:%s", json_string_value(json_object_get(x, "jid")),
+                 json_string_value(json_object_get(x, "state")));
+        sorted_add(&nodes, s);
+    }
+    json_array_foreach(json_object_get(g, "edges"), i, x) {
+        char s[160];
+        snprintf(s, sizeof s, "%s>%s", json_string_value(json_object_get(x, "parent")),
+                 json_string_value(json_object_get(x, "child")));
+        sorted_add(&edges, s);
+    }
+    json_decref(g);
+    char *n = sorted_text(&nodes), *e = sorted_text(&edges), *out = NULL;
+    cr_assert(asprintf(&out, "%s | %s", n, e) > 0);
+    free(n);
+    free(e);
+    return out;
+}
+
+/* Every member's graph is want. */
+static void same_graph(const char *const *members, const char *want)
+{
+    for (int i = 0; members[i]; i++) {
+        char *got = graph_sig(members[i]);
+        cr_assert_str_eq(got, want, "the graph of %s", members[i]);
+        free(got);
+    }
+}
+
+/* The connected component whichever member is named (issue 25 item 9):
+ * children whose edge a dead parent used up (ignore, cancel) stay in it,
+ * and after ACKs the succeeded members stay with their edges while their
+ * records live, through a restart too. */
+static void same_graph_from_every_member(int sig)
+{
+    OK("PUSH {\"jid\":\"dp-parent-01\",\"jobtype\":\"p\",\"args\":[],\"retry\":-1,\"queue\":\"sq\"}");
+    OK("PUSH {\"jid\":\"dp-block-01\",\"jobtype\":\"b\",\"args\":[],\"queue\":\"sq\","
+       "\"custom\":{\"depends_on\":[\"dp-parent-01\"]}}");
+    OK("PUSH {\"jid\":\"dp-cancel-01\",\"jobtype\":\"c\",\"args\":[],\"queue\":\"sq\","
+       "\"custom\":{\"depends_on\":[\"dp-parent-01\"],\"on_dep_failure\":\"cancel\"}}");
+    OK("PUSH {\"jid\":\"dp-ignore-01\",\"jobtype\":\"i\",\"args\":[],\"queue\":\"sq\","
+       "\"custom\":{\"depends_on\":[\"dp-parent-01\"],\"on_dep_failure\":\"ignore\"}}");
+    OK("PUSH {\"jid\":\"dp-grand-01\",\"jobtype\":\"g\",\"args\":[],\"queue\":\"sq\","
+       "\"custom\":{\"depends_on\":[\"dp-ignore-01\"]}}");
+    expect_fetch("sq", "dp-parent-01");
+    OK("FAIL {\"jid\":\"dp-parent-01\",\"errtype\":\"E\",\"message\":\"boom\"}");
+    const char *members[] = {"dp-parent-01", "dp-block-01", "dp-cancel-01", "dp-ignore-01",
+                             "dp-grand-01", NULL};
+    const char *edges = "dp-ignore-01>dp-grand-01 dp-parent-01>dp-block-01 "
+                        "dp-parent-01>dp-cancel-01 dp-parent-01>dp-ignore-01";
+    char want[1024];
+    snprintf(want, sizeof want,
+             "dp-block-01:blocked dp-cancel-01:dead dp-grand-01:waiting dp-ignore-01:enqueued "
+             "dp-parent-01:dead | %s", edges);
+    same_graph(members, want);
+    restart(sig);
+    same_graph(members, want);
+    /* the released child and its own child run and succeed: both stay, as
+     * succeeded, with their edges */
+    fetch_ack("sq", "dp-ignore-01");
+    fetch_ack("sq", "dp-grand-01");
+    snprintf(want, sizeof want,
+             "dp-block-01:blocked dp-cancel-01:dead dp-grand-01:succeeded "
+             "dp-ignore-01:succeeded dp-parent-01:dead | %s", edges);
+    const char *stored[] = {"dp-parent-01", "dp-block-01", "dp-cancel-01", NULL};
+    same_graph(stored, want);
+    restart(sig);
+    same_graph(stored, want);
+    cr_assert(rbh_expect(C, "$-1", "WORKFLOW {\"jid\":\"dp-grand-01\"}"), "a record is no member to name");
+}
+
+SERVER_TEST(workflow_graph_is_the_same_from_every_member)
+{
+    same_graph_from_every_member(SIGTERM);
+}
+
+SERVER_TEST(workflow_graph_is_the_same_from_every_member_after_kill_9)
+{
+    same_graph_from_every_member(SIGKILL);
+}
+
+/* After ACKs a middle job does not look like a root: the succeeded members
+ * keep their parents while their records live (issue 25 item 10). */
+SERVER_TEST(workflow_graph_keeps_succeeded_members_and_their_edges)
+{
+    cr_assert(rbh_expect(C, "{}",
+        "PUSHB [{\"jid\":\"sdia-A000\",\"jobtype\":\"a\",\"args\":[],\"queue\":\"dq\"},"
+        "{\"jid\":\"sdia-B000\",\"jobtype\":\"b\",\"args\":[],\"queue\":\"dq\","
+        "\"custom\":{\"depends_on\":[\"sdia-A000\"]}},"
+        "{\"jid\":\"sdia-C000\",\"jobtype\":\"c\",\"args\":[],\"queue\":\"dq\","
+        "\"custom\":{\"depends_on\":[\"sdia-A000\"]}},"
+        "{\"jid\":\"sdia-D000\",\"jobtype\":\"d\",\"args\":[],\"queue\":\"dq\","
+        "\"custom\":{\"depends_on\":[\"sdia-B000\",\"sdia-C000\"]}}]"));
+    fetch_ack("dq", "sdia-A000");
+    fetch_ack("dq", "sdia-B000");
+    fetch_ack("dq", "sdia-C000");
+    /* a later job naming the succeeded D's parents joins the same graph */
+    OK("PUSH {\"jid\":\"sdia-E000\",\"jobtype\":\"e\",\"args\":[],\"queue\":\"dq\","
+       "\"custom\":{\"depends_on\":[\"sdia-C000\"]}}");
+    const char *members[] = {"sdia-D000", "sdia-E000", NULL};
+    same_graph(members, "sdia-A000:succeeded sdia-B000:succeeded sdia-C000:succeeded "
+                        "sdia-D000:enqueued sdia-E000:enqueued | sdia-A000>sdia-B000 "
+                        "sdia-A000>sdia-C000 sdia-B000>sdia-D000 sdia-C000>sdia-D000 "
+                        "sdia-C000>sdia-E000");
+    json_t *g = workflow("sdia-D000");
+    cr_assert_eq(json_integer_value(json_object_get(wf_node(g, "sdia-A000"), "layer")), 0);
+    cr_assert_eq(json_integer_value(json_object_get(wf_node(g, "sdia-B000"), "layer")), 1);
+    cr_assert_eq(json_integer_value(json_object_get(wf_node(g, "sdia-D000"), "layer")), 2);
+    json_decref(g);
+}
+
 SERVER_TEST(workflow_of_an_unknown_or_plain_job)
 {
     cr_assert(rbh_expect(C, "$-1", "WORKFLOW {\"jid\":\"nope-0001\"}"));

@@ -713,6 +713,8 @@ static int mem_probe(void *arg, const char *jid, rb_wf_probe *out, rb_err *err)
         out->children = rb_deps_children(srv, jid, &out->n_children);
     } else if (rb_deps_is_done(srv, jid)) {
         out->known = RB_WF_SUCCEEDED;
+        out->parents = rb_deps_record_parents(srv, jid, &out->n_parents);
+        out->children = rb_deps_children(srv, jid, &out->n_children);
     }
     return 0;
 }

@@ -49,17 +49,32 @@ typedef struct rb_dep_node {
 } rb_dep_node;
 
 /* A workflow job ACKed at some time: kept until expires_ms (FIFO by
- * expiry, its meta key "dep_done:<jid>" in the store). */
+ * expiry, its meta key "dep_done:<jid>" in the store, whose value is the
+ * expiry and, after a space, parents). */
 typedef struct rb_dep_done {
     void *hnext;
     rb_link link;
     int64_t expires_ms;
+    char *parents; /* the job's depends_on when ACKed, a JSON array text (owned), or NULL */
     char jid[];
 } rb_dep_done;
+
+/* Who names a job, for the workflow graph (docs/workflows.md "Seeing
+ * it"): the jobs whose depends_on named jid (pushed naming it, or a
+ * succeeded record's parents), whether their edge is used up or not. Kept
+ * while jid is stored or recorded as succeeded; its entries may name jobs
+ * gone since (rb_deps_children keeps the known ones). Strings owned. */
+typedef struct rb_dep_named {
+    void *hnext;
+    char **kids;
+    uint32_t n, cap;
+    char jid[];
+} rb_dep_named;
 
 typedef struct rb_deps {
     rb_table nodes; /* rb_dep_node by jid */
     rb_table done;  /* rb_dep_done by jid */
+    rb_table named; /* rb_dep_named by jid (the parent) */
     rb_list done_fifo;
     /* Jobs dead of a dependency whose children are still to be told: the
      * chain is walked with this list rather than recursion (a long chain
@@ -109,11 +124,13 @@ void rb_deps_discarded(rb_srv *srv, rb_job *j, int64_t now);
  * NULL). */
 json_t *rb_deps_waits_for(const rb_srv *srv, const char *jid);
 char *rb_deps_blocked_by(const rb_srv *srv, const char *jid);
-/* For a workflow's graph: whether jid has a succeeded record, and the
- * children the side table still links it to that are stored jobs (a new
- * array of new strings, *n entries; NULL when none). */
+/* For a workflow's graph: whether jid has a succeeded record; the jobs
+ * that named jid and are still stored or recorded as succeeded; and a
+ * record's parents (new arrays of new strings, *n entries; NULL when
+ * none). */
 bool rb_deps_is_done(const rb_srv *srv, const char *jid);
 char **rb_deps_children(const rb_srv *srv, const char *jid, size_t *n);
+char **rb_deps_record_parents(const rb_srv *srv, const char *jid, size_t *n);
 
 /* Start-up: a "dep_done:" meta key (the store's), and after every row is
  * loaded, the edges rebuilt from the waiting and blocked jobs' depends_on

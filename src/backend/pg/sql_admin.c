@@ -207,7 +207,8 @@ int rb_pg_flush(rb_pg *pg, rb_err *err)
     if (rc)
         return rc;
     return sql_exec(pg,
-                    "TRUNCATE rb_jobs, rb_counters, rb_queues, rb_edges, rb_wait, rb_dep_done,"
+                    "TRUNCATE rb_jobs, rb_counters, rb_queues, rb_edges, rb_edges_used, rb_wait,"
+                    " rb_dep_done,"
                     " rb_batches, rb_unique, rb_track",
                     err);
 }

@@ -82,31 +82,53 @@ static int read_parents(rb_pg *pg, const char *arr, int64_t now, known_set *k, r
     return 0;
 }
 
-/* Each inserted child's edges and count. */
+static int run_sql(rb_pg *pg, const char *sql, int n, const char *const *params, rb_err *err);
+
+/* Each inserted child's edges and count; its parents known only as
+ * succeeded get a used-up edge, for the graph (rb_edges_used). */
 static int attach(rb_pg *pg, json_t *const *objs, size_t n, const int *status, rb_err *err)
 {
-    for (size_t i = 0; i < n; i++) {
+    rb_buf ps = RB_BUF_INIT, cs = RB_BUF_INIT; /* (parent, child) of every child */
+    sql_arr_begin(&ps);
+    sql_arr_begin(&cs);
+    int rc = 0;
+    for (size_t i = 0; i < n && !rc; i++) {
         rb_dep_spec spec;
         if (status[i] || !rb_dep_has(objs[i]) || rb_dep_parse(objs[i], &spec, NULL))
             continue;
+        const char *child = json_string_value(json_object_get(objs[i], "jid"));
         rb_buf a = RB_BUF_INIT;
         sql_arr_begin(&a);
-        for (size_t k = 0; k < spec.n; k++)
+        for (size_t k = 0; k < spec.n; k++) {
             sql_arr_str(&a, spec.parents[k]);
+            sql_arr_str(&ps, spec.parents[k]);
+            sql_arr_str(&cs, child);
+        }
         sql_arr_end(&a);
         char mode[8];
         snprintf(mode, sizeof mode, "%d", (int)spec.mode);
-        const char *jid = json_string_value(json_object_get(objs[i], "jid"));
-        const char *params[3] = {jid, a.data, mode};
+        const char *params[3] = {child, a.data, mode};
         PGresult *r = sql_query(pg, "SELECT rb_dep_attach($1, $2::text[], $3::int)", 3, params,
                                 err);
         rb_buf_release(&a);
         rb_dep_spec_release(&spec);
         if (!r)
-            return err && err->code ? err->code : RB_ESTORE;
+            rc = err && err->code ? err->code : RB_ESTORE;
         PQclear(r);
     }
-    return 0;
+    sql_arr_end(&ps);
+    sql_arr_end(&cs);
+    const char *pp[2] = {ps.data, cs.data};
+    if (!rc)
+        rc = run_sql(pg,
+                     "INSERT INTO rb_edges_used (parent, child)"
+                     " SELECT u.p, u.c FROM unnest($1::text[], $2::text[]) AS u(p, c)"
+                     " WHERE NOT EXISTS (SELECT 1 FROM rb_jobs j WHERE j.jid = u.p)"
+                     " ON CONFLICT DO NOTHING",
+                     2, pp, err);
+    rb_buf_release(&ps);
+    rb_buf_release(&cs);
+    return rc;
 }
 
 int rb_pg_push_deps(rb_pg *pg, const rb_pg_new_job *jobs, size_t n, int64_t now, int *status,
@@ -206,6 +228,13 @@ static int run_sql(rb_pg *pg, const char *sql, int n, const char *const *params,
     return 0;
 }
 
+/* Moves the edges `where` selects (a condition on rb_edges' parent and
+ * child, over params) to rb_edges_used: used up, kept for the graph. */
+#define MOVE_EDGES(where) \
+    "WITH d AS (DELETE FROM rb_edges WHERE " where " RETURNING parent, child)" \
+    " INSERT INTO rb_edges_used (parent, child) SELECT parent, child FROM d" \
+    " ON CONFLICT DO NOTHING"
+
 /* The child of row i (columns below) dies: its edges and counts go, its row
  * is written dead as a failure's death, its catch job pushed. */
 static int kill_child(rb_pg *pg, PGresult *r, int i, const char *parent, int64_t now, rb_err *err)
@@ -226,7 +255,7 @@ static int kill_child(rb_pg *pg, PGresult *r, int i, const char *parent, int64_t
              (long long)(now + sql_cfg(pg)->server.dead_retention_s * 1000));
     const char *p1[1] = {row.jid};
     const char *p2[4] = {row.jid, due, o.json, o.history};
-    if ((rc = run_sql(pg, "DELETE FROM rb_edges WHERE child = $1", 1, p1, err)) ||
+    if ((rc = run_sql(pg, MOVE_EDGES("child = $1"), 1, p1, err)) ||
         (rc = run_sql(pg, "DELETE FROM rb_wait WHERE child = $1", 1, p1, err)) ||
         (rc = run_sql(pg,
                       "UPDATE rb_jobs SET state = 5, due_ms = $2::bigint, json = $3,"
@@ -269,9 +298,7 @@ static int tell_children(rb_pg *pg, dep_work *w, const char *parent, rb_dep_even
         bool consumed = false;
         rb_dep_next next = rb_dep_on_parent((rb_dep_mode)sql_int(r, i, 3), ev, &c, &consumed);
         const char *pe[2] = {parent, child};
-        if (consumed &&
-            (rc = run_sql(pg, "DELETE FROM rb_edges WHERE parent = $1 AND child = $2", 2, pe,
-                          err)))
+        if (consumed && (rc = run_sql(pg, MOVE_EDGES("parent = $1 AND child = $2"), 2, pe, err)))
             break;
         char rem[16], dead[16], st[4];
         snprintf(rem, sizeof rem, "%u", c.remaining);
@@ -298,8 +325,8 @@ static int tell_children(rb_pg *pg, dep_work *w, const char *parent, rb_dep_even
         }
     }
     PQclear(r);
-    if (!rc && ev == RB_DEP_PARENT_DISCARDED) /* gone: nothing of it stays */
-        rc = run_sql(pg, "DELETE FROM rb_edges WHERE parent = $1", 1, p1, err);
+    if (!rc && ev == RB_DEP_PARENT_DISCARDED) /* gone: its children show it as unknown */
+        rc = run_sql(pg, MOVE_EDGES("parent = $1"), 1, p1, err);
     else if (!rc) /* its row is this transaction's already: a parent whose edges
                      were used up by its death is still recorded when ACKed */
         rc = run_sql(pg, "UPDATE rb_jobs SET wf = true WHERE jid = $1 AND NOT wf", 1, p1, err);
@@ -309,6 +336,13 @@ static int tell_children(rb_pg *pg, dep_work *w, const char *parent, rb_dep_even
 int sql_dep_events(rb_pg *pg, const char *jids, int ev, int64_t now, rb_err *err)
 {
     const char *p1[1] = {jids};
+    /* deleted without a record: no graph shows them as children any more */
+    if (ev == RB_DEP_PARENT_DISCARDED) {
+        int drc = run_sql(pg, "DELETE FROM rb_edges_used WHERE child = ANY($1::text[])", 1, p1,
+                          err);
+        if (drc)
+            return drc;
+    }
     PGresult *r = sql_query(pg,
                             "SELECT DISTINCT parent FROM rb_edges"
                             " WHERE parent = ANY($1::text[]) ORDER BY parent",
@@ -341,15 +375,20 @@ int rb_pg_deps_expire(rb_pg *pg, int64_t now, int limit, int *n, rb_err *err)
     snprintf(nowtxt, sizeof nowtxt, "%lld", (long long)now);
     snprintf(lim, sizeof lim, "%d", limit);
     const char *params[2] = {nowtxt, lim};
+    /* a record gone and its job not stored again: no graph shows it as a
+     * child any more (rb_edges_used) */
     PGresult *r = sql_query(pg,
-                  "DELETE FROM rb_dep_done d USING (SELECT jid FROM rb_dep_done"
-                  "  WHERE until_ms <= $1::bigint ORDER BY until_ms LIMIT $2::int"
-                  "  FOR UPDATE SKIP LOCKED) x WHERE d.jid = x.jid",
+                  "WITH x AS (DELETE FROM rb_dep_done d USING (SELECT jid FROM rb_dep_done"
+                  "   WHERE until_ms <= $1::bigint ORDER BY until_ms LIMIT $2::int"
+                  "   FOR UPDATE SKIP LOCKED) s WHERE d.jid = s.jid RETURNING d.jid),"
+                  " u AS (DELETE FROM rb_edges_used e USING x WHERE e.child = x.jid"
+                  "   AND NOT EXISTS (SELECT 1 FROM rb_jobs j WHERE j.jid = x.jid))"
+                  " SELECT count(*) FROM x",
                   2, params, err);
     if (!r)
         return err && err->code ? err->code : RB_ESTORE;
     if (n)
-        *n = atoi(PQcmdTuples(r));
+        *n = (int)sql_int(r, 0, 0);
     PQclear(r);
     return 0;
 }
