@@ -513,14 +513,31 @@ function timeline(job) {
   return svg;
 }
 
-// Whether a job has parents (depends_on, either place) or children: the
-// latter only its workflow's graph knows.
-async function inWorkflow(job) {
-  const j = job.job || {};
-  const named = (v) => Array.isArray(v) && v.length > 0;
-  if (named(j.depends_on) || named(j.custom && j.custom.depends_on)) return true;
-  try { return (await api('GET', 'workflow/' + encodeURIComponent(job.jid))).edges.length > 0; }
-  catch (e) { return false; }
+// The workflow graph of a job (GET /api/workflow/JID), or null when it is in
+// none (no parent, no child) or the server has none for it.
+async function workflowOf(job) {
+  try {
+    const g = await api('GET', 'workflow/' + encodeURIComponent(job.jid));
+    return g.edges.length > 0 ? g : null;
+  } catch (e) { return null; }
+}
+
+// The parent whose death killed a dead job (its last history entry, reason
+// dependency), or null.
+function killedBy(job) {
+  const hist = job.history || [];
+  const last = hist[hist.length - 1];
+  return job.state === 'dead' && last && byDependency(last) ? (last.parent || (/^job (.+) it depends on failed$/.exec(last.message || '') || [])[1] || null) : null;
+}
+
+// A node's advice (the API's "retry": the dead jobs to retry for it to run,
+// root causes first) as "retry A and B", the jids linking to their pages;
+// "retry it" when it is self alone.
+function retryAdvice(retry, self) {
+  if (!retry || !retry.length) return null;
+  if (retry.length === 1 && retry[0] === self) return 'retry it';
+  return ['retry ', retry.map((j, i) => [i === 0 ? '' : i === retry.length - 1 ? ' and ' : ', ',
+    h('a', {class: 'mono', href: '#/job/' + encodeURIComponent(j)}, j)])];
 }
 
 // A tracked job's progress record (GET /api/track/JID, TRACK GET's JSON), or
@@ -572,7 +589,15 @@ async function jobPage(jid) {
   const failed = hist.filter((a) => !byDependency(a)).length;
   const sch = job.schedule || {};
   const wfLink = h('a', {href: '#/workflow/' + encodeURIComponent(jid), class: 'wf-link', 'data-testid': 'job-workflow', hidden: true}, 'workflow');
-  inWorkflow(job).then((yes) => { wfLink.hidden = !yes; });
+  // a blocked job, or one killed by its dependency: what to retry for it to run
+  const killer = killedBy(job);
+  const advice = h('span', {'data-testid': 'job-retry-advice'});
+  workflowOf(job).then((g) => {
+    wfLink.hidden = !g;
+    const node = g && g.nodes.find((n) => n.jid === jid);
+    const what = node && retryAdvice(node.retry, jid);
+    if (what) fill(advice, ' — to run this job, ', h('span', {}, what));
+  });
   const progressBox = h('div', {class: 'panel', 'data-testid': 'job-progress', hidden: true});
   trackOf(jid).then((t) => { if (t) fillProgress(progressBox, t); });
   const custom = (job.job && job.job.custom) || {};
@@ -598,7 +623,9 @@ async function jobPage(jid) {
         job.waits_for ? [h('dt', {}, 'waits for'), h('dd', {'data-testid': 'job-waits-for'}, job.waits_for.length ? job.waits_for.map((p, i) =>
           [i ? ', ' : '', h('a', {class: 'mono', href: '#/job/' + encodeURIComponent(p)}, p)]) : '–')] : null,
         job.blocked_by ? [h('dt', {}, 'blocked by'), h('dd', {class: 'err', 'data-testid': 'job-blocked-by'},
-          h('a', {class: 'mono', href: '#/job/' + encodeURIComponent(job.blocked_by)}, job.blocked_by), ' (dead: retry it to unblock)')] : null,
+          h('a', {class: 'mono', href: '#/job/' + encodeURIComponent(job.blocked_by)}, job.blocked_by), ' (dead)', advice)] : null,
+        killer ? [h('dt', {}, 'killed by'), h('dd', {class: 'err', 'data-testid': 'job-killed-by'},
+          h('a', {class: 'mono', href: '#/job/' + encodeURIComponent(killer)}, killer), ' (its parent died)', advice)] : null,
         h('dt', {}, 'args'), h('dd', {}, h('pre', {}, JSON.stringify(job.args, null, 2))))),
       h('div', {class: 'panel grow'}, h('h2', {}, 'Retry policy'),
         sch.description ? [h('div', {class: 'muted'}, 'from: ', sch.layer), h('pre', {}, sch.description)] : h('div', {class: 'error-box'}, sch.error || 'no policy'))),
@@ -659,7 +686,9 @@ function workflowGraph(g, focus) {
         n.jid.length > 22 ? n.jid.slice(0, 21) + '…' : n.jid, ' · ', n.state, n.attempts ? ` · ${n.attempts} ${n.attempts === 1 ? 'try' : 'tries'}` : ''),
       s('title', {}, `${n.jid}: ${n.state}` + (n.blocked_by ? `, blocked by ${n.blocked_by}` : '') +
         (n.waits_for && n.waits_for.length ? `, waits for ${n.waits_for.join(', ')}` : '') +
-        (n.blocking ? ' (dead: blocks its children; retry it to unblock them)' : '')),
+        (n.killed_by ? `, killed when its parent ${n.killed_by} died` : '') +
+        (n.blocking ? ', blocks its children' : '') +
+        (n.retry && n.retry.length ? ` (to run it, retry ${n.retry.join(', ')})` : '')),
     ];
     const known = n.state !== 'succeeded' && n.state !== 'unknown'; // a row to show
     svg.append(s('g', {class: cls, 'data-jid': n.jid, 'data-state': n.state},
@@ -675,7 +704,9 @@ function workflowPage(jid) {
     let g;
     try { g = await api('GET', 'workflow/' + encodeURIComponent(jid)); }
     catch (e) { show(title(), h('div', {class: 'panel error-box', 'data-testid': 'workflow-error'}, e.message)); return; }
-    const blocking = g.nodes.filter((n) => n.blocking);
+    // each dead job that blocks others or was killed by its dependency, with
+    // the jobs that actually have to be retried
+    const stuck = g.nodes.filter((n) => n.state === 'dead' && (n.blocking || n.killed_by));
     const counts = {};
     for (const n of g.nodes) counts[n.state] = (counts[n.state] || 0) + 1;
     show(title(),
@@ -683,9 +714,12 @@ function workflowPage(jid) {
         h('div', {class: 'muted', 'data-testid': 'workflow-summary'}, `${g.nodes.length} job(s), ${g.edges.length} edge(s) · `,
           Object.entries(counts).map(([k, v]) => `${v} ${k}`).join(', ')),
         g.truncated ? h('div', {class: 'error-box', 'data-testid': 'workflow-truncated'}, `Showing the first ${g.max_nodes} jobs found: the workflow is bigger.`) : null,
-        blocking.length ? h('div', {class: 'wf-alert', 'data-testid': 'workflow-blocking'}, 'Blocked by dead parent(s): ',
-          blocking.map((n, i) => [i ? ', ' : '', h('a', {class: 'mono', href: '#/job/' + encodeURIComponent(n.jid)}, n.jid)]),
-          ' — retry to unblock their children.') : null,
+        stuck.length ? h('ul', {class: 'wf-alert', 'data-testid': 'workflow-blocking'}, stuck.map((n) => h('li', {'data-jid': n.jid},
+          h('a', {class: 'mono', href: '#/job/' + encodeURIComponent(n.jid)}, n.jid),
+          n.killed_by ? [' was killed when its parent ', h('a', {class: 'mono', href: '#/job/' + encodeURIComponent(n.killed_by)}, n.killed_by), ' died']
+            : ' is dead',
+          n.blocking ? [n.killed_by ? ', and' : ' and', ' blocks its children: to unblock them, '] : ': to run it, ',
+          retryAdvice(n.retry, n.jid), '.'))) : null,
         legend(Object.entries(WF_COLOR)),
         h('div', {class: 'wf-scroll'}, workflowGraph(g, jid))));
   });

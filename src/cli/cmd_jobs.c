@@ -8,6 +8,7 @@
 #include "cli/cli.h"
 #include "cli/cmd_client.h"
 #include "common/buf.h"
+#include "engine/failure.h"
 #include "policy/duration.h"
 
 /* Every state a listing shows, in its order: Faktory's, then the jobs a
@@ -178,9 +179,12 @@ static const char job_usage[] =
     "Shows one job: its state, fields, every failed attempt (when, error,\n"
     "decision, delay and where the delay came from) and the next retry; for\n"
     "a waiting or blocked job the parents it waits for and the dead one\n"
-    "blocking it.\n"
+    "blocking it, for a job killed by its dependency the parent that died,\n"
+    "with the jobs to retry for it to run.\n"
     "--json prints the server's {\"state\", \"job\", \"history\", \"next_at\"}, and\n"
-    "for a tracked job (custom.track) its TRACK GET record as \"progress\".\n"
+    "for a tracked job (custom.track) its TRACK GET record as \"progress\",\n"
+    "for a blocked job or one killed by its dependency the jobs to retry as\n"
+    "\"retry\" (the workflow's advice).\n"
     "exit: 0 shown, 1 not found or server unreachable, 2 bad usage\n";
 
 static void print_field(const char *name, const char *value)
@@ -208,10 +212,22 @@ static void print_progress(const json_t *p)
     print_field("progress", line);
 }
 
+/* The parent whose death killed a dead job (engine/failure.h's reading
+ * of its history), or NULL; a new string. */
+static char *killer_of(const json_t *res)
+{
+    const char *st = json_string_value(json_object_get(res, "state"));
+    return st && !strcmp(st, "dead") ? rb_fail_killed_by(json_object_get(res, "history")) : NULL;
+}
+
 /* A held job's (waiting, blocked) parents not done and the dead one that
- * blocks it, as JOB gives them (docs/workflows.md). */
+ * blocks it, as JOB gives them, and a job killed by its dependency's
+ * parent (docs/workflows.md); with the workflow's advice on what to retry
+ * (res's "retry", job_with_progress). */
 static void print_held(const json_t *res)
 {
+    const char *jid = json_string_value(json_object_get(json_object_get(res, "job"), "jid"));
+    const json_t *retry = json_object_get(res, "retry");
     const json_t *w = json_object_get(res, "waits_for");
     const char *by = json_string_value(json_object_get(res, "blocked_by"));
     if (json_is_array(w)) {
@@ -223,12 +239,24 @@ static void print_held(const json_t *res)
         print_field("waits for", rb_buf_str(&b));
         rb_buf_release(&b);
     }
-    if (by) {
-        char line[600];
-        snprintf(line, sizeof line, "%s (dead: retry it to let this job wait again, rebound retry %s)",
-                 by, by);
-        print_field("blocked by", line);
+    char *killer = killer_of(res);
+    if (!by && !killer)
+        return;
+    rb_buf b = RB_BUF_INIT;
+    if (by)
+        rb_buf_printf(&b, "%s (dead", by);
+    else
+        rb_buf_printf(&b, "%s (its parent died", killer);
+    if (json_array_size(retry)) {
+        rb_buf_adds(&b, ": to run this job, ");
+        cli_retry_advice(retry, jid, &b);
+    } else if (by) { /* a server without WORKFLOW's advice */
+        rb_buf_printf(&b, ": retry it to let this job wait again, rebound retry %s", by);
     }
+    rb_buf_adds(&b, ")");
+    print_field(by ? "blocked by" : "killed by", rb_buf_str(&b));
+    rb_buf_release(&b);
+    free(killer);
 }
 
 /* A history entry that records a death by a dependency: not an execution
@@ -331,12 +359,26 @@ static void print_job(const json_t *res)
 
 /* JOB, and for a tracked job TRACK GET's record as "progress" (a server
  * that refuses TRACK, as one of an earlier release in distributed mode
- * did, shows no progress). */
+ * did, shows no progress); for a blocked job or one killed by its
+ * dependency the jobs to retry for it to run, as "retry" (WORKFLOW's
+ * advice; none from a server without it). */
 static int job_with_progress(rb_client *c, const char *jid, json_t **out, rb_err *err)
 {
     int rc = rb_client_job(c, jid, out, err);
     if (rc || !*out || strpbrk(jid, " \t\r\n"))
         return rc;
+    const char *st = json_string_value(json_object_get(*out, "state"));
+    char *killer = killer_of(*out);
+    if ((st && !strcmp(st, "blocked")) || killer) {
+        json_t *g = NULL;
+        rb_err werr = {0};
+        const json_t *n = rb_client_workflow(c, jid, &g, &werr) == 0 && g
+                              ? cli_workflow_node(g, jid) : NULL;
+        if (n)
+            json_object_set(*out, "retry", json_object_get(n, "retry"));
+        json_decref(g);
+    }
+    free(killer);
     rb_reply r;
     rb_err terr = {0};
     if (rb_client_callf(c, &r, &terr, "TRACK GET %s", jid) == 0 && r.type == RB_REPLY_BULK) {

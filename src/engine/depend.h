@@ -96,9 +96,30 @@ typedef enum rb_dep_next {
  * and says where the child goes. *consumed is set when the edge is used up
  * (the parent no longer concerns the child: it succeeded, was ignored, or
  * the child dies), else the edge stays for a later event. An event that
- * cannot apply (a requeue while nothing is dead) leaves *c as is. */
+ * cannot apply (a requeue while nothing is dead) leaves *c as is. A
+ * requeued parent unblocks a child of any mode it blocks (a "cancel"
+ * child is blocked only after its own retry, rb_dep_on_retry). */
 rb_dep_next rb_dep_on_parent(rb_dep_mode mode, rb_dep_event ev, rb_dep_counts *c, bool *consumed);
 /* The state a child with counts c is in: WAIT, BLOCK or RELEASE. */
 rb_dep_next rb_dep_state_of(const rb_dep_counts *c);
+
+/* Whether a parent in state st (an rb_job_state of a stored job; -1 when
+ * it is not stored: ACKed, discarded, or never seen) holds back a child of
+ * mode that is being held by its parents now (at start-up, or retried):
+ * a parent not stored is done with, a dead one the child ignores too;
+ * any other holds it, counted in *c (remaining, and dead when it is
+ * dead). The rule both backends derive a held job's edges by. */
+bool rb_dep_parent_holds(int st, rb_dep_mode mode, rb_dep_counts *c);
+
+/* A dead job naming parents (spec) is retried (MUTATE requeue, `rebound
+ * retry`, the HTTP API's retry: docs/workflows.md "Retrying a job killed
+ * by its dependency"): it goes back under its parents' states now, which
+ * state_of gives (as rb_dep_parent_holds takes them). holds (spec->n
+ * entries) says which parents hold it, *c its counts; returns WAIT or
+ * BLOCK (held again: waiting, or blocked by a dead parent whatever its
+ * mode, until that parent is retried or deleted) or RELEASE (nothing
+ * holds it: enqueued as any retried job). */
+rb_dep_next rb_dep_on_retry(const rb_dep_spec *spec, int (*state_of)(void *arg, const char *jid),
+                            void *arg, bool *holds, rb_dep_counts *c);
 
 #endif

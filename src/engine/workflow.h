@@ -50,9 +50,13 @@ typedef int (*rb_wf_probe_fn)(void *arg, const char *jid, rb_wf_probe *out, rb_e
 typedef struct rb_wf_node {
     void *hnext;
     rb_wf_probe p;
-    size_t index;  /* in rb_workflow.nodes until sorted */
-    int layer;     /* longest path from a root (a node without parents here) */
-    bool blocking; /* a dead parent that some child here is blocked by */
+    size_t index;     /* in rb_workflow.nodes until sorted */
+    int layer;        /* longest path from a root (a node without parents here) */
+    bool blocking;    /* a dead parent that some child here is blocked by */
+    char *killed_by;  /* dead of a dependency: the parent whose death killed it (owned) */
+    size_t *retry;    /* the dead jobs to retry for it to run, by node index, root
+                         causes first (owned; n_retry entries) */
+    size_t n_retry;
     char jid[];
 } rb_wf_node;
 
@@ -85,10 +89,16 @@ void rb_wf_probe_release(rb_wf_probe *p);
 
 /* The graph's JSON (docs/http.md, GET /api/workflow/JID):
  * {"jid", "truncated", "max_nodes", "nodes": [{"jid", "jobtype", "queue",
- * "state", "attempts", "waits_for", "blocked_by", "blocking", "layer"}],
- * "edges": [{"parent", "child"}]}. state is the job's state name,
- * "succeeded" or "unknown" (then jobtype, queue and attempts are null).
- * The caller owns the result. */
+ * "state", "attempts", "waits_for", "blocked_by", "blocking", "layer",
+ * "killed_by", "retry"}], "edges": [{"parent", "child"}]}. state is the
+ * job's state name, "succeeded" or "unknown" (then jobtype, queue and
+ * attempts are null). killed_by: a dead job's parent whose death killed it
+ * (null: it did not die of a dependency). retry: the dead jobs of the graph
+ * that must be retried for this job to run (docs/workflows.md, "Retrying a
+ * job killed by its dependency"), root causes first, the job itself last
+ * when it is dead: a blocked or waiting job's come from its parents that
+ * hold it, a dead job's are its parents' and itself; empty when nothing
+ * dead stands in its way. The caller owns the result. */
 json_t *rb_workflow_json(const char *jid, const rb_workflow *g);
 
 #endif

@@ -437,7 +437,7 @@ test('waiting and blocked jobs have overview cards, a nav entry and lists of the
   await page.waitForSelector('[data-testid=workflow-graph] g.wf-node[data-jid=held-wait-01]');
 });
 
-test('a job killed by its dependency shows no attempt on its page', async () => {
+test('a job killed by its dependency shows no attempt, and what to retry for it to run', async () => {
   await client.push({jid: 'dep-par-0001', jobtype: 'FetchCustomerRecordsFromSalesforce', args: [], queue: 'depq', retry: -1});
   await client.push({jid: 'dep-can-0001', jobtype: 'SendWelcomeEmails', args: [], queue: 'depq',
     custom: {depends_on: ['dep-par-0001'], on_dep_failure: 'cancel'}});
@@ -452,7 +452,28 @@ test('a job killed by its dependency shows no attempt on its page', async () => 
   assert.equal(await page.textContent('[data-testid=attempts-title]'), 'Attempts');
   assert.match(await page.textContent('[data-testid=attempts] li'), /^Killed by a dependency \(no attempt\) DependencyFailed/);
   assert.deepEqual(await page.$$eval('[data-testid=timeline] .mk-label', (t) => t.map((x) => x.textContent)), [], 'no attempt marker');
+  // it names the parent that killed it, and that both have to be retried (issue 25 item 8)
+  await until('the advice', async () => /to run this job, retry dep-par-0001 and dep-can-0001$/.test(
+    await page.textContent('[data-testid=job-killed-by]')));
+  assert.match(await page.textContent('[data-testid=job-killed-by]'), /^dep-par-0001 \(its parent died\)/);
   await shot('job-killed-by-dependency');
+  // its workflow page says the same, and no longer "retry it to unblock"
+  await page.goto(BASE + '/#/workflow/dep-can-0001');
+  await page.waitForSelector('[data-testid=workflow-blocking] li[data-jid=dep-can-0001]');
+  assert.equal(await page.textContent('[data-testid=workflow-blocking] li[data-jid=dep-can-0001]'),
+    'dep-can-0001 was killed when its parent dep-par-0001 died: to run it, retry dep-par-0001 and dep-can-0001.');
+  await shot('workflow-killed-by-dependency');
+  // retried alone while its parent is dead, it goes back under it, blocked, not enqueued
+  await page.goto(BASE + '/#/job/dep-can-0001');
+  await page.waitForSelector('[data-testid=job-retry]');
+  await page.click('[data-testid=job-retry]');
+  await until('state blocked on the page', async () =>
+    (await page.textContent('[data-testid=job-state]').catch(() => '')) === 'blocked');
+  assert.equal((await apiGet('job/dep-can-0001')).state, 'blocked');
+  assert.equal(await client.fetch('depq'), null, 'not enqueued without its parent');
+  await until('the blocked advice', async () => /dep-par-0001 \(dead\) — to run this job, retry dep-par-0001$/.test(
+    await page.textContent('[data-testid=job-blocked-by]').catch(() => '')));
+  await shot('job-retried-blocked');
 });
 
 test('the batches page shows progress, the batch page its members and callbacks', async () => {

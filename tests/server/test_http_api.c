@@ -626,6 +626,38 @@ HTTP_TEST(job_actions_change_state_durably)
     expect_error(405, "method not allowed", "GET", "/api/job/jobid-r1/kill", NULL);
 }
 
+/* The retry action of a job killed by its dependency while the parent is
+ * still dead puts it back under its parent, blocked, as MUTATE does, and
+ * says so; it is not enqueued (issue 25 item 8). */
+HTTP_TEST(retry_action_of_a_cancelled_child_blocks_it_under_its_dead_parent)
+{
+    make_failed("jobid-p9", "Parent", "E", true);
+    cr_assert(rbh_expect(C, "+OK", "MUTATE {\"cmd\":\"requeue\",\"target\":\"dead\","
+                                   "\"filter\":{\"jids\":[\"jobid-p9\"]}}"));
+    cr_assert(rbh_expect(C, "+OK", "PUSH {\"jid\":\"jobid-c9\",\"jobtype\":\"Child\",\"args\":[],"
+                                   "\"queue\":\"cq\",\"custom\":{\"depends_on\":[\"jobid-p9\"],"
+                                   "\"on_dep_failure\":\"cancel\"}}"));
+    json_t *j = rbh_json(rbh_cmd(C, "FETCH fq"));
+    cr_assert_str_eq(json_string_value(json_object_get(j, "jid")), "jobid-p9");
+    json_decref(j);
+    cr_assert(rbh_expect(C, "+OK", "FAIL {\"jid\":\"jobid-p9\",\"errtype\":\"E\",\"message\":\"again\"}"));
+    char *st = rbh_job_state(C, "jobid-c9");
+    cr_assert_str_eq(st, "dead");
+    free(st);
+    rbh_resp *r = expect(200, "POST", "/api/job/jobid-c9/retry", NULL);
+    cr_assert_str_eq(jstr(r, "previous_state"), "dead");
+    cr_assert_str_eq(jstr(r, "state"), "blocked");
+    rbh_resp_free(r);
+    r = expect(200, "GET", "/api/job/jobid-c9", NULL);
+    cr_assert_str_eq(jstr(r, "blocked_by"), "jobid-p9");
+    rbh_resp_free(r);
+    cr_assert(rbh_expect(C, "$-1", "FETCH cq"));
+    r = expect(200, "GET", "/api/workflow/jobid-c9", NULL);
+    cr_assert_str_eq(jstr(r, "nodes.1.jid"), "jobid-c9");
+    cr_assert_str_eq(jstr(r, "nodes.1.retry.0"), "jobid-p9");
+    rbh_resp_free(r);
+}
+
 #ifdef RBH_PG
 /* Runs sql on the server's schema (S.db is its url); true when it worked. */
 static bool schema_sql(const char *sql)

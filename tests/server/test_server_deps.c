@@ -649,6 +649,118 @@ SERVER_TEST(workflow_graph_keeps_succeeded_members_and_their_edges)
     json_decref(g);
 }
 
+/* A node's retry advice as one text: "a b" (the jids, in order). */
+static char *retry_of(json_t *g, const char *jid)
+{
+    rb_test_sorted s = {0};
+    size_t i;
+    json_t *x;
+    char *out = NULL;
+    json_array_foreach(json_object_get(wf_node(g, jid), "retry"), i, x) /* kept in order */
+        cr_assert(asprintf(&out, "%s%s%s", out ? out : "", out ? " " : "", json_string_value(x)) > 0);
+    (void)s;
+    return out ? out : strdup("");
+}
+
+static void expect_retry(json_t *g, const char *jid, const char *want)
+{
+    char *got = retry_of(g, jid);
+    cr_assert_str_eq(got, want, "%s's retry advice", jid);
+    free(got);
+}
+
+/* A retried job killed by its dependency goes back under its parents'
+ * states: blocked while the parent that killed it is dead, never enqueued
+ * without it; the parent's retry then lets it wait, and it runs once the
+ * parent succeeds (issue 25 item 8). The graph names what to retry. */
+static void retry_of_a_cancelled_child(int sig)
+{
+    OK("PUSH {\"jid\":\"rc-parent\",\"jobtype\":\"p\",\"args\":[],\"retry\":-1,\"queue\":\"rq\"}");
+    OK("PUSH {\"jid\":\"rc-cancel\",\"jobtype\":\"c\",\"args\":[],\"queue\":\"rq\","
+       "\"custom\":{\"depends_on\":[\"rc-parent\"],\"on_dep_failure\":\"cancel\"}}");
+    OK("PUSH {\"jid\":\"rc-grand\",\"jobtype\":\"g\",\"args\":[],\"queue\":\"rq\","
+       "\"custom\":{\"depends_on\":[\"rc-cancel\"]}}");
+    expect_fetch("rq", "rc-parent");
+    OK("FAIL {\"jid\":\"rc-parent\",\"errtype\":\"E\",\"message\":\"boom\"}");
+    expect_state("rc-cancel", "dead");
+    expect_state("rc-grand", "blocked");
+    json_t *k = job_info("rc-cancel");
+    cr_assert_str_eq(json_string_value(rbh_get(k, "history.0.parent")), "rc-parent");
+    json_decref(k);
+    json_t *g = workflow("rc-grand");
+    cr_assert_str_eq(json_string_value(json_object_get(wf_node(g, "rc-cancel"), "killed_by")),
+                     "rc-parent");
+    cr_assert(json_is_null(json_object_get(wf_node(g, "rc-parent"), "killed_by")));
+    expect_retry(g, "rc-parent", "rc-parent");
+    expect_retry(g, "rc-cancel", "rc-parent rc-cancel");
+    expect_retry(g, "rc-grand", "rc-parent rc-cancel");
+    json_decref(g);
+
+    /* the child alone: blocked by its dead parent, not enqueued */
+    OK("MUTATE {\"cmd\":\"requeue\",\"target\":\"dead\",\"filter\":{\"jids\":[\"rc-cancel\"]}}");
+    expect_state("rc-cancel", "blocked");
+    expect_state("rc-grand", "waiting");
+    k = job_info("rc-cancel");
+    cr_assert_str_eq(json_string_value(json_object_get(k, "blocked_by")), "rc-parent");
+    json_decref(k);
+    cr_assert(rbh_expect(C, "$-1", "FETCH rq"));
+    g = workflow("rc-grand");
+    expect_retry(g, "rc-cancel", "rc-parent");
+    expect_retry(g, "rc-grand", "rc-parent");
+    cr_assert(json_is_null(json_object_get(wf_node(g, "rc-cancel"), "killed_by")));
+    json_decref(g);
+    restart(sig);
+    expect_state("rc-cancel", "blocked");
+    expect_state("rc-grand", "waiting");
+    /* the parent's retry lets it wait; the parent's success runs it, then its child */
+    OK("MUTATE {\"cmd\":\"requeue\",\"target\":\"dead\",\"filter\":{\"jids\":[\"rc-parent\"]}}");
+    expect_state("rc-cancel", "waiting");
+    fetch_ack("rq", "rc-parent");
+    expect_state("rc-cancel", "enqueued");
+    fetch_ack("rq", "rc-cancel");
+    fetch_ack("rq", "rc-grand");
+    cr_assert_eq(rbh_info_int(C, "rebound.waiting") + rbh_info_int(C, "rebound.blocked"), 0);
+}
+
+SERVER_TEST(retried_cancelled_child_waits_for_its_dead_parent)
+{
+    retry_of_a_cancelled_child(SIGTERM);
+}
+
+SERVER_TEST(retried_cancelled_child_waits_for_its_dead_parent_after_kill_9)
+{
+    retry_of_a_cancelled_child(SIGKILL);
+}
+
+/* Retrying every dead job at once, whatever the order: the parent runs,
+ * the child waits for it; a job whose parents are all done is enqueued
+ * as any retried job. */
+SERVER_TEST(retrying_the_dead_set_requeues_parents_and_holds_their_children)
+{
+    OK("PUSH {\"jid\":\"ra-parent\",\"jobtype\":\"p\",\"args\":[],\"retry\":-1,\"queue\":\"aq\"}");
+    OK("PUSH {\"jid\":\"ra-0cancel\",\"jobtype\":\"c\",\"args\":[],\"queue\":\"aq\","
+       "\"custom\":{\"depends_on\":[\"ra-parent\"],\"on_dep_failure\":\"cancel\"}}");
+    OK("PUSH {\"jid\":\"ra-zcancel\",\"jobtype\":\"c\",\"args\":[],\"queue\":\"aq\","
+       "\"custom\":{\"depends_on\":[\"ra-parent\"],\"on_dep_failure\":\"cancel\"}}");
+    OK("PUSH {\"jid\":\"ra-done0\",\"jobtype\":\"d\",\"args\":[],\"queue\":\"bq\"}");
+    OK("PUSH {\"jid\":\"ra-solo0\",\"jobtype\":\"s\",\"args\":[],\"retry\":-1,\"queue\":\"bq\","
+       "\"custom\":{\"depends_on\":[\"ra-done0\"]}}");
+    expect_fetch("aq", "ra-parent");
+    OK("FAIL {\"jid\":\"ra-parent\",\"errtype\":\"E\",\"message\":\"boom\"}");
+    fetch_ack("bq", "ra-done0");
+    expect_fetch("bq", "ra-solo0");
+    OK("FAIL {\"jid\":\"ra-solo0\",\"errtype\":\"E\",\"message\":\"its own\"}");
+    cr_assert_eq(rbh_info_int(C, "faktory.tasks.Dead.size"), 4);
+    OK("MUTATE {\"cmd\":\"requeue\",\"target\":\"dead\"}");
+    expect_state("ra-parent", "enqueued");
+    expect_state("ra-0cancel", "waiting");
+    expect_state("ra-zcancel", "waiting");
+    expect_state("ra-solo0", "enqueued"); /* its parent succeeded: nothing holds it */
+    fetch_ack("aq", "ra-parent");
+    expect_state("ra-0cancel", "enqueued");
+    expect_state("ra-zcancel", "enqueued");
+}
+
 SERVER_TEST(workflow_of_an_unknown_or_plain_job)
 {
     cr_assert(rbh_expect(C, "$-1", "WORKFLOW {\"jid\":\"nope-0001\"}"));

@@ -577,6 +577,29 @@ static void mark_workflow(void *e, void *arg)
     json_decref(job);
 }
 
+/* A parent's state as rb_dep_parent_holds takes it: -1 when not stored. */
+static int state_of(void *arg, const char *jid)
+{
+    const rb_job *p = rb_jobs_find(&((rb_srv *)arg)->jobs, jid);
+    return p && p->state != RB_JOB_PENDING ? (int)p->state : -1;
+}
+
+/* Job c is held by the parents of spec that hold it now
+ * (rb_dep_parent_holds): its edges and counts. */
+static void hold(rb_srv *srv, rb_job *c, const rb_dep_spec *spec)
+{
+    rb_dep_node *n = node_make(srv, c->jid);
+    free_parents(n);
+    n->counts = (rb_dep_counts){0, 0};
+    n->mode = spec->mode;
+    for (size_t i = 0; i < spec->n; i++) {
+        if (!rb_dep_parent_holds(state_of(srv, spec->parents[i]), spec->mode, &n->counts))
+            continue; /* done with: succeeded, discarded or ignored */
+        add_child(node_make(srv, spec->parents[i]), c->jid);
+        add_parent(n, spec->parents[i]);
+    }
+}
+
 /* A loaded waiting or blocked job's edges from its depends_on and its
  * parents' states now. */
 static void rebuild_child(rb_srv *srv, rb_job *c, int64_t now)
@@ -591,21 +614,39 @@ static void rebuild_child(rb_srv *srv, rb_job *c, int64_t now)
         rb_srv_persist(srv, c);
         return;
     }
-    rb_dep_node *n = node_make(srv, c->jid);
-    n->mode = spec.mode;
-    for (size_t i = 0; i < spec.n; i++) {
-        rb_job *p = rb_jobs_find(&srv->jobs, spec.parents[i]);
-        if (!p || !rb_deps_parent_concerns(p->state, spec.mode))
-            continue; /* done with: succeeded, discarded or ignored */
-        add_child(node_make(srv, spec.parents[i]), c->jid);
-        add_parent(n, spec.parents[i]);
-        n->counts.remaining++;
-        if (p->state == RB_JOB_DEAD)
-            n->counts.dead++;
-    }
+    hold(srv, c, &spec);
     rb_dep_spec_release(&spec);
     json_decref(job);
+    rb_dep_node *n = node_get(srv, c->jid);
     apply(srv, c, n, rb_dep_state_of(&n->counts), NULL, now);
+}
+
+bool rb_deps_retried(rb_srv *srv, rb_job *j, int64_t now)
+{
+    if (!strstr(j->json, "\"depends_on\""))
+        return false;
+    json_t *job = json_loads(j->json, 0, NULL);
+    rb_dep_spec spec;
+    if (!job || rb_dep_parse(job, &spec, NULL)) {
+        json_decref(job);
+        return false;
+    }
+    bool *holds = rb_xcalloc(spec.n + 1, sizeof *holds);
+    rb_dep_counts c;
+    rb_dep_next next = rb_dep_on_retry(&spec, state_of, srv, holds, &c);
+    if (next != RB_DEP_NEXT_RELEASE) {
+        hold(srv, j, &spec); /* the same rule: the edges rb_dep_on_retry counted */
+        rb_jobs_set_state(&srv->jobs, j, next == RB_DEP_NEXT_BLOCK ? RB_JOB_BLOCKED
+                                                                    : RB_JOB_WAITING, now);
+        rb_srv_persist(srv, j);
+        rb_log_kv(RB_LOG_INFO, RB_LOG_KV("jid", j->jid),
+                  "job %s retried: held by its parents again (%s)", j->jid,
+                  next == RB_DEP_NEXT_BLOCK ? "blocked" : "waiting");
+    }
+    free(holds);
+    rb_dep_spec_release(&spec);
+    json_decref(job);
+    return next != RB_DEP_NEXT_RELEASE;
 }
 
 void rb_deps_rebuild(rb_srv *srv)

@@ -24,14 +24,6 @@ typedef struct rb_srv rb_srv;
  * ms); read back by rb_deps_load_meta and by the export (port.c). */
 #define RB_DEPS_DONE_KEY "dep_done:"
 
-/* Whether a stored parent in state st (rb_job_state) still concerns a held
- * child of mode (a dead one the child ignores does not; a parent not
- * stored is done): the rule a single node rebuilds a held job's edges by
- * at start-up (rb_deps_rebuild) and the export derives them by (port.c). */
-static inline bool rb_deps_parent_concerns(int st, rb_dep_mode mode)
-{
-    return st != RB_JOB_DEAD || mode != RB_DEP_IGNORE;
-}
 typedef struct rb_job rb_job;
 
 /* One job in a workflow. As a child (n_parents > 0 while it waits or is
@@ -117,6 +109,12 @@ void rb_deps_drop(rb_srv *srv, const char *jid);
 void rb_deps_succeeded(rb_srv *srv, rb_job *j, int64_t now);
 void rb_deps_died(rb_srv *srv, rb_job *j, int64_t now);
 void rb_deps_requeued(rb_srv *srv, rb_job *j, int64_t now);
+/* MUTATE requeue of the dead job j (before it is enqueued): when it names
+ * parents that hold it now (rb_dep_on_retry), it goes back to waiting or
+ * blocked under them, persisted, and true is returned; false: nothing holds
+ * it, the caller enqueues it. Either way the caller then tells j's own
+ * children it was requeued (rb_deps_requeued). */
+bool rb_deps_retried(rb_srv *srv, rb_job *j, int64_t now);
 void rb_deps_discarded(rb_srv *srv, rb_job *j, int64_t now);
 
 /* For JOB: what the waiting/blocked job jid waits for (a new JSON array of

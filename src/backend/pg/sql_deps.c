@@ -364,6 +364,93 @@ int sql_dep_events(rb_pg *pg, const char *jids, int ev, int64_t now, rb_err *err
     return rc ? rc : sql_batch_apply_noted(pg, now, err);
 }
 
+/* rb_dep_on_retry's view of a parent: its state as read (sorted by jid). */
+typedef struct parent_states {
+    PGresult *r;
+} parent_states;
+
+static int parent_state(void *arg, const char *jid)
+{
+    PGresult *r = ((parent_states *)arg)->r;
+    for (int i = 0; i < PQntuples(r); i++)
+        if (!strcmp(PQgetvalue(r, i, 0), jid))
+            return (int)sql_int(r, i, 1);
+    return -1;
+}
+
+int sql_dep_retry(rb_pg *pg, const char *jid, const char *json, int64_t now, bool *held,
+                  rb_err *err)
+{
+    *held = false;
+    if (!strstr(json, "\"depends_on\""))
+        return 0;
+    json_t *job = json_loads(json, 0, NULL);
+    rb_dep_spec spec;
+    if (!job || rb_dep_parse(job, &spec, NULL)) {
+        json_decref(job);
+        return 0;
+    }
+    rb_buf all = RB_BUF_INIT, held_by = RB_BUF_INIT;
+    sql_arr_begin(&all);
+    for (size_t i = 0; i < spec.n; i++)
+        sql_arr_str(&all, spec.parents[i]);
+    sql_arr_end(&all);
+    const char *p1[1] = {all.data};
+    int rc = 0;
+    /* the parents' rows, locked as a push locks them (FOR SHARE, jid order) */
+    parent_states ps = {sql_query(pg,
+                                  "SELECT jid, state FROM rb_jobs WHERE jid = ANY($1::text[])"
+                                  " ORDER BY jid FOR SHARE",
+                                  1, p1, err)};
+    if (!ps.r) {
+        rc = err && err->code ? err->code : RB_ESTORE;
+        goto out;
+    }
+    bool *holds = rb_xcalloc(spec.n + 1, sizeof *holds);
+    rb_dep_counts c;
+    rb_dep_next next = rb_dep_on_retry(&spec, parent_state, &ps, holds, &c);
+    PQclear(ps.r);
+    if (next != RB_DEP_NEXT_RELEASE) {
+        sql_arr_begin(&held_by);
+        for (size_t i = 0; i < spec.n; i++)
+            if (holds[i])
+                sql_arr_str(&held_by, spec.parents[i]);
+        sql_arr_end(&held_by);
+        char rem[16], dead[16], mode[8], st[4], nowtxt[24];
+        snprintf(rem, sizeof rem, "%u", c.remaining);
+        snprintf(dead, sizeof dead, "%u", c.dead);
+        snprintf(mode, sizeof mode, "%d", (int)spec.mode);
+        snprintf(st, sizeof st, "%d", next == RB_DEP_NEXT_BLOCK ? RB_JOB_BLOCKED : RB_JOB_WAITING);
+        snprintf(nowtxt, sizeof nowtxt, "%lld", (long long)now);
+        const char *pe[2] = {jid, held_by.data};
+        const char *pw[4] = {jid, rem, dead, mode};
+        const char *pj[3] = {jid, st, nowtxt};
+        if (!(rc = run_sql(pg,
+                           "INSERT INTO rb_edges (parent, child) SELECT p, $1"
+                           " FROM unnest($2::text[]) AS p ON CONFLICT DO NOTHING",
+                           2, pe, err)) &&
+            !(rc = run_sql(pg,
+                           "INSERT INTO rb_wait (child, remaining, dead, mode)"
+                           " VALUES ($1, $2::int, $3::int, $4::int) ON CONFLICT (child) DO UPDATE"
+                           " SET remaining = excluded.remaining, dead = excluded.dead,"
+                           " mode = excluded.mode",
+                           4, pw, err)))
+            rc = run_sql(pg,
+                         "UPDATE rb_jobs SET state = $2::int, flags = 0, wid = NULL,"
+                         " due_ms = $3::bigint, enq_ms = 0, first_ms = 0, wf = true,"
+                         " seq = nextval('rb_job_seq') WHERE jid = $1",
+                         3, pj, err);
+        *held = !rc;
+    }
+    free(holds);
+out:
+    rb_buf_release(&all);
+    rb_buf_release(&held_by);
+    rb_dep_spec_release(&spec);
+    json_decref(job);
+    return rc;
+}
+
 int rb_pg_deps_expire(rb_pg *pg, int64_t now, int limit, int *n, rb_err *err)
 {
     if (n)
