@@ -395,12 +395,23 @@ function jobList(state, params) {
 // Text widths in the charts' units (11px, the page's font), for laying out
 // labels before they are drawn.
 let measureCtx = null;
-function textWidth(text) {
-  if (!measureCtx) {
-    measureCtx = document.createElement('canvas').getContext('2d');
-    measureCtx.font = '11px ' + getComputedStyle(document.body).fontFamily;
-  }
+function textWidth(text, font) {
+  if (!measureCtx) measureCtx = document.createElement('canvas').getContext('2d');
+  measureCtx.font = (font || '11px') + ' ' + getComputedStyle(document.body).fontFamily;
   return measureCtx.measureText(text).width;
+}
+
+// text cut to fit max pixels in font ('13px bold'...), with an ellipsis at
+// its end, or in its middle (a jid: its start and end both tell it apart).
+function clipText(text, max, font, middle) {
+  if (textWidth(text, font) <= max) return text;
+  const cut = (k) => middle ? text.slice(0, Math.ceil(k / 2)) + '…' + text.slice(text.length - Math.floor(k / 2)) : text.slice(0, k) + '…';
+  let lo = 0, hi = text.length - 1; // the most characters kept that fit
+  while (lo < hi) {
+    const mid = Math.ceil((lo + hi) / 2);
+    if (textWidth(cut(mid), font) <= max) lo = mid; else hi = mid - 1;
+  }
+  return cut(lo);
 }
 
 // The attempts' markers and labels on the timeline, laid out so that none
@@ -650,11 +661,17 @@ const WF_COLOR = {
   retries: '#c77700', dead: '#d33b3b', succeeded: '#1f9d55', unknown: '#c8cedc',
 };
 
+const WF_STATE_NOTE = {succeeded: 'ACKed, known by its record for [workflows] succeeded_ttl',
+  unknown: 'no longer known: its record expired, or it was deleted without succeeding'};
+
 // The graph of /api/workflow/JID (docs/http.md) as SVG: one column per layer
 // (the API's longest path from a root), nodes in the order the API gives them,
-// an edge from each parent's right side to its child's left side.
+// an edge from each parent's right side to its child's left side. A node's
+// first line is its job type (its jid for a job known only by its record or
+// not at all), its second its state, whole, then its tries and jid, each cut
+// with an ellipsis to fit; the tooltip has them all.
 function workflowGraph(g, focus) {
-  const NW = 190, NH = 50, GX = 90, GY = 18, M = 16;
+  const NW = 200, NH = 50, GX = 80, GY = 18, M = 16, PAD = 10;
   const cols = [];
   for (const n of g.nodes) (cols[n.layer] = cols[n.layer] || []).push(n);
   const at = {};
@@ -679,12 +696,18 @@ function workflowGraph(g, focus) {
     const {x, y} = at[n.jid];
     const color = WF_COLOR[n.state] || WF_COLOR.unknown;
     const cls = `wf-node state-${n.state}` + (n.blocking ? ' wf-blocking' : '') + (n.jid === focus ? ' wf-focus' : '');
+    const room = NW - 2 * PAD;
+    const title = n.jobtype ? clipText(n.jobtype, room, 'bold 13px') : clipText(n.jid, room, 'bold 13px', true);
+    let sub = n.state + (n.attempts ? ` · ${n.attempts} ${n.attempts === 1 ? 'try' : 'tries'}` : '');
+    if (n.jobtype) sub += ' · ' + clipText(n.jid, Math.max(room - textWidth(sub + ' · '), 24), '11px', true);
     const box = [
       s('rect', {x, y, width: NW, height: NH, rx: 7, fill: color}),
-      s('text', {x: x + 10, y: y + 19, class: 'wf-title'}, n.jobtype || n.state),
-      s('text', {x: x + 10, y: y + 37, class: 'wf-sub'},
-        n.jid.length > 22 ? n.jid.slice(0, 21) + '…' : n.jid, ' · ', n.state, n.attempts ? ` · ${n.attempts} ${n.attempts === 1 ? 'try' : 'tries'}` : ''),
-      s('title', {}, `${n.jid}: ${n.state}` + (n.blocked_by ? `, blocked by ${n.blocked_by}` : '') +
+      s('text', {x: x + PAD, y: y + 19, class: 'wf-title'}, title),
+      s('text', {x: x + PAD, y: y + 37, class: 'wf-sub'}, sub),
+      s('title', {}, (n.jobtype ? n.jobtype + '\n' : '') + `${n.jid}: ${n.state}` +
+        (WF_STATE_NOTE[n.state] ? ` (${WF_STATE_NOTE[n.state]})` : '') +
+        (n.attempts ? `, ${n.attempts} ${n.attempts === 1 ? 'try' : 'tries'}` : '') +
+        (n.blocked_by ? `, blocked by ${n.blocked_by}` : '') +
         (n.waits_for && n.waits_for.length ? `, waits for ${n.waits_for.join(', ')}` : '') +
         (n.killed_by ? `, killed when its parent ${n.killed_by} died` : '') +
         (n.blocking ? ', blocks its children' : '') +
@@ -721,6 +744,10 @@ function workflowPage(jid) {
           n.blocking ? [n.killed_by ? ', and' : ' and', ' blocks its children: to unblock them, '] : ': to run it, ',
           retryAdvice(n.retry, n.jid), '.'))) : null,
         legend(Object.entries(WF_COLOR)),
+        h('div', {class: 'legend', 'data-testid': 'wf-outlines'},
+          h('span', {}, h('i', {class: 'wf-key wf-key-blocking'}), 'dashed red outline: dead, and blocks its children'),
+          h('span', {}, h('i', {class: 'wf-key wf-key-focus'}), 'thick outline: ', h('span', {class: 'mono'}, jid), ', this page\'s job'),
+          h('span', {}, 'succeeded: ', WF_STATE_NOTE.succeeded, '; unknown: ', WF_STATE_NOTE.unknown)),
         h('div', {class: 'wf-scroll'}, workflowGraph(g, jid))));
   });
 }

@@ -373,7 +373,7 @@ test('the workflow page draws a diamond blocked by a dead parent', async () => {
     ['wfdia-A000', 'succeeded'], ['wfdia-B000', 'dead'], ['wfdia-C000', 'enqueued'], ['wfdia-D000', 'blocked']]);
   const by = Object.fromEntries(nodes.map((n) => [n.jid, n]));
   // colours by state, as the legend says
-  const legendColors = await page.$$eval('.legend span', (sp) => Object.fromEntries(sp.map((x) => [x.textContent, x.querySelector('i').style.background])));
+  const legendColors = await page.$$eval('.legend:not([data-testid=wf-outlines]) span', (sp) => Object.fromEntries(sp.map((x) => [x.textContent, x.querySelector('i').style.background])));
   for (const n of nodes) {
     assert.ok(legendColors[n.state], `legend has ${n.state}`);
     assert.match(n.cls, new RegExp(`\\bstate-${n.state}\\b`));
@@ -435,6 +435,66 @@ test('waiting and blocked jobs have overview cards, a nav entry and lists of the
   // a row leads to the job's workflow
   await page.click('tr[data-jid=held-wait-01] a.wf-link');
   await page.waitForSelector('[data-testid=workflow-graph] g.wf-node[data-jid=held-wait-01]');
+});
+
+// Each node's rect and text boxes on the page, its texts and tooltip.
+async function graphNodes() {
+  return page.$$eval('[data-testid=workflow-graph] g.wf-node', (gs) => gs.map((g) => {
+    const box = (e) => { const r = e.getBoundingClientRect(); return {l: r.left, r: r.right, t: r.top, b: r.bottom}; };
+    const [title, sub] = [...g.querySelectorAll('text')];
+    return {jid: g.dataset.jid, state: g.dataset.state, rect: box(g.querySelector('rect')),
+      title: title.textContent, sub: sub.textContent, titleBox: box(title), subBox: box(sub),
+      tip: g.querySelector('title').textContent, x: +g.querySelector('rect').getAttribute('x')};
+  }));
+}
+
+test('the workflow graph\'s labels fit stock jids and long job types, and ACKed jobs stay in it', async () => {
+  // 24-hex jids as stock clients make them; A and C succeed, B dies: D is blocked
+  const [A, B, C, D] = ['5f1e2d3c4b5a69788796a5b4', '6a7b8c9d0e1f203142536475', '7c8d9e0f1a2b3c4d5e6f7081', '8e9f0a1b2c3d4e5f60718293'];
+  const T = {[A]: 'FetchCustomerRecordsFromSalesforce', [B]: 'TransformCustomerRecordsIntoWarehouseRows',
+    [C]: 'EnrichCustomerRecordsWithGeolocation', [D]: 'LoadWarehouse'};
+  const dep = (jid, parents, extra) => ({jid, jobtype: T[jid], args: [], queue: 'lblq', custom: {depends_on: parents}, ...extra});
+  await client.cmd('PUSHB ' + JSON.stringify([{jid: A, jobtype: T[A], args: [], queue: 'lblq'},
+    dep(B, [A], {retry: -1}), dep(C, [A]), dep(D, [B, C])]));
+  for (const [jid, ok] of [[A, true], [B, false], [C, true]]) {
+    const j = await client.fetch('lblq');
+    assert.equal(j && j.jid, jid);
+    if (ok) await client.ack(jid); else await client.fail(jid, 'SchemaError', 'column "total" missing');
+  }
+  assert.equal((await apiGet('job/' + D)).state, 'blocked');
+  await page.goto(BASE + '/#/workflow/' + D);
+  await page.waitForSelector(`[data-testid=workflow-graph] g.wf-node[data-jid="${A}"]`);
+  const nodes = await graphNodes();
+  const inside = (x, o) => x.l >= o.l - 0.5 && x.r <= o.r + 0.5 && x.t >= o.t - 0.5 && x.b <= o.b + 0.5;
+  assert.deepEqual(nodes.map((n) => [n.jid, n.state]), [[A, 'succeeded'], [B, 'dead'], [C, 'succeeded'], [D, 'blocked']],
+    'the ACKed root and middle job stay, as succeeded (issue 25 item 10)');
+  for (const n of nodes) {
+    assert.ok(inside(n.titleBox, n.rect), `${n.jid}: its first line ${JSON.stringify(n.title)} leaves the node`);
+    assert.ok(inside(n.subBox, n.rect), `${n.jid}: its second line ${JSON.stringify(n.sub)} leaves the node`);
+    assert.ok(n.sub.startsWith(n.state), `${n.jid}: the state word is cut: ${JSON.stringify(n.sub)}`);
+    assert.equal(n.sub.split(n.state).length, 2, `${n.jid}: the state word twice: ${JSON.stringify(n.sub)}`);
+    assert.ok(!n.title.includes(n.state), `${n.jid}: the state in the first line too: ${JSON.stringify(n.title)}`);
+    assert.ok(n.tip.includes(n.jid), `${n.jid}: the tooltip has the whole jid`);
+    if (n.state !== 'succeeded') {
+      assert.ok(n.tip.startsWith(T[n.jid] + '\n'), `${n.jid}: the tooltip has the whole job type`);
+      assert.ok(n.title === T[n.jid] || (n.title.endsWith('…') && T[n.jid].startsWith(n.title.slice(0, -1))),
+        `${n.jid}: the job type is cut without an ellipsis: ${JSON.stringify(n.title)}`);
+    } else {
+      assert.match(n.title, /^5f1e2d|^7c8d9e/, `${n.jid}: a succeeded job is named by its jid`);
+      assert.match(n.tip, /succeeded_ttl/);
+    }
+  }
+  assert.ok(nodes.find((n) => n.jid === B).title.endsWith('…'), 'the long type is cut');
+  assert.equal(nodes.find((n) => n.jid === D).title, 'LoadWarehouse', 'a short type is whole');
+  const by = Object.fromEntries(nodes.map((n) => [n.jid, n]));
+  assert.ok(by[A].x < by[B].x && by[B].x === by[C].x && by[C].x < by[D].x, 'the root is the root again');
+  const edges = await page.$$eval('[data-testid=workflow-graph] path.wf-edge', (ps) => ps.map((p) => p.dataset.parent + '>' + p.dataset.child).sort());
+  assert.deepEqual(edges, [`${A}>${B}`, `${A}>${C}`, `${B}>${D}`, `${C}>${D}`]);
+  // the legend explains the outlines
+  const outlines = await page.textContent('[data-testid=wf-outlines]');
+  assert.match(outlines, /dashed red outline: dead, and blocks its children/);
+  assert.match(outlines, new RegExp(`thick outline: ${D}, this page's job`));
+  await shot('workflow-labels');
 });
 
 test('a job killed by its dependency shows no attempt, and what to retry for it to run', async () => {
