@@ -103,11 +103,31 @@ function show(...kids) { fill(main(), ...kids); }
 
 // --- charts ----------------------------------------------------------------
 
-function niceMax(v) {
-  if (v <= 0) return 1;
-  const p = Math.pow(10, Math.floor(Math.log10(v)));
-  for (const m of [1, 2, 2.5, 5, 10]) if (m * p >= v) return m * p;
-  return 10 * p;
+// Axis ticks on round values from 0 to at least max, at most n + 1 of
+// them: steps of 1, 2 or 5 times a power of ten, whole numbers when
+// integer (counts per second).
+function niceTicks(max, n, integer) {
+  max = Math.max(max, integer ? 1 : 1e-9);
+  let step = Infinity;
+  for (let p = Math.pow(10, Math.floor(Math.log10(max / n)) - 1); step === Infinity; p *= 10)
+    for (const m of [1, 2, 5]) if (m * p * n >= max && (!integer || m * p >= 1)) { step = m * p; break; }
+  const top = Math.ceil(max / step - 1e-9) * step;
+  return Array.from({length: Math.round(top / step) + 1}, (_, i) => i * step);
+}
+
+// Round durations for a schedule's axis (ms): linear steps people count in,
+// and the marks of a log scale.
+const DUR_STEPS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1e3, 2e3, 5e3, 10e3, 15e3, 30e3, 60e3, 120e3,
+  300e3, 600e3, 900e3, 1800e3, 3600e3, 7200e3, 3 * 3600e3, 6 * 3600e3, 12 * 3600e3, 86400e3,
+  2 * 86400e3, 7 * 86400e3, 14 * 86400e3, 30 * 86400e3];
+const DUR_LOG_MARKS = [1, 10, 100, 1e3, 10e3, 60e3, 600e3, 3600e3, 6 * 3600e3, 86400e3, 7 * 86400e3,
+  30 * 86400e3, 365 * 86400e3];
+
+// Linear ticks 0..top for durations up to max (ms), at most 5 steps.
+function durationTicks(max) {
+  const step = DUR_STEPS.find((st) => st * 5 >= max) || Math.ceil(max / 5 / 86400e3) * 86400e3;
+  const top = Math.max(Math.ceil(max / step), 1) * step;
+  return Array.from({length: Math.round(top / step) + 1}, (_, i) => i * step);
 }
 
 // Lines over time: series = [{name, color, values: [{t, v}]}].
@@ -120,13 +140,13 @@ function lineChart(series, opts) {
     return svg;
   }
   const t0 = Math.min(...all.map((p) => p.t)), t1 = Math.max(...all.map((p) => p.t), t0 + 1);
-  const vmax = niceMax(Math.max(...all.map((p) => p.v), 1));
+  const ticks = niceTicks(Math.max(...all.map((p) => p.v), 1), 4, true);
+  const vmax = ticks[ticks.length - 1];
   const x = (t) => L + (t - t0) / (t1 - t0) * (W - L - R);
   const y = (v) => T + (1 - v / vmax) * (H - T - B);
-  for (let i = 0; i <= 4; i++) {
-    const v = vmax * i / 4;
+  for (const v of ticks) {
     svg.append(s('line', {x1: L, x2: W - R, y1: y(v), y2: y(v), class: 'grid'}));
-    svg.append(s('text', {x: L - 6, y: y(v) + 4, 'text-anchor': 'end'}, fmtN(Math.round(v * 10) / 10)));
+    svg.append(s('text', {x: L - 6, y: y(v) + 4, 'text-anchor': 'end', class: 'tick', 'data-v': v}, fmtN(v)));
   }
   for (let i = 0; i <= 5; i++) {
     const t = t0 + (t1 - t0) * i / 5;
@@ -149,26 +169,37 @@ const OUTCOME_COLOR = {retry: '#c77700', dead: '#d33b3b', discard: '#8a93a6', ca
 
 // The schedule of a simulation: one bar per failed attempt, its height the
 // delay before the next attempt (log scale when delays span > 100x); the
-// final outcome as a marker.
+// final outcome as a marker. The y axis has round ticks (5s, 15s, 1m; on a
+// log scale 1s, 10s, 1m, 10m, 1h, 1d) and a title above it saying which
+// scale it is.
 function scheduleChart(sim) {
   const steps = sim.attempts || [];
-  const W = 900, H = 240, L = 56, R = 12, T = 14, B = 30;
+  const W = 900, H = 240, L = 56, R = 12, T = 26, B = 30;
   const svg = s('svg', {viewBox: `0 0 ${W} ${H}`, class: 'chart', role: 'img', 'aria-label': 'retry schedule', 'data-testid': 'schedule-chart'});
   if (!steps.length) return svg;
   const delays = steps.filter((x) => x.outcome === 'retry').map((x) => x.delay_ms);
   const dmax = Math.max(...delays, 1), dmin = Math.max(Math.min(...delays.filter((d) => d > 0), dmax), 1);
   const log = dmax / dmin > 100;
-  const top = log ? Math.pow(10, Math.ceil(Math.log10(dmax))) : niceMax(dmax);
-  const y = (d) => {
-    const f = log ? (d <= 1 ? 0 : Math.log10(d) / Math.log10(top)) : d / top;
-    return T + (1 - f) * (H - T - B);
-  };
+  let ticks, y;
+  if (log) {
+    const hi = DUR_LOG_MARKS.findIndex((v) => v >= dmax);
+    const top = hi < 0 ? dmax : DUR_LOG_MARKS[hi];
+    const below = DUR_LOG_MARKS.filter((v) => v < dmin);
+    const bottom = below.length ? below[below.length - 1] : 1;
+    ticks = DUR_LOG_MARKS.filter((v) => v >= bottom && v <= top);
+    y = (d) => T + (1 - (Math.log10(Math.max(d, bottom)) - Math.log10(bottom)) / (Math.log10(top) - Math.log10(bottom))) * (H - T - B);
+  } else {
+    ticks = durationTicks(dmax);
+    const top = ticks[ticks.length - 1];
+    y = (d) => T + (1 - d / top) * (H - T - B);
+  }
   const n = steps.length, bw = (W - L - R) / n;
-  const ticks = log ? Array.from({length: Math.log10(top) + 1}, (_, i) => Math.pow(10, i)).filter((v) => v >= 1) : [0, top / 4, top / 2, 3 * top / 4, top];
   for (const v of ticks) {
     svg.append(s('line', {x1: L, x2: W - R, y1: y(v), y2: y(v), class: 'grid'}));
-    svg.append(s('text', {x: L - 6, y: y(v) + 4, 'text-anchor': 'end'}, fmtDur(v)));
+    svg.append(s('text', {x: L - 6, y: y(v) + 4, 'text-anchor': 'end', class: 'tick', 'data-ms': v}, fmtDur(v)));
   }
+  svg.append(s('text', {x: 4, y: 12, 'text-anchor': 'start', class: 'axis-note', 'data-testid': 'schedule-scale'},
+    log ? 'delay before the next attempt (log scale)' : 'delay before the next attempt'));
   const every_n = Math.ceil(n / 30);
   steps.forEach((st, i) => {
     const cx = L + i * bw;
@@ -183,7 +214,6 @@ function scheduleChart(sim) {
     }
     if (i % every_n === 0) svg.append(s('text', {x: cx + bw / 2, y: H - 10, 'text-anchor': 'middle'}, st.attempt));
   });
-  svg.append(s('text', {x: L, y: H - 0, 'text-anchor': 'start'}, log ? 'log scale' : ''));
   return svg;
 }
 
@@ -467,19 +497,35 @@ function attemptGroups(hist, x, W) {
 // never ran then; docs/workflows.md).
 const byDependency = (a) => a.reason === 'dependency';
 
+// Labels under the timeline's line, [{x, text, ...}]: each on the first of
+// two rows where it clears the labels before it, kept inside [0, W];
+// returns them with their y.
+function belowLabels(items, W, Y) {
+  const rows = [Y + 24, Y + 38], right = rows.map(() => -Infinity);
+  return items.slice().sort((a, b) => a.x - b.x).map((it) => {
+    const w = textWidth(it.text);
+    const cx = Math.min(Math.max(it.x, LABEL_EDGE + w / 2), W - LABEL_EDGE - w / 2);
+    let row = right.findIndex((r) => cx - w / 2 >= r + LABEL_GAP);
+    if (row < 0) row = rows.length - 1;
+    right[row] = cx + w / 2;
+    return {...it, cx, y: rows[row]};
+  });
+}
+
 // The job's life on a time axis: created, each failed attempt (red, with its
 // retry wait as a band; attempts too close to tell apart share a marker
 // labelled with their range), a death by a dependency, the next run or the
-// end of retention.
+// end of the lease (labelled under the line, beside "now").
 function timeline(job) {
   const hist = (job.history || []).filter((a) => !byDependency(a));
   const ends = [];
   const start = job.schedule && job.schedule.first_enqueued_at || job.created_at;
   if (start) ends.push({t: Date.parse(start), kind: 'start', label: 'first enqueued'});
   for (const a of (job.history || []).filter(byDependency))
-    ends.push({t: Date.parse(a.at), kind: 'dead', label: 'killed: ' + a.message});
+    ends.push({t: Date.parse(a.at), kind: 'dead', label: 'killed: ' + a.message, tag: 'killed'});
   const future = job.next_at || job.reserved_until;
-  if (future) ends.push({t: Date.parse(future), kind: 'next', label: job.state === 'working' ? 'reservation ends' : 'next attempt'});
+  if (future) ends.push({t: Date.parse(future), kind: 'next', label: job.state === 'working' ? 'lease ends' : 'next attempt',
+    tag: job.state === 'working' ? 'lease ends' : 'next attempt'});
   const W = 900, H = 118, L = 20, R = 36, Y = 58;
   const svg = s('svg', {viewBox: `0 0 ${W} ${H}`, class: 'chart', role: 'img', 'aria-label': 'attempt timeline', 'data-testid': 'timeline'});
   const times = ends.map((p) => p.t).concat(hist.map((a) => Date.parse(a.at)));
@@ -496,8 +542,14 @@ function timeline(job) {
       svg.append(s('rect', {x: x(a0), y: Y - 5, width: Math.max(x(a0 + a.delay_ms) - x(a0), 1), height: 10, fill: '#fff2de', stroke: '#e8c48a'}));
     }
   });
-  svg.append(s('line', {x1: x(now), x2: x(now), y1: Y - 10, y2: Y + 22, stroke: '#3457d5', 'stroke-dasharray': '3 3'}));
-  svg.append(s('text', {x: x(now), y: Y + 36, 'text-anchor': 'middle'}, 'now'));
+  const below = belowLabels([{x: x(now), text: 'now', now: true}]
+    .concat(ends.filter((p) => p.tag).map((p) => ({x: x(p.t), text: p.tag, title: p.label + ' · ' + when(p.t)}))), W, Y);
+  for (const b of below) {
+    if (b.now) svg.append(s('line', {x1: b.x, x2: b.x, y1: Y - 10, y2: b.y - 11, stroke: '#3457d5', 'stroke-dasharray': '3 3'}));
+    const t = s('text', {x: b.cx, y: b.y, 'text-anchor': 'middle', class: b.now ? 'now-label' : 'end-label'}, b.text);
+    if (b.title) t.append(s('title', {}, b.title));
+    svg.append(t);
+  }
   for (const p of ends) {
     const c = s('circle', {cx: x(p.t), cy: Y, r: 7, fill: p.kind === 'next' ? '#fff' : color(p.kind), stroke: color(p.kind), 'stroke-width': 2});
     c.append(s('title', {}, p.label + ' · ' + when(p.t)));

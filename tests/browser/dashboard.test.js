@@ -317,6 +317,82 @@ test('the policy simulator charts a schedule in any dialect', async () => {
   assert.match(await page.textContent('[data-testid=sim-error]'), /invalid policy/);
 });
 
+// The chart's tick labels, its scale note's box and the "table" toggle's box.
+async function scheduleAxis() {
+  return page.$eval('[data-testid=schedule-chart]', (svg) => {
+    const box = (e) => { const r = e.getBoundingClientRect(); return {l: r.left, r: r.right, t: r.top, b: r.bottom}; };
+    const summary = svg.closest('.panel').querySelector('details summary');
+    return {ticks: [...svg.querySelectorAll('text.tick')].map((t) => t.textContent), tickBoxes: [...svg.querySelectorAll('text.tick')].map(box),
+      note: svg.querySelector('[data-testid=schedule-scale]').textContent, noteBox: box(svg.querySelector('[data-testid=schedule-scale]')),
+      svg: box(svg), summary: summary ? box(summary) : null};
+  });
+}
+
+test('the schedule chart has round ticks and its scale note clear of the table toggle', async () => {
+  await page.goto(BASE + '/#/workers'); // the simulator page afresh (it keeps the last policy)
+  await page.waitForSelector('main h1');
+  await page.goto(BASE + '/#/simulate');
+  await page.waitForSelector('[data-testid=policy]');
+  // delays 1s, 2s, 4s: linear, ticks every second (not 1.3s, 2.5s, 3.8s)
+  await page.fill('[data-testid=policy]', 'ftl:3 1s 5s');
+  await page.click('[data-testid=simulate]');
+  await until('the FTL schedule', async () => (await page.textContent('[data-testid=sim-executions]')) === '4');
+  let a = await scheduleAxis();
+  assert.deepEqual(a.ticks, ['0', '1s', '2s', '3s', '4s']);
+  assert.equal(a.note, 'delay before the next attempt');
+  // a minute's delays: 0, 15s, 30s, 45s, 1m
+  await page.fill('[data-testid=policy]', 'ftl:3 15s 1m');
+  await page.click('[data-testid=simulate]');
+  await until('the second schedule', async () => (await scheduleAxis()).ticks.join(',') === '0,15s,30s,45s,1m');
+  // Sidekiq's backoff spans seconds to days: a log scale on round marks
+  await page.fill('[data-testid=policy]', 'faktory:25');
+  await page.click('[data-testid=simulate]');
+  await until('the log schedule', async () => (await scheduleAxis()).note.endsWith('(log scale)'));
+  a = await scheduleAxis();
+  assert.ok(a.ticks.length >= 5, a.ticks.join(','));
+  for (const t of a.ticks) assert.match(t, /^(1ms|10ms|100ms|1s|10s|1m|10m|1h|6h|1d|7d|30d|365d)$/, `log tick ${t}`);
+  assert.equal(a.note, 'delay before the next attempt (log scale)');
+  const overlap = (p, q) => p.l < q.r && q.l < p.r && p.t < q.b && q.t < p.b;
+  for (const tb of a.tickBoxes) assert.ok(!overlap(tb, a.noteBox), 'the scale note crowds a tick');
+  assert.ok(a.noteBox.b <= a.tickBoxes.reduce((m, b) => Math.min(m, b.t), Infinity), 'the scale note is above the axis');
+  await shot('simulator-log-scale');
+  // on a job page the note stays clear of the "table" toggle under the chart
+  await page.goto(BASE + '/#/job/retry-00001');
+  await page.waitForSelector('[data-testid=schedule-chart] text.tick');
+  a = await scheduleAxis();
+  assert.ok(a.summary, 'the table toggle');
+  assert.ok(a.noteBox.b + 8 <= a.summary.t, `the scale note ${JSON.stringify(a.noteBox)} crowds the table toggle ${JSON.stringify(a.summary)}`);
+  assert.ok(a.noteBox.t >= a.svg.t, 'the scale note inside the chart');
+});
+
+test('the job page labels the lease end and the next attempt on its timeline', async () => {
+  await client.push({jid: 'lease-000001', jobtype: 'RenderVideo', args: [], queue: 'lease', reserve_for: 600});
+  const j = await client.fetch('lease');
+  assert.equal(j && j.jid, 'lease-000001');
+  const labels = async () => page.$eval('[data-testid=timeline]', (svg) => {
+    const box = (e) => { const r = e.getBoundingClientRect(); return {l: r.left, r: r.right, t: r.top, b: r.bottom, text: e.firstChild.textContent}; };
+    return {svg: box(svg), ends: [...svg.querySelectorAll('text.end-label')].map(box), now: box(svg.querySelector('text.now-label'))};
+  });
+  const overlap = (p, q) => p.l < q.r && q.l < p.r && p.t < q.b && q.t < p.b;
+  const inside = (x, o) => x.l >= o.l && x.r <= o.r && x.t >= o.t && x.b <= o.b;
+  await page.goto(BASE + '/#/job/lease-000001');
+  await page.waitForSelector('[data-testid=timeline] text.end-label');
+  let l = await labels();
+  assert.deepEqual(l.ends.map((e) => e.text), ['lease ends']);
+  for (const e of [...l.ends, l.now]) assert.ok(inside(e, l.svg), `${e.text} leaves the timeline`);
+  assert.ok(!overlap(l.ends[0], l.now), 'the lease end label crowds "now"');
+  await (await page.$('[data-testid=timeline]')).screenshot({path: path.join(SHOTS, 'timeline-lease.png')});
+  await shot('job-working');
+  await client.ack('lease-000001');
+  // a job waiting for its retry: "next attempt"
+  await page.goto(BASE + '/#/job/retry-00001');
+  await page.waitForSelector('[data-testid=timeline] text.end-label');
+  l = await labels();
+  assert.deepEqual(l.ends.map((e) => e.text), ['next attempt']);
+  assert.ok(!overlap(l.ends[0], l.now));
+  await (await page.$('[data-testid=timeline]')).screenshot({path: path.join(SHOTS, 'timeline-next-attempt.png')});
+});
+
 test('the workers page lists connected workers', async () => {
   await page.goto(BASE + '/#/workers');
   await page.waitForSelector('table[data-testid=workers]');
