@@ -103,11 +103,31 @@ function show(...kids) { fill(main(), ...kids); }
 
 // --- charts ----------------------------------------------------------------
 
-function niceMax(v) {
-  if (v <= 0) return 1;
-  const p = Math.pow(10, Math.floor(Math.log10(v)));
-  for (const m of [1, 2, 2.5, 5, 10]) if (m * p >= v) return m * p;
-  return 10 * p;
+// Axis ticks on round values from 0 to at least max, at most n + 1 of
+// them: steps of 1, 2 or 5 times a power of ten, whole numbers when
+// integer (counts per second).
+function niceTicks(max, n, integer) {
+  max = Math.max(max, integer ? 1 : 1e-9);
+  let step = Infinity;
+  for (let p = Math.pow(10, Math.floor(Math.log10(max / n)) - 1); step === Infinity; p *= 10)
+    for (const m of [1, 2, 5]) if (m * p * n >= max && (!integer || m * p >= 1)) { step = m * p; break; }
+  const top = Math.ceil(max / step - 1e-9) * step;
+  return Array.from({length: Math.round(top / step) + 1}, (_, i) => i * step);
+}
+
+// Round durations for a schedule's axis (ms): linear steps people count in,
+// and the marks of a log scale.
+const DUR_STEPS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1e3, 2e3, 5e3, 10e3, 15e3, 30e3, 60e3, 120e3,
+  300e3, 600e3, 900e3, 1800e3, 3600e3, 7200e3, 3 * 3600e3, 6 * 3600e3, 12 * 3600e3, 86400e3,
+  2 * 86400e3, 7 * 86400e3, 14 * 86400e3, 30 * 86400e3];
+const DUR_LOG_MARKS = [1, 10, 100, 1e3, 10e3, 60e3, 600e3, 3600e3, 6 * 3600e3, 86400e3, 7 * 86400e3,
+  30 * 86400e3, 365 * 86400e3];
+
+// Linear ticks 0..top for durations up to max (ms), at most 5 steps.
+function durationTicks(max) {
+  const step = DUR_STEPS.find((st) => st * 5 >= max) || Math.ceil(max / 5 / 86400e3) * 86400e3;
+  const top = Math.max(Math.ceil(max / step), 1) * step;
+  return Array.from({length: Math.round(top / step) + 1}, (_, i) => i * step);
 }
 
 // Lines over time: series = [{name, color, values: [{t, v}]}].
@@ -120,13 +140,13 @@ function lineChart(series, opts) {
     return svg;
   }
   const t0 = Math.min(...all.map((p) => p.t)), t1 = Math.max(...all.map((p) => p.t), t0 + 1);
-  const vmax = niceMax(Math.max(...all.map((p) => p.v), 1));
+  const ticks = niceTicks(Math.max(...all.map((p) => p.v), 1), 4, true);
+  const vmax = ticks[ticks.length - 1];
   const x = (t) => L + (t - t0) / (t1 - t0) * (W - L - R);
   const y = (v) => T + (1 - v / vmax) * (H - T - B);
-  for (let i = 0; i <= 4; i++) {
-    const v = vmax * i / 4;
+  for (const v of ticks) {
     svg.append(s('line', {x1: L, x2: W - R, y1: y(v), y2: y(v), class: 'grid'}));
-    svg.append(s('text', {x: L - 6, y: y(v) + 4, 'text-anchor': 'end'}, fmtN(Math.round(v * 10) / 10)));
+    svg.append(s('text', {x: L - 6, y: y(v) + 4, 'text-anchor': 'end', class: 'tick', 'data-v': v}, fmtN(v)));
   }
   for (let i = 0; i <= 5; i++) {
     const t = t0 + (t1 - t0) * i / 5;
@@ -149,26 +169,37 @@ const OUTCOME_COLOR = {retry: '#c77700', dead: '#d33b3b', discard: '#8a93a6', ca
 
 // The schedule of a simulation: one bar per failed attempt, its height the
 // delay before the next attempt (log scale when delays span > 100x); the
-// final outcome as a marker.
+// final outcome as a marker. The y axis has round ticks (5s, 15s, 1m; on a
+// log scale 1s, 10s, 1m, 10m, 1h, 1d) and a title above it saying which
+// scale it is.
 function scheduleChart(sim) {
   const steps = sim.attempts || [];
-  const W = 900, H = 240, L = 56, R = 12, T = 14, B = 30;
+  const W = 900, H = 240, L = 56, R = 12, T = 26, B = 30;
   const svg = s('svg', {viewBox: `0 0 ${W} ${H}`, class: 'chart', role: 'img', 'aria-label': 'retry schedule', 'data-testid': 'schedule-chart'});
   if (!steps.length) return svg;
   const delays = steps.filter((x) => x.outcome === 'retry').map((x) => x.delay_ms);
   const dmax = Math.max(...delays, 1), dmin = Math.max(Math.min(...delays.filter((d) => d > 0), dmax), 1);
   const log = dmax / dmin > 100;
-  const top = log ? Math.pow(10, Math.ceil(Math.log10(dmax))) : niceMax(dmax);
-  const y = (d) => {
-    const f = log ? (d <= 1 ? 0 : Math.log10(d) / Math.log10(top)) : d / top;
-    return T + (1 - f) * (H - T - B);
-  };
+  let ticks, y;
+  if (log) {
+    const hi = DUR_LOG_MARKS.findIndex((v) => v >= dmax);
+    const top = hi < 0 ? dmax : DUR_LOG_MARKS[hi];
+    const below = DUR_LOG_MARKS.filter((v) => v < dmin);
+    const bottom = below.length ? below[below.length - 1] : 1;
+    ticks = DUR_LOG_MARKS.filter((v) => v >= bottom && v <= top);
+    y = (d) => T + (1 - (Math.log10(Math.max(d, bottom)) - Math.log10(bottom)) / (Math.log10(top) - Math.log10(bottom))) * (H - T - B);
+  } else {
+    ticks = durationTicks(dmax);
+    const top = ticks[ticks.length - 1];
+    y = (d) => T + (1 - d / top) * (H - T - B);
+  }
   const n = steps.length, bw = (W - L - R) / n;
-  const ticks = log ? Array.from({length: Math.log10(top) + 1}, (_, i) => Math.pow(10, i)).filter((v) => v >= 1) : [0, top / 4, top / 2, 3 * top / 4, top];
   for (const v of ticks) {
     svg.append(s('line', {x1: L, x2: W - R, y1: y(v), y2: y(v), class: 'grid'}));
-    svg.append(s('text', {x: L - 6, y: y(v) + 4, 'text-anchor': 'end'}, fmtDur(v)));
+    svg.append(s('text', {x: L - 6, y: y(v) + 4, 'text-anchor': 'end', class: 'tick', 'data-ms': v}, fmtDur(v)));
   }
+  svg.append(s('text', {x: 4, y: 12, 'text-anchor': 'start', class: 'axis-note', 'data-testid': 'schedule-scale'},
+    log ? 'delay before the next attempt (log scale)' : 'delay before the next attempt'));
   const every_n = Math.ceil(n / 30);
   steps.forEach((st, i) => {
     const cx = L + i * bw;
@@ -183,7 +214,6 @@ function scheduleChart(sim) {
     }
     if (i % every_n === 0) svg.append(s('text', {x: cx + bw / 2, y: H - 10, 'text-anchor': 'middle'}, st.attempt));
   });
-  svg.append(s('text', {x: L, y: H - 0, 'text-anchor': 'start'}, log ? 'log scale' : ''));
   return svg;
 }
 
@@ -216,10 +246,11 @@ function overview() {
       const j = info.jobs;
       const card = (label, n, href, cls) => h('a', {class: 'card ' + (cls || ''), href: href || null, 'data-testid': 'card-' + label.replace(/ .*/, '')},
         h('div', {class: 'n'}, fmtN(n)), h('div', {class: 'l'}, label));
-      cards.replaceChildren(
+      fill(cards,
         card('enqueued', j.enqueued, '#/queues'), card('working', j.working, null, 'ok'),
         card('scheduled', j.scheduled, '#/scheduled'), card('retries', j.retries, '#/retries', j.retries ? 'warn' : ''),
         card('dead', j.dead, '#/dead', j.dead ? 'bad' : ''),
+        card('waiting', j.waiting, '#/waiting'), card('blocked', j.blocked, '#/blocked', j.blocked ? 'held' : ''),
         card('processed', info.all_time.processed), card('failures', info.all_time.failures),
         info.all_time.expired !== null ? card('expired', info.all_time.expired) : null,
         info.unique ? card('unique locks', info.unique.locks) : null,
@@ -270,14 +301,37 @@ function queues() {
   every(3000, refreshQueues);
 }
 
-// --- job lists (scheduled, retries, dead, enqueued, working) ---------------
+// --- job lists (scheduled, retries, dead, enqueued, working, waiting, blocked)
 
-const LIST_TITLE = {scheduled: 'Scheduled', retries: 'Retries', dead: 'Dead', enqueued: 'Enqueued', working: 'In progress'};
+const LIST_TITLE = {scheduled: 'Scheduled', retries: 'Retries', dead: 'Dead', enqueued: 'Enqueued', working: 'In progress',
+  waiting: 'Waiting', blocked: 'Blocked'};
 const PAGE = 25;
+const HELD = ['waiting', 'blocked']; // a workflow's jobs held by their parents (docs/workflows.md)
+const jidLinks = (jids) => jids && jids.length
+  ? jids.map((p, i) => [i ? ', ' : '', h('a', {class: 'mono', href: '#/job/' + encodeURIComponent(p)}, p)])
+  : h('span', {class: 'muted'}, '–');
+
+// The waiting and blocked lists: each job with the parents it waits for, the
+// dead one blocking it, and its workflow; MUTATE does not move them.
+function heldRows(state, jobs) {
+  return h('table', {'data-testid': 'jobs'},
+    h('thead', {}, h('tr', {}, h('th', {}, 'job'), h('th', {}, 'queue'), h('th', {}, 'args'), h('th', {}, 'waits for'),
+      state === 'blocked' ? h('th', {}, 'blocked by') : null, h('th', {}, 'created'), h('th', {}, ''))),
+    h('tbody', {}, jobs.map((j) => h('tr', {'data-jid': j.jid},
+      h('td', {}, h('a', {href: '#/job/' + encodeURIComponent(j.jid)}, j.jobtype), h('div', {class: 'muted mono'}, j.jid)),
+      h('td', {}, j.queue),
+      h('td', {}, h('code', {class: 'args', title: JSON.stringify(j.args)}, JSON.stringify(j.args))),
+      h('td', {'data-testid': 'waits-for'}, jidLinks(j.waits_for)),
+      state === 'blocked' ? h('td', {class: 'err', 'data-testid': 'blocked-by'}, j.blocked_by ? jidLinks([j.blocked_by]) : '–') : null,
+      h('td', {}, rel(j.created_at)),
+      h('td', {}, h('a', {class: 'wf-link', href: '#/workflow/' + encodeURIComponent(j.jid)}, 'workflow'))))));
+}
 
 function jobList(state, params) {
   const mutable = ['scheduled', 'retries', 'dead'].includes(state);
-  const f = {queue: params.get('queue') || '', jobtype: params.get('jobtype') || '', errtype: params.get('errtype') || ''};
+  const held = HELD.includes(state);
+  const f = {queue: params.get('queue') || '', jobtype: params.get('jobtype') || ''};
+  if (!held) f.errtype = params.get('errtype') || ''; // a held job has not run
   const page = Math.max(parseInt(params.get('page') || '1', 10), 1);
   const selected = new Set();
   const inputs = {};
@@ -286,12 +340,18 @@ function jobList(state, params) {
     const q = new URLSearchParams();
     for (const k of Object.keys(inputs)) if (inputs[k].value) q.set(k, inputs[k].value);
     location.hash = '#/' + state + (q.toString() ? '?' + q : '');
-  }}, ['queue', 'jobtype', 'errtype'].map((k) => (inputs[k] = h('input', {name: k, placeholder: k, value: f[k], size: 14}))),
+  }}, Object.keys(f).map((k) => (inputs[k] = h('input', {name: k, placeholder: k, value: f[k], size: 14}))),
   h('button', {type: 'submit'}, 'Filter'));
   const bulk = h('div', {class: 'toolbar'});
   const box = h('div', {});
   const pager = h('div', {class: 'pager'});
-  show(h('h1', {}, LIST_TITLE[state]), h('div', {class: 'panel'}, filterBar, mutable ? bulk : null, box, pager));
+  const tabs = held ? h('div', {class: 'toolbar tabs', 'data-testid': 'held-tabs'}, HELD.map((st) =>
+    h('a', {class: 'tab' + (st === state ? ' active' : ''), href: '#/' + st, 'data-state': st}, LIST_TITLE[st], ' ', h('b', {class: 'badge', id: 'tab-' + st})))) : null;
+  const note = held ? h('div', {class: 'muted', style: 'margin-bottom:8px'}, state === 'waiting'
+    ? 'Jobs of a workflow waiting for their parents (custom.depends_on): each runs once every parent has succeeded.'
+    : 'Jobs of a workflow whose parent died (on_dep_failure "block"): retry the dead parent (its job page says which job to retry) and they wait again; discarding it kills them.') : null;
+  show(h('h1', {}, LIST_TITLE[state]), tabs, h('div', {class: 'panel'}, note, filterBar, mutable ? bulk : null, box, pager));
+  if (held) header(); // the tabs' counts
 
   async function act(action, all) {
     const body = {state};
@@ -327,6 +387,7 @@ function jobList(state, params) {
     catch (e) { box.replaceChildren(h('div', {class: 'error-box'}, e.message)); return; }
     if (mutable) bulkBar(res.total);
     if (!res.jobs.length) box.replaceChildren(h('div', {class: 'empty', 'data-testid': 'empty'}, 'No jobs.'));
+    else if (held) box.replaceChildren(heldRows(state, res.jobs));
     else {
       const when = state === 'dead' ? 'expires' : state === 'working' ? 'reserved until' : state === 'enqueued' ? 'enqueued' : 'runs';
       const allBox = h('input', {type: 'checkbox', title: 'select the page', onchange: (ev) => {
@@ -364,12 +425,23 @@ function jobList(state, params) {
 // Text widths in the charts' units (11px, the page's font), for laying out
 // labels before they are drawn.
 let measureCtx = null;
-function textWidth(text) {
-  if (!measureCtx) {
-    measureCtx = document.createElement('canvas').getContext('2d');
-    measureCtx.font = '11px ' + getComputedStyle(document.body).fontFamily;
-  }
+function textWidth(text, font) {
+  if (!measureCtx) measureCtx = document.createElement('canvas').getContext('2d');
+  measureCtx.font = (font || '11px') + ' ' + getComputedStyle(document.body).fontFamily;
   return measureCtx.measureText(text).width;
+}
+
+// text cut to fit max pixels in font ('13px bold'...), with an ellipsis at
+// its end, or in its middle (a jid: its start and end both tell it apart).
+function clipText(text, max, font, middle) {
+  if (textWidth(text, font) <= max) return text;
+  const cut = (k) => middle ? text.slice(0, Math.ceil(k / 2)) + '…' + text.slice(text.length - Math.floor(k / 2)) : text.slice(0, k) + '…';
+  let lo = 0, hi = text.length - 1; // the most characters kept that fit
+  while (lo < hi) {
+    const mid = Math.ceil((lo + hi) / 2);
+    if (textWidth(cut(mid), font) <= max) lo = mid; else hi = mid - 1;
+  }
+  return cut(lo);
 }
 
 // The attempts' markers and labels on the timeline, laid out so that none
@@ -421,16 +493,39 @@ function attemptGroups(hist, x, W) {
   }
 }
 
+// A history entry that records a death by a dependency: no attempt (the job
+// never ran then; docs/workflows.md).
+const byDependency = (a) => a.reason === 'dependency';
+
+// Labels under the timeline's line, [{x, text, ...}]: each on the first of
+// two rows where it clears the labels before it, kept inside [0, W];
+// returns them with their y.
+function belowLabels(items, W, Y) {
+  const rows = [Y + 24, Y + 38], right = rows.map(() => -Infinity);
+  return items.slice().sort((a, b) => a.x - b.x).map((it) => {
+    const w = textWidth(it.text);
+    const cx = Math.min(Math.max(it.x, LABEL_EDGE + w / 2), W - LABEL_EDGE - w / 2);
+    let row = right.findIndex((r) => cx - w / 2 >= r + LABEL_GAP);
+    if (row < 0) row = rows.length - 1;
+    right[row] = cx + w / 2;
+    return {...it, cx, y: rows[row]};
+  });
+}
+
 // The job's life on a time axis: created, each failed attempt (red, with its
 // retry wait as a band; attempts too close to tell apart share a marker
-// labelled with their range), the next run or the end of retention.
+// labelled with their range), a death by a dependency, the next run or the
+// end of the lease (labelled under the line, beside "now").
 function timeline(job) {
-  const hist = job.history || [];
+  const hist = (job.history || []).filter((a) => !byDependency(a));
   const ends = [];
   const start = job.schedule && job.schedule.first_enqueued_at || job.created_at;
   if (start) ends.push({t: Date.parse(start), kind: 'start', label: 'first enqueued'});
+  for (const a of (job.history || []).filter(byDependency))
+    ends.push({t: Date.parse(a.at), kind: 'dead', label: 'killed: ' + a.message, tag: 'killed'});
   const future = job.next_at || job.reserved_until;
-  if (future) ends.push({t: Date.parse(future), kind: 'next', label: job.state === 'working' ? 'reservation ends' : 'next attempt'});
+  if (future) ends.push({t: Date.parse(future), kind: 'next', label: job.state === 'working' ? 'lease ends' : 'next attempt',
+    tag: job.state === 'working' ? 'lease ends' : 'next attempt'});
   const W = 900, H = 118, L = 20, R = 36, Y = 58;
   const svg = s('svg', {viewBox: `0 0 ${W} ${H}`, class: 'chart', role: 'img', 'aria-label': 'attempt timeline', 'data-testid': 'timeline'});
   const times = ends.map((p) => p.t).concat(hist.map((a) => Date.parse(a.at)));
@@ -447,8 +542,14 @@ function timeline(job) {
       svg.append(s('rect', {x: x(a0), y: Y - 5, width: Math.max(x(a0 + a.delay_ms) - x(a0), 1), height: 10, fill: '#fff2de', stroke: '#e8c48a'}));
     }
   });
-  svg.append(s('line', {x1: x(now), x2: x(now), y1: Y - 10, y2: Y + 22, stroke: '#3457d5', 'stroke-dasharray': '3 3'}));
-  svg.append(s('text', {x: x(now), y: Y + 36, 'text-anchor': 'middle'}, 'now'));
+  const below = belowLabels([{x: x(now), text: 'now', now: true}]
+    .concat(ends.filter((p) => p.tag).map((p) => ({x: x(p.t), text: p.tag, title: p.label + ' · ' + when(p.t)}))), W, Y);
+  for (const b of below) {
+    if (b.now) svg.append(s('line', {x1: b.x, x2: b.x, y1: Y - 10, y2: b.y - 11, stroke: '#3457d5', 'stroke-dasharray': '3 3'}));
+    const t = s('text', {x: b.cx, y: b.y, 'text-anchor': 'middle', class: b.now ? 'now-label' : 'end-label'}, b.text);
+    if (b.title) t.append(s('title', {}, b.title));
+    svg.append(t);
+  }
   for (const p of ends) {
     const c = s('circle', {cx: x(p.t), cy: Y, r: 7, fill: p.kind === 'next' ? '#fff' : color(p.kind), stroke: color(p.kind), 'stroke-width': 2});
     c.append(s('title', {}, p.label + ' · ' + when(p.t)));
@@ -475,14 +576,31 @@ function timeline(job) {
   return svg;
 }
 
-// Whether a job has parents (depends_on, either place) or children: the
-// latter only its workflow's graph knows.
-async function inWorkflow(job) {
-  const j = job.job || {};
-  const named = (v) => Array.isArray(v) && v.length > 0;
-  if (named(j.depends_on) || named(j.custom && j.custom.depends_on)) return true;
-  try { return (await api('GET', 'workflow/' + encodeURIComponent(job.jid))).edges.length > 0; }
-  catch (e) { return false; }
+// The workflow graph of a job (GET /api/workflow/JID), or null when it is in
+// none (no parent, no child) or the server has none for it.
+async function workflowOf(job) {
+  try {
+    const g = await api('GET', 'workflow/' + encodeURIComponent(job.jid));
+    return g.edges.length > 0 ? g : null;
+  } catch (e) { return null; }
+}
+
+// The parent whose death killed a dead job (its last history entry, reason
+// dependency), or null.
+function killedBy(job) {
+  const hist = job.history || [];
+  const last = hist[hist.length - 1];
+  return job.state === 'dead' && last && byDependency(last) ? (last.parent || (/^job (.+) it depends on failed$/.exec(last.message || '') || [])[1] || null) : null;
+}
+
+// A node's advice (the API's "retry": the dead jobs to retry for it to run,
+// root causes first) as "retry A and B", the jids linking to their pages;
+// "retry it" when it is self alone.
+function retryAdvice(retry, self) {
+  if (!retry || !retry.length) return null;
+  if (retry.length === 1 && retry[0] === self) return 'retry it';
+  return ['retry ', retry.map((j, i) => [i === 0 ? '' : i === retry.length - 1 ? ' and ' : ', ',
+    h('a', {class: 'mono', href: '#/job/' + encodeURIComponent(j)}, j)])];
 }
 
 // A tracked job's progress record (GET /api/track/JID, TRACK GET's JSON), or
@@ -531,9 +649,18 @@ async function jobPage(jid) {
     } catch (e) { toast(e.message, true); }
   }}, name === 'retry' ? 'Retry now' : name[0].toUpperCase() + name.slice(1));
   const hist = job.history || [];
+  const failed = hist.filter((a) => !byDependency(a)).length;
   const sch = job.schedule || {};
   const wfLink = h('a', {href: '#/workflow/' + encodeURIComponent(jid), class: 'wf-link', 'data-testid': 'job-workflow', hidden: true}, 'workflow');
-  inWorkflow(job).then((yes) => { wfLink.hidden = !yes; });
+  // a blocked job, or one killed by its dependency: what to retry for it to run
+  const killer = killedBy(job);
+  const advice = h('span', {'data-testid': 'job-retry-advice'});
+  workflowOf(job).then((g) => {
+    wfLink.hidden = !g;
+    const node = g && g.nodes.find((n) => n.jid === jid);
+    const what = node && retryAdvice(node.retry, jid);
+    if (what) fill(advice, ' — to run this job, ', h('span', {}, what));
+  });
   const progressBox = h('div', {class: 'panel', 'data-testid': 'job-progress', hidden: true});
   trackOf(jid).then((t) => { if (t) fillProgress(progressBox, t); });
   const custom = (job.job && job.job.custom) || {};
@@ -548,7 +675,7 @@ async function jobPage(jid) {
       h('div', {class: 'panel grow'}, h('h2', {}, 'Job'), h('dl', {class: 'kv'},
         h('dt', {}, 'queue'), h('dd', {}, job.queue),
         h('dt', {}, 'state'), h('dd', {'data-testid': 'job-state'}, job.state),
-        h('dt', {}, 'attempts'), h('dd', {}, job.attempts),
+        h('dt', {}, 'attempts'), h('dd', {'data-testid': 'job-attempts'}, job.attempts),
         h('dt', {}, 'priority'), h('dd', {}, job.priority),
         h('dt', {}, 'created'), h('dd', {}, fmtTime(job.created_at)),
         job.unique ? [h('dt', {}, 'unique'), h('dd', {'data-testid': 'job-unique'}, uniqueText(job.unique))] : null,
@@ -559,13 +686,16 @@ async function jobPage(jid) {
         job.waits_for ? [h('dt', {}, 'waits for'), h('dd', {'data-testid': 'job-waits-for'}, job.waits_for.length ? job.waits_for.map((p, i) =>
           [i ? ', ' : '', h('a', {class: 'mono', href: '#/job/' + encodeURIComponent(p)}, p)]) : '–')] : null,
         job.blocked_by ? [h('dt', {}, 'blocked by'), h('dd', {class: 'err', 'data-testid': 'job-blocked-by'},
-          h('a', {class: 'mono', href: '#/job/' + encodeURIComponent(job.blocked_by)}, job.blocked_by), ' (dead: retry it to unblock)')] : null,
+          h('a', {class: 'mono', href: '#/job/' + encodeURIComponent(job.blocked_by)}, job.blocked_by), ' (dead)', advice)] : null,
+        killer ? [h('dt', {}, 'killed by'), h('dd', {class: 'err', 'data-testid': 'job-killed-by'},
+          h('a', {class: 'mono', href: '#/job/' + encodeURIComponent(killer)}, killer), ' (its parent died)', advice)] : null,
         h('dt', {}, 'args'), h('dd', {}, h('pre', {}, JSON.stringify(job.args, null, 2))))),
       h('div', {class: 'panel grow'}, h('h2', {}, 'Retry policy'),
         sch.description ? [h('div', {class: 'muted'}, 'from: ', sch.layer), h('pre', {}, sch.description)] : h('div', {class: 'error-box'}, sch.error || 'no policy'))),
-    h('div', {class: 'panel'}, h('h2', {}, `Attempts (${hist.length} failed)`), timeline(job),
+    h('div', {class: 'panel'}, h('h2', {'data-testid': 'attempts-title'}, failed ? `Attempts (${failed} failed)` : 'Attempts'), timeline(job),
       hist.length ? h('ol', {class: 'attempts', 'data-testid': 'attempts'}, hist.slice().reverse().map((a) => h('li', {class: a.outcome},
-        h('div', {}, h('b', {}, `Attempt ${a.attempt}`), ' ', h('span', {class: 'err'}, a.errtype), ' ', h('span', {class: 'when'}, fmtTime(a.at))),
+        h('div', {}, h('b', {}, byDependency(a) ? 'Killed by a dependency (no attempt)' : `Attempt ${a.attempt}`), ' ',
+          h('span', {class: 'err'}, a.errtype), ' ', h('span', {class: 'when'}, fmtTime(a.at))),
         h('div', {}, a.message),
         h('div', {class: 'when'}, a.outcome === 'retry' ? `→ retry after ${fmtDur(a.delay_ms)} (${a.source})` : `→ ${a.outcome} (${a.reason})`),
         a.backtrace && a.backtrace.length ? h('pre', {}, a.backtrace.join('\n')) : null)))
@@ -583,11 +713,17 @@ const WF_COLOR = {
   retries: '#c77700', dead: '#d33b3b', succeeded: '#1f9d55', unknown: '#c8cedc',
 };
 
+const WF_STATE_NOTE = {succeeded: 'ACKed, known by its record for [workflows] succeeded_ttl',
+  unknown: 'no longer known: its record expired, or it was deleted without succeeding'};
+
 // The graph of /api/workflow/JID (docs/http.md) as SVG: one column per layer
 // (the API's longest path from a root), nodes in the order the API gives them,
-// an edge from each parent's right side to its child's left side.
+// an edge from each parent's right side to its child's left side. A node's
+// first line is its job type (its jid for a job known only by its record or
+// not at all), its second its state, whole, then its tries and jid, each cut
+// with an ellipsis to fit; the tooltip has them all.
 function workflowGraph(g, focus) {
-  const NW = 190, NH = 50, GX = 90, GY = 18, M = 16;
+  const NW = 200, NH = 50, GX = 80, GY = 18, M = 16, PAD = 10;
   const cols = [];
   for (const n of g.nodes) (cols[n.layer] = cols[n.layer] || []).push(n);
   const at = {};
@@ -612,14 +748,22 @@ function workflowGraph(g, focus) {
     const {x, y} = at[n.jid];
     const color = WF_COLOR[n.state] || WF_COLOR.unknown;
     const cls = `wf-node state-${n.state}` + (n.blocking ? ' wf-blocking' : '') + (n.jid === focus ? ' wf-focus' : '');
+    const room = NW - 2 * PAD;
+    const title = n.jobtype ? clipText(n.jobtype, room, 'bold 13px') : clipText(n.jid, room, 'bold 13px', true);
+    let sub = n.state + (n.attempts ? ` · ${n.attempts} ${n.attempts === 1 ? 'try' : 'tries'}` : '');
+    if (n.jobtype) sub += ' · ' + clipText(n.jid, Math.max(room - textWidth(sub + ' · '), 24), '11px', true);
     const box = [
       s('rect', {x, y, width: NW, height: NH, rx: 7, fill: color}),
-      s('text', {x: x + 10, y: y + 19, class: 'wf-title'}, n.jobtype || n.state),
-      s('text', {x: x + 10, y: y + 37, class: 'wf-sub'},
-        n.jid.length > 22 ? n.jid.slice(0, 21) + '…' : n.jid, ' · ', n.state, n.attempts ? ` · ${n.attempts} ${n.attempts === 1 ? 'try' : 'tries'}` : ''),
-      s('title', {}, `${n.jid}: ${n.state}` + (n.blocked_by ? `, blocked by ${n.blocked_by}` : '') +
+      s('text', {x: x + PAD, y: y + 19, class: 'wf-title'}, title),
+      s('text', {x: x + PAD, y: y + 37, class: 'wf-sub'}, sub),
+      s('title', {}, (n.jobtype ? n.jobtype + '\n' : '') + `${n.jid}: ${n.state}` +
+        (WF_STATE_NOTE[n.state] ? ` (${WF_STATE_NOTE[n.state]})` : '') +
+        (n.attempts ? `, ${n.attempts} ${n.attempts === 1 ? 'try' : 'tries'}` : '') +
+        (n.blocked_by ? `, blocked by ${n.blocked_by}` : '') +
         (n.waits_for && n.waits_for.length ? `, waits for ${n.waits_for.join(', ')}` : '') +
-        (n.blocking ? ' (dead: blocks its children; retry it to unblock them)' : '')),
+        (n.killed_by ? `, killed when its parent ${n.killed_by} died` : '') +
+        (n.blocking ? ', blocks its children' : '') +
+        (n.retry && n.retry.length ? ` (to run it, retry ${n.retry.join(', ')})` : '')),
     ];
     const known = n.state !== 'succeeded' && n.state !== 'unknown'; // a row to show
     svg.append(s('g', {class: cls, 'data-jid': n.jid, 'data-state': n.state},
@@ -635,7 +779,9 @@ function workflowPage(jid) {
     let g;
     try { g = await api('GET', 'workflow/' + encodeURIComponent(jid)); }
     catch (e) { show(title(), h('div', {class: 'panel error-box', 'data-testid': 'workflow-error'}, e.message)); return; }
-    const blocking = g.nodes.filter((n) => n.blocking);
+    // each dead job that blocks others or was killed by its dependency, with
+    // the jobs that actually have to be retried
+    const stuck = g.nodes.filter((n) => n.state === 'dead' && (n.blocking || n.killed_by));
     const counts = {};
     for (const n of g.nodes) counts[n.state] = (counts[n.state] || 0) + 1;
     show(title(),
@@ -643,10 +789,17 @@ function workflowPage(jid) {
         h('div', {class: 'muted', 'data-testid': 'workflow-summary'}, `${g.nodes.length} job(s), ${g.edges.length} edge(s) · `,
           Object.entries(counts).map(([k, v]) => `${v} ${k}`).join(', ')),
         g.truncated ? h('div', {class: 'error-box', 'data-testid': 'workflow-truncated'}, `Showing the first ${g.max_nodes} jobs found: the workflow is bigger.`) : null,
-        blocking.length ? h('div', {class: 'wf-alert', 'data-testid': 'workflow-blocking'}, 'Blocked by dead parent(s): ',
-          blocking.map((n, i) => [i ? ', ' : '', h('a', {class: 'mono', href: '#/job/' + encodeURIComponent(n.jid)}, n.jid)]),
-          ' — retry to unblock their children.') : null,
+        stuck.length ? h('ul', {class: 'wf-alert', 'data-testid': 'workflow-blocking'}, stuck.map((n) => h('li', {'data-jid': n.jid},
+          h('a', {class: 'mono', href: '#/job/' + encodeURIComponent(n.jid)}, n.jid),
+          n.killed_by ? [' was killed when its parent ', h('a', {class: 'mono', href: '#/job/' + encodeURIComponent(n.killed_by)}, n.killed_by), ' died']
+            : ' is dead',
+          n.blocking ? [n.killed_by ? ', and' : ' and', ' blocks its children: to unblock them, '] : ': to run it, ',
+          retryAdvice(n.retry, n.jid), '.'))) : null,
         legend(Object.entries(WF_COLOR)),
+        h('div', {class: 'legend', 'data-testid': 'wf-outlines'},
+          h('span', {}, h('i', {class: 'wf-key wf-key-blocking'}), 'dashed red outline: dead, and blocks its children'),
+          h('span', {}, h('i', {class: 'wf-key wf-key-focus'}), 'thick outline: ', h('span', {class: 'mono'}, jid), ', this page\'s job'),
+          h('span', {}, 'succeeded: ', WF_STATE_NOTE.succeeded, '; unknown: ', WF_STATE_NOTE.unknown)),
         h('div', {class: 'wf-scroll'}, workflowGraph(g, jid))));
   });
 }
@@ -918,7 +1071,7 @@ function route() {
   let page = 'overview';
   if (path === '/' || path === '') overview();
   else if (path === '/queues') { page = 'queues'; queues(); }
-  else if ((m = path.match(/^\/(scheduled|retries|dead|enqueued|working)$/))) { page = m[1]; jobList(m[1], params); }
+  else if ((m = path.match(/^\/(scheduled|retries|dead|enqueued|working|waiting|blocked)$/))) { page = m[1] === 'blocked' ? 'waiting' : m[1]; jobList(m[1], params); }
   else if ((m = path.match(/^\/job\/(.+)$/))) { page = ''; jobPage(decodeURIComponent(m[1])); }
   else if ((m = path.match(/^\/workflow\/(.+)$/))) { page = ''; workflowPage(decodeURIComponent(m[1])); }
   else if (path === '/batches') { page = 'batches'; batchesPage(params); }
@@ -936,6 +1089,11 @@ async function header() {
   try {
     const info = await api('GET', 'info');
     for (const k of ['scheduled', 'retries', 'dead']) document.getElementById('n-' + k).textContent = info.jobs[k] ? fmtN(info.jobs[k]) : '';
+    const held = document.getElementById('n-held'), nHeld = (info.jobs.waiting || 0) + (info.jobs.blocked || 0);
+    held.textContent = nHeld ? fmtN(nHeld) : '';
+    held.classList.toggle('blocked', info.jobs.blocked > 0);
+    held.title = `${fmtN(info.jobs.waiting)} waiting, ${fmtN(info.jobs.blocked)} blocked`;
+    for (const k of HELD) { const t = document.getElementById('tab-' + k); if (t) t.textContent = info.jobs[k] ? fmtN(info.jobs[k]) : ''; }
     st.textContent = `${info.server.store} · up ${fmtDur(info.server.uptime_s * 1000)} · ${info.server.connections} conn`;
     const ver = document.getElementById('version');
     ver.textContent = 'v' + info.server.version;

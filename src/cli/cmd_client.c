@@ -192,10 +192,16 @@ static void print_info(const json_t *info, const char *addr)
     json_t *v;
     json_object_foreach((json_t *)queues, name, v)
         enqueued += json_integer_value(v);
-    printf("jobs       %lld enqueued, %lld scheduled, %lld retries, %lld dead, %lld working\n",
+    printf("jobs       %lld enqueued, %lld scheduled, %lld retries, %lld dead, %lld working",
            (long long)enqueued, (long long)size_of(tasks, "Scheduled"),
            (long long)size_of(tasks, "Retries"), (long long)size_of(tasks, "Dead"),
            (long long)size_of(tasks, "Busy"));
+    /* workflows' held jobs (Rebound's own; a stock Faktory server has none) */
+    if (json_is_integer(json_object_get(rb, "waiting")))
+        printf(", %lld waiting, %lld blocked",
+               (long long)json_integer_value(json_object_get(rb, "waiting")),
+               (long long)json_integer_value(json_object_get(rb, "blocked")));
+    printf("\n");
     printf("workers    %lld\n", (long long)size_of(tasks, "Workers"));
     /* total_enqueued is Faktory's current count, not a running total. */
     printf("totals     %lld processed, %lld failures\n",

@@ -77,6 +77,15 @@ int cli_show_one(const char *cmd, const char *usage, const char *id_name, int ar
                  int (*fetch)(rb_client *c, const char *id, json_t **out, rb_err *err),
                  void (*print)(const json_t *v), const char *missing);
 
+/* The workflow (WORKFLOW's graph) advice on what to retry (cmd_workflow.c,
+ * docs/workflows.md): jid's node in graph g (NULL: none), and the phrase
+ * for a node's "retry" list into b: "retry P and X (rebound retry P;
+ * rebound retry X)", or "retry it (rebound retry X)" when the list is self
+ * alone. Nothing is added for an empty list. */
+const json_t *cli_workflow_node(const json_t *g, const char *jid);
+struct rb_buf;
+void cli_retry_advice(const json_t *retry, const char *self, struct rb_buf *b);
+
 /* `rebound push --file PATH` ('-' = stdin): PUSHB in batches of at most
  * batch jobs; returns the exit code (cmd_push_file.c). */
 int cli_push_file(const cli_common *co, const char *path, size_t batch);

@@ -7,16 +7,22 @@
 
 #include "cli/cli.h"
 #include "cli/cmd_client.h"
+#include "common/buf.h"
+#include "engine/failure.h"
 #include "policy/duration.h"
 
-static const char *const all_states[] = {"enqueued", "scheduled", "working", "retries", "dead"};
+/* Every state a listing shows, in its order: Faktory's, then the jobs a
+ * workflow holds (docs/workflows.md). */
+static const char *const all_states[] = {"enqueued", "scheduled", "working", "retries",
+                                         "dead",     "waiting",   "blocked"};
 #define NSTATES (sizeof all_states / sizeof all_states[0])
 
 static const char jobs_usage[] =
     "usage: rebound jobs [--state S] [--queue Q] [--jobtype T] [--errtype E]\n"
     "                    [--limit N] [--offset N] [--url URL] [--json]\n"
-    "Lists jobs. S is enqueued, scheduled, working, retries or dead; without\n"
-    "--state every state is listed (--limit then applies to each state).\n"
+    "Lists jobs. S is enqueued, scheduled, working, retries, dead, waiting or\n"
+    "blocked (a workflow's jobs held by their parents); without --state every\n"
+    "state is listed (--limit then applies to each state).\n"
     "--limit defaults to 50. --json prints {\"total\": N, \"jobs\": [...]}.\n"
     "exit: 0 listed, 1 server unreachable or failed, 2 bad usage\n";
 
@@ -30,8 +36,8 @@ static int valid_state(const char *s)
     return 0;
 }
 
-/* The time that matters for a job in state: when it runs next, or when it
- * was enqueued or failed. */
+/* The time that matters for a job in state: when it runs next, when it was
+ * enqueued or failed, or when a held one (waiting, blocked) was created. */
 static int64_t when_ms(const char *state, const json_t *job)
 {
     const json_t *failure = json_object_get(job, "failure");
@@ -43,6 +49,8 @@ static int64_t when_ms(const char *state, const json_t *job)
     }
     if (!strcmp(state, "dead"))
         return cli_json_time_ms(json_object_get(failure, "failed_at"));
+    if (!strcmp(state, "waiting") || !strcmp(state, "blocked"))
+        return cli_json_time_ms(json_object_get(job, "created_at"));
     return cli_json_time_ms(json_object_get(job, "enqueued_at"));
 }
 
@@ -97,7 +105,7 @@ int cmd_jobs(int argc, char **argv)
             if (!valid_state(optarg))
                 return cli_error(CLI_USAGE,
                                  "jobs: --state '%s' must be enqueued, scheduled, working, "
-                                 "retries or dead",
+                                 "retries, dead, waiting or blocked",
                                  optarg);
             q.state = optarg;
             break;
@@ -169,9 +177,14 @@ int cmd_jobs(int argc, char **argv)
 static const char job_usage[] =
     "usage: rebound job JID [--url URL] [--json]\n"
     "Shows one job: its state, fields, every failed attempt (when, error,\n"
-    "decision, delay and where the delay came from) and the next retry.\n"
+    "decision, delay and where the delay came from) and the next retry; for\n"
+    "a waiting or blocked job the parents it waits for and the dead one\n"
+    "blocking it, for a job killed by its dependency the parent that died,\n"
+    "with the jobs to retry for it to run.\n"
     "--json prints the server's {\"state\", \"job\", \"history\", \"next_at\"}, and\n"
-    "for a tracked job (custom.track) its TRACK GET record as \"progress\".\n"
+    "for a tracked job (custom.track) its TRACK GET record as \"progress\",\n"
+    "for a blocked job or one killed by its dependency the jobs to retry as\n"
+    "\"retry\" (the workflow's advice).\n"
     "exit: 0 shown, 1 not found or server unreachable, 2 bad usage\n";
 
 static void print_field(const char *name, const char *value)
@@ -199,6 +212,81 @@ static void print_progress(const json_t *p)
     print_field("progress", line);
 }
 
+/* The parent whose death killed a dead job (engine/failure.h's reading
+ * of its history), or NULL; a new string. */
+static char *killer_of(const json_t *res)
+{
+    const char *st = json_string_value(json_object_get(res, "state"));
+    return st && !strcmp(st, "dead") ? rb_fail_killed_by(json_object_get(res, "history")) : NULL;
+}
+
+/* A held job's (waiting, blocked) parents not done and the dead one that
+ * blocks it, as JOB gives them, and a job killed by its dependency's
+ * parent (docs/workflows.md); with the workflow's advice on what to retry
+ * (res's "retry", job_with_progress). */
+static void print_held(const json_t *res)
+{
+    const char *jid = json_string_value(json_object_get(json_object_get(res, "job"), "jid"));
+    const json_t *retry = json_object_get(res, "retry");
+    const json_t *w = json_object_get(res, "waits_for");
+    const char *by = json_string_value(json_object_get(res, "blocked_by"));
+    if (json_is_array(w)) {
+        rb_buf b = RB_BUF_INIT;
+        size_t i;
+        json_t *p;
+        json_array_foreach((json_t *)w, i, p)
+            rb_buf_printf(&b, "%s%s", i ? ", " : "", json_string_value(p) ? json_string_value(p) : "?");
+        print_field("waits for", rb_buf_str(&b));
+        rb_buf_release(&b);
+    }
+    char *killer = killer_of(res);
+    if (!by && !killer)
+        return;
+    rb_buf b = RB_BUF_INIT;
+    if (by)
+        rb_buf_printf(&b, "%s (dead", by);
+    else
+        rb_buf_printf(&b, "%s (its parent died", killer);
+    if (json_array_size(retry)) {
+        rb_buf_adds(&b, ": to run this job, ");
+        cli_retry_advice(retry, jid, &b);
+    } else if (by) { /* a server without WORKFLOW's advice */
+        rb_buf_printf(&b, ": retry it to let this job wait again, rebound retry %s", by);
+    }
+    rb_buf_adds(&b, ")");
+    print_field(by ? "blocked by" : "killed by", rb_buf_str(&b));
+    rb_buf_release(&b);
+    free(killer);
+}
+
+/* A history entry that records a death by a dependency: not an execution
+ * (docs/workflows.md). */
+static bool killed_by_dependency(const json_t *h)
+{
+    const char *reason = json_string_value(json_object_get(h, "reason"));
+    return reason && !strcmp(reason, "dependency");
+}
+
+/* The attempts line: the executions (JOB's attempts, counted at FETCH, as
+ * `rebound jobs`, `rebound workflow` and the dashboard show them) and how
+ * many of them failed; a death by a dependency is no attempt. */
+static const char *attempts_text(const json_t *res, char *out, size_t n)
+{
+    long long runs = (long long)json_integer_value(json_object_get(res, "attempts"));
+    long long failed = 0;
+    size_t i;
+    json_t *h;
+    json_array_foreach(json_object_get(res, "history"), i, h)
+        failed += !killed_by_dependency(h);
+    if (!failed)
+        snprintf(out, n, "%lld", runs);
+    else if (failed == runs)
+        snprintf(out, n, "%lld, all failed", runs);
+    else
+        snprintf(out, n, "%lld, %lld failed", runs, failed);
+    return out;
+}
+
 static void print_job(const json_t *res)
 {
     const json_t *job = json_object_get(res, "job");
@@ -206,6 +294,7 @@ static void print_job(const json_t *res)
     char buf[128];
     print_field("jid", json_string_value(json_object_get(job, "jid")));
     print_field("state", json_string_value(json_object_get(res, "state")));
+    print_held(res);
     print_field("jobtype", json_string_value(json_object_get(job, "jobtype")));
     const char *q = json_string_value(json_object_get(job, "queue"));
     print_field("queue", q ? q : "default");
@@ -231,8 +320,7 @@ static void print_job(const json_t *res)
         print_field("enqueued",
                     cli_format_when(cli_json_time_ms(json_object_get(job, "enqueued_at")), buf,
                                     sizeof buf));
-    snprintf(buf, sizeof buf, "%zu failed", json_array_size(history));
-    print_field("attempts", buf);
+    print_field("attempts", attempts_text(res, buf, sizeof buf));
     const json_t *next = json_object_get(res, "next_at");
     print_field("next run", json_is_null(next) || !next
                                 ? "-"
@@ -259,8 +347,11 @@ static void print_job(const json_t *res)
         snprintf(src, sizeof src, "%s", outcome && strcmp(outcome, "retry") && reason
                                             ? reason
                                             : (source ? source : "-"));
-        printf("  %3lld  %-34s  %-8s  %-9s  %-16s  %s\n",
-               (long long)json_integer_value(json_object_get(h, "attempt")),
+        char num[24] = "-"; /* a death by a dependency is no attempt */
+        if (!killed_by_dependency(h))
+            snprintf(num, sizeof num, "%lld",
+                     (long long)json_integer_value(json_object_get(h, "attempt")));
+        printf("  %3s  %-34s  %-8s  %-9s  %-16s  %s\n", num,
                cli_format_when(cli_json_time_ms(json_object_get(h, "at")), at, sizeof at),
                outcome ? outcome : "?", delay, src, err);
     }
@@ -268,12 +359,26 @@ static void print_job(const json_t *res)
 
 /* JOB, and for a tracked job TRACK GET's record as "progress" (a server
  * that refuses TRACK, as one of an earlier release in distributed mode
- * did, shows no progress). */
+ * did, shows no progress); for a blocked job or one killed by its
+ * dependency the jobs to retry for it to run, as "retry" (WORKFLOW's
+ * advice; none from a server without it). */
 static int job_with_progress(rb_client *c, const char *jid, json_t **out, rb_err *err)
 {
     int rc = rb_client_job(c, jid, out, err);
     if (rc || !*out || strpbrk(jid, " \t\r\n"))
         return rc;
+    const char *st = json_string_value(json_object_get(*out, "state"));
+    char *killer = killer_of(*out);
+    if ((st && !strcmp(st, "blocked")) || killer) {
+        json_t *g = NULL;
+        rb_err werr = {0};
+        const json_t *n = rb_client_workflow(c, jid, &g, &werr) == 0 && g
+                              ? cli_workflow_node(g, jid) : NULL;
+        if (n)
+            json_object_set(*out, "retry", json_object_get(n, "retry"));
+        json_decref(g);
+    }
+    free(killer);
     rb_reply r;
     rb_err terr = {0};
     if (rb_client_callf(c, &r, &terr, "TRACK GET %s", jid) == 0 && r.type == RB_REPLY_BULK) {

@@ -16,8 +16,10 @@ static const char workflow_usage[] =
     "Shows the workflow (job dependencies) JID belongs to: every job linked\n"
     "to it by depends_on, parents before children, with its state, attempts\n"
     "and the parents it still waits for. A dead parent that blocks its\n"
-    "children is marked '!'. Parents known only as succeeded or no longer\n"
-    "known show as such. --json prints the server's graph (nodes, edges).\n"
+    "children is marked '!', and below the table each dead job that blocks\n"
+    "others or was killed by its dependency is named with the jobs to retry\n"
+    "for it to run. Jobs known only as succeeded or no longer known show as\n"
+    "such. --json prints the server's graph (nodes, edges).\n"
     "exit: 0 shown, 1 not found or server unreachable, 2 bad usage\n";
 
 /* The comma-separated jids of a JSON array into b, "-" when empty. */
@@ -34,6 +36,68 @@ static void join(const json_t *a, rb_buf *b)
         rb_buf_adds(b, "-");
 }
 
+const json_t *cli_workflow_node(const json_t *g, const char *jid)
+{
+    size_t i;
+    json_t *n;
+    json_array_foreach(json_object_get(g, "nodes"), i, n) {
+        const char *j = json_string_value(json_object_get(n, "jid"));
+        if (j && !strcmp(j, jid))
+            return n;
+    }
+    return NULL;
+}
+
+void cli_retry_advice(const json_t *retry, const char *self, rb_buf *b)
+{
+    size_t n = json_array_size(retry);
+    if (!n)
+        return;
+    const char *only = json_string_value(json_array_get(retry, 0));
+    if (n == 1 && self && only && !strcmp(only, self)) {
+        rb_buf_printf(b, "retry it (rebound retry %s)", self);
+        return;
+    }
+    rb_buf_adds(b, "retry ");
+    for (size_t i = 0; i < n; i++)
+        rb_buf_printf(b, "%s%s", i == 0 ? "" : i + 1 == n ? " and " : ", ",
+                      json_string_value(json_array_get(retry, i)));
+    rb_buf_adds(b, " (");
+    for (size_t i = 0; i < n; i++)
+        rb_buf_printf(b, "%srebound retry %s", i ? "; " : "",
+                      json_string_value(json_array_get(retry, i)));
+    rb_buf_adds(b, ")");
+}
+
+/* The footer's advice: each dead job that blocks others or was killed by
+ * its dependency, with the jobs that actually have to be retried. */
+static void print_advice(const json_t *nodes)
+{
+    size_t i;
+    json_t *x;
+    bool first = true;
+    json_array_foreach((json_t *)nodes, i, x) {
+        const char *jid = json_string_value(json_object_get(x, "jid"));
+        const char *st = json_string_value(json_object_get(x, "state"));
+        const char *killer = json_string_value(json_object_get(x, "killed_by"));
+        bool blocking = json_is_true(json_object_get(x, "blocking"));
+        if (!st || strcmp(st, "dead") || (!killer && !blocking))
+            continue;
+        rb_buf b = RB_BUF_INIT;
+        if (killer)
+            rb_buf_printf(&b, "%s was killed when its parent %s died", jid, killer);
+        else
+            rb_buf_printf(&b, "%s is dead", jid);
+        rb_buf_adds(&b, blocking ? killer ? ", and blocks its children: to unblock them, "
+                                          : " and blocks its children: to unblock them, "
+                                 : ": to run it, ");
+        cli_retry_advice(json_object_get(x, "retry"), jid, &b);
+        printf("%s! %s\n", first ? "\n" : "", rb_buf_str(&b));
+        first = false;
+        rb_buf_release(&b);
+    }
+}
+
 static void print_graph(const json_t *g)
 {
     const json_t *nodes = json_object_get(g, "nodes");
@@ -43,7 +107,6 @@ static void print_graph(const json_t *g)
            json_is_true(json_object_get(g, "truncated")) ? " (truncated)" : "");
     printf("%-5s  %-1s %-24s  %-9s  %-16s  %5s  %s\n", "LAYER", "", "JID", "STATE", "JOBTYPE",
            "TRIES", "WAITS FOR");
-    bool any_blocking = false;
     size_t i;
     json_t *x;
     json_array_foreach((json_t *)nodes, i, x) {
@@ -53,7 +116,6 @@ static void print_graph(const json_t *g)
         if (json_is_integer(att))
             snprintf(tries, sizeof tries, "%lld", (long long)json_integer_value(att));
         bool blocking = json_is_true(json_object_get(x, "blocking"));
-        any_blocking |= blocking;
         rb_buf w = RB_BUF_INIT;
         join(json_object_get(x, "waits_for"), &w);
         const char *by = json_string_value(json_object_get(x, "blocked_by"));
@@ -66,9 +128,7 @@ static void print_graph(const json_t *g)
                rb_buf_str(&w));
         rb_buf_release(&w);
     }
-    if (any_blocking)
-        printf("\n! dead parent blocking its children: retry it (rebound retry JID) to "
-               "unblock them\n");
+    print_advice(nodes);
     if (json_is_true(json_object_get(g, "truncated")))
         printf("\nshowing the first %lld jobs found\n",
                (long long)json_integer_value(json_object_get(g, "max_nodes")));

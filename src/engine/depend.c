@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/buf.h"
+#include "engine/job_state.h"
 
 static bool has_parents(const json_t *v)
 {
@@ -142,9 +143,12 @@ int rb_dep_check_push(json_t *const *jobs, size_t n, rb_dep_lookup_fn lookup, vo
                 indeg[i]++;
                 continue;
             }
-            if (!lookup || lookup(arg, specs[i].parents[k]) == RB_DEP_UNKNOWN) {
-                rc = rb_err_set(err, RB_EINVAL, "depends_on: unknown job %s",
-                                specs[i].parents[k]);
+            rb_dep_known known = lookup ? lookup(arg, specs[i].parents[k]) : RB_DEP_UNKNOWN;
+            if (known == RB_DEP_UNKNOWN || known == RB_DEP_DEAD) {
+                const char *pj = specs[i].parents[k];
+                rc = known == RB_DEP_DEAD
+                         ? rb_err_set(err, RB_EINVAL, RB_DEP_DEAD_FMT, pj, pj)
+                         : rb_err_set(err, RB_EINVAL, "depends_on: unknown job %s", pj);
                 goto out;
             }
         }
@@ -217,6 +221,25 @@ rb_dep_next rb_dep_state_of(const rb_dep_counts *c)
     return c->remaining ? RB_DEP_NEXT_WAIT : RB_DEP_NEXT_RELEASE;
 }
 
+bool rb_dep_parent_holds(int st, rb_dep_mode mode, rb_dep_counts *c)
+{
+    if (st < 0 || (st == RB_JOB_DEAD && mode == RB_DEP_IGNORE))
+        return false;
+    c->remaining++;
+    if (st == RB_JOB_DEAD)
+        c->dead++;
+    return true;
+}
+
+rb_dep_next rb_dep_on_retry(const rb_dep_spec *spec, int (*state_of)(void *arg, const char *jid),
+                            void *arg, bool *holds, rb_dep_counts *c)
+{
+    *c = (rb_dep_counts){0, 0};
+    for (size_t i = 0; i < spec->n; i++)
+        holds[i] = rb_dep_parent_holds(state_of(arg, spec->parents[i]), spec->mode, c);
+    return rb_dep_state_of(c);
+}
+
 rb_dep_next rb_dep_on_parent(rb_dep_mode mode, rb_dep_event ev, rb_dep_counts *c, bool *consumed)
 {
     *consumed = false;
@@ -241,7 +264,7 @@ rb_dep_next rb_dep_on_parent(rb_dep_mode mode, rb_dep_event ev, rb_dep_counts *c
             c->dead++;
         break;
     case RB_DEP_PARENT_REQUEUED:
-        if (mode == RB_DEP_BLOCK && c->dead)
+        if (c->dead) /* a "cancel" child held after its retry is blocked too */
             c->dead--;
         break;
     case RB_DEP_PARENT_DISCARDED:

@@ -14,6 +14,12 @@
 
 #include "common/error.h"
 
+/* The refusal of a push naming a dead parent (a printf format taking its
+ * jid twice): what it is, and what the user can do. */
+#define RB_DEP_DEAD_FMT \
+    "depends_on: job %s is dead, and a dead job is not accepted as a parent: retry it " \
+    "first (rebound retry %s, or MUTATE requeue), or push without it"
+
 /* The most parents one job may name. */
 #define RB_DEP_MAX_PARENTS 1000
 
@@ -48,16 +54,18 @@ const char *rb_dep_mode_name(rb_dep_mode m);
 /* What the caller's storage knows of a parent named by a pushed job that
  * is not itself in the push. */
 typedef enum rb_dep_known {
-    RB_DEP_UNKNOWN = 0,   /* no such job (or dead, or a finished one not recorded) */
+    RB_DEP_UNKNOWN = 0,   /* no such job (or a finished one not recorded) */
     RB_DEP_LIVE = 1,      /* scheduled, enqueued, working, retries, waiting or blocked */
     RB_DEP_SUCCEEDED = 2, /* ACKed recently (the workflow retention) */
+    RB_DEP_DEAD = 3,      /* in the dead set: refused until it is retried */
 } rb_dep_known;
 typedef rb_dep_known (*rb_dep_lookup_fn)(void *arg, const char *jid);
 
 /* Checks a push of n validated jobs (PUSH: 1; PUSHB: the batch) as one
  * unit: every parent is in the push or known to lookup as live or
  * succeeded, and the push's own edges have no cycle. Returns 0, or
- * RB_EINVAL with err "depends_on: unknown job J" or "depends_on: cycle
+ * RB_EINVAL with err "depends_on: unknown job J", "depends_on: job J is
+ * dead ..." (with what to do: RB_DEP_DEAD_FMT), or "depends_on: cycle
  * through J" (J on the cycle), or a job's rb_dep_parse error. */
 int rb_dep_check_push(json_t *const *jobs, size_t n, rb_dep_lookup_fn lookup, void *arg,
                       rb_err *err);
@@ -88,9 +96,30 @@ typedef enum rb_dep_next {
  * and says where the child goes. *consumed is set when the edge is used up
  * (the parent no longer concerns the child: it succeeded, was ignored, or
  * the child dies), else the edge stays for a later event. An event that
- * cannot apply (a requeue while nothing is dead) leaves *c as is. */
+ * cannot apply (a requeue while nothing is dead) leaves *c as is. A
+ * requeued parent unblocks a child of any mode it blocks (a "cancel"
+ * child is blocked only after its own retry, rb_dep_on_retry). */
 rb_dep_next rb_dep_on_parent(rb_dep_mode mode, rb_dep_event ev, rb_dep_counts *c, bool *consumed);
 /* The state a child with counts c is in: WAIT, BLOCK or RELEASE. */
 rb_dep_next rb_dep_state_of(const rb_dep_counts *c);
+
+/* Whether a parent in state st (an rb_job_state of a stored job; -1 when
+ * it is not stored: ACKed, discarded, or never seen) holds back a child of
+ * mode that is being held by its parents now (at start-up, or retried):
+ * a parent not stored is done with, a dead one the child ignores too;
+ * any other holds it, counted in *c (remaining, and dead when it is
+ * dead). The rule both backends derive a held job's edges by. */
+bool rb_dep_parent_holds(int st, rb_dep_mode mode, rb_dep_counts *c);
+
+/* A dead job naming parents (spec) is retried (MUTATE requeue, `rebound
+ * retry`, the HTTP API's retry: docs/workflows.md "Retrying a job killed
+ * by its dependency"): it goes back under its parents' states now, which
+ * state_of gives (as rb_dep_parent_holds takes them). holds (spec->n
+ * entries) says which parents hold it, *c its counts; returns WAIT or
+ * BLOCK (held again: waiting, or blocked by a dead parent whatever its
+ * mode, until that parent is retried or deleted) or RELEASE (nothing
+ * holds it: enqueued as any retried job). */
+rb_dep_next rb_dep_on_retry(const rb_dep_spec *spec, int (*state_of)(void *arg, const char *jid),
+                            void *arg, bool *holds, rb_dep_counts *c);
 
 #endif

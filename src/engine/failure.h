@@ -41,10 +41,17 @@ int rb_fail_decide(const rb_config *cfg, const json_t *job, const rb_fail_input 
  * default when it no longer resolves) into *pol, the decision (its catch
  * job when the policy names one, else dead; reason dependency) into *d,
  * and the failure record (errtype DependencyFailed, a message naming
- * parent) built into *rec, job's `failure` hash set. attempt and history
- * are the job's. Release pol and rec. */
+ * parent, and the history entry's "parent": the job whose death killed
+ * it, read back by rb_fail_killed_by) built into *rec, job's `failure`
+ * hash set. attempt and history are the job's. Release pol and rec. */
 void rb_fail_dependency(const rb_config *cfg, json_t *job, const char *parent, int64_t attempt,
                         const char *history, int64_t now, rb_policy *pol, rb_decision *d,
                         rb_failrec *rec);
+
+/* The parent whose death killed a job, from its history (a JSON array):
+ * the last entry's "parent" when its reason is dependency (an entry
+ * written before it was recorded: the jid its message names), else NULL.
+ * Returns a new string. */
+char *rb_fail_killed_by(const json_t *history);
 
 #endif

@@ -8,6 +8,7 @@
 #include "common/buf.h"
 #include "common/table.h"
 #include "engine/depend.h"
+#include "engine/failure.h"
 #include "engine/job_state.h"
 
 void rb_wf_probe_release(rb_wf_probe *p)
@@ -16,6 +17,9 @@ void rb_wf_probe_release(rb_wf_probe *p)
     for (size_t i = 0; i < p->n_children; i++)
         free(p->children[i]);
     free(p->children);
+    for (size_t i = 0; i < p->n_parents; i++)
+        free(p->parents[i]);
+    free(p->parents);
     memset(p, 0, sizeof *p);
 }
 
@@ -23,6 +27,8 @@ void rb_workflow_release(rb_workflow *g)
 {
     for (size_t i = 0; i < g->n_nodes; i++) {
         rb_wf_probe_release(&g->nodes[i]->p);
+        free(g->nodes[i]->killed_by);
+        free(g->nodes[i]->retry);
         free(g->nodes[i]);
     }
     free(g->nodes);
@@ -78,11 +84,12 @@ static void edge_add(expand *x, long parent, long child)
     g->edges[g->n_edges++] = (rb_wf_edge){(size_t)parent, (size_t)child};
 }
 
-/* Node i's neighbours: its parents (depends_on) and stored children. */
+/* Node i's neighbours: its parents (a stored job's depends_on, a
+ * succeeded one's record) and the children the backend knows. */
 static void expand_node(expand *x, size_t i)
 {
     rb_wf_node *n = x->g->nodes[i];
-    if (n->p.known != RB_WF_STORED)
+    if (n->p.known == RB_WF_UNKNOWN)
         return;
     json_t *job = n->p.view.json ? json_loads(n->p.view.json, 0, NULL) : NULL;
     rb_dep_spec spec;
@@ -92,6 +99,8 @@ static void expand_node(expand *x, size_t i)
         rb_dep_spec_release(&spec);
     }
     json_decref(job);
+    for (size_t k = 0; k < n->p.n_parents; k++)
+        edge_add(x, node_add(x, n->p.parents[k]), (long)i);
     for (size_t k = 0; k < n->p.n_children; k++)
         edge_add(x, (long)i, node_add(x, n->p.children[k]));
 }
@@ -173,6 +182,75 @@ static void order(rb_workflow *g)
     g->n_edges = k;
 }
 
+/* A stored node's state, -1 for a succeeded or unknown one. */
+static int state_of(const rb_wf_node *n)
+{
+    return n->p.known == RB_WF_STORED ? n->p.view.state : -1;
+}
+
+/* Adds the indexes of from (sorted) to n's retry list, kept sorted and
+ * without repeats. */
+static void retry_union(rb_wf_node *n, const size_t *from, size_t k)
+{
+    size_t *out = rb_xcalloc(n->n_retry + k + 1, sizeof *out), a = 0, b = 0, m = 0;
+    while (a < n->n_retry || b < k) {
+        if (b >= k || (a < n->n_retry && n->retry[a] <= from[b])) {
+            if (b < k && from[b] == n->retry[a])
+                b++; /* in both */
+            out[m++] = n->retry[a++];
+        } else {
+            out[m++] = from[b++];
+        }
+    }
+    free(n->retry);
+    n->retry = out;
+    n->n_retry = m;
+}
+
+/* Each node's killed_by and retry list (nodes sorted: parents come before
+ * their children). A held or dead job needs what its parents that hold it
+ * (rb_dep_parent_holds) need: a dead parent itself and what it needs, a
+ * held parent what it needs; a dead job needs itself too. */
+static void advise(rb_workflow *g)
+{
+    size_t n = g->n_nodes;
+    size_t *first = rb_xcalloc(n + 2, sizeof *first); /* node i's parents: in[first[i]..) */
+    size_t *in = rb_xcalloc(g->n_edges + 1, sizeof *in), *fill = rb_xcalloc(n + 1, sizeof *fill);
+    for (size_t e = 0; e < g->n_edges; e++)
+        first[g->edges[e].child + 1]++;
+    for (size_t i = 0; i < n; i++)
+        first[i + 1] += first[i];
+    for (size_t e = 0; e < g->n_edges; e++)
+        in[first[g->edges[e].child] + fill[g->edges[e].child]++] = g->edges[e].parent;
+    for (size_t i = 0; i < n; i++) {
+        rb_wf_node *c = g->nodes[i];
+        int st = state_of(c);
+        if (st == RB_JOB_DEAD && c->p.view.history) {
+            json_t *h = json_loads(c->p.view.history, 0, NULL);
+            c->killed_by = rb_fail_killed_by(h);
+            json_decref(h);
+        }
+        if (st != RB_JOB_DEAD && st != RB_JOB_WAITING && st != RB_JOB_BLOCKED)
+            continue;
+        json_t *job = c->p.view.json ? json_loads(c->p.view.json, 0, NULL) : NULL;
+        rb_dep_spec spec = {0};
+        rb_dep_mode mode = job && !rb_dep_parse(job, &spec, NULL) ? spec.mode : RB_DEP_BLOCK;
+        rb_dep_spec_release(&spec);
+        json_decref(job);
+        for (size_t k = first[i]; k < first[i + 1]; k++) {
+            const rb_wf_node *p = g->nodes[in[k]];
+            rb_dep_counts unused = {0, 0};
+            if (p->index < i && rb_dep_parent_holds(state_of(p), mode, &unused))
+                retry_union(c, p->retry, p->n_retry);
+        }
+        if (st == RB_JOB_DEAD)
+            retry_union(c, &i, 1);
+    }
+    free(first);
+    free(in);
+    free(fill);
+}
+
 int rb_workflow_build(const char *jid, size_t max_nodes, rb_wf_probe_fn probe, void *arg,
                       rb_workflow *g, rb_err *err)
 {
@@ -206,14 +284,19 @@ int rb_workflow_build(const char *jid, size_t max_nodes, rb_wf_probe_fn probe, v
     rb_table_release(&x.by_jid);
     layer(g);
     order(g);
+    advise(g);
     return 0;
 }
 
-static json_t *node_json(const rb_wf_node *n)
+static json_t *node_json(const rb_workflow *g, const rb_wf_node *n)
 {
     const rb_job_view *v = &n->p.view;
-    json_t *o = json_pack("{s:s, s:i, s:b}", "jid", n->jid, "layer", n->layer, "blocking",
-                          n->blocking);
+    json_t *retry = json_array();
+    for (size_t k = 0; k < n->n_retry; k++)
+        json_array_append_new(retry, json_string(g->nodes[n->retry[k]]->jid));
+    json_t *o = json_pack("{s:s, s:i, s:b, s:o, s:o}", "jid", n->jid, "layer", n->layer,
+                          "blocking", n->blocking, "killed_by",
+                          n->killed_by ? json_string(n->killed_by) : json_null(), "retry", retry);
     if (n->p.known != RB_WF_STORED) {
         json_object_set_new(o, "state", json_string(n->p.known == RB_WF_SUCCEEDED ? "succeeded"
                                                                                 : "unknown"));
@@ -243,7 +326,7 @@ json_t *rb_workflow_json(const char *jid, const rb_workflow *g)
 {
     json_t *nodes = json_array(), *edges = json_array();
     for (size_t i = 0; i < g->n_nodes; i++)
-        json_array_append_new(nodes, node_json(g->nodes[i]));
+        json_array_append_new(nodes, node_json(g, g->nodes[i]));
     for (size_t e = 0; e < g->n_edges; e++)
         json_array_append_new(edges, json_pack("{s:s, s:s}", "parent",
                                                g->nodes[g->edges[e].parent]->jid, "child",

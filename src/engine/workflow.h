@@ -27,14 +27,20 @@ typedef enum rb_wf_known {
 
 /* A probe's answer for one jid. The backend fills known, view (STORED:
  * as JOB reads it, waits_for and blocked_by set for a waiting or blocked
- * job) and the children it stores for the jid (the side table's or
- * rb_edges's children that are stored jobs; owned strings). Parents come
- * from the view's depends_on (rb_dep_parse), here. */
+ * job), the children it knows for the jid (STORED or SUCCEEDED: every job
+ * that named it in depends_on and is itself still stored or recorded as
+ * succeeded, whether its edge is used up or not: the single node's index
+ * of who names whom, PostgreSQL's rb_edges and rb_edges_used), and for a
+ * SUCCEEDED jid its own parents as its record keeps them (the job's
+ * depends_on when it was ACKed; known or not). A STORED job's parents come
+ * from the view's depends_on (rb_dep_parse), here. Strings owned. */
 typedef struct rb_wf_probe {
     rb_wf_known known;
     rb_job_view view;
     char **children;
     size_t n_children;
+    char **parents; /* SUCCEEDED only */
+    size_t n_parents;
 } rb_wf_probe;
 
 /* Fills *out for jid (zeroed first); 0, or a negative RB_E* code with err
@@ -44,9 +50,13 @@ typedef int (*rb_wf_probe_fn)(void *arg, const char *jid, rb_wf_probe *out, rb_e
 typedef struct rb_wf_node {
     void *hnext;
     rb_wf_probe p;
-    size_t index;  /* in rb_workflow.nodes until sorted */
-    int layer;     /* longest path from a root (a node without parents here) */
-    bool blocking; /* a dead parent that some child here is blocked by */
+    size_t index;     /* in rb_workflow.nodes until sorted */
+    int layer;        /* longest path from a root (a node without parents here) */
+    bool blocking;    /* a dead parent that some child here is blocked by */
+    char *killed_by;  /* dead of a dependency: the parent whose death killed it (owned) */
+    size_t *retry;    /* the dead jobs to retry for it to run, by node index, root
+                         causes first (owned; n_retry entries) */
+    size_t n_retry;
     char jid[];
 } rb_wf_node;
 
@@ -66,10 +76,12 @@ typedef struct rb_workflow {
 } rb_workflow;
 
 /* Expands the component of jid (max_nodes 0: RB_WORKFLOW_MAX_NODES) into
- * *g through probe, breadth first from jid: each stored node's parents
- * (depends_on) and stored children. Returns 0, RB_ENOENT when jid is not
- * a stored job (err "no job 'J'"; *g empty), or the probe's error. *g is
- * always safe to rb_workflow_release. */
+ * *g through probe, breadth first from jid: each stored or succeeded
+ * node's parents and children, so that the same jobs and edges come
+ * whichever member is named. An unknown node (neither stored nor
+ * recorded) is shown but not expanded. Returns 0, RB_ENOENT when jid is
+ * not a stored job (err "no job 'J'"; *g empty), or the probe's error. *g
+ * is always safe to rb_workflow_release. */
 int rb_workflow_build(const char *jid, size_t max_nodes, rb_wf_probe_fn probe, void *arg,
                       rb_workflow *g, rb_err *err);
 void rb_workflow_release(rb_workflow *g);
@@ -77,10 +89,16 @@ void rb_wf_probe_release(rb_wf_probe *p);
 
 /* The graph's JSON (docs/http.md, GET /api/workflow/JID):
  * {"jid", "truncated", "max_nodes", "nodes": [{"jid", "jobtype", "queue",
- * "state", "attempts", "waits_for", "blocked_by", "blocking", "layer"}],
- * "edges": [{"parent", "child"}]}. state is the job's state name,
- * "succeeded" or "unknown" (then jobtype, queue and attempts are null).
- * The caller owns the result. */
+ * "state", "attempts", "waits_for", "blocked_by", "blocking", "layer",
+ * "killed_by", "retry"}], "edges": [{"parent", "child"}]}. state is the
+ * job's state name, "succeeded" or "unknown" (then jobtype, queue and
+ * attempts are null). killed_by: a dead job's parent whose death killed it
+ * (null: it did not die of a dependency). retry: the dead jobs of the graph
+ * that must be retried for this job to run (docs/workflows.md, "Retrying a
+ * job killed by its dependency"), root causes first, the job itself last
+ * when it is dead: a blocked or waiting job's come from its parents that
+ * hold it, a dead job's are its parents' and itself; empty when nothing
+ * dead stands in its way. The caller owns the result. */
 json_t *rb_workflow_json(const char *jid, const rb_workflow *g);
 
 #endif

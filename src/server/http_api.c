@@ -30,7 +30,7 @@ static json_t *info_json(rb_srv *srv, const rb_eng_info *f)
     int64_t now = rb_now_ms();
     return json_pack(
         "{s:{s:s, s:s, s:s, s:o, s:o, s:I, s:s, s:s, s:I, s:I, s:I, s:b},"
-        " s:{s:I, s:I, s:I, s:I, s:I},"
+        " s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I},"
         " s:{s:I, s:I, s:I, s:I, s:I, s:I},"
         " s:{s:I, s:I}, s:I}",
         "server", "name", "Rebound", "version", RB_VERSION, "faktory_protocol_version",
@@ -42,7 +42,8 @@ static json_t *info_json(rb_srv *srv, const rb_eng_info *f)
         (json_int_t)srv->command_count, "stopping", srv->stopping,
         "jobs", "scheduled", (json_int_t)f->scheduled, "enqueued", (json_int_t)f->enqueued,
         "working", (json_int_t)f->working, "retries", (json_int_t)f->retries, "dead",
-        (json_int_t)f->dead,
+        (json_int_t)f->dead, "waiting", (json_int_t)f->waiting, "blocked",
+        (json_int_t)f->blocked,
         "since_start", "pushed", (json_int_t)rb_metrics_total(m, RB_M_PUSHED), "processed",
         (json_int_t)rb_metrics_total(m, RB_M_PROCESSED), "failed",
         (json_int_t)rb_metrics_total(m, RB_M_FAILED), "retried",
@@ -168,6 +169,14 @@ json_t *rb_api_summary(const rb_job_view *j)
     case RB_JOB_ENQUEUED:
         json_object_set_new(v, "enqueued_at", rb_api_time_or_null(j->due_ms));
         break;
+    case RB_JOB_WAITING:
+    case RB_JOB_BLOCKED: { /* as JOB gives them */
+        json_t *d = rb_job_view_detail(j);
+        json_object_set(v, "waits_for", json_object_get(d, "waits_for"));
+        json_object_set(v, "blocked_by", json_object_get(d, "blocked_by"));
+        json_decref(d);
+        break;
+    }
     default:
         break;
     }
@@ -222,7 +231,7 @@ void rb_api_jobs(rb_http_req *r)
     if (st < RB_JOB_SCHEDULED) {
         rb_http_reply_error(r->req, 400,
                             "query parameter state='%s' must be scheduled, enqueued, working, "
-                            "retries or dead", state ? state : "");
+                            "retries, dead, waiting or blocked", state ? state : "");
     } else if (rb_http_query_int(r->req, "offset", 0, INT64_MAX, 0, &offset) &&
                rb_http_query_int(r->req, "limit", 0, 1000, 50, &limit)) {
         rb_eng_op *op = rb_api_op(r, RB_ENG_JOBS, jobs_done);
@@ -294,12 +303,6 @@ static void job_done(rb_srv *srv, rb_eng_op *op)
     json_object_set_new(v, "schedule", job ? rb_api_schedule(srv, j->first_ms, job) : json_null());
     rb_api_job_unique(j, job, op->now, v);
     json_object_set_new(v, "job", job ? job : json_null());
-    if (j->state == RB_JOB_WAITING || j->state == RB_JOB_BLOCKED) { /* as JOB gives them */
-        json_t *d = rb_job_view_detail(j);
-        json_object_set(v, "waits_for", json_object_get(d, "waits_for"));
-        json_object_set(v, "blocked_by", json_object_get(d, "blocked_by"));
-        json_decref(d);
-    }
     rb_http_reply_json(req, 200, v);
     rb_eng_op_finish(srv, op);
 }

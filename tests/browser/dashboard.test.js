@@ -317,6 +317,82 @@ test('the policy simulator charts a schedule in any dialect', async () => {
   assert.match(await page.textContent('[data-testid=sim-error]'), /invalid policy/);
 });
 
+// The chart's tick labels, its scale note's box and the "table" toggle's box.
+async function scheduleAxis() {
+  return page.$eval('[data-testid=schedule-chart]', (svg) => {
+    const box = (e) => { const r = e.getBoundingClientRect(); return {l: r.left, r: r.right, t: r.top, b: r.bottom}; };
+    const summary = svg.closest('.panel').querySelector('details summary');
+    return {ticks: [...svg.querySelectorAll('text.tick')].map((t) => t.textContent), tickBoxes: [...svg.querySelectorAll('text.tick')].map(box),
+      note: svg.querySelector('[data-testid=schedule-scale]').textContent, noteBox: box(svg.querySelector('[data-testid=schedule-scale]')),
+      svg: box(svg), summary: summary ? box(summary) : null};
+  });
+}
+
+test('the schedule chart has round ticks and its scale note clear of the table toggle', async () => {
+  await page.goto(BASE + '/#/workers'); // the simulator page afresh (it keeps the last policy)
+  await page.waitForSelector('main h1');
+  await page.goto(BASE + '/#/simulate');
+  await page.waitForSelector('[data-testid=policy]');
+  // delays 1s, 2s, 4s: linear, ticks every second (not 1.3s, 2.5s, 3.8s)
+  await page.fill('[data-testid=policy]', 'ftl:3 1s 5s');
+  await page.click('[data-testid=simulate]');
+  await until('the FTL schedule', async () => (await page.textContent('[data-testid=sim-executions]')) === '4');
+  let a = await scheduleAxis();
+  assert.deepEqual(a.ticks, ['0', '1s', '2s', '3s', '4s']);
+  assert.equal(a.note, 'delay before the next attempt');
+  // a minute's delays: 0, 15s, 30s, 45s, 1m
+  await page.fill('[data-testid=policy]', 'ftl:3 15s 1m');
+  await page.click('[data-testid=simulate]');
+  await until('the second schedule', async () => (await scheduleAxis()).ticks.join(',') === '0,15s,30s,45s,1m');
+  // Sidekiq's backoff spans seconds to days: a log scale on round marks
+  await page.fill('[data-testid=policy]', 'faktory:25');
+  await page.click('[data-testid=simulate]');
+  await until('the log schedule', async () => (await scheduleAxis()).note.endsWith('(log scale)'));
+  a = await scheduleAxis();
+  assert.ok(a.ticks.length >= 5, a.ticks.join(','));
+  for (const t of a.ticks) assert.match(t, /^(1ms|10ms|100ms|1s|10s|1m|10m|1h|6h|1d|7d|30d|365d)$/, `log tick ${t}`);
+  assert.equal(a.note, 'delay before the next attempt (log scale)');
+  const overlap = (p, q) => p.l < q.r && q.l < p.r && p.t < q.b && q.t < p.b;
+  for (const tb of a.tickBoxes) assert.ok(!overlap(tb, a.noteBox), 'the scale note crowds a tick');
+  assert.ok(a.noteBox.b <= a.tickBoxes.reduce((m, b) => Math.min(m, b.t), Infinity), 'the scale note is above the axis');
+  await shot('simulator-log-scale');
+  // on a job page the note stays clear of the "table" toggle under the chart
+  await page.goto(BASE + '/#/job/retry-00001');
+  await page.waitForSelector('[data-testid=schedule-chart] text.tick');
+  a = await scheduleAxis();
+  assert.ok(a.summary, 'the table toggle');
+  assert.ok(a.noteBox.b + 8 <= a.summary.t, `the scale note ${JSON.stringify(a.noteBox)} crowds the table toggle ${JSON.stringify(a.summary)}`);
+  assert.ok(a.noteBox.t >= a.svg.t, 'the scale note inside the chart');
+});
+
+test('the job page labels the lease end and the next attempt on its timeline', async () => {
+  await client.push({jid: 'lease-000001', jobtype: 'RenderVideo', args: [], queue: 'lease', reserve_for: 600});
+  const j = await client.fetch('lease');
+  assert.equal(j && j.jid, 'lease-000001');
+  const labels = async () => page.$eval('[data-testid=timeline]', (svg) => {
+    const box = (e) => { const r = e.getBoundingClientRect(); return {l: r.left, r: r.right, t: r.top, b: r.bottom, text: e.firstChild.textContent}; };
+    return {svg: box(svg), ends: [...svg.querySelectorAll('text.end-label')].map(box), now: box(svg.querySelector('text.now-label'))};
+  });
+  const overlap = (p, q) => p.l < q.r && q.l < p.r && p.t < q.b && q.t < p.b;
+  const inside = (x, o) => x.l >= o.l && x.r <= o.r && x.t >= o.t && x.b <= o.b;
+  await page.goto(BASE + '/#/job/lease-000001');
+  await page.waitForSelector('[data-testid=timeline] text.end-label');
+  let l = await labels();
+  assert.deepEqual(l.ends.map((e) => e.text), ['lease ends']);
+  for (const e of [...l.ends, l.now]) assert.ok(inside(e, l.svg), `${e.text} leaves the timeline`);
+  assert.ok(!overlap(l.ends[0], l.now), 'the lease end label crowds "now"');
+  await (await page.$('[data-testid=timeline]')).screenshot({path: path.join(SHOTS, 'timeline-lease.png')});
+  await shot('job-working');
+  await client.ack('lease-000001');
+  // a job waiting for its retry: "next attempt"
+  await page.goto(BASE + '/#/job/retry-00001');
+  await page.waitForSelector('[data-testid=timeline] text.end-label');
+  l = await labels();
+  assert.deepEqual(l.ends.map((e) => e.text), ['next attempt']);
+  assert.ok(!overlap(l.ends[0], l.now));
+  await (await page.$('[data-testid=timeline]')).screenshot({path: path.join(SHOTS, 'timeline-next-attempt.png')});
+});
+
 test('the workers page lists connected workers', async () => {
   await page.goto(BASE + '/#/workers');
   await page.waitForSelector('table[data-testid=workers]');
@@ -373,7 +449,7 @@ test('the workflow page draws a diamond blocked by a dead parent', async () => {
     ['wfdia-A000', 'succeeded'], ['wfdia-B000', 'dead'], ['wfdia-C000', 'enqueued'], ['wfdia-D000', 'blocked']]);
   const by = Object.fromEntries(nodes.map((n) => [n.jid, n]));
   // colours by state, as the legend says
-  const legendColors = await page.$$eval('.legend span', (sp) => Object.fromEntries(sp.map((x) => [x.textContent, x.querySelector('i').style.background])));
+  const legendColors = await page.$$eval('.legend:not([data-testid=wf-outlines]) span', (sp) => Object.fromEntries(sp.map((x) => [x.textContent, x.querySelector('i').style.background])));
   for (const n of nodes) {
     assert.ok(legendColors[n.state], `legend has ${n.state}`);
     assert.match(n.cls, new RegExp(`\\bstate-${n.state}\\b`));
@@ -402,6 +478,138 @@ test('the workflow page draws a diamond blocked by a dead parent', async () => {
   await page.goto(BASE + '/#/workflow/no-such-job');
   await page.waitForSelector('[data-testid=workflow-error]');
   assert.match(await page.textContent('[data-testid=workflow-error]'), /no job 'no-such-job'/);
+});
+
+test('waiting and blocked jobs have overview cards, a nav entry and lists of their own', async () => {
+  // the diamond above: wfdia-D000 is blocked by wfdia-B000; one more waits for wfdia-C000
+  await client.push({jid: 'held-wait-01', jobtype: 'PublishReport', args: [{month: 11}], queue: 'wfq',
+    custom: {depends_on: ['wfdia-C000']}});
+  const info = await apiGet('info');
+  assert.deepEqual([info.jobs.waiting, info.jobs.blocked], [1, 1]);
+  await page.goto(BASE + '/');
+  await until('the held cards', async () => (await page.$('[data-testid=card-blocked] .n')) &&
+    (await page.textContent('[data-testid=card-waiting] .n')) === '1' &&
+    (await page.textContent('[data-testid=card-blocked] .n')) === '1');
+  await until('the nav badge', async () => (await page.textContent('#n-held')) === '2');
+  assert.match(await page.getAttribute('#n-held', 'class'), /\bblocked\b/);
+  await shot('overview-held');
+  await page.click('[data-testid=card-blocked]');
+  await page.waitForSelector('table[data-testid=jobs] tr[data-jid=wfdia-D000]');
+  assert.equal(new URL(page.url()).hash, '#/blocked');
+  assert.equal(await page.getAttribute('#nav a.active', 'data-page'), 'waiting');
+  assert.equal(await page.textContent('tr[data-jid=wfdia-D000] [data-testid=blocked-by]'), 'wfdia-B000');
+  assert.equal(await page.textContent('tr[data-jid=wfdia-D000] [data-testid=waits-for]'), 'wfdia-B000, wfdia-C000');
+  assert.match(await page.textContent('[data-testid=total]'), /^1 job\(s\)/);
+  assert.equal(await page.$('[data-testid=bulk-retry]'), null, 'held jobs follow their parents: no bulk actions');
+  await until('the tabs\' counts', async () => (await page.textContent('#tab-waiting')) === '1');
+  await shot('blocked-list');
+  await page.click('[data-testid=held-tabs] a[data-state=waiting]');
+  await page.waitForSelector('table[data-testid=jobs] tr[data-jid=held-wait-01]');
+  assert.equal(await page.textContent('tr[data-jid=held-wait-01] [data-testid=waits-for]'), 'wfdia-C000');
+  assert.equal(await page.$('tr[data-jid=held-wait-01] [data-testid=blocked-by]'), null);
+  await shot('waiting-list');
+  // a row leads to the job's workflow
+  await page.click('tr[data-jid=held-wait-01] a.wf-link');
+  await page.waitForSelector('[data-testid=workflow-graph] g.wf-node[data-jid=held-wait-01]');
+});
+
+// Each node's rect and text boxes on the page, its texts and tooltip.
+async function graphNodes() {
+  return page.$$eval('[data-testid=workflow-graph] g.wf-node', (gs) => gs.map((g) => {
+    const box = (e) => { const r = e.getBoundingClientRect(); return {l: r.left, r: r.right, t: r.top, b: r.bottom}; };
+    const [title, sub] = [...g.querySelectorAll('text')];
+    return {jid: g.dataset.jid, state: g.dataset.state, rect: box(g.querySelector('rect')),
+      title: title.textContent, sub: sub.textContent, titleBox: box(title), subBox: box(sub),
+      tip: g.querySelector('title').textContent, x: +g.querySelector('rect').getAttribute('x')};
+  }));
+}
+
+test('the workflow graph\'s labels fit stock jids and long job types, and ACKed jobs stay in it', async () => {
+  // 24-hex jids as stock clients make them; A and C succeed, B dies: D is blocked
+  const [A, B, C, D] = ['5f1e2d3c4b5a69788796a5b4', '6a7b8c9d0e1f203142536475', '7c8d9e0f1a2b3c4d5e6f7081', '8e9f0a1b2c3d4e5f60718293'];
+  const T = {[A]: 'FetchCustomerRecordsFromSalesforce', [B]: 'TransformCustomerRecordsIntoWarehouseRows',
+    [C]: 'EnrichCustomerRecordsWithGeolocation', [D]: 'LoadWarehouse'};
+  const dep = (jid, parents, extra) => ({jid, jobtype: T[jid], args: [], queue: 'lblq', custom: {depends_on: parents}, ...extra});
+  await client.cmd('PUSHB ' + JSON.stringify([{jid: A, jobtype: T[A], args: [], queue: 'lblq'},
+    dep(B, [A], {retry: -1}), dep(C, [A]), dep(D, [B, C])]));
+  for (const [jid, ok] of [[A, true], [B, false], [C, true]]) {
+    const j = await client.fetch('lblq');
+    assert.equal(j && j.jid, jid);
+    if (ok) await client.ack(jid); else await client.fail(jid, 'SchemaError', 'column "total" missing');
+  }
+  assert.equal((await apiGet('job/' + D)).state, 'blocked');
+  await page.goto(BASE + '/#/workflow/' + D);
+  await page.waitForSelector(`[data-testid=workflow-graph] g.wf-node[data-jid="${A}"]`);
+  const nodes = await graphNodes();
+  const inside = (x, o) => x.l >= o.l - 0.5 && x.r <= o.r + 0.5 && x.t >= o.t - 0.5 && x.b <= o.b + 0.5;
+  assert.deepEqual(nodes.map((n) => [n.jid, n.state]), [[A, 'succeeded'], [B, 'dead'], [C, 'succeeded'], [D, 'blocked']],
+    'the ACKed root and middle job stay, as succeeded (issue 25 item 10)');
+  for (const n of nodes) {
+    assert.ok(inside(n.titleBox, n.rect), `${n.jid}: its first line ${JSON.stringify(n.title)} leaves the node`);
+    assert.ok(inside(n.subBox, n.rect), `${n.jid}: its second line ${JSON.stringify(n.sub)} leaves the node`);
+    assert.ok(n.sub.startsWith(n.state), `${n.jid}: the state word is cut: ${JSON.stringify(n.sub)}`);
+    assert.equal(n.sub.split(n.state).length, 2, `${n.jid}: the state word twice: ${JSON.stringify(n.sub)}`);
+    assert.ok(!n.title.includes(n.state), `${n.jid}: the state in the first line too: ${JSON.stringify(n.title)}`);
+    assert.ok(n.tip.includes(n.jid), `${n.jid}: the tooltip has the whole jid`);
+    if (n.state !== 'succeeded') {
+      assert.ok(n.tip.startsWith(T[n.jid] + '\n'), `${n.jid}: the tooltip has the whole job type`);
+      assert.ok(n.title === T[n.jid] || (n.title.endsWith('…') && T[n.jid].startsWith(n.title.slice(0, -1))),
+        `${n.jid}: the job type is cut without an ellipsis: ${JSON.stringify(n.title)}`);
+    } else {
+      assert.match(n.title, /^5f1e2d|^7c8d9e/, `${n.jid}: a succeeded job is named by its jid`);
+      assert.match(n.tip, /succeeded_ttl/);
+    }
+  }
+  assert.ok(nodes.find((n) => n.jid === B).title.endsWith('…'), 'the long type is cut');
+  assert.equal(nodes.find((n) => n.jid === D).title, 'LoadWarehouse', 'a short type is whole');
+  const by = Object.fromEntries(nodes.map((n) => [n.jid, n]));
+  assert.ok(by[A].x < by[B].x && by[B].x === by[C].x && by[C].x < by[D].x, 'the root is the root again');
+  const edges = await page.$$eval('[data-testid=workflow-graph] path.wf-edge', (ps) => ps.map((p) => p.dataset.parent + '>' + p.dataset.child).sort());
+  assert.deepEqual(edges, [`${A}>${B}`, `${A}>${C}`, `${B}>${D}`, `${C}>${D}`]);
+  // the legend explains the outlines
+  const outlines = await page.textContent('[data-testid=wf-outlines]');
+  assert.match(outlines, /dashed red outline: dead, and blocks its children/);
+  assert.match(outlines, new RegExp(`thick outline: ${D}, this page's job`));
+  await shot('workflow-labels');
+});
+
+test('a job killed by its dependency shows no attempt, and what to retry for it to run', async () => {
+  await client.push({jid: 'dep-par-0001', jobtype: 'FetchCustomerRecordsFromSalesforce', args: [], queue: 'depq', retry: -1});
+  await client.push({jid: 'dep-can-0001', jobtype: 'SendWelcomeEmails', args: [], queue: 'depq',
+    custom: {depends_on: ['dep-par-0001'], on_dep_failure: 'cancel'}});
+  const p = await client.fetch('depq');
+  assert.equal(p && p.jid, 'dep-par-0001');
+  await client.fail('dep-par-0001', 'ApiError', 'salesforce answered 503');
+  const job = await apiGet('job/dep-can-0001');
+  assert.deepEqual([job.state, job.attempts, job.history.length, job.history[0].reason], ['dead', 0, 1, 'dependency']);
+  await page.goto(BASE + '/#/job/dep-can-0001');
+  await page.waitForSelector('[data-testid=attempts] li');
+  assert.equal(await page.textContent('[data-testid=job-attempts]'), '0');
+  assert.equal(await page.textContent('[data-testid=attempts-title]'), 'Attempts');
+  assert.match(await page.textContent('[data-testid=attempts] li'), /^Killed by a dependency \(no attempt\) DependencyFailed/);
+  assert.deepEqual(await page.$$eval('[data-testid=timeline] .mk-label', (t) => t.map((x) => x.textContent)), [], 'no attempt marker');
+  // it names the parent that killed it, and that both have to be retried (issue 25 item 8)
+  await until('the advice', async () => /to run this job, retry dep-par-0001 and dep-can-0001$/.test(
+    await page.textContent('[data-testid=job-killed-by]')));
+  assert.match(await page.textContent('[data-testid=job-killed-by]'), /^dep-par-0001 \(its parent died\)/);
+  await shot('job-killed-by-dependency');
+  // its workflow page says the same, and no longer "retry it to unblock"
+  await page.goto(BASE + '/#/workflow/dep-can-0001');
+  await page.waitForSelector('[data-testid=workflow-blocking] li[data-jid=dep-can-0001]');
+  assert.equal(await page.textContent('[data-testid=workflow-blocking] li[data-jid=dep-can-0001]'),
+    'dep-can-0001 was killed when its parent dep-par-0001 died: to run it, retry dep-par-0001 and dep-can-0001.');
+  await shot('workflow-killed-by-dependency');
+  // retried alone while its parent is dead, it goes back under it, blocked, not enqueued
+  await page.goto(BASE + '/#/job/dep-can-0001');
+  await page.waitForSelector('[data-testid=job-retry]');
+  await page.click('[data-testid=job-retry]');
+  await until('state blocked on the page', async () =>
+    (await page.textContent('[data-testid=job-state]').catch(() => '')) === 'blocked');
+  assert.equal((await apiGet('job/dep-can-0001')).state, 'blocked');
+  assert.equal(await client.fetch('depq'), null, 'not enqueued without its parent');
+  await until('the blocked advice', async () => /dep-par-0001 \(dead\) — to run this job, retry dep-par-0001$/.test(
+    await page.textContent('[data-testid=job-blocked-by]').catch(() => '')));
+  await shot('job-retried-blocked');
 });
 
 test('the batches page shows progress, the batch page its members and callbacks', async () => {

@@ -152,17 +152,48 @@ cat >"$tmp/wf.jsonl" <<'EOT'
 {"jid":"cliwf-B000","jobtype":"transform","args":[],"queue":"wf","custom":{"depends_on":["cliwf-A000"]}}
 {"jid":"cliwf-C000","jobtype":"transform","args":[],"queue":"wf","custom":{"depends_on":["cliwf-A000"]}}
 {"jid":"cliwf-D000","jobtype":"load","args":[],"queue":"wf","custom":{"depends_on":["cliwf-B000","cliwf-C000"]}}
+{"jid":"cliwf-X000","jobtype":"notify","args":[],"queue":"wfx","custom":{"depends_on":["cliwf-A000"],"on_dep_failure":"cancel"}}
 EOT
 run 0 push --file "$tmp/wf.jsonl"
 run 0 kill cliwf-A000
-run 0 workflow cliwf-D000;           has out "workflow of cliwf-D000: 4 jobs, 4 edges"
+run 0 workflow cliwf-D000;           has out "workflow of cliwf-D000: 5 jobs, 5 edges"
 has out "    0  ! cliwf-A000"; has out "dead"
 has out "cliwf-B000                blocked    transform             0  cliwf-A000 (blocked by cliwf-A000)"
 has out "    2    cliwf-D000                waiting    load                  0  cliwf-B000,cliwf-C000"
-has out "! dead parent blocking its children"
+has out "! cliwf-A000 is dead and blocks its children: to unblock them, retry it (rebound retry cliwf-A000)"
 run 0 workflow cliwf-B000 --json;    has out '"jid":"cliwf-B000","truncated":false'
 has out '{"parent":"cliwf-A000","child":"cliwf-C000"}'; has out '"blocking":true'
-run 0 workflow clijob-0001;          has out "1 jobs, 0 edges"; hasnt out "blocking its children"
+run 0 workflow clijob-0001;          has out "1 jobs, 0 edges"; hasnt out "blocks its children"
+# the held jobs in the everyday views (issue 25 item 7): listed, totalled, counted
+run 0 jobs --queue wf;               has out "blocked    cliwf-B000"; has out "blocked    cliwf-C000"
+has out "waiting    cliwf-D000"; has out "dead       cliwf-A000"; has out "4 shown of 4"
+run 0 jobs --state blocked;          has out "cliwf-B000"; has out "cliwf-C000"; hasnt out "cliwf-D000"
+has out "2 shown of 2"
+run 0 jobs --state waiting --json;   has out '"total":1'; has out '"state":"waiting"'; has out "cliwf-D000"
+run 0 info;                          has out ", 1 waiting, 2 blocked"
+run 2 jobs --state held;             has err "must be enqueued, scheduled, working, retries, dead, waiting or blocked"
+# what a held job waits for, and what blocks it (issue 25 item 12)
+run 0 job cliwf-D000;                has out "state       waiting"; has out "waits for   cliwf-B000, cliwf-C000"
+hasnt out "blocked by"
+run 0 job cliwf-B000;                has out "state       blocked"; has out "waits for   cliwf-A000"
+has out "blocked by  cliwf-A000 (dead: "
+run 0 job cliwf-A000;                hasnt out "waits for"; hasnt out "blocked by"
+# a job killed by its dependency never ran: 0 attempts in every view (issue 25 item 13)
+run 0 job cliwf-X000;                has out "state       dead"; has out "attempts    0"
+hasnt out "1 failed"; has out "    -  2"; has out "dead      -          dependency        DependencyFailed"
+run 0 jobs --state dead --queue wfx; has out "dead       cliwf-X000                notify            wfx             0  "
+run 0 workflow cliwf-X000;           has out "cliwf-X000                dead       notify                0  "
+run 0 job cliwf-A000;                has out "attempts    0"
+# the advice names the jobs that actually have to be retried, and a retry of
+# the cancelled child waits for its dead parent (issue 25 item 8)
+run 0 workflow cliwf-A000;           has out "! cliwf-X000 was killed when its parent cliwf-A000 died: to run it, retry cliwf-A000 and cliwf-X000 (rebound retry cliwf-A000; rebound retry cliwf-X000)"
+run 0 job cliwf-X000;                has out "killed by   cliwf-A000 (its parent died: to run this job, retry cliwf-A000 and cliwf-X000 (rebound retry cliwf-A000; rebound retry cliwf-X000))"
+run 0 job cliwf-X000 --json;         has out '"retry":["cliwf-A000","cliwf-X000"]'
+run 0 job cliwf-B000;                has out "blocked by  cliwf-A000 (dead: to run this job, retry cliwf-A000 (rebound retry cliwf-A000))"
+run 0 retry cliwf-X000;              has out "job cliwf-X000 blocked (was dead): it waits for its parents again (cliwf-A000)"
+has out "blocked by cliwf-A000, which is dead: to run this job, retry cliwf-A000 (rebound retry cliwf-A000)"
+run 0 job cliwf-X000 --json;         has out '"state":"blocked"'; has out '"blocked_by":"cliwf-A000"'
+run 0 jobs --queue wfx --state enqueued; has out "no jobs"
 run 1 workflow cliwf-nope;           has err "job 'cliwf-nope' not found"
 run 2 workflow;                      has err "missing JID"
 run 2 workflow a b;                  has err "unexpected argument 'b'"

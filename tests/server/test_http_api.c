@@ -161,9 +161,8 @@ HTTP_TEST(info_and_metrics_name_the_version_and_the_protocols)
     rbh_resp_free(r);
 }
 
-/* /metrics counts the jobs that wait for others and those a dead parent
- * blocks (docs/workflows.md), in both modes. */
-HTTP_TEST(metrics_count_waiting_and_blocked_jobs)
+/* One job waiting for jobid-p1 and two blocked by the dead jobid-p2. */
+static void held_jobs(void)
 {
     cr_assert(rbh_expect(C, "+OK", "PUSH {\"jid\":\"jobid-p1\",\"jobtype\":\"a\",\"args\":[]}"));
     cr_assert(rbh_expect(C, "+OK", "PUSH {\"jid\":\"jobid-c1\",\"jobtype\":\"a\",\"args\":[],"
@@ -176,11 +175,48 @@ HTTP_TEST(metrics_count_waiting_and_blocked_jobs)
                                    "\"custom\":{\"depends_on\":[\"jobid-p2\"]}}"));
     cr_assert(rbh_expect(C, "+OK", "MUTATE {\"cmd\":\"kill\",\"target\":\"scheduled\","
                                    "\"filter\":{\"jids\":[\"jobid-p2\"]}}"));
+}
+
+/* /metrics counts the jobs that wait for others and those a dead parent
+ * blocks (docs/workflows.md), in both modes. */
+HTTP_TEST(metrics_count_waiting_and_blocked_jobs)
+{
+    held_jobs();
     rbh_resp *r = expect(200, "GET", "/metrics", NULL);
     cr_assert(strstr(r->body, "\nrebound_jobs{state=\"waiting\"} 1\n"), "%s", r->body);
     cr_assert(strstr(r->body, "\nrebound_jobs{state=\"blocked\"} 2\n"), "%s", r->body);
     cr_assert(strstr(r->body, "\nrebound_jobs{state=\"dead\"} 1\n"), "%s", r->body);
     rbh_resp_free(r);
+}
+
+/* /api/info counts the held jobs and /api/jobs lists them with what they
+ * wait for and what blocks them (issue 25 item 7), in both modes. */
+HTTP_TEST(info_and_jobs_show_waiting_and_blocked_jobs)
+{
+    held_jobs();
+    rbh_resp *r = expect(200, "GET", "/api/info", NULL);
+    cr_assert_eq(jint(r, "jobs.waiting"), 1);
+    cr_assert_eq(jint(r, "jobs.blocked"), 2);
+    cr_assert_eq(jint(r, "jobs.dead"), 1);
+    rbh_resp_free(r);
+    r = expect(200, "GET", "/api/jobs?state=blocked", NULL);
+    cr_assert_str_eq(jstr(r, "state"), "blocked");
+    cr_assert_eq(jint(r, "total"), 2);
+    cr_assert_str_eq(jstr(r, "jobs.0.jid"), "jobid-c2");
+    cr_assert_str_eq(jstr(r, "jobs.1.jid"), "jobid-c3");
+    cr_assert_str_eq(jstr(r, "jobs.0.state"), "blocked");
+    cr_assert_str_eq(jstr(r, "jobs.1.blocked_by"), "jobid-p2");
+    cr_assert_str_eq(jstr(r, "jobs.1.waits_for.0"), "jobid-p2");
+    cr_assert_eq(json_array_size(rbh_get(r->json, "jobs.1.waits_for")), 1);
+    rbh_resp_free(r);
+    r = expect(200, "GET", "/api/jobs?state=waiting", NULL);
+    cr_assert_eq(jint(r, "total"), 1);
+    cr_assert_str_eq(jstr(r, "jobs.0.jid"), "jobid-c1");
+    cr_assert_str_eq(jstr(r, "jobs.0.waits_for.0"), "jobid-p1");
+    cr_assert(json_is_null(rbh_get(r->json, "jobs.0.blocked_by")));
+    rbh_resp_free(r);
+    expect_error(400, "must be scheduled, enqueued, working, retries, dead, waiting or blocked",
+                 "GET", "/api/jobs?state=held", NULL);
 }
 
 /* /metrics counts open batches and the callbacks fired, in both modes. */
@@ -421,7 +457,9 @@ HTTP_TEST(workflow_graph_of_a_job)
     cr_assert(rbh_expect(C, "{}",
                          "PUSHB [{\"jid\":\"wfjob-d1\",\"jobtype\":\"D\",\"args\":[],"
                          "\"custom\":{\"depends_on\":[\"wfjob-a1\"]}}]"));
-    cr_assert(rbh_expect(C, "-ERR depends_on: unknown job wfjob-b1",
+    cr_assert(rbh_expect(C, "-ERR depends_on: job wfjob-b1 is dead, and a dead job is not "
+                            "accepted as a parent: retry it first (rebound retry wfjob-b1, or "
+                            "MUTATE requeue), or push without it",
                          "PUSH {\"jid\":\"wfjob-x1\",\"jobtype\":\"X\",\"args\":[],"
                          "\"custom\":{\"depends_on\":[\"wfjob-b1\"]}}"));
     rbh_resp *r = expect(200, "GET", "/api/workflow/wfjob-d1", NULL);
@@ -586,6 +624,38 @@ HTTP_TEST(job_actions_change_state_durably)
     expect_error(404, "no job 'ghost'", "POST", "/api/job/ghost/kill", NULL);
     expect_error(404, "no job action 'explode'", "POST", "/api/job/jobid-r1/explode", NULL);
     expect_error(405, "method not allowed", "GET", "/api/job/jobid-r1/kill", NULL);
+}
+
+/* The retry action of a job killed by its dependency while the parent is
+ * still dead puts it back under its parent, blocked, as MUTATE does, and
+ * says so; it is not enqueued (issue 25 item 8). */
+HTTP_TEST(retry_action_of_a_cancelled_child_blocks_it_under_its_dead_parent)
+{
+    make_failed("jobid-p9", "Parent", "E", true);
+    cr_assert(rbh_expect(C, "+OK", "MUTATE {\"cmd\":\"requeue\",\"target\":\"dead\","
+                                   "\"filter\":{\"jids\":[\"jobid-p9\"]}}"));
+    cr_assert(rbh_expect(C, "+OK", "PUSH {\"jid\":\"jobid-c9\",\"jobtype\":\"Child\",\"args\":[],"
+                                   "\"queue\":\"cq\",\"custom\":{\"depends_on\":[\"jobid-p9\"],"
+                                   "\"on_dep_failure\":\"cancel\"}}"));
+    json_t *j = rbh_json(rbh_cmd(C, "FETCH fq"));
+    cr_assert_str_eq(json_string_value(json_object_get(j, "jid")), "jobid-p9");
+    json_decref(j);
+    cr_assert(rbh_expect(C, "+OK", "FAIL {\"jid\":\"jobid-p9\",\"errtype\":\"E\",\"message\":\"again\"}"));
+    char *st = rbh_job_state(C, "jobid-c9");
+    cr_assert_str_eq(st, "dead");
+    free(st);
+    rbh_resp *r = expect(200, "POST", "/api/job/jobid-c9/retry", NULL);
+    cr_assert_str_eq(jstr(r, "previous_state"), "dead");
+    cr_assert_str_eq(jstr(r, "state"), "blocked");
+    rbh_resp_free(r);
+    r = expect(200, "GET", "/api/job/jobid-c9", NULL);
+    cr_assert_str_eq(jstr(r, "blocked_by"), "jobid-p9");
+    rbh_resp_free(r);
+    cr_assert(rbh_expect(C, "$-1", "FETCH cq"));
+    r = expect(200, "GET", "/api/workflow/jobid-c9", NULL);
+    cr_assert_str_eq(jstr(r, "nodes.1.jid"), "jobid-c9");
+    cr_assert_str_eq(jstr(r, "nodes.1.retry.0"), "jobid-p9");
+    rbh_resp_free(r);
 }
 
 #ifdef RBH_PG

@@ -235,9 +235,9 @@ Test(pg, migrate_is_idempotent_and_checked)
     cr_assert_eq(v, RB_PG_SCHEMA_VERSION);
     char *t = sql1("SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()"
                    " AND tablename LIKE 'rb\\_%'");
-    cr_assert_str_eq(t, "11"); /* rb_jobs, rb_queues, rb_counters, rb_meta, rb_workers,
+    cr_assert_str_eq(t, "12"); /* rb_jobs, rb_queues, rb_counters, rb_meta, rb_workers,
                                   rb_edges, rb_wait, rb_dep_done, rb_batches, rb_unique,
-                                  rb_track */
+                                  rb_track, rb_edges_used */
     free(t);
 }
 
@@ -305,16 +305,16 @@ Test(pg, migrate_command)
     cr_assert(strstr(out, "schema version 0: the database has no rebound schema"), "%s", out);
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema created (version 9)\n");
+    cr_assert_str_eq(out, "schema created (version 10)\n");
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema is up to date (version 9)\n");
+    cr_assert_str_eq(out, "schema is up to date (version 10)\n");
     snprintf(args, sizeof args, "migrate --check --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema version 9: up to date\n");
-    free(sql1("UPDATE rb_meta SET value = '10' WHERE key = 'schema_version'"));
+    cr_assert_str_eq(out, "schema version 10: up to date\n");
+    free(sql1("UPDATE rb_meta SET value = '11' WHERE key = 'schema_version'"));
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 1, "%s", out);
-    cr_assert(strstr(out, "version 10, newer than this rebound supports (9)"), "%s", out);
+    cr_assert(strstr(out, "version 11, newer than this rebound supports (10)"), "%s", out);
     cr_assert_eq(run_cli("migrate --url ./rebound.db", out, sizeof out), 2, "%s", out);
     cr_assert(strstr(out, "not a PostgreSQL url"), "%s", out);
     cr_assert_eq(run_cli("migrate --bogus", out, sizeof out), 2, "%s", out);
@@ -339,14 +339,14 @@ Test(pg, version_2_database_is_refused_then_upgraded_in_place)
     char *jid = claim_before_upgrade("uq", "w1", rb_now_ms());
     cr_assert_str_eq(jid, "upgr00001");
     cr_assert_eq(rb_pg_check_schema(pg, &err), RB_EVERSION);
-    cr_assert(strstr(rb_err_msg(&err), "version 2, this rebound needs 9: run 'rebound migrate'"),
+    cr_assert(strstr(rb_err_msg(&err), "version 2, this rebound needs 10: run 'rebound migrate'"),
               "%s", rb_err_msg(&err));
     snprintf(args, sizeof args, "migrate --check --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 1, "%s", out);
     cr_assert(strstr(out, "schema version 2:"), "%s", out);
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema upgraded from version 2 to 9\n");
+    cr_assert_str_eq(out, "schema upgraded from version 2 to 10\n");
     cr_assert_eq(rb_pg_check_schema(pg, &err), 0, "%s", rb_err_msg(&err));
     cr_assert_eq(rb_pg_schema_version(pg, &v, &err), 0);
     cr_assert_eq(v, RB_PG_SCHEMA_VERSION);
@@ -413,7 +413,7 @@ Test(pg, version_3_database_upgrades_to_the_holder_rule)
     free(r);
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema upgraded from version 3 to 9\n");
+    cr_assert_str_eq(out, "schema upgraded from version 3 to 10\n");
     /* pg, connected before the upgrade, goes on: its statements reach the
      * replaced functions */
     cr_assert_eq(rb_pg_check_schema(pg, &err), 0, "%s", rb_err_msg(&err));
@@ -462,7 +462,7 @@ Test(pg, version_4_database_upgrades_to_dependencies)
     cr_assert_str_eq(a, "v4par0001");
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema upgraded from version 4 to 9\n");
+    cr_assert_str_eq(out, "schema upgraded from version 4 to 10\n");
     cr_assert_eq(rb_pg_check_schema(pg, &err), 0, "%s", rb_err_msg(&err));
     json_t *kid = json_loads("{\"jid\":\"v4kid0001\",\"jobtype\":\"t\",\"args\":[],"
                              "\"depends_on\":[\"v4par0001\"]}", 0, NULL);
@@ -1836,7 +1836,7 @@ Test(pg, version_5_database_upgrades_to_batches)
     cr_assert_str_eq(a, "v5job0001");
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema upgraded from version 5 to 9\n");
+    cr_assert_str_eq(out, "schema upgraded from version 5 to 10\n");
     cr_assert_eq(rb_pg_check_schema(pg, &err), 0, "%s", rb_err_msg(&err));
     rb_pg_ref ref = {a, "w1"};
     int st = -1;
@@ -1876,7 +1876,7 @@ Test(pg, version_6_database_upgrades_to_the_batch_member_index)
     free(n);
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema upgraded from version 6 to 9\n");
+    cr_assert_str_eq(out, "schema upgraded from version 6 to 10\n");
     cr_assert_eq(rb_pg_check_schema(pg, &err), 0, "%s", rb_err_msg(&err));
     n = sql1(q);
     cr_assert_str_eq(n, "1");
@@ -1906,7 +1906,7 @@ Test(pg, version_7_database_upgrades_to_unique_jobs)
     cr_assert_str_eq(a, "v7job0001");
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema upgraded from version 7 to 9\n");
+    cr_assert_str_eq(out, "schema upgraded from version 7 to 10\n");
     cr_assert_eq(rb_pg_check_schema(pg, &err), 0, "%s", rb_err_msg(&err));
     rb_pg_ref ref = {a, "w1"};
     int st = -1;
@@ -1995,7 +1995,7 @@ Test(pg, version_8_database_upgrades_to_tracking)
     cr_assert_str_eq(a, "v8trk0001");
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema upgraded from version 8 to 9\n");
+    cr_assert_str_eq(out, "schema upgraded from version 8 to 10\n");
     cr_assert_eq(rb_pg_check_schema(pg, &err), 0, "%s", rb_err_msg(&err));
     now = rb_now_ms();
     cr_assert_eq(track_set(pg, "{\"jid\":\"v8trk0001\",\"percent\":60}", now), 0);
@@ -2150,4 +2150,60 @@ Test(pg, batch_member_reaped_dies_and_the_batch_completes_without_success)
     free(a);
     free(m2);
     free(bid);
+}
+
+/* --- the workflow graph's used-up edges (schema version 10, issue 25) --- */
+
+/* A version-9 database holding a workflow whose parent is claimed, and a
+ * node of that release still running: after `rebound migrate` the
+ * previous release's ACK statement (rb_ack_batch, through rb_dep_succeeded,
+ * replaced in place) keeps the used-up edge for the graph, so the child's
+ * graph still shows its succeeded parent with its edge. */
+Test(pg, version_9_database_upgrades_to_used_edges)
+{
+    char drop[160], args[1200], out[1024];
+    snprintf(drop, sizeof drop, "DROP SCHEMA %s CASCADE; CREATE SCHEMA %s", schema, schema);
+    free(sql1(drop));
+    rb_pg *pg = open_engine(false, 16);
+    rb_err err = {0};
+    int from = -1;
+    cr_assert_eq(rb_pg_migrate_to(pg, 9, &from, &err), 0, "%s", rb_err_msg(&err));
+    int64_t now = rb_now_ms();
+    cr_assert_eq(push_at(pg, "{\"jid\":\"v9par0001\",\"jobtype\":\"p\",\"args\":[]}", now), 0);
+    cr_assert_eq(push_at(pg, "{\"jid\":\"v9kid0001\",\"jobtype\":\"k\",\"args\":[],"
+                             "\"queue\":\"kq\",\"custom\":{\"depends_on\":[\"v9par0001\"]}}", now),
+                 0);
+    /* the previous release's attach, as its push runs it */
+    char *t = sql1("SELECT rb_dep_attach('v9kid0001', '{v9par0001}', 0)");
+    cr_assert_str_eq(t, "1");
+    free(t);
+    char *a = claim_before_upgrade("default", "w1", now);
+    cr_assert_str_eq(a, "v9par0001");
+    snprintf(args, sizeof args, "migrate --url '%s'", url);
+    cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
+    cr_assert_str_eq(out, "schema upgraded from version 9 to 10\n");
+    cr_assert_eq(rb_pg_check_schema(pg, &err), 0, "%s", rb_err_msg(&err));
+    t = sql1("SELECT status FROM rb_ack_batch('{v9par0001}', '{w1}', 0,"
+             " (extract(epoch FROM clock_timestamp()) * 1000)::bigint, 3600000, false)");
+    cr_assert_str_eq(t, "0");
+    free(t);
+    t = sql1("SELECT string_agg(parent || '>' || child, ',') FROM rb_edges_used");
+    cr_assert_str_eq(t, "v9par0001>v9kid0001");
+    free(t);
+    t = sql1("SELECT state FROM rb_jobs WHERE jid = 'v9kid0001'");
+    cr_assert_str_eq(t, "2", "the child is released");
+    free(t);
+    rb_workflow g;
+    cr_assert_eq(rb_pg_workflow(pg, "v9kid0001", 0, rb_now_ms(), &g, &err), 0, "%s",
+                 rb_err_msg(&err));
+    json_t *j = rb_workflow_json("v9kid0001", &g);
+    char *s = json_dumps(json_object_get(j, "edges"), JSON_COMPACT);
+    cr_assert_str_eq(s, "[{\"parent\":\"v9par0001\",\"child\":\"v9kid0001\"}]");
+    free(s);
+    cr_assert_str_eq(json_string_value(json_object_get(json_array_get(json_object_get(j, "nodes"), 0),
+                                                       "state")), "succeeded");
+    json_decref(j);
+    rb_workflow_release(&g);
+    free(a);
+    rb_pg_close(pg);
 }

@@ -251,6 +251,32 @@ SERVER_TEST(recently_succeeded_parent_is_accepted)
                          "\"custom\":{\"depends_on\":[\"rec-never\"]}}"));
 }
 
+/* A parent in the dead set is named as dead, with what to do, not as an
+ * unknown job (issue 25 item 11); retried, it is accepted. */
+SERVER_TEST(dead_parent_is_refused_as_dead_with_what_to_do)
+{
+    OK("PUSH {\"jid\":\"my-flaky-job\",\"jobtype\":\"flaky\",\"args\":[],\"retry\":-1,"
+       "\"queue\":\"fq\"}");
+    expect_fetch("fq", "my-flaky-job");
+    OK("FAIL {\"jid\":\"my-flaky-job\",\"errtype\":\"E\",\"message\":\"boom\"}");
+    expect_state("my-flaky-job", "dead");
+    const char *want = "-ERR depends_on: job my-flaky-job is dead, and a dead job is not accepted "
+                       "as a parent: retry it first (rebound retry my-flaky-job, or MUTATE "
+                       "requeue), or push without it";
+    cr_assert(rbh_expect(C, want, "PUSH {\"jid\":\"ddp-kid0\",\"jobtype\":\"k\",\"args\":[],"
+                                  "\"custom\":{\"depends_on\":[\"my-flaky-job\"]}}"));
+    /* in a workflow PUSHB too, refused whole */
+    cr_assert(rbh_expect(C, want, "PUSHB [{\"jid\":\"ddp-kid1\",\"jobtype\":\"k\",\"args\":[]},"
+                                  "{\"jid\":\"ddp-kid0\",\"jobtype\":\"k\",\"args\":[],"
+                                  "\"custom\":{\"depends_on\":[\"ddp-kid1\",\"my-flaky-job\"]}}]"));
+    expect_state("ddp-kid0", NULL);
+    expect_state("ddp-kid1", NULL);
+    OK("MUTATE {\"cmd\":\"requeue\",\"target\":\"dead\",\"filter\":{\"jids\":[\"my-flaky-job\"]}}");
+    OK("PUSH {\"jid\":\"ddp-kid0\",\"jobtype\":\"k\",\"args\":[],"
+       "\"custom\":{\"depends_on\":[\"my-flaky-job\"]}}");
+    expect_state("ddp-kid0", "waiting");
+}
+
 /* Stops the server with sig, starts it again on the same database and
  * reconnects C. */
 static void restart(int sig)
@@ -374,6 +400,40 @@ static bool has_edge(json_t *g, const char *parent, const char *child)
     return false;
 }
 
+/* A job killed by its dependency never ran: every view counts 0 attempts,
+ * and its one history entry (the death, not an execution) is numbered 0
+ * with reason dependency (issue 25 item 13), in both modes. */
+SERVER_TEST(a_job_killed_by_its_dependency_has_no_attempt)
+{
+    OK("PUSH {\"jid\":\"att-par0\",\"jobtype\":\"p\",\"args\":[],\"retry\":-1,\"queue\":\"aq\"}");
+    OK("PUSH {\"jid\":\"att-can0\",\"jobtype\":\"c\",\"args\":[],\"queue\":\"aq\","
+       "\"custom\":{\"depends_on\":[\"att-par0\"],\"on_dep_failure\":\"cancel\"}}");
+    expect_fetch("aq", "att-par0");
+    OK("FAIL {\"jid\":\"att-par0\",\"errtype\":\"E\",\"message\":\"boom\"}");
+    expect_state("att-can0", "dead");
+    json_t *k = job_info("att-can0");
+    cr_assert_eq(json_integer_value(json_object_get(k, "attempts")), 0);
+    json_t *h = json_object_get(k, "history");
+    cr_assert_eq(json_array_size(h), 1);
+    cr_assert_eq(json_integer_value(rbh_get(k, "history.0.attempt")), 0);
+    cr_assert_str_eq(json_string_value(rbh_get(k, "history.0.reason")), "dependency");
+    cr_assert_str_eq(json_string_value(rbh_get(k, "history.0.outcome")), "dead");
+    cr_assert_eq(json_integer_value(rbh_get(k, "job.failure.retry_count")), 0);
+    json_decref(k);
+    json_t *l = rbh_json(rbh_cmd(C, "JOBS {\"state\":\"dead\",\"queue\":\"aq\"}"));
+    json_t *e = json_array_get(json_object_get(l, "jobs"), 0);
+    cr_assert_str_eq(json_string_value(rbh_get(e, "job.jid")), "att-par0");
+    cr_assert_eq(json_integer_value(json_object_get(e, "attempts")), 1, "the parent ran once");
+    e = json_array_get(json_object_get(l, "jobs"), 1);
+    cr_assert_str_eq(json_string_value(rbh_get(e, "job.jid")), "att-can0");
+    cr_assert_eq(json_integer_value(json_object_get(e, "attempts")), 0);
+    json_decref(l);
+    json_t *g = rbh_json(rbh_cmd(C, "WORKFLOW {\"jid\":\"att-can0\"}"));
+    cr_assert_eq(json_integer_value(json_object_get(wf_node(g, "att-can0"), "attempts")), 0);
+    cr_assert_eq(json_integer_value(json_object_get(wf_node(g, "att-par0"), "attempts")), 1);
+    json_decref(g);
+}
+
 SERVER_TEST(workflow_graph_of_a_diamond_blocked_by_a_dead_parent)
 {
     cr_assert(rbh_expect(C, "{}",
@@ -430,6 +490,277 @@ SERVER_TEST(workflow_graph_of_a_diamond_blocked_by_a_dead_parent)
     cr_assert(has_edge(g, "wfg-C000", "wfg-D000") && has_edge(g, "wfg-B000", "wfg-D000"));
     cr_assert_eq(json_array_size(json_object_get(wf_node(g, "wfg-D000"), "waits_for")), 1);
     json_decref(g);
+}
+
+/* A sorted list of strings, for comparing graphs. */
+typedef struct rb_test_sorted {
+    char **v;
+    size_t n;
+} rb_test_sorted;
+
+static void sorted_add(rb_test_sorted *s, const char *x)
+{
+    s->v = realloc(s->v, (s->n + 1) * sizeof *s->v);
+    s->v[s->n++] = strdup(x);
+}
+
+static int by_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The strings sorted, space separated (new); s is emptied. */
+static char *sorted_text(rb_test_sorted *s)
+{
+    if (s->n)
+        qsort(s->v, s->n, sizeof *s->v, by_str);
+    size_t len = 1;
+    for (size_t i = 0; i < s->n; i++)
+        len += strlen(s->v[i]) + 1;
+    char *out = calloc(1, len);
+    for (size_t i = 0; i < s->n; i++) {
+        if (i)
+            strcat(out, " ");
+        strcat(out, s->v[i]);
+        free(s->v[i]);
+    }
+    free(s->v);
+    *s = (rb_test_sorted){0};
+    return out;
+}
+
+/* The graph's jobs and edges, sorted, as one text: "A B C | A>B A>C". */
+static char *graph_sig(const char *jid)
+{
+    json_t *g = workflow(jid);
+    cr_assert(json_is_object(g), "no graph for %s", jid);
+    rb_test_sorted nodes = {0}, edges = {0};
+    size_t i;
+    json_t *x;
+    json_array_foreach(json_object_get(g, "nodes"), i, x) {
+        char s[160];
+        snprintf(s, sizeof s, "%s:%s", json_string_value(json_object_get(x, "jid")),
+                 json_string_value(json_object_get(x, "state")));
+        sorted_add(&nodes, s);
+    }
+    json_array_foreach(json_object_get(g, "edges"), i, x) {
+        char s[160];
+        snprintf(s, sizeof s, "%s>%s", json_string_value(json_object_get(x, "parent")),
+                 json_string_value(json_object_get(x, "child")));
+        sorted_add(&edges, s);
+    }
+    json_decref(g);
+    char *n = sorted_text(&nodes), *e = sorted_text(&edges), *out = NULL;
+    cr_assert(asprintf(&out, "%s | %s", n, e) > 0);
+    free(n);
+    free(e);
+    return out;
+}
+
+/* Every member's graph is want. */
+static void same_graph(const char *const *members, const char *want)
+{
+    for (int i = 0; members[i]; i++) {
+        char *got = graph_sig(members[i]);
+        cr_assert_str_eq(got, want, "the graph of %s", members[i]);
+        free(got);
+    }
+}
+
+/* The connected component whichever member is named (issue 25 item 9):
+ * children whose edge a dead parent used up (ignore, cancel) stay in it,
+ * and after ACKs the succeeded members stay with their edges while their
+ * records live, through a restart too. */
+static void same_graph_from_every_member(int sig)
+{
+    OK("PUSH {\"jid\":\"dp-parent-01\",\"jobtype\":\"p\",\"args\":[],\"retry\":-1,\"queue\":\"sq\"}");
+    OK("PUSH {\"jid\":\"dp-block-01\",\"jobtype\":\"b\",\"args\":[],\"queue\":\"sq\","
+       "\"custom\":{\"depends_on\":[\"dp-parent-01\"]}}");
+    OK("PUSH {\"jid\":\"dp-cancel-01\",\"jobtype\":\"c\",\"args\":[],\"queue\":\"sq\","
+       "\"custom\":{\"depends_on\":[\"dp-parent-01\"],\"on_dep_failure\":\"cancel\"}}");
+    OK("PUSH {\"jid\":\"dp-ignore-01\",\"jobtype\":\"i\",\"args\":[],\"queue\":\"sq\","
+       "\"custom\":{\"depends_on\":[\"dp-parent-01\"],\"on_dep_failure\":\"ignore\"}}");
+    OK("PUSH {\"jid\":\"dp-grand-01\",\"jobtype\":\"g\",\"args\":[],\"queue\":\"sq\","
+       "\"custom\":{\"depends_on\":[\"dp-ignore-01\"]}}");
+    expect_fetch("sq", "dp-parent-01");
+    OK("FAIL {\"jid\":\"dp-parent-01\",\"errtype\":\"E\",\"message\":\"boom\"}");
+    const char *members[] = {"dp-parent-01", "dp-block-01", "dp-cancel-01", "dp-ignore-01",
+                             "dp-grand-01", NULL};
+    const char *edges = "dp-ignore-01>dp-grand-01 dp-parent-01>dp-block-01 "
+                        "dp-parent-01>dp-cancel-01 dp-parent-01>dp-ignore-01";
+    char want[1024];
+    snprintf(want, sizeof want,
+             "dp-block-01:blocked dp-cancel-01:dead dp-grand-01:waiting dp-ignore-01:enqueued "
+             "dp-parent-01:dead | %s", edges);
+    same_graph(members, want);
+    restart(sig);
+    same_graph(members, want);
+    /* the released child and its own child run and succeed: both stay, as
+     * succeeded, with their edges */
+    fetch_ack("sq", "dp-ignore-01");
+    fetch_ack("sq", "dp-grand-01");
+    snprintf(want, sizeof want,
+             "dp-block-01:blocked dp-cancel-01:dead dp-grand-01:succeeded "
+             "dp-ignore-01:succeeded dp-parent-01:dead | %s", edges);
+    const char *stored[] = {"dp-parent-01", "dp-block-01", "dp-cancel-01", NULL};
+    same_graph(stored, want);
+    restart(sig);
+    same_graph(stored, want);
+    cr_assert(rbh_expect(C, "$-1", "WORKFLOW {\"jid\":\"dp-grand-01\"}"), "a record is no member to name");
+}
+
+SERVER_TEST(workflow_graph_is_the_same_from_every_member)
+{
+    same_graph_from_every_member(SIGTERM);
+}
+
+SERVER_TEST(workflow_graph_is_the_same_from_every_member_after_kill_9)
+{
+    same_graph_from_every_member(SIGKILL);
+}
+
+/* After ACKs a middle job does not look like a root: the succeeded members
+ * keep their parents while their records live (issue 25 item 10). */
+SERVER_TEST(workflow_graph_keeps_succeeded_members_and_their_edges)
+{
+    cr_assert(rbh_expect(C, "{}",
+        "PUSHB [{\"jid\":\"sdia-A000\",\"jobtype\":\"a\",\"args\":[],\"queue\":\"dq\"},"
+        "{\"jid\":\"sdia-B000\",\"jobtype\":\"b\",\"args\":[],\"queue\":\"dq\","
+        "\"custom\":{\"depends_on\":[\"sdia-A000\"]}},"
+        "{\"jid\":\"sdia-C000\",\"jobtype\":\"c\",\"args\":[],\"queue\":\"dq\","
+        "\"custom\":{\"depends_on\":[\"sdia-A000\"]}},"
+        "{\"jid\":\"sdia-D000\",\"jobtype\":\"d\",\"args\":[],\"queue\":\"dq\","
+        "\"custom\":{\"depends_on\":[\"sdia-B000\",\"sdia-C000\"]}}]"));
+    fetch_ack("dq", "sdia-A000");
+    fetch_ack("dq", "sdia-B000");
+    fetch_ack("dq", "sdia-C000");
+    /* a later job naming the succeeded D's parents joins the same graph */
+    OK("PUSH {\"jid\":\"sdia-E000\",\"jobtype\":\"e\",\"args\":[],\"queue\":\"dq\","
+       "\"custom\":{\"depends_on\":[\"sdia-C000\"]}}");
+    const char *members[] = {"sdia-D000", "sdia-E000", NULL};
+    same_graph(members, "sdia-A000:succeeded sdia-B000:succeeded sdia-C000:succeeded "
+                        "sdia-D000:enqueued sdia-E000:enqueued | sdia-A000>sdia-B000 "
+                        "sdia-A000>sdia-C000 sdia-B000>sdia-D000 sdia-C000>sdia-D000 "
+                        "sdia-C000>sdia-E000");
+    json_t *g = workflow("sdia-D000");
+    cr_assert_eq(json_integer_value(json_object_get(wf_node(g, "sdia-A000"), "layer")), 0);
+    cr_assert_eq(json_integer_value(json_object_get(wf_node(g, "sdia-B000"), "layer")), 1);
+    cr_assert_eq(json_integer_value(json_object_get(wf_node(g, "sdia-D000"), "layer")), 2);
+    json_decref(g);
+}
+
+/* A node's retry advice as one text: "a b" (the jids, in order). */
+static char *retry_of(json_t *g, const char *jid)
+{
+    size_t i;
+    json_t *x;
+    char *out = NULL;
+    json_array_foreach(json_object_get(wf_node(g, jid), "retry"), i, x) { /* kept in order */
+        char *prev = out;
+        cr_assert(asprintf(&out, "%s%s%s", prev ? prev : "", prev ? " " : "",
+                           json_string_value(x)) > 0);
+        free(prev);
+    }
+    return out ? out : strdup("");
+}
+
+static void expect_retry(json_t *g, const char *jid, const char *want)
+{
+    char *got = retry_of(g, jid);
+    cr_assert_str_eq(got, want, "%s's retry advice", jid);
+    free(got);
+}
+
+/* A retried job killed by its dependency goes back under its parents'
+ * states: blocked while the parent that killed it is dead, never enqueued
+ * without it; the parent's retry then lets it wait, and it runs once the
+ * parent succeeds (issue 25 item 8). The graph names what to retry. */
+static void retry_of_a_cancelled_child(int sig)
+{
+    OK("PUSH {\"jid\":\"rc-parent\",\"jobtype\":\"p\",\"args\":[],\"retry\":-1,\"queue\":\"rq\"}");
+    OK("PUSH {\"jid\":\"rc-cancel\",\"jobtype\":\"c\",\"args\":[],\"queue\":\"rq\","
+       "\"custom\":{\"depends_on\":[\"rc-parent\"],\"on_dep_failure\":\"cancel\"}}");
+    OK("PUSH {\"jid\":\"rc-grand\",\"jobtype\":\"g\",\"args\":[],\"queue\":\"rq\","
+       "\"custom\":{\"depends_on\":[\"rc-cancel\"]}}");
+    expect_fetch("rq", "rc-parent");
+    OK("FAIL {\"jid\":\"rc-parent\",\"errtype\":\"E\",\"message\":\"boom\"}");
+    expect_state("rc-cancel", "dead");
+    expect_state("rc-grand", "blocked");
+    json_t *k = job_info("rc-cancel");
+    cr_assert_str_eq(json_string_value(rbh_get(k, "history.0.parent")), "rc-parent");
+    json_decref(k);
+    json_t *g = workflow("rc-grand");
+    cr_assert_str_eq(json_string_value(json_object_get(wf_node(g, "rc-cancel"), "killed_by")),
+                     "rc-parent");
+    cr_assert(json_is_null(json_object_get(wf_node(g, "rc-parent"), "killed_by")));
+    expect_retry(g, "rc-parent", "rc-parent");
+    expect_retry(g, "rc-cancel", "rc-parent rc-cancel");
+    expect_retry(g, "rc-grand", "rc-parent rc-cancel");
+    json_decref(g);
+
+    /* the child alone: blocked by its dead parent, not enqueued */
+    OK("MUTATE {\"cmd\":\"requeue\",\"target\":\"dead\",\"filter\":{\"jids\":[\"rc-cancel\"]}}");
+    expect_state("rc-cancel", "blocked");
+    expect_state("rc-grand", "waiting");
+    k = job_info("rc-cancel");
+    cr_assert_str_eq(json_string_value(json_object_get(k, "blocked_by")), "rc-parent");
+    json_decref(k);
+    cr_assert(rbh_expect(C, "$-1", "FETCH rq"));
+    g = workflow("rc-grand");
+    expect_retry(g, "rc-cancel", "rc-parent");
+    expect_retry(g, "rc-grand", "rc-parent");
+    cr_assert(json_is_null(json_object_get(wf_node(g, "rc-cancel"), "killed_by")));
+    json_decref(g);
+    restart(sig);
+    expect_state("rc-cancel", "blocked");
+    expect_state("rc-grand", "waiting");
+    /* the parent's retry lets it wait; the parent's success runs it, then its child */
+    OK("MUTATE {\"cmd\":\"requeue\",\"target\":\"dead\",\"filter\":{\"jids\":[\"rc-parent\"]}}");
+    expect_state("rc-cancel", "waiting");
+    fetch_ack("rq", "rc-parent");
+    expect_state("rc-cancel", "enqueued");
+    fetch_ack("rq", "rc-cancel");
+    fetch_ack("rq", "rc-grand");
+    cr_assert_eq(rbh_info_int(C, "rebound.waiting") + rbh_info_int(C, "rebound.blocked"), 0);
+}
+
+SERVER_TEST(retried_cancelled_child_waits_for_its_dead_parent)
+{
+    retry_of_a_cancelled_child(SIGTERM);
+}
+
+SERVER_TEST(retried_cancelled_child_waits_for_its_dead_parent_after_kill_9)
+{
+    retry_of_a_cancelled_child(SIGKILL);
+}
+
+/* Retrying every dead job at once, whatever the order: the parent runs,
+ * the child waits for it; a job whose parents are all done is enqueued
+ * as any retried job. */
+SERVER_TEST(retrying_the_dead_set_requeues_parents_and_holds_their_children)
+{
+    OK("PUSH {\"jid\":\"ra-parent\",\"jobtype\":\"p\",\"args\":[],\"retry\":-1,\"queue\":\"aq\"}");
+    OK("PUSH {\"jid\":\"ra-0cancel\",\"jobtype\":\"c\",\"args\":[],\"queue\":\"aq\","
+       "\"custom\":{\"depends_on\":[\"ra-parent\"],\"on_dep_failure\":\"cancel\"}}");
+    OK("PUSH {\"jid\":\"ra-zcancel\",\"jobtype\":\"c\",\"args\":[],\"queue\":\"aq\","
+       "\"custom\":{\"depends_on\":[\"ra-parent\"],\"on_dep_failure\":\"cancel\"}}");
+    OK("PUSH {\"jid\":\"ra-done0\",\"jobtype\":\"d\",\"args\":[],\"queue\":\"bq\"}");
+    OK("PUSH {\"jid\":\"ra-solo0\",\"jobtype\":\"s\",\"args\":[],\"retry\":-1,\"queue\":\"bq\","
+       "\"custom\":{\"depends_on\":[\"ra-done0\"]}}");
+    expect_fetch("aq", "ra-parent");
+    OK("FAIL {\"jid\":\"ra-parent\",\"errtype\":\"E\",\"message\":\"boom\"}");
+    fetch_ack("bq", "ra-done0");
+    expect_fetch("bq", "ra-solo0");
+    OK("FAIL {\"jid\":\"ra-solo0\",\"errtype\":\"E\",\"message\":\"its own\"}");
+    cr_assert_eq(rbh_info_int(C, "faktory.tasks.Dead.size"), 4);
+    OK("MUTATE {\"cmd\":\"requeue\",\"target\":\"dead\"}");
+    expect_state("ra-parent", "enqueued");
+    expect_state("ra-0cancel", "waiting");
+    expect_state("ra-zcancel", "waiting");
+    expect_state("ra-solo0", "enqueued"); /* its parent succeeded: nothing holds it */
+    fetch_ack("aq", "ra-parent");
+    expect_state("ra-0cancel", "enqueued");
+    expect_state("ra-zcancel", "enqueued");
 }
 
 SERVER_TEST(workflow_of_an_unknown_or_plain_job)

@@ -81,12 +81,15 @@ Test(engine_depend, parse_refuses_bad_values)
     json_decref(j);
 }
 
-/* The lookup of the check: "live-*" jobs exist, "done-*" succeeded. */
+/* The lookup of the check: "live-*" jobs exist, "done-*" succeeded,
+ * "dead-*" are in the dead set. */
 static rb_dep_known lookup(void *arg, const char *jid)
 {
     (*(int *)arg)++;
     if (!strncmp(jid, "live-", 5))
         return RB_DEP_LIVE;
+    if (!strncmp(jid, "dead-", 5))
+        return RB_DEP_DEAD;
     if (!strncmp(jid, "done-", 5))
         return RB_DEP_SUCCEEDED;
     return RB_DEP_UNKNOWN;
@@ -114,6 +117,11 @@ Test(engine_depend, check_push_finds_unknown_parents_and_cycles)
                            "\"done-2\"]},{\"jid\":\"d\",\"depends_on\":[\"b\",\"a\"]}]", &err), "");
     cr_assert_str_eq(check("[{\"jid\":\"b\",\"depends_on\":[\"gone\"]}]", &err),
                      "depends_on: unknown job gone");
+    /* a dead parent is named as dead, with what to do (issue 25 item 11) */
+    cr_assert_str_eq(check("[{\"jid\":\"b\",\"depends_on\":[\"live-1\",\"dead-1\"]}]", &err),
+                     "depends_on: job dead-1 is dead, and a dead job is not accepted as a "
+                     "parent: retry it first (rebound retry dead-1, or MUTATE requeue), or "
+                     "push without it");
     cr_assert_str_eq(check("[{\"jid\":\"a\",\"depends_on\":[\"b\"]},"
                            "{\"jid\":\"b\",\"depends_on\":[\"a\"]}]", &err),
                      "depends_on: cycle through a");

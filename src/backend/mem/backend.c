@@ -317,11 +317,14 @@ static void mutate_one(rb_srv *srv, const char *cmd, rb_job *j, int64_t now)
         rb_deps_died(srv, j, now);
         return;
     }
-    /* requeue */
+    /* requeue: a dead job naming parents goes back under them when they
+     * hold it (docs/workflows.md) */
     bool was_dead = j->state == RB_JOB_DEAD;
     j->flags = 0;
-    rb_srv_enqueue(srv, j, now, now);
-    rb_srv_persist(srv, j);
+    if (!was_dead || !rb_deps_retried(srv, j, now)) {
+        rb_srv_enqueue(srv, j, now, now);
+        rb_srv_persist(srv, j);
+    }
     if (was_dead)
         rb_deps_requeued(srv, j, now);
 }
@@ -713,6 +716,8 @@ static int mem_probe(void *arg, const char *jid, rb_wf_probe *out, rb_err *err)
         out->children = rb_deps_children(srv, jid, &out->n_children);
     } else if (rb_deps_is_done(srv, jid)) {
         out->known = RB_WF_SUCCEEDED;
+        out->parents = rb_deps_record_parents(srv, jid, &out->n_parents);
+        out->children = rb_deps_children(srv, jid, &out->n_children);
     }
     return 0;
 }

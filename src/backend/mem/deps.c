@@ -25,11 +25,17 @@ static const char *done_key(const void *e)
     return ((const rb_dep_done *)e)->jid;
 }
 
+static const char *named_key(const void *e)
+{
+    return ((const rb_dep_named *)e)->jid;
+}
+
 void rb_deps_init(rb_deps *d)
 {
     memset(d, 0, sizeof *d);
     rb_table_init(&d->nodes, offsetof(rb_dep_node, hnext), node_key);
     rb_table_init(&d->done, offsetof(rb_dep_done, hnext), done_key);
+    rb_table_init(&d->named, offsetof(rb_dep_named, hnext), named_key);
 }
 
 static void free_parents(rb_dep_node *n)
@@ -55,15 +61,28 @@ static void free_node(void *e, void *arg)
 static void free_done(void *e, void *arg)
 {
     (void)arg;
+    free(((rb_dep_done *)e)->parents);
     free(e);
+}
+
+static void free_named(void *e, void *arg)
+{
+    (void)arg;
+    rb_dep_named *m = e;
+    for (uint32_t i = 0; i < m->n; i++)
+        free(m->kids[i]);
+    free(m->kids);
+    free(m);
 }
 
 void rb_deps_release(rb_deps *d)
 {
     rb_table_each(&d->nodes, free_node, NULL);
     rb_table_each(&d->done, free_done, NULL);
+    rb_table_each(&d->named, free_named, NULL);
     rb_table_release(&d->nodes);
     rb_table_release(&d->done);
+    rb_table_release(&d->named);
     for (size_t i = 0; i < d->n_dying; i++)
         free(d->dying[i]);
     free(d->dying);
@@ -114,13 +133,57 @@ static bool live(const rb_job *j)
     return j && j->state != RB_JOB_PENDING && j->state != RB_JOB_DEAD;
 }
 
+/* --- who names whom (the workflow graph's) --- */
+
+/* child named parent in its depends_on. */
+static void named_add(rb_srv *srv, const char *parent, const char *child)
+{
+    rb_dep_named *m = rb_table_get(&srv->deps.named, parent);
+    if (!m) {
+        size_t len = strlen(parent) + 1;
+        m = rb_xcalloc(1, sizeof *m + len);
+        memcpy(m->jid, parent, len);
+        rb_table_put(&srv->deps.named, m);
+    }
+    if (m->n == m->cap) {
+        m->cap = m->cap ? m->cap * 2 : 4;
+        m->kids = rb_xrealloc(m->kids, m->cap * sizeof *m->kids);
+    }
+    m->kids[m->n++] = rb_xstrdup(child);
+}
+
+/* jid is neither stored nor recorded any more: who named it is no longer
+ * asked (its children show it as unknown through their own depends_on). */
+static void named_forget(rb_srv *srv, const char *jid)
+{
+    rb_dep_named *m = srv->deps.named.size ? rb_table_get(&srv->deps.named, jid) : NULL;
+    if (m) {
+        rb_table_del(&srv->deps.named, m);
+        free_named(m, NULL);
+    }
+}
+
+/* Each parent job (a JSON object) names in depends_on is named by jid. */
+static void named_from(rb_srv *srv, const json_t *job, const char *jid)
+{
+    rb_dep_spec spec;
+    if (rb_dep_parse(job, &spec, NULL))
+        return;
+    for (size_t i = 0; i < spec.n; i++)
+        named_add(srv, spec.parents[i], jid);
+    rb_dep_spec_release(&spec);
+}
+
 /* --- the push --- */
 
 static rb_dep_known lookup(void *arg, const char *jid)
 {
     rb_srv *srv = arg;
-    if (live(rb_jobs_find(&srv->jobs, jid)))
+    const rb_job *j = rb_jobs_find(&srv->jobs, jid);
+    if (live(j))
         return RB_DEP_LIVE;
+    if (j && j->state == RB_JOB_DEAD)
+        return RB_DEP_DEAD;
     rb_dep_done *d = srv->deps.done.size ? rb_table_get(&srv->deps.done, jid) : NULL;
     return d ? RB_DEP_SUCCEEDED : RB_DEP_UNKNOWN;
 }
@@ -145,6 +208,7 @@ bool rb_deps_add_child(rb_srv *srv, rb_job *j, const json_t *job)
     rb_dep_node *c = node_make(srv, j->jid);
     c->mode = spec.mode;
     for (size_t i = 0; i < spec.n; i++) {
+        named_add(srv, spec.parents[i], j->jid);
         rb_job *p = rb_jobs_find(&srv->jobs, spec.parents[i]);
         if (!p) /* succeeded (recorded): nothing to wait for */
             continue;
@@ -188,19 +252,25 @@ void rb_deps_drop(rb_srv *srv, const char *jid)
 
 /* --- the succeeded records --- */
 
+/* Drops record d; persist: its expiry, the meta row goes too, and who
+ * named it is forgotten unless it is stored again. */
 static void done_forget(rb_srv *srv, rb_dep_done *d, bool persist)
 {
     if (persist) {
         char key[sizeof DONE_PREFIX + 256];
         snprintf(key, sizeof key, DONE_PREFIX "%s", d->jid);
         rb_writer_meta(srv->writer, key, NULL);
+        if (!rb_jobs_find(&srv->jobs, d->jid))
+            named_forget(srv, d->jid);
     }
     rb_list_remove(&srv->deps.done_fifo, &d->link);
     rb_table_del(&srv->deps.done, d);
-    free(d);
+    free_done(d, NULL);
 }
 
-static rb_dep_done *done_add(rb_srv *srv, const char *jid, int64_t expires_ms)
+/* parents: the job's depends_on as a JSON array text (copied), or NULL. */
+static rb_dep_done *done_add(rb_srv *srv, const char *jid, int64_t expires_ms,
+                             const char *parents)
 {
     rb_dep_done *d = rb_table_get(&srv->deps.done, jid);
     if (d)
@@ -209,6 +279,7 @@ static rb_dep_done *done_add(rb_srv *srv, const char *jid, int64_t expires_ms)
     d = rb_xcalloc(1, sizeof *d + len);
     memcpy(d->jid, jid, len);
     d->expires_ms = expires_ms;
+    d->parents = parents && *parents ? rb_xstrdup(parents) : NULL;
     rb_table_put(&srv->deps.done, d);
     rb_list_append(&srv->deps.done_fifo, &d->link);
     return d;
@@ -347,17 +418,44 @@ void rb_deps_requeued(rb_srv *srv, rb_job *j, int64_t now)
         notify(srv, n, RB_DEP_PARENT_REQUEUED, now);
 }
 
+/* The parents job's JSON text names, as a JSON array text (new), or NULL
+ * when it names none. */
+static char *parents_text(const char *json)
+{
+    if (!strstr(json, "\"depends_on\""))
+        return NULL;
+    json_t *job = json_loads(json, 0, NULL);
+    rb_dep_spec spec;
+    char *out = NULL;
+    if (job && !rb_dep_parse(job, &spec, NULL)) {
+        json_t *a = json_array();
+        for (size_t i = 0; i < spec.n; i++)
+            json_array_append_new(a, json_string(spec.parents[i]));
+        out = spec.n ? json_dumps(a, JSON_COMPACT) : NULL;
+        json_decref(a);
+        rb_dep_spec_release(&spec);
+    }
+    json_decref(job);
+    return out;
+}
+
 void rb_deps_succeeded(rb_srv *srv, rb_job *j, int64_t now)
 {
     rb_dep_node *n = node_get(srv, j->jid);
     if (!n)
         return;
     int64_t exp = now + srv->cfg.workflows.succeeded_ttl_s * 1000;
-    done_add(srv, j->jid, exp);
-    char key[sizeof DONE_PREFIX + 256], val[32];
+    char *parents = parents_text(j->json); /* its graph keeps them (rb_deps_record_parents) */
+    done_add(srv, j->jid, exp, parents);
+    char key[sizeof DONE_PREFIX + 256];
     snprintf(key, sizeof key, DONE_PREFIX "%s", j->jid);
-    snprintf(val, sizeof val, "%lld", (long long)exp);
-    rb_writer_meta(srv->writer, key, val);
+    rb_buf val = RB_BUF_INIT;
+    rb_buf_printf(&val, "%lld", (long long)exp);
+    if (parents)
+        rb_buf_printf(&val, " %s", parents);
+    rb_writer_meta(srv->writer, key, rb_buf_str(&val));
+    rb_buf_release(&val);
+    free(parents);
     notify(srv, n, RB_DEP_PARENT_SUCCEEDED, now);
     node_free(srv, n);
     drain_deaths(srv, now);
@@ -368,6 +466,8 @@ void rb_deps_discarded(rb_srv *srv, rb_job *j, int64_t now)
     rb_dep_node *n = node_get(srv, j->jid);
     if (!n)
         return;
+    if (!rb_deps_is_done(srv, j->jid))
+        named_forget(srv, j->jid);
     rb_table_del(&srv->deps.nodes, n); /* out first: the children's deaths do not see it */
     notify(srv, n, RB_DEP_PARENT_DISCARDED, now);
     free_node(n, NULL);
@@ -408,17 +508,36 @@ bool rb_deps_is_done(const rb_srv *srv, const char *jid)
 
 char **rb_deps_children(const rb_srv *srv, const char *jid, size_t *n)
 {
-    rb_dep_node *p = node_get(srv, jid);
+    const rb_dep_named *m = srv->deps.named.size ? rb_table_get(&srv->deps.named, jid) : NULL;
     char **v = NULL;
     *n = 0;
-    for (uint32_t i = 0; p && i < p->n_children; i++) {
-        const rb_job *c = p->children[i] ? rb_jobs_find(&srv->jobs, p->children[i]) : NULL;
-        if (!c || c->state == RB_JOB_PENDING)
+    for (uint32_t i = 0; m && i < m->n; i++) {
+        const rb_job *c = rb_jobs_find(&srv->jobs, m->kids[i]);
+        if (c ? c->state == RB_JOB_PENDING : !rb_deps_is_done(srv, m->kids[i]))
+            continue; /* not pushed yet, or gone */
+        if (!v)
+            v = rb_xcalloc(m->n, sizeof *v);
+        v[(*n)++] = rb_xstrdup(m->kids[i]);
+    }
+    return v;
+}
+
+char **rb_deps_record_parents(const rb_srv *srv, const char *jid, size_t *n)
+{
+    const rb_dep_done *d = srv->deps.done.size ? rb_table_get(&srv->deps.done, jid) : NULL;
+    json_t *a = d && d->parents ? json_loads(d->parents, 0, NULL) : NULL;
+    char **v = NULL;
+    *n = 0;
+    size_t i;
+    json_t *p;
+    json_array_foreach(a, i, p) {
+        if (!json_is_string(p))
             continue;
         if (!v)
-            v = rb_xcalloc(p->n_children, sizeof *v);
-        v[(*n)++] = rb_xstrdup(p->children[i]);
+            v = rb_xcalloc(json_array_size(a), sizeof *v);
+        v[(*n)++] = rb_xstrdup(json_string_value(p));
     }
+    json_decref(a);
     return v;
 }
 
@@ -428,7 +547,11 @@ void rb_deps_load_meta(rb_srv *srv, const char *key, const char *value)
 {
     if (strncmp(key, DONE_PREFIX, sizeof DONE_PREFIX - 1) || !value)
         return;
-    done_add(srv, key + sizeof DONE_PREFIX - 1, strtoll(value, NULL, 10));
+    char *rest;
+    int64_t exp = strtoll(value, &rest, 10);
+    while (*rest == ' ')
+        rest++;
+    done_add(srv, key + sizeof DONE_PREFIX - 1, exp, *rest == '[' ? rest : NULL);
 }
 
 static int by_expiry(const void *a, const void *b)
@@ -438,14 +561,43 @@ static int by_expiry(const void *a, const void *b)
 }
 
 /* Jobs whose JSON names parents, already released (or never held): they
- * are in a workflow, so their ACK is recorded. */
+ * are in a workflow, so their ACK is recorded. Every job naming parents
+ * is in the index of who names whom. */
 static void mark_workflow(void *e, void *arg)
 {
     rb_job *j = e;
     rb_srv *srv = arg;
-    if (j->state != RB_JOB_WAITING && j->state != RB_JOB_BLOCKED &&
-        strstr(j->json, "\"depends_on\""))
+    if (!strstr(j->json, "\"depends_on\""))
+        return;
+    if (j->state != RB_JOB_WAITING && j->state != RB_JOB_BLOCKED)
         node_make(srv, j->jid);
+    json_t *job = json_loads(j->json, 0, NULL);
+    if (job)
+        named_from(srv, job, j->jid);
+    json_decref(job);
+}
+
+/* A parent's state as rb_dep_parent_holds takes it: -1 when not stored. */
+static int state_of(void *arg, const char *jid)
+{
+    const rb_job *p = rb_jobs_find(&((rb_srv *)arg)->jobs, jid);
+    return p && p->state != RB_JOB_PENDING ? (int)p->state : -1;
+}
+
+/* Job c is held by the parents of spec that hold it now
+ * (rb_dep_parent_holds): its edges and counts. */
+static void hold(rb_srv *srv, rb_job *c, const rb_dep_spec *spec)
+{
+    rb_dep_node *n = node_make(srv, c->jid);
+    free_parents(n);
+    n->counts = (rb_dep_counts){0, 0};
+    n->mode = spec->mode;
+    for (size_t i = 0; i < spec->n; i++) {
+        if (!rb_dep_parent_holds(state_of(srv, spec->parents[i]), spec->mode, &n->counts))
+            continue; /* done with: succeeded, discarded or ignored */
+        add_child(node_make(srv, spec->parents[i]), c->jid);
+        add_parent(n, spec->parents[i]);
+    }
 }
 
 /* A loaded waiting or blocked job's edges from its depends_on and its
@@ -462,21 +614,39 @@ static void rebuild_child(rb_srv *srv, rb_job *c, int64_t now)
         rb_srv_persist(srv, c);
         return;
     }
-    rb_dep_node *n = node_make(srv, c->jid);
-    n->mode = spec.mode;
-    for (size_t i = 0; i < spec.n; i++) {
-        rb_job *p = rb_jobs_find(&srv->jobs, spec.parents[i]);
-        if (!p || !rb_deps_parent_concerns(p->state, spec.mode))
-            continue; /* done with: succeeded, discarded or ignored */
-        add_child(node_make(srv, spec.parents[i]), c->jid);
-        add_parent(n, spec.parents[i]);
-        n->counts.remaining++;
-        if (p->state == RB_JOB_DEAD)
-            n->counts.dead++;
-    }
+    hold(srv, c, &spec);
     rb_dep_spec_release(&spec);
     json_decref(job);
+    rb_dep_node *n = node_get(srv, c->jid);
     apply(srv, c, n, rb_dep_state_of(&n->counts), NULL, now);
+}
+
+bool rb_deps_retried(rb_srv *srv, rb_job *j, int64_t now)
+{
+    if (!strstr(j->json, "\"depends_on\""))
+        return false;
+    json_t *job = json_loads(j->json, 0, NULL);
+    rb_dep_spec spec;
+    if (!job || rb_dep_parse(job, &spec, NULL)) {
+        json_decref(job);
+        return false;
+    }
+    bool *holds = rb_xcalloc(spec.n + 1, sizeof *holds);
+    rb_dep_counts c;
+    rb_dep_next next = rb_dep_on_retry(&spec, state_of, srv, holds, &c);
+    if (next != RB_DEP_NEXT_RELEASE) {
+        hold(srv, j, &spec); /* the same rule: the edges rb_dep_on_retry counted */
+        rb_jobs_set_state(&srv->jobs, j, next == RB_DEP_NEXT_BLOCK ? RB_JOB_BLOCKED
+                                                                    : RB_JOB_WAITING, now);
+        rb_srv_persist(srv, j);
+        rb_log_kv(RB_LOG_INFO, RB_LOG_KV("jid", j->jid),
+                  "job %s retried: held by its parents again (%s)", j->jid,
+                  next == RB_DEP_NEXT_BLOCK ? "blocked" : "waiting");
+    }
+    free(holds);
+    rb_dep_spec_release(&spec);
+    json_decref(job);
+    return next != RB_DEP_NEXT_RELEASE;
 }
 
 void rb_deps_rebuild(rb_srv *srv)
@@ -492,6 +662,16 @@ void rb_deps_rebuild(rb_srv *srv)
     for (size_t i = 0; i < nd; i++)
         rb_list_append(&srv->deps.done_fifo, &v[i]->link);
     free(v);
+    for (rb_link *l = srv->deps.done_fifo.head; l; l = l->next) { /* records' parents */
+        rb_dep_done *d = done_of(l);
+        json_t *a = d->parents ? json_loads(d->parents, 0, NULL) : NULL;
+        size_t i;
+        json_t *p;
+        json_array_foreach(a, i, p)
+            if (json_is_string(p))
+                named_add(srv, json_string_value(p), d->jid);
+        json_decref(a);
+    }
     rb_table_each(&srv->jobs.by_jid, mark_workflow, srv);
     rb_list *lists[] = {&srv->jobs.waiting, &srv->jobs.blocked};
     for (int li = 0; li < 2; li++) {

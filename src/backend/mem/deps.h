@@ -24,14 +24,6 @@ typedef struct rb_srv rb_srv;
  * ms); read back by rb_deps_load_meta and by the export (port.c). */
 #define RB_DEPS_DONE_KEY "dep_done:"
 
-/* Whether a stored parent in state st (rb_job_state) still concerns a held
- * child of mode (a dead one the child ignores does not; a parent not
- * stored is done): the rule a single node rebuilds a held job's edges by
- * at start-up (rb_deps_rebuild) and the export derives them by (port.c). */
-static inline bool rb_deps_parent_concerns(int st, rb_dep_mode mode)
-{
-    return st != RB_JOB_DEAD || mode != RB_DEP_IGNORE;
-}
 typedef struct rb_job rb_job;
 
 /* One job in a workflow. As a child (n_parents > 0 while it waits or is
@@ -49,17 +41,32 @@ typedef struct rb_dep_node {
 } rb_dep_node;
 
 /* A workflow job ACKed at some time: kept until expires_ms (FIFO by
- * expiry, its meta key "dep_done:<jid>" in the store). */
+ * expiry, its meta key "dep_done:<jid>" in the store, whose value is the
+ * expiry and, after a space, parents). */
 typedef struct rb_dep_done {
     void *hnext;
     rb_link link;
     int64_t expires_ms;
+    char *parents; /* the job's depends_on when ACKed, a JSON array text (owned), or NULL */
     char jid[];
 } rb_dep_done;
+
+/* Who names a job, for the workflow graph (docs/workflows.md "Seeing
+ * it"): the jobs whose depends_on named jid (pushed naming it, or a
+ * succeeded record's parents), whether their edge is used up or not. Kept
+ * while jid is stored or recorded as succeeded; its entries may name jobs
+ * gone since (rb_deps_children keeps the known ones). Strings owned. */
+typedef struct rb_dep_named {
+    void *hnext;
+    char **kids;
+    uint32_t n, cap;
+    char jid[];
+} rb_dep_named;
 
 typedef struct rb_deps {
     rb_table nodes; /* rb_dep_node by jid */
     rb_table done;  /* rb_dep_done by jid */
+    rb_table named; /* rb_dep_named by jid (the parent) */
     rb_list done_fifo;
     /* Jobs dead of a dependency whose children are still to be told: the
      * chain is walked with this list rather than recursion (a long chain
@@ -102,6 +109,12 @@ void rb_deps_drop(rb_srv *srv, const char *jid);
 void rb_deps_succeeded(rb_srv *srv, rb_job *j, int64_t now);
 void rb_deps_died(rb_srv *srv, rb_job *j, int64_t now);
 void rb_deps_requeued(rb_srv *srv, rb_job *j, int64_t now);
+/* MUTATE requeue of the dead job j (before it is enqueued): when it names
+ * parents that hold it now (rb_dep_on_retry), it goes back to waiting or
+ * blocked under them, persisted, and true is returned; false: nothing holds
+ * it, the caller enqueues it. Either way the caller then tells j's own
+ * children it was requeued (rb_deps_requeued). */
+bool rb_deps_retried(rb_srv *srv, rb_job *j, int64_t now);
 void rb_deps_discarded(rb_srv *srv, rb_job *j, int64_t now);
 
 /* For JOB: what the waiting/blocked job jid waits for (a new JSON array of
@@ -109,11 +122,13 @@ void rb_deps_discarded(rb_srv *srv, rb_job *j, int64_t now);
  * NULL). */
 json_t *rb_deps_waits_for(const rb_srv *srv, const char *jid);
 char *rb_deps_blocked_by(const rb_srv *srv, const char *jid);
-/* For a workflow's graph: whether jid has a succeeded record, and the
- * children the side table still links it to that are stored jobs (a new
- * array of new strings, *n entries; NULL when none). */
+/* For a workflow's graph: whether jid has a succeeded record; the jobs
+ * that named jid and are still stored or recorded as succeeded; and a
+ * record's parents (new arrays of new strings, *n entries; NULL when
+ * none). */
 bool rb_deps_is_done(const rb_srv *srv, const char *jid);
 char **rb_deps_children(const rb_srv *srv, const char *jid, size_t *n);
+char **rb_deps_record_parents(const rb_srv *srv, const char *jid, size_t *n);
 
 /* Start-up: a "dep_done:" meta key (the store's), and after every row is
  * loaded, the edges rebuilt from the waiting and blocked jobs' depends_on

@@ -104,8 +104,8 @@ static int on_meta(void *arg, const char *key, const char *value)
 }
 
 /* A held job's edges as the server derives them at start-up (deps.c's
- * rebuild_child): the parents its depends_on names that still concern it
- * (rb_deps_parent_concerns); the dead ones block it. */
+ * rebuild_child): the parents its depends_on names that still hold it
+ * (rb_dep_parent_holds); the dead ones block it. */
 static void derive_dep(sqlite_port *p, const rb_job_view *v)
 {
     json_t *job = json_loads(v->json, 0, NULL);
@@ -117,17 +117,16 @@ static void derive_dep(sqlite_port *p, const rb_job_view *v)
     }
     const char **ps = rb_xcalloc(spec.n, sizeof *ps);
     size_t n = 0;
-    int64_t dead = 0;
+    rb_dep_counts c = {0, 0};
     for (size_t i = 0; i < spec.n; i++) {
         json_t *ix = json_object_get(p->by_jid, spec.parents[i]);
         const rb_job_view *pv = ix ? &p->jobs[json_integer_value(ix)] : NULL;
-        if (!pv || !rb_deps_parent_concerns(pv->state, spec.mode))
-            continue;
-        ps[n++] = spec.parents[i];
-        dead += pv->state == RB_JOB_DEAD;
+        if (rb_dep_parent_holds(pv ? pv->state : -1, spec.mode, &c))
+            ps[n++] = spec.parents[i];
     }
     if (n)
-        rb_port_graph_add_dep(&p->g, v->jid, ps, n, spec.mode, (int64_t)n, dead);
+        rb_port_graph_add_dep(&p->g, v->jid, ps, n, spec.mode, (int64_t)c.remaining,
+                              (int64_t)c.dead);
     free(ps);
     rb_dep_spec_release(&spec);
     json_decref(job);

@@ -22,7 +22,7 @@ int rb_pg_mutate(rb_pg *pg, const rb_mutation *m, int64_t now, size_t *changed, 
     bool clear = !strcmp(m->cmd, "clear");
     char target[8];
     snprintf(target, sizeof target, "%d", m->target);
-    rb_buf jids = RB_BUF_INIT, chosen = RB_BUF_INIT;
+    rb_buf jids = RB_BUF_INIT, chosen = RB_BUF_INIT, moved = RB_BUF_INIT;
     const char *sel[2] = {target, NULL};
     if (!clear && m->jids) { /* an empty list selects nothing */
         sql_arr_begin(&jids);
@@ -39,19 +39,32 @@ int rb_pg_mutate(rb_pg *pg, const rb_mutation *m, int64_t now, size_t *changed, 
         rc = err ? err->code : RB_ESTORE;
         goto fail;
     }
+    /* a dead job naming parents that hold it goes back under them instead
+     * (docs/workflows.md): left out of the requeue, its children told */
+    bool retry = !strcmp(m->cmd, "requeue") && m->target == RB_JOB_DEAD;
     sql_arr_begin(&chosen);
+    sql_arr_begin(&moved);
     for (int i = 0; i < PQntuples(r); i++) {
         if (clear || rb_mutation_matches(m, PQgetvalue(r, i, 1))) {
+            bool held = false;
+            if (retry && (rc = sql_dep_retry(pg, PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), now,
+                                             &held, err))) {
+                PQclear(r);
+                goto fail;
+            }
             sql_arr_str(&chosen, PQgetvalue(r, i, 0));
+            if (!held)
+                sql_arr_str(&moved, PQgetvalue(r, i, 0));
             n++;
         }
     }
     sql_arr_end(&chosen);
+    sql_arr_end(&moved);
     PQclear(r);
     char nowtxt[24], ret[24];
     snprintf(nowtxt, sizeof nowtxt, "%lld", (long long)now);
     snprintf(ret, sizeof ret, "%lld", (long long)(sql_cfg(pg)->server.dead_retention_s * 1000));
-    const char *apply[4] = {m->cmd, chosen.data, nowtxt, ret};
+    const char *apply[4] = {m->cmd, moved.data, nowtxt, ret};
     if (n > 0) {
         r = sql_run(pg, SQL_MUTATE_APPLY, 4, apply, err);
         if (!r) {
@@ -80,6 +93,7 @@ fail:
 out:
     rb_buf_release(&jids);
     rb_buf_release(&chosen);
+    rb_buf_release(&moved);
     return rc;
 }
 
@@ -207,7 +221,8 @@ int rb_pg_flush(rb_pg *pg, rb_err *err)
     if (rc)
         return rc;
     return sql_exec(pg,
-                    "TRUNCATE rb_jobs, rb_counters, rb_queues, rb_edges, rb_wait, rb_dep_done,"
+                    "TRUNCATE rb_jobs, rb_counters, rb_queues, rb_edges, rb_edges_used, rb_wait,"
+                    " rb_dep_done,"
                     " rb_batches, rb_unique, rb_track",
                     err);
 }

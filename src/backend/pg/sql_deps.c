@@ -11,8 +11,8 @@
 
 /* What the push's transaction read of the parents outside the push. */
 typedef struct known_set {
-    char **live, **done;
-    size_t n_live, n_done;
+    char **live, **done, **dead;
+    size_t n_live, n_done, n_dead;
 } known_set;
 
 static bool in_list(char *const *v, size_t n, const char *jid)
@@ -28,6 +28,8 @@ static rb_dep_known lookup(void *arg, const char *jid)
     const known_set *k = arg;
     if (in_list(k->live, k->n_live, jid))
         return RB_DEP_LIVE;
+    if (in_list(k->dead, k->n_dead, jid))
+        return RB_DEP_DEAD;
     return in_list(k->done, k->n_done, jid) ? RB_DEP_SUCCEEDED : RB_DEP_UNKNOWN;
 }
 
@@ -48,7 +50,8 @@ static void free_column(char **v, size_t n)
 }
 
 /* The parents' reads: live rows (not dead) locked FOR SHARE in jid order so
- * none finishes unseen before this commits, and the succeeded records. */
+ * none finishes unseen before this commits, the dead ones (refused, named in
+ * the reply), and the succeeded records. */
 static int read_parents(rb_pg *pg, const char *arr, int64_t now, known_set *k, rb_err *err)
 {
     const char *p1[1] = {arr};
@@ -59,6 +62,12 @@ static int read_parents(rb_pg *pg, const char *arr, int64_t now, known_set *k, r
     if (!r)
         return err && err->code ? err->code : RB_ESTORE;
     k->live = column(r, &k->n_live);
+    PQclear(r);
+    r = sql_query(pg, "SELECT jid FROM rb_jobs WHERE jid = ANY($1::text[]) AND state = 5", 1, p1,
+                  err);
+    if (!r)
+        return err && err->code ? err->code : RB_ESTORE;
+    k->dead = column(r, &k->n_dead);
     PQclear(r);
     char nowtxt[24];
     snprintf(nowtxt, sizeof nowtxt, "%lld", (long long)now);
@@ -73,31 +82,53 @@ static int read_parents(rb_pg *pg, const char *arr, int64_t now, known_set *k, r
     return 0;
 }
 
-/* Each inserted child's edges and count. */
+static int run_sql(rb_pg *pg, const char *sql, int n, const char *const *params, rb_err *err);
+
+/* Each inserted child's edges and count; its parents known only as
+ * succeeded get a used-up edge, for the graph (rb_edges_used). */
 static int attach(rb_pg *pg, json_t *const *objs, size_t n, const int *status, rb_err *err)
 {
-    for (size_t i = 0; i < n; i++) {
+    rb_buf ps = RB_BUF_INIT, cs = RB_BUF_INIT; /* (parent, child) of every child */
+    sql_arr_begin(&ps);
+    sql_arr_begin(&cs);
+    int rc = 0;
+    for (size_t i = 0; i < n && !rc; i++) {
         rb_dep_spec spec;
         if (status[i] || !rb_dep_has(objs[i]) || rb_dep_parse(objs[i], &spec, NULL))
             continue;
+        const char *child = json_string_value(json_object_get(objs[i], "jid"));
         rb_buf a = RB_BUF_INIT;
         sql_arr_begin(&a);
-        for (size_t k = 0; k < spec.n; k++)
+        for (size_t k = 0; k < spec.n; k++) {
             sql_arr_str(&a, spec.parents[k]);
+            sql_arr_str(&ps, spec.parents[k]);
+            sql_arr_str(&cs, child);
+        }
         sql_arr_end(&a);
         char mode[8];
         snprintf(mode, sizeof mode, "%d", (int)spec.mode);
-        const char *jid = json_string_value(json_object_get(objs[i], "jid"));
-        const char *params[3] = {jid, a.data, mode};
+        const char *params[3] = {child, a.data, mode};
         PGresult *r = sql_query(pg, "SELECT rb_dep_attach($1, $2::text[], $3::int)", 3, params,
                                 err);
         rb_buf_release(&a);
         rb_dep_spec_release(&spec);
         if (!r)
-            return err && err->code ? err->code : RB_ESTORE;
+            rc = err && err->code ? err->code : RB_ESTORE;
         PQclear(r);
     }
-    return 0;
+    sql_arr_end(&ps);
+    sql_arr_end(&cs);
+    const char *pp[2] = {ps.data, cs.data};
+    if (!rc)
+        rc = run_sql(pg,
+                     "INSERT INTO rb_edges_used (parent, child)"
+                     " SELECT u.p, u.c FROM unnest($1::text[], $2::text[]) AS u(p, c)"
+                     " WHERE NOT EXISTS (SELECT 1 FROM rb_jobs j WHERE j.jid = u.p)"
+                     " ON CONFLICT DO NOTHING",
+                     2, pp, err);
+    rb_buf_release(&ps);
+    rb_buf_release(&cs);
+    return rc;
 }
 
 int rb_pg_push_deps(rb_pg *pg, const rb_pg_new_job *jobs, size_t n, int64_t now, int *status,
@@ -160,6 +191,7 @@ int sql_push_deps_tx(rb_pg *pg, const rb_pg_new_job *jobs, size_t n, int64_t now
         rc = attach(pg, objs, n, status, err);
 out:
     free_column(k.live, k.n_live);
+    free_column(k.dead, k.n_dead);
     free_column(k.done, k.n_done);
     rb_buf_release(&arr);
     for (size_t i = 0; i < n; i++)
@@ -196,6 +228,13 @@ static int run_sql(rb_pg *pg, const char *sql, int n, const char *const *params,
     return 0;
 }
 
+/* Moves the edges `where` selects (a condition on rb_edges' parent and
+ * child, over params) to rb_edges_used: used up, kept for the graph. */
+#define MOVE_EDGES(where) \
+    "WITH d AS (DELETE FROM rb_edges WHERE " where " RETURNING parent, child)" \
+    " INSERT INTO rb_edges_used (parent, child) SELECT parent, child FROM d" \
+    " ON CONFLICT DO NOTHING"
+
 /* The child of row i (columns below) dies: its edges and counts go, its row
  * is written dead as a failure's death, its catch job pushed. */
 static int kill_child(rb_pg *pg, PGresult *r, int i, const char *parent, int64_t now, rb_err *err)
@@ -216,7 +255,7 @@ static int kill_child(rb_pg *pg, PGresult *r, int i, const char *parent, int64_t
              (long long)(now + sql_cfg(pg)->server.dead_retention_s * 1000));
     const char *p1[1] = {row.jid};
     const char *p2[4] = {row.jid, due, o.json, o.history};
-    if ((rc = run_sql(pg, "DELETE FROM rb_edges WHERE child = $1", 1, p1, err)) ||
+    if ((rc = run_sql(pg, MOVE_EDGES("child = $1"), 1, p1, err)) ||
         (rc = run_sql(pg, "DELETE FROM rb_wait WHERE child = $1", 1, p1, err)) ||
         (rc = run_sql(pg,
                       "UPDATE rb_jobs SET state = 5, due_ms = $2::bigint, json = $3,"
@@ -259,9 +298,7 @@ static int tell_children(rb_pg *pg, dep_work *w, const char *parent, rb_dep_even
         bool consumed = false;
         rb_dep_next next = rb_dep_on_parent((rb_dep_mode)sql_int(r, i, 3), ev, &c, &consumed);
         const char *pe[2] = {parent, child};
-        if (consumed &&
-            (rc = run_sql(pg, "DELETE FROM rb_edges WHERE parent = $1 AND child = $2", 2, pe,
-                          err)))
+        if (consumed && (rc = run_sql(pg, MOVE_EDGES("parent = $1 AND child = $2"), 2, pe, err)))
             break;
         char rem[16], dead[16], st[4];
         snprintf(rem, sizeof rem, "%u", c.remaining);
@@ -288,8 +325,8 @@ static int tell_children(rb_pg *pg, dep_work *w, const char *parent, rb_dep_even
         }
     }
     PQclear(r);
-    if (!rc && ev == RB_DEP_PARENT_DISCARDED) /* gone: nothing of it stays */
-        rc = run_sql(pg, "DELETE FROM rb_edges WHERE parent = $1", 1, p1, err);
+    if (!rc && ev == RB_DEP_PARENT_DISCARDED) /* gone: its children show it as unknown */
+        rc = run_sql(pg, MOVE_EDGES("parent = $1"), 1, p1, err);
     else if (!rc) /* its row is this transaction's already: a parent whose edges
                      were used up by its death is still recorded when ACKed */
         rc = run_sql(pg, "UPDATE rb_jobs SET wf = true WHERE jid = $1 AND NOT wf", 1, p1, err);
@@ -299,6 +336,13 @@ static int tell_children(rb_pg *pg, dep_work *w, const char *parent, rb_dep_even
 int sql_dep_events(rb_pg *pg, const char *jids, int ev, int64_t now, rb_err *err)
 {
     const char *p1[1] = {jids};
+    /* deleted without a record: no graph shows them as children any more */
+    if (ev == RB_DEP_PARENT_DISCARDED) {
+        int drc = run_sql(pg, "DELETE FROM rb_edges_used WHERE child = ANY($1::text[])", 1, p1,
+                          err);
+        if (drc)
+            return drc;
+    }
     PGresult *r = sql_query(pg,
                             "SELECT DISTINCT parent FROM rb_edges"
                             " WHERE parent = ANY($1::text[]) ORDER BY parent",
@@ -320,6 +364,93 @@ int sql_dep_events(rb_pg *pg, const char *jids, int ev, int64_t now, rb_err *err
     return rc ? rc : sql_batch_apply_noted(pg, now, err);
 }
 
+/* rb_dep_on_retry's view of a parent: its state as read (sorted by jid). */
+typedef struct parent_states {
+    PGresult *r;
+} parent_states;
+
+static int parent_state(void *arg, const char *jid)
+{
+    PGresult *r = ((parent_states *)arg)->r;
+    for (int i = 0; i < PQntuples(r); i++)
+        if (!strcmp(PQgetvalue(r, i, 0), jid))
+            return (int)sql_int(r, i, 1);
+    return -1;
+}
+
+int sql_dep_retry(rb_pg *pg, const char *jid, const char *json, int64_t now, bool *held,
+                  rb_err *err)
+{
+    *held = false;
+    if (!strstr(json, "\"depends_on\""))
+        return 0;
+    json_t *job = json_loads(json, 0, NULL);
+    rb_dep_spec spec;
+    if (!job || rb_dep_parse(job, &spec, NULL)) {
+        json_decref(job);
+        return 0;
+    }
+    rb_buf all = RB_BUF_INIT, held_by = RB_BUF_INIT;
+    sql_arr_begin(&all);
+    for (size_t i = 0; i < spec.n; i++)
+        sql_arr_str(&all, spec.parents[i]);
+    sql_arr_end(&all);
+    const char *p1[1] = {all.data};
+    int rc = 0;
+    /* the parents' rows, locked as a push locks them (FOR SHARE, jid order) */
+    parent_states ps = {sql_query(pg,
+                                  "SELECT jid, state FROM rb_jobs WHERE jid = ANY($1::text[])"
+                                  " ORDER BY jid FOR SHARE",
+                                  1, p1, err)};
+    if (!ps.r) {
+        rc = err && err->code ? err->code : RB_ESTORE;
+        goto out;
+    }
+    bool *holds = rb_xcalloc(spec.n + 1, sizeof *holds);
+    rb_dep_counts c;
+    rb_dep_next next = rb_dep_on_retry(&spec, parent_state, &ps, holds, &c);
+    PQclear(ps.r);
+    if (next != RB_DEP_NEXT_RELEASE) {
+        sql_arr_begin(&held_by);
+        for (size_t i = 0; i < spec.n; i++)
+            if (holds[i])
+                sql_arr_str(&held_by, spec.parents[i]);
+        sql_arr_end(&held_by);
+        char rem[16], dead[16], mode[8], st[4], nowtxt[24];
+        snprintf(rem, sizeof rem, "%u", c.remaining);
+        snprintf(dead, sizeof dead, "%u", c.dead);
+        snprintf(mode, sizeof mode, "%d", (int)spec.mode);
+        snprintf(st, sizeof st, "%d", next == RB_DEP_NEXT_BLOCK ? RB_JOB_BLOCKED : RB_JOB_WAITING);
+        snprintf(nowtxt, sizeof nowtxt, "%lld", (long long)now);
+        const char *pe[2] = {jid, held_by.data};
+        const char *pw[4] = {jid, rem, dead, mode};
+        const char *pj[3] = {jid, st, nowtxt};
+        if (!(rc = run_sql(pg,
+                           "INSERT INTO rb_edges (parent, child) SELECT p, $1"
+                           " FROM unnest($2::text[]) AS p ON CONFLICT DO NOTHING",
+                           2, pe, err)) &&
+            !(rc = run_sql(pg,
+                           "INSERT INTO rb_wait (child, remaining, dead, mode)"
+                           " VALUES ($1, $2::int, $3::int, $4::int) ON CONFLICT (child) DO UPDATE"
+                           " SET remaining = excluded.remaining, dead = excluded.dead,"
+                           " mode = excluded.mode",
+                           4, pw, err)))
+            rc = run_sql(pg,
+                         "UPDATE rb_jobs SET state = $2::int, flags = 0, wid = NULL,"
+                         " due_ms = $3::bigint, enq_ms = 0, first_ms = 0, wf = true,"
+                         " seq = nextval('rb_job_seq') WHERE jid = $1",
+                         3, pj, err);
+        *held = !rc;
+    }
+    free(holds);
+out:
+    rb_buf_release(&all);
+    rb_buf_release(&held_by);
+    rb_dep_spec_release(&spec);
+    json_decref(job);
+    return rc;
+}
+
 int rb_pg_deps_expire(rb_pg *pg, int64_t now, int limit, int *n, rb_err *err)
 {
     if (n)
@@ -331,15 +462,20 @@ int rb_pg_deps_expire(rb_pg *pg, int64_t now, int limit, int *n, rb_err *err)
     snprintf(nowtxt, sizeof nowtxt, "%lld", (long long)now);
     snprintf(lim, sizeof lim, "%d", limit);
     const char *params[2] = {nowtxt, lim};
+    /* a record gone and its job not stored again: no graph shows it as a
+     * child any more (rb_edges_used) */
     PGresult *r = sql_query(pg,
-                  "DELETE FROM rb_dep_done d USING (SELECT jid FROM rb_dep_done"
-                  "  WHERE until_ms <= $1::bigint ORDER BY until_ms LIMIT $2::int"
-                  "  FOR UPDATE SKIP LOCKED) x WHERE d.jid = x.jid",
+                  "WITH x AS (DELETE FROM rb_dep_done d USING (SELECT jid FROM rb_dep_done"
+                  "   WHERE until_ms <= $1::bigint ORDER BY until_ms LIMIT $2::int"
+                  "   FOR UPDATE SKIP LOCKED) s WHERE d.jid = s.jid RETURNING d.jid),"
+                  " u AS (DELETE FROM rb_edges_used e USING x WHERE e.child = x.jid"
+                  "   AND NOT EXISTS (SELECT 1 FROM rb_jobs j WHERE j.jid = x.jid))"
+                  " SELECT count(*) FROM x",
                   2, params, err);
     if (!r)
         return err && err->code ? err->code : RB_ESTORE;
     if (n)
-        *n = atoi(PQcmdTuples(r));
+        *n = (int)sql_int(r, 0, 0);
     PQclear(r);
     return 0;
 }

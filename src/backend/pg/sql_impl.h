@@ -193,6 +193,13 @@ int fail_dependency(rb_pg *pg, const locked_row *row, const char *parent, int64_
  * counts and states written, children released or killed (and their own
  * children told of their deaths, in turn). */
 int sql_dep_events(rb_pg *pg, const char *jids, int ev, int64_t now, rb_err *err);
+/* MUTATE requeue of the dead job jid (its row locked, json its text),
+ * inside the open transaction: when it names parents that hold it now
+ * (rb_dep_on_retry), it goes back to waiting or blocked under them (edges,
+ * rb_wait, state) and *held is set; else *held is false and the caller
+ * requeues it. Its own children are told by the caller (the requeue). */
+int sql_dep_retry(rb_pg *pg, const char *jid, const char *json, int64_t now, bool *held,
+                  rb_err *err);
 /* rb_pg_push_deps's work inside the caller's open transaction. */
 int sql_push_deps_tx(rb_pg *pg, const rb_pg_new_job *jobs, size_t n, int64_t now, int *status,
                      rb_err *err);

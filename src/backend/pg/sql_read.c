@@ -154,6 +154,13 @@ int rb_pg_jobs(rb_pg *pg, const rb_pg_filter *f, rb_pg_job **out, size_t *n, int
     rb_pg_job *jobs = rb_xcalloc(rows ? (size_t)rows : 1, sizeof *jobs);
     for (int i = 0; i < rows; i++)
         sql_read_job(r, i, &jobs[i]);
+    /* a held job's parents, as JOB shows them (a page of these is small) */
+    for (int i = 0; i < rows && (f->state == RB_JOB_WAITING || f->state == RB_JOB_BLOCKED); i++)
+        if ((rc = deps_of(pg, &jobs[i], err))) {
+            PQclear(r);
+            rb_pg_jobs_free(jobs, (size_t)rows);
+            return rc;
+        }
     if (rows > 0) {
         *total = sql_int(r, 0, 13);
     } else { /* none on this page (past the end, or limit 0): count alone */

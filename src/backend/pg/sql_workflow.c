@@ -12,6 +12,33 @@ typedef struct probe_ctx {
     char now[24];
 } probe_ctx;
 
+/* The first column of sql (params: jid, and now when np is 2) as new
+ * strings into *v, *n. */
+static int strings(probe_ctx *x, const char *sql, int np, const char *jid, char ***v, size_t *n,
+                   rb_err *err)
+{
+    const char *p[2] = {jid, x->now};
+    PGresult *r = sql_query(x->pg, sql, np, p, err);
+    if (!r)
+        return err && err->code ? err->code : RB_ESTORE;
+    *n = (size_t)PQntuples(r);
+    *v = rb_xcalloc(*n + 1, sizeof **v);
+    for (size_t i = 0; i < *n; i++)
+        (*v)[i] = sql_dup(r, (int)i, 0);
+    PQclear(r);
+    return 0;
+}
+
+/* The jobs that named $1, live edges and used-up ones, still stored or
+ * recorded as succeeded. */
+#define CHILDREN_SQL \
+    "SELECT c.child FROM (SELECT child FROM rb_edges WHERE parent = $1" \
+    "  UNION SELECT child FROM rb_edges_used WHERE parent = $1) c" \
+    " WHERE EXISTS (SELECT 1 FROM rb_jobs j WHERE j.jid = c.child)" \
+    "  OR EXISTS (SELECT 1 FROM rb_dep_done d WHERE d.jid = c.child" \
+    "   AND d.until_ms > $2::bigint)" \
+    " ORDER BY c.child"
+
 static int probe(void *arg, const char *jid, rb_wf_probe *out, rb_err *err)
 {
     probe_ctx *x = arg;
@@ -19,19 +46,7 @@ static int probe(void *arg, const char *jid, rb_wf_probe *out, rb_err *err)
     int rc = rb_pg_job_get(x->pg, jid, &out->view, err);
     if (rc == 0) {
         out->known = RB_WF_STORED;
-        const char *p1[1] = {jid};
-        PGresult *r = sql_query(x->pg,
-                                "SELECT e.child FROM rb_edges e JOIN rb_jobs j ON j.jid = e.child"
-                                " WHERE e.parent = $1 ORDER BY e.child",
-                                1, p1, err);
-        if (!r)
-            return err && err->code ? err->code : RB_ESTORE;
-        out->n_children = (size_t)PQntuples(r);
-        out->children = rb_xcalloc(out->n_children + 1, sizeof *out->children);
-        for (size_t i = 0; i < out->n_children; i++)
-            out->children[i] = sql_dup(r, (int)i, 0);
-        PQclear(r);
-        return 0;
+        return strings(x, CHILDREN_SQL, 2, jid, &out->children, &out->n_children, err);
     }
     if (rc != RB_ENOENT)
         return rc;
@@ -43,10 +58,15 @@ static int probe(void *arg, const char *jid, rb_wf_probe *out, rb_err *err)
                             2, p2, err);
     if (!r)
         return err && err->code ? err->code : RB_ESTORE;
-    if (PQntuples(r))
-        out->known = RB_WF_SUCCEEDED;
+    bool done = PQntuples(r) > 0;
     PQclear(r);
-    return 0;
+    if (!done)
+        return 0;
+    out->known = RB_WF_SUCCEEDED; /* its parents as its used-up edges keep them */
+    if ((rc = strings(x, "SELECT parent FROM rb_edges_used WHERE child = $1 ORDER BY parent", 1,
+                      jid, &out->parents, &out->n_parents, err)))
+        return rc;
+    return strings(x, CHILDREN_SQL, 2, jid, &out->children, &out->n_children, err);
 }
 
 int rb_pg_workflow(rb_pg *pg, const char *jid, size_t max_nodes, int64_t now, rb_workflow *g,
