@@ -284,6 +284,8 @@ static void on_request(struct evhttp_request *req, void *arg)
     if (!path || !*path)
         path = "/";
     bool is_metrics = !strcmp(path, "/metrics");
+    if (!rb_http_same_origin(req))
+        return;
     if (!(is_metrics && h->srv->cfg.server.metrics_public) && !authorized(h, req)) {
         evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate",
                           "Basic realm=\"Rebound\", charset=\"UTF-8\"");

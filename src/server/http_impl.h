@@ -1,5 +1,5 @@
 /* What the HTTP files share (http.c: listener, routing, auth, static files,
- * /metrics; http_api.c: read endpoints; http_enterprise.c: cron, throttles
+ * /metrics; http_guard.c: the refusals of cross-origin requests; http_api.c: read endpoints; http_enterprise.c: cron, throttles
  * and the other Enterprise views; http_actions.c: actions, answered
  * after their commit; http_json.c: replies, request parsing and job-engine
  * ops). Every endpoint has one handler for both modes, through the job
@@ -35,6 +35,14 @@ typedef struct rb_http_req {
 } rb_http_req;
 
 typedef void (*rb_http_handler)(rb_http_req *r);
+
+/* --- http_guard.c: refusals before any handler (docs/http.md, "Security") --- */
+/* False after answering 403 when req is a state-changing request (any
+ * method but GET, HEAD and OPTIONS) a browser sent from another origin:
+ * its Sec-Fetch-Site is neither same-origin nor none, or, without
+ * Sec-Fetch-Site, its Origin is not http(s)://HOST of its own Host
+ * header. A request with neither header (curl, scripts) passes. */
+bool rb_http_same_origin(struct evhttp_request *req);
 
 /* --- http_json.c --- */
 /* Sends v (taken over) as the JSON reply with the given status. */

@@ -1,0 +1,69 @@
+/* What the HTTP side refuses before a handler runs (docs/http.md,
+ * "Security"): a state-changing request a browser sent from another
+ * origin (cross-origin request forgery). */
+#include "server/http_impl.h"
+
+#include <string.h>
+#include <strings.h>
+
+#include <event2/keyvalq_struct.h>
+
+#include "server/log.h"
+
+/* Methods that change nothing (every other one may). */
+static bool safe_method(enum evhttp_cmd_type m)
+{
+    return m == EVHTTP_REQ_GET || m == EVHTTP_REQ_HEAD || m == EVHTTP_REQ_OPTIONS;
+}
+
+static const char *method_name(enum evhttp_cmd_type m)
+{
+    switch (m) {
+    case EVHTTP_REQ_POST: return "POST";
+    case EVHTTP_REQ_PUT: return "PUT";
+    case EVHTTP_REQ_DELETE: return "DELETE";
+    case EVHTTP_REQ_PATCH: return "PATCH";
+    default: return "request";
+    }
+}
+
+/* True when origin ("scheme://host[:port]") names the authority host (the
+ * request's Host header) with http or https. The scheme is not compared:
+ * behind a proxy that ends TLS the browser's origin is https and this
+ * server's plain http, and one port serves one scheme. */
+static bool origin_is_host(const char *origin, const char *host)
+{
+    const char *auth = !strncasecmp(origin, "http://", 7)    ? origin + 7
+                       : !strncasecmp(origin, "https://", 8) ? origin + 8
+                                                             : NULL;
+    return auth && host && *host && !strcasecmp(auth, host);
+}
+
+bool rb_http_same_origin(struct evhttp_request *req)
+{
+    enum evhttp_cmd_type m = evhttp_request_get_command(req);
+    if (safe_method(m))
+        return true;
+    struct evkeyvalq *in = evhttp_request_get_input_headers(req);
+    const char *site = evhttp_find_header(in, "Sec-Fetch-Site");
+    const char *origin = evhttp_find_header(in, "Origin");
+    const char *host = evhttp_find_header(in, "Host");
+    char why[400];
+    if (site) {
+        /* a browser's own word: same-origin, or none (typed by the user) */
+        if (!strcasecmp(site, "same-origin") || !strcasecmp(site, "none"))
+            return true;
+        snprintf(why, sizeof why, "Sec-Fetch-Site '%.40s'", site);
+    } else {
+        /* an older browser: its Origin must be this server; no Origin at
+         * all is not a browser's cross-origin request (curl, scripts) */
+        if (!origin || origin_is_host(origin, host))
+            return true;
+        snprintf(why, sizeof why, "Origin '%.150s' is not this server's (Host '%.150s')", origin,
+                 host ? host : "");
+    }
+    rb_log(RB_LOG_WARN, "HTTP: refused a cross-origin %s %.200s: %s", method_name(m),
+           evhttp_request_get_uri(req), why);
+    rb_http_reply_error(req, 403, "cross-origin request refused: %s", why);
+    return false;
+}

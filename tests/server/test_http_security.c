@@ -1,0 +1,273 @@
+/* The HTTP side's refusals (docs/http.md, "Security") against the real
+ * server, from one source for both backends (test_pg_http_security.c
+ * includes it with RBH_PG): a browser's state-changing request from
+ * another origin (a cross-site form post, a cross-site text/plain fetch, a
+ * same-site request from another origin) is refused with 403 and changes
+ * nothing, with the password's credentials attached as a browser attaches
+ * them; requests with neither Origin nor Sec-Fetch-Site (curl, scripts)
+ * and the dashboard's own requests still work. */
+#include <criterion/criterion.h>
+
+#include "test_http_harness.h"
+
+#define PASSWORD "s3cret"
+#define AUTH "Authorization: Basic eDpzM2NyZXQ=\r\n" /* x:s3cret */
+#define WITH_PASSWORD "[server]\npassword = \"" PASSWORD "\"\n"
+
+static rbh_server S;
+static rbh_conn *C; /* the worker w-sec */
+static int H;       /* HTTP port */
+static const char *Auth = AUTH; /* "" on a server without a password */
+
+TestSuite(http_security, .timeout = 60);
+
+/* Starts the server with config (NULL: defaults, no password), and a
+ * worker connection. */
+static void start(const char *config)
+{
+    cr_assert_eq(rbh_start_http(&S, config, &H), 0, "server did not start (see %s)", S.log);
+    Auth = config && strstr(config, "password") ? AUTH : "";
+    C = rbh_connect_pw(&S, "w-sec", PASSWORD);
+    cr_assert_not_null(C);
+}
+
+/* Every test ends by stopping the server and asserting a clean exit. */
+static void finish(void)
+{
+    rbh_close(C);
+    C = NULL;
+    cr_assert_eq(rbh_stop(&S), 0, "the server did not exit cleanly (log above)");
+    S.pid = 0;
+}
+
+#define SEC_TEST(name) \
+    static void body_##name(void); \
+    Test(http_security, name) \
+    { \
+        body_##name(); \
+        finish(); \
+    } \
+    static void body_##name(void)
+
+/* A request with the credentials and the given header lines (NULL: none)
+ * whose reply must have status want; returns it. */
+static rbh_resp *send_as(int want, const char *method, const char *path, const char *body,
+                         const char *headers)
+{
+    char all[1024];
+    snprintf(all, sizeof all, "%s%s", Auth, headers ? headers : "");
+    rbh_resp *r = rbh_http(H, method, path, body, all);
+    cr_assert_not_null(r, "%s %s: no HTTP reply", method, path);
+    cr_assert_eq(r->status, want, "%s %s with\n%s: status %d, want %d: %s", method, path, all,
+                 r->status, want, r->body);
+    return r;
+}
+
+/* A request refused with status and a JSON error whose message holds want. */
+static void refused(int status, const char *want, const char *method, const char *path,
+                    const char *body, const char *headers)
+{
+    rbh_resp *r = send_as(status, method, path, body, headers);
+    const char *msg = json_string_value(rbh_get(r->json, "error.message"));
+    cr_assert(msg && strstr(msg, want), "%s %s: message '%s' lacks '%s'", method, path,
+              msg ? msg : r->body, want);
+    cr_assert_eq(json_integer_value(rbh_get(r->json, "error.status")), status);
+    rbh_resp_free(r);
+}
+
+/* --- the state the attacks aim at --- */
+
+/* Two dead jobs, a job waiting in queue "default" (not paused), and the
+ * worker w-sec connected (no signal). */
+static void make_state(void)
+{
+    for (int i = 1; i <= 2; i++) {
+        cr_assert(rbh_expect(C, "+OK", "PUSH {\"jid\":\"dead-000%d\",\"jobtype\":\"Pay\","
+                                       "\"args\":[],\"retry\":-1,\"queue\":\"fq\"}", i));
+        char *jid = rbh_fetch_jid(C, "fq");
+        cr_assert(jid && !strncmp(jid, "dead-000", 8), "fetched %s", jid ? jid : "nothing");
+        cr_assert(rbh_expect(C, "+OK", "FAIL {\"jid\":\"%s\",\"errtype\":\"E\",\"message\":\"x\"}",
+                             jid));
+        free(jid);
+    }
+    cr_assert(rbh_expect(C, "+OK", "PUSH {\"jid\":\"waiting-0001\",\"jobtype\":\"Mail\","
+                                   "\"args\":[]}"));
+}
+
+static long long dead_total(void)
+{
+    rbh_resp *r = send_as(200, "GET", "/api/jobs?state=dead", NULL, NULL);
+    long long n = json_integer_value(rbh_get(r->json, "total"));
+    rbh_resp_free(r);
+    return n;
+}
+
+static bool paused(const char *queue)
+{
+    rbh_resp *r = send_as(200, "GET", "/api/queues", NULL, NULL);
+    json_t *qs = rbh_get(r->json, "queues"), *q;
+    size_t i;
+    bool p = false;
+    json_array_foreach(qs, i, q) {
+        if (!strcmp(json_string_value(json_object_get(q, "name")), queue))
+            p = json_is_true(json_object_get(q, "paused"));
+    }
+    rbh_resp_free(r);
+    return p;
+}
+
+/* The worker's next BEAT: "+OK", or {"state":"quiet"} once told to quiet. */
+static bool told_to_quiet(void)
+{
+    char *r = rbh_cmd(C, "BEAT {\"wid\":\"w-sec\"}");
+    cr_assert_not_null(r);
+    bool quiet = strstr(r, "quiet") != NULL;
+    cr_assert(quiet || !strcmp(r, "+OK"), "BEAT: %s", r);
+    free(r);
+    return quiet;
+}
+
+/* Nothing an attack aimed at changed. */
+static void assert_unchanged(void)
+{
+    cr_assert_eq(dead_total(), 2, "the dead jobs were changed");
+    cr_assert_not(paused("default"), "the queue was paused");
+    cr_assert_not(told_to_quiet(), "the worker was told to quiet");
+}
+
+/* --- 1. cross-origin requests --- */
+
+/* What a browser sends for a form on http://evil.example posted to the
+ * dashboard: its Origin, Sec-Fetch-Site cross-site, a form body. */
+#define FORM_POST \
+    "Origin: http://evil.example\r\nSec-Fetch-Site: cross-site\r\nSec-Fetch-Mode: navigate\r\n" \
+    "Sec-Fetch-Dest: iframe\r\n"
+
+SEC_TEST(cross_site_form_post_is_refused_and_changes_nothing)
+{
+    start(WITH_PASSWORD);
+    make_state();
+    refused(403, "cross-origin request refused: Sec-Fetch-Site 'cross-site'", "POST",
+            "/api/queues/default/pause", "a=b",
+            FORM_POST "Content-Type: application/x-www-form-urlencoded\r\n");
+    /* enctype="text/plain" with a field named so that the body reads as JSON */
+    refused(403, "cross-origin request refused", "POST", "/api/jobs/discard",
+            "{\"state\":\"dead\",\"all\":true,\"x\":\"=\"}",
+            FORM_POST "Content-Type: text/plain\r\n");
+    refused(403, "cross-origin request refused", "POST", "/api/workers/quiet", "",
+            FORM_POST "Content-Type: application/x-www-form-urlencoded\r\n");
+    assert_unchanged();
+    /* the log names what was refused */
+    FILE *f = fopen(S.log, "r");
+    char log[16384] = "";
+    size_t n = f ? fread(log, 1, sizeof log - 1, f) : 0;
+    log[n] = '\0';
+    if (f)
+        fclose(f);
+    cr_assert(strstr(log, "refused a cross-origin POST /api/jobs/discard: Sec-Fetch-Site "
+                          "'cross-site'"), "log: %s", log);
+}
+
+SEC_TEST(cross_site_text_plain_fetch_is_refused_and_changes_nothing)
+{
+    start(WITH_PASSWORD);
+    make_state();
+    /* fetch(url, {method: 'POST', mode: 'no-cors', credentials: 'include', body}) */
+    const char *nocors = "Origin: http://evil.example\r\nSec-Fetch-Site: cross-site\r\n"
+                         "Sec-Fetch-Mode: no-cors\r\nContent-Type: text/plain;charset=UTF-8\r\n";
+    refused(403, "cross-origin request refused: Sec-Fetch-Site 'cross-site'", "POST",
+            "/api/jobs/discard", "{\"state\":\"dead\",\"all\":true}", nocors);
+    refused(403, "cross-origin request refused", "POST", "/api/workers/quiet", "{}", nocors);
+    refused(403, "cross-origin request refused", "POST", "/api/queues/default/pause", "{}",
+            nocors);
+    /* a browser without Sec-Fetch-Site: its Origin is not this server */
+    refused(403, "cross-origin request refused: Origin 'http://evil.example' is not this "
+                 "server's (Host '127.0.0.1:",
+            "POST", "/api/jobs/discard", "{\"state\":\"dead\",\"all\":true}",
+            "Origin: http://evil.example\r\nContent-Type: text/plain\r\n");
+    /* an opaque origin (a sandboxed frame, a data: page) */
+    refused(403, "Origin 'null'", "POST", "/api/jobs/discard", "{\"state\":\"dead\",\"all\":true}",
+            "Origin: null\r\n");
+    /* an application/json body changes nothing either */
+    refused(403, "cross-origin request refused", "POST", "/api/jobs/kill",
+            "{\"state\":\"dead\",\"all\":true}",
+            "Origin: http://evil.example\r\nSec-Fetch-Site: cross-site\r\n");
+    assert_unchanged();
+}
+
+SEC_TEST(same_site_request_from_another_origin_is_refused)
+{
+    start(WITH_PASSWORD);
+    make_state();
+    /* a page on another port of the same host is same-site, not same-origin */
+    char other[256];
+    snprintf(other, sizeof other, "Origin: http://127.0.0.1:%d\r\nSec-Fetch-Site: same-site\r\n",
+             H == 65535 ? 1 : H + 1);
+    refused(403, "cross-origin request refused: Sec-Fetch-Site 'same-site'", "POST",
+            "/api/workers/quiet", "{}", other);
+    refused(403, "Sec-Fetch-Site 'same-site'", "POST", "/api/queues/default/pause", NULL, other);
+    refused(403, "Sec-Fetch-Site 'same-site'", "POST", "/api/jobs/discard",
+            "{\"state\":\"dead\",\"all\":true}", other);
+    refused(403, "Sec-Fetch-Site 'same-site'", "POST", "/api/job/dead-0001/discard", NULL, other);
+    /* without Sec-Fetch-Site the port decides */
+    snprintf(other, sizeof other, "Origin: http://127.0.0.1:%d\r\n", H == 65535 ? 1 : H + 1);
+    refused(403, "is not this server's", "POST", "/api/job/dead-0001/discard", NULL, other);
+    snprintf(other, sizeof other, "Origin: http://localhost:%d\r\n", H);
+    refused(403, "is not this server's", "POST", "/api/job/dead-0001/discard", NULL, other);
+    assert_unchanged();
+}
+
+/* The issue's reproduction without a password (the default on loopback):
+ * refused as well. */
+SEC_TEST(cross_site_discard_is_refused_without_a_password_too)
+{
+    start(NULL);
+    make_state();
+    refused(403, "cross-origin request refused", "POST", "/api/jobs/discard",
+            "{\"state\":\"dead\",\"all\":true}",
+            "Origin: http://evil.example\r\nSec-Fetch-Site: cross-site\r\n"
+            "Content-Type: text/plain\r\n");
+    refused(403, "cross-origin request refused", "POST", "/api/workers/quiet", "{}",
+            "Origin: http://evil.example\r\nContent-Type: text/plain\r\n");
+    assert_unchanged();
+}
+
+SEC_TEST(curl_style_and_the_dashboards_own_requests_work)
+{
+    start(WITH_PASSWORD);
+    make_state();
+    /* curl: neither Origin nor Sec-Fetch-Site */
+    rbh_resp *r = send_as(200, "POST", "/api/queues/default/pause", "{}", NULL);
+    rbh_resp_free(r);
+    cr_assert(paused("default"));
+    r = send_as(200, "POST", "/api/queues/default/resume", NULL, NULL); /* no body at all */
+    rbh_resp_free(r);
+    cr_assert_not(paused("default"));
+    /* the dashboard in a current browser: same-origin (its Origin is
+     * "null" under Referrer-Policy: no-referrer) */
+    r = send_as(200, "POST", "/api/jobs/discard", "{\"state\":\"dead\",\"jids\":[\"dead-0001\"]}",
+                "Origin: null\r\nSec-Fetch-Site: same-origin\r\nSec-Fetch-Mode: cors\r\n");
+    cr_assert_eq(json_integer_value(rbh_get(r->json, "changed")), 1, "%s", r->body);
+    rbh_resp_free(r);
+    /* an older browser: its Origin is this server */
+    char own[128];
+    snprintf(own, sizeof own, "Origin: http://127.0.0.1:%d\r\n", H);
+    r = send_as(200, "POST", "/api/job/dead-0002/retry", NULL, own);
+    cr_assert_str_eq(json_string_value(rbh_get(r->json, "state")), "enqueued");
+    rbh_resp_free(r);
+    cr_assert_eq(dead_total(), 0);
+    /* typed in the address bar or a bookmark: none */
+    r = send_as(200, "POST", "/api/policy/simulate", "{\"retry\": 2}", "Sec-Fetch-Site: none\r\n");
+    rbh_resp_free(r);
+    /* reads from another site are answered (nothing changes), without a
+     * CORS header: the other page cannot read them */
+    r = send_as(200, "GET", "/api/info", NULL,
+                "Origin: http://evil.example\r\nSec-Fetch-Site: cross-site\r\n");
+    char *acao = rbh_header(r, "Access-Control-Allow-Origin");
+    cr_assert_null(acao, "%s", acao);
+    rbh_resp_free(r);
+    cr_assert_not(told_to_quiet());
+    r = send_as(200, "POST", "/api/workers/quiet", NULL, NULL);
+    rbh_resp_free(r);
+    cr_assert(told_to_quiet());
+}
