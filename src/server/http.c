@@ -114,7 +114,8 @@ static void api(rb_http *h, struct evhttp_request *req, const char *path)
     }
     if (hit) {
         rb_http_req r = {h, req, seg, nseg};
-        hit->fn(&r);
+        if (hit->method != EVHTTP_REQ_POST || rb_http_json_body(req))
+            hit->fn(&r);
     } else if (path_known) {
         evhttp_add_header(evhttp_request_get_output_headers(req), "Allow",
                           m == EVHTTP_REQ_GET ? "POST" : "GET");

@@ -1,11 +1,13 @@
 /* What the HTTP side refuses before a handler runs (docs/http.md,
  * "Security"): a state-changing request a browser sent from another
- * origin (cross-origin request forgery). */
+ * origin (cross-origin request forgery), and an API body that is not
+ * JSON. */
 #include "server/http_impl.h"
 
 #include <string.h>
 #include <strings.h>
 
+#include <event2/buffer.h>
 #include <event2/keyvalq_struct.h>
 
 #include "server/log.h"
@@ -65,5 +67,26 @@ bool rb_http_same_origin(struct evhttp_request *req)
     rb_log(RB_LOG_WARN, "HTTP: refused a cross-origin %s %.200s: %s", method_name(m),
            evhttp_request_get_uri(req), why);
     rb_http_reply_error(req, 403, "cross-origin request refused: %s", why);
+    return false;
+}
+
+bool rb_http_json_body(struct evhttp_request *req)
+{
+    const char *type = evhttp_find_header(evhttp_request_get_input_headers(req), "Content-Type");
+    size_t len = evbuffer_get_length(evhttp_request_get_input_buffer(req));
+    if (!type && !len)
+        return true; /* no body at all (curl -X POST) */
+    if (type) {
+        size_t n = strcspn(type, ";");
+        while (n && (type[n - 1] == ' ' || type[n - 1] == '\t'))
+            n--;
+        if (n == 16 && !strncasecmp(type, "application/json", 16))
+            return true;
+        rb_http_reply_error(req, 415, "the request body must be JSON: Content-Type '%.100s' is "
+                            "not application/json", type);
+    } else {
+        rb_http_reply_error(req, 415, "the request body must be JSON: send Content-Type: "
+                            "application/json");
+    }
     return false;
 }

@@ -1,5 +1,6 @@
 /* What the HTTP files share (http.c: listener, routing, auth, static files,
- * /metrics; http_guard.c: the refusals of cross-origin requests; http_api.c: read endpoints; http_enterprise.c: cron, throttles
+ * /metrics; http_guard.c: the refusals of cross-origin requests and of
+ * bodies that are not JSON; http_api.c: read endpoints; http_enterprise.c: cron, throttles
  * and the other Enterprise views; http_actions.c: actions, answered
  * after their commit; http_json.c: replies, request parsing and job-engine
  * ops). Every endpoint has one handler for both modes, through the job
@@ -43,6 +44,10 @@ typedef void (*rb_http_handler)(rb_http_req *r);
  * Sec-Fetch-Site, its Origin is not http(s)://HOST of its own Host
  * header. A request with neither header (curl, scripts) passes. */
 bool rb_http_same_origin(struct evhttp_request *req);
+/* False after answering 415 when req has a body or a Content-Type and it
+ * is not application/json (parameters such as charset allowed): no form
+ * or text body reaches an action. A request with neither passes. */
+bool rb_http_json_body(struct evhttp_request *req);
 
 /* --- http_json.c --- */
 /* Sends v (taken over) as the JSON reply with the given status. */

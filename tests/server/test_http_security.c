@@ -271,3 +271,68 @@ SEC_TEST(curl_style_and_the_dashboards_own_requests_work)
     rbh_resp_free(r);
     cr_assert(told_to_quiet());
 }
+
+/* --- 2. only JSON bodies --- */
+
+SEC_TEST(an_api_body_that_is_not_json_is_refused_with_415)
+{
+    start(WITH_PASSWORD);
+    make_state();
+    /* no Origin, no Sec-Fetch-Site: past the cross-origin check, stopped here */
+    refused(415, "the request body must be JSON: Content-Type 'text/plain' is not "
+                 "application/json",
+            "POST", "/api/jobs/discard", "{\"state\":\"dead\",\"all\":true}",
+            "Content-Type: text/plain\r\n");
+    /* curl --data's default type, as in the issue */
+    refused(415, "Content-Type 'application/x-www-form-urlencoded'", "POST",
+            "/api/queues/default/pause", "a=b",
+            "Content-Type: application/x-www-form-urlencoded\r\n");
+    refused(415, "Content-Type 'multipart/form-data; boundary=x'", "POST", "/api/workers/quiet",
+            "--x--", "Content-Type: multipart/form-data; boundary=x\r\n");
+    refused(415, "Content-Type 'application/jsonp'", "POST", "/api/job/dead-0001/discard", "{}",
+            "Content-Type: application/jsonp\r\n");
+    /* a form with no fields: a type but no body */
+    refused(415, "Content-Type 'application/x-www-form-urlencoded'", "POST", "/api/workers/quiet",
+            NULL, "Content-Type: application/x-www-form-urlencoded\r\n");
+    /* a body without a type */
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)H)};
+    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+    cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    char req[512];
+    int n = snprintf(req, sizeof req, "POST /api/workers/quiet HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+                     AUTH "Connection: close\r\nContent-Length: 2\r\n\r\n{}", H);
+    cr_assert_eq(write(fd, req, (size_t)n), n);
+    char got[4096];
+    ssize_t k, len = 0;
+    while ((k = read(fd, got + len, sizeof got - 1 - (size_t)len)) > 0)
+        len += k;
+    got[len] = '\0';
+    close(fd);
+    cr_assert(!strncmp(got, "HTTP/1.1 415 ", 13) && strstr(got, "send Content-Type: "
+                                                               "application/json"), "%s", got);
+    /* the policy simulator too */
+    refused(415, "Content-Type 'text/plain'", "POST", "/api/policy/simulate", "ftl:3 1s",
+            "Content-Type: text/plain\r\n");
+    assert_unchanged();
+    /* an unknown endpoint stays a 404 */
+    refused(404, "no such endpoint", "POST", "/api/nothing", "a=b",
+            "Content-Type: text/plain\r\n");
+}
+
+SEC_TEST(json_bodies_with_any_parameters_work)
+{
+    start(NULL);
+    make_state();
+    rbh_resp *r = send_as(200, "POST", "/api/jobs/discard",
+                          "{\"state\":\"dead\",\"jids\":[\"dead-0001\"]}",
+                          "Content-Type: application/json; charset=utf-8\r\n");
+    cr_assert_eq(json_integer_value(rbh_get(r->json, "changed")), 1, "%s", r->body);
+    rbh_resp_free(r);
+    r = send_as(200, "POST", "/api/job/dead-0002/kill", "", "Content-Type: Application/JSON\r\n");
+    rbh_resp_free(r);
+    /* the simulator's SPEC text, sent as the dashboard sends it */
+    r = send_as(200, "POST", "/api/policy/simulate", "ftl:3 1s", NULL);
+    cr_assert_str_eq(json_string_value(rbh_get(r->json, "final")), "dead", "%s", r->body);
+    rbh_resp_free(r);
+}
