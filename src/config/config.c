@@ -53,6 +53,7 @@ void rb_config_release(rb_config *cfg)
     free(cfg->server.tls_key);
     free(cfg->server.http_tls_cert);
     free(cfg->server.http_tls_key);
+    rb_config_hosts_free(cfg->server.http_hosts);
     free(cfg->storage.url);
     rb_backoff_config_release(&cfg->backoff);
     if (cfg->has_retry_default)

@@ -63,6 +63,8 @@ typedef struct rb_config {
         char *http_tls_cert;   /* NULL = tls_cert's (HTTPS when either is set) */
         char *http_tls_key;
         bool http_allow_plaintext_password; /* password over plain HTTP off loopback, default false */
+        char **http_hosts;     /* more names HTTP's Host may carry, NULL-terminated, lower
+                                  case; NULL or empty: none; "*": any (docs/http.md) */
         int64_t max_connections;   /* default 1024 */
         int64_t max_job_bytes;     /* largest job / command line, default 1 MiB */
         int64_t line_timeout_s;    /* half a command line, then silence: closed, default 10 */
@@ -108,6 +110,10 @@ const rb_throttle *rb_config_throttle(const rb_config *cfg, const char *queue);
 json_t *rb_config_throttles_json(const rb_config *cfg);
 /* Frees cfg's throttles (rb_config_release). */
 void rb_config_throttles_release(rb_config *cfg);
+
+/* Frees a NULL-terminated list of strings such as server.http_hosts (NULL
+ * is a no-op). */
+void rb_config_hosts_free(char **list);
 
 /* Fills cfg with the built-in defaults (no file). Release with
  * rb_config_release(). */

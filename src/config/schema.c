@@ -3,10 +3,12 @@
  * printed by `rebound config check` and required in the docs and example. */
 #include "config/schema.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "common/buf.h"
 #include "config/toml_json.h"
@@ -39,6 +41,10 @@ const rb_config_key rb_config_schema[] = {
      OFF(server.http_allow_plaintext_password),
      "start even with a password, plain HTTP and an http_listen that is not loopback (basic auth "
      "then crosses the network in clear text)", false},
+    {"server.http_hosts", RB_CFG_HOSTS, "[]", 0, 0, 0, 0, OFF(server.http_hosts),
+     "more names the Host header of an HTTP request may carry besides the http_listen address, "
+     "localhost when it is loopback or every interface, and IP addresses; other names are "
+     "refused (421) against DNS rebinding; [\"*\"] turns the check off", false},
     {"server.max_connections", RB_CFG_INT, "1024", 1, 1000000, 0, 0, OFF(server.max_connections),
      "most client connections open at once; more are refused", false},
     {"server.max_job_bytes", RB_CFG_INT, "1048576", 1024, 1073741824, 0, 0,
@@ -181,6 +187,10 @@ void rb_config_key_rule(const rb_config_key *k, rb_buf *out)
         rb_buf_printf(out, "a non-empty array of numbers of seconds, each from %g to %g", k->fmin,
                       k->fmax);
         break;
+    case RB_CFG_HOSTS:
+        rb_buf_adds(out, "an array of host names without port (\"rebound.example.com\", "
+                         "\"*.example.com\"; \"*\": any)");
+        break;
     case RB_CFG_CHOICE:
         rb_buf_adds(out, "one of");
         for (size_t i = 0; rb_config_choices(k)[i]; i++)
@@ -262,6 +272,46 @@ static bool valid_address(const char *s)
         port = port * 10 + (*p - '0');
     }
     return port <= 65535;
+}
+
+/* A host name (letters, digits, '-', '_', dots between labels), an IPv4
+ * address or an IPv6 one in brackets, perhaps after "*."; or "*" alone.
+ * No port, scheme or path. */
+static bool valid_host_pattern(const char *s)
+{
+    if (!strcmp(s, "*"))
+        return true;
+    if (!strncmp(s, "*.", 2))
+        s += 2;
+    size_t n = strlen(s);
+    if (n == 0 || n > 253)
+        return false;
+    if (s[0] == '[')
+        return n > 2 && s[n - 1] == ']' && strspn(s + 1, "0123456789abcdefABCDEF:.") == n - 2;
+    if (s[0] == '.' || s[n - 1] == '.' || strstr(s, ".."))
+        return false;
+    for (const char *c = s; *c; c++)
+        if (!isalnum((unsigned char)*c) && *c != '-' && *c != '_' && *c != '.')
+            return false;
+    return true;
+}
+
+void rb_config_hosts_free(char **list)
+{
+    for (size_t i = 0; list && list[i]; i++)
+        free(list[i]);
+    free(list);
+}
+
+bool rb_config_host_matches(const char *pattern, const char *name)
+{
+    if (!strcmp(pattern, "*"))
+        return true;
+    if (!strncmp(pattern, "*.", 2)) {
+        size_t lp = strlen(pattern + 1), ln = strlen(name); /* ".domain" */
+        return ln > lp && !strcasecmp(name + ln - lp, pattern + 1);
+    }
+    return !strcasecmp(pattern, name);
 }
 
 int rb_config_key_set(rb_config *cfg, const rb_config_key *k, const rb_toml_value *v, rb_err *err)
@@ -351,6 +401,32 @@ int rb_config_key_set(rb_config *cfg, const rb_config_key *k, const rb_toml_valu
         b->n_default_backoff = n;
         return 0;
     }
+    case RB_CFG_HOSTS: {
+        if (v->type != RB_TOML_ARRAY)
+            return bad(k, v, NULL, err);
+        size_t n = v->u.array.n;
+        char **list = rb_xcalloc(n + 1, sizeof *list);
+        for (size_t i = 0; i < n; i++) {
+            const rb_toml_value *e = v->u.array.items[i];
+            if (e->type != RB_TOML_STRING || strlen(e->u.str.s) != e->u.str.len ||
+                !valid_host_pattern(e->u.str.s)) {
+                rb_config_hosts_free(list);
+                rb_buf what = RB_BUF_INIT;
+                rb_buf_printf(&what, "element %zu is ", i);
+                brief(e, &what);
+                bad(k, v, rb_buf_str(&what), err);
+                rb_buf_release(&what);
+                return err ? err->code : RB_EINVAL;
+            }
+            list[i] = rb_xstrdup(e->u.str.s);
+            for (char *c = list[i]; *c; c++)
+                *c = (char)tolower((unsigned char)*c);
+        }
+        char ***field_list = field;
+        rb_config_hosts_free(*field_list);
+        *field_list = list;
+        return 0;
+    }
     case RB_CFG_CHOICE:
         if (v->type == RB_TOML_STRING && strlen(v->u.str.s) == v->u.str.len)
             for (int i = 0; rb_config_choices(k)[i]; i++)
@@ -411,6 +487,14 @@ void rb_config_key_format(const rb_config *cfg, const rb_config_key *k, rb_buf *
         rb_buf_addc(out, ']');
         break;
     case RB_CFG_CHOICE: rb_buf_printf(out, "\"%s\"", rb_config_choices(k)[*(const int *)field]); break;
+    case RB_CFG_HOSTS: {
+        char *const *list = *(char **const *)field;
+        rb_buf_addc(out, '[');
+        for (size_t i = 0; list && list[i]; i++)
+            rb_buf_printf(out, "%s\"%s\"", i ? ", " : "", list[i]); /* no quote or backslash */
+        rb_buf_addc(out, ']');
+        break;
+    }
     }
 }
 
@@ -438,6 +522,12 @@ json_t *rb_config_key_json(const rb_config *cfg, const rb_config_key *k)
         return a;
     }
     case RB_CFG_CHOICE: return json_string(rb_config_choices(k)[*(const int *)field]);
+    case RB_CFG_HOSTS: {
+        json_t *a = json_array();
+        for (char *const *list = *(char **const *)field; list && *list; list++)
+            json_array_append_new(a, json_string(*list));
+        return a;
+    }
     }
     return json_null();
 }

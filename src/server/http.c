@@ -285,7 +285,7 @@ static void on_request(struct evhttp_request *req, void *arg)
     if (!path || !*path)
         path = "/";
     bool is_metrics = !strcmp(path, "/metrics");
-    if (!rb_http_same_origin(req))
+    if (!rb_http_host_allowed(h, req) || !rb_http_same_origin(req))
         return;
     if (!(is_metrics && h->srv->cfg.server.metrics_public) && !authorized(h, req)) {
         evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate",
@@ -400,6 +400,14 @@ static bool is_loopback(const struct sockaddr *sa)
     return IN6_IS_ADDR_LOOPBACK(a) || (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
 }
 
+static bool is_wildcard(const struct sockaddr *sa)
+{
+    if (sa->sa_family == AF_INET)
+        return ((const struct sockaddr_in *)sa)->sin_addr.s_addr == htonl(INADDR_ANY);
+    return sa->sa_family == AF_INET6 &&
+           IN6_IS_ADDR_UNSPECIFIED(&((const struct sockaddr_in6 *)sa)->sin6_addr);
+}
+
 /* 1 when every address host resolves to (resolved as evhttp does to bind)
  * is a loopback one, 0 when one is not, a negative code with err set when
  * it does not resolve. */
@@ -470,6 +478,8 @@ static int bind_http(rb_http *h, const char *addr, const char *port_file, rb_err
     getsockname(evhttp_bound_socket_get_fd(bs), (struct sockaddr *)&ss, &len);
     int bound = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
                                                : ((struct sockaddr_in *)&ss)->sin_port);
+    rb_http_hosts_init(h, addr, is_loopback((struct sockaddr *)&ss) ||
+                                    is_wildcard((struct sockaddr *)&ss));
     if (port_file && write_port_file(port_file, bound, err))
         return err ? err->code : RB_EIO;
     rb_log(RB_LOG_INFO, "dashboard and API on %s://%s (port %d)",
@@ -522,5 +532,6 @@ void rb_http_free(rb_http *h)
     evhttp_free(h->eh);
     if (h->srv->http == h)
         h->srv->http = NULL;
+    free(h->listen_name);
     free(h);
 }

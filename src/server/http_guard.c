@@ -1,16 +1,83 @@
 /* What the HTTP side refuses before a handler runs (docs/http.md,
- * "Security"): a state-changing request a browser sent from another
- * origin (cross-origin request forgery), and an API body that is not
- * JSON. */
+ * "Security"): a Host this server does not answer to (DNS rebinding), a
+ * state-changing request a browser sent from another origin (cross-origin
+ * request forgery), and an API body that is not JSON. */
 #include "server/http_impl.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+
+#include <arpa/inet.h>
 
 #include <event2/buffer.h>
 #include <event2/keyvalq_struct.h>
 
+#include "common/buf.h"
+#include "config/schema.h"
 #include "server/log.h"
+
+/* --- Host --- */
+
+/* True when name ("1.2.3.4", "[::1]") is an IP address: a browser sends
+ * one only for a page loaded from that address, never through DNS. */
+static bool ip_literal(const char *name)
+{
+    unsigned char a[16];
+    if (inet_pton(AF_INET, name, a) == 1)
+        return true;
+    size_t n = strlen(name);
+    if (n < 3 || name[0] != '[' || name[n - 1] != ']' || n - 2 >= 64)
+        return false;
+    char v6[64];
+    memcpy(v6, name + 1, n - 2);
+    v6[n - 2] = '\0';
+    return inet_pton(AF_INET6, v6, a) == 1;
+}
+
+/* The host of "HOST:PORT", "[V6]:PORT", "HOST" or "[V6]" into out (without
+ * the port, with a V6's brackets, without a final dot). */
+static void host_name(const char *s, char *out, size_t outlen)
+{
+    size_t n = s[0] == '[' ? strcspn(s, "]") + (strchr(s, ']') != NULL) : strcspn(s, ":");
+    if (n >= outlen)
+        n = outlen - 1;
+    memcpy(out, s, n);
+    out[n] = '\0';
+    if (n > 1 && out[n - 1] == '.')
+        out[n - 1] = '\0';
+}
+
+void rb_http_hosts_init(rb_http *h, const char *addr, bool local)
+{
+    char name[256];
+    host_name(addr, name, sizeof name);
+    free(h->listen_name);
+    h->listen_name = *name && !ip_literal(name) ? rb_xstrdup(name) : NULL;
+    h->local = local;
+}
+
+bool rb_http_host_allowed(rb_http *h, struct evhttp_request *req)
+{
+    const char *host = evhttp_find_header(evhttp_request_get_input_headers(req), "Host");
+    if (!host)
+        return true;
+    char name[256];
+    host_name(host, name, sizeof name);
+    if (ip_literal(name) || (h->local && !strcasecmp(name, "localhost")) ||
+        (h->listen_name && !strcasecmp(name, h->listen_name)))
+        return true;
+    for (char **p = h->srv->cfg.server.http_hosts; p && *p; p++)
+        if (rb_config_host_matches(*p, name))
+            return true;
+    rb_log(RB_LOG_WARN, "HTTP: refused Host '%.200s' (not in [server] http_hosts)", host);
+    rb_http_reply_error(req, 421, "host '%.200s' is not a name this server answers to: add it "
+                        "to [server] http_hosts", name);
+    return false;
+}
+
+/* --- cross-origin requests --- */
 
 /* Methods that change nothing (every other one may). */
 static bool safe_method(enum evhttp_cmd_type m)
@@ -69,6 +136,8 @@ bool rb_http_same_origin(struct evhttp_request *req)
     rb_http_reply_error(req, 403, "cross-origin request refused: %s", why);
     return false;
 }
+
+/* --- bodies --- */
 
 bool rb_http_json_body(struct evhttp_request *req)
 {

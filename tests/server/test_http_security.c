@@ -19,7 +19,16 @@ static rbh_conn *C; /* the worker w-sec */
 static int H;       /* HTTP port */
 static const char *Auth = AUTH; /* "" on a server without a password */
 
-TestSuite(http_security, .timeout = 60);
+/* After a failed test too: no server left running. */
+static void cleanup(void)
+{
+    rbh_close(C);
+    C = NULL;
+    if (S.pid)
+        rbh_stop(&S);
+}
+
+TestSuite(http_security, .fini = cleanup, .timeout = 60);
 
 /* Starts the server with config (NULL: defaults, no password), and a
  * worker connection. */
@@ -335,4 +344,130 @@ SEC_TEST(json_bodies_with_any_parameters_work)
     r = send_as(200, "POST", "/api/policy/simulate", "ftl:3 1s", NULL);
     cr_assert_str_eq(json_string_value(rbh_get(r->json, "final")), "dead", "%s", r->body);
     rbh_resp_free(r);
+}
+
+/* --- 3. Host names against DNS rebinding --- */
+
+/* Starts the server with HTTP on addr ("127.0.0.1:0", "0.0.0.0:0") and
+ * config, and the worker connection. */
+static void start_on(const char *addr, const char *config)
+{
+    rbh_init(&S);
+    if (config)
+        rbh_write_file(&S, "rebound.toml", config, S.config, sizeof S.config);
+    char hpf[400];
+    snprintf(hpf, sizeof hpf, "%s/http-port", S.dir);
+    const char *extra[] = {"--http-listen", addr, "--http-port-file", hpf, NULL};
+    cr_assert_eq(rbh_launch(&S, extra), 0, "server did not start (see %s)", S.log);
+    FILE *f = fopen(hpf, "r");
+    cr_assert(f && fscanf(f, "%d", &H) == 1);
+    fclose(f);
+    Auth = config && strstr(config, "password") ? AUTH : "";
+    C = rbh_connect_pw(&S, "w-sec", PASSWORD);
+    cr_assert_not_null(C);
+}
+
+/* Host: name (with this server's port when port is true) answers status. */
+static void host_gets(int status, const char *name, bool port, const char *method,
+                      const char *path, const char *body)
+{
+    char hdr[300];
+    if (port)
+        snprintf(hdr, sizeof hdr, "Host: %s:%d\r\n", name, H);
+    else
+        snprintf(hdr, sizeof hdr, "Host: %s\r\n", name);
+    if (status == 421 && strcmp(method, "HEAD")) {
+        char want[300];
+        snprintf(want, sizeof want, "host '%s' is not a name this server answers to: add it to "
+                 "[server] http_hosts", name);
+        refused(421, want, method, path, body, hdr);
+    } else {
+        rbh_resp_free(send_as(status, method, path, body, hdr));
+    }
+}
+
+SEC_TEST(a_foreign_host_is_refused_with_421_and_changes_nothing)
+{
+    start(WITH_PASSWORD);
+    make_state();
+    /* what a page on evil.example, rebound to 127.0.0.1, reads and sends */
+    const char *reads[] = {"/api/info", "/api/jobs?state=dead", "/", "/app.js", "/metrics"};
+    for (size_t i = 0; i < sizeof reads / sizeof *reads; i++) {
+        host_gets(421, "evil.example", true, "GET", reads[i], NULL);
+        host_gets(421, "evil.example", false, "HEAD", reads[i], NULL);
+    }
+    char own[200];
+    snprintf(own, sizeof own, "Host: evil.example:%d\r\nOrigin: http://evil.example:%d\r\n"
+             "Sec-Fetch-Site: same-origin\r\n", H, H);
+    refused(421, "host 'evil.example' is not a name", "POST", "/api/jobs/discard",
+            "{\"state\":\"dead\",\"all\":true}", own);
+    host_gets(421, "evil.example", true, "POST", "/api/queues/default/pause", NULL);
+    host_gets(421, "rebound.example.com", true, "POST", "/api/workers/quiet", "{}");
+    host_gets(421, "localhost.evil.example", false, "GET", "/api/info", NULL);
+    host_gets(421, "127.0.0.1.evil.example", false, "GET", "/api/info", NULL);
+    assert_unchanged();
+    /* the log says which name */
+    FILE *f = fopen(S.log, "r");
+    char log[65536] = "";
+    size_t n = f ? fread(log, 1, sizeof log - 1, f) : 0;
+    log[n] = '\0';
+    if (f)
+        fclose(f);
+    cr_assert(strstr(log, "refused Host 'rebound.example.com:"), "log: %s", log);
+}
+
+SEC_TEST(the_names_a_loopback_server_answers_to)
+{
+    start(WITH_PASSWORD);
+    make_state();
+    host_gets(200, "127.0.0.1", true, "GET", "/api/info", NULL);
+    host_gets(200, "localhost", true, "GET", "/api/info", NULL);
+    host_gets(200, "LocalHost.", false, "GET", "/", NULL);
+    host_gets(200, "[::1]", true, "GET", "/metrics", NULL);
+    host_gets(200, "10.1.2.3", true, "GET", "/api/info", NULL); /* an address: never DNS */
+    host_gets(200, "localhost", true, "POST", "/api/queues/default/pause", NULL);
+    cr_assert(paused("default"));
+    /* a request without Host (HTTP/1.0) is no browser's */
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)H)};
+    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+    cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    const char *req = "GET /api/info HTTP/1.0\r\n" AUTH "\r\n";
+    cr_assert_eq(write(fd, req, strlen(req)), (ssize_t)strlen(req));
+    char got[64] = "";
+    cr_assert_gt(read(fd, got, sizeof got - 1), 0);
+    close(fd);
+    cr_assert(!strncmp(got, "HTTP/1.0 200 ", 13) || !strncmp(got, "HTTP/1.1 200 ", 13), "%s", got);
+}
+
+SEC_TEST(http_hosts_adds_names_and_star_turns_the_check_off)
+{
+    start(WITH_PASSWORD "http_hosts = [\"Rebound.Example.com\", \"*.corp.example\"]\n");
+    make_state();
+    host_gets(200, "rebound.example.com", false, "GET", "/api/info", NULL);
+    host_gets(200, "REBOUND.example.com", true, "GET", "/", NULL);
+    host_gets(200, "dash.corp.example", false, "GET", "/api/info", NULL);
+    host_gets(200, "a.b.corp.example", true, "GET", "/metrics", NULL);
+    host_gets(421, "corp.example", false, "GET", "/api/info", NULL);
+    host_gets(421, "evil.example", false, "GET", "/api/info", NULL);
+    /* the dashboard behind a proxy that keeps the Host: its own actions work */
+    rbh_resp *r = send_as(200, "POST", "/api/queues/default/pause", NULL,
+                          "Host: rebound.example.com\r\nOrigin: https://rebound.example.com\r\n");
+    rbh_resp_free(r);
+    cr_assert(paused("default"));
+    /* and another site still cannot act through it */
+    refused(403, "cross-origin request refused", "POST", "/api/queues/default/resume", NULL,
+            "Host: rebound.example.com\r\nOrigin: https://evil.example\r\n");
+    finish();
+    start(WITH_PASSWORD "http_hosts = [\"*\"]\n");
+    host_gets(200, "evil.example", true, "GET", "/api/info", NULL);
+    host_gets(200, "anything.at.all", false, "GET", "/", NULL);
+}
+
+SEC_TEST(a_server_on_every_interface_answers_to_localhost)
+{
+    start_on("0.0.0.0:0", NULL);
+    host_gets(200, "localhost", true, "GET", "/api/info", NULL);
+    host_gets(200, "192.0.2.7", true, "GET", "/api/info", NULL);
+    host_gets(421, "evil.example", true, "GET", "/api/info", NULL);
 }

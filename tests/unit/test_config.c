@@ -63,6 +63,7 @@ Test(config, defaults_come_from_the_schema)
     cr_assert_null(cfg.server.http_tls_cert);
     cr_assert_null(cfg.server.http_tls_key);
     cr_assert_not(cfg.server.http_allow_plaintext_password);
+    cr_assert(!cfg.server.http_hosts || !cfg.server.http_hosts[0], "no http_hosts");
     cr_assert_eq(cfg.server.max_connections, 1024);
     cr_assert_eq(cfg.server.max_job_bytes, 1 << 20);
     cr_assert_eq(cfg.server.reserve_for_s, 1800);
@@ -108,6 +109,8 @@ Test(config, every_key_is_read_from_a_file, .init = in_tmpdir)
                   "http_tls_cert = \"hc.pem\"\n"
                   "http_tls_key = \"hk.pem\"\n"
                   "http_allow_plaintext_password = true\n"
+                  "http_hosts = [\"Rebound.Example.com\", \"*.corp.example\", \"[::1]\", "
+                  "\"10.0.0.5\", \"*\"]\n"
                   "max_connections = 10\n"
                   "max_job_bytes = 2048\n"
                   "reserve_for = 3600\n"
@@ -140,6 +143,10 @@ Test(config, every_key_is_read_from_a_file, .init = in_tmpdir)
     cr_assert_str_eq(cfg.server.http_tls_cert, "hc.pem");
     cr_assert_str_eq(cfg.server.http_tls_key, "hk.pem");
     cr_assert(cfg.server.http_allow_plaintext_password);
+    const char *hosts[] = {"rebound.example.com", "*.corp.example", "[::1]", "10.0.0.5", "*", NULL};
+    for (size_t i = 0; i < sizeof hosts / sizeof *hosts; i++)
+        cr_assert(hosts[i] ? cfg.server.http_hosts[i] && !strcmp(cfg.server.http_hosts[i], hosts[i])
+                           : !cfg.server.http_hosts[i], "http_hosts[%zu]", i);
     cr_assert_eq(cfg.server.max_connections, 10);
     cr_assert_eq(cfg.server.max_job_bytes, 2048);
     cr_assert_eq(cfg.server.reserve_for_s, 3600);
@@ -197,6 +204,30 @@ static const struct {
     {"[server]\nhttp_listen = \"[::1:80\"\n", RB_EINVAL,
      "c.toml:2: key 'server.http_listen': must be a string \"host:port\" with a port from 0 to "
      "65535, got string \"[::1:80\""},
+    {"[server]\nhttp_hosts = \"rebound.example.com\"\n", RB_EINVAL,
+     "c.toml:2: key 'server.http_hosts': must be an array of host names without port "
+     "(\"rebound.example.com\", \"*.example.com\"; \"*\": any), got string "
+     "\"rebound.example.com\""},
+    {"[server]\nhttp_hosts = [\"ok.example\", \"rebound.example.com:443\"]\n", RB_EINVAL,
+     "c.toml:2: key 'server.http_hosts': must be an array of host names without port "
+     "(\"rebound.example.com\", \"*.example.com\"; \"*\": any), got array (element 1 is "
+     "string \"rebound.example.com:443\")"},
+    {"[server]\nhttp_hosts = [\"https://rebound.example.com\"]\n", RB_EINVAL,
+     "c.toml:2: key 'server.http_hosts': must be an array of host names without port "
+     "(\"rebound.example.com\", \"*.example.com\"; \"*\": any), got array (element 0 is "
+     "string \"https://rebound.example.com\")"},
+    {"[server]\nhttp_hosts = [\"\"]\n", RB_EINVAL,
+     "c.toml:2: key 'server.http_hosts': must be an array of host names without port "
+     "(\"rebound.example.com\", \"*.example.com\"; \"*\": any), got array (element 0 is "
+     "string \"\")"},
+    {"[server]\nhttp_hosts = [\"*.\", \"a..b\"]\n", RB_EINVAL,
+     "c.toml:2: key 'server.http_hosts': must be an array of host names without port "
+     "(\"rebound.example.com\", \"*.example.com\"; \"*\": any), got array (element 0 is "
+     "string \"*.\")"},
+    {"[server]\nhttp_hosts = [7420]\n", RB_EINVAL,
+     "c.toml:2: key 'server.http_hosts': must be an array of host names without port "
+     "(\"rebound.example.com\", \"*.example.com\"; \"*\": any), got array (element 0 is "
+     "integer 7420)"},
     {"[storage]\nurl = \"\"\n", RB_EINVAL,
      "c.toml:2: key 'storage.url': must be a SQLite file path or a postgres:// URL (a non-empty "
      "string), got string \"\""},
@@ -753,4 +784,17 @@ Test(config, cron_errors_point_at_the_line, .init = in_tmpdir)
     cr_assert_eq(cfg.n_cron, 1);
     cr_assert_str_eq(cfg.cron[0].name, "@daily X");
     rb_config_release(&cfg);
+}
+
+Test(config, http_hosts_patterns_match_names)
+{
+    cr_assert(rb_config_host_matches("*", "anything.example"));
+    cr_assert(rb_config_host_matches("rebound.example.com", "Rebound.Example.COM"));
+    cr_assert_not(rb_config_host_matches("rebound.example.com", "rebound.example.com.evil"));
+    cr_assert_not(rb_config_host_matches("rebound.example.com", "x.rebound.example.com"));
+    cr_assert(rb_config_host_matches("*.corp.example", "a.corp.example"));
+    cr_assert(rb_config_host_matches("*.corp.example", "b.a.corp.example"));
+    cr_assert_not(rb_config_host_matches("*.corp.example", "corp.example"));
+    cr_assert_not(rb_config_host_matches("*.corp.example", "evilcorp.example"));
+    cr_assert(rb_config_host_matches("[::1]", "[::1]"));
 }
