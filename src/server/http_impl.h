@@ -1,6 +1,6 @@
 /* What the HTTP files share (http.c: listener, routing, auth, static files,
  * /metrics; http_guard.c: the refusals of foreign Host names, cross-origin
- * requests and bodies that are not JSON; http_api.c: read endpoints; http_enterprise.c: cron, throttles
+ * requests and bodies that are not JSON, and the security headers; http_api.c: read endpoints; http_enterprise.c: cron, throttles
  * and the other Enterprise views; http_actions.c: actions, answered
  * after their commit; http_json.c: replies, request parsing and job-engine
  * ops). Every endpoint has one handler for both modes, through the job
@@ -42,6 +42,12 @@ typedef struct rb_http_req {
 typedef void (*rb_http_handler)(rb_http_req *r);
 
 /* --- http_guard.c: refusals before any handler (docs/http.md, "Security") --- */
+/* Adds the headers every reply carries: Content-Security-Policy (scripts,
+ * styles and requests from this server only; frame-ancestors 'none'),
+ * X-Frame-Options: DENY, Referrer-Policy: no-referrer,
+ * X-Content-Type-Options: nosniff and Cross-Origin-Resource-Policy:
+ * same-origin. */
+void rb_http_security_headers(struct evkeyvalq *out);
 /* Sets h->listen_name from addr ("HOST:PORT", "[V6]:PORT", ":PORT") and
  * h->local; local: the bound socket is a loopback or wildcard address. */
 void rb_http_hosts_init(rb_http *h, const char *addr, bool local);

@@ -471,3 +471,63 @@ SEC_TEST(a_server_on_every_interface_answers_to_localhost)
     host_gets(200, "192.0.2.7", true, "GET", "/api/info", NULL);
     host_gets(421, "evil.example", true, "GET", "/api/info", NULL);
 }
+
+/* --- 4. headers --- */
+
+/* r carries the headers that keep a browser from framing the dashboard,
+ * running anything but its own files, leaking its URLs or sniffing. */
+static void assert_security_headers(const rbh_resp *r, const char *what)
+{
+    const char *want[][2] = {
+        {"Content-Security-Policy",
+         "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+         "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"},
+        {"X-Frame-Options", "DENY"},
+        {"Referrer-Policy", "no-referrer"},
+        {"X-Content-Type-Options", "nosniff"},
+        {"Cross-Origin-Resource-Policy", "same-origin"},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+        char *v = rbh_header(r, want[i][0]);
+        cr_assert(v && !strcmp(v, want[i][1]), "%s: %s is '%s'", what, want[i][0],
+                  v ? v : "(none)");
+        free(v);
+    }
+}
+
+SEC_TEST(every_reply_carries_the_security_headers)
+{
+    start(WITH_PASSWORD);
+    struct {
+        int status;
+        const char *method, *path, *body, *headers;
+    } cases[] = {
+        {200, "GET", "/", NULL, NULL},
+        {200, "GET", "/index.html", NULL, NULL},
+        {200, "GET", "/app.js", NULL, NULL},
+        {200, "GET", "/style.css", NULL, NULL},
+        {200, "HEAD", "/", NULL, NULL},
+        {200, "GET", "/api/info", NULL, NULL},
+        {200, "GET", "/metrics", NULL, NULL},
+        {200, "POST", "/api/queues/q1/pause", NULL, NULL},
+        {404, "GET", "/missing.js", NULL, NULL},
+        {404, "GET", "/api/job/nothing-here", NULL, NULL},
+        {405, "DELETE", "/api/info", NULL, NULL},
+        {415, "POST", "/api/workers/quiet", "a=b", "Content-Type: text/plain\r\n"},
+        {403, "POST", "/api/workers/quiet", "{}", "Sec-Fetch-Site: cross-site\r\n"},
+        {421, "GET", "/", NULL, "Host: evil.example\r\n"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        rbh_resp *r = send_as(cases[i].status, cases[i].method, cases[i].path, cases[i].body,
+                              cases[i].headers);
+        char what[200];
+        snprintf(what, sizeof what, "%s %s (%d)", cases[i].method, cases[i].path, cases[i].status);
+        assert_security_headers(r, what);
+        rbh_resp_free(r);
+    }
+    /* without the password: 401, with the headers too */
+    rbh_resp *r = rbh_http(H, "GET", "/", NULL, NULL);
+    cr_assert_eq(r->status, 401);
+    assert_security_headers(r, "GET / (401)");
+    rbh_resp_free(r);
+}
