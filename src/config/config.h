@@ -24,6 +24,10 @@ typedef enum rb_config_from {
 /* Room for the schema's keys in rb_config.key_from (see config/schema.h). */
 #define RB_CONFIG_MAX_KEYS 32
 
+/* A setting that is on, off, or decided from others (config/schema.h's
+ * RB_CFG_SWITCH: true, false or "auto"). */
+enum { RB_CFG_AUTO = -1, RB_CFG_OFF = 0, RB_CFG_ON = 1 };
+
 typedef struct rb_named_policy {
     char *name; /* queue or job type; owned */
     rb_policy policy;
@@ -71,7 +75,8 @@ typedef struct rb_config {
         int64_t hello_timeout_s;   /* HELLO not done after connecting: closed, default 10 */
         int64_t reserve_for_s;     /* default reserve_for, 1800 */
         int64_t dead_retention_s;  /* default 180 days */
-        bool metrics_public;       /* /metrics without auth, default true */
+        int metrics_auth;          /* /metrics needs the password: RB_CFG_ON, RB_CFG_OFF, or
+                                      RB_CFG_AUTO (default): on when a password is set */
     } server;
     struct {
         char *url; /* SQLite path (default "./rebound.db") or postgres:// URL */

@@ -59,8 +59,10 @@ const rb_config_key rb_config_schema[] = {
      "how long a fetched job stays reserved when it sets no reserve_for of its own", false},
     {"server.dead_retention", RB_CFG_DURATION, "\"180d\"", 3600, 3650 * (int64_t)DAY, 0, 0,
      OFF(server.dead_retention_s), "how long dead jobs are kept before they are deleted", false},
-    {"server.metrics_public", RB_CFG_BOOL, "true", 0, 0, 0, 0, OFF(server.metrics_public),
-     "serve /metrics without the password", false},
+    {"server.metrics_auth", RB_CFG_SWITCH, "\"auto\"", 0, 0, 0, 0, OFF(server.metrics_auth),
+     "whether /metrics asks for the password (HTTP basic auth, as Prometheus sends it); auto: "
+     "when one is set; true needs a password; false serves /metrics to anyone who can reach it "
+     "(replaces metrics_public: metrics_public = true is false)", false},
     {"workflows.succeeded_ttl", RB_CFG_DURATION, "\"1h\"", 1, 30 * DAY, 0, 0,
      OFF(workflows.succeeded_ttl_s),
      "how long an ACKed job of a workflow (with dependents or dependencies) is remembered, so "
@@ -174,6 +176,7 @@ void rb_config_key_rule(const rb_config_key *k, rb_buf *out)
         rb_buf_printf(out, "an integer from %lld to %lld", (long long)k->min, (long long)k->max);
         break;
     case RB_CFG_BOOL: rb_buf_adds(out, "true or false"); break;
+    case RB_CFG_SWITCH: rb_buf_adds(out, "true, false or \"auto\""); break;
     case RB_CFG_FLOAT: rb_buf_printf(out, "a number from %g to %g", k->fmin, k->fmax); break;
     case RB_CFG_DURATION:
         rb_buf_printf(out, "a duration from %s to %s (\"90s\", \"30m\", \"2h\", \"1d\", or seconds)",
@@ -347,6 +350,14 @@ int rb_config_key_set(rb_config *cfg, const rb_config_key *k, const rb_toml_valu
             return bad(k, v, NULL, err);
         *(bool *)field = v->u.b;
         return 0;
+    case RB_CFG_SWITCH:
+        if (v->type == RB_TOML_BOOL)
+            *(int *)field = v->u.b ? RB_CFG_ON : RB_CFG_OFF;
+        else if (v->type == RB_TOML_STRING && !strcmp(v->u.str.s, "auto") && v->u.str.len == 4)
+            *(int *)field = RB_CFG_AUTO;
+        else
+            return bad(k, v, NULL, err);
+        return 0;
     case RB_CFG_FLOAT:
         if (!is_number(v, &x) || x < k->fmin || x > k->fmax)
             return bad(k, v, NULL, err);
@@ -465,6 +476,11 @@ void rb_config_key_format(const rb_config *cfg, const rb_config_key *k, rb_buf *
     }
     case RB_CFG_INT: rb_buf_printf(out, "%lld", (long long)*(const int64_t *)field); break;
     case RB_CFG_BOOL: rb_buf_adds(out, *(const bool *)field ? "true" : "false"); break;
+    case RB_CFG_SWITCH: {
+        int sw = *(const int *)field;
+        rb_buf_adds(out, sw == RB_CFG_AUTO ? "\"auto\"" : sw ? "true" : "false");
+        break;
+    }
     case RB_CFG_FLOAT: {
         char b[64];
         rb_toml_format_float(*(const double *)field, b, sizeof b);
@@ -511,6 +527,9 @@ json_t *rb_config_key_json(const rb_config *cfg, const rb_config_key *k)
     }
     case RB_CFG_INT: return json_integer(*(const int64_t *)field);
     case RB_CFG_BOOL: return json_boolean(*(const bool *)field);
+    case RB_CFG_SWITCH:
+        return *(const int *)field == RB_CFG_AUTO ? json_string("auto")
+                                                  : json_boolean(*(const int *)field);
     case RB_CFG_FLOAT: return json_real(*(const double *)field);
     case RB_CFG_DURATION:
         return json_string(rb_duration_format(*(const int64_t *)field * 1000, d, sizeof d));

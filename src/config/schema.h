@@ -28,6 +28,7 @@ typedef enum rb_config_kind {
     RB_CFG_CHOICE,       /* int, the index of one of its strings (rb_config_choices) */
     RB_CFG_HOSTS,        /* char **, NULL-terminated, lower case: host names, "*.domain"
                             or "*" (rb_config_host_matches) */
+    RB_CFG_SWITCH,       /* int, RB_CFG_AUTO, RB_CFG_OFF or RB_CFG_ON: true, false or "auto" */
 } rb_config_kind;
 
 typedef struct rb_config_key {

@@ -287,7 +287,9 @@ static void on_request(struct evhttp_request *req, void *arg)
     bool is_metrics = !strcmp(path, "/metrics");
     if (!rb_http_host_allowed(h, req) || !rb_http_same_origin(req))
         return;
-    if (!(is_metrics && h->srv->cfg.server.metrics_public) && !authorized(h, req)) {
+    /* metrics_auth "auto" asks as the dashboard does: when a password is set */
+    bool open = is_metrics && h->srv->cfg.server.metrics_auth == RB_CFG_OFF;
+    if (!open && !authorized(h, req)) {
         evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate",
                           "Basic realm=\"Rebound\", charset=\"UTF-8\"");
         rb_http_reply_error(req, 401, "password required (HTTP basic auth, any user name)");

@@ -531,3 +531,67 @@ SEC_TEST(every_reply_carries_the_security_headers)
     assert_security_headers(r, "GET / (401)");
     rbh_resp_free(r);
 }
+
+/* --- 5. /metrics and the password --- */
+
+/* GET /metrics with and without the credentials. */
+static void metrics_asks(bool asks)
+{
+    rbh_resp *r = rbh_http(H, "GET", "/metrics", NULL, NULL);
+    cr_assert_not_null(r);
+    cr_assert_eq(r->status, asks ? 401 : 200, "/metrics without credentials: %d", r->status);
+    if (asks) {
+        char *wa = rbh_header(r, "WWW-Authenticate");
+        cr_assert(wa && !strncmp(wa, "Basic realm=\"Rebound\"", 21), "%s", wa ? wa : "(none)");
+        free(wa);
+    }
+    rbh_resp_free(r);
+    if (*Auth) {
+        r = send_as(200, "GET", "/metrics", NULL, NULL);
+        cr_assert(strstr(r->body, "rebound_jobs{state=\"dead\"} 0\n"), "%s", r->body);
+        rbh_resp_free(r);
+        r = rbh_http(H, "GET", "/metrics", NULL, "Authorization: Basic eDp3cm9uZw==\r\n");
+        cr_assert_eq(r->status, asks ? 401 : 200, "/metrics with a wrong password: %d", r->status);
+        rbh_resp_free(r);
+    }
+}
+
+SEC_TEST(metrics_asks_for_the_password_when_one_is_set)
+{
+    start(WITH_PASSWORD); /* metrics_auth "auto" */
+    metrics_asks(true);
+    finish();
+    start(WITH_PASSWORD "metrics_auth = true\n");
+    metrics_asks(true);
+}
+
+SEC_TEST(metrics_is_open_without_a_password_or_with_metrics_auth_false)
+{
+    start(NULL);
+    metrics_asks(false);
+    finish();
+    start(WITH_PASSWORD "metrics_auth = false\n");
+    metrics_asks(false);
+    /* the dashboard and the API still ask */
+    rbh_resp *r = rbh_http(H, "GET", "/api/info", NULL, NULL);
+    cr_assert_eq(r->status, 401);
+    rbh_resp_free(r);
+}
+
+SEC_TEST(metrics_auth_true_without_a_password_stops_the_start)
+{
+    rbh_init(&S);
+    rbh_write_file(&S, "rebound.toml", "[server]\nmetrics_auth = true\n", S.config,
+                   sizeof S.config);
+    cr_assert_eq(rbh_launch(&S, NULL), -1);
+    FILE *f = fopen(S.log, "r");
+    char log[4096] = "";
+    size_t n = f ? fread(log, 1, sizeof log - 1, f) : 0;
+    log[n] = '\0';
+    if (f)
+        fclose(f);
+    cr_assert(strstr(log, "rebound.toml:2: key 'server.metrics_auth': true needs "
+                          "'server.password' (the password /metrics asks for)"), "log: %s", log);
+    C = rbh_connect(&S, NULL); /* nothing listens */
+    cr_assert_null(C);
+}

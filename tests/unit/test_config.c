@@ -70,7 +70,7 @@ Test(config, defaults_come_from_the_schema)
     cr_assert_eq(cfg.server.line_timeout_s, 10);
     cr_assert_eq(cfg.server.hello_timeout_s, 10);
     cr_assert_eq(cfg.server.dead_retention_s, 180 * 86400);
-    cr_assert(cfg.server.metrics_public);
+    cr_assert_eq(cfg.server.metrics_auth, RB_CFG_AUTO);
     cr_assert_str_eq(cfg.storage.url, "./rebound.db");
     cr_assert_eq(cfg.log.level, 1, "info");
     cr_assert_eq(cfg.log.format, 0, "text");
@@ -117,7 +117,7 @@ Test(config, every_key_is_read_from_a_file, .init = in_tmpdir)
                   "line_timeout = \"2m\"\n"
                   "hello_timeout = 3\n"
                   "dead_retention = \"7d\"\n"
-                  "metrics_public = false\n"
+                  "metrics_auth = true\n"
                   "[storage]\n"
                   "url = \"postgres://u@h/db\"\n"
                   "prefetch = true\n"
@@ -155,7 +155,7 @@ Test(config, every_key_is_read_from_a_file, .init = in_tmpdir)
     cr_assert_eq(cfg.workflows.batch_retention_s, 7200);
     cr_assert_eq(cfg.workflows.batch_uncommitted_ttl_s, 90);
     cr_assert_eq(cfg.server.dead_retention_s, 7 * 86400);
-    cr_assert_not(cfg.server.metrics_public);
+    cr_assert_eq(cfg.server.metrics_auth, RB_CFG_ON);
     cr_assert_str_eq(cfg.storage.url, "postgres://u@h/db");
     cr_assert(cfg.storage.prefetch);
     cr_assert_eq(cfg.workflows.succeeded_ttl_s, 600);
@@ -257,8 +257,19 @@ static const struct {
     {"[server]\nmax_job_bytes = 1073741825\n", RB_ERANGE,
      "c.toml:2: key 'server.max_job_bytes': must be an integer from 1024 to 1073741824, got "
      "integer 1073741825"},
+    {"[server]\nmetrics_auth = \"yes\"\n", RB_EINVAL,
+     "c.toml:2: key 'server.metrics_auth': must be true, false or \"auto\", got string \"yes\""},
+    {"[server]\nmetrics_auth = 1\n", RB_EINVAL,
+     "c.toml:2: key 'server.metrics_auth': must be true, false or \"auto\", got integer 1"},
+    {"[server]\n\nmetrics_auth = true\n", RB_EINVAL,
+     "c.toml:3: key 'server.metrics_auth': true needs 'server.password' (the password /metrics "
+     "asks for)"},
     {"[server]\nmetrics_public = \"yes\"\n", RB_EINVAL,
-     "c.toml:2: key 'server.metrics_public': must be true or false, got string \"yes\""},
+     "c.toml:2: key 'server.metrics_public': must be true or false (the old name of "
+     "'server.metrics_auth', which it sets to false for true)"},
+    {"[server]\nmetrics_auth = false\nmetrics_public = true\n", RB_EINVAL,
+     "c.toml:3: key 'server.metrics_public': is the old name of 'server.metrics_auth': set only "
+     "that one"},
     /* floats */
     {"[backoff]\nbackoff_multiplier = 0.5\n", RB_ERANGE,
      "c.toml:2: key 'backoff.backoff_multiplier': must be a number from 1 to 100, got float 0.5"},
@@ -797,4 +808,32 @@ Test(config, http_hosts_patterns_match_names)
     cr_assert_not(rb_config_host_matches("*.corp.example", "corp.example"));
     cr_assert_not(rb_config_host_matches("*.corp.example", "evilcorp.example"));
     cr_assert(rb_config_host_matches("[::1]", "[::1]"));
+}
+
+/* metrics_public, the old name of metrics_auth, is still read: true opens
+ * /metrics (metrics_auth false), false asks for the password where one is
+ * set (auto); `config check` shows metrics_auth with the file it came from. */
+Test(config, metrics_public_is_read_as_metrics_auth, .init = in_tmpdir)
+{
+    rb_config cfg;
+    int k = rb_config_key_index("server.metrics_auth");
+    load_ok(&cfg, "[server]\nmetrics_public = true\n");
+    cr_assert_eq(cfg.server.metrics_auth, RB_CFG_OFF);
+    cr_assert_eq(cfg.key_from[k], RB_CFG_FROM_BASE);
+    rb_config_release(&cfg);
+    load_ok(&cfg, "[server]\nmetrics_public = false\n");
+    cr_assert_eq(cfg.server.metrics_auth, RB_CFG_AUTO);
+    rb_config_release(&cfg);
+    load_ok(&cfg, "[server]\npassword = \"x\"\nmetrics_auth = false\n");
+    cr_assert_eq(cfg.server.metrics_auth, RB_CFG_OFF);
+    rb_buf b = RB_BUF_INIT;
+    rb_config_key_format(&cfg, &rb_config_schema[k], &b);
+    cr_assert_str_eq(rb_buf_str(&b), "false");
+    rb_buf_release(&b);
+    rb_config_release(&cfg);
+    load_ok(&cfg, "[server]\nmetrics_auth = \"auto\"\n");
+    json_t *j = rb_config_key_json(&cfg, &rb_config_schema[k]);
+    cr_assert_str_eq(json_string_value(j), "auto");
+    json_decref(j);
+    rb_config_release(&cfg);
 }
