@@ -241,6 +241,18 @@ static int bad(const rb_config_key *k, const rb_toml_value *v, const char *extra
     return code;
 }
 
+/* bad() for array v whose element i, e, is not allowed. */
+static int bad_element(const rb_config_key *k, const rb_toml_value *v, size_t i,
+                       const rb_toml_value *e, rb_err *err)
+{
+    rb_buf what = RB_BUF_INIT;
+    rb_buf_printf(&what, "element %zu is ", i);
+    brief(e, &what);
+    int code = bad(k, v, rb_buf_str(&what), err);
+    rb_buf_release(&what);
+    return code;
+}
+
 static bool is_number(const rb_toml_value *v, double *out)
 {
     if (v->type == RB_TOML_INTEGER)
@@ -398,12 +410,7 @@ int rb_config_key_set(rb_config *cfg, const rb_config_key *k, const rb_toml_valu
             const rb_toml_value *e = v->u.array.items[i];
             if (!is_number(e, &x) || x < k->fmin || x > k->fmax || !seconds_ms(x, &list[i])) {
                 free(list);
-                rb_buf what = RB_BUF_INIT;
-                rb_buf_printf(&what, "element %zu is ", i);
-                brief(e, &what);
-                bad(k, v, rb_buf_str(&what), err);
-                rb_buf_release(&what);
-                return err ? err->code : RB_EINVAL;
+                return bad_element(k, v, i, e, err);
             }
         }
         rb_backoff_config *b = &cfg->backoff;
@@ -422,12 +429,7 @@ int rb_config_key_set(rb_config *cfg, const rb_config_key *k, const rb_toml_valu
             if (e->type != RB_TOML_STRING || strlen(e->u.str.s) != e->u.str.len ||
                 !valid_host_pattern(e->u.str.s)) {
                 rb_config_hosts_free(list);
-                rb_buf what = RB_BUF_INIT;
-                rb_buf_printf(&what, "element %zu is ", i);
-                brief(e, &what);
-                bad(k, v, rb_buf_str(&what), err);
-                rb_buf_release(&what);
-                return err ? err->code : RB_EINVAL;
+                return bad_element(k, v, i, e, err);
             }
             list[i] = rb_xstrdup(e->u.str.s);
             for (char *c = list[i]; *c; c++)

@@ -132,6 +132,19 @@ static inline rbh_resp *rbh_http(int port, const char *method, const char *path,
     return resp;
 }
 
+/* The server's log so far, up to 64 KiB (caller frees). */
+static inline char *rbh_read_log(const rbh_server *s)
+{
+    char *log = calloc(1, 65536);
+    FILE *f = fopen(s->log, "r");
+    if (f) {
+        size_t n = fread(log, 1, 65535, f);
+        log[n] = '\0';
+        fclose(f);
+    }
+    return log;
+}
+
 /* The value of header name (case-insensitive) in r (caller frees), or NULL. */
 static inline char *rbh_header(const rbh_resp *r, const char *name)
 {

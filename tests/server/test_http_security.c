@@ -84,6 +84,23 @@ static void refused(int status, const char *want, const char *method, const char
     rbh_resp_free(r);
 }
 
+/* Sends text as it is (a request rbh_http would not write) and returns
+ * the whole reply (caller frees). */
+static char *raw_request(const char *text)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)H)};
+    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+    cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    char *got = calloc(1, 8192);
+    ssize_t k, len = 0;
+    while (len < 8191 && (k = read(fd, got + len, 8191 - (size_t)len)) > 0)
+        len += k;
+    close(fd);
+    return got;
+}
+
 /* --- the state the attacks aim at --- */
 
 /* Two dead jobs, a job waiting in queue "default" (not paused), and the
@@ -167,14 +184,10 @@ SEC_TEST(cross_site_form_post_is_refused_and_changes_nothing)
             FORM_POST "Content-Type: application/x-www-form-urlencoded\r\n");
     assert_unchanged();
     /* the log names what was refused */
-    FILE *f = fopen(S.log, "r");
-    char log[16384] = "";
-    size_t n = f ? fread(log, 1, sizeof log - 1, f) : 0;
-    log[n] = '\0';
-    if (f)
-        fclose(f);
+    char *log = rbh_read_log(&S);
     cr_assert(strstr(log, "refused a cross-origin POST /api/jobs/discard: Sec-Fetch-Site "
                           "'cross-site'"), "log: %s", log);
+    free(log);
 }
 
 SEC_TEST(cross_site_text_plain_fetch_is_refused_and_changes_nothing)
@@ -304,22 +317,13 @@ SEC_TEST(an_api_body_that_is_not_json_is_refused_with_415)
     refused(415, "Content-Type 'application/x-www-form-urlencoded'", "POST", "/api/workers/quiet",
             NULL, "Content-Type: application/x-www-form-urlencoded\r\n");
     /* a body without a type */
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)H)};
-    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
-    cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
     char req[512];
-    int n = snprintf(req, sizeof req, "POST /api/workers/quiet HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
-                     AUTH "Connection: close\r\nContent-Length: 2\r\n\r\n{}", H);
-    cr_assert_eq(write(fd, req, (size_t)n), n);
-    char got[4096];
-    ssize_t k, len = 0;
-    while ((k = read(fd, got + len, sizeof got - 1 - (size_t)len)) > 0)
-        len += k;
-    got[len] = '\0';
-    close(fd);
+    snprintf(req, sizeof req, "POST /api/workers/quiet HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+             AUTH "Connection: close\r\nContent-Length: 2\r\n\r\n{}", H);
+    char *got = raw_request(req);
     cr_assert(!strncmp(got, "HTTP/1.1 415 ", 13) && strstr(got, "send Content-Type: "
                                                                "application/json"), "%s", got);
+    free(got);
     /* the policy simulator too */
     refused(415, "Content-Type 'text/plain'", "POST", "/api/policy/simulate", "ftl:3 1s",
             "Content-Type: text/plain\r\n");
@@ -407,13 +411,9 @@ SEC_TEST(a_foreign_host_is_refused_with_421_and_changes_nothing)
     host_gets(421, "127.0.0.1.evil.example", false, "GET", "/api/info", NULL);
     assert_unchanged();
     /* the log says which name */
-    FILE *f = fopen(S.log, "r");
-    char log[65536] = "";
-    size_t n = f ? fread(log, 1, sizeof log - 1, f) : 0;
-    log[n] = '\0';
-    if (f)
-        fclose(f);
+    char *log = rbh_read_log(&S);
     cr_assert(strstr(log, "refused Host 'rebound.example.com:"), "log: %s", log);
+    free(log);
 }
 
 SEC_TEST(the_names_a_loopback_server_answers_to)
@@ -428,16 +428,9 @@ SEC_TEST(the_names_a_loopback_server_answers_to)
     host_gets(200, "localhost", true, "POST", "/api/queues/default/pause", NULL);
     cr_assert(paused("default"));
     /* a request without Host (HTTP/1.0) is no browser's */
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)H)};
-    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
-    cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
-    const char *req = "GET /api/info HTTP/1.0\r\n" AUTH "\r\n";
-    cr_assert_eq(write(fd, req, strlen(req)), (ssize_t)strlen(req));
-    char got[64] = "";
-    cr_assert_gt(read(fd, got, sizeof got - 1), 0);
-    close(fd);
+    char *got = raw_request("GET /api/info HTTP/1.0\r\n" AUTH "\r\n");
     cr_assert(!strncmp(got, "HTTP/1.0 200 ", 13) || !strncmp(got, "HTTP/1.1 200 ", 13), "%s", got);
+    free(got);
 }
 
 SEC_TEST(http_hosts_adds_names_and_star_turns_the_check_off)
@@ -584,14 +577,10 @@ SEC_TEST(metrics_auth_true_without_a_password_stops_the_start)
     rbh_write_file(&S, "rebound.toml", "[server]\nmetrics_auth = true\n", S.config,
                    sizeof S.config);
     cr_assert_eq(rbh_launch(&S, NULL), -1);
-    FILE *f = fopen(S.log, "r");
-    char log[4096] = "";
-    size_t n = f ? fread(log, 1, sizeof log - 1, f) : 0;
-    log[n] = '\0';
-    if (f)
-        fclose(f);
+    char *log = rbh_read_log(&S);
     cr_assert(strstr(log, "rebound.toml:2: key 'server.metrics_auth': true needs "
                           "'server.password' (the password /metrics asks for)"), "log: %s", log);
+    free(log);
     C = rbh_connect(&S, NULL); /* nothing listens */
     cr_assert_null(C);
 }

@@ -236,13 +236,9 @@ Test(http_web, listen_options_and_errors)
     snprintf(addr, sizeof addr, "127.0.0.1:%d", h);
     const char *taken[] = {"--http-listen", addr, NULL};
     cr_assert_eq(rbh_launch(&b, taken), -1);
-    FILE *f = fopen(b.log, "r");
-    char log[4096] = "";
-    size_t got = f ? fread(log, 1, sizeof log - 1, f) : 0;
-    log[got] = '\0';
-    if (f)
-        fclose(f);
+    char *log = rbh_read_log(&b);
     cr_assert(strstr(log, "cannot listen for HTTP"), "log: %s", log);
+    free(log);
     const char *bad[] = {"--http-listen", "nonsense", NULL};
     cr_assert_eq(rbh_launch(&b, bad), -1);
     /* off: the protocol only */
