@@ -6,12 +6,15 @@
 
 // h('div', {class: 'x', onclick: f}, child, ...): builds an element; strings
 // become text nodes (never HTML), arrays are flattened, null is skipped.
+// A style is set through the CSSOM: the Content-Security-Policy refuses
+// inline style attributes.
 function h(tag, props, ...kids) {
   const el = document.createElement(tag);
   for (const [k, v] of Object.entries(props || {})) {
     if (v === null || v === undefined || v === false) continue;
     if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
     else if (k === 'class') el.className = v;
+    else if (k === 'style') el.style.cssText = v;
     else el.setAttribute(k, v === true ? '' : v);
   }
   const add = (c) => {

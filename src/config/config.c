@@ -53,6 +53,7 @@ void rb_config_release(rb_config *cfg)
     free(cfg->server.tls_key);
     free(cfg->server.http_tls_cert);
     free(cfg->server.http_tls_key);
+    rb_config_hosts_free(cfg->server.http_hosts);
     free(cfg->storage.url);
     rb_backoff_config_release(&cfg->backoff);
     if (cfg->has_retry_default)
@@ -170,7 +171,9 @@ static int load_section(rb_config *cfg, const rb_config_files *f, const rb_toml_
         rb_buf_printf(&full, "%s.%s", sec->key, kv->key);
         int idx = rb_config_key_index(rb_buf_str(&full));
         int rc = 0;
-        if (idx < 0) {
+        if (!strcmp(rb_buf_str(&full), "server.metrics_public")) {
+            /* an old name: check_metrics_auth reads it */
+        } else if (idx < 0) {
             rc = rb_config_fail(f, kv->val->origin, kv->line, rb_buf_str(&full), err, RB_EINVAL,
                                 "unknown key (did you mean '%s'?)",
                                 rb_config_nearest(rb_buf_str(&full), names, n));
@@ -216,6 +219,37 @@ static int check_tls(const rb_config *cfg, const rb_config_files *f, const rb_to
     return rc;
 }
 
+/* server.metrics_auth: server.metrics_public, its old name, still read
+ * (true: metrics_auth = false; false, which asked for the password where
+ * one is set: "auto"), but not beside it; and true needs a password. */
+static int check_metrics_auth(rb_config *cfg, const rb_config_files *f, const rb_toml_value *root,
+                              rb_err *err)
+{
+    const rb_toml_value *server = rb_toml_get(root, "server");
+    const rb_toml_kv *old = rb_toml_get_kv(server, "metrics_public");
+    const rb_toml_kv *kv = rb_toml_get_kv(server, "metrics_auth");
+    if (old) {
+        if (kv)
+            return rb_config_fail(f, old->val->origin, old->line, "server.metrics_public", err,
+                                  RB_EINVAL, "is the old name of 'server.metrics_auth': set only "
+                                  "that one");
+        if (old->val->type != RB_TOML_BOOL)
+            return rb_config_fail(f, old->val->origin, old->line, "server.metrics_public", err,
+                                  RB_EINVAL, "must be true or false (the old name of "
+                                  "'server.metrics_auth', which it sets to false for true)");
+        cfg->server.metrics_auth = old->val->u.b ? RB_CFG_OFF : RB_CFG_AUTO;
+        cfg->key_from[rb_config_key_index("server.metrics_auth")] =
+            (unsigned char)rb_config_from_value(old->val);
+        kv = old;
+    }
+    const char *pw = cfg->server.password;
+    if (cfg->server.metrics_auth == RB_CFG_ON && (!pw || !*pw))
+        return rb_config_fail(f, kv ? kv->val->origin : RB_ORIGIN_BASE, kv ? kv->line : 0,
+                              "server.metrics_auth", err, RB_EINVAL,
+                              "true needs 'server.password' (the password /metrics asks for)");
+    return 0;
+}
+
 static int apply(rb_config *cfg, const rb_config_files *f, const rb_toml_value *root, rb_err *err)
 {
     const char *const *secs = rb_config_sections;
@@ -251,6 +285,8 @@ static int apply(rb_config *cfg, const rb_config_files *f, const rb_toml_value *
             return rc;
     }
     int rc = check_tls(cfg, f, root, err);
+    if (rc == 0)
+        rc = check_metrics_auth(cfg, f, root, err);
     if (rc == 0 && retry)
         rc = rb_config_load_retry(cfg, f, retry, err); /* after [backoff]: policies use it */
     if (rc == 0 && cron)

@@ -24,6 +24,10 @@ typedef enum rb_config_from {
 /* Room for the schema's keys in rb_config.key_from (see config/schema.h). */
 #define RB_CONFIG_MAX_KEYS 32
 
+/* A setting that is on, off, or decided from others (config/schema.h's
+ * RB_CFG_SWITCH: true, false or "auto"). */
+enum { RB_CFG_AUTO = -1, RB_CFG_OFF = 0, RB_CFG_ON = 1 };
+
 typedef struct rb_named_policy {
     char *name; /* queue or job type; owned */
     rb_policy policy;
@@ -63,13 +67,16 @@ typedef struct rb_config {
         char *http_tls_cert;   /* NULL = tls_cert's (HTTPS when either is set) */
         char *http_tls_key;
         bool http_allow_plaintext_password; /* password over plain HTTP off loopback, default false */
+        char **http_hosts;     /* more names HTTP's Host may carry, NULL-terminated, lower
+                                  case; NULL or empty: none; "*": any (docs/http.md) */
         int64_t max_connections;   /* default 1024 */
         int64_t max_job_bytes;     /* largest job / command line, default 1 MiB */
         int64_t line_timeout_s;    /* half a command line, then silence: closed, default 10 */
         int64_t hello_timeout_s;   /* HELLO not done after connecting: closed, default 10 */
         int64_t reserve_for_s;     /* default reserve_for, 1800 */
         int64_t dead_retention_s;  /* default 180 days */
-        bool metrics_public;       /* /metrics without auth, default true */
+        int metrics_auth;          /* /metrics needs the password: RB_CFG_ON, RB_CFG_OFF, or
+                                      RB_CFG_AUTO (default): on when a password is set */
     } server;
     struct {
         char *url; /* SQLite path (default "./rebound.db") or postgres:// URL */
@@ -108,6 +115,10 @@ const rb_throttle *rb_config_throttle(const rb_config *cfg, const char *queue);
 json_t *rb_config_throttles_json(const rb_config *cfg);
 /* Frees cfg's throttles (rb_config_release). */
 void rb_config_throttles_release(rb_config *cfg);
+
+/* Frees a NULL-terminated list of strings such as server.http_hosts (NULL
+ * is a no-op). */
+void rb_config_hosts_free(char **list);
 
 /* Fills cfg with the built-in defaults (no file). Release with
  * rb_config_release(). */

@@ -3,10 +3,12 @@
  * printed by `rebound config check` and required in the docs and example. */
 #include "config/schema.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "common/buf.h"
 #include "config/toml_json.h"
@@ -39,6 +41,10 @@ const rb_config_key rb_config_schema[] = {
      OFF(server.http_allow_plaintext_password),
      "start even with a password, plain HTTP and an http_listen that is not loopback (basic auth "
      "then crosses the network in clear text)", false},
+    {"server.http_hosts", RB_CFG_HOSTS, "[]", 0, 0, 0, 0, OFF(server.http_hosts),
+     "more names the Host header of an HTTP request may carry besides the http_listen address, "
+     "localhost when it is loopback or every interface, and IP addresses; other names are "
+     "refused (421) against DNS rebinding; [\"*\"] turns the check off", false},
     {"server.max_connections", RB_CFG_INT, "1024", 1, 1000000, 0, 0, OFF(server.max_connections),
      "most client connections open at once; more are refused", false},
     {"server.max_job_bytes", RB_CFG_INT, "1048576", 1024, 1073741824, 0, 0,
@@ -53,8 +59,10 @@ const rb_config_key rb_config_schema[] = {
      "how long a fetched job stays reserved when it sets no reserve_for of its own", false},
     {"server.dead_retention", RB_CFG_DURATION, "\"180d\"", 3600, 3650 * (int64_t)DAY, 0, 0,
      OFF(server.dead_retention_s), "how long dead jobs are kept before they are deleted", false},
-    {"server.metrics_public", RB_CFG_BOOL, "true", 0, 0, 0, 0, OFF(server.metrics_public),
-     "serve /metrics without the password", false},
+    {"server.metrics_auth", RB_CFG_SWITCH, "\"auto\"", 0, 0, 0, 0, OFF(server.metrics_auth),
+     "whether /metrics asks for the password (HTTP basic auth, as Prometheus sends it); auto: "
+     "when one is set; true needs a password; false serves /metrics to anyone who can reach it "
+     "(replaces metrics_public: metrics_public = true is false)", false},
     {"workflows.succeeded_ttl", RB_CFG_DURATION, "\"1h\"", 1, 30 * DAY, 0, 0,
      OFF(workflows.succeeded_ttl_s),
      "how long an ACKed job of a workflow (with dependents or dependencies) is remembered, so "
@@ -168,6 +176,7 @@ void rb_config_key_rule(const rb_config_key *k, rb_buf *out)
         rb_buf_printf(out, "an integer from %lld to %lld", (long long)k->min, (long long)k->max);
         break;
     case RB_CFG_BOOL: rb_buf_adds(out, "true or false"); break;
+    case RB_CFG_SWITCH: rb_buf_adds(out, "true, false or \"auto\""); break;
     case RB_CFG_FLOAT: rb_buf_printf(out, "a number from %g to %g", k->fmin, k->fmax); break;
     case RB_CFG_DURATION:
         rb_buf_printf(out, "a duration from %s to %s (\"90s\", \"30m\", \"2h\", \"1d\", or seconds)",
@@ -180,6 +189,10 @@ void rb_config_key_rule(const rb_config_key *k, rb_buf *out)
     case RB_CFG_SECONDS_LIST:
         rb_buf_printf(out, "a non-empty array of numbers of seconds, each from %g to %g", k->fmin,
                       k->fmax);
+        break;
+    case RB_CFG_HOSTS:
+        rb_buf_adds(out, "an array of host names without port (\"rebound.example.com\", "
+                         "\"*.example.com\"; \"*\": any)");
         break;
     case RB_CFG_CHOICE:
         rb_buf_adds(out, "one of");
@@ -228,6 +241,18 @@ static int bad(const rb_config_key *k, const rb_toml_value *v, const char *extra
     return code;
 }
 
+/* bad() for array v whose element i, e, is not allowed. */
+static int bad_element(const rb_config_key *k, const rb_toml_value *v, size_t i,
+                       const rb_toml_value *e, rb_err *err)
+{
+    rb_buf what = RB_BUF_INIT;
+    rb_buf_printf(&what, "element %zu is ", i);
+    brief(e, &what);
+    int code = bad(k, v, rb_buf_str(&what), err);
+    rb_buf_release(&what);
+    return code;
+}
+
 static bool is_number(const rb_toml_value *v, double *out)
 {
     if (v->type == RB_TOML_INTEGER)
@@ -264,6 +289,46 @@ static bool valid_address(const char *s)
     return port <= 65535;
 }
 
+/* A host name (letters, digits, '-', '_', dots between labels), an IPv4
+ * address or an IPv6 one in brackets, perhaps after "*."; or "*" alone.
+ * No port, scheme or path. */
+static bool valid_host_pattern(const char *s)
+{
+    if (!strcmp(s, "*"))
+        return true;
+    if (!strncmp(s, "*.", 2))
+        s += 2;
+    size_t n = strlen(s);
+    if (n == 0 || n > 253)
+        return false;
+    if (s[0] == '[')
+        return n > 2 && s[n - 1] == ']' && strspn(s + 1, "0123456789abcdefABCDEF:.") == n - 2;
+    if (s[0] == '.' || s[n - 1] == '.' || strstr(s, ".."))
+        return false;
+    for (const char *c = s; *c; c++)
+        if (!isalnum((unsigned char)*c) && *c != '-' && *c != '_' && *c != '.')
+            return false;
+    return true;
+}
+
+void rb_config_hosts_free(char **list)
+{
+    for (size_t i = 0; list && list[i]; i++)
+        free(list[i]);
+    free(list);
+}
+
+bool rb_config_host_matches(const char *pattern, const char *name)
+{
+    if (!strcmp(pattern, "*"))
+        return true;
+    if (!strncmp(pattern, "*.", 2)) {
+        size_t lp = strlen(pattern + 1), ln = strlen(name); /* ".domain" */
+        return ln > lp && !strcasecmp(name + ln - lp, pattern + 1);
+    }
+    return !strcasecmp(pattern, name);
+}
+
 int rb_config_key_set(rb_config *cfg, const rb_config_key *k, const rb_toml_value *v, rb_err *err)
 {
     void *field = (char *)cfg + k->offset;
@@ -296,6 +361,14 @@ int rb_config_key_set(rb_config *cfg, const rb_config_key *k, const rb_toml_valu
         if (v->type != RB_TOML_BOOL)
             return bad(k, v, NULL, err);
         *(bool *)field = v->u.b;
+        return 0;
+    case RB_CFG_SWITCH:
+        if (v->type == RB_TOML_BOOL)
+            *(int *)field = v->u.b ? RB_CFG_ON : RB_CFG_OFF;
+        else if (v->type == RB_TOML_STRING && !strcmp(v->u.str.s, "auto") && v->u.str.len == 4)
+            *(int *)field = RB_CFG_AUTO;
+        else
+            return bad(k, v, NULL, err);
         return 0;
     case RB_CFG_FLOAT:
         if (!is_number(v, &x) || x < k->fmin || x > k->fmax)
@@ -337,18 +410,34 @@ int rb_config_key_set(rb_config *cfg, const rb_config_key *k, const rb_toml_valu
             const rb_toml_value *e = v->u.array.items[i];
             if (!is_number(e, &x) || x < k->fmin || x > k->fmax || !seconds_ms(x, &list[i])) {
                 free(list);
-                rb_buf what = RB_BUF_INIT;
-                rb_buf_printf(&what, "element %zu is ", i);
-                brief(e, &what);
-                bad(k, v, rb_buf_str(&what), err);
-                rb_buf_release(&what);
-                return err ? err->code : RB_EINVAL;
+                return bad_element(k, v, i, e, err);
             }
         }
         rb_backoff_config *b = &cfg->backoff;
         free(b->default_backoff_ms);
         b->default_backoff_ms = list;
         b->n_default_backoff = n;
+        return 0;
+    }
+    case RB_CFG_HOSTS: {
+        if (v->type != RB_TOML_ARRAY)
+            return bad(k, v, NULL, err);
+        size_t n = v->u.array.n;
+        char **list = rb_xcalloc(n + 1, sizeof *list);
+        for (size_t i = 0; i < n; i++) {
+            const rb_toml_value *e = v->u.array.items[i];
+            if (e->type != RB_TOML_STRING || strlen(e->u.str.s) != e->u.str.len ||
+                !valid_host_pattern(e->u.str.s)) {
+                rb_config_hosts_free(list);
+                return bad_element(k, v, i, e, err);
+            }
+            list[i] = rb_xstrdup(e->u.str.s);
+            for (char *c = list[i]; *c; c++)
+                *c = (char)tolower((unsigned char)*c);
+        }
+        char ***field_list = field;
+        rb_config_hosts_free(*field_list);
+        *field_list = list;
         return 0;
     }
     case RB_CFG_CHOICE:
@@ -389,6 +478,11 @@ void rb_config_key_format(const rb_config *cfg, const rb_config_key *k, rb_buf *
     }
     case RB_CFG_INT: rb_buf_printf(out, "%lld", (long long)*(const int64_t *)field); break;
     case RB_CFG_BOOL: rb_buf_adds(out, *(const bool *)field ? "true" : "false"); break;
+    case RB_CFG_SWITCH: {
+        int sw = *(const int *)field;
+        rb_buf_adds(out, sw == RB_CFG_AUTO ? "\"auto\"" : sw ? "true" : "false");
+        break;
+    }
     case RB_CFG_FLOAT: {
         char b[64];
         rb_toml_format_float(*(const double *)field, b, sizeof b);
@@ -411,6 +505,14 @@ void rb_config_key_format(const rb_config *cfg, const rb_config_key *k, rb_buf *
         rb_buf_addc(out, ']');
         break;
     case RB_CFG_CHOICE: rb_buf_printf(out, "\"%s\"", rb_config_choices(k)[*(const int *)field]); break;
+    case RB_CFG_HOSTS: {
+        char *const *list = *(char **const *)field;
+        rb_buf_addc(out, '[');
+        for (size_t i = 0; list && list[i]; i++)
+            rb_buf_printf(out, "%s\"%s\"", i ? ", " : "", list[i]); /* no quote or backslash */
+        rb_buf_addc(out, ']');
+        break;
+    }
     }
 }
 
@@ -427,6 +529,9 @@ json_t *rb_config_key_json(const rb_config *cfg, const rb_config_key *k)
     }
     case RB_CFG_INT: return json_integer(*(const int64_t *)field);
     case RB_CFG_BOOL: return json_boolean(*(const bool *)field);
+    case RB_CFG_SWITCH:
+        return *(const int *)field == RB_CFG_AUTO ? json_string("auto")
+                                                  : json_boolean(*(const int *)field);
     case RB_CFG_FLOAT: return json_real(*(const double *)field);
     case RB_CFG_DURATION:
         return json_string(rb_duration_format(*(const int64_t *)field * 1000, d, sizeof d));
@@ -438,6 +543,12 @@ json_t *rb_config_key_json(const rb_config *cfg, const rb_config_key *k)
         return a;
     }
     case RB_CFG_CHOICE: return json_string(rb_config_choices(k)[*(const int *)field]);
+    case RB_CFG_HOSTS: {
+        json_t *a = json_array();
+        for (char *const *list = *(char **const *)field; list && *list; list++)
+            json_array_append_new(a, json_string(*list));
+        return a;
+    }
     }
     return json_null();
 }

@@ -26,6 +26,9 @@ typedef enum rb_config_kind {
     RB_CFG_SECONDS,      /* int64_t ms; a number of seconds in [fmin, fmax] */
     RB_CFG_SECONDS_LIST, /* rb_backoff_config's list; numbers of seconds in [fmin, fmax] */
     RB_CFG_CHOICE,       /* int, the index of one of its strings (rb_config_choices) */
+    RB_CFG_HOSTS,        /* char **, NULL-terminated, lower case: host names, "*.domain"
+                            or "*" (rb_config_host_matches) */
+    RB_CFG_SWITCH,       /* int, RB_CFG_AUTO, RB_CFG_OFF or RB_CFG_ON: true, false or "auto" */
 } rb_config_kind;
 
 typedef struct rb_config_key {
@@ -49,6 +52,11 @@ extern const char *const rb_config_sections[];
 /* An RB_CFG_CHOICE key's allowed strings, NULL-terminated, in the order
  * of the values stored (NULL for another kind). */
 const char *const *rb_config_choices(const rb_config_key *k);
+
+/* True when name (a host name or IP literal without port, any case) is
+ * one that pattern (an RB_CFG_HOSTS entry) allows: "*" any, "*.domain" a
+ * name ending in ".domain", else the same name. */
+bool rb_config_host_matches(const char *pattern, const char *name);
 
 /* Index of name ("server.listen") in the schema, or -1. */
 int rb_config_key_index(const char *name);

@@ -114,7 +114,8 @@ static void api(rb_http *h, struct evhttp_request *req, const char *path)
     }
     if (hit) {
         rb_http_req r = {h, req, seg, nseg};
-        hit->fn(&r);
+        if (hit->method != EVHTTP_REQ_POST || rb_http_json_body(req))
+            hit->fn(&r);
     } else if (path_known) {
         evhttp_add_header(evhttp_request_get_output_headers(req), "Allow",
                           m == EVHTTP_REQ_GET ? "POST" : "GET");
@@ -284,7 +285,11 @@ static void on_request(struct evhttp_request *req, void *arg)
     if (!path || !*path)
         path = "/";
     bool is_metrics = !strcmp(path, "/metrics");
-    if (!(is_metrics && h->srv->cfg.server.metrics_public) && !authorized(h, req)) {
+    if (!rb_http_host_allowed(h, req) || !rb_http_same_origin(req))
+        return;
+    /* metrics_auth "auto" asks as the dashboard does: when a password is set */
+    bool open = is_metrics && h->srv->cfg.server.metrics_auth == RB_CFG_OFF;
+    if (!open && !authorized(h, req)) {
         evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate",
                           "Basic realm=\"Rebound\", charset=\"UTF-8\"");
         rb_http_reply_error(req, 401, "password required (HTTP basic auth, any user name)");
@@ -397,6 +402,14 @@ static bool is_loopback(const struct sockaddr *sa)
     return IN6_IS_ADDR_LOOPBACK(a) || (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
 }
 
+static bool is_wildcard(const struct sockaddr *sa)
+{
+    if (sa->sa_family == AF_INET)
+        return ((const struct sockaddr_in *)sa)->sin_addr.s_addr == htonl(INADDR_ANY);
+    return sa->sa_family == AF_INET6 &&
+           IN6_IS_ADDR_UNSPECIFIED(&((const struct sockaddr_in6 *)sa)->sin6_addr);
+}
+
 /* 1 when every address host resolves to (resolved as evhttp does to bind)
  * is a loopback one, 0 when one is not, a negative code with err set when
  * it does not resolve. */
@@ -467,6 +480,8 @@ static int bind_http(rb_http *h, const char *addr, const char *port_file, rb_err
     getsockname(evhttp_bound_socket_get_fd(bs), (struct sockaddr *)&ss, &len);
     int bound = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
                                                : ((struct sockaddr_in *)&ss)->sin_port);
+    rb_http_hosts_init(h, addr, is_loopback((struct sockaddr *)&ss) ||
+                                    is_wildcard((struct sockaddr *)&ss));
     if (port_file && write_port_file(port_file, bound, err))
         return err ? err->code : RB_EIO;
     rb_log(RB_LOG_INFO, "dashboard and API on %s://%s (port %d)",
@@ -519,5 +534,6 @@ void rb_http_free(rb_http *h)
     evhttp_free(h->eh);
     if (h->srv->http == h)
         h->srv->http = NULL;
+    free(h->listen_name);
     free(h);
 }

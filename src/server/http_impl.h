@@ -1,5 +1,6 @@
 /* What the HTTP files share (http.c: listener, routing, auth, static files,
- * /metrics; http_api.c: read endpoints; http_enterprise.c: cron, throttles
+ * /metrics; http_guard.c: the refusals of foreign Host names, cross-origin
+ * requests and bodies that are not JSON, and the security headers; http_api.c: read endpoints; http_enterprise.c: cron, throttles
  * and the other Enterprise views; http_actions.c: actions, answered
  * after their commit; http_json.c: replies, request parsing and job-engine
  * ops). Every endpoint has one handler for both modes, through the job
@@ -23,6 +24,10 @@ struct rb_http {
     rb_srv *srv;
     struct evhttp *eh;
     struct event *tick; /* once a second: throughput sample */
+    /* The names a request's Host may carry besides [server] http_hosts
+     * and IP addresses (rb_http_host_allowed), set once listening: */
+    char *listen_name; /* the listen address's host name, NULL: an IP or none; owned */
+    bool local;        /* it listens on loopback or every interface: "localhost" too */
 };
 
 /* A request being handled: the path split into decoded segments after
@@ -35,6 +40,34 @@ typedef struct rb_http_req {
 } rb_http_req;
 
 typedef void (*rb_http_handler)(rb_http_req *r);
+
+/* --- http_guard.c: refusals before any handler (docs/http.md, "Security") --- */
+/* Adds the headers every reply carries: Content-Security-Policy (scripts,
+ * styles and requests from this server only; frame-ancestors 'none'),
+ * X-Frame-Options: DENY, Referrer-Policy: no-referrer,
+ * X-Content-Type-Options: nosniff and Cross-Origin-Resource-Policy:
+ * same-origin. */
+void rb_http_security_headers(struct evkeyvalq *out);
+/* Sets h->listen_name from addr ("HOST:PORT", "[V6]:PORT", ":PORT") and
+ * h->local; local: the bound socket is a loopback or wildcard address. */
+void rb_http_hosts_init(rb_http *h, const char *addr, bool local);
+/* False after answering 421 when req's Host header names a host this
+ * server does not answer to: not an IP address, not the listen address's
+ * name, not localhost while listening on loopback or every interface, and
+ * matching no [server] http_hosts entry (["*"]: every Host passes). A
+ * request without Host (HTTP/1.0) passes. Against DNS rebinding: a page
+ * whose name resolves to this server sends its own name as Host. */
+bool rb_http_host_allowed(rb_http *h, struct evhttp_request *req);
+/* False after answering 403 when req is a state-changing request (any
+ * method but GET, HEAD and OPTIONS) a browser sent from another origin:
+ * its Sec-Fetch-Site is neither same-origin nor none, or, without
+ * Sec-Fetch-Site, its Origin is not http(s)://HOST of its own Host
+ * header. A request with neither header (curl, scripts) passes. */
+bool rb_http_same_origin(struct evhttp_request *req);
+/* False after answering 415 when req has a body or a Content-Type and it
+ * is not application/json (parameters such as charset allowed): no form
+ * or text body reaches an action. A request with neither passes. */
+bool rb_http_json_body(struct evhttp_request *req);
 
 /* --- http_json.c --- */
 /* Sends v (taken over) as the JSON reply with the given status. */

@@ -19,7 +19,7 @@ void rb_http_reply_raw(struct evhttp_request *req, int status, const char *type,
     struct evkeyvalq *hdr = evhttp_request_get_output_headers(req);
     evhttp_add_header(hdr, "Content-Type", type);
     evhttp_add_header(hdr, "Cache-Control", "no-store");
-    evhttp_add_header(hdr, "X-Content-Type-Options", "nosniff");
+    rb_http_security_headers(hdr);
     if (evhttp_request_get_command(req) == EVHTTP_REQ_HEAD) {
         /* evhttp would send a body after the headers: say its length only */
         char n[32];

@@ -6,13 +6,18 @@
 // page's attempt timeline stays legible (no label overlaps another or
 // leaves the chart) for 1 to 120 attempts however close in time; the Cron
 // and Throttles pages and a unique job's lock show the server's data
-// (issue 16). Screenshots
-// go to $REBOUND_SCREENSHOTS. Run by tests/scripts/browser.sh, which starts
-// the server and sets REBOUND_HTTP_URL and REBOUND_PORT.
+// (issue 16); a page on another origin, served here, tries a form post and
+// no-cors fetches against the dashboard (cross-site, then same-site) and
+// fails, cannot frame it, and a name resolving to the server is refused;
+// the dashboard raises no Content-Security-Policy violation (issue 26).
+// Screenshots go to $REBOUND_SCREENSHOTS. Run by tests/scripts/browser.sh,
+// which starts the server and sets REBOUND_HTTP_URL, REBOUND_PORT and
+// REBOUND_LOG (the server's log).
 'use strict';
 const {test, before, after} = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
+const http = require('node:http');
 const os = require('node:os');
 const path = require('node:path');
 const {chromium} = require('playwright-core');
@@ -27,6 +32,10 @@ assert.ok(BASE && PORT, 'REBOUND_HTTP_URL and REBOUND_PORT must be set (tests/sc
 let ctx, page, client, userDir;
 const outside = []; // requests that tried to leave the server
 const pageErrors = []; // uncaught errors in the page's scripts
+const cspViolations = []; // Content-Security-Policy reports in the dashboard's page
+const allowed = [BASE, 'data:']; // where requests may go (the attack test adds its origins)
+// a name the browser resolves to the server, as after DNS rebinding
+const REBOUND_NAME = 'rebound-rebind.test';
 
 async function apiGet(p) {
   const r = await fetch(BASE + '/api/' + p);
@@ -99,18 +108,26 @@ before(async () => {
     headless: true,
     viewport: {width: 1280, height: 820},
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      '--disable-background-networking', '--disable-component-update', '--disable-sync',
+      `--host-resolver-rules=MAP ${REBOUND_NAME} 127.0.0.1`],
   });
   // nothing may come from anywhere but the server (no CDN, no internet)
   await ctx.route('**/*', (route) => {
     const u = route.request().url();
-    if (u.startsWith(BASE) || u.startsWith('data:')) return route.continue();
+    if (allowed.some((a) => u.startsWith(a))) return route.continue();
     outside.push(u);
     return route.abort();
   });
   page = ctx.pages()[0] || await ctx.newPage();
   page.on('dialog', (d) => d.accept());
   page.on('pageerror', (e) => pageErrors.push(String(e)));
+  // every Content-Security-Policy violation in the dashboard's page: the
+  // browser's own console message and the page's report event
+  await page.addInitScript(() => document.addEventListener('securitypolicyviolation', (e) =>
+    console.error(`CSP violation: ${e.violatedDirective} blocked ${e.blockedURI || 'inline'} at ${e.sourceFile}:${e.lineNumber}`)));
+  page.on('console', (m) => {
+    if (/Content Security Policy|CSP violation/.test(m.text())) cspViolations.push(m.text());
+  });
 });
 
 after(async () => {
@@ -796,7 +813,137 @@ test('the job page shows a unique job\'s lock and expiry; the overview counts ex
   await shot('overview-enterprise');
 });
 
+// --- another origin against the dashboard (issue 26) -----------------------
+
+// A page another site serves to the operator: a form post and a text/plain
+// form (each into a hidden frame), two no-cors fetches with credentials,
+// and the dashboard in a frame (to overlay it and trick a click).
+function attackPage(target) {
+  return `<!doctype html><title>attack</title>
+<iframe name="sink1"></iframe><iframe name="sink2"></iframe>
+<iframe id="framed" src="${target}/"></iframe>
+<form id="f1" method="POST" action="${target}/api/queues/mail/pause" target="sink1"><input name="a" value="b"></form>
+<form id="f2" method="POST" enctype="text/plain" action="${target}/api/jobs/discard" target="sink2"><input name='{"state":"dead","all":true,"x":"' value='"}'></form>
+<script>
+document.getElementById('framed').onload = () => { document.title += ' framed-loaded'; };
+document.getElementById('f1').submit();
+document.getElementById('f2').submit();
+const post = (path, body) => fetch('${target}' + path, {method: 'POST', mode: 'no-cors', credentials: 'include', headers: {'Content-Type': 'text/plain'}, body}).catch(() => {});
+post('/api/workers/quiet', '{}');
+post('/api/jobs/discard', JSON.stringify({state: 'dead', all: true}));
+</script>`;
+}
+
+function serverLog() { return fs.readFileSync(process.env.REBOUND_LOG, 'utf8'); }
+
+// Opens the attack page at pageUrl against the dashboard at target. Returns
+// the POSTs the browser sent there (paths, sorted) once each is over, the
+// statuses the page's frames got back (the fetches' opaque answers are
+// also refused by Cross-Origin-Resource-Policy, so they show as failed),
+// the server's log lines of that time, and whether the dashboard showed
+// in the page's frame.
+async function attackFrom(pageUrl, target) {
+  const attack = await ctx.newPage();
+  const sent = [], over = [], statuses = [];
+  const ours = (q) => q.method() === 'POST' && q.url().startsWith(target + '/api/');
+  attack.on('request', (q) => { if (ours(q)) sent.push(new URL(q.url()).pathname); });
+  attack.on('requestfinished', (q) => { if (ours(q)) over.push(q.url()); });
+  attack.on('requestfailed', (q) => { if (ours(q)) over.push(q.url()); });
+  attack.on('response', (r) => { if (ours(r.request())) statuses.push(r.status()); });
+  const from = serverLog().length;
+  await attack.goto(pageUrl);
+  await until('the four attacks sent and over', async () => sent.length >= 4 && over.length >= sent.length);
+  await until('the framed dashboard to load or fail', async () => /framed-loaded/.test(await attack.title()));
+  const framed = await (await attack.$('#framed')).contentFrame();
+  const dashboardInFrame = framed ? await framed.$('#main').catch(() => null) : null;
+  await attack.close();
+  return {sent: sent.sort(), statuses, log: serverLog().slice(from), framed: !!dashboardInFrame};
+}
+
+// Checks an attack run: the four POSTs sent, every answer the page could
+// see 403, and the server's log naming each refusal with the
+// Sec-Fetch-Site the browser sent.
+function assertRefused(r, site) {
+  assert.deepEqual(r.sent, ['/api/jobs/discard', '/api/jobs/discard', '/api/queues/mail/pause', '/api/workers/quiet']);
+  assert.ok(r.statuses.length >= 2 && r.statuses.every((st) => st === 403), `statuses ${r.statuses}`);
+  const refusals = r.log.split('\n').filter((l) => l.includes('refused a cross-origin POST /api/'));
+  assert.deepEqual(refusals.map((l) => l.replace(/^.*refused a cross-origin POST /, '')).sort(),
+    ['/api/jobs/discard', '/api/jobs/discard', '/api/queues/mail/pause', '/api/workers/quiet'].map((p) => `${p}: Sec-Fetch-Site '${site}'`),
+    r.log);
+  assert.equal(r.framed, false, 'the dashboard showed in another origin\'s frame');
+}
+
+test('a page on another origin cannot act through the dashboard, frame it, or read it by name', async () => {
+  // the state the attack aims at: dead jobs, an active queue, a worker
+  await client.push({jid: 'dead-csrf-01', jobtype: 'ChargeCard', args: [], queue: 'csrf', retry: -1});
+  const job = await until('the job to fetch', () => client.fetch('csrf'));
+  assert.equal(job.jid, 'dead-csrf-01');
+  await client.fail(job.jid, 'PaymentDeclined', 'card declined');
+  const dead = (await apiGet('jobs?state=dead')).total;
+  assert.ok(dead >= 1);
+  const victim = await Client.connect(PORT, 'victim-worker');
+  const unchanged = async () => {
+    assert.equal((await apiGet('jobs?state=dead')).total, dead, 'the dead jobs were discarded');
+    assert.equal((await apiGet('queues')).queues.find((x) => x.name === 'mail').paused, false, 'mail was paused');
+    const w = (await apiGet('workers')).workers.find((x) => x.wid === 'victim-worker');
+    assert.equal(w.signal, 'none', 'the worker was told to ' + w.signal);
+  };
+  // the attacker's server: one page, on a port of its own
+  const evil = http.createServer((req, res) => {
+    const target = new URL(req.url, 'http://x').searchParams.get('target');
+    res.writeHead(200, {'Content-Type': 'text/html'});
+    res.end(attackPage(target));
+  });
+  try {
+    await unchanged();
+    await new Promise((r) => evil.listen(0, '127.0.0.1', r));
+    const other = evil.address().port;
+    allowed.push(`http://localhost:${other}/`, `http://127.0.0.1:${other}/`, `http://${REBOUND_NAME}:`);
+    // cross-site: a page on localhost:OTHER against 127.0.0.1:PORT
+    assertRefused(await attackFrom(`http://localhost:${other}/attack.html?target=${encodeURIComponent(BASE)}`, BASE), 'cross-site');
+    await unchanged();
+    // same-site, another origin: a page on 127.0.0.1:OTHER
+    assertRefused(await attackFrom(`http://127.0.0.1:${other}/attack.html?target=${encodeURIComponent(BASE)}`, BASE), 'same-site');
+    await unchanged();
+    // DNS rebinding: a name the attacker points at the server is refused
+    const rebound = await ctx.newPage();
+    const resp = await rebound.goto(`http://${REBOUND_NAME}:${new URL(BASE).port}/api/info`);
+    assert.equal(resp.status(), 421);
+    assert.doesNotMatch(await resp.text(), /"server"/);
+    await rebound.close();
+  } finally {
+    evil.close();
+    victim.close();
+  }
+  // and the dashboard's own actions still work: pause and resume from its page
+  await page.goto(BASE + '/#/queues');
+  await page.click('tr[data-queue=mail] [data-testid=pause]');
+  await page.waitForSelector('tr[data-queue=mail] [data-testid=resume]');
+  assert.equal((await apiGet('queues')).queues.find((x) => x.name === 'mail').paused, true);
+  await page.click('tr[data-queue=mail] [data-testid=resume]');
+  await page.waitForSelector('tr[data-queue=mail] [data-testid=pause]');
+  assert.equal((await apiGet('queues')).queues.find((x) => x.name === 'mail').paused, false);
+});
+
 test('the dashboard loads nothing from outside the server and raises no script error', async () => {
   assert.deepEqual(outside, []);
   assert.deepEqual(pageErrors, []);
+});
+
+test('the dashboard ran under its Content-Security-Policy without a violation', async () => {
+  assert.deepEqual(cspViolations, []);
+  // the policy is in force, and a violation would have been seen: an inline
+  // style attribute and an inline script are refused
+  await page.goto(BASE + '/');
+  await page.waitForSelector('[data-testid=card-dead] .n');
+  const ran = await page.evaluate(() => {
+    document.body.setAttribute('style', 'outline: 1px solid red');
+    const sc = document.createElement('script');
+    sc.textContent = 'window.__inlineRan = true;';
+    document.body.append(sc);
+    return window.__inlineRan === true;
+  });
+  assert.equal(ran, false, 'an inline script ran');
+  await until('the violations reported', async () => cspViolations.some((v) => /style-src/.test(v)) && cspViolations.some((v) => /script-src/.test(v)));
+  cspViolations.length = 0;
 });

@@ -76,7 +76,8 @@ start_server() { # $1: database name
   done
   REBOUND_PORT=$(cat "$dir/port")
   REBOUND_HTTP_URL="http://127.0.0.1:$(cat "$dir/http-port")"
-  export REBOUND_PORT REBOUND_HTTP_URL
+  REBOUND_LOG="$dir/log"
+  export REBOUND_PORT REBOUND_HTTP_URL REBOUND_LOG
 }
 
 stop_server() {

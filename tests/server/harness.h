@@ -48,6 +48,7 @@
 #include <sys/wait.h>
 
 #include <jansson.h>
+#include <openssl/evp.h>
 
 #ifdef RBH_PG
 #include <criterion/criterion.h>
@@ -450,15 +451,44 @@ static inline void rbh_close(rbh_conn *c)
     }
 }
 
-/* Connects, reads the greeting and says HELLO (with wid when non-NULL, no
- * password). NULL when any step fails. */
-static inline rbh_conn *rbh_connect(const rbh_server *s, const char *wid)
+/* Faktory's HELLO pwdhash: SHA-256 of password then salt, hashed iters
+ * times in all, as 64 hex digits (and a NUL) in out. */
+static inline void rbh_pwdhash(const char *pw, const char *salt, long iters, char out[65])
+{
+    unsigned char h[32];
+    unsigned int n;
+    size_t lp = strlen(pw), ls = strlen(salt);
+    char *buf = malloc(lp + ls + 1);
+    memcpy(buf, pw, lp);
+    memcpy(buf + lp, salt, ls + 1);
+    EVP_Digest(buf, lp + ls, h, &n, EVP_sha256(), NULL);
+    free(buf);
+    for (long i = 1; i < iters; i++)
+        EVP_Digest(h, 32, h, &n, EVP_sha256(), NULL);
+    for (int i = 0; i < 32; i++)
+        sprintf(out + 2 * i, "%02x", h[i]);
+}
+
+/* Connects, reads the greeting and says HELLO (with wid when non-NULL, and
+ * the pwdhash of password when the greeting asks for one). NULL when any
+ * step fails. */
+static inline rbh_conn *rbh_connect_pw(const rbh_server *s, const char *wid, const char *password)
 {
     rbh_conn *c = rbh_connect_raw(s);
     if (!c)
         return NULL;
-    char *r = wid ? rbh_cmd(c, "HELLO {\"v\":2,\"wid\":\"%s\",\"hostname\":\"test\",\"pid\":1}", wid)
-                  : rbh_cmd(c, "HELLO {\"v\":2}");
+    char pw[80] = "";
+    json_t *hi = json_loads(c->greeting + 4, 0, NULL); /* "+HI {...}" */
+    const char *salt = json_string_value(json_object_get(hi, "s"));
+    if (password && salt) {
+        char h[65];
+        rbh_pwdhash(password, salt, (long)json_integer_value(json_object_get(hi, "i")), h);
+        snprintf(pw, sizeof pw, ",\"pwdhash\":\"%s\"", h);
+    }
+    json_decref(hi);
+    char *r = wid ? rbh_cmd(c, "HELLO {\"v\":2,\"wid\":\"%s\",\"hostname\":\"test\",\"pid\":1%s}",
+                            wid, pw)
+                  : rbh_cmd(c, "HELLO {\"v\":2%s}", pw);
     bool ok = r && !strcmp(r, "+OK");
     free(r);
     if (!ok) {
@@ -466,6 +496,13 @@ static inline rbh_conn *rbh_connect(const rbh_server *s, const char *wid)
         return NULL;
     }
     return c;
+}
+
+/* Connects, reads the greeting and says HELLO (with wid when non-NULL, no
+ * password). NULL when any step fails. */
+static inline rbh_conn *rbh_connect(const rbh_server *s, const char *wid)
+{
+    return rbh_connect_pw(s, wid, NULL);
 }
 
 /* True when the server has closed c (reads EOF within 5 s). */

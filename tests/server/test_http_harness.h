@@ -60,8 +60,21 @@ static inline int rbh_relaunch_http(rbh_server *s, int *http_port)
     return ok ? 0 : -1;
 }
 
+/* True when headers (complete lines ending in CRLF, or NULL) hold the
+ * header name (case-insensitive). */
+static inline bool rbh_has_header(const char *headers, const char *name)
+{
+    size_t nl = strlen(name);
+    for (const char *p = headers; p && *p; p = strstr(p, "\r\n") ? strstr(p, "\r\n") + 2 : NULL)
+        if (!strncasecmp(p, name, nl) && p[nl] == ':')
+            return true;
+    return false;
+}
+
 /* Sends one request (body may be NULL; extra_headers are complete lines
- * ending in CRLF, or NULL) and reads the whole reply. NULL when the
+ * ending in CRLF, or NULL) and reads the whole reply. As curl does, it
+ * sends "Host: 127.0.0.1:PORT", and with a body "Content-Type:
+ * application/json", unless extra_headers name their own. NULL when the
  * connection fails. */
 static inline rbh_resp *rbh_http(int port, const char *method, const char *path,
                                  const char *body, const char *extra_headers)
@@ -76,10 +89,16 @@ static inline rbh_resp *rbh_http(int port, const char *method, const char *path,
     }
     char *req = NULL;
     size_t blen = body ? strlen(body) : 0;
+    char host[64] = "", type[64] = "";
+    if (!rbh_has_header(extra_headers, "Host"))
+        snprintf(host, sizeof host, "Host: 127.0.0.1:%d\r\n", port);
+    if (body && !rbh_has_header(extra_headers, "Content-Type"))
+        snprintf(type, sizeof type, "Content-Type: application/json\r\n");
     int n = asprintf(&req,
-                     "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n%s"
+                     "%s %s HTTP/1.1\r\n%s%sConnection: close\r\n%s"
                      "Content-Length: %zu\r\n\r\n%s",
-                     method, path, extra_headers ? extra_headers : "", blen, body ? body : "");
+                     method, path, host, type, extra_headers ? extra_headers : "", blen,
+                     body ? body : "");
     bool sent = n > 0 && send(fd, req, (size_t)n, MSG_NOSIGNAL) == n;
     free(req);
     size_t cap = 65536, len = 0;
@@ -111,6 +130,19 @@ static inline rbh_resp *rbh_http(int port, const char *method, const char *path,
     resp->json = json_loads(resp->body, JSON_DECODE_ANY, NULL);
     free(buf);
     return resp;
+}
+
+/* The server's log so far, up to 64 KiB (caller frees). */
+static inline char *rbh_read_log(const rbh_server *s)
+{
+    char *log = calloc(1, 65536);
+    FILE *f = fopen(s->log, "r");
+    if (f) {
+        size_t n = fread(log, 1, 65535, f);
+        log[n] = '\0';
+        fclose(f);
+    }
+    return log;
 }
 
 /* The value of header name (case-insensitive) in r (caller frees), or NULL. */

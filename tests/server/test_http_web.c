@@ -1,6 +1,7 @@
 /* The HTTP side beyond the API: the embedded dashboard files, /metrics in
- * Prometheus format, basic auth with [server] password (and metrics_public),
- * and the HTTP listener's options and errors. */
+ * Prometheus format, basic auth with [server] password (/metrics too, and
+ * metrics_public, metrics_auth's old name), and the HTTP listener's
+ * options and errors. */
 #include <criterion/criterion.h>
 
 #include "test_http_harness.h"
@@ -177,24 +178,29 @@ Test(http_web, password_protects_api_and_dashboard)
     rbh_resp *r = rbh_http(h, "POST", "/api/queues/default/pause", NULL, NULL);
     cr_assert_eq(r->status, 401);
     rbh_resp_free(r);
-    /* metrics_public (the default): /metrics needs no password */
+    /* metrics_auth "auto" (the default): /metrics asks for it too */
     r = get(h, "/metrics", NULL);
-    cr_assert_eq(r->status, 200);
-    rbh_resp_free(r);
-    stop_clean(&s);
-}
-
-Test(http_web, metrics_can_require_the_password)
-{
-    rbh_server s;
-    int h;
-    cr_assert_eq(rbh_start_http(&s, "[server]\npassword = \"s3cret\"\nmetrics_public = false\n", &h), 0);
-    rbh_resp *r = get(h, "/metrics", NULL);
     cr_assert_eq(r->status, 401);
     rbh_resp_free(r);
     r = get(h, "/metrics", auth_ok);
     cr_assert_eq(r->status, 200);
     cr_assert(strstr(r->body, "rebound_jobs{state=\"dead\"} 0"));
+    rbh_resp_free(r);
+    stop_clean(&s);
+}
+
+/* metrics_public, metrics_auth's old name: true still opens /metrics */
+Test(http_web, metrics_public_true_still_opens_metrics)
+{
+    rbh_server s;
+    int h;
+    cr_assert_eq(rbh_start_http(&s, "[server]\npassword = \"s3cret\"\nmetrics_public = true\n", &h), 0);
+    rbh_resp *r = get(h, "/metrics", NULL);
+    cr_assert_eq(r->status, 200);
+    cr_assert(strstr(r->body, "rebound_jobs{state=\"dead\"} 0"));
+    rbh_resp_free(r);
+    r = get(h, "/api/info", NULL);
+    cr_assert_eq(r->status, 401);
     rbh_resp_free(r);
     stop_clean(&s);
 }
@@ -230,13 +236,9 @@ Test(http_web, listen_options_and_errors)
     snprintf(addr, sizeof addr, "127.0.0.1:%d", h);
     const char *taken[] = {"--http-listen", addr, NULL};
     cr_assert_eq(rbh_launch(&b, taken), -1);
-    FILE *f = fopen(b.log, "r");
-    char log[4096] = "";
-    size_t got = f ? fread(log, 1, sizeof log - 1, f) : 0;
-    log[got] = '\0';
-    if (f)
-        fclose(f);
+    char *log = rbh_read_log(&b);
     cr_assert(strstr(log, "cannot listen for HTTP"), "log: %s", log);
+    free(log);
     const char *bad[] = {"--http-listen", "nonsense", NULL};
     cr_assert_eq(rbh_launch(&b, bad), -1);
     /* off: the protocol only */

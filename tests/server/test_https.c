@@ -203,7 +203,8 @@ SERVER_TEST(the_api_and_dashboard_are_https_with_the_work_certificate)
     r = https_expect(200, cert, "/", auth);
     cr_assert(strstr(r->text, "<html"), "%s", r->text);
     https_reply_free(r);
-    r = https_expect(200, cert, "/metrics", ""); /* metrics_public */
+    https_reply_free(https_expect(401, cert, "/metrics", "")); /* metrics_auth "auto" */
+    r = https_expect(200, cert, "/metrics", auth);
     cr_assert(strstr(r->text, "rebound_"), "%s", r->text);
     https_reply_free(r);
     char *log = read_log(), want[120];

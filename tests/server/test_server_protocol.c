@@ -3,7 +3,6 @@
  * and WORKERS, END, and the graceful shutdown. */
 #include <criterion/criterion.h>
 
-#include <openssl/evp.h>
 
 #include "harness.h"
 
@@ -180,20 +179,6 @@ SERVER_TEST(too_long_line_is_an_error_and_closes)
     rbh_close(c);
 }
 
-static void pwdhash(const char *pw, const char *salt, long iters, char out[65])
-{
-    unsigned char h[32];
-    unsigned int n;
-    char *buf;
-    cr_assert(asprintf(&buf, "%s%s", pw, salt) > 0);
-    EVP_Digest(buf, strlen(buf), h, &n, EVP_sha256(), NULL);
-    free(buf);
-    for (long i = 1; i < iters; i++)
-        EVP_Digest(h, 32, h, &n, EVP_sha256(), NULL);
-    for (int i = 0; i < 32; i++)
-        sprintf(out + 2 * i, "%02x", h[i]);
-}
-
 SERVER_TEST(password_authentication)
 {
     cr_assert_eq(rbh_stop(&S), 0);
@@ -205,7 +190,7 @@ SERVER_TEST(password_authentication)
     const char *salt = json_string_value(json_object_get(hi, "s"));
     cr_assert(iters >= 1 && salt, "greeting %s", c->greeting);
     char h[65];
-    pwdhash("s3cret", salt, iters, h);
+    rbh_pwdhash("s3cret", salt, iters, h);
     cr_assert(rbh_expect(c, "+OK", "HELLO {\"v\":2,\"pwdhash\":\"%s\"}", h));
     rbh_close(c);
     json_decref(hi);

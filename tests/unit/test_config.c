@@ -63,13 +63,14 @@ Test(config, defaults_come_from_the_schema)
     cr_assert_null(cfg.server.http_tls_cert);
     cr_assert_null(cfg.server.http_tls_key);
     cr_assert_not(cfg.server.http_allow_plaintext_password);
+    cr_assert(!cfg.server.http_hosts || !cfg.server.http_hosts[0], "no http_hosts");
     cr_assert_eq(cfg.server.max_connections, 1024);
     cr_assert_eq(cfg.server.max_job_bytes, 1 << 20);
     cr_assert_eq(cfg.server.reserve_for_s, 1800);
     cr_assert_eq(cfg.server.line_timeout_s, 10);
     cr_assert_eq(cfg.server.hello_timeout_s, 10);
     cr_assert_eq(cfg.server.dead_retention_s, 180 * 86400);
-    cr_assert(cfg.server.metrics_public);
+    cr_assert_eq(cfg.server.metrics_auth, RB_CFG_AUTO);
     cr_assert_str_eq(cfg.storage.url, "./rebound.db");
     cr_assert_eq(cfg.log.level, 1, "info");
     cr_assert_eq(cfg.log.format, 0, "text");
@@ -108,13 +109,15 @@ Test(config, every_key_is_read_from_a_file, .init = in_tmpdir)
                   "http_tls_cert = \"hc.pem\"\n"
                   "http_tls_key = \"hk.pem\"\n"
                   "http_allow_plaintext_password = true\n"
+                  "http_hosts = [\"Rebound.Example.com\", \"*.corp.example\", \"[::1]\", "
+                  "\"10.0.0.5\", \"*\"]\n"
                   "max_connections = 10\n"
                   "max_job_bytes = 2048\n"
                   "reserve_for = 3600\n"
                   "line_timeout = \"2m\"\n"
                   "hello_timeout = 3\n"
                   "dead_retention = \"7d\"\n"
-                  "metrics_public = false\n"
+                  "metrics_auth = true\n"
                   "[storage]\n"
                   "url = \"postgres://u@h/db\"\n"
                   "prefetch = true\n"
@@ -140,6 +143,10 @@ Test(config, every_key_is_read_from_a_file, .init = in_tmpdir)
     cr_assert_str_eq(cfg.server.http_tls_cert, "hc.pem");
     cr_assert_str_eq(cfg.server.http_tls_key, "hk.pem");
     cr_assert(cfg.server.http_allow_plaintext_password);
+    const char *hosts[] = {"rebound.example.com", "*.corp.example", "[::1]", "10.0.0.5", "*", NULL};
+    for (size_t i = 0; i < sizeof hosts / sizeof *hosts; i++)
+        cr_assert(hosts[i] ? cfg.server.http_hosts[i] && !strcmp(cfg.server.http_hosts[i], hosts[i])
+                           : !cfg.server.http_hosts[i], "http_hosts[%zu]", i);
     cr_assert_eq(cfg.server.max_connections, 10);
     cr_assert_eq(cfg.server.max_job_bytes, 2048);
     cr_assert_eq(cfg.server.reserve_for_s, 3600);
@@ -148,7 +155,7 @@ Test(config, every_key_is_read_from_a_file, .init = in_tmpdir)
     cr_assert_eq(cfg.workflows.batch_retention_s, 7200);
     cr_assert_eq(cfg.workflows.batch_uncommitted_ttl_s, 90);
     cr_assert_eq(cfg.server.dead_retention_s, 7 * 86400);
-    cr_assert_not(cfg.server.metrics_public);
+    cr_assert_eq(cfg.server.metrics_auth, RB_CFG_ON);
     cr_assert_str_eq(cfg.storage.url, "postgres://u@h/db");
     cr_assert(cfg.storage.prefetch);
     cr_assert_eq(cfg.workflows.succeeded_ttl_s, 600);
@@ -197,6 +204,30 @@ static const struct {
     {"[server]\nhttp_listen = \"[::1:80\"\n", RB_EINVAL,
      "c.toml:2: key 'server.http_listen': must be a string \"host:port\" with a port from 0 to "
      "65535, got string \"[::1:80\""},
+    {"[server]\nhttp_hosts = \"rebound.example.com\"\n", RB_EINVAL,
+     "c.toml:2: key 'server.http_hosts': must be an array of host names without port "
+     "(\"rebound.example.com\", \"*.example.com\"; \"*\": any), got string "
+     "\"rebound.example.com\""},
+    {"[server]\nhttp_hosts = [\"ok.example\", \"rebound.example.com:443\"]\n", RB_EINVAL,
+     "c.toml:2: key 'server.http_hosts': must be an array of host names without port "
+     "(\"rebound.example.com\", \"*.example.com\"; \"*\": any), got array (element 1 is "
+     "string \"rebound.example.com:443\")"},
+    {"[server]\nhttp_hosts = [\"https://rebound.example.com\"]\n", RB_EINVAL,
+     "c.toml:2: key 'server.http_hosts': must be an array of host names without port "
+     "(\"rebound.example.com\", \"*.example.com\"; \"*\": any), got array (element 0 is "
+     "string \"https://rebound.example.com\")"},
+    {"[server]\nhttp_hosts = [\"\"]\n", RB_EINVAL,
+     "c.toml:2: key 'server.http_hosts': must be an array of host names without port "
+     "(\"rebound.example.com\", \"*.example.com\"; \"*\": any), got array (element 0 is "
+     "string \"\")"},
+    {"[server]\nhttp_hosts = [\"*.\", \"a..b\"]\n", RB_EINVAL,
+     "c.toml:2: key 'server.http_hosts': must be an array of host names without port "
+     "(\"rebound.example.com\", \"*.example.com\"; \"*\": any), got array (element 0 is "
+     "string \"*.\")"},
+    {"[server]\nhttp_hosts = [7420]\n", RB_EINVAL,
+     "c.toml:2: key 'server.http_hosts': must be an array of host names without port "
+     "(\"rebound.example.com\", \"*.example.com\"; \"*\": any), got array (element 0 is "
+     "integer 7420)"},
     {"[storage]\nurl = \"\"\n", RB_EINVAL,
      "c.toml:2: key 'storage.url': must be a SQLite file path or a postgres:// URL (a non-empty "
      "string), got string \"\""},
@@ -226,8 +257,19 @@ static const struct {
     {"[server]\nmax_job_bytes = 1073741825\n", RB_ERANGE,
      "c.toml:2: key 'server.max_job_bytes': must be an integer from 1024 to 1073741824, got "
      "integer 1073741825"},
+    {"[server]\nmetrics_auth = \"yes\"\n", RB_EINVAL,
+     "c.toml:2: key 'server.metrics_auth': must be true, false or \"auto\", got string \"yes\""},
+    {"[server]\nmetrics_auth = 1\n", RB_EINVAL,
+     "c.toml:2: key 'server.metrics_auth': must be true, false or \"auto\", got integer 1"},
+    {"[server]\n\nmetrics_auth = true\n", RB_EINVAL,
+     "c.toml:3: key 'server.metrics_auth': true needs 'server.password' (the password /metrics "
+     "asks for)"},
     {"[server]\nmetrics_public = \"yes\"\n", RB_EINVAL,
-     "c.toml:2: key 'server.metrics_public': must be true or false, got string \"yes\""},
+     "c.toml:2: key 'server.metrics_public': must be true or false (the old name of "
+     "'server.metrics_auth', which it sets to false for true)"},
+    {"[server]\nmetrics_auth = false\nmetrics_public = true\n", RB_EINVAL,
+     "c.toml:3: key 'server.metrics_public': is the old name of 'server.metrics_auth': set only "
+     "that one"},
     /* floats */
     {"[backoff]\nbackoff_multiplier = 0.5\n", RB_ERANGE,
      "c.toml:2: key 'backoff.backoff_multiplier': must be a number from 1 to 100, got float 0.5"},
@@ -752,5 +794,46 @@ Test(config, cron_errors_point_at_the_line, .init = in_tmpdir)
                   "schedule = \"@daily\"\n[cron.job]\ntype = \"X\"\n");
     cr_assert_eq(cfg.n_cron, 1);
     cr_assert_str_eq(cfg.cron[0].name, "@daily X");
+    rb_config_release(&cfg);
+}
+
+Test(config, http_hosts_patterns_match_names)
+{
+    cr_assert(rb_config_host_matches("*", "anything.example"));
+    cr_assert(rb_config_host_matches("rebound.example.com", "Rebound.Example.COM"));
+    cr_assert_not(rb_config_host_matches("rebound.example.com", "rebound.example.com.evil"));
+    cr_assert_not(rb_config_host_matches("rebound.example.com", "x.rebound.example.com"));
+    cr_assert(rb_config_host_matches("*.corp.example", "a.corp.example"));
+    cr_assert(rb_config_host_matches("*.corp.example", "b.a.corp.example"));
+    cr_assert_not(rb_config_host_matches("*.corp.example", "corp.example"));
+    cr_assert_not(rb_config_host_matches("*.corp.example", "evilcorp.example"));
+    cr_assert(rb_config_host_matches("[::1]", "[::1]"));
+}
+
+/* metrics_public, the old name of metrics_auth, is still read: true opens
+ * /metrics (metrics_auth false), false asks for the password where one is
+ * set (auto); `config check` shows metrics_auth with the file it came from. */
+Test(config, metrics_public_is_read_as_metrics_auth, .init = in_tmpdir)
+{
+    rb_config cfg;
+    int k = rb_config_key_index("server.metrics_auth");
+    load_ok(&cfg, "[server]\nmetrics_public = true\n");
+    cr_assert_eq(cfg.server.metrics_auth, RB_CFG_OFF);
+    cr_assert_eq(cfg.key_from[k], RB_CFG_FROM_BASE);
+    rb_config_release(&cfg);
+    load_ok(&cfg, "[server]\nmetrics_public = false\n");
+    cr_assert_eq(cfg.server.metrics_auth, RB_CFG_AUTO);
+    rb_config_release(&cfg);
+    load_ok(&cfg, "[server]\npassword = \"x\"\nmetrics_auth = false\n");
+    cr_assert_eq(cfg.server.metrics_auth, RB_CFG_OFF);
+    rb_buf b = RB_BUF_INIT;
+    rb_config_key_format(&cfg, &rb_config_schema[k], &b);
+    cr_assert_str_eq(rb_buf_str(&b), "false");
+    rb_buf_release(&b);
+    rb_config_release(&cfg);
+    load_ok(&cfg, "[server]\nmetrics_auth = \"auto\"\n");
+    json_t *j = rb_config_key_json(&cfg, &rb_config_schema[k]);
+    cr_assert_str_eq(json_string_value(j), "auto");
+    json_decref(j);
     rb_config_release(&cfg);
 }
