@@ -260,15 +260,27 @@ int rb_workflow_build(const char *jid, size_t max_nodes, rb_wf_probe_fn probe, v
     rb_table_init(&x.by_jid, offsetof(rb_wf_node, hnext), node_key);
     int rc = 0;
     node_add(&x, jid);
-    for (size_t i = 0; i < g->n_nodes; i++) { /* grows as nodes are found */
-        rb_wf_node *n = g->nodes[i];
-        if ((rc = probe(arg, n->jid, &n->p, err)))
+    /* level by level: nodes [from, to) were found by the level before
+     * (the same order as probing and expanding one node at a time) */
+    for (size_t from = 0, to; from < g->n_nodes; from = to) {
+        to = g->n_nodes;
+        const char **jids = rb_xmalloc((to - from) * sizeof *jids);
+        rb_wf_probe **out = rb_xmalloc((to - from) * sizeof *out);
+        for (size_t i = from; i < to; i++) {
+            jids[i - from] = g->nodes[i]->jid;
+            out[i - from] = &g->nodes[i]->p;
+        }
+        rc = probe(arg, jids, to - from, out, err);
+        free(jids);
+        free(out);
+        if (rc)
             break;
-        if (i == 0 && n->p.known != RB_WF_STORED) {
+        if (from == 0 && g->nodes[0]->p.known != RB_WF_STORED) {
             rc = rb_err_set(err, RB_ENOENT, "no job '%s'", jid);
             break;
         }
-        expand_node(&x, i);
+        for (size_t i = from; i < to; i++)
+            expand_node(&x, i);
     }
     if (rc) {
         rb_table_release(&x.by_jid);

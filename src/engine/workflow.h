@@ -43,9 +43,12 @@ typedef struct rb_wf_probe {
     size_t n_parents;
 } rb_wf_probe;
 
-/* Fills *out for jid (zeroed first); 0, or a negative RB_E* code with err
- * set (a store error; the graph then stops there). */
-typedef int (*rb_wf_probe_fn)(void *arg, const char *jid, rb_wf_probe *out, rb_err *err);
+/* Fills *out[i] for jids[i], i < n (each zeroed first); 0, or a negative
+ * RB_E* code with err set (a store error; the graph then stops there).
+ * Called once per breadth-first level with the whole level, so a backend
+ * that asks a database asks a few statements per level, not per job. */
+typedef int (*rb_wf_probe_fn)(void *arg, const char *const *jids, size_t n, rb_wf_probe *const *out,
+                              rb_err *err);
 
 typedef struct rb_wf_node {
     void *hnext;

@@ -704,20 +704,24 @@ static void mem_worker_list(rb_srv *srv, rb_eng_op *op)
 
 /* --- workflows --- */
 
-static int mem_probe(void *arg, const char *jid, rb_wf_probe *out, rb_err *err)
+static int mem_probe(void *arg, const char *const *jids, size_t n, rb_wf_probe *const *out,
+                     rb_err *err)
 {
     (void)err;
     const rb_srv *srv = arg;
-    const rb_job *j = rb_jobs_find(&srv->jobs, jid);
-    memset(out, 0, sizeof *out);
-    if (j && j->state != RB_JOB_PENDING) {
-        out->known = RB_WF_STORED;
-        view_of(srv, j, &out->view);
-        out->children = rb_deps_children(srv, jid, &out->n_children);
-    } else if (rb_deps_is_done(srv, jid)) {
-        out->known = RB_WF_SUCCEEDED;
-        out->parents = rb_deps_record_parents(srv, jid, &out->n_parents);
-        out->children = rb_deps_children(srv, jid, &out->n_children);
+    for (size_t i = 0; i < n; i++) {
+        const rb_job *j = rb_jobs_find(&srv->jobs, jids[i]);
+        rb_wf_probe *p = out[i];
+        memset(p, 0, sizeof *p);
+        if (j && j->state != RB_JOB_PENDING) {
+            p->known = RB_WF_STORED;
+            view_of(srv, j, &p->view);
+            p->children = rb_deps_children(srv, jids[i], &p->n_children);
+        } else if (rb_deps_is_done(srv, jids[i])) {
+            p->known = RB_WF_SUCCEEDED;
+            p->parents = rb_deps_record_parents(srv, jids[i], &p->n_parents);
+            p->children = rb_deps_children(srv, jids[i], &p->n_children);
+        }
     }
     return 0;
 }

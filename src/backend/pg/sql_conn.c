@@ -46,9 +46,7 @@ static const char *const sql_stmt_text[SQL_STMT_COUNT] = {
                          " ORDER BY jid FOR UPDATE",
     [SQL_MUTATE_APPLY] = "SELECT rb_mutate_apply($1, $2::text[], $3::bigint, $4::bigint)",
     [SQL_INFO] = "SELECT rb_info()",
-    [SQL_JOB] = "SELECT jid, queue, json, history, wid, state, priority, attempts, reserve_s,"
-               " flags, due_ms, first_ms, enq_ms, (SELECT l.until_ms FROM rb_unique l"
-               " WHERE l.key = rb_jobs.ukey AND l.jid = rb_jobs.jid) FROM rb_jobs WHERE jid = $1",
+    [SQL_JOB] = SQL_JOB_SELECT " WHERE jid = $1",
     [SQL_COUNTERS] = "SELECT coalesce(sum(value) FILTER (WHERE name = 'processed'), 0),"
                     " coalesce(sum(value) FILTER (WHERE name = 'failures'), 0) FROM rb_counters",
     [SQL_WORKERS_SEEN] = "SELECT rb_worker_seen($1::text[], $2::int[], $3::text[], $4, $5::bigint,"

@@ -137,6 +137,20 @@ char *sql_json_with_enqueued(const char *json, int64_t enq_ms);
  * (SQL_JOB's) into j, strings owned (sql_read.c). */
 void sql_read_job(const PGresult *r, int i, rb_pg_job *j);
 
+/* For the waiting and blocked jobs among jobs[0..n): their parents not
+ * done (edges still stored) and the dead parent blocking them, as JOB
+ * shows them (waits_for, blocked_by), in one statement (sql_read.c).
+ * Other jobs are left alone. 0 or the store's error (the jobs then may
+ * hold some of it: release them). */
+int sql_jobs_deps(rb_pg *pg, rb_pg_job *const *jobs, size_t n, rb_err *err);
+
+/* SQL_JOB's select list, as sql_read_job reads it, with the unique lock a
+ * job holds (until_ms, NULL for none) as column 13; a WHERE follows. */
+#define SQL_JOB_SELECT                                                                         \
+    "SELECT jid, queue, json, history, wid, state, priority, attempts, reserve_s,"            \
+    " flags, due_ms, first_ms, enq_ms, (SELECT l.until_ms FROM rb_unique l"                  \
+    " WHERE l.key = rb_jobs.ukey AND l.jid = rb_jobs.jid) FROM rb_jobs"
+
 /* A copy of field c of row r, or NULL when SQL NULL. */
 char *sql_dup(const PGresult *r, int row, int c);
 int64_t sql_int(const PGresult *r, int row, int c);

@@ -73,26 +73,45 @@ void sql_read_job(const PGresult *r, int i, rb_pg_job *j)
     j->first_ms = sql_int(r, i, 11);
 }
 
-/* A waiting or blocked job's parents not done (its edges to parents still
- * stored) and the dead one blocking it, as JOB shows them. */
-static int deps_of(rb_pg *pg, rb_pg_job *j, rb_err *err)
+int sql_jobs_deps(rb_pg *pg, rb_pg_job *const *jobs, size_t n, rb_err *err)
 {
-    const char *params[1] = {j->jid};
+    rb_buf jids = RB_BUF_INIT;
+    sql_arr_begin(&jids);
+    size_t held = 0;
+    for (size_t i = 0; i < n; i++)
+        if (jobs[i]->state == RB_JOB_WAITING || jobs[i]->state == RB_JOB_BLOCKED) {
+            sql_arr_str(&jids, jobs[i]->jid);
+            held++;
+        }
+    sql_arr_end(&jids);
+    if (!held) {
+        rb_buf_release(&jids);
+        return 0;
+    }
+    const char *params[1] = {jids.data};
     PGresult *r = sql_query(pg,
-                            "SELECT coalesce(json_agg(e.parent ORDER BY e.parent), '[]')::text,"
+                            "SELECT e.child, json_agg(e.parent ORDER BY e.parent)::text,"
                             " (SELECT min(e2.parent) FROM rb_edges e2 JOIN rb_jobs p"
                             "   ON p.jid = e2.parent AND p.state = 5"
                             "   JOIN rb_wait w ON w.child = e2.child AND w.dead > 0"
-                            "   WHERE e2.child = $1)"
+                            "   WHERE e2.child = e.child)"
                             " FROM rb_edges e JOIN rb_jobs p ON p.jid = e.parent"
-                            " WHERE e.child = $1",
+                            " WHERE e.child = ANY($1::text[]) GROUP BY e.child",
                             1, params, err);
-    if (!r) {
-        rb_job_view_release(j);
+    rb_buf_release(&jids);
+    if (!r)
         return err && err->code ? err->code : RB_ESTORE;
+    for (size_t i = 0; i < n; i++) {
+        rb_pg_job *j = jobs[i];
+        if (j->state != RB_JOB_WAITING && j->state != RB_JOB_BLOCKED)
+            continue;
+        int row = -1;
+        for (int k = 0; k < PQntuples(r) && row < 0; k++) /* a page or a level: small */
+            if (!strcmp(PQgetvalue(r, k, 0), j->jid))
+                row = k;
+        j->waits_for = row >= 0 ? sql_dup(r, row, 1) : rb_xstrdup("[]");
+        j->blocked_by = row >= 0 ? sql_dup(r, row, 2) : NULL;
     }
-    j->waits_for = sql_dup(r, 0, 0);
-    j->blocked_by = sql_dup(r, 0, 1);
     PQclear(r);
     return 0;
 }
@@ -114,9 +133,9 @@ int rb_pg_job_get(rb_pg *pg, const char *jid, rb_pg_job *out, rb_err *err)
     sql_read_job(r, 0, out);
     out->lock_until_ms = sql_int(r, 0, 13); /* the unique lock it holds, NULL: none */
     PQclear(r);
-    if (out->state == RB_JOB_WAITING || out->state == RB_JOB_BLOCKED)
-        return deps_of(pg, out, err);
-    return 0;
+    if ((rc = sql_jobs_deps(pg, &out, 1, err)))
+        rb_job_view_release(out);
+    return rc;
 }
 
 int rb_pg_jobs(rb_pg *pg, const rb_pg_filter *f, rb_pg_job **out, size_t *n, int64_t *total,
@@ -154,13 +173,17 @@ int rb_pg_jobs(rb_pg *pg, const rb_pg_filter *f, rb_pg_job **out, size_t *n, int
     rb_pg_job *jobs = rb_xcalloc(rows ? (size_t)rows : 1, sizeof *jobs);
     for (int i = 0; i < rows; i++)
         sql_read_job(r, i, &jobs[i]);
-    /* a held job's parents, as JOB shows them (a page of these is small) */
-    for (int i = 0; i < rows && (f->state == RB_JOB_WAITING || f->state == RB_JOB_BLOCKED); i++)
-        if ((rc = deps_of(pg, &jobs[i], err))) {
-            PQclear(r);
-            rb_pg_jobs_free(jobs, (size_t)rows);
-            return rc;
-        }
+    /* a held job's parents, as JOB shows them */
+    rb_pg_job **page = rb_xcalloc(rows ? (size_t)rows : 1, sizeof *page);
+    for (int i = 0; i < rows; i++)
+        page[i] = &jobs[i];
+    rc = sql_jobs_deps(pg, page, (size_t)rows, err);
+    free(page);
+    if (rc) {
+        PQclear(r);
+        rb_pg_jobs_free(jobs, (size_t)rows);
+        return rc;
+    }
     if (rows > 0) {
         *total = sql_int(r, 0, 13);
     } else { /* none on this page (past the end, or limit 0): count alone */

@@ -12,61 +12,149 @@ typedef struct probe_ctx {
     char now[24];
 } probe_ctx;
 
-/* The first column of sql (params: jid, and now when np is 2) as new
- * strings into *v, *n. */
-static int strings(probe_ctx *x, const char *sql, int np, const char *jid, char ***v, size_t *n,
-                   rb_err *err)
+/* The index of key among a level's jids (order: the jids' indexes sorted
+ * by jid), or -1. */
+static const char *const *cmp_jids;
+static int by_jid(const void *a, const void *b)
 {
-    const char *p[2] = {jid, x->now};
-    PGresult *r = sql_query(x->pg, sql, np, p, err);
-    if (!r)
-        return err && err->code ? err->code : RB_ESTORE;
-    *n = (size_t)PQntuples(r);
-    *v = rb_xcalloc(*n + 1, sizeof **v);
-    for (size_t i = 0; i < *n; i++)
-        (*v)[i] = sql_dup(r, (int)i, 0);
-    PQclear(r);
-    return 0;
+    return strcmp(cmp_jids[*(const size_t *)a], cmp_jids[*(const size_t *)b]);
+}
+static long find(const char *const *jids, const size_t *order, size_t n, const char *key)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        int c = strcmp(jids[order[mid]], key);
+        if (!c)
+            return (long)order[mid];
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return -1;
 }
 
-/* The jobs that named $1, live edges and used-up ones, still stored or
- * recorded as succeeded. */
-#define CHILDREN_SQL \
-    "SELECT c.child FROM (SELECT child FROM rb_edges WHERE parent = $1" \
-    "  UNION SELECT child FROM rb_edges_used WHERE parent = $1) c" \
-    " WHERE EXISTS (SELECT 1 FROM rb_jobs j WHERE j.jid = c.child)" \
-    "  OR EXISTS (SELECT 1 FROM rb_dep_done d WHERE d.jid = c.child" \
-    "   AND d.until_ms > $2::bigint)" \
-    " ORDER BY c.child"
+/* Rows of (key jid, value) ordered by key, then value: each key's values
+ * into field (children or parents) of its probe, as a new string array. */
+static void gather(const PGresult *r, const char *const *jids, const size_t *order, size_t n,
+                   rb_wf_probe *const *out, bool parents)
+{
+    int rows = PQntuples(r);
+    for (int k = 0; k < rows;) {
+        int end = k + 1;
+        while (end < rows && !strcmp(PQgetvalue(r, end, 0), PQgetvalue(r, k, 0)))
+            end++;
+        long i = find(jids, order, n, PQgetvalue(r, k, 0));
+        if (i >= 0) {
+            char **v = rb_xcalloc((size_t)(end - k) + 1, sizeof *v);
+            for (int m = k; m < end; m++)
+                v[m - k] = sql_dup(r, m, 1);
+            if (parents) {
+                out[i]->parents = v;
+                out[i]->n_parents = (size_t)(end - k);
+            } else {
+                out[i]->children = v;
+                out[i]->n_children = (size_t)(end - k);
+            }
+        }
+        k = end;
+    }
+}
 
-static int probe(void *arg, const char *jid, rb_wf_probe *out, rb_err *err)
+/* One breadth-first level (engine/workflow.h's probe): the stored jobs
+ * among jids, the waiting ones' parents, the succeeded records of the
+ * others with their parents, and every known one's children — five
+ * statements, whatever the level's size. */
+static int probe(void *arg, const char *const *jids, size_t n, rb_wf_probe *const *out,
+                 rb_err *err)
 {
     probe_ctx *x = arg;
-    memset(out, 0, sizeof *out);
-    int rc = rb_pg_job_get(x->pg, jid, &out->view, err);
-    if (rc == 0) {
-        out->known = RB_WF_STORED;
-        return strings(x, CHILDREN_SQL, 2, jid, &out->children, &out->n_children, err);
+    size_t *order = rb_xmalloc((n ? n : 1) * sizeof *order);
+    for (size_t i = 0; i < n; i++) {
+        order[i] = i;
+        memset(out[i], 0, sizeof *out[i]);
     }
-    if (rc != RB_ENOENT)
-        return rc;
-    if (err)
-        memset(err, 0, sizeof *err);
-    const char *p2[2] = {jid, x->now};
-    PGresult *r = sql_query(x->pg,
-                            "SELECT 1 FROM rb_dep_done WHERE jid = $1 AND until_ms > $2::bigint",
-                            2, p2, err);
-    if (!r)
-        return err && err->code ? err->code : RB_ESTORE;
-    bool done = PQntuples(r) > 0;
+    cmp_jids = jids; /* the loop thread's database thread only: one probe at a time */
+    qsort(order, n, sizeof *order, by_jid);
+    rb_buf all = RB_BUF_INIT, missing = RB_BUF_INIT;
+    sql_arr_begin(&all);
+    for (size_t i = 0; i < n; i++)
+        sql_arr_str(&all, jids[i]);
+    sql_arr_end(&all);
+    int rc = 0;
+    PGresult *r = NULL;
+    const char *p1[2] = {all.data, x->now};
+    if (!(r = sql_query(x->pg, SQL_JOB_SELECT " WHERE jid = ANY($1::text[])", 1, p1, err)))
+        goto fail;
+    rb_pg_job **stored = rb_xcalloc((size_t)PQntuples(r) + 1, sizeof *stored);
+    size_t n_stored = 0;
+    for (int k = 0; k < PQntuples(r); k++) {
+        long i = find(jids, order, n, PQgetvalue(r, k, 0));
+        if (i < 0 || out[i]->known)
+            continue;
+        out[i]->known = RB_WF_STORED;
+        sql_read_job(r, k, &out[i]->view);
+        out[i]->view.lock_until_ms = sql_int(r, k, 13);
+        stored[n_stored++] = &out[i]->view;
+    }
     PQclear(r);
-    if (!done)
-        return 0;
-    out->known = RB_WF_SUCCEEDED; /* its parents as its used-up edges keep them */
-    if ((rc = strings(x, "SELECT parent FROM rb_edges_used WHERE child = $1 ORDER BY parent", 1,
-                      jid, &out->parents, &out->n_parents, err)))
-        return rc;
-    return strings(x, CHILDREN_SQL, 2, jid, &out->children, &out->n_children, err);
+    r = NULL;
+    rc = sql_jobs_deps(x->pg, stored, n_stored, err);
+    free(stored);
+    if (rc)
+        goto out;
+    sql_arr_begin(&missing);
+    for (size_t i = 0; i < n; i++)
+        if (!out[i]->known)
+            sql_arr_str(&missing, jids[i]);
+    sql_arr_end(&missing);
+    const char *p2[2] = {missing.data, x->now};
+    if (!(r = sql_query(x->pg,
+                        "SELECT jid FROM rb_dep_done WHERE jid = ANY($1::text[])"
+                        " AND until_ms > $2::bigint",
+                        2, p2, err)))
+        goto fail;
+    for (int k = 0; k < PQntuples(r); k++) {
+        long i = find(jids, order, n, PQgetvalue(r, k, 0));
+        if (i >= 0) /* its parents as its used-up edges keep them */
+            out[i]->known = RB_WF_SUCCEEDED;
+    }
+    PQclear(r);
+    if (!(r = sql_query(x->pg,
+                        "SELECT child, parent FROM rb_edges_used WHERE child = ANY($1::text[])"
+                        " ORDER BY child, parent",
+                        1, p2, err)))
+        goto fail;
+    gather(r, jids, order, n, out, true);
+    PQclear(r);
+    /* the jobs that named them, live edges and used-up ones, still stored
+     * or recorded as succeeded */
+    if (!(r = sql_query(x->pg,
+                        "SELECT c.parent, c.child FROM (SELECT parent, child FROM rb_edges"
+                        "  WHERE parent = ANY($1::text[]) UNION SELECT parent, child"
+                        "  FROM rb_edges_used WHERE parent = ANY($1::text[])) c"
+                        " WHERE EXISTS (SELECT 1 FROM rb_jobs j WHERE j.jid = c.child)"
+                        "  OR EXISTS (SELECT 1 FROM rb_dep_done d WHERE d.jid = c.child"
+                        "   AND d.until_ms > $2::bigint)"
+                        " ORDER BY c.parent, c.child",
+                        2, p1, err)))
+        goto fail;
+    gather(r, jids, order, n, out, false);
+    for (size_t i = 0; i < n; i++)
+        if (!out[i]->known) { /* neither stored nor recorded: shown, not expanded */
+            rb_wf_probe_release(out[i]);
+            memset(out[i], 0, sizeof *out[i]);
+        }
+    goto out;
+fail:
+    rc = err && err->code ? err->code : RB_ESTORE;
+out:
+    PQclear(r);
+    rb_buf_release(&all);
+    rb_buf_release(&missing);
+    free(order);
+    return rc;
 }
 
 int rb_pg_workflow(rb_pg *pg, const char *jid, size_t max_nodes, int64_t now, rb_workflow *g,
