@@ -176,6 +176,10 @@ void rb_cmd_queue(rb_conn *c, char *arg)
             rb_reply_err(c, "QUEUE: at most 256 queue names");
             return;
         }
+        if (v < 0 && !strcmp(q, "*")) { /* Faktory's text: clients match it */
+            rb_reply_err(c, "QUEUE LATENCY does not support wildcards");
+            return;
+        }
         if (strcmp(q, "*") && !rb_queue_name_valid(q)) {
             rb_reply_err(c, "QUEUE: queue name '%.40s...' is longer than %d bytes", q,
                          RB_QUEUE_NAME_MAX);
@@ -184,7 +188,7 @@ void rb_cmd_queue(rb_conn *c, char *arg)
         names[n++] = q;
     }
     if (n == 0) {
-        rb_reply_err(c, "QUEUE %s: name at least one queue (or *)", verb);
+        rb_reply_err(c, "QUEUE %s: name at least one queue%s", verb, v < 0 ? "" : " (or *)");
         return;
     }
     rb_eng_op *op = rb_eng_op_new(v < 0 ? RB_ENG_LATENCY : RB_ENG_QUEUE, c, queue_done);

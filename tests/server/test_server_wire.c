@@ -93,3 +93,49 @@ SERVER_TEST(hello_without_version_or_below_2_hashes_once)
     expect_hello("2", 1, "-ERR Invalid password");
     C = rbh_connect_raw(&S); /* for the suite's teardown */
 }
+
+/* Pushes a job jid of jobtype a into queue. */
+static void push_to(const char *jid, const char *queue)
+{
+    cr_assert(rbh_expect(C, "+OK", "PUSH {\"jid\":\"%s\",\"jobtype\":\"a\",\"args\":[],\"queue\":\"%s\"}",
+                         jid, queue));
+}
+
+/* Item 2: `*` means every known queue for PAUSE, RESUME and REMOVE, as in
+ * Faktory (commands.go's queue: EachQueue); LATENCY refuses it with
+ * Faktory's text (the Ruby client's test asserts it), wherever it stands. */
+SERVER_TEST(queue_wildcard_as_faktory)
+{
+    push_to("wild-0001", "qa");
+    push_to("wild-0002", "qb");
+    push_to("wild-0003", "qb");
+    cr_assert(rbh_expect(C, "-ERR QUEUE LATENCY does not support wildcards", "QUEUE LATENCY *"));
+    cr_assert(rbh_expect(C, "-ERR QUEUE LATENCY does not support wildcards", "QUEUE LATENCY qa *"));
+    cr_assert(rbh_expect(C, "-ERR QUEUE LATENCY: name at least one queue", "QUEUE LATENCY"));
+    json_t *lat = rbh_json(rbh_cmd(C, "QUEUE LATENCY qa qb"));
+    cr_assert(json_is_number(json_object_get(lat, "qa")) && json_is_number(json_object_get(lat, "qb")));
+    cr_assert_null(json_object_get(lat, "*"));
+    json_decref(lat);
+
+    cr_assert(rbh_expect(C, "+OK", "QUEUE PAUSE *"));
+    json_t *v = rbh_json(rbh_cmd(C, "INFO"));
+    json_t *paused = rbh_get(v, "rebound.paused_queues");
+    cr_assert_eq(json_array_size(paused), 2, "paused: %s", json_dumps(paused, 0));
+    cr_assert_str_eq(json_string_value(json_array_get(paused, 0)), "qa");
+    cr_assert_str_eq(json_string_value(json_array_get(paused, 1)), "qb");
+    json_decref(v);
+    cr_assert(rbh_expect(C, "$-1", "FETCH qa qb"));
+    cr_assert(rbh_expect(C, "+OK", "QUEUE RESUME *"));
+    v = rbh_json(rbh_cmd(C, "INFO"));
+    cr_assert_eq(json_array_size(rbh_get(v, "rebound.paused_queues")), 0);
+    json_decref(v);
+    char *jid = rbh_fetch_jid(C, "qa");
+    cr_assert_str_eq(jid, "wild-0001");
+    free(jid);
+    cr_assert(rbh_expect(C, "+OK", "ACK {\"jid\":\"wild-0001\"}"));
+
+    cr_assert(rbh_expect(C, "+OK", "QUEUE REMOVE *"));
+    cr_assert_eq(rbh_info_int(C, "faktory.total_enqueued"), 0);
+    cr_assert(rbh_expect(C, "$-1", "JOB {\"jid\":\"wild-0002\"}"));
+    cr_assert(rbh_expect(C, "$-1", "FETCH qa qb"));
+}
