@@ -166,7 +166,8 @@ void rb_cmd_queue(rb_conn *c, char *arg)
         if (!strcmp(verb, queue_verbs[i]))
             v = i;
     if (v < 0 && (!verb || strcmp(verb, "LATENCY"))) {
-        rb_reply_err(c, "QUEUE: subcommand must be PAUSE, RESUME, REMOVE or LATENCY");
+        rb_reply_err(c, "no such QUEUE subcommand: %.40s (PAUSE, RESUME, REMOVE or LATENCY)",
+                     verb ? verb : "");
         return;
     }
     char *names[QUEUE_NAMES];

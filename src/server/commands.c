@@ -182,7 +182,7 @@ static void cmd_beat(rb_conn *c, char *arg)
     else if (srv->pgm) /* the signal is the cluster's (backend/pg/registry.h) */
         rb_pgworkers_beat(c, wid);
     else if (!w)
-        rb_reply_err(c, "BEAT: unknown worker %s (say HELLO with this wid first)", wid);
+        rb_reply_err(c, "unknown worker %s (say HELLO with this wid first)", wid);
     else {
         w->last_beat_ms = rb_now_ms();
         rb_cmd_beat_reply(c, w->signal);

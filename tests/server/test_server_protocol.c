@@ -149,7 +149,7 @@ SERVER_TEST(beat_and_workers_signals)
 {
     rbh_conn *w = rbh_connect(&S, "wid-beat"), *adm = rbh_connect(&S, NULL);
     cr_assert(rbh_expect(w, "+OK", "BEAT {\"wid\":\"wid-beat\",\"current_state\":\"\",\"rss_kb\":1}"));
-    cr_assert(rbh_expect(w, "-ERR BEAT: unknown worker nobody (say HELLO with this wid first)",
+    cr_assert(rbh_expect(w, "-ERR unknown worker nobody (say HELLO with this wid first)",
                          "BEAT {\"wid\":\"nobody\"}"));
     cr_assert(rbh_expect(w, "-ERR BEAT: wid must be a non-empty string", "BEAT {}"));
     cr_assert(rbh_expect(adm, "-ERR WORKERS: cmd must be quiet or terminate", "WORKERS {\"cmd\":\"x\"}"));

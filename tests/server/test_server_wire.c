@@ -139,3 +139,35 @@ SERVER_TEST(queue_wildcard_as_faktory)
     cr_assert(rbh_expect(C, "$-1", "JOB {\"jid\":\"wild-0002\"}"));
     cr_assert(rbh_expect(C, "$-1", "FETCH qa qb"));
 }
+
+/* Item 6: PUSHB's per-job errors in Faktory's words where Faktory refuses
+ * the same job (manager.go's Push), as the Rust client's
+ * test_jobs_pushed_in_bulk compares them; the good jobs are pushed. PUSH
+ * answers the same texts. */
+SERVER_TEST(refusals_in_faktorys_words)
+{
+    json_t *r = rbh_json(rbh_cmd(C, "PUSHB [{\"jid\":\"short\",\"jobtype\":\"broken\",\"args\":[],\"queue\":\"q3\"},"
+                                    "{\"jid\":\"3sZCbdp8e9WX__0\",\"jobtype\":\"\",\"args\":[],\"queue\":\"q3\"},"
+                                    "{\"jid\":\"3sZCbdp8e9WX__1\",\"jobtype\":\"broken\",\"args\":[],\"queue\":\"q3\",\"reserve_for\":864001},"
+                                    "{\"jid\":\"3sZCbdp8e9WX__2\",\"jobtype\":\"broken\",\"queue\":\"q3\"},"
+                                    "{\"jid\":\"3sZCbdp8e9WX__3\",\"jobtype\":\"ok\",\"args\":[],\"queue\":\"q4\"},"
+                                    "{\"jid\":\"3sZCbdp8e9WX__4\",\"jobtype\":\"ok\",\"args\":[],\"queue\":\"q4\"}]"));
+    cr_assert(json_is_object(r));
+    cr_assert_eq(json_object_size(r), 4);
+    cr_assert_str_eq(json_string_value(json_object_get(r, "short")),
+                     "jobs must have a reasonable jid parameter");
+    cr_assert_str_eq(json_string_value(json_object_get(r, "3sZCbdp8e9WX__0")),
+                     "jobs must have a jobtype parameter");
+    cr_assert_str_eq(json_string_value(json_object_get(r, "3sZCbdp8e9WX__1")),
+                     "jobs cannot be reserved for more than one day");
+    cr_assert_str_eq(json_string_value(json_object_get(r, "3sZCbdp8e9WX__2")),
+                     "jobs must have an args parameter");
+    json_decref(r);
+    cr_assert_eq(rbh_info_int(C, "faktory.queues.q4"), 2);
+    cr_assert(rbh_expect(C, "-ERR jobs cannot be reserved for more than one day",
+                         "PUSH {\"jid\":\"3sZCbdp8e9WX__5\",\"jobtype\":\"a\",\"args\":[],\"reserve_for\":86401}"));
+    cr_assert(rbh_expect(C, "-ERR no such QUEUE subcommand: FREEZE (PAUSE, RESUME, REMOVE or LATENCY)",
+                         "QUEUE freeze q4"));
+    cr_assert(rbh_expect(C, "-ERR unknown worker nobody (say HELLO with this wid first)",
+                         "BEAT {\"wid\":\"nobody\"}"));
+}
