@@ -66,11 +66,13 @@ void rb_failrec_build(json_t *job, const rb_failrec_input *in, const rb_policy *
     int64_t remaining = 0;
     if (d->outcome == RB_OUTCOME_RETRY)
         remaining = pol->max_attempts > 0 ? pol->max_attempts - in->attempt : -1;
-    json_t *failure = json_pack("{s:I, s:I, s:s, s:O, s:O, s:O}", "retry_count",
+    json_t *failure = json_pack("{s:I, s:I, s:s, s:O, s:O}", "retry_count",
                                 (json_int_t)json_array_size(hist) - 1, "remaining",
                                 (json_int_t)remaining, "failed_at", rb_time_format(in->now, ts),
-                                "errtype", out->errtype, "message", out->message, "backtrace",
-                                out->backtrace);
+                                "errtype", out->errtype, "message", out->message);
+    /* optional keys are left out rather than empty, as Faktory's omitempty */
+    if (json_array_size(out->backtrace))
+        json_object_set(failure, "backtrace", out->backtrace);
     if (d->outcome == RB_OUTCOME_RETRY)
         json_object_set_new(failure, "next_at", json_string(rb_time_format(d->retry_at_ms, ts2)));
     json_object_set_new(job, "failure", failure);

@@ -38,7 +38,8 @@ typedef struct rb_failrec_input {
 
 /* Builds the record of a failure decided as d under policy pol, and sets
  * job's `failure` hash (job is changed in place: retry_count, remaining,
- * failed_at, errtype, message, backtrace, and next_at when retried). A
+ * failed_at, errtype, message, backtrace when it has lines, next_at when
+ * retried: an optional key is left out rather than empty). A
  * history text that is not an array starts a new history. Fills *out. */
 void rb_failrec_build(json_t *job, const rb_failrec_input *in, const rb_policy *pol,
                       const rb_decision *d, rb_failrec *out);

@@ -280,8 +280,10 @@ SERVER_TEST(fail_keeps_the_first_backtrace_lines_the_job_asks_for)
                              cases[i].jid, cases[i].sent));
         json_t *v = job_info(cases[i].jid);
         json_t *want = json_loads(cases[i].kept, 0, NULL);
-        cr_assert(json_equal(rbh_get(v, "job.failure.backtrace"), want), "%s: failure.backtrace",
-                  cases[i].jid);
+        json_t *fbt = rbh_get(v, "job.failure.backtrace");
+        /* none kept: Faktory's failure leaves the key out (omitempty) */
+        cr_assert(json_array_size(want) ? json_equal(fbt, want) : fbt == NULL,
+                  "%s: failure.backtrace", cases[i].jid);
         cr_assert(json_equal(rbh_get(v, "history.0.backtrace"), want), "%s: history",
                   cases[i].jid);
         json_decref(want);

@@ -171,3 +171,55 @@ SERVER_TEST(refusals_in_faktorys_words)
     cr_assert(rbh_expect(C, "-ERR unknown worker nobody (say HELLO with this wid first)",
                          "BEAT {\"wid\":\"nobody\"}"));
 }
+
+/* Item 4: optional fields are left out, never empty, as Faktory's
+ * omitempty does (client/job.go's Failure: next_at, message, errtype,
+ * backtrace): a FAIL without a backtrace, requeued by MUTATE and fetched
+ * again, has no failure.backtrace (the Rust client's mutation_requeue_jobs
+ * asserts it); one with lines keeps them; a job that never failed has no
+ * failure at all. */
+SERVER_TEST(optional_fields_are_omitted_not_empty)
+{
+    cr_assert(rbh_expect(C, "+OK", "PUSH {\"jid\":\"omit-00001\",\"jobtype\":\"a\",\"args\":[],\"queue\":\"om\",\"retry\":5}"));
+    cr_assert(rbh_expect(C, "+OK", "PUSH {\"jid\":\"omit-00002\",\"jobtype\":\"a\",\"args\":[],\"queue\":\"om\",\"retry\":5,\"backtrace\":2}"));
+    for (int i = 1; i <= 2; i++) {
+        char *jid = rbh_fetch_jid(C, "om");
+        cr_assert_not_null(jid);
+        if (!strcmp(jid, "omit-00001"))
+            cr_assert(rbh_expect(C, "+OK", "FAIL {\"jid\":\"omit-00001\",\"errtype\":\"E\",\"message\":\"m\"}"));
+        else
+            cr_assert(rbh_expect(C, "+OK", "FAIL {\"jid\":\"omit-00002\",\"errtype\":\"E\",\"message\":\"m\","
+                                           "\"backtrace\":[\"a.rb:1\",\"b.rb:2\",\"c.rb:3\"]}"));
+        free(jid);
+    }
+    cr_assert(rbh_expect(C, "+OK", "MUTATE {\"cmd\":\"requeue\",\"target\":\"retries\",\"filter\":{\"jids\":[\"omit-00001\",\"omit-00002\"]}}"));
+    for (int i = 1; i <= 2; i++) {
+        json_t *j = rbh_json(rbh_cmd(C, "FETCH om"));
+        cr_assert(json_is_object(j));
+        const char *jid = json_string_value(json_object_get(j, "jid"));
+        json_t *f = json_object_get(j, "failure");
+        cr_assert(json_is_object(f), "%s: no failure after a requeue", jid);
+        cr_assert_str_eq(json_string_value(json_object_get(f, "errtype")), "E");
+        cr_assert_str_eq(json_string_value(json_object_get(f, "message")), "m");
+        cr_assert(json_is_string(json_object_get(f, "failed_at")));
+        cr_assert(json_is_integer(json_object_get(f, "retry_count")));
+        cr_assert(json_is_integer(json_object_get(f, "remaining")));
+        json_t *bt = json_object_get(f, "backtrace");
+        if (!strcmp(jid, "omit-00001")) {
+            char *text = json_dumps(f, JSON_COMPACT);
+            cr_assert_null(bt, "a failure without backtrace has one: %s", text);
+            free(text);
+        } else {
+            cr_assert_eq(json_array_size(bt), 2);
+            cr_assert_str_eq(json_string_value(json_array_get(bt, 1)), "b.rb:2");
+        }
+        cr_assert(rbh_expect(C, "+OK", "ACK {\"jid\":\"%s\"}", jid));
+        json_decref(j);
+    }
+    cr_assert(rbh_expect(C, "+OK", "PUSH {\"jid\":\"omit-00003\",\"jobtype\":\"a\",\"args\":[],\"queue\":\"om\"}"));
+    json_t *j = rbh_json(rbh_cmd(C, "FETCH om"));
+    cr_assert_null(json_object_get(j, "failure"));
+    cr_assert_null(json_object_get(j, "at"));
+    cr_assert_null(json_object_get(j, "custom"));
+    json_decref(j);
+}
