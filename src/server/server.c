@@ -75,6 +75,8 @@ static int load_meta(void *arg, const char *key, const char *value)
     rb_srv *srv = arg;
     if (!strncmp(key, "paused:", 7))
         rb_jobs_queue(&srv->jobs, key + 7, true)->paused = true;
+    else if (!strncmp(key, RB_QUEUE_META_KEY, strlen(RB_QUEUE_META_KEY)))
+        rb_jobs_queue(&srv->jobs, key + strlen(RB_QUEUE_META_KEY), true)->known = true;
     else
         rb_deps_load_meta(srv, key, value);
     rb_mem_batch_load(srv, key, value);

@@ -223,3 +223,64 @@ SERVER_TEST(optional_fields_are_omitted_not_empty)
     cr_assert_null(json_object_get(j, "custom"));
     json_decref(j);
 }
+
+/* INFO's size of queue q: -1 when INFO does not list it. */
+static long long queue_size(const char *q)
+{
+    char path[160];
+    snprintf(path, sizeof path, "faktory.queues.%s", q);
+    return rbh_info_int(C, path);
+}
+
+/* kill -9, restart on the same database, C connected again. */
+static void crash_and_restart(void)
+{
+    rbh_close(C);
+    rbh_kill(&S, SIGKILL);
+    cr_assert_eq(rbh_launch(&S, NULL), 0, "no restart (see %s)", S.log);
+    C = rbh_connect(&S, "wire");
+    cr_assert_not_null(C);
+}
+
+/* Item 3: INFO lists every queue it has seen, size 0 once empty, until
+ * QUEUE REMOVE, as Faktory's known queues (a Redis set, kept across
+ * restarts; the Rust client's server_state test reads an emptied queue);
+ * the list survives kill -9 in both backends, and so does a removal. */
+SERVER_TEST(info_keeps_known_queues_until_removed)
+{
+    push_to("known-0001", "seen");
+    char *jid = rbh_fetch_jid(C, "seen");
+    cr_assert_str_eq(jid, "known-0001");
+    free(jid);
+    cr_assert(rbh_expect(C, "+OK", "ACK {\"jid\":\"known-0001\"}"));
+    cr_assert_eq(queue_size("seen"), 0, "an emptied queue left INFO");
+    cr_assert(rbh_expect(C, "+OK", "QUEUE PAUSE held"));   /* a pause makes a queue known */
+    cr_assert(rbh_expect(C, "+OK", "QUEUE RESUME held"));
+    cr_assert_eq(queue_size("held"), 0);
+    cr_assert(rbh_expect(C, "+OK", "QUEUE RESUME ghost")); /* a resume does not */
+    cr_assert_eq(queue_size("ghost"), -1);
+    push_to("known-0002", "gone");
+    cr_assert_eq(rbh_info_int(C, "faktory.total_queues"), 3);
+
+    crash_and_restart();
+    cr_assert_eq(queue_size("seen"), 0, "a known queue was forgotten by a restart");
+    cr_assert_eq(queue_size("held"), 0);
+    cr_assert_eq(queue_size("gone"), 1);
+    cr_assert(rbh_expect(C, "+OK", "QUEUE REMOVE gone seen"));
+    cr_assert_eq(queue_size("gone"), -1);
+    cr_assert_eq(queue_size("seen"), -1);
+    cr_assert_eq(queue_size("held"), 0);
+
+    crash_and_restart();
+    cr_assert_eq(queue_size("gone"), -1, "a removed queue came back after a restart");
+    cr_assert_eq(queue_size("seen"), -1);
+    cr_assert_eq(queue_size("held"), 0);
+    cr_assert_eq(rbh_info_int(C, "faktory.total_queues"), 1);
+    push_to("known-0003", "seen"); /* pushed again: known again */
+    cr_assert_eq(queue_size("seen"), 1);
+    cr_assert(rbh_expect(C, "+OK", "QUEUE REMOVE *"));
+    cr_assert_eq(rbh_info_int(C, "faktory.total_queues"), 0);
+    push_to("known-0004", "again");
+    cr_assert(rbh_expect(C, "+OK", "FLUSH"));
+    cr_assert_eq(queue_size("again"), -1, "FLUSH kept a queue");
+}

@@ -282,6 +282,7 @@ static void enqueue_callback(rb_srv *srv, rb_batch *b, int k, int64_t now)
     json_int_t rs = json_integer_value(json_object_get(job, "reserve_for"));
     const char *qname = rb_srv_json_str(job, "queue");
     rb_queue *q = rb_jobs_queue(&srv->jobs, qname ? qname : "default", true);
+    rb_srv_queue_known(srv, q, true);
     rb_job *c = rb_job_new(jid, json_dumps(job, JSON_COMPACT), q,
                            prio >= 1 && prio <= RB_PRIORITIES ? (int)prio : 5);
     c->reserve_s = (int32_t)(rs > 0 ? rs : srv->cfg.server.reserve_for_s);

@@ -99,6 +99,16 @@ void rb_srv_enqueue(rb_srv *srv, rb_job *j, int64_t at_ms, int64_t now)
     rb_jobs_set_state(&srv->jobs, j, RB_JOB_ENQUEUED, now);
 }
 
+void rb_srv_queue_known(rb_srv *srv, rb_queue *q, bool known)
+{
+    if (q->known == known)
+        return;
+    char key[256];
+    snprintf(key, sizeof key, "%s%s", RB_QUEUE_META_KEY, q->name);
+    q->known = known;
+    rb_writer_meta(srv->writer, key, known ? "1" : NULL);
+}
+
 char *rb_srv_new_jid(rb_srv *srv)
 {
     char *s = rb_xmalloc(25);
@@ -349,6 +359,7 @@ int rb_srv_push(rb_srv *srv, json_t *job)
         json_object_del(job, "created_at");
     char *text = json_dumps(job, JSON_COMPACT);
     rb_queue *q = rb_jobs_queue(&srv->jobs, qname, true);
+    rb_srv_queue_known(srv, q, true);
     rb_job *j = rb_job_new(jid, text, q, prio);
     j->reserve_s = (int32_t)(rs > 0 ? rs : srv->cfg.server.reserve_for_s);
     j->timer.at_ms = at_ms > now ? at_ms : now;

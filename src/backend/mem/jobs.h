@@ -17,6 +17,10 @@
 
 typedef struct rb_queue rb_queue;
 
+/* A known queue (INFO lists it until QUEUE REMOVE) is stored as the meta
+ * row RB_QUEUE_META_KEY + its name, value "1". */
+#define RB_QUEUE_META_KEY "queue:"
+
 /* One job, compact: the job's JSON is one string, everything the indexes
  * need is a field. Invariants: `link` is in queue->ready[priority-1] when
  * ENQUEUED, in the state list when SCHEDULED/WORKING/RETRIES/DEAD/WAITING/
@@ -51,13 +55,18 @@ typedef struct rb_job {
     char jid[];
 } rb_job;
 
-/* A named queue. Queues are created on first use and live until removed. */
+/* A named queue. Queues are created on first use and live until FLUSH
+ * (a job of any state points at its queue). */
 struct rb_queue {
     void *hnext;
     char *name;
     rb_list ready[RB_PRIORITIES]; /* index priority-1; higher runs first */
     size_t size;
     bool paused;
+    /* INFO lists it (Faktory's known queues): a job was pushed into it or
+     * it was paused, and no QUEUE REMOVE since; kept as the "queue:NAME"
+     * meta row (backend/mem/core.c, rb_srv_queue_known). */
+    bool known;
 };
 
 typedef struct rb_jobs {

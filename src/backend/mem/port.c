@@ -11,6 +11,7 @@
 
 #include "backend/mem/batch.h"
 #include "backend/mem/deps.h"
+#include "backend/mem/jobs.h"
 #include "backend/mem/store.h"
 #include "common/buf.h"
 #include "common/timeutil.h"
@@ -235,9 +236,22 @@ static int sp_write(rb_port *base, const rb_job_view *jobs, size_t n, const char
         rb_buf key = RB_BUF_INIT;
         rb_buf_printf(&key, "paused:%s", pause[i]);
         rc = s->ops->set_meta(s, rb_buf_str(&key), "1", err);
+        rb_buf_reset(&key);
+        rb_buf_printf(&key, RB_QUEUE_META_KEY "%s", pause[i]); /* paused: known */
+        if (rc == 0)
+            rc = s->ops->set_meta(s, rb_buf_str(&key), "1", err);
         rb_buf_release(&key);
     }
     rb_buf key = RB_BUF_INIT;
+    /* the jobs' queues are known queues, as after their PUSH (a row
+     * written again for a queue is the same row) */
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        if (i > 0 && !strcmp(jobs[i - 1].queue, jobs[i].queue))
+            continue;
+        rb_buf_reset(&key);
+        rb_buf_printf(&key, RB_QUEUE_META_KEY "%s", jobs[i].queue);
+        rc = s->ops->set_meta(s, rb_buf_str(&key), "1", err);
+    }
     for (size_t i = 0; rc == 0 && i < g->n_done; i++) {
         char val[24];
         snprintf(val, sizeof val, "%lld", (long long)g->done[i].until_ms);
