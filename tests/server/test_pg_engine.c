@@ -339,14 +339,14 @@ Test(pg, version_2_database_is_refused_then_upgraded_in_place)
     char *jid = claim_before_upgrade("uq", "w1", rb_now_ms());
     cr_assert_str_eq(jid, "upgr00001");
     cr_assert_eq(rb_pg_check_schema(pg, &err), RB_EVERSION);
-    cr_assert(strstr(rb_err_msg(&err), "version 2, this rebound needs 9: run 'rebound migrate'"),
+    cr_assert(strstr(rb_err_msg(&err), "version 2, this rebound needs 10: run 'rebound migrate'"),
               "%s", rb_err_msg(&err));
     snprintf(args, sizeof args, "migrate --check --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 1, "%s", out);
     cr_assert(strstr(out, "schema version 2:"), "%s", out);
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema upgraded from version 2 to 9\n");
+    cr_assert_str_eq(out, "schema upgraded from version 2 to 10\n");
     cr_assert_eq(rb_pg_check_schema(pg, &err), 0, "%s", rb_err_msg(&err));
     cr_assert_eq(rb_pg_schema_version(pg, &v, &err), 0);
     cr_assert_eq(v, RB_PG_SCHEMA_VERSION);
@@ -413,7 +413,7 @@ Test(pg, version_3_database_upgrades_to_the_holder_rule)
     free(r);
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema upgraded from version 3 to 9\n");
+    cr_assert_str_eq(out, "schema upgraded from version 3 to 10\n");
     /* pg, connected before the upgrade, goes on: its statements reach the
      * replaced functions */
     cr_assert_eq(rb_pg_check_schema(pg, &err), 0, "%s", rb_err_msg(&err));
@@ -462,7 +462,7 @@ Test(pg, version_4_database_upgrades_to_dependencies)
     cr_assert_str_eq(a, "v4par0001");
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema upgraded from version 4 to 9\n");
+    cr_assert_str_eq(out, "schema upgraded from version 4 to 10\n");
     cr_assert_eq(rb_pg_check_schema(pg, &err), 0, "%s", rb_err_msg(&err));
     json_t *kid = json_loads("{\"jid\":\"v4kid0001\",\"jobtype\":\"t\",\"args\":[],"
                              "\"depends_on\":[\"v4par0001\"]}", 0, NULL);
@@ -1836,7 +1836,7 @@ Test(pg, version_5_database_upgrades_to_batches)
     cr_assert_str_eq(a, "v5job0001");
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema upgraded from version 5 to 9\n");
+    cr_assert_str_eq(out, "schema upgraded from version 5 to 10\n");
     cr_assert_eq(rb_pg_check_schema(pg, &err), 0, "%s", rb_err_msg(&err));
     rb_pg_ref ref = {a, "w1"};
     int st = -1;
@@ -1876,7 +1876,7 @@ Test(pg, version_6_database_upgrades_to_the_batch_member_index)
     free(n);
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema upgraded from version 6 to 9\n");
+    cr_assert_str_eq(out, "schema upgraded from version 6 to 10\n");
     cr_assert_eq(rb_pg_check_schema(pg, &err), 0, "%s", rb_err_msg(&err));
     n = sql1(q);
     cr_assert_str_eq(n, "1");
@@ -1906,7 +1906,7 @@ Test(pg, version_7_database_upgrades_to_unique_jobs)
     cr_assert_str_eq(a, "v7job0001");
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema upgraded from version 7 to 9\n");
+    cr_assert_str_eq(out, "schema upgraded from version 7 to 10\n");
     cr_assert_eq(rb_pg_check_schema(pg, &err), 0, "%s", rb_err_msg(&err));
     rb_pg_ref ref = {a, "w1"};
     int st = -1;
@@ -1995,7 +1995,7 @@ Test(pg, version_8_database_upgrades_to_tracking)
     cr_assert_str_eq(a, "v8trk0001");
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema upgraded from version 8 to 9\n");
+    cr_assert_str_eq(out, "schema upgraded from version 8 to 10\n");
     cr_assert_eq(rb_pg_check_schema(pg, &err), 0, "%s", rb_err_msg(&err));
     now = rb_now_ms();
     cr_assert_eq(track_set(pg, "{\"jid\":\"v8trk0001\",\"percent\":60}", now), 0);
@@ -2150,4 +2150,40 @@ Test(pg, batch_member_reaped_dies_and_the_batch_completes_without_success)
     free(a);
     free(m2);
     free(bid);
+}
+
+/* --- INFO's known queues (schema version 10, issue 25) --- */
+
+/* A version-9 database whose queue emptied: INFO left it out; after
+ * `rebound migrate` INFO lists it with size 0 (rb_info replaced in
+ * place, so nodes of the previous release list it too), and QUEUE REMOVE
+ * forgets it. */
+Test(pg, version_9_database_upgrades_to_known_queues)
+{
+    char drop[160], args[1200], out[1024];
+    snprintf(drop, sizeof drop, "DROP SCHEMA %s CASCADE; CREATE SCHEMA %s", schema, schema);
+    free(sql1(drop));
+    rb_pg *pg = open_engine(false, 16);
+    rb_err err = {0};
+    int from = -1;
+    cr_assert_eq(rb_pg_migrate_to(pg, 9, &from, &err), 0, "%s", rb_err_msg(&err));
+    cr_assert_eq(push_at(pg, "{\"jid\":\"v9que0001\",\"jobtype\":\"t\",\"args\":[],"
+                             "\"queue\":\"emptied\"}", rb_now_ms()), 0);
+    free(sql1("DELETE FROM rb_jobs WHERE jid = 'v9que0001'")); /* as its ACK */
+    char *t = sql1("SELECT rb_info()::json ->> 'queues'");
+    cr_assert_str_eq(t, "[]");
+    free(t);
+    snprintf(args, sizeof args, "migrate --url '%s'", url);
+    cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
+    cr_assert_str_eq(out, "schema upgraded from version 9 to 10\n");
+    cr_assert_eq(rb_pg_check_schema(pg, &err), 0, "%s", rb_err_msg(&err));
+    t = sql1("SELECT rb_info()::json ->> 'queues'");
+    cr_assert_str_eq(t, "[[\"emptied\", 0, false]]");
+    free(t);
+    const char *q[1] = {"emptied"};
+    cr_assert_eq(rb_pg_queue_remove(pg, q, 1, NULL, &err), 0, "%s", rb_err_msg(&err));
+    t = sql1("SELECT rb_info()::json ->> 'queues'");
+    cr_assert_str_eq(t, "[]");
+    free(t);
+    rb_pg_close(pg);
 }
