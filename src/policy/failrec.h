@@ -34,6 +34,8 @@ typedef struct rb_failrec_input {
     const char *errtype, *message;
     const json_t *backtrace;   /* the worker's lines (array or NULL) */
     int64_t now;               /* failure time, wall-clock ms */
+    int64_t now_us;            /* the same instant in microseconds, for the texts
+                                  (failed_at, the history's at); 0: now's */
 } rb_failrec_input;
 
 /* Builds the record of a failure decided as d under policy pol, and sets

@@ -492,7 +492,7 @@ static void view_of(const rb_srv *srv, const rb_job *j, rb_job_view *v)
     *v = (rb_job_view){
         .jid = rb_xstrdup(j->jid),
         .queue = rb_xstrdup(j->queue->name),
-        .json = rb_job_json_out(j, j->state == RB_JOB_ENQUEUED ? j->timer.at_ms : 0),
+        .json = rb_job_json_out(j, j->state == RB_JOB_ENQUEUED ? rb_job_enqueued_us(j) : 0),
         .history = j->history ? rb_xstrdup(j->history) : NULL,
         .wid = j->wid ? rb_xstrdup(j->wid) : NULL,
         .state = (int)j->state,
