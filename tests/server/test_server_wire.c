@@ -1,12 +1,10 @@
 /* Wire compatibility with stock Faktory clients (issue 25): what a client
- * or its own test suite checks byte for byte. HELLO from clients that send
- * no "v" or v 1 with a password, QUEUE's wildcard, INFO's known queues,
- * optional fields left out, timestamps' precision and Faktory's refusal
- * texts. Run against SQLite here and, included by test_pg_server_wire.c,
+ * or its own test suite checks byte for byte. QUEUE's wildcard, INFO's
+ * known queues, optional fields left out, timestamps' precision and
+ * Faktory's refusal texts (HELLO without "v" is in test_server_protocol.c,
+ * beside the password test). Run against SQLite here and, included by test_pg_server_wire.c,
  * against PostgreSQL. */
 #include <criterion/criterion.h>
-
-#include <openssl/evp.h>
 
 #include "common_helpers.h"
 
@@ -18,81 +16,6 @@ static void start(void)
 TestSuite(wire, .init = start, .fini = rbh_suite_stop, .timeout = 60);
 
 #define SERVER_TEST(name) RBH_SERVER_TEST(wire, name)
-
-/* S restarted with config (TOML text); C connected again as wire. */
-static void restart_with(const char *config)
-{
-    rbh_close(C);
-    C = NULL;
-    cr_assert_eq(rbh_stop(&S), 0);
-    cr_assert_eq(rbh_start(&S, config, NULL), 0, "server did not start (see %s)", S.log);
-}
-
-/* hex(SHA-256 iterated iters times over pw+salt): what a client sends. */
-static void pwdhash(const char *pw, const char *salt, long iters, char out[65])
-{
-    unsigned char h[32];
-    unsigned int n;
-    char *buf;
-    cr_assert(asprintf(&buf, "%s%s", pw, salt) > 0);
-    EVP_Digest(buf, strlen(buf), h, &n, EVP_sha256(), NULL);
-    free(buf);
-    for (long i = 1; i < iters; i++)
-        EVP_Digest(h, 32, h, &n, EVP_sha256(), NULL);
-    for (int i = 0; i < 32; i++)
-        sprintf(out + 2 * i, "%02x", h[i]);
-}
-
-/* Connects, hashes "s3cret" with the greeting's salt over iters rounds
- * (0: the greeting's "i") and sends HELLO with version (NULL: no "v").
- * Returns the reply (caller frees). */
-static char *hello_with(const char *version, long iters)
-{
-    rbh_conn *c = rbh_connect_raw(&S);
-    cr_assert_not_null(c);
-    json_t *hi = json_loads(c->greeting + 4, 0, NULL);
-    cr_assert_not_null(hi, "greeting %s", c->greeting);
-    long i = (long)json_integer_value(json_object_get(hi, "i"));
-    const char *salt = json_string_value(json_object_get(hi, "s"));
-    cr_assert(i > 1 && salt, "greeting %s", c->greeting);
-    char h[65];
-    pwdhash("s3cret", salt, iters ? iters : i, h);
-    json_decref(hi);
-    char *r = version ? rbh_cmd(c, "HELLO {\"v\":%s,\"hostname\":\"h\",\"pwdhash\":\"%s\"}", version, h)
-                      : rbh_cmd(c, "HELLO {\"hostname\":\"h\",\"pwdhash\":\"%s\"}", h);
-    cr_assert_not_null(r, "connection closed without a reply");
-    if (!strcmp(r, "+OK")) { /* identified: the connection works */
-        char *info = rbh_cmd(c, "INFO");
-        cr_assert(info && info[0] == '{', "INFO after HELLO: %s", info ? info : "(closed)");
-        free(info);
-    } else {
-        cr_assert_null(rbh_reply(c), "a refused HELLO closes the connection");
-    }
-    rbh_close(c);
-    return r;
-}
-
-static void expect_hello(const char *version, long iters, const char *want)
-{
-    char *r = hello_with(version, iters);
-    cr_assert_str_eq(r, want, "HELLO v %s, %ld rounds: %s", version ? version : "(none)", iters, r);
-    free(r);
-}
-
-/* Item 1: Faktory hashes once for a client below version 2 or without
- * "v" (the Python client sends none), and the greeting's "i" rounds from
- * version 2 on (Faktory's server.go: `if cl.Version < 2 { iter = 1 }`). */
-SERVER_TEST(hello_without_version_or_below_2_hashes_once)
-{
-    restart_with("[server]\npassword = \"s3cret\"\n");
-    expect_hello(NULL, 1, "+OK");
-    expect_hello("1", 1, "+OK");
-    expect_hello("2", 0, "+OK");
-    expect_hello(NULL, 0, "-ERR Invalid password");
-    expect_hello("1", 0, "-ERR Invalid password");
-    expect_hello("2", 1, "-ERR Invalid password");
-    C = rbh_connect_raw(&S); /* for the suite's teardown */
-}
 
 /* Pushes a job jid of jobtype a into queue. */
 static void push_to(const char *jid, const char *queue)
