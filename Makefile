@@ -146,7 +146,8 @@ mandir         ?= $(datarootdir)/man
 man1dir        ?= $(mandir)/man1
 man5dir        ?= $(mandir)/man5
 docdir         ?= $(datarootdir)/doc/rebound
-sysconfdir     ?= $(prefix)/etc
+# prefix=/usr implies /etc, as GNU packages are installed by distributions
+sysconfdir     ?= $(if $(filter /usr /usr/,$(prefix)),/etc,$(prefix)/etc)
 systemdunitdir ?= $(prefix)/lib/systemd/system
 sysusersdir    ?= $(prefix)/lib/sysusers.d
 bashcompdir    ?= $(datarootdir)/bash-completion/completions
@@ -155,6 +156,10 @@ INSTALL        ?= install
 # The manual pages come from the binary (its command table, each command's
 # --help, the configuration schema), so they name every subcommand and
 # setting; the installed config is the annotated example, settings commented.
+# They name the configuration as /etc/rebound/rebound.toml, the packaged
+# place; installing writes $(sysconfdir)'s instead, so the unit, both pages
+# and the config's own header agree whatever the variables.
+AT_SYSCONF = sed -e 's|/etc/rebound/|$(sysconfdir)/rebound/|g'
 MAN_PAGES := $(O)/dist/rebound.1 $(O)/dist/rebound.toml.5
 $(O)/dist/rebound.1: $(O)/rebound scripts/man1.sh
 	@mkdir -p $(@D)
@@ -173,8 +178,9 @@ install: $(O)/rebound $(MAN_PAGES) $(O)/dist/rebound.toml
 	  $(DESTDIR)$(sysconfdir)/rebound $(DESTDIR)$(docdir)/examples $(DESTDIR)$(systemdunitdir) \
 	  $(DESTDIR)$(sysusersdir) $(DESTDIR)$(bashcompdir)
 	$(INSTALL) -m 755 $(O)/rebound $(DESTDIR)$(bindir)/rebound
-	$(INSTALL) -m 644 $(O)/dist/rebound.1 $(DESTDIR)$(man1dir)/rebound.1
-	$(INSTALL) -m 644 $(O)/dist/rebound.toml.5 $(DESTDIR)$(man5dir)/rebound.toml.5
+	$(AT_SYSCONF) $(O)/dist/rebound.1 > $(DESTDIR)$(man1dir)/rebound.1
+	$(AT_SYSCONF) $(O)/dist/rebound.toml.5 > $(DESTDIR)$(man5dir)/rebound.toml.5
+	chmod 644 $(DESTDIR)$(man1dir)/rebound.1 $(DESTDIR)$(man5dir)/rebound.toml.5
 	$(INSTALL) -m 644 rebound.toml $(DESTDIR)$(docdir)/examples/rebound.toml
 	sed -e 's|@bindir@|$(bindir)|g' -e 's|@sysconfdir@|$(sysconfdir)|g' dist/rebound.service.in \
 	  > $(DESTDIR)$(systemdunitdir)/rebound.service
@@ -182,15 +188,16 @@ install: $(O)/rebound $(MAN_PAGES) $(O)/dist/rebound.toml
 	$(INSTALL) -m 644 dist/rebound.sysusers $(DESTDIR)$(sysusersdir)/rebound.conf
 	$(INSTALL) -m 644 dist/rebound.bash $(DESTDIR)$(bashcompdir)/rebound
 	@if [ -e $(INSTALLED_CONF) ]; then echo "install: keeping the existing $(INSTALLED_CONF)"; \
-	else echo "$(INSTALL) -m 644 $(O)/dist/rebound.toml $(INSTALLED_CONF)"; \
-	  $(INSTALL) -m 644 $(O)/dist/rebound.toml $(INSTALLED_CONF); fi
+	else echo "$(AT_SYSCONF) $(O)/dist/rebound.toml > $(INSTALLED_CONF)"; \
+	  $(AT_SYSCONF) $(O)/dist/rebound.toml > $(INSTALLED_CONF) && chmod 644 $(INSTALLED_CONF); fi
 
 uninstall: $(O)/dist/rebound.toml
 	rm -f $(DESTDIR)$(bindir)/rebound $(DESTDIR)$(man1dir)/rebound.1 \
 	  $(DESTDIR)$(man5dir)/rebound.toml.5 $(DESTDIR)$(docdir)/examples/rebound.toml \
 	  $(DESTDIR)$(systemdunitdir)/rebound.service $(DESTDIR)$(sysusersdir)/rebound.conf \
 	  $(DESTDIR)$(bashcompdir)/rebound
-	@if cmp -s $(O)/dist/rebound.toml $(INSTALLED_CONF); then echo "rm -f $(INSTALLED_CONF)"; \
+	@if $(AT_SYSCONF) $(O)/dist/rebound.toml | cmp -s - $(INSTALLED_CONF); then \
+	  echo "rm -f $(INSTALLED_CONF)"; \
 	  rm -f $(INSTALLED_CONF); \
 	elif [ -e $(INSTALLED_CONF) ]; then echo "uninstall: keeping the changed $(INSTALLED_CONF)"; fi
 	-rmdir $(DESTDIR)$(sysconfdir)/rebound $(DESTDIR)$(docdir)/examples $(DESTDIR)$(docdir) 2>/dev/null

@@ -6,6 +6,8 @@
 
 #include <stdio.h>
 
+#include <jansson.h>
+
 enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
 
 /* Each subcommand: argv[0] is the subcommand's name. Returns the exit code. */
@@ -48,6 +50,10 @@ int cli_load_config(struct rb_config *cfg, const char *what, const char *file,
 
 /* Prints "rebound: <message>" to stderr; returns code. */
 int cli_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Prints v as one line of compact JSON and a newline on stdout: every
+ * --json output goes through here (docs/cli.md promises one line). */
+void cli_print_json(const json_t *v);
 
 /* True when stdout is a terminal (for colour, bars and progress output). */
 int cli_isatty_out(void);

@@ -151,6 +151,24 @@ out:
     return code;
 }
 
+/* The exit code after reporting that a server runs on the database at
+ * path (its lock is held: SQLITE_BUSY or SQLITE_LOCKED for a write
+ * transaction begun and rolled back), else CLI_OK: checked before any
+ * other complaint about the target, whatever --force says. Changes
+ * nothing in the file. */
+static int check_not_in_use(const char *path)
+{
+    sqlite3 *db = NULL;
+    int rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_exec(db, "BEGIN IMMEDIATE; ROLLBACK;", NULL, NULL, NULL);
+    sqlite3_close(db);
+    if ((rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED)
+        return cli_error(CLI_FAIL, "restore: '%s' is in use: a server is running on it "
+                         "(stop it first)", path);
+    return CLI_OK; /* any other trouble is lock_target's to report */
+}
+
 /* Takes the lock a server holds on the database at path, and keeps it
  * while *db stays open: the database leaves WAL mode (its WAL folded in,
  * so that the file alone is the whole database once renamed). CLI_OK, or
@@ -230,6 +248,8 @@ int cmd_restore(int argc, char **argv)
     rb_buf_printf(&part, "%s.restore-part", db);
     rb_buf_printf(&bak, "%s.bak", db);
     rb_buf_printf(&wal, "%s-wal", db);
+    if (exists && (code = check_not_in_use(db)) != CLI_OK)
+        goto out;
     if (exists && !force) {
         code = cli_error(CLI_USAGE, "restore: '%s' exists (--force replaces it, keeping it as "
                          "'%s')", db, rb_buf_str(&bak));

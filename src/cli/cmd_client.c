@@ -78,15 +78,6 @@ int cli_call_error(const char *what, int rc, const rb_err *err, int bad_input_is
     return cli_error(rc == RB_EINVAL ? CLI_USAGE : CLI_FAIL, "%s: %s", what, rb_err_msg(err));
 }
 
-void cli_print_json(const json_t *v)
-{
-    char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
-    if (s) {
-        puts(s);
-        free(s);
-    }
-}
-
 int64_t cli_json_time_ms(const json_t *v)
 {
     int64_t ms = 0;

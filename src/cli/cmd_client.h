@@ -39,9 +39,6 @@ int cli_connect(const cli_common *co, rb_client **out);
  * bad_input_is_usage is set, CLI_FAIL otherwise. */
 int cli_call_error(const char *what, int rc, const rb_err *err, int bad_input_is_usage);
 
-/* Prints v as compact JSON and a newline on stdout. */
-void cli_print_json(const json_t *v);
-
 /* A time as a job field holds it (RFC 3339 text, or epoch seconds/ms as a
  * number) in milliseconds; 0 when absent or unreadable. */
 int64_t cli_json_time_ms(const json_t *v);

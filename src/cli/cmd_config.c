@@ -62,8 +62,7 @@ static int check(int argc, char **argv)
         return rc;
     if (json) {
         json_t *j = rb_config_to_json(&cfg);
-        json_dumpf(j, stdout, JSON_INDENT(2));
-        fputc('\n', stdout);
+        cli_print_json(j);
         json_decref(j);
     } else {
         rb_buf out = RB_BUF_INIT;

@@ -161,8 +161,7 @@ int cmd_cron(int argc, char **argv)
     if (json) {
         json_t *out = json_pack("{s:s, s:o}", "now", rb_time_format(now_s * 1000, buf), "entries",
                                 entries);
-        json_dumpf(out, stdout, JSON_INDENT(2));
-        fputc('\n', stdout);
+        cli_print_json(out);
         json_decref(out);
     } else {
         if (!cfg.n_cron)

@@ -8,10 +8,10 @@
 
 static const char queue_usage[] =
     "usage: rebound queue pause|resume|remove|latency Q... [--url URL] [--json]\n"
-    "  pause    FETCH skips the queues until resumed ('*' = every queue)\n"
-    "  resume   undoes pause\n"
-    "  remove   deletes the queues and every job enqueued in them\n"
-    "  latency  seconds the oldest job of each queue has waited\n"
+    "  pause    FETCH skips the queues until resumed ('*' = every known queue)\n"
+    "  resume   undoes pause ('*' too)\n"
+    "  remove   deletes the queues and every job enqueued in them ('*' too)\n"
+    "  latency  seconds the oldest job of each queue has waited (names only)\n"
     "exit: 0 done, 1 server unreachable or failed, 2 bad usage\n";
 
 int cmd_queue(int argc, char **argv)

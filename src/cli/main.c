@@ -2,6 +2,7 @@
 #include "cli/cli.h"
 
 #include <stdarg.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -56,6 +57,15 @@ static int cmd_help(int argc, char **argv)
         printf("  %-10s %s\n", commands[i].name, commands[i].summary);
     printf("\nrun 'rebound <command> --help' for a command's options\n");
     return CLI_OK;
+}
+
+void cli_print_json(const json_t *v)
+{
+    char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+    if (s) {
+        puts(s);
+        free(s);
+    }
 }
 
 int cli_error(int code, const char *fmt, ...)

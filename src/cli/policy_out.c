@@ -11,9 +11,10 @@
 
 enum { BAR_WIDTH = 50 };
 
+/* One line, as every --json (docs/cli.md). */
 static void print_json(FILE *out, json_t *v)
 {
-    char *s = json_dumps(v, JSON_INDENT(2));
+    char *s = json_dumps(v, JSON_COMPACT);
     fprintf(out, "%s\n", s ? s : "null");
     free(s);
     json_decref(v);

@@ -15,6 +15,19 @@ int64_t rb_now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+int64_t rb_now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+int64_t rb_now_us_from(int64_t ms)
+{
+    int64_t us = rb_now_us();
+    return us / 1000 >= ms ? us : ms * 1000;
+}
+
 int64_t rb_mono_ms(void)
 {
     struct timespec ts;
@@ -53,15 +66,27 @@ static int valid_civil(int y, int mo, int d, int h, int mi, int s)
         && h >= 0 && h <= 23 && mi >= 0 && mi <= 59 && s >= 0 && s <= 60;
 }
 
-char *rb_time_format(int64_t ms, char *out)
+/* t, counted in 1/per_sec of a second since the epoch, as RFC 3339 UTC
+ * with digits fractional digits (per_sec = 10^digits) into out. */
+static char *format_fraction(int64_t t, int64_t per_sec, int digits, char *out)
 {
-    time_t secs = (time_t)(ms >= 0 ? ms / 1000 : (ms - 999) / 1000);
-    int milli = (int)(ms - (int64_t)secs * 1000);
+    time_t secs = (time_t)(t >= 0 ? t / per_sec : (t - (per_sec - 1)) / per_sec);
+    int frac = (int)(t - (int64_t)secs * per_sec);
     struct tm tm;
     gmtime_r(&secs, &tm);
-    snprintf(out, RB_TIME_STRLEN, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
-             tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, milli);
+    snprintf(out, RB_TIME_STRLEN, "%04d-%02d-%02dT%02d:%02d:%02d.%0*dZ", tm.tm_year + 1900,
+             tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, digits, frac);
     return out;
+}
+
+char *rb_time_format(int64_t ms, char *out)
+{
+    return format_fraction(ms, 1000, 3, out);
+}
+
+char *rb_time_format_us(int64_t us, char *out)
+{
+    return format_fraction(us, 1000000, 6, out);
 }
 
 /* Reads exactly n digits at *p into *v. */
@@ -80,7 +105,16 @@ static int digits(const char **p, int n, int *v)
 
 int rb_time_parse_rfc3339(const char *s, int64_t *ms)
 {
-    int y, mo, d, h, mi, sec, frac_ms = 0;
+    int64_t us;
+    int rc = rb_time_parse_rfc3339_us(s, &us);
+    if (rc == 0)
+        *ms = us >= 0 ? us / 1000 : -((-us + 999) / 1000);
+    return rc;
+}
+
+int rb_time_parse_rfc3339_us(const char *s, int64_t *out)
+{
+    int y, mo, d, h, mi, sec, frac_us = 0;
     const char *p = s;
     if (!s || digits(&p, 4, &y) || *p++ != '-' || digits(&p, 2, &mo) || *p++ != '-'
         || digits(&p, 2, &d))
@@ -97,13 +131,13 @@ int rb_time_parse_rfc3339(const char *s, int64_t *ms)
             return RB_EPARSE;
         int n = 0;
         while (isdigit((unsigned char)*p)) {
-            if (n < 3)
-                frac_ms = frac_ms * 10 + (*p - '0');
+            if (n < 6)
+                frac_us = frac_us * 10 + (*p - '0');
             n++;
             p++;
         }
-        for (; n < 3; n++)
-            frac_ms *= 10;
+        for (; n < 6; n++)
+            frac_us *= 10;
     }
     int off_min = 0;
     if (*p == 'Z' || *p == 'z') {
@@ -118,7 +152,7 @@ int rb_time_parse_rfc3339(const char *s, int64_t *ms)
     }
     if (*p || !valid_civil(y, mo, d, h, mi, sec))
         return RB_EPARSE;
-    *ms = civil_ms(y, mo, d, h, mi, sec) + frac_ms - off_min * 60000LL;
+    *out = (civil_ms(y, mo, d, h, mi, sec) - off_min * 60000LL) * 1000 + frac_us;
     return 0;
 }
 

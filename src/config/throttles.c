@@ -82,15 +82,18 @@ static int load_one(const rb_config_files *f, const rb_toml_kv *q, rb_throttle *
                                     "whole seconds)");
             else
                 t->timeout_s = ms / 1000;
+        } else if (!strcmp(kv->key, "worker") || !strcmp(kv->key, "rate") ||
+                   !strcmp(kv->key, "period")) {
+            /* known keys of Faktory's (worker) and planned ones: said so
+             * first, not a spelling guess */
+            rc = rb_config_fail(f, v->origin, kv->line, rb_buf_str(&full), err, RB_EINVAL,
+                                "per-worker and rate throttles are not supported yet (a "
+                                "throttle takes concurrency and timeout)");
         } else {
             static const char *const known[] = {"concurrency", "timeout"};
             rc = rb_config_fail(f, v->origin, kv->line, rb_buf_str(&full), err, RB_EINVAL,
-                                "unknown key (did you mean '%s'?)%s",
-                                rb_config_nearest(kv->key, known, 2),
-                                !strcmp(kv->key, "worker") || !strcmp(kv->key, "rate") ||
-                                        !strcmp(kv->key, "period")
-                                    ? " (per-worker and rate throttles are not supported yet)"
-                                    : "");
+                                "unknown key (did you mean '%s'?)",
+                                rb_config_nearest(kv->key, known, 2));
         }
         rb_buf_release(&full);
     }

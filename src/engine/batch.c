@@ -78,13 +78,14 @@ static char *dup_or_null(const char *s)
     return s ? rb_xstrdup(s) : NULL;
 }
 
-rb_batch *rb_batch_new(const char *bid, const rb_batch_def *def, int64_t now)
+rb_batch *rb_batch_new(const char *bid, const rb_batch_def *def, int64_t now_us)
 {
     rb_batch *b = rb_xcalloc(1, sizeof *b);
     b->bid = rb_xstrdup(bid);
     b->parent_bid = dup_or_null(def->parent_bid);
     b->description = dup_or_null(def->description);
-    b->created_ms = now;
+    b->created_ms = now_us / 1000;
+    b->created_us = now_us;
     for (int k = 0; k < RB_BATCH_CBS; k++)
         if (def->cb[k])
             b->cb[k] = callback_text(def->cb[k], bid, def->parent_bid);
@@ -263,7 +264,7 @@ json_t *rb_batch_status_json(const rb_batch *b)
     json_object_set_new(o, "bid", json_string(b->bid));
     json_object_set_new(o, "parent_bid", str_or_null(b->parent_bid));
     json_object_set_new(o, "description", str_or_null(b->description));
-    json_object_set_new(o, "created_at", json_string(rb_time_format(b->created_ms, at)));
+    json_object_set_new(o, "created_at", json_string(rb_time_format_us(b->created_us, at)));
     json_object_set_new(o, "total", json_integer(b->total));
     json_object_set_new(o, "pending", json_integer(b->pending));
     json_object_set_new(o, "failed", json_integer(b->failed));
@@ -283,6 +284,7 @@ char *rb_batch_dump(const rb_batch *b)
     json_object_set_new(o, "parent_bid", str_or_null(b->parent_bid));
     json_object_set_new(o, "description", str_or_null(b->description));
     json_object_set_new(o, "created_ms", json_integer(b->created_ms));
+    json_object_set_new(o, "created_us", json_integer(b->created_us)); /* optional: added later */
     json_object_set_new(o, "finished_ms", json_integer(b->finished_ms));
     json_object_set_new(o, "committed", json_boolean(b->committed));
     json_object_set_new(o, "told_complete", json_boolean(b->told_complete));
@@ -323,6 +325,8 @@ rb_batch *rb_batch_load(const char *text)
     b->parent_bid = get_str(o, "parent_bid");
     b->description = get_str(o, "description");
     b->created_ms = json_integer_value(json_object_get(o, "created_ms"));
+    json_t *us = json_object_get(o, "created_us"); /* absent in a batch stored before */
+    b->created_us = json_is_integer(us) ? json_integer_value(us) : b->created_ms * 1000;
     b->finished_ms = json_integer_value(json_object_get(o, "finished_ms"));
     b->committed = json_is_true(json_object_get(o, "committed"));
     b->told_complete = json_is_true(json_object_get(o, "told_complete"));

@@ -45,6 +45,7 @@ typedef struct rb_batch {
     char *parent_bid;   /* NULL: top level */
     char *description;  /* NULL: none given */
     int64_t created_ms;
+    int64_t created_us;  /* the same instant in microseconds (BATCH STATUS's created_at) */
     int64_t finished_ms; /* when it last became finished (rb_batch_finished), 0: not */
     bool committed;
     int64_t total, pending, failed, executed, dead;
@@ -100,11 +101,12 @@ typedef struct rb_batch_def {
  * set to the reply text ("BATCH NEW: ..."). */
 int rb_batch_parse_new(json_t *o, rb_batch_def *def, rb_err *err);
 
-/* A new uncommitted batch from def, created at now; parent's bid copied.
+/* A new uncommitted batch from def, created at now_us (microseconds);
+ * parent's bid copied.
  * The callback jobs are copied with custom._bid = bid (and custom._pbid
  * for a child), custom.bid removed, queue defaulted to "default". Free
  * with rb_batch_free. */
-rb_batch *rb_batch_new(const char *bid, const rb_batch_def *def, int64_t now);
+rb_batch *rb_batch_new(const char *bid, const rb_batch_def *def, int64_t now_us);
 void rb_batch_free(rb_batch *b);
 
 /* Applies ev to b and re-evaluates its callbacks (rules: docs/workflows.md,

@@ -108,9 +108,6 @@ typedef enum rb_eng_batch_verb {
  * for more (the two arguments). */
 typedef struct rb_eng_info {
     /* arguments */
-    bool every_queue;       /* list every known queue, empty ones too (a single
-                               node; PostgreSQL lists those with jobs enqueued
-                               or paused either way, docs/http.md) */
     bool latency;           /* fill latency_s */
     /* results */
     int64_t processed, failures; /* the all-time counters */
@@ -118,10 +115,10 @@ typedef struct rb_eng_info {
     int64_t waiting, blocked; /* job dependencies (docs/workflows.md); 0 in
                                  distributed mode, which refuses them */
     int64_t workers;        /* the node's (single node) or the cluster's live ones */
-    rb_queue_size *queues;  /* those with jobs enqueued or paused (every known
-                               one with every_queue on a single node), any
-                               order (a single node's hash order,
-                               PostgreSQL's by name); owned */
+    rb_queue_size *queues;  /* every known queue (Faktory's: pushed to or
+                               paused, until QUEUE REMOVE; with jobs enqueued
+                               or paused in any case), any order (a single
+                               node's hash order, PostgreSQL's by name); owned */
     size_t n_queues;
     double *latency_s;      /* with latency: n_queues entries, each queue's
                                oldest waiting job's age; owned */

@@ -17,6 +17,18 @@ static json_t *custom_of(const json_t *job)
     return json_is_object(c) ? c : NULL;
 }
 
+/* The error for a number-of-seconds field key whose value v is not one
+ * from 0 to max: the range and the value given. */
+static int seconds_error(rb_err *err, const char *key, const json_t *v, double max,
+                         const char *max_words)
+{
+    char *given = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+    int rc = rb_err_set(err, RB_EINVAL, "custom.%s must be a number of seconds from 0 to %.0f (%s), not %.40s",
+                        key, max, max_words, given ? given : "?");
+    free(given);
+    return rc;
+}
+
 bool rb_unique_or_expiring(const json_t *job)
 {
     json_t *c = custom_of(job);
@@ -35,7 +47,7 @@ int rb_unique_parse(const json_t *job, rb_unique_spec *out, rb_err *err)
     if (f && !json_is_null(f)) {
         double s = json_is_number(f) ? json_number_value(f) : -1;
         if (!json_is_number(f) || !isfinite(s) || s < 0 || s > RB_UNIQUE_FOR_MAX)
-            return rb_err_set(err, RB_EINVAL, "custom.unique_for must be a number of seconds");
+            return seconds_error(err, "unique_for", f, RB_UNIQUE_FOR_MAX, "one year");
         out->on = s > 0;
         out->for_s = s;
     }
@@ -122,7 +134,7 @@ int rb_expiry_prepare(json_t *job, int64_t now, int64_t *ms, rb_err *err)
     if (in && !json_is_null(in)) {
         double s = json_is_number(in) ? json_number_value(in) : -1;
         if (!json_is_number(in) || !isfinite(s) || s < 0 || s > RB_EXPIRES_IN_MAX)
-            return rb_err_set(err, RB_EINVAL, "custom.expires_in must be a number of seconds");
+            return seconds_error(err, "expires_in", in, RB_EXPIRES_IN_MAX, "ten years");
         *ms = now + (int64_t)llround(s * 1000.0);
     }
     if (at && !json_is_null(at)) { /* expires_at wins over expires_in */

@@ -49,8 +49,9 @@ void rb_failrec_build(json_t *job, const rb_failrec_input *in, const rb_policy *
         json_decref(hist);
         hist = json_array();
     }
+    int64_t at_us = in->now_us ? in->now_us : in->now * 1000;
     json_t *entry = json_pack("{s:I, s:s, s:O, s:O, s:O, s:s}", "attempt",
-                              (json_int_t)in->attempt, "at", rb_time_format(in->now, ts),
+                              (json_int_t)in->attempt, "at", rb_time_format_us(at_us, ts),
                               "errtype", out->errtype, "message", out->message, "backtrace",
                               out->backtrace, "outcome", rb_outcome_name(d->outcome));
     if (d->outcome == RB_OUTCOME_RETRY) {
@@ -66,13 +67,16 @@ void rb_failrec_build(json_t *job, const rb_failrec_input *in, const rb_policy *
     int64_t remaining = 0;
     if (d->outcome == RB_OUTCOME_RETRY)
         remaining = pol->max_attempts > 0 ? pol->max_attempts - in->attempt : -1;
-    json_t *failure = json_pack("{s:I, s:I, s:s, s:O, s:O, s:O}", "retry_count",
+    json_t *failure = json_pack("{s:I, s:I, s:s, s:O, s:O}", "retry_count",
                                 (json_int_t)json_array_size(hist) - 1, "remaining",
-                                (json_int_t)remaining, "failed_at", rb_time_format(in->now, ts),
-                                "errtype", out->errtype, "message", out->message, "backtrace",
-                                out->backtrace);
+                                (json_int_t)remaining, "failed_at", rb_time_format_us(at_us, ts),
+                                "errtype", out->errtype, "message", out->message);
+    /* optional keys are left out rather than empty, as Faktory's omitempty */
+    if (json_array_size(out->backtrace))
+        json_object_set(failure, "backtrace", out->backtrace);
     if (d->outcome == RB_OUTCOME_RETRY)
-        json_object_set_new(failure, "next_at", json_string(rb_time_format(d->retry_at_ms, ts2)));
+        json_object_set_new(failure, "next_at",
+                            json_string(rb_time_format_us(d->retry_at_ms * 1000, ts2)));
     json_object_set_new(job, "failure", failure);
 }
 
@@ -105,7 +109,7 @@ json_t *rb_failrec_catch_job(const rb_failrec *r, const json_t *job, const char 
     return json_pack("{s:s, s:s, s:s, s:[o], s:I, s:o, s:s, s:{s:s}}", "jid", catch_jid,
                      "jobtype", pol->catch_jobtype, "queue", queue, "args", orig, "priority",
                      (json_int_t)priority, "retry_policy", catch_policy_json(pol), "created_at",
-                     rb_time_format(now, ts), "custom", "catch_of", jid);
+                     rb_time_format_us(now * 1000, ts), "custom", "catch_of", jid);
 }
 
 void rb_failrec_release(rb_failrec *r)

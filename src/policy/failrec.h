@@ -34,11 +34,14 @@ typedef struct rb_failrec_input {
     const char *errtype, *message;
     const json_t *backtrace;   /* the worker's lines (array or NULL) */
     int64_t now;               /* failure time, wall-clock ms */
+    int64_t now_us;            /* the same instant in microseconds, for the texts
+                                  (failed_at, the history's at); 0: now's */
 } rb_failrec_input;
 
 /* Builds the record of a failure decided as d under policy pol, and sets
  * job's `failure` hash (job is changed in place: retry_count, remaining,
- * failed_at, errtype, message, backtrace, and next_at when retried). A
+ * failed_at, errtype, message, backtrace when it has lines, next_at when
+ * retried: an optional key is left out rather than empty). A
  * history text that is not an array starts a new history. Fills *out. */
 void rb_failrec_build(json_t *job, const rb_failrec_input *in, const rb_policy *pol,
                       const rb_decision *d, rb_failrec *out);

@@ -1,7 +1,6 @@
 /* The retry-policy engine: one canonical policy that every dialect parses into,
  * and one pure decision function. No I/O, no clocks: time comes in as
- * arguments and randomness from a seedable rb_rng. Rules: docs/semantics.md
- * (from ../shared/reference/semantics.md). */
+ * arguments and randomness from a seedable rb_rng. Rules: docs/semantics.md. */
 #ifndef RB_POLICY_POLICY_H
 #define RB_POLICY_POLICY_H
 

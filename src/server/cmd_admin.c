@@ -170,7 +170,8 @@ void rb_cmd_queue(rb_conn *c, char *arg)
         if (!strcmp(verb, queue_verbs[i]))
             v = i;
     if (v < 0 && (!verb || strcmp(verb, "LATENCY"))) {
-        rb_reply_err(c, "QUEUE: subcommand must be PAUSE, RESUME, REMOVE or LATENCY");
+        rb_reply_err(c, "no such QUEUE subcommand: %.40s (PAUSE, RESUME, REMOVE or LATENCY)",
+                     verb ? verb : "");
         return;
     }
     char *names[QUEUE_NAMES];
@@ -178,6 +179,10 @@ void rb_cmd_queue(rb_conn *c, char *arg)
     for (char *q; (q = strtok_r(NULL, " \t", &save));) {
         if (n == QUEUE_NAMES) {
             rb_reply_err(c, "QUEUE: at most 256 queue names");
+            return;
+        }
+        if (v < 0 && !strcmp(q, "*")) { /* Faktory's text: clients match it */
+            rb_reply_err(c, "QUEUE LATENCY does not support wildcards");
             return;
         }
         if (strcmp(q, "*") && !rb_queue_name_valid(q)) {
@@ -188,7 +193,7 @@ void rb_cmd_queue(rb_conn *c, char *arg)
         names[n++] = q;
     }
     if (n == 0) {
-        rb_reply_err(c, "QUEUE %s: name at least one queue (or *)", verb);
+        rb_reply_err(c, "QUEUE %s: name at least one queue%s", verb, v < 0 ? "" : " (or *)");
         return;
     }
     rb_eng_op *op = rb_eng_op_new(v < 0 ? RB_ENG_LATENCY : RB_ENG_QUEUE, c, queue_done);

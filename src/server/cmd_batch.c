@@ -46,6 +46,14 @@ static json_t *new_arg(rb_conn *c, const char *arg, rb_batch_def *def)
     }
     static const char *const names[RB_BATCH_CBS] = {"complete", "success", "death"};
     for (int k = 0; k < RB_BATCH_CBS; k++) {
+        const char *jid = def->cb[k] ? json_string_value(json_object_get(def->cb[k], "jid")) : NULL;
+        if (def->cb[k] && (!jid || strlen(jid) < 8)) { /* PUSH's rule, said for a callback */
+            rb_reply_err(c, "BATCH NEW: %s: a callback job needs its own jid, a string of at "
+                            "least 8 characters (as any pushed job; docs/workflows.md)",
+                         names[k]);
+            json_decref(o);
+            return NULL;
+        }
         if (def->cb[k] && rb_job_validate(c->srv, def->cb[k], &err)) {
             rb_reply_err(c, "BATCH NEW: %s: %s", names[k], rb_err_msg(&err));
             json_decref(o);

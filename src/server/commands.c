@@ -137,8 +137,11 @@ static void cmd_hello(rb_conn *c, char *arg)
         return;
     }
     if (c->iterations) {
+        /* Faktory hashes once for a client below version 2 or without "v"
+         * (the Python client sends none), the greeting's rounds from 2 on */
+        long rounds = v && json_integer_value(v) >= 2 ? c->iterations : 1;
         const char *given = json_string_value(json_object_get(o, "pwdhash"));
-        if (!rb_srv_auth_check(srv->cfg.server.password, c->salt, c->iterations, given)) {
+        if (!rb_srv_auth_check(srv->cfg.server.password, c->salt, rounds, given)) {
             rb_log(RB_LOG_WARN, "connection refused: invalid password");
             rb_reply_err(c, "Invalid password");
             json_decref(o);
@@ -179,7 +182,7 @@ static void cmd_beat(rb_conn *c, char *arg)
     else if (srv->pgm) /* the signal is the cluster's (backend/pg/registry.h) */
         rb_pgworkers_beat(c, wid);
     else if (!w)
-        rb_reply_err(c, "BEAT: unknown worker %s (say HELLO with this wid first)", wid);
+        rb_reply_err(c, "unknown worker %s (say HELLO with this wid first)", wid);
     else {
         w->last_beat_ms = rb_now_ms();
         rb_cmd_beat_reply(c, w->signal);

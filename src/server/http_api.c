@@ -68,7 +68,6 @@ rb_eng_op *rb_api_info_op(struct evhttp_request *req, void (*done)(rb_srv *, rb_
                           bool latency)
 {
     rb_eng_op *op = rb_api_op_for(req, RB_ENG_INFO, done);
-    op->u.info.every_queue = true; /* a single node's; PostgreSQL's listing as it is */
     op->u.info.latency = latency;
     return op;
 }

@@ -53,6 +53,8 @@ static int load_job(void *arg, const rb_job_row *r)
     j->timer.seq = r->seq; /* rows come in (due, seq) order: ENQUEUED renumbers in that order */
     rb_jobs_add(&srv->jobs, j);
     rb_jobs_set_state(&srv->jobs, j, (rb_job_state)r->state, r->due_ms);
+    if (r->state == RB_JOB_ENQUEUED && r->due_us > 0 && r->due_us < 1000)
+        j->enq_frac_us = (uint64_t)r->due_us; /* enqueued_at to the microsecond */
     return 0;
 }
 
@@ -75,6 +77,8 @@ static int load_meta(void *arg, const char *key, const char *value)
     rb_srv *srv = arg;
     if (!strncmp(key, "paused:", 7))
         rb_jobs_queue(&srv->jobs, key + 7, true)->paused = true;
+    else if (!strncmp(key, RB_QUEUE_META_KEY, strlen(RB_QUEUE_META_KEY)))
+        rb_jobs_queue(&srv->jobs, key + strlen(RB_QUEUE_META_KEY), true)->known = true;
     else
         rb_deps_load_meta(srv, key, value);
     rb_mem_batch_load(srv, key, value);

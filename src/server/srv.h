@@ -179,6 +179,10 @@ void rb_srv_persist_counters(rb_srv *srv);
 /* Makes j ENQUEUED now (setting enqueued_at), or SCHEDULED when at_ms is in
  * the future. Does not persist. */
 void rb_srv_enqueue(rb_srv *srv, rb_job *j, int64_t at_ms, int64_t now);
+/* Makes q a known queue (INFO lists it until QUEUE REMOVE), writing its
+ * "queue:NAME" meta row into the open batch the first time; known false:
+ * forgets it and deletes the row. A no-op when nothing changes. */
+void rb_srv_queue_known(rb_srv *srv, rb_queue *q, bool known);
 /* The single node's rb_backend.refetch: reserves a ready job of c's queues
  * for c, waiting in a FETCH (replied after its commit); false when no job
  * is ready in any queue (waking the others is pointless). */

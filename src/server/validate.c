@@ -43,18 +43,37 @@ int rb_queue_name_valid(const char *q)
     return 1;
 }
 
+/* Faktory's refusals (manager.go's Push), word for word where Faktory
+ * refuses the same thing: clients' own tests compare them (the Rust
+ * client's PUSHB test). Where Rebound's rule is wider (a field of another
+ * type, which Faktory reports as invalid JSON), Faktory's sentence comes
+ * first and Rebound's rule after it, in parentheses. */
+#define FK_JID "jobs must have a reasonable jid parameter"
+#define FK_JOBTYPE "jobs must have a jobtype parameter"
+#define FK_ARGS "jobs must have an args parameter"
+#define FK_RESERVE "jobs cannot be reserved for more than one day"
+
 int rb_job_validate(rb_srv *srv, json_t *job, rb_err *err)
 {
     if (!json_is_object(job))
         return rb_err_set(err, RB_EINVAL, "job must be a JSON object");
-    const char *jid = rb_srv_json_str(job, "jid");
+    json_t *jv = json_object_get(job, "jid");
+    const char *jid = json_string_value(jv);
+    if (jv && !json_is_null(jv) && !jid)
+        return rb_err_set(err, RB_EINVAL, FK_JID " (a string of at least 8 characters)");
     if (!jid || strlen(jid) < 8)
-        return rb_err_set(err, RB_EINVAL, "jid must be a string of at least 8 characters");
-    const char *jobtype = rb_srv_json_str(job, "jobtype");
+        return rb_err_set(err, RB_EINVAL, FK_JID);
+    json_t *tv = json_object_get(job, "jobtype");
+    const char *jobtype = json_string_value(tv);
+    if (tv && !json_is_null(tv) && !jobtype)
+        return rb_err_set(err, RB_EINVAL, FK_JOBTYPE " (job %s: a non-empty string)", jid);
     if (!jobtype || !*jobtype)
-        return rb_err_set(err, RB_EINVAL, "job %s: jobtype must be a non-empty string", jid);
-    if (!json_is_array(json_object_get(job, "args")))
-        return rb_err_set(err, RB_EINVAL, "job %s: args must be an array", jid);
+        return rb_err_set(err, RB_EINVAL, FK_JOBTYPE);
+    json_t *args = json_object_get(job, "args");
+    if (!args || json_is_null(args))
+        return rb_err_set(err, RB_EINVAL, FK_ARGS);
+    if (!json_is_array(args))
+        return rb_err_set(err, RB_EINVAL, FK_ARGS " (job %s: args must be an array)", jid);
     json_t *q = json_object_get(job, "queue");
     if (q && !json_is_null(q) && (!json_is_string(q) || !rb_queue_name_valid(json_string_value(q))))
         return rb_err_set(err, RB_EINVAL,
@@ -65,11 +84,15 @@ int rb_job_validate(rb_srv *srv, json_t *job, rb_err *err)
         if (!json_is_string(at))
             return rb_err_set(err, RB_EINVAL, "job %s: at must be an RFC 3339 time string", jid);
         if (*json_string_value(at) && rb_time_parse_rfc3339(json_string_value(at), &ms))
-            return rb_err_set(err, RB_EINVAL, "job %s: at '%s' is not an RFC 3339 time", jid,
-                              json_string_value(at));
+            return rb_err_set(err, RB_EINVAL,
+                              "invalid timestamp for 'at': \"%s\" (job %s: not an RFC 3339 time)",
+                              json_string_value(at), jid);
     }
     json_int_t n;
     int rc;
+    json_t *rv = json_object_get(job, "reserve_for");
+    if (json_is_integer(rv) && json_integer_value(rv) > 86400)
+        return rb_err_set(err, RB_EINVAL, FK_RESERVE);
     if ((rc = int_field(job, "reserve_for", 0, 86400, &n, err)) ||
         (rc = int_field(job, "priority", 1, 9, &n, err)) ||
         (rc = int_field(job, "retry", -1, 1000000, &n, err)) ||

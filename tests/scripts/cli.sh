@@ -231,5 +231,48 @@ run 2 batch;                        has err "missing BID"
 run 2 batches --limit 0;            has err "--limit '0' must be 1-1000"
 run 2 batches extra;                has err "unexpected argument 'extra'"
 
+# --- every --json is one line of JSON (docs/cli.md), whatever the command:
+# `rebound cron --json` once printed 43 lines of indented JSON (issue 25)
+# json1 EXPECTED_EXIT ARGS...: the command's stdout is exactly one line, a
+# JSON object or array
+json1() {
+  want=$1; shift
+  "$bin" "$@" >"$tmp/out" 2>"$tmp/err"
+  got=$?
+  lines=$(wc -l <"$tmp/out")
+  first=$(head -c 1 "$tmp/out")
+  if [ "$got" -eq "$want" ] && [ "$lines" -eq 1 ] && { [ "$first" = "{" ] || [ "$first" = "[" ]; }; then
+    ok
+  else
+    bad "rebound $*: exit $got (want $want), $lines lines, starts '$first'"
+  fi
+}
+printf '[retry]\nfaktory = 5\n\n[[cron]]\nname = "nightly"\nschedule = "0 3 * * *"\n[cron.job]\ntype = "report"\n\n[[cron]]\nname = "hourly"\nschedule = "@hourly"\n[cron.job]\ntype = "tick"\n' >"$tmp/cron.toml"
+json1 0 cron --json "$tmp/cron.toml"
+json1 0 cron --json --count 3 --config "$tmp/cron.toml"
+json1 0 config check --json "$tmp/cron.toml"
+json1 0 policy check 'ftl:3 5s 1m' --json
+json1 0 policy simulate 'ftl:3 5s 1m' --json
+json1 0 policy simulate --config "$tmp/cron.toml" --jobtype report --json
+json1 0 push one '[]' --json
+printf '{"jobtype":"j1","args":[]}\n{"jobtype":"j1","args":[1]}\n' >"$tmp/json1.jsonl"
+json1 0 push --file - --json <"$tmp/json1.jsonl"
+json1 0 info --json
+json1 0 jobs --json
+json1 0 job clijob-0001 --json
+json1 0 workflow cliwf-D000 --json
+json1 0 batch "$bid" --json
+json1 0 batches --json
+run 0 push later3 --at 10m --jid clijob-later3
+json1 0 kill clijob-later3 --json
+json1 0 retry clijob-later3 --json
+run 0 push later4 --at 10m --jid clijob-later4
+json1 0 discard clijob-later4 --json
+json1 0 queue pause bulk --json
+json1 0 queue resume bulk --json
+json1 0 queue latency bulk --json
+json1 0 queue remove bulk --json
+json1 0 backup --json "$tmp/backup-json.db"
+
 echo "cli: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -73,8 +73,8 @@ has out.err "cannot read 'conf/rebound.nope.toml'"
 
 # --json
 expect 0 out.json "$bin" config check conf/rebound.toml --env prod --json
-has out.json '"overlay": "conf/rebound.prod.toml"'
-has out.json '"from": "overlay"'
+has out.json '"overlay":"conf/rebound.prod.toml"'
+has out.json '"from":"overlay"'
 
 # Bad input: exit 2 with one line naming file, line, key and rule.
 printf '[server]\nlisten = "127.0.0.1:7419"\nmax_conections = 5\n' > typo.toml

@@ -26,7 +26,9 @@ check() { # description, command...
 mk() { make -C "$top" --no-print-directory O="$O" "$@"; }
 
 dest=$tmp/dest
-dirs="prefix=/usr sysconfdir=/etc"
+# docs/operations.md's staged line: prefix=/usr alone implies sysconfdir=/etc
+# (issue 25: it once gave /usr/etc/rebound/rebound.toml)
+dirs="prefix=/usr"
 # shellcheck disable=SC2086
 if ! mk install DESTDIR="$dest" $dirs >"$tmp/install.log" 2>&1; then
   cat "$tmp/install.log"
@@ -61,6 +63,20 @@ for line in Type=notify WatchdogSec=30s User=rebound StateDirectory=rebound \
             PrivateTmp=yes ProtectHome=yes WorkingDirectory=/var/lib/rebound; do
   check "unit lacks $line" grep -qx "$line" "$unit"
 done
+
+# --- one configuration path everywhere: the unit, both pages, the config's
+# own header (agree ROOT SYSCONFDIR UNIT MANDIR: the installed tree under
+# ROOT names SYSCONFDIR/rebound/rebound.toml and no other)
+agree() {
+  r=$1 want="$2/rebound/rebound.toml" u=$3 m=$4
+  check "unit's --config is $want" grep -q -- "--config $want\$" "$r$u"
+  for f in "$r$m/man1/rebound.1" "$r$m/man5/rebound.toml.5" "$r$2/rebound/rebound.toml"; do
+    check "$(basename "$f") names $want" grep -qF "$want" "$f"
+    check "$(basename "$f") names no other rebound.toml under an etc/" \
+      sh -c "! grep -oE '[^ ]*etc/rebound/rebound.toml' '$f' | grep -vxF '$want'"
+  done
+}
+agree "$dest" /etc /usr/lib/systemd/system/rebound.service /usr/share/man
 
 # --- the config: the example's settings, all commented out at the defaults ---
 conf=$dest/etc/rebound/rebound.toml
@@ -152,6 +168,29 @@ if command -v systemd-analyze >/dev/null 2>&1; then
   fi
 else
   echo "install.sh: systemd-analyze not found: skipping 'systemd-analyze verify' of the unit"
+fi
+
+# --- another prefix: every path follows it, and uninstall takes it all back ---
+opt=$tmp/opt
+if mk install DESTDIR="$opt" prefix=/opt/rb >"$tmp/install4.log" 2>&1; then
+  check "config under prefix=/opt/rb" test -f "$opt/opt/rb/etc/rebound/rebound.toml"
+  agree "$opt" /opt/rb/etc /opt/rb/lib/systemd/system/rebound.service /opt/rb/share/man
+  check "unit's ExecStart under prefix=/opt/rb" grep -qx \
+    'ExecStart=/opt/rb/bin/rebound serve --config /opt/rb/etc/rebound/rebound.toml' \
+    "$opt/opt/rb/lib/systemd/system/rebound.service"
+  mk uninstall DESTDIR="$opt" prefix=/opt/rb >/dev/null 2>&1
+  check "uninstall of prefix=/opt/rb left files: $(find "$opt" -type f)" test -z "$(find "$opt" -type f)"
+else
+  bad "make install prefix=/opt/rb"; cat "$tmp/install4.log"
+fi
+# an explicit sysconfdir wins over the /usr rule
+sc=$tmp/sc
+if mk install DESTDIR="$sc" prefix=/usr sysconfdir=/srv/conf >"$tmp/install5.log" 2>&1; then
+  agree "$sc" /srv/conf /usr/lib/systemd/system/rebound.service /usr/share/man
+  mk uninstall DESTDIR="$sc" prefix=/usr sysconfdir=/srv/conf >/dev/null 2>&1
+  check "uninstall with sysconfdir=/srv/conf left files" test -z "$(find "$sc" -type f)"
+else
+  bad "make install sysconfdir=/srv/conf"; cat "$tmp/install5.log"
 fi
 
 # --- a second install keeps a changed config; uninstall leaves it and only it ---

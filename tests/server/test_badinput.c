@@ -438,10 +438,12 @@ static void build_table(void)
         add("-ERR MUTATE: ", 0, "MUTATE %s", bad_mutate[i]);
 
     /* QUEUE: bad subcommands, no names, too many names. */
-    const char *bad_queue_cmd[] = {"x", "PAUSED q", "\xff q", "{} q", "PAUSE", "RESUME", "REMOVE",
-                                   "LATENCY", "pause   ", "REMOVE\t"};
+    const char *bad_queue_cmd[] = {"x", "PAUSED q", "\xff q", "{} q"};
     for (size_t i = 0; i < sizeof bad_queue_cmd / sizeof *bad_queue_cmd; i++)
-        add("-ERR QUEUE", 0, "QUEUE %s", bad_queue_cmd[i]);
+        add("-ERR no such QUEUE subcommand: ", 0, "QUEUE %s", bad_queue_cmd[i]); /* Faktory's */
+    const char *no_queue_names[] = {"PAUSE", "RESUME", "REMOVE", "LATENCY", "pause   ", "REMOVE\t"};
+    for (size_t i = 0; i < sizeof no_queue_names / sizeof *no_queue_names; i++)
+        add("-ERR QUEUE ", 0, "QUEUE %s", no_queue_names[i]);
     char many[1200] = "REMOVE";
     for (int i = 0; i < 257; i++)
         strcat(many, i % 2 ? " eq" : " sq");
@@ -463,10 +465,10 @@ static void build_table(void)
                                  "{\"cmd\":\"quiet\",\"wid\":\"nobody\"}"};
     for (size_t i = 0; i < sizeof bad_workers / sizeof *bad_workers; i++)
         add("-ERR WORKERS: ", 0, "WORKERS %s", bad_workers[i]);
-    const char *bad_beat[] = {"{}", "{\"wid\":1}", "{\"wid\":\"\"}", "{\"wid\":\"nobody\"}",
-                              "{\"wid\":null}"};
+    const char *bad_beat[] = {"{}", "{\"wid\":1}", "{\"wid\":\"\"}", "{\"wid\":null}"};
     for (size_t i = 0; i < sizeof bad_beat / sizeof *bad_beat; i++)
         add("-ERR BEAT: ", 0, "BEAT %s", bad_beat[i]);
+    add("-ERR unknown worker nobody", 0, "BEAT %s", "{\"wid\":\"nobody\"}"); /* Faktory's words */
     add("-ERR HELLO: already identified", EXACT, "HELLO {\"v\":2}");
     add("-ERR HELLO: already identified", EXACT, "HELLO garbage");
 

@@ -305,16 +305,16 @@ Test(pg, migrate_command)
     cr_assert(strstr(out, "schema version 0: the database has no rebound schema"), "%s", out);
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema created (version 10)\n");
+    cr_assert_str_eq(out, "schema created (version 11)\n");
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema is up to date (version 10)\n");
+    cr_assert_str_eq(out, "schema is up to date (version 11)\n");
     snprintf(args, sizeof args, "migrate --check --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema version 10: up to date\n");
-    free(sql1("UPDATE rb_meta SET value = '11' WHERE key = 'schema_version'"));
+    cr_assert_str_eq(out, "schema version 11: up to date\n");
+    free(sql1("UPDATE rb_meta SET value = '12' WHERE key = 'schema_version'"));
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 1, "%s", out);
-    cr_assert(strstr(out, "version 11, newer than this rebound supports (10)"), "%s", out);
+    cr_assert(strstr(out, "version 12, newer than this rebound supports (11)"), "%s", out);
     cr_assert_eq(run_cli("migrate --url ./rebound.db", out, sizeof out), 2, "%s", out);
     cr_assert(strstr(out, "not a PostgreSQL url"), "%s", out);
     cr_assert_eq(run_cli("migrate --bogus", out, sizeof out), 2, "%s", out);
@@ -346,7 +346,7 @@ Test(pg, version_2_database_is_refused_then_upgraded_in_place)
     cr_assert(strstr(out, "schema version 2:"), "%s", out);
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema upgraded from version 2 to 10\n");
+    cr_assert_str_eq(out, "schema upgraded from version 2 to 11\n");
     cr_assert_eq(rb_pg_check_schema(pg, &err), 0, "%s", rb_err_msg(&err));
     cr_assert_eq(rb_pg_schema_version(pg, &v, &err), 0);
     cr_assert_eq(v, RB_PG_SCHEMA_VERSION);
@@ -413,7 +413,7 @@ Test(pg, version_3_database_upgrades_to_the_holder_rule)
     free(r);
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema upgraded from version 3 to 10\n");
+    cr_assert_str_eq(out, "schema upgraded from version 3 to 11\n");
     /* pg, connected before the upgrade, goes on: its statements reach the
      * replaced functions */
     cr_assert_eq(rb_pg_check_schema(pg, &err), 0, "%s", rb_err_msg(&err));
@@ -462,7 +462,7 @@ Test(pg, version_4_database_upgrades_to_dependencies)
     cr_assert_str_eq(a, "v4par0001");
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema upgraded from version 4 to 10\n");
+    cr_assert_str_eq(out, "schema upgraded from version 4 to 11\n");
     cr_assert_eq(rb_pg_check_schema(pg, &err), 0, "%s", rb_err_msg(&err));
     json_t *kid = json_loads("{\"jid\":\"v4kid0001\",\"jobtype\":\"t\",\"args\":[],"
                              "\"depends_on\":[\"v4par0001\"]}", 0, NULL);
@@ -1836,7 +1836,7 @@ Test(pg, version_5_database_upgrades_to_batches)
     cr_assert_str_eq(a, "v5job0001");
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema upgraded from version 5 to 10\n");
+    cr_assert_str_eq(out, "schema upgraded from version 5 to 11\n");
     cr_assert_eq(rb_pg_check_schema(pg, &err), 0, "%s", rb_err_msg(&err));
     rb_pg_ref ref = {a, "w1"};
     int st = -1;
@@ -1876,7 +1876,7 @@ Test(pg, version_6_database_upgrades_to_the_batch_member_index)
     free(n);
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema upgraded from version 6 to 10\n");
+    cr_assert_str_eq(out, "schema upgraded from version 6 to 11\n");
     cr_assert_eq(rb_pg_check_schema(pg, &err), 0, "%s", rb_err_msg(&err));
     n = sql1(q);
     cr_assert_str_eq(n, "1");
@@ -1906,7 +1906,7 @@ Test(pg, version_7_database_upgrades_to_unique_jobs)
     cr_assert_str_eq(a, "v7job0001");
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema upgraded from version 7 to 10\n");
+    cr_assert_str_eq(out, "schema upgraded from version 7 to 11\n");
     cr_assert_eq(rb_pg_check_schema(pg, &err), 0, "%s", rb_err_msg(&err));
     rb_pg_ref ref = {a, "w1"};
     int st = -1;
@@ -1995,7 +1995,7 @@ Test(pg, version_8_database_upgrades_to_tracking)
     cr_assert_str_eq(a, "v8trk0001");
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema upgraded from version 8 to 10\n");
+    cr_assert_str_eq(out, "schema upgraded from version 8 to 11\n");
     cr_assert_eq(rb_pg_check_schema(pg, &err), 0, "%s", rb_err_msg(&err));
     now = rb_now_ms();
     cr_assert_eq(track_set(pg, "{\"jid\":\"v8trk0001\",\"percent\":60}", now), 0);
@@ -2181,7 +2181,7 @@ Test(pg, version_9_database_upgrades_to_used_edges)
     cr_assert_str_eq(a, "v9par0001");
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema upgraded from version 9 to 10\n");
+    cr_assert_str_eq(out, "schema upgraded from version 9 to 11\n");
     cr_assert_eq(rb_pg_check_schema(pg, &err), 0, "%s", rb_err_msg(&err));
     t = sql1("SELECT status FROM rb_ack_batch('{v9par0001}', '{w1}', 0,"
              " (extract(epoch FROM clock_timestamp()) * 1000)::bigint, 3600000, false)");
@@ -2205,5 +2205,41 @@ Test(pg, version_9_database_upgrades_to_used_edges)
     json_decref(j);
     rb_workflow_release(&g);
     free(a);
+    rb_pg_close(pg);
+}
+
+/* --- INFO's known queues (schema version 11, issue 25) --- */
+
+/* A version-10 database whose queue emptied: INFO left it out; after
+ * `rebound migrate` INFO lists it with size 0 (rb_info replaced in
+ * place, so nodes of the previous release list it too), and QUEUE REMOVE
+ * forgets it. */
+Test(pg, version_10_database_upgrades_to_known_queues)
+{
+    char drop[160], args[1200], out[1024];
+    snprintf(drop, sizeof drop, "DROP SCHEMA %s CASCADE; CREATE SCHEMA %s", schema, schema);
+    free(sql1(drop));
+    rb_pg *pg = open_engine(false, 16);
+    rb_err err = {0};
+    int from = -1;
+    cr_assert_eq(rb_pg_migrate_to(pg, 10, &from, &err), 0, "%s", rb_err_msg(&err));
+    cr_assert_eq(push_at(pg, "{\"jid\":\"v10que001\",\"jobtype\":\"t\",\"args\":[],"
+                             "\"queue\":\"emptied\"}", rb_now_ms()), 0);
+    free(sql1("DELETE FROM rb_jobs WHERE jid = 'v10que001'")); /* as its ACK */
+    char *t = sql1("SELECT rb_info()::json ->> 'queues'");
+    cr_assert_str_eq(t, "[]");
+    free(t);
+    snprintf(args, sizeof args, "migrate --url '%s'", url);
+    cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
+    cr_assert_str_eq(out, "schema upgraded from version 10 to 11\n");
+    cr_assert_eq(rb_pg_check_schema(pg, &err), 0, "%s", rb_err_msg(&err));
+    t = sql1("SELECT rb_info()::json ->> 'queues'");
+    cr_assert_str_eq(t, "[[\"emptied\", 0, false]]");
+    free(t);
+    const char *q[1] = {"emptied"};
+    cr_assert_eq(rb_pg_queue_remove(pg, q, 1, NULL, &err), 0, "%s", rb_err_msg(&err));
+    t = sql1("SELECT rb_info()::json ->> 'queues'");
+    cr_assert_str_eq(t, "[]");
+    free(t);
     rb_pg_close(pg);
 }

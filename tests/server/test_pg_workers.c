@@ -128,7 +128,7 @@ Test(workers, seen_listed_and_signalled_across_nodes)
     /* unknown workers: the single node's errors */
     cr_assert(rbh_expect(adm, "-ERR WORKERS: unknown worker ghost",
                          "WORKERS {\"cmd\":\"quiet\",\"wid\":\"ghost\"}"));
-    cr_assert(rbh_expect(adm, "-ERR BEAT: unknown worker ghost (say HELLO with this wid first)",
+    cr_assert(rbh_expect(adm, "-ERR unknown worker ghost (say HELLO with this wid first)",
                          "BEAT {\"wid\":\"ghost\"}"));
     cr_assert(rbh_expect(adm, "-ERR WORKERS: cmd must be quiet or terminate",
                          "WORKERS {\"cmd\":\"sleep\"}"));
@@ -164,7 +164,7 @@ Test(workers, stale_workers_are_forgotten)
     cr_assert_null(listed(0, "wk-gone"));
     cr_assert(rbh_expect(adm, "-ERR WORKERS: unknown worker wk-gone",
                          "WORKERS {\"cmd\":\"quiet\",\"wid\":\"wk-gone\"}"));
-    cr_assert(rbh_expect(adm, "-ERR BEAT: unknown worker wk-gone (say HELLO with this wid first)",
+    cr_assert(rbh_expect(adm, "-ERR unknown worker wk-gone (say HELLO with this wid first)",
                          "BEAT {\"wid\":\"wk-gone\"}"));
     /* the maintenance thread deletes the stale row (every few seconds) */
     int64_t deadline = rbh_now_ms() + 20000;

@@ -110,7 +110,7 @@ SERVER_TEST(mutate_on_retries_and_dead)
 
 SERVER_TEST(queue_commands)
 {
-    cr_assert(rbh_expect(C, "-ERR QUEUE: subcommand must be PAUSE, RESUME, REMOVE or LATENCY", "QUEUE FREEZE q"));
+    cr_assert(rbh_expect(C, "-ERR no such QUEUE subcommand: FREEZE (PAUSE, RESUME, REMOVE or LATENCY)", "QUEUE FREEZE q"));
     cr_assert(rbh_expect(C, "-ERR QUEUE PAUSE: name at least one queue (or *)", "QUEUE PAUSE"));
     for (int i = 0; i < 3; i++)
         cr_assert(rbh_expect(C, "+OK", "PUSH {\"jid\":\"que-%05d\",\"jobtype\":\"a\",\"args\":[],\"queue\":\"%s\"}",

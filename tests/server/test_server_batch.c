@@ -198,9 +198,13 @@ SERVER_TEST(bad_batch_commands_are_refused_and_change_nothing)
         {"BATCH NEW [1]", "-ERR BATCH NEW: argument must be a JSON object"},
         {"BATCH NEW {\"success\":\"FooJob\"}", "-ERR BATCH NEW: success must be a job object"},
         {"BATCH NEW {\"success\":{\"jid\":\"s0000001\",\"args\":[]}}",
-         "-ERR BATCH NEW: success: job s0000001: jobtype"},
+         "-ERR BATCH NEW: success: jobs must have a jobtype parameter"},
+        /* a callback needs a jid, said as a callback's rule (issue 25) */
         {"BATCH NEW {\"complete\":{\"jid\":\"c1\",\"jobtype\":\"X\",\"args\":[]}}",
-         "-ERR BATCH NEW: complete: jid must be"},
+         "-ERR BATCH NEW: complete: a callback job needs its own jid, a string of at least 8 "
+         "characters (as any pushed job; docs/workflows.md)"},
+        {"BATCH NEW {\"success\":{\"jobtype\":\"X\",\"args\":[]}}",
+         "-ERR BATCH NEW: success: a callback job needs its own jid"},
         {"BATCH NEW {\"bid\":\"b-mine\",\"success\":" CB("s0000002", "S", "q") "}",
          "-ERR BATCH NEW: bid must be empty"},
         {"BATCH NEW {\"description\":7,\"success\":" CB("s0000003", "S", "q") "}",

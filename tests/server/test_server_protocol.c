@@ -148,7 +148,7 @@ SERVER_TEST(beat_and_workers_signals)
 {
     rbh_conn *w = rbh_connect(&S, "wid-beat"), *adm = rbh_connect(&S, NULL);
     cr_assert(rbh_expect(w, "+OK", "BEAT {\"wid\":\"wid-beat\",\"current_state\":\"\",\"rss_kb\":1}"));
-    cr_assert(rbh_expect(w, "-ERR BEAT: unknown worker nobody (say HELLO with this wid first)",
+    cr_assert(rbh_expect(w, "-ERR unknown worker nobody (say HELLO with this wid first)",
                          "BEAT {\"wid\":\"nobody\"}"));
     cr_assert(rbh_expect(w, "-ERR BEAT: wid must be a non-empty string", "BEAT {}"));
     cr_assert(rbh_expect(adm, "-ERR WORKERS: cmd must be quiet or terminate", "WORKERS {\"cmd\":\"x\"}"));
@@ -202,6 +202,57 @@ SERVER_TEST(password_authentication)
     c = rbh_connect_raw(&S);
     cr_assert(rbh_expect(c, "-ERR Invalid password", "HELLO {\"v\":2}"));
     rbh_close(c);
+}
+
+/* Connects, hashes "s3cret" with the greeting's salt over iters rounds
+ * (0: the greeting's "i") and sends HELLO with version (NULL: no "v").
+ * Returns the reply (caller frees); a refused HELLO must close. */
+static char *hello_with(const char *version, long iters)
+{
+    rbh_conn *c = rbh_connect_raw(&S);
+    cr_assert_not_null(c);
+    json_t *hi = json_loads(c->greeting + 4, 0, NULL);
+    cr_assert_not_null(hi, "greeting %s", c->greeting);
+    long i = (long)json_integer_value(json_object_get(hi, "i"));
+    const char *salt = json_string_value(json_object_get(hi, "s"));
+    cr_assert(i > 1 && salt, "greeting %s", c->greeting);
+    char h[65];
+    pwdhash("s3cret", salt, iters ? iters : i, h);
+    json_decref(hi);
+    char *r = version ? rbh_cmd(c, "HELLO {\"v\":%s,\"hostname\":\"h\",\"pwdhash\":\"%s\"}", version, h)
+                      : rbh_cmd(c, "HELLO {\"hostname\":\"h\",\"pwdhash\":\"%s\"}", h);
+    cr_assert_not_null(r, "connection closed without a reply");
+    if (!strcmp(r, "+OK")) { /* identified: the connection works */
+        char *info = rbh_cmd(c, "INFO");
+        cr_assert(info && info[0] == '{', "INFO after HELLO: %s", info ? info : "(closed)");
+        free(info);
+    } else {
+        cr_assert_null(rbh_reply(c), "a refused HELLO closes the connection");
+    }
+    rbh_close(c);
+    return r;
+}
+
+static void expect_hello(const char *version, long iters, const char *want)
+{
+    char *r = hello_with(version, iters);
+    cr_assert_str_eq(r, want, "HELLO v %s, %ld rounds: %s", version ? version : "(none)", iters, r);
+    free(r);
+}
+
+/* Faktory hashes once for a client below version 2 or without "v" (the
+ * Python client sends none), and the greeting's "i" rounds from version 2
+ * on (Faktory's server.go: `if cl.Version < 2 { iter = 1 }`; issue 25). */
+SERVER_TEST(hello_without_version_or_below_2_hashes_once)
+{
+    cr_assert_eq(rbh_stop(&S), 0);
+    cr_assert_eq(rbh_start(&S, "[server]\npassword = \"s3cret\"\n", NULL), 0);
+    expect_hello(NULL, 1, "+OK");
+    expect_hello("1", 1, "+OK");
+    expect_hello("2", 0, "+OK");
+    expect_hello(NULL, 0, "-ERR Invalid password");
+    expect_hello("1", 0, "-ERR Invalid password");
+    expect_hello("2", 1, "-ERR Invalid password");
 }
 
 SERVER_TEST(sigterm_quiets_workers_then_exits_cleanly)

@@ -324,22 +324,24 @@ SERVER_TEST(concurrent_pushers_get_exactly_one_ok)
 
 SERVER_TEST(bad_unique_fields_are_refused_and_change_nothing)
 {
-    expect_push(C, "-ERR job bad-u-001: custom.unique_for must be a number of seconds", "bad-u-001",
-                "eq", "[]", "\"unique_for\":\"600\"");
-    expect_push(C, "-ERR job bad-u-002: custom.unique_for must be a number of seconds", "bad-u-002",
-                "eq", "[]", "\"unique_for\":-1");
-    expect_push(C, "-ERR job bad-u-003: custom.unique_for must be a number of seconds", "bad-u-003",
-                "eq", "[]", "\"unique_for\":true");
+#define UF "custom.unique_for must be a number of seconds from 0 to 31536000 (one year), not "
+#define EI "custom.expires_in must be a number of seconds from 0 to 315360000 (ten years), not "
+    expect_push(C, "-ERR job bad-u-001: " UF "\"600\"", "bad-u-001", "eq", "[]",
+                "\"unique_for\":\"600\"");
+    expect_push(C, "-ERR job bad-u-002: " UF "-1", "bad-u-002", "eq", "[]", "\"unique_for\":-1");
+    expect_push(C, "-ERR job bad-u-003: " UF "true", "bad-u-003", "eq", "[]",
+                "\"unique_for\":true");
+    expect_push(C, "-ERR job bad-u-005: " UF "1000000000000.0", "bad-u-005", "eq", "[]",
+                "\"unique_for\":1e12");
     expect_push(C, "-ERR job bad-u-004: custom.unique_until must be \"success\" or \"start\"",
                 "bad-u-004", "eq", "[]", U60 ",\"unique_until\":\"end\"");
     expect_push(C, "-ERR job bad-e-001: custom.expires_at must be an RFC 3339 time", "bad-e-001",
                 "eq", "[]", "\"expires_at\":\"tomorrow\"");
     expect_push(C, "-ERR job bad-e-002: custom.expires_at must be an RFC 3339 time", "bad-e-002",
                 "eq", "[]", "\"expires_at\":12");
-    expect_push(C, "-ERR job bad-e-003: custom.expires_in must be a number of seconds", "bad-e-003",
-                "eq", "[]", "\"expires_in\":\"60\"");
-    expect_push(C, "-ERR job bad-e-004: custom.expires_in must be a number of seconds", "bad-e-004",
-                "eq", "[]", "\"expires_in\":-5");
+    expect_push(C, "-ERR job bad-e-003: " EI "\"60\"", "bad-e-003", "eq", "[]",
+                "\"expires_in\":\"60\"");
+    expect_push(C, "-ERR job bad-e-004: " EI "-5", "bad-e-004", "eq", "[]", "\"expires_in\":-5");
     cr_assert_eq(queue_size(C, "eq"), 0);
     cr_assert_eq(rbh_info_int(C, "rebound.unique.locks"), 0);
     /* in PUSHB: that element's error, the others pushed */
@@ -347,7 +349,7 @@ SERVER_TEST(bad_unique_fields_are_refused_and_change_nothing)
                          "\"custom\":{\"unique_for\":\"x\"}},"
                          "{\"jid\":\"bad-b-002\",\"jobtype\":\"U\",\"queue\":\"eq\",\"args\":[],"
                          "\"custom\":{" U60 "}}]");
-    cr_assert_str_eq(r, "{\"bad-b-001\":\"job bad-b-001: custom.unique_for must be a number of seconds\"}");
+    cr_assert_str_eq(r, "{\"bad-b-001\":\"job bad-b-001: " UF "\\\"x\\\"\"}");
     free(r);
     cr_assert_eq(queue_size(C, "eq"), 1);
 }

@@ -422,6 +422,15 @@ Test(jobs_index, packed_fields_hold_their_largest_values_and_row_ids_increase)
     cr_assert_eq(a->priority, RB_PRIORITIES);
     cr_assert_eq(a->flags, RB_JOB_EXPIRED | RB_JOB_REFETCHED);
     cr_assert_eq(a->attempts, 1000000);
+    rb_jobs_enqueue_us(&js, a, 1700000000123999LL);
+    cr_assert_eq(rb_job_enqueued_us(a), 1700000000123999LL); /* the row id's word */
+    cr_assert_eq(a->row_id, 1);
+    a->row_id = ((int64_t)1 << 53) - 1;
+    cr_assert_eq(a->enq_frac_us, 999);
+    cr_assert_eq(a->row_id, ((int64_t)1 << 53) - 1);
+    a->row_id = 1;
+    rb_jobs_set_state(&js, a, RB_JOB_DEAD, 5000);
+    cr_assert_eq(a->enq_frac_us, 0, "only an enqueued job keeps enqueue microseconds");
     rb_job *b = rb_job_new("job-bbbb", rb_xstrdup("{}"), q, 1);
     b->row_id = 41; /* as loaded from the store */
     rb_jobs_add(&js, b);
@@ -434,8 +443,8 @@ Test(jobs_index, packed_fields_hold_their_largest_values_and_row_ids_increase)
 }
 
 /* The job text's times (written from a per-second cache) read exactly as
- * rb_time_format writes them, across second boundaries, backwards in time
- * and before 1970. */
+ * rb_time_format_us writes them (microseconds), across second boundaries,
+ * backwards in time and before 1970. */
 Test(jobs_index, job_text_times_match_rb_time_format)
 {
     const int64_t ms[] = {1700000000000, 1700000000001, 1700000000999, 1700000001000,
@@ -446,14 +455,15 @@ Test(jobs_index, job_text_times_match_rb_time_format)
     char json[] = "{\"jid\":\"t\"}";
     rb_job j = {.json = json};
     for (size_t i = 0; i < sizeof ms / sizeof *ms; i++) {
-        j.created_ms = ms[i];
-        int64_t enq = ms[(i + 5) % (sizeof ms / sizeof *ms)];
+        int64_t cus = ms[i] ? ms[i] * 1000 + (int64_t)(i * 37 % 1000) : 0;
+        j.created_us = cus;
+        int64_t enq = ms[(i + 5) % (sizeof ms / sizeof *ms)] * 1000 + (int64_t)(i * 101 % 1000);
         char a[RB_TIME_STRLEN], b[RB_TIME_STRLEN], want[200];
-        /* created_ms 0 means none; enqueued_at is left out for times <= 0 */
+        /* created_us 0 means none; enqueued_at is left out for times <= 0 */
         snprintf(want, sizeof want, "{\"jid\":\"t\"%s%s%s%s%s%s}",
-                 ms[i] ? ",\"created_at\":\"" : "", ms[i] ? rb_time_format(ms[i], a) : "",
-                 ms[i] ? "\"" : "", enq > 0 ? ",\"enqueued_at\":\"" : "",
-                 enq > 0 ? rb_time_format(enq, b) : "", enq > 0 ? "\"" : "");
+                 cus ? ",\"created_at\":\"" : "", cus ? rb_time_format_us(cus, a) : "",
+                 cus ? "\"" : "", enq > 0 ? ",\"enqueued_at\":\"" : "",
+                 enq > 0 ? rb_time_format_us(enq, b) : "", enq > 0 ? "\"" : "");
         char *got = rb_job_json_out(&j, enq > 0 ? enq : 0);
         cr_assert_str_eq(got, want, "ms %lld", (long long)ms[i]);
         free(got);

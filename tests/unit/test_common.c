@@ -49,6 +49,27 @@ Test(time, rfc3339_round_trip)
     cr_assert_str_eq(rb_time_format(ms, out), "2024-02-29T23:59:59.123Z");
 }
 
+/* A job's timestamps keep microseconds (issue 25), before 1970 too. */
+Test(time, microseconds_formatted)
+{
+    char out[RB_TIME_STRLEN];
+    cr_assert_str_eq(rb_time_format_us(1795856400123456LL, out), "2026-11-28T09:00:00.123456Z");
+    cr_assert_str_eq(rb_time_format_us(0, out), "1970-01-01T00:00:00.000000Z");
+    cr_assert_str_eq(rb_time_format_us(-1, out), "1969-12-31T23:59:59.999999Z");
+    int64_t a = rb_now_us(), ms = rb_now_ms(), b = rb_now_us();
+    cr_assert(a / 1000 <= ms && ms <= b / 1000 + 1, "%lld %lld %lld", (long long)a,
+              (long long)ms, (long long)b);
+    int64_t back = 0;
+    cr_assert_eq(rb_time_parse_rfc3339(rb_time_format_us(a, out), &back), 0);
+    cr_assert_eq(back, a / 1000);
+    cr_assert_eq(rb_time_parse_rfc3339_us(out, &back), 0);
+    cr_assert_eq(back, a);
+    cr_assert_eq(rb_time_parse_rfc3339_us("2024-02-29T23:59:59.123456789+01:00", &back), 0);
+    cr_assert_eq(back, 1709251199123456LL - 3600000000LL);
+    cr_assert_eq(rb_time_parse_rfc3339("1969-12-31T23:59:59.9995Z", &back), 0);
+    cr_assert_eq(back, -1); /* milliseconds round down, before 1970 too */
+}
+
 Test(time, rfc3339_rejects_garbage)
 {
     int64_t ms = 42;

@@ -74,8 +74,11 @@ Test(config_throttles, mistakes_name_file_line_key_and_rule, .init = in_tmpdir)
          "c.toml:3: key 'throttles.t.timeout': must be a duration from 1s to 7d (\"90s\", \"30m\", "
          "or whole seconds)"},
         {"[throttles.t]\nconcurrency = 1\nworker = 2\n",
-         "c.toml:3: key 'throttles.t.worker': unknown key (did you mean 'timeout'?) (per-worker "
-         "and rate throttles are not supported yet)"},
+         "c.toml:3: key 'throttles.t.worker': per-worker and rate throttles are not supported "
+         "yet (a throttle takes concurrency and timeout)"},
+        {"[throttles.t]\nconcurrency = 1\nrate = 2\n",
+         "c.toml:3: key 'throttles.t.rate': per-worker and rate throttles are not supported "
+         "yet (a throttle takes concurrency and timeout)"},
         {"[throttles.t]\nconcurency = 1\n",
          "c.toml:2: key 'throttles.t.concurency': unknown key (did you mean 'concurrency'?)"},
         {"[throttles]\nt = 4\n",

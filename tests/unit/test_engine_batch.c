@@ -22,7 +22,7 @@ static rb_batch *make(const char *bid, const char *def_text)
     rb_batch_def def;
     rb_err err = {0};
     cr_assert_eq(rb_batch_parse_new(o, &def, &err), 0, "%s", rb_err_msg(&err));
-    rb_batch *b = rb_batch_new(bid, &def, NOW);
+    rb_batch *b = rb_batch_new(bid, &def, NOW * 1000 + 123); /* created 123 µs past NOW */
     json_decref(o);
     return b;
 }
@@ -233,8 +233,9 @@ Test(batch_status, nine_keys_and_string_states)
     cr_assert_eq(json_object_size(v), 9);
     cr_assert(json_is_null(json_object_get(v, "parent_bid")));
     cr_assert(json_is_null(json_object_get(v, "description")));
+    /* microseconds, as Faktory's fractions (issue 25) */
     cr_assert_str_eq(json_string_value(json_object_get(v, "created_at")),
-                     "2025-11-24T16:00:00.000Z");
+                     "2025-11-24T16:00:00.000123Z");
     cr_assert_str_eq(json_string_value(json_object_get(v, "complete_st")), "");
     cr_assert_str_eq(json_string_value(json_object_get(v, "success_st")), "");
     json_decref(v);
@@ -267,6 +268,16 @@ Test(batch_store, dump_and_load_round_trip)
     cr_assert_eq(c->st[RB_BATCH_DEATH], RB_BATCH_ST_ENQUEUED);
     cr_assert_eq(rb_batch_callback_of(c, "death-jid"), RB_BATCH_DEATH);
     cr_assert_eq(rb_batch_callback_of(c, "other"), -1);
+    cr_assert_eq(c->created_us, NOW * 1000 + 123);
+    /* a batch stored before created_us: its milliseconds */
+    json_t *old = json_loads(text, 0, NULL);
+    json_object_del(old, "created_us");
+    char *old_text = json_dumps(old, JSON_COMPACT);
+    rb_batch *d = rb_batch_load(old_text);
+    cr_assert_eq(d->created_us, NOW * 1000);
+    rb_batch_free(d);
+    free(old_text);
+    json_decref(old);
     cr_assert_null(rb_batch_load("{\"v\":2}"));
     cr_assert_null(rb_batch_load("not json"));
     free(text);

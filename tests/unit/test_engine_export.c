@@ -129,7 +129,7 @@ static char *batch_text(const char *bid, bool committed)
 {
     json_t *cb = json_pack("{s:s, s:[]}", "jobtype", "done", "args");
     rb_batch_def def = {.description = "d", .cb = {[RB_BATCH_SUCCESS] = cb}};
-    rb_batch *b = rb_batch_new(bid, &def, 1000);
+    rb_batch *b = rb_batch_new(bid, &def, 1000000);
     b->committed = committed;
     char *text = rb_batch_dump(b);
     rb_batch_free(b);

@@ -57,11 +57,16 @@ Test(engine_unique, parse_refuses_bad_types)
 {
     rb_unique_spec s;
     char msg[600];
-    const char *bad_for[] = {"\"unique_for\":\"600\"", "\"unique_for\":-1", "\"unique_for\":true",
-                             "\"unique_for\":[60]", "\"unique_for\":31536001"};
+    const char *bad_for[][2] = {{"\"unique_for\":\"600\"", "\"600\""}, {"\"unique_for\":-1", "-1"},
+                                {"\"unique_for\":true", "true"}, {"\"unique_for\":[60]", "[60]"},
+                                {"\"unique_for\":31536001", "31536001"},
+                                {"\"unique_for\":1e12", "1000000000000.0"}};
     for (size_t i = 0; i < sizeof bad_for / sizeof *bad_for; i++) {
-        cr_assert_eq(parse_unique(bad_for[i], &s, msg), RB_EINVAL, "%s", bad_for[i]);
-        cr_assert_str_eq(msg, "custom.unique_for must be a number of seconds");
+        char want[200];
+        cr_assert_eq(parse_unique(bad_for[i][0], &s, msg), RB_EINVAL, "%s", bad_for[i][0]);
+        snprintf(want, sizeof want, "custom.unique_for must be a number of seconds from 0 to "
+                 "31536000 (one year), not %s", bad_for[i][1]);
+        cr_assert_str_eq(msg, want); /* the range and the value given (issue 25) */
     }
     const char *bad_until[] = {"\"unique_for\":1,\"unique_until\":\"end\"",
                                "\"unique_for\":1,\"unique_until\":1"};
@@ -154,7 +159,8 @@ Test(engine_unique, bad_expiry_values_change_nothing)
         int64_t ms;
         cr_assert_eq(rb_expiry_prepare(o, NOW, &ms, &err), RB_EINVAL, "%s", bad[i]);
         cr_assert(strstr(rb_err_msg(&err), i < 2 ? "custom.expires_at must be an RFC 3339 time"
-                                                 : "custom.expires_in must be a number of seconds"));
+                                                 : "custom.expires_in must be a number of seconds "
+                                                   "from 0 to 315360000 (ten years), not "));
         char *after = json_dumps(o, JSON_SORT_KEYS);
         cr_assert_str_eq(before, after);
         free(before);

@@ -365,7 +365,7 @@ static void info_queue(void *e, void *arg)
     rb_queue *q = e;
     rb_eng_op *op = arg;
     rb_eng_info *f = &op->u.info;
-    if (q->size > 0 || q->paused || f->every_queue) {
+    if (q->known || q->size > 0 || q->paused) { /* jobs enqueued after a REMOVE show too */
         if (f->latency)
             f->latency_s[f->n_queues] = rb_queue_latency_s(q, op->now);
         f->queues[f->n_queues++] =
@@ -393,7 +393,6 @@ static void mem_info(rb_srv *srv, rb_eng_op *op)
     rb_eng_info *f = &op->u.info;
     size_t nq = srv->jobs.queues.size + 1;
     *f = (rb_eng_info){
-        .every_queue = f->every_queue,
         .latency = f->latency,
         .latency_s = f->latency ? rb_xcalloc(nq, sizeof(double)) : NULL,
         .store = srv->store && srv->store->ops ? srv->store->ops->name : "?",
@@ -434,6 +433,7 @@ static void queue_apply(void *e, void *arg)
     switch (op->u.queue.verb) {
     case RB_ENG_QUEUE_PAUSE:
         queue_pause(op->srv, q, true);
+        rb_srv_queue_known(op->srv, q, true); /* as Faktory's PauseQueue */
         break;
     case RB_ENG_QUEUE_RESUME:
         queue_pause(op->srv, q, false);
@@ -444,6 +444,7 @@ static void queue_apply(void *e, void *arg)
                 rb_srv_forget(op->srv, rb_job_of_link(q->ready[p].head));
         if (q->paused)
             queue_pause(op->srv, q, false);
+        rb_srv_queue_known(op->srv, q, false);
         break;
     }
 }
@@ -494,7 +495,7 @@ static void view_of(const rb_srv *srv, const rb_job *j, rb_job_view *v)
     *v = (rb_job_view){
         .jid = rb_xstrdup(j->jid),
         .queue = rb_xstrdup(j->queue->name),
-        .json = rb_job_json_out(j, j->state == RB_JOB_ENQUEUED ? j->timer.at_ms : 0),
+        .json = rb_job_json_out(j, j->state == RB_JOB_ENQUEUED ? rb_job_enqueued_us(j) : 0),
         .history = j->history ? rb_xstrdup(j->history) : NULL,
         .wid = j->wid ? rb_xstrdup(j->wid) : NULL,
         .state = (int)j->state,

@@ -275,13 +275,15 @@ static void enqueue_callback(rb_srv *srv, rb_batch *b, int k, int64_t now)
     const char *created = rb_srv_json_str(job, "created_at");
     if (!created || !*created) {
         char ts[RB_TIME_STRLEN];
-        json_object_set_new(job, "created_at", json_string(rb_time_format(now, ts)));
+        json_object_set_new(job, "created_at",
+                            json_string(rb_time_format_us(rb_now_us_from(now), ts)));
     }
     json_object_del(job, "enqueued_at");
     json_int_t prio = json_integer_value(json_object_get(job, "priority"));
     json_int_t rs = json_integer_value(json_object_get(job, "reserve_for"));
     const char *qname = rb_srv_json_str(job, "queue");
     rb_queue *q = rb_jobs_queue(&srv->jobs, qname ? qname : "default", true);
+    rb_srv_queue_known(srv, q, true);
     rb_job *c = rb_job_new(jid, json_dumps(job, JSON_COMPACT), q,
                            prio >= 1 && prio <= RB_PRIORITIES ? (int)prio : 5);
     c->reserve_s = (int32_t)(rs > 0 ? rs : srv->cfg.server.reserve_for_s);
@@ -562,7 +564,7 @@ void rb_mem_batch(rb_srv *srv, rb_eng_op *op)
             return;
         }
         char *bid = new_bid(srv);
-        b = rb_batch_new(bid, def, now);
+        b = rb_batch_new(bid, def, rb_now_us_from(now));
         rb_table_put(&srv->batches, b);
         save(srv, b, false);
         if (p)

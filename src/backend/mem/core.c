@@ -29,7 +29,7 @@ void rb_srv_persist(rb_srv *srv, const rb_job *j)
 {
     /* The stored text carries a server-made created_at (loaded back as
      * part of the text). */
-    char *json = j->created_ms ? rb_job_json_out(j, 0) : NULL;
+    char *json = j->created_us ? rb_job_json_out(j, 0) : NULL;
     rb_job_row row = {
         .id = j->row_id,
         .jid = j->jid,
@@ -38,6 +38,7 @@ void rb_srv_persist(rb_srv *srv, const rb_job *j)
         .priority = j->priority,
         .seq = j->timer.seq,
         .due_ms = j->timer.at_ms,
+        .due_us = (int)j->enq_frac_us, /* 0 unless enqueued (or pushed so) */
         .first_ms = j->first_ms,
         .attempts = j->attempts,
         .reserve_s = j->reserve_s,
@@ -96,7 +97,17 @@ void rb_srv_enqueue(rb_srv *srv, rb_job *j, int64_t at_ms, int64_t now)
         rb_job_set_field(j, "enqueued_at", NULL);
     if (!j->first_ms)
         j->first_ms = now;
-    rb_jobs_set_state(&srv->jobs, j, RB_JOB_ENQUEUED, now);
+    rb_jobs_enqueue_us(&srv->jobs, j, rb_now_us_from(now)); /* enqueued_at's microseconds */
+}
+
+void rb_srv_queue_known(rb_srv *srv, rb_queue *q, bool known)
+{
+    if (q->known == known)
+        return;
+    char key[256];
+    snprintf(key, sizeof key, "%s%s", RB_QUEUE_META_KEY, q->name);
+    q->known = known;
+    rb_writer_meta(srv->writer, key, known ? "1" : NULL);
 }
 
 char *rb_srv_new_jid(rb_srv *srv)
@@ -189,10 +200,10 @@ rb_job *rb_srv_reserve(rb_srv *srv, const char *wid, char **queues, int n)
         if (!j)
             continue;
         /* From now on the text carries both times, as clients see it. */
-        char *out = rb_job_json_out(j, j->timer.at_ms);
+        char *out = rb_job_json_out(j, rb_job_enqueued_us(j));
         free(j->json);
         j->json = out;
-        j->created_ms = 0;
+        j->created_us = 0;
         j->attempts++;
         j->flags = (j->flags & RB_JOB_EXPIRED) ? RB_JOB_REFETCHED : 0;
         free(j->wid);
@@ -213,7 +224,7 @@ void rb_srv_unreserve(rb_srv *srv, const char *jid)
         j->attempts--;
         free(j->wid);
         j->wid = NULL;
-        rb_jobs_set_state(&srv->jobs, j, RB_JOB_ENQUEUED, rb_now_ms());
+        rb_jobs_enqueue_us(&srv->jobs, j, rb_now_us());
     }
 }
 
@@ -328,7 +339,7 @@ int rb_srv_push(rb_srv *srv, json_t *job)
     const char *jid = rb_srv_json_str(job, "jid");
     if (rb_jobs_find(&srv->jobs, jid))
         return RB_EEXIST;
-    int64_t now = rb_now_ms(), at_ms = now;
+    int64_t now_us = rb_now_us(), now = now_us / 1000, at_ms = now;
     const char *at = rb_srv_json_str(job, "at");
     if (at && *at)
         rb_time_parse_rfc3339(at, &at_ms);
@@ -349,11 +360,13 @@ int rb_srv_push(rb_srv *srv, json_t *job)
         json_object_del(job, "created_at");
     char *text = json_dumps(job, JSON_COMPACT);
     rb_queue *q = rb_jobs_queue(&srv->jobs, qname, true);
+    rb_srv_queue_known(srv, q, true);
     rb_job *j = rb_job_new(jid, text, q, prio);
     j->reserve_s = (int32_t)(rs > 0 ? rs : srv->cfg.server.reserve_for_s);
     j->timer.at_ms = at_ms > now ? at_ms : now;
+    j->enq_frac_us = at_ms > now ? 0 : (uint64_t)(now_us % 1000); /* if enqueued at once */
     j->first_ms = at_ms > now ? 0 : now;
-    j->created_ms = made_created ? now : 0;
+    j->created_us = made_created ? now_us : 0;
     j->timer.seq = srv->jobs.next_seq++;
     rb_jobs_add(&srv->jobs, j);
     if (rb_deps_add_child(srv, j, job))

@@ -71,7 +71,8 @@ int rb_srv_fail_job(rb_srv *srv, rb_job *j, const rb_fail_input *in, int64_t now
 
     rb_failrec_input fin = {.attempt = j->attempts, .history = j->history,
                             .errtype = in->errtype, .message = in->message,
-                            .backtrace = in->backtrace, .now = now};
+                            .backtrace = in->backtrace, .now = now,
+                            .now_us = rb_now_us_from(now)};
     rb_failrec rec;
     rb_failrec_build(job, &fin, &pol, &d, &rec);
 

@@ -137,12 +137,19 @@ void rb_jobs_set_state(rb_jobs *js, rb_job *j, rb_job_state st, int64_t at_ms)
         j->timer.seq = js->next_seq++;
         return;
     }
+    j->enq_frac_us = 0;
     rb_list_append(rb_jobs_state_list(js, st), &j->link);
     if (st == RB_JOB_WAITING || st == RB_JOB_BLOCKED) {
         j->timer.at_ms = at_ms; /* its `at`, for when it is released: no deadline */
         return;
     }
     rb_heap_push(&js->timers, &j->timer, at_ms);
+}
+
+void rb_jobs_enqueue_us(rb_jobs *js, rb_job *j, int64_t us)
+{
+    rb_jobs_set_state(js, j, RB_JOB_ENQUEUED, us / 1000);
+    j->enq_frac_us = (uint64_t)(us % 1000);
 }
 
 void rb_jobs_delete(rb_jobs *js, rb_job *j)
@@ -152,35 +159,34 @@ void rb_jobs_delete(rb_jobs *js, rb_job *j)
     free_job(j, NULL);
 }
 
-/* Writes rb_time_format's text for ms into ts. The text of the last whole
- * second is kept (per thread): jobs pushed and fetched within one second
- * share gmtime and snprintf, which were a tenth of the server's user time,
- * and only the milliseconds are written here. */
-static const char *format_time(int64_t ms, char ts[RB_TIME_STRLEN])
+/* Writes rb_time_format_us's text for us into ts. The text of the last
+ * whole second is kept (per thread): jobs pushed and fetched within one
+ * second share gmtime and snprintf, which were a tenth of the server's
+ * user time, and only the microseconds are written here. */
+static const char *format_time(int64_t us, char ts[RB_TIME_STRLEN])
 {
     static _Thread_local int64_t cached_sec = INT64_MIN;
     static _Thread_local char cached[RB_TIME_STRLEN];
     static _Thread_local size_t cached_len;
-    int64_t sec = ms >= 0 ? ms / 1000 : (ms - 999) / 1000;
-    int milli = (int)(ms - sec * 1000);
+    int64_t sec = us >= 0 ? us / 1000000 : (us - 999999) / 1000000;
+    int micro = (int)(us - sec * 1000000);
     if (sec != cached_sec) {
-        rb_time_format(sec * 1000, cached);
+        rb_time_format_us(sec * 1000000, cached);
         cached_len = strlen(cached);
         cached_sec = sec;
     }
-    if (cached_len != 24) /* not "YYYY-MM-DDTHH:MM:SS.000Z" */
-        return rb_time_format(ms, ts);
+    if (cached_len != 27) /* not "YYYY-MM-DDTHH:MM:SS.000000Z" */
+        return rb_time_format_us(us, ts);
     memcpy(ts, cached, 20);
-    ts[20] = (char)('0' + milli / 100);
-    ts[21] = (char)('0' + milli / 10 % 10);
-    ts[22] = (char)('0' + milli % 10);
-    ts[23] = 'Z';
-    ts[24] = '\0';
+    for (int i = 25; i >= 20; i--, micro /= 10)
+        ts[i] = (char)('0' + micro % 10);
+    ts[26] = 'Z';
+    ts[27] = '\0';
     return ts;
 }
 
 /* Appends ,"key":"<time>" */
-static void add_time(rb_buf *b, const char *key, int64_t ms)
+static void add_time(rb_buf *b, const char *key, int64_t us)
 {
     char ts[RB_TIME_STRLEN];
     if (b->len > 1)
@@ -188,21 +194,21 @@ static void add_time(rb_buf *b, const char *key, int64_t ms)
     rb_buf_addc(b, '"');
     rb_buf_adds(b, key);
     rb_buf_add(b, "\":\"", 3);
-    rb_buf_adds(b, format_time(ms, ts));
+    rb_buf_adds(b, format_time(us, ts));
     rb_buf_addc(b, '"');
 }
 
-char *rb_job_json_out(const rb_job *j, int64_t enqueued_ms)
+char *rb_job_json_out(const rb_job *j, int64_t enqueued_us)
 {
     size_t n = strlen(j->json);
-    if ((!j->created_ms && enqueued_ms <= 0) || n < 2 || j->json[n - 1] != '}')
+    if ((!j->created_us && enqueued_us <= 0) || n < 2 || j->json[n - 1] != '}')
         return rb_xstrdup(j->json);
     rb_buf b = RB_BUF_INIT;
     rb_buf_add(&b, j->json, n - 1);
-    if (j->created_ms)
-        add_time(&b, "created_at", j->created_ms);
-    if (enqueued_ms > 0)
-        add_time(&b, "enqueued_at", enqueued_ms);
+    if (j->created_us)
+        add_time(&b, "created_at", j->created_us);
+    if (enqueued_us > 0)
+        add_time(&b, "enqueued_at", enqueued_us);
     rb_buf_addc(&b, '}');
     return rb_buf_detach(&b, NULL);
 }

@@ -17,6 +17,10 @@
 
 typedef struct rb_queue rb_queue;
 
+/* A known queue (INFO lists it until QUEUE REMOVE) is stored as the meta
+ * row RB_QUEUE_META_KEY + its name, value "1". */
+#define RB_QUEUE_META_KEY "queue:"
+
 /* One job, compact: the job's JSON is one string, everything the indexes
  * need is a field. Invariants: `link` is in queue->ready[priority-1] when
  * ENQUEUED, in the state list when SCHEDULED/WORKING/RETRIES/DEAD/WAITING/
@@ -25,8 +29,9 @@ typedef struct rb_queue rb_queue;
  * WAITING or BLOCKED timer.at_ms is the job's `at` (not in the heap); when ENQUEUED
  * timer.at_ms is the enqueue time and timer.seq its FIFO rank (persisted as
  * the row's seq). To keep waiting jobs small, the JSON text of a PENDING or
- * ENQUEUED job has no enqueued_at (it is timer.at_ms, added on output), and
- * no server-made created_at (created_ms). */
+ * ENQUEUED job has no enqueued_at (it is timer.at_ms and enq_frac_us, added
+ * on output: rb_job_enqueued_us), and no server-made created_at
+ * (created_us). Job timestamps keep microseconds (docs/protocol.md). */
 typedef struct rb_job {
     rb_link link;
     rb_heap_node timer;
@@ -36,10 +41,17 @@ typedef struct rb_job {
     char *history;    /* JSON array of failed attempts, or NULL; owned */
     char *wid;        /* reservation holder (WORKING), or NULL; owned */
     int64_t first_ms; /* first enqueue (policy deadline) */
-    /* When the server made created_at: its time, and the JSON text leaves
-     * it out (added on output); 0 when created_at is in the text. */
-    int64_t created_ms;
-    int64_t row_id;   /* the key of its stored row (rb_job_row.id), set by rb_jobs_add */
+    /* When the server made created_at: its time in microseconds, and the
+     * JSON text leaves it out (added on output); 0 when created_at is in
+     * the text. */
+    int64_t created_us;
+    /* The key of its stored row (rb_job_row.id), set by rb_jobs_add: 2^53
+     * rows, over a century at a million jobs a second. Shares its word with
+     * enq_frac_us, the microseconds (0-999) past timer.at_ms of an ENQUEUED
+     * job's enqueue instant (0 in any other state), so that the job stays
+     * 112 bytes (see below; _Static_assert after the struct). */
+    int64_t row_id : 54;
+    uint64_t enq_frac_us : 10;
     int32_t attempts; /* executions started (counted at FETCH) */
     /* Packed in one word so that a job with a 22-character jid fits a
      * 144-byte malloc chunk (memory per waiting job, docs/design.md):
@@ -50,14 +62,28 @@ typedef struct rb_job {
     uint32_t state : 3, priority : 4, flags : 4;
     char jid[];
 } rb_job;
+/* Memory per waiting job (docs/design.md): a field added costs a malloc
+ * size class for common jid lengths. */
+_Static_assert(sizeof(rb_job) == 112, "rb_job grew: see docs/design.md, memory per job");
 
-/* A named queue. Queues are created on first use and live until removed. */
+/* An ENQUEUED job's enqueue instant in microseconds. */
+static inline int64_t rb_job_enqueued_us(const rb_job *j)
+{
+    return j->timer.at_ms * 1000 + (int64_t)j->enq_frac_us;
+}
+
+/* A named queue. Queues are created on first use and live until FLUSH
+ * (a job of any state points at its queue). */
 struct rb_queue {
     void *hnext;
     char *name;
     rb_list ready[RB_PRIORITIES]; /* index priority-1; higher runs first */
     size_t size;
     bool paused;
+    /* INFO lists it (Faktory's known queues): a job was pushed into it or
+     * it was paused, and no QUEUE REMOVE since; kept as the "queue:NAME"
+     * meta row (backend/mem/core.c, rb_srv_queue_known). */
+    bool known;
 };
 
 typedef struct rb_jobs {
@@ -91,14 +117,17 @@ rb_queue *rb_jobs_queue(rb_jobs *js, const char *name, bool create);
 void rb_jobs_queue_free(rb_jobs *js, rb_queue *q);
 
 /* Moves j to a state, unlinking it from the old one's indexes. at_ms: the
- * deadline (SCHEDULED/WORKING/RETRIES/DEAD) or the enqueue time (ENQUEUED).
- * Ignored for PENDING. */
+ * deadline (SCHEDULED/WORKING/RETRIES/DEAD) or the enqueue time (ENQUEUED:
+ * to the millisecond; enq_frac_us is left as it is, and cleared in every
+ * other state). Ignored for PENDING. */
 void rb_jobs_set_state(rb_jobs *js, rb_job *j, rb_job_state st, int64_t at_ms);
+/* rb_jobs_set_state to ENQUEUED at the instant us (microseconds). */
+void rb_jobs_enqueue_us(rb_jobs *js, rb_job *j, int64_t us);
 
 /* j's JSON as clients see it: the text plus the fields kept outside it
- * (created_at when created_ms is set; enqueued_at when enqueued_ms > 0).
- * Returns a new string (free it). */
-char *rb_job_json_out(const rb_job *j, int64_t enqueued_ms);
+ * (created_at when created_us is set; enqueued_at when enqueued_us > 0),
+ * with microseconds. Returns a new string (free it). */
+char *rb_job_json_out(const rb_job *j, int64_t enqueued_us);
 
 /* The first ready job of q in priority order, or NULL. */
 rb_job *rb_queue_first(const rb_queue *q);

@@ -2,7 +2,7 @@
  * SQLite file opened offline through the store (store.h), every row read
  * into memory once, new rows written in one transaction. What a row means
  * as a job view is the single node's storage rule: an enqueued job's text
- * has no enqueued_at (its row's due_ms is the enqueue time). */
+ * has no enqueued_at (its row's due_ms and due_us are the enqueue time). */
 #include "engine/export.h"
 
 #include <stdlib.h>
@@ -11,6 +11,7 @@
 
 #include "backend/mem/batch.h"
 #include "backend/mem/deps.h"
+#include "backend/mem/jobs.h"
 #include "backend/mem/store.h"
 #include "common/buf.h"
 #include "common/timeutil.h"
@@ -40,7 +41,8 @@ static char *view_json(const rb_job_row *r)
         return rb_xstrdup(r->json);
     }
     char ts[RB_TIME_STRLEN];
-    json_object_set_new(o, "enqueued_at", json_string(rb_time_format(r->due_ms, ts)));
+    json_object_set_new(o, "enqueued_at",
+                        json_string(rb_time_format_us(r->due_ms * 1000 + r->due_us, ts)));
     char *s = json_dumps(o, JSON_COMPACT);
     json_decref(o);
     return s;
@@ -206,8 +208,13 @@ static int sp_write(rb_port *base, const rb_job_view *jobs, size_t n, const char
     for (size_t i = 0; rc == 0 && i < n; i++) {
         const rb_job_view *v = &jobs[i];
         char *text = NULL;
-        if (v->state == RB_JOB_ENQUEUED) { /* enqueued_at is the row's due_ms */
+        int due_us = 0;
+        if (v->state == RB_JOB_ENQUEUED) { /* enqueued_at is the row's due_ms and due_us */
             json_t *o = json_loads(v->json, 0, NULL);
+            int64_t us;
+            const char *ea = json_string_value(json_object_get(o, "enqueued_at"));
+            if (ea && !rb_time_parse_rfc3339_us(ea, &us) && us / 1000 == v->due_ms)
+                due_us = (int)(us % 1000);
             json_object_del(o, "enqueued_at");
             text = json_dumps(o, JSON_COMPACT);
             json_decref(o);
@@ -220,6 +227,7 @@ static int sp_write(rb_port *base, const rb_job_view *jobs, size_t n, const char
             .priority = v->priority,
             .seq = (uint64_t)++p->max_seq,
             .due_ms = v->due_ms,
+            .due_us = due_us,
             .first_ms = v->first_ms,
             .attempts = v->attempts,
             .reserve_s = v->reserve_s,
@@ -234,9 +242,22 @@ static int sp_write(rb_port *base, const rb_job_view *jobs, size_t n, const char
         rb_buf key = RB_BUF_INIT;
         rb_buf_printf(&key, "paused:%s", pause[i]);
         rc = s->ops->set_meta(s, rb_buf_str(&key), "1", err);
+        rb_buf_reset(&key);
+        rb_buf_printf(&key, RB_QUEUE_META_KEY "%s", pause[i]); /* paused: known */
+        if (rc == 0)
+            rc = s->ops->set_meta(s, rb_buf_str(&key), "1", err);
         rb_buf_release(&key);
     }
     rb_buf key = RB_BUF_INIT;
+    /* the jobs' queues are known queues, as after their PUSH (a row
+     * written again for a queue is the same row) */
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        if (i > 0 && !strcmp(jobs[i - 1].queue, jobs[i].queue))
+            continue;
+        rb_buf_reset(&key);
+        rb_buf_printf(&key, RB_QUEUE_META_KEY "%s", jobs[i].queue);
+        rc = s->ops->set_meta(s, rb_buf_str(&key), "1", err);
+    }
     for (size_t i = 0; rc == 0 && i < g->n_done; i++) {
         char val[24];
         snprintf(val, sizeof val, "%lld", (long long)g->done[i].until_ms);

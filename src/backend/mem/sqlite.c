@@ -37,7 +37,7 @@ typedef struct sqlite_store {
 
 static const char *const stmt_sql[ST_N] = {
     [ST_PUT] = "INSERT OR REPLACE INTO jobs(id,jid,state,queue,priority,seq,due_ms,first_ms,"
-               "attempts,wid,json,history,reserve_s) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)",
+               "attempts,wid,json,history,reserve_s,due_us) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
     [ST_DEL] = "DELETE FROM jobs WHERE id=?",
     [ST_COUNTER] = "INSERT OR REPLACE INTO counters(name,value) VALUES(?,?)",
     [ST_META_SET] = "INSERT OR REPLACE INTO meta(key,value) VALUES(?,?)",
@@ -56,7 +56,8 @@ static const char schema[] =
     " state INTEGER NOT NULL,"
     " queue TEXT NOT NULL, priority INTEGER NOT NULL, seq INTEGER NOT NULL,"
     " due_ms INTEGER NOT NULL, first_ms INTEGER NOT NULL, attempts INTEGER NOT NULL,"
-    " wid TEXT, json TEXT NOT NULL, history TEXT, reserve_s INTEGER NOT NULL);"
+    " wid TEXT, json TEXT NOT NULL, history TEXT, reserve_s INTEGER NOT NULL,"
+    " due_us INTEGER NOT NULL DEFAULT 0);"
     "CREATE TABLE IF NOT EXISTS counters(name TEXT PRIMARY KEY, value INTEGER NOT NULL)"
     " WITHOUT ROWID;"
     "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);";
@@ -138,6 +139,7 @@ static int sq_put_job(rb_store *base, const rb_job_row *r, rb_err *err)
     bind_text(st, 11, r->json);
     bind_text(st, 12, r->history);
     sqlite3_bind_int(st, 13, r->reserve_s);
+    sqlite3_bind_int(st, 14, r->due_us);
     return step(s, st, err);
 }
 
@@ -206,7 +208,7 @@ static int sq_load(rb_store *base, const rb_store_loader *l, rb_err *err)
     int rc = 0;
     if (sqlite3_prepare_v2(s->db,
                            "SELECT jid,state,queue,priority,seq,due_ms,first_ms,attempts,wid,json,"
-                           "history,reserve_s,id FROM jobs ORDER BY due_ms, seq",
+                           "history,reserve_s,id,due_us FROM jobs ORDER BY due_ms, seq",
                            -1, &st, NULL) != SQLITE_OK)
         return db_error(s, err, "read");
     int sr;
@@ -225,6 +227,7 @@ static int sq_load(rb_store *base, const rb_store_loader *l, rb_err *err)
             .history = col_text(st, 10),
             .reserve_s = sqlite3_column_int(st, 11),
             .id = sqlite3_column_int64(st, 12),
+            .due_us = sqlite3_column_int(st, 13),
         };
         rc = l->job(l->arg, &r);
     }
@@ -274,6 +277,14 @@ static int migrate(sqlite_store *s, rb_err *err)
                       "SELECT (SELECT count(*) FROM pragma_table_info('jobs')) > 0 AND"
                       " (SELECT count(*) FROM pragma_table_info('jobs') WHERE name='id') = 0",
                       migrate_v1, err);
+}
+
+/* A waiting job's enqueue microseconds (issue 25): the column a database
+ * written before lacks, added in place (no rows rewritten: 0 for each). */
+static int add_due_us(sqlite_store *s, rb_err *err)
+{
+    return migrate_if(s, "SELECT count(*) = 0 FROM pragma_table_info('jobs') WHERE name='due_us'",
+                      "ALTER TABLE jobs ADD COLUMN due_us INTEGER NOT NULL DEFAULT 0;", err);
 }
 
 /* Converts a counters table with a rowid (written before) in place. */
@@ -465,7 +476,7 @@ int rb_store_sqlite_open(const char *path, rb_store **out, rb_err *err)
                       " PRAGMA synchronous=FULL; PRAGMA journal_size_limit=67108864;", err)) ||
         (rc = set_application_id(s, err)) ||
         (rc = migrate(s, err)) || (rc = migrate_counters_table(s, err)) ||
-        (rc = exec(s, schema, err)))
+        (rc = exec(s, schema, err)) || (rc = add_due_us(s, err)))
         goto fail;
     for (int i = 0; i < ST_N; i++)
         if (sqlite3_prepare_v2(s->db, stmt_sql[i], -1, &s->st[i], NULL) != SQLITE_OK) {

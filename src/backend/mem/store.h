@@ -21,7 +21,10 @@ typedef struct rb_job_row {
     const char *queue;
     int priority;       /* 1..9 */
     uint64_t seq;       /* insertion order (FIFO tie-break) */
-    int64_t due_ms;     /* state-dependent deadline: run at / lease end / expiry */
+    int64_t due_ms;     /* state-dependent deadline: run at / lease end / expiry
+                         * (an enqueued job's: its enqueue time) */
+    int due_us;         /* an enqueued job's enqueue instant: microseconds past
+                         * due_ms (0-999); 0 in the other states */
     int64_t first_ms;   /* first enqueue time (policy deadlines) */
     int attempts;       /* executions started */
     int reserve_s;      /* reservation length in seconds */

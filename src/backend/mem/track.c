@@ -217,7 +217,7 @@ static int64_t state_ms(const rb_job *j)
         return j->timer.at_ms - (int64_t)j->reserve_s * 1000;
     if (j->state == RB_JOB_ENQUEUED)
         return j->timer.at_ms;
-    return j->created_ms ? j->created_ms : j->first_ms;
+    return j->created_us ? j->created_us / 1000 : j->first_ms;
 }
 
 /* What TRACK GET and SET go by (engine/track.h). */

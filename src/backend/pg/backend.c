@@ -266,7 +266,6 @@ static void info_call(rb_pg *pg, rb_pgreq *r)
         return;
     bool latency = op->u.info.latency;
     op->u.info = (rb_eng_info){
-        .every_queue = op->u.info.every_queue, /* the registry's empty queues stay out */
         .latency = latency,
         .store = "postgresql",
         .processed = in.processed,

@@ -114,7 +114,7 @@ static void beat_done(rb_srv *srv, rb_pgreq *r)
     }
     rb_pgmode_storage_ok(srv);
     if (r->u.seen.signal < 0)
-        rb_reply_err(r->c, "BEAT: unknown worker %s (say HELLO with this wid first)", r->wid);
+        rb_reply_err(r->c, "unknown worker %s (say HELLO with this wid first)", r->wid);
     else
         rb_cmd_beat_reply(r->c, r->u.seen.signal);
     rb_pgreq_finish(srv, r);

@@ -30,7 +30,7 @@ void rb_pgworkers_hello(rb_conn *c, const json_t *hello);
 /* BEAT of wid (non-empty; copied) in distributed mode: records the beat
  * and replies as a single node does: +OK, {"state":"quiet"} or
  * {"state":"terminate"} (the stored signal, or the node's own shutdown
- * quiet), "BEAT: unknown worker W (say HELLO with this wid first)" when
+ * quiet), "unknown worker W (say HELLO with this wid first)" when
  * no node knows W as a live worker, or the storage error. */
 void rb_pgworkers_beat(rb_conn *c, const char *wid);
 

@@ -48,7 +48,7 @@
 #include "policy/policy.h"
 
 /* The schema version this build creates and requires (rb_pg_migrate). */
-#define RB_PG_SCHEMA_VERSION 10
+#define RB_PG_SCHEMA_VERSION 11
 
 /* Job states, flags and per-job outcomes are the engine's
  * (engine/job_state.h), stored as the same numbers. Done and discarded jobs

@@ -162,8 +162,11 @@ int rb_pg_queue_remove(rb_pg *pg, const char *const *names, int n, int64_t *remo
     PGresult *r = sql_query(pg,
                             "WITH d AS (DELETE FROM rb_jobs WHERE state = 2"
                             "   AND ($2::boolean OR queue = ANY($1::text[])) RETURNING jid, wf),"
-                            " u AS (UPDATE rb_queues SET paused = false"
-                            "   WHERE paused AND ($2::boolean OR name = ANY($1::text[])) RETURNING 1)"
+                            /* the queue forgotten too (INFO's known queues), its
+                             * pause with it; rows in name order (the lock order) */
+                            " u AS (DELETE FROM rb_queues WHERE name IN (SELECT name FROM rb_queues"
+                            "   WHERE $2::boolean OR name = ANY($1::text[])"
+                            "   ORDER BY name FOR UPDATE) RETURNING 1)"
                             " SELECT (SELECT count(*) FROM d), (SELECT count(*) FROM u),"
                             " (SELECT coalesce(array_agg(d.jid), '{}') FROM d WHERE d.wf"
                             "   OR EXISTS (SELECT 1 FROM rb_edges e WHERE e.parent = d.jid))::text",

@@ -490,7 +490,7 @@ int rb_pg_batch_new(rb_pg *pg, const rb_batch_def *def, int64_t now, char **bid_
     char bid[17];
     for (int tries = 0;; tries++) {
         make_bid(pg, bid);
-        rb_batch *b = rb_batch_new(bid, def, now);
+        rb_batch *b = rb_batch_new(bid, def, rb_now_us_from(now));
         char *body = rb_batch_dump(b);
         char created[24], dep[16];
         snprintf(created, sizeof created, "%lld", (long long)now);

@@ -50,7 +50,8 @@ int fail_decide(rb_pg *pg, const locked_row *row, const rb_pg_failure *pf, int64
 
     rb_failrec_input fin = {.attempt = row->attempts, .history = row->history,
                             .errtype = in->errtype, .message = in->message,
-                            .backtrace = in->backtrace, .now = now};
+                            .backtrace = in->backtrace, .now = now,
+                            .now_us = rb_now_us_from(now)};
     rb_failrec rec;
     rb_failrec_build(job, &fin, &pol, d, &rec);
 

@@ -20,7 +20,8 @@ void rb_pg_job_from_json(json_t *job, int64_t now, int default_reserve_s, rb_pg_
     const char *created = json_string_value(json_object_get(job, "created_at"));
     if (!created || !*created) {
         char ts[RB_TIME_STRLEN];
-        json_object_set_new(job, "created_at", json_string(rb_time_format(now, ts)));
+        json_object_set_new(job, "created_at",
+                            json_string(rb_time_format_us(rb_now_us_from(now), ts)));
     }
     json_object_del(job, "enqueued_at");
     out->jid = json_string_value(json_object_get(job, "jid"));

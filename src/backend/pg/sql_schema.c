@@ -915,9 +915,32 @@ static const char migration_10[] =
     "END $$;\n"
     "UPDATE rb_meta SET value = '10' WHERE key = 'schema_version';\n";
 
+/* Version 11: INFO lists every known queue, as Faktory does (issue 25):
+ * every rb_queues row (a queue pushed to or paused; QUEUE REMOVE deletes
+ * its row) and any queue with jobs enqueued, size 0 once empty. Before,
+ * only the queues with jobs enqueued or paused. */
+static const char migration_11[] =
+    "CREATE OR REPLACE FUNCTION rb_info() RETURNS text LANGUAGE sql STABLE AS $$\n"
+    "  SELECT json_build_object(\n"
+    "    'counts', (SELECT coalesce(json_object_agg(s.state, s.n), '{}')\n"
+    "               FROM (SELECT state, count(*) AS n FROM rb_jobs GROUP BY state) s),\n"
+    "    'queues', (SELECT coalesce(json_agg(json_build_array(x.name, x.size, x.paused)\n"
+    "                                        ORDER BY x.name), '[]')\n"
+    "               FROM (SELECT coalesce(a.queue, q.name) AS name, coalesce(a.n, 0) AS size,\n"
+    "                            coalesce(q.paused, false) AS paused\n"
+    "                     FROM (SELECT queue, count(*) AS n FROM rb_jobs WHERE state = 2\n"
+    "                           GROUP BY queue) a\n"
+    "                     FULL JOIN rb_queues q ON q.name = a.queue) x),\n"
+    "    'processed', (SELECT coalesce(sum(value), 0) FROM rb_counters\n"
+    "                  WHERE name = 'processed'),\n"
+    "    'failures', (SELECT coalesce(sum(value), 0) FROM rb_counters\n"
+    "                 WHERE name = 'failures'))::text\n"
+    "$$;\n"
+    "UPDATE rb_meta SET value = '11' WHERE key = 'schema_version';\n";
+
 static const char *const migrations[RB_PG_SCHEMA_VERSION] = {
     migration_1, migration_2, migration_3, migration_4, migration_5, migration_6, migration_7,
-    migration_8, migration_9, migration_10};
+    migration_8, migration_9, migration_10, migration_11};
 
 /* The version inside the current transaction (or autocommit). */
 static int read_version(rb_pg *pg, int *version, rb_err *err)
