@@ -217,7 +217,7 @@ static char *hello_with(const char *version, long iters)
     const char *salt = json_string_value(json_object_get(hi, "s"));
     cr_assert(i > 1 && salt, "greeting %s", c->greeting);
     char h[65];
-    pwdhash("s3cret", salt, iters ? iters : i, h);
+    rbh_pwdhash("s3cret", salt, iters ? iters : i, h);
     json_decref(hi);
     char *r = version ? rbh_cmd(c, "HELLO {\"v\":%s,\"hostname\":\"h\",\"pwdhash\":\"%s\"}", version, h)
                       : rbh_cmd(c, "HELLO {\"hostname\":\"h\",\"pwdhash\":\"%s\"}", h);
