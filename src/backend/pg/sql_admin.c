@@ -223,11 +223,19 @@ int rb_pg_flush(rb_pg *pg, rb_err *err)
     int rc = sql_ensure(pg, err);
     if (rc)
         return rc;
-    return sql_exec(pg,
-                    "TRUNCATE rb_jobs, rb_counters, rb_queues, rb_edges, rb_edges_used, rb_wait,"
-                    " rb_dep_done,"
-                    " rb_batches, rb_unique, rb_track",
-                    err);
+    /* TRUNCATE takes its tables' locks one by one: a transaction that holds
+     * one of them and waits for another may deadlock with it (40P01).
+     * PostgreSQL then aborts one of the two, changing nothing: try again. */
+    for (int tries = 1;; tries++) {
+        rc = sql_exec(pg,
+                      "TRUNCATE rb_jobs, rb_counters, rb_queues, rb_edges, rb_edges_used, rb_wait,"
+                      " rb_dep_done, rb_batches, rb_unique, rb_track",
+                      err);
+        if (!rc || tries == 5 || strcmp(pg->last_sqlstate, "40P01") != 0)
+            return rc;
+        if (err)
+            memset(err, 0, sizeof *err);
+    }
 }
 
 int rb_pg_queue_known(rb_pg *pg, const char *name, bool *known, rb_err *err)

@@ -272,6 +272,8 @@ static void fail_result(rb_pg *pg, PGresult *r, rb_err *err)
         rb_err_set(err, RB_ECONN, "database connection lost: %s", pg->last_error);
     } else {
         const char *msg = r ? PQresultErrorMessage(r) : PQerrorMessage(pg->conn);
+        const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+        snprintf(pg->last_sqlstate, sizeof pg->last_sqlstate, "%s", state ? state : "");
         remember_error(pg, msg);
         rb_err_set(err, RB_ESTORE, "database error: %s", pg->last_error);
     }

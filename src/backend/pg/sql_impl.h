@@ -60,6 +60,7 @@ struct rb_pg {
     int64_t next_try_ms; /* monotonic time of the next reconnect attempt */
     int64_t backoff_ms;
     char last_error[256];
+    char last_sqlstate[6]; /* the last failed statement's SQLSTATE, "" for none */
     sql_batch_ev *bev;  /* the open transaction's batch events (sql_batch_note) */
     size_t bev_n, bev_cap;
     rb_pg_labels *expired; /* jobs dropped expired, for rb_pg_take_expired */
