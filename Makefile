@@ -19,6 +19,7 @@ POLICY_SRC := $(sort $(wildcard src/common/*.c src/policy/*.c))
 CLI_SRC    := $(sort $(wildcard src/cli/*.c))
 TEST_SRC   := $(sort $(wildcard tests/unit/test_*.c tests/server/test_*.c))
 TOOL_SRC   := $(sort $(wildcard tests/tools/*.c))
+FAULT_SRC  := $(sort $(wildcard tests/faults/test_*.c))
 BENCH_SRC  := $(sort $(wildcard bench/*.c))
 WEB_FILES  := $(sort $(wildcard web/*))
 
@@ -41,7 +42,7 @@ all: $(O)/rebound $(O)/librebound_policy.a tools
 # (tests/scripts/deps_order.sh records the calls with a stub).
 DEPS      ?= scripts/deps.sh
 DEPS_SETS := build
-ifneq ($(filter check %/tests,$(MAKECMDGOALS))$(findstring /tests/,$(MAKECMDGOALS)),)
+ifneq ($(filter check check-faults %/tests,$(MAKECMDGOALS))$(findstring /tests/,$(MAKECMDGOALS)),)
 DEPS_SETS += test
 endif
 ifneq ($(filter bench,$(MAKECMDGOALS)),)
@@ -91,6 +92,9 @@ $(1)/tests/%: $(1)/obj/tests/unit/%.o $(1)/obj/tests/common/lsan_runner.o $(1)/l
 $(1)/tests/%: $(1)/obj/tests/server/%.o $(1)/obj/tests/common/lsan_runner.o $(1)/librebound.a
 	@mkdir -p $$(@D)
 	$$(CC) $(2) $$(LDFLAGS) -o $$@ $$^ $$(PKG_LIBS) -lcriterion
+$(1)/faults/%: $(1)/obj/tests/faults/%.o $(1)/obj/tests/common/lsan_runner.o $(1)/librebound.a
+	@mkdir -p $$(@D)
+	$$(CC) $(2) $$(LDFLAGS) -o $$@ $$^ $$(PKG_LIBS) -lcriterion
 $(1)/tools/%: $(1)/obj/tests/tools/%.o $(1)/librebound.a
 	@mkdir -p $$(@D)
 	$$(CC) $(2) $$(LDFLAGS) -o $$@ $$^ $$(PKG_LIBS)
@@ -107,6 +111,11 @@ bench-bin: $(patsubst bench/%.c,$(O)/bench/%,$(BENCH_SRC))
 # One gate: unit + server tests, normal then sanitized, then the script suites.
 check: all bench-bin $(call TESTS,$(O)/tests) $(O)/asan/rebound $(call TESTS,$(O)/asan/tests)
 	@O=$(O) $(TEST_RUNNER)
+
+# The fault suite (tests/faults/, issue 27): distributed mode under network
+# faults, on its own (minutes); FAULTS_ARGS="--repeat N" runs it N times.
+check-faults: all $(patsubst tests/faults/%.c,$(O)/faults/%,$(FAULT_SRC))
+	@O=$(O) tests/faults/run.sh $(FAULTS_ARGS)
 
 run: $(O)/rebound
 	$(O)/rebound serve $(ARGS)
@@ -190,6 +199,6 @@ uninstall: $(O)/dist/rebound.toml
 clean:
 	rm -rf $(O)
 
-.PHONY: all tools bench-bin check run bench fuzz clean
+.PHONY: all tools bench-bin check check-faults run bench fuzz clean
 .SECONDARY:
 -include $(shell find $(O) -name '*.d' 2>/dev/null)

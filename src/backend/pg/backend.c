@@ -124,7 +124,7 @@ static bool op_reads(const rb_eng_op *op)
 
 void rb_pgmode_doubt_text(rb_eng_op *op, int rc)
 {
-    if (op_reads(op) || !(rb_pg_lost(rc) || rc == RB_ETIMEDOUT))
+    if (op_reads(op) || !rb_eng_store_error(rc))
         return;
     const char *tail;
     if (rc != RB_EDOUBT)

@@ -107,10 +107,11 @@ void rb_pgreq_finish(rb_srv *srv, rb_pgreq *r);
  * connection) and logs a database error; a lost connection is logged by
  * the link once per outage (mode_link_report). */
 void rb_pgmode_storage_error(rb_srv *srv, rb_pgreq *r);
-/* Ends op->err's message (op failed with rc) with what a client needs to
- * know of a change it asked for: "not applied" when the database cannot
- * have committed it, "outcome unknown" (RB_EDOUBT: the commit was sent,
- * its reply lost) when it may have; nothing for a read. backend.c. */
+/* Ends op->err's message (op failed with rc, a store error) with what a
+ * client needs to know of a change it asked for: "outcome unknown"
+ * (RB_EDOUBT: the commit was sent, its reply lost) when the database may
+ * have committed it, else "not applied" (rolled back, or never sent);
+ * nothing for a read. backend.c. */
 void rb_pgmode_doubt_text(rb_eng_op *op, int rc);
 
 /* Counts an applied failure (a FAIL, or an expiry the maintenance thread
