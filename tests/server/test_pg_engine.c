@@ -2160,15 +2160,24 @@ Test(pg, batch_member_reaped_dies_and_the_batch_completes_without_success)
  * frozen mid-ACK, one per row) makes no engine of this release wait; the
  * sums stay exact, and the maintenance fold moves the engines' rows into
  * one without waiting for a row a transaction holds. */
-Test(pg, version_9_database_upgrades_to_a_counter_row_per_engine)
+/* The test's schema emptied and migrated to version v by a new engine
+ * (seed for its random source), which it returns. */
+static rb_pg *schema_at_version(int v, uint64_t seed)
 {
-    char drop[160], args[1200], out[1024];
+    char drop[160];
     snprintf(drop, sizeof drop, "DROP SCHEMA %s CASCADE; CREATE SCHEMA %s", schema, schema);
     free(sql1(drop));
-    rb_pg *pg = open_engine(false, 16);
+    rb_pg *pg = open_engine(false, seed);
     rb_err err = {0};
-    int from = -1;
-    cr_assert_eq(rb_pg_migrate_to(pg, 9, &from, &err), 0, "%s", rb_err_msg(&err));
+    cr_assert_eq(rb_pg_migrate_to(pg, v, NULL, &err), 0, "%s", rb_err_msg(&err));
+    return pg;
+}
+
+Test(pg, version_9_database_upgrades_to_a_counter_row_per_engine)
+{
+    char args[1200], out[1024];
+    rb_pg *pg = schema_at_version(9, 16);
+    rb_err err = {0};
     int64_t now = rb_now_ms();
     for (int i = 1; i <= 3; i++) {
         char job[128];
