@@ -74,8 +74,14 @@ const rb_config_key rb_config_schema[] = {
     {"storage.request_timeout", RB_CFG_DURATION, "\"5s\"", 1, 3600, 0, 0,
      OFF(storage.request_timeout_s),
      "distributed mode: a request the database has not committed this long after it arrived is "
-     "answered -ERR storage error (the connection is dropped and made again); also each "
-     "statement's statement_timeout and lock_timeout", false},
+     "answered -ERR storage error (the connection is dropped and made again); PostgreSQL's "
+     "statement_timeout and lock_timeout are 80 % of it", false},
+    {"storage.admin_timeout", RB_CFG_DURATION, "\"60s\"", 1, 86400, 0, 0,
+     OFF(storage.admin_timeout_s),
+     "distributed mode: request_timeout for INFO, JOB, JOBS, QUEUE, MUTATE, FLUSH, WORKERS, "
+     "WORKFLOW and the HTTP API's reads and actions, which may read or change many rows (run "
+     "one at a time, beside the work commands); request_timeout while the database is "
+     "unreachable", false},
     {"storage.idle_in_transaction_timeout", RB_CFG_DURATION, "\"5s\"", 1, 3600, 0, 0,
      OFF(storage.idle_in_transaction_timeout_s),
      "distributed mode: PostgreSQL ends a node's transaction left idle this long (the node cut "

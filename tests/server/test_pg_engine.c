@@ -2246,3 +2246,61 @@ Test(pg, version_9_database_upgrades_to_a_counter_row_per_engine)
     PQfinish(frozen);
     rb_pg_close(pg);
 }
+
+/* A bounded engine (issue 27; rb_pg_options.io_timeout_ms): a statement
+ * waiting for a lock another transaction holds fails with PostgreSQL's
+ * statement_timeout or lock_timeout (both 80 % of the bound, whichever
+ * comes first): a clean error, nothing applied, the
+ * connection kept; a round trip not answered by rb_pg_set_deadline's time
+ * is abandoned then, the connection dropped (in doubt: outside a
+ * transaction, and indeed it may still commit); once the lock is gone the
+ * job is done. */
+Test(pg, bounded_engine_fails_a_lock_wait_cleanly_and_abandons_a_late_round_trip)
+{
+    push("{\"jid\":\"lockw0001\",\"jobtype\":\"t\",\"args\":[]}");
+    char *jid = claim("default", "w1");
+    cr_assert_str_eq(jid, "lockw0001");
+    free(jid);
+    PGconn *holder = PQconnectdb(url);
+    cr_assert_eq(PQstatus(holder), CONNECTION_OK, "%s", PQerrorMessage(holder));
+    PGresult *r = PQexec(holder, "BEGIN; SELECT jid FROM rb_jobs WHERE jid = 'lockw0001' FOR UPDATE");
+    cr_assert_eq(PQresultStatus(r), PGRES_TUPLES_OK, "%s", PQresultErrorMessage(r));
+    PQclear(r);
+    rb_pg_options o = {.url = url, .seed = 18, .io_timeout_ms = 2000, .idle_tx_ms = 2000};
+    rb_pg *pg = NULL;
+    rb_err err = {0};
+    cr_assert_eq(rb_pg_open(&o, &pg, &err), 0, "%s", rb_err_msg(&err));
+    rb_pg_ref ref = {"lockw0001", "w1"};
+    int st = -1;
+    int64_t t0 = rb_now_ms();
+    int rc = rb_pg_ack(pg, &ref, 1, &st, NULL, &err);
+    int64_t took = rb_now_ms() - t0;
+    cr_assert_eq(rc, RB_ESTORE, "got %d: %s", rc, rb_err_msg(&err));
+    cr_assert(strstr(rb_err_msg(&err), "canceling statement due to statement timeout") ||
+                  strstr(rb_err_msg(&err), "canceling statement due to lock timeout"),
+              "%s", rb_err_msg(&err));
+    cr_assert(took >= 1500 && took < 2000, "the lock wait ended after %lld ms", (long long)took);
+    cr_assert(rb_pg_connected(pg), "the connection was dropped");
+    /* a deadline the server cannot meet: abandoned at it */
+    rb_pg_set_deadline(pg, rb_mono_ms() + 300);
+    t0 = rb_now_ms();
+    rc = rb_pg_ack(pg, &ref, 1, &st, NULL, &err);
+    took = rb_now_ms() - t0;
+    rb_pg_set_deadline(pg, 0);
+    cr_assert_eq(rc, RB_EDOUBT, "got %d: %s", rc, rb_err_msg(&err));
+    cr_assert(strstr(rb_err_msg(&err), "no reply from the database within"), "%s",
+              rb_err_msg(&err));
+    cr_assert(took >= 250 && took < 1000, "abandoned after %lld ms", (long long)took);
+    cr_assert_not(rb_pg_connected(pg));
+    PQclear(PQexec(holder, "ROLLBACK"));
+    PQfinish(holder);
+    /* the abandoned ACK's backend got the lock once it was let go and may
+     * have committed (why its error says the outcome is unknown): the ACK
+     * again finds the job done, or does it */
+    cr_assert_eq(rb_pg_ack(pg, &ref, 1, &st, NULL, &err), 0, "%s", rb_err_msg(&err));
+    cr_assert(st == RB_JOB_DONE || st == RB_JOB_MISSING, "status %d", st);
+    char *left = sql1("SELECT count(*) FROM rb_jobs WHERE jid = 'lockw0001'");
+    cr_assert_str_eq(left, "0");
+    free(left);
+    rb_pg_close(pg);
+}

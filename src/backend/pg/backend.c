@@ -169,10 +169,27 @@ static void req_done(rb_srv *srv, rb_pgreq *r)
         rb_pgmode_wake(srv, NULL, 0);
 }
 
+/* Whether op is administration or inspection, which may read or change
+ * many rows ([storage] admin_timeout; BATCH's client verbs and TRACK are a
+ * worker's, bounded by request_timeout). */
+static bool op_slow(const rb_eng_op *op)
+{
+    switch (op->kind) {
+    case RB_ENG_BATCH:
+        return op->u.batch.verb == RB_ENG_BATCH_VIEW || op->u.batch.verb == RB_ENG_BATCH_LIST;
+    case RB_ENG_TRACK:
+        return false;
+    default:
+        return true; /* post's other callers: FLUSH, MUTATE, INFO, QUEUE, ... */
+    }
+}
+
 /* Posts op to a database thread, to run call there. */
 static void post(rb_srv *srv, rb_eng_op *op, void (*call)(rb_pg *, rb_pgreq *))
 {
-    rb_pgreq_post(srv, rb_pgreq_new_call(NULL, op, NULL, call, req_done));
+    rb_pgreq *r = rb_pgreq_new_call(NULL, op, NULL, call, req_done);
+    r->slow = op_slow(op);
+    rb_pgreq_post(srv, r);
 }
 
 /* --- PUSH, PUSHB --- */

@@ -431,14 +431,25 @@ static void run_batch(rb_pg *pg, rb_pgreq *list, batch_commits *bc, claim_counts
  * in bench/RESULTS.md (issue 17); without prefetch, workers need two
  * requests per job and do better on both threads. */
 
-/* Takes the requests of pm->todo that are pushes (or are not), in order;
- * the rest stay queued. mu held. */
-static rb_pgreq *take_kind(rb_pgmode *pm, bool pushes)
+/* Whether database thread self takes r into a batch: everything but the
+ * slow requests (administration and inspection, which run alone:
+ * take_slow), and with pm->split the first thread only the pushes, the
+ * others only the rest. mu held. */
+static bool batch_takes(const rb_pgmode *pm, int self, const rb_pgreq *r)
+{
+    if (r->slow)
+        return false;
+    return !pm->split || (r->kind == RB_PGR_PUSH) == (self == 0);
+}
+
+/* Takes the requests of pm->todo that batch_takes (every one when all), in
+ * order; the rest stay queued. mu held. */
+static rb_pgreq *take_batch(rb_pgmode *pm, int self, bool all)
 {
     rb_pgreq *mine = NULL, **mt = &mine, **pp = &pm->todo;
     while (*pp) {
         rb_pgreq *r = *pp;
-        if ((r->kind == RB_PGR_PUSH) == pushes) {
+        if (all || batch_takes(pm, self, r)) {
             *pp = r->next;
             r->next = NULL;
             *mt = r;
@@ -451,12 +462,34 @@ static rb_pgreq *take_kind(rb_pgmode *pm, bool pushes)
     return mine;
 }
 
-static bool has_kind(const rb_pgmode *pm, bool pushes)
+static bool has_batch(const rb_pgmode *pm, int self)
 {
     for (const rb_pgreq *r = pm->todo; r; r = r->next)
-        if ((r->kind == RB_PGR_PUSH) == pushes)
+        if (batch_takes(pm, self, r))
             return true;
     return false;
+}
+
+/* The first slow request queued, taken alone, when thread self may run
+ * one: no other thread runs one (so that a thread is left for the work
+ * commands), and with pm->split not the pushes' thread; else NULL. Marks
+ * pm->slow_busy. mu held. */
+static rb_pgreq *take_slow(rb_pgmode *pm, int self)
+{
+    if (pm->slow_busy || (pm->split && self == 0))
+        return NULL;
+    for (rb_pgreq **pp = &pm->todo; *pp; pp = &(*pp)->next) {
+        rb_pgreq *r = *pp;
+        if (!r->slow)
+            continue;
+        *pp = r->next;
+        if (!*pp)
+            pm->todo_tail = pp;
+        r->next = NULL;
+        pm->slow_busy = true;
+        return r;
+    }
+    return NULL;
 }
 
 /* While an outage lasts, an idle database thread checks its connection
@@ -481,27 +514,31 @@ static bool wait_or_probe(rb_pgmode *pm, int self)
     return pthread_cond_timedwait(&pm->cv, &pm->mu, &until) != 0;
 }
 
-/* The next batch for database thread self: everything queued, or with
- * pm->split its side of it; NULL once stopping with nothing left, or with
- * *probe set when it should check the link first (nothing taken). */
-static rb_pgreq *next_batch(rb_pgmode *pm, int self, bool *probe)
+/* The next batch for database thread self (batch_takes), or a slow request
+ * alone (*slow set: take_slow), or, once stopping, everything left; NULL
+ * once stopping with nothing left, or with *probe set when it should check
+ * the link first (nothing taken). */
+static rb_pgreq *next_batch(rb_pgmode *pm, int self, bool *probe, bool *slow)
 {
     rb_pgreq *list = NULL;
-    *probe = false;
+    *probe = *slow = false;
     pthread_mutex_lock(&pm->mu);
-    if (pm->split) {
-        bool pushes = self == 0;
-        while (!has_kind(pm, pushes) && !pm->stop && !*probe)
-            *probe = wait_or_probe(pm, self);
-        list = take_kind(pm, pushes);
-        if (!list && pm->stop) /* stopping: the other side's too */
-            list = take_kind(pm, !pushes);
-    } else {
-        while (!pm->todo && !pm->stop && !*probe)
-            *probe = wait_or_probe(pm, self);
-        list = pm->todo;
-        pm->todo = NULL;
-        pm->todo_tail = &pm->todo;
+    for (;;) {
+        if (has_batch(pm, self)) {
+            list = take_batch(pm, self, false);
+            break;
+        }
+        if ((list = take_slow(pm, self))) {
+            *slow = true;
+            break;
+        }
+        if (pm->stop) {
+            list = take_batch(pm, self, true);
+            break;
+        }
+        if (*probe)
+            break;
+        *probe = wait_or_probe(pm, self);
     }
     if (list)
         *probe = false;
@@ -535,6 +572,19 @@ static rb_pgreq *take_late(rb_pgreq **list, int64_t bound_ms, int64_t *earliest)
         lt = &r->next;
     }
     return late;
+}
+
+/* A slow request (administration, inspection) alone, with PostgreSQL's
+ * statement_timeout and lock_timeout set for its own deadline (they are
+ * the work commands' otherwise). */
+static void run_slow(rb_pg *pg, rb_pgreq *r, int64_t deadline_ms)
+{
+    rb_err err = {0};
+    int64_t left = deadline_ms - rb_mono_ms();
+    bool set = !rb_pg_statement_bound(pg, left > 0 ? left : 1, &err);
+    r->call(pg, r);
+    if (set && rb_pg_connected(pg)) /* a new connection has the work commands' */
+        (void)rb_pg_statement_bound(pg, 0, &err);
 }
 
 /* The link as a batch showed it: a lost connection (the first request
@@ -582,8 +632,8 @@ void *mode_db_thread(void *arg)
         self++;
     int64_t bound_ms = pm->srv->cfg.storage.request_timeout_s * 1000;
     for (;;) {
-        bool probe;
-        rb_pgreq *list = next_batch(pm, self, &probe);
+        bool probe, slow;
+        rb_pgreq *list = next_batch(pm, self, &probe, &slow);
         if (probe) { /* an outage: is this connection through again? */
             rb_err err = {0};
             rb_pg_set_deadline(ta.pg, rb_mono_ms() + bound_ms);
@@ -600,16 +650,31 @@ void *mode_db_thread(void *arg)
         rb_pgreq *late = take_late(&list, bound_ms, &earliest);
         if (late)
             hand_back(pm, ta.pg, late, &bc, &cc);
+        if (!list && slow) {
+            pthread_mutex_lock(&pm->mu);
+            pm->slow_busy = false;
+            pthread_cond_broadcast(&pm->cv);
+            pthread_mutex_unlock(&pm->mu);
+        }
         if (!list)
             continue;
         /* every round trip of the batch ends by its first request's
          * deadline: past it the connection is dropped and the requests
          * answered (db_thread.c's callers see RB_ECONN or RB_EDOUBT) */
         rb_pg_set_deadline(ta.pg, earliest);
-        run_batch(ta.pg, list, &bc, &cc);
+        if (slow)
+            run_slow(ta.pg, list, earliest);
+        else
+            run_batch(ta.pg, list, &bc, &cc);
         rb_pg_set_deadline(ta.pg, 0);
         report_batch(pm, self, ta.pg, list);
         hand_back(pm, ta.pg, list, &bc, &cc);
+        if (slow) { /* another may run now */
+            pthread_mutex_lock(&pm->mu);
+            pm->slow_busy = false;
+            pthread_cond_broadcast(&pm->cv);
+            pthread_mutex_unlock(&pm->mu);
+        }
     }
     return NULL;
 }

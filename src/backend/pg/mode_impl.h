@@ -111,6 +111,7 @@ struct rb_pgmode {
     int64_t maint_due_min; /* the earliest retry due the loop saw scheduled
                               since the thread planned its sleep (INT64_MAX: none) */
     mode_link link; /* link.c */
+    bool slow_busy; /* a database thread runs a slow request (db_thread.c) */
     bool split;     /* set before the threads start: prefetch on, the first
                        database thread runs the pushes (db_thread.c) */
     bool stop;

@@ -174,12 +174,14 @@ void rb_pgreq_post_with(rb_srv *srv, rb_pgreq *r, rb_pgreq *then)
         r->next = then;
     }
     rb_pgreq **tail = then ? &then->next : &r->next;
-    if (pm->holding) {
+    if (pm->holding) { /* a wake round's claims: never slow */
         *pm->held_tail = r;
         pm->held_tail = tail;
         return;
     }
     pthread_mutex_lock(&pm->mu);
+    if (r->slow && !pm->link.down) /* else request_timeout: the database is away */
+        r->deadline_ms = rb_mono_ms() + srv->cfg.storage.admin_timeout_s * 1000;
     append_todo_locked(pm, r, tail);
     pthread_mutex_unlock(&pm->mu);
 }

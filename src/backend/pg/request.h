@@ -38,7 +38,10 @@ struct rb_pgreq {
     rb_err err;
     int64_t now; /* wall-clock ms when posted */
     int64_t deadline_ms; /* monotonic ms: answered by then ([storage] request_timeout
-                            after it was posted; db_thread.c) */
+                            after it was posted, admin_timeout when slow and the
+                            database reachable; db_thread.c) */
+    bool slow; /* administration or inspection (RB_PGR_CALL): may read or change many
+                  rows; run alone, one at a time (db_thread.c) */
     union {
         struct {
             rb_pg_new_job *jobs; /* json from texts, other strings borrowed from data */

@@ -73,11 +73,12 @@ typedef struct rb_pg_options {
     /* Bounded waits (a server's engines; 0: unbounded, the CLI's): each
      * round trip, the connect included, ends within io_timeout_ms (the
      * connection is then dropped: RB_ECONN, or RB_EDOUBT when what was in
-     * flight may have committed), and the session runs with that
-     * statement_timeout and lock_timeout, idle_in_transaction_session_
-     * timeout idle_tx_ms, and TCP keepalives and tcp_user_timeout on both
-     * ends (docs/distributed.md, "Network faults"; the URL's own options
-     * win). */
+     * flight may have committed), and the session runs with
+     * statement_timeout and lock_timeout 80 % of it (the server's clean
+     * error comes first: RB_ESTORE, the connection kept),
+     * idle_in_transaction_session_timeout idle_tx_ms, and TCP keepalives
+     * and tcp_user_timeout on both ends (docs/distributed.md, "Network
+     * faults"; the URL's own options win). */
     int64_t io_timeout_ms;
     int64_t idle_tx_ms;
 } rb_pg_options;
@@ -123,6 +124,10 @@ unsigned rb_pg_generation(const rb_pg *pg);
  * was in flight may have committed). Without a deadline each round trip
  * has io_timeout_ms (rb_pg_options). */
 void rb_pg_set_deadline(rb_pg *pg, int64_t mono_ms);
+/* For a bounded engine (rb_pg_options.io_timeout_ms), the session's
+ * statement_timeout and lock_timeout for what runs next: 80 % of ms, or
+ * back to the bound's when ms is 0 (connecting first when it must). */
+int rb_pg_statement_bound(rb_pg *pg, int64_t ms, rb_err *err);
 /* A round trip that checks the connection ("SELECT 1"), reconnecting
  * first when it is down and the backoff allows: 0 when the database
  * answered, else RB_ECONN. */

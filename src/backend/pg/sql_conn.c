@@ -307,6 +307,8 @@ static void param_default(const char **keys, const char **vals, size_t *k, const
 #define SQL_KEEPALIVE_IDLE_S 5
 #define SQL_KEEPALIVE_INTERVAL_S 1
 #define SQL_KEEPALIVE_COUNT 3
+/* statement_timeout and lock_timeout, in percent of the round trip's bound */
+#define SQL_STATEMENT_SHARE 80
 
 /* Starts a connection (PQconnectStartParams) with the URL's parameters and
  * the engine's: application_name, TCP keepalives and (bounded engines)
@@ -352,12 +354,17 @@ static PGconn *start_conn(const rb_pg *pg, int64_t *limit_ms)
     param_default(keys, vals, &k, "keepalives_count", count);
     rb_buf o = RB_BUF_INIT;
     if (pg->io_timeout_ms > 0) {
+        /* the server gives up on a statement (a lock wait, say) before the
+         * node gives up on its round trip: a clean error, not applied, the
+         * connection kept, instead of a connection dropped as if the
+         * database had gone (a healthy node waiting on a frozen one) */
+        long long stmt_ms = pg->io_timeout_ms * SQL_STATEMENT_SHARE / 100;
         param_default(keys, vals, &k, "tcp_user_timeout", user_timeout);
         rb_buf_printf(&o,
                       "-c statement_timeout=%lld -c lock_timeout=%lld -c tcp_user_timeout=%lld"
                       " -c tcp_keepalives_idle=%d -c tcp_keepalives_interval=%d"
                       " -c tcp_keepalives_count=%d",
-                      (long long)pg->io_timeout_ms, (long long)pg->io_timeout_ms,
+                      stmt_ms > 0 ? stmt_ms : 1, stmt_ms > 0 ? stmt_ms : 1,
                       (long long)pg->io_timeout_ms, SQL_KEEPALIVE_IDLE_S,
                       SQL_KEEPALIVE_INTERVAL_S, SQL_KEEPALIVE_COUNT);
     }
@@ -420,7 +427,18 @@ static int connect_once(rb_pg *pg, rb_err *err)
     if (rc)
         return rc;
     rb_err qerr = {0};
-    PGresult *r = finish(pg, PQsendQuery(pg->conn, "SELECT current_schema()"), false, &qerr);
+    /* a bounded engine's session also checks its client while a statement
+     * runs (PostgreSQL 14 and later), so a statement the node gave up on
+     * (its connection dropped) is cancelled instead of going on (holding
+     * or waiting for locks) and perhaps committing */
+    char check[64] = "";
+    if (pg->io_timeout_ms > 0 && PQserverVersion(pg->conn) >= 140000)
+        snprintf(check, sizeof check,
+                 ", set_config('client_connection_check_interval', '%lld', false)",
+                 (long long)(pg->io_timeout_ms / 2 < 1000 ? pg->io_timeout_ms / 2 : 1000));
+    char q[128];
+    snprintf(q, sizeof q, "SELECT current_schema()%s", check);
+    PGresult *r = finish(pg, PQsendQuery(pg->conn, q), false, &qerr);
     if (!r || PQgetisnull(r, 0, 0)) {
         if (r)
             remember_error(pg, "no current schema (search_path names none that exists)");
@@ -556,6 +574,22 @@ int rb_pg_socket(const rb_pg *pg)
 unsigned rb_pg_generation(const rb_pg *pg)
 {
     return pg->generation;
+}
+
+int rb_pg_statement_bound(rb_pg *pg, int64_t ms, rb_err *err)
+{
+    if (pg->io_timeout_ms <= 0)
+        return 0;
+    int rc = sql_ensure(pg, err);
+    if (rc)
+        return rc;
+    if (ms <= 0)
+        return sql_exec(pg, "RESET statement_timeout; RESET lock_timeout", err);
+    long long stmt = ms * SQL_STATEMENT_SHARE / 100;
+    char sql[96];
+    snprintf(sql, sizeof sql, "SET statement_timeout = %lld; SET lock_timeout = %lld",
+             stmt > 0 ? stmt : 1, stmt > 0 ? stmt : 1);
+    return sql_exec(pg, sql, err);
 }
 
 int rb_pg_ping(rb_pg *pg, rb_err *err)
