@@ -434,12 +434,13 @@ static void run_batch(rb_pg *pg, rb_pgreq *list, batch_commits *bc, claim_counts
 /* Whether database thread self takes r into a batch: everything but the
  * slow requests (administration and inspection, which run alone:
  * take_slow), and with pm->split the first thread only the pushes, the
- * others only the rest. mu held. */
+ * others only the rest (unless one of them runs a slow request). mu held. */
 static bool batch_takes(const rb_pgmode *pm, int self, const rb_pgreq *r)
 {
     if (r->slow)
         return false;
-    return !pm->split || (r->kind == RB_PGR_PUSH) == (self == 0);
+    /* while the other side's thread runs a slow request, both sides */
+    return !pm->split || pm->slow_busy || (r->kind == RB_PGR_PUSH) == (self == 0);
 }
 
 /* Takes the requests of pm->todo that batch_takes (every one when all), in
@@ -550,7 +551,7 @@ static rb_pgreq *next_batch(rb_pgmode *pm, int self, bool *probe, bool *slow)
  * a thread stuck on an unreachable database) and fails them without a
  * round trip: nothing was tried, nothing applied. Returns them, in order;
  * *earliest receives the earliest deadline of those left. */
-static rb_pgreq *take_late(rb_pgreq **list, int64_t bound_ms, int64_t *earliest)
+static rb_pgreq *take_late(rb_pgreq **list, int64_t *earliest)
 {
     int64_t now = rb_mono_ms();
     rb_pgreq *late = NULL, **lt = &late, **pp = list;
@@ -566,8 +567,8 @@ static rb_pgreq *take_late(rb_pgreq **list, int64_t bound_ms, int64_t *earliest)
         *pp = r->next;
         r->next = NULL;
         r->rc = rb_err_set(&r->err, RB_ETIMEDOUT,
-                           "no database thread free within %lld ms (the database is slow or "
-                           "unreachable)", (long long)(now - r->deadline_ms + bound_ms));
+                           "no database thread free for %lld ms (the database is slow or "
+                           "unreachable)", (long long)(rb_now_ms() - r->now));
         *lt = r;
         lt = &r->next;
     }
@@ -647,7 +648,7 @@ void *mode_db_thread(void *arg)
         batch_commits bc = {.n = 0};
         claim_counts cc = {{0}, {0}};
         int64_t earliest;
-        rb_pgreq *late = take_late(&list, bound_ms, &earliest);
+        rb_pgreq *late = take_late(&list, &earliest);
         if (late)
             hand_back(pm, ta.pg, late, &bc, &cc);
         if (!list && slow) {
