@@ -21,6 +21,7 @@ POLICY_SRC := $(sort $(wildcard src/common/*.c src/policy/*.c))
 CLI_SRC    := $(sort $(wildcard src/cli/*.c))
 TEST_SRC   := $(sort $(wildcard tests/unit/test_*.c tests/server/test_*.c))
 TOOL_SRC   := $(sort $(wildcard tests/tools/*.c))
+FAULT_SRC  := $(sort $(wildcard tests/faults/test_*.c))
 BENCH_SRC  := $(sort $(wildcard bench/*.c))
 WEB_FILES  := $(sort $(wildcard web/*))
 
@@ -43,10 +44,10 @@ all: $(O)/rebound $(O)/librebound_policy.a tools
 # (tests/scripts/deps_order.sh records the calls with a stub).
 DEPS      ?= scripts/deps.sh
 DEPS_SETS := build
-ifneq ($(filter check %/tests,$(MAKECMDGOALS))$(findstring /tests/,$(MAKECMDGOALS)),)
+ifneq ($(filter check check-faults %/tests,$(MAKECMDGOALS))$(findstring /tests/,$(MAKECMDGOALS)),)
 DEPS_SETS += test
 endif
-ifneq ($(filter check-full check-faults,$(MAKECMDGOALS)),)
+ifneq ($(filter check-full,$(MAKECMDGOALS)),)
 DEPS_SETS += test full
 endif
 ifneq ($(filter bench,$(MAKECMDGOALS)),)
@@ -96,6 +97,9 @@ $(1)/tests/%: $(1)/obj/tests/unit/%.o $(1)/obj/tests/common/lsan_runner.o $(1)/l
 $(1)/tests/%: $(1)/obj/tests/server/%.o $(1)/obj/tests/common/lsan_runner.o $(1)/librebound.a
 	@mkdir -p $$(@D)
 	$$(CC) $(2) $$(LDFLAGS) -o $$@ $$^ $$(PKG_LIBS) -lcriterion
+$(1)/faults/%: $(1)/obj/tests/faults/%.o $(1)/obj/tests/common/lsan_runner.o $(1)/librebound.a
+	@mkdir -p $$(@D)
+	$$(CC) $(2) $$(LDFLAGS) -o $$@ $$^ $$(PKG_LIBS) -lcriterion
 $(1)/tools/%: $(1)/obj/tests/tools/%.o $(1)/librebound.a
 	@mkdir -p $$(@D)
 	$$(CC) $(2) $$(LDFLAGS) -o $$@ $$^ $$(PKG_LIBS)
@@ -115,8 +119,15 @@ bench-bin: $(patsubst bench/%.c,$(O)/bench/%,$(BENCH_SRC))
 # that, the sanitized build, the long runs and every script suite.
 check: all $(call TESTS,$(O)/tests)
 	@O=$(O) REBOUND_TIER=check $(TEST_RUNNER)
-check-full: all bench-bin $(call TESTS,$(O)/tests) $(O)/asan/rebound $(call TESTS,$(O)/asan/tests)
+FAULTS = $(patsubst tests/faults/%.c,$(O)/faults/%,$(FAULT_SRC))
+check-full: all bench-bin $(call TESTS,$(O)/tests) $(O)/asan/rebound $(call TESTS,$(O)/asan/tests) \
+            $(FAULTS)
 	@O=$(O) REBOUND_TIER=full $(TEST_RUNNER)
+
+# The fault suite (tests/faults/, issue 27): distributed mode under network
+# faults, on its own (minutes); FAULTS_ARGS="--repeat N" runs it N times.
+check-faults: all $(FAULTS)
+	@O=$(O) tests/faults/run.sh $(FAULTS_ARGS)
 
 run: $(O)/rebound
 	$(O)/rebound serve $(ARGS)
@@ -207,6 +218,6 @@ uninstall: $(O)/dist/rebound.toml
 clean:
 	rm -rf $(O)
 
-.PHONY: all tools bench-bin check check-full run bench fuzz clean
+.PHONY: all tools bench-bin check check-full check-faults run bench fuzz clean
 .SECONDARY:
 -include $(shell find $(O) -name '*.d' 2>/dev/null)

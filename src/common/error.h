@@ -21,6 +21,7 @@
     X(ECONN, "connection error")                          \
     X(EPROTO, "protocol error")                           \
     X(ETIMEDOUT, "timed out")                             \
+    X(EDOUBT, "outcome unknown")                          \
     X(EVERSION, "unsupported version")                    \
     X(ENOTUNIQUE, "not unique")
 

@@ -81,6 +81,9 @@ typedef struct rb_config {
     struct {
         char *url; /* SQLite path (default "./rebound.db") or postgres:// URL */
         bool prefetch; /* distributed mode: an ACK claims its worker's next job, default false */
+        int64_t request_timeout_s; /* distributed mode: a request's bound, default 5 */
+        int64_t admin_timeout_s;   /* distributed mode: administration's, default 60 */
+        int64_t idle_in_transaction_timeout_s; /* the server ends idle transactions, default 5 */
     } storage;
     struct {
         int64_t succeeded_ttl_s; /* ACKed workflow jobs remembered, default 1 h */

@@ -79,6 +79,21 @@ const rb_config_key rb_config_schema[] = {
      "distributed mode: a worker's ACK also claims its next job, in the same transaction, so "
      "its next FETCH is answered at once (held 0.5 s at most, then put back); the job shows as "
      "working meanwhile", false},
+    {"storage.request_timeout", RB_CFG_DURATION, "\"5s\"", 1, 3600, 0, 0,
+     OFF(storage.request_timeout_s),
+     "distributed mode: a request the database has not committed this long after it arrived is "
+     "answered -ERR storage error (the connection is dropped and made again); PostgreSQL's "
+     "statement_timeout and lock_timeout are 80 % of it", false},
+    {"storage.admin_timeout", RB_CFG_DURATION, "\"60s\"", 1, 86400, 0, 0,
+     OFF(storage.admin_timeout_s),
+     "distributed mode: request_timeout for INFO, JOB, JOBS, QUEUE, MUTATE, FLUSH, WORKERS, "
+     "WORKFLOW and the HTTP API's reads and actions, which may read or change many rows (run "
+     "one at a time, beside the work commands); request_timeout while the database is "
+     "unreachable", false},
+    {"storage.idle_in_transaction_timeout", RB_CFG_DURATION, "\"5s\"", 1, 3600, 0, 0,
+     OFF(storage.idle_in_transaction_timeout_s),
+     "distributed mode: PostgreSQL ends a node's transaction left idle this long (the node cut "
+     "off or frozen mid-transaction), so its row locks are released for the other nodes", false},
     {"backoff.default_backoff_seconds", RB_CFG_SECONDS_LIST, "[1, 2, 4, 8, 16, 32]", 0, 0, 0,
      DAY, OFF(backoff.default_backoff_ms),
      "tasker dialect: the delays before retries 1, 2, ... (the last one repeats)", false},

@@ -298,7 +298,31 @@ void rb_eng_op_finish(rb_srv *srv, rb_eng_op *op)
 bool rb_eng_store_error(int rc)
 {
     return rc == RB_ESTORE || rc == RB_EIO || rc == RB_ECONN || rc == RB_ENOMEM ||
-           rc == RB_ETIMEDOUT;
+           rc == RB_ETIMEDOUT || rc == RB_EDOUBT;
+}
+
+void rb_eng_health_of(rb_srv *srv, rb_eng_health *h)
+{
+    memset(h, 0, sizeof *h);
+    h->up = true;
+    if (srv->backend->health)
+        srv->backend->health(srv, h);
+}
+
+static json_t *time_or_null(int64_t ms)
+{
+    char ts[RB_TIME_STRLEN];
+    return ms > 0 ? json_string(rb_time_format(ms, ts)) : json_null();
+}
+
+json_t *rb_eng_health_json(const rb_eng_health *h, bool detail)
+{
+    json_t *v = json_pack("{s:s, s:o, s:o}", "state", h->up ? "up" : "down", "since",
+                          time_or_null(h->since_ms), "last_commit",
+                          time_or_null(h->last_commit_ms));
+    if (detail && !h->up)
+        json_object_set_new(v, "error", json_string(h->error));
+    return v;
 }
 
 void rb_eng_op_park(rb_srv *srv, rb_eng_op *op)

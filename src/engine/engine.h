@@ -314,6 +314,19 @@ struct rb_eng_op {
  * once the change is durable or has failed (rc, err, applied set). One
  * that can tell at once that nothing changes (a job op whose job is
  * missing or held by another worker) may complete op before it returns. */
+/* The store's link as the node sees it (rb_eng_health_of): what GET
+ * /healthz answers a load balancer, and INFO's rebound.database and
+ * /metrics' rebound_database_* show (docs/distributed.md, "Network
+ * faults"). */
+typedef struct rb_eng_health {
+    bool known;             /* the backend has a link to report (false: a single
+                               node's file, always up) */
+    bool up;                /* requests can commit */
+    int64_t since_ms;       /* wall ms: when the current state began */
+    int64_t last_commit_ms; /* wall ms: the last round trip that succeeded, 0: none */
+    char error[256];        /* while down: the failure that began it */
+} rb_eng_health;
+
 typedef struct rb_backend {
     const char *name; /* "sqlite", "postgresql" */
     void (*push)(rb_srv *srv, rb_eng_op *op);
@@ -365,6 +378,8 @@ typedef struct rb_backend {
      * store is backed up by other means (the op then fails with
      * RB_BACKUP_UNSUPPORTED: PostgreSQL's pg_dump). */
     void (*backup)(rb_srv *srv, rb_eng_op *op);
+    /* The store's link, at once (no round trip); NULL: always up. */
+    void (*health)(rb_srv *srv, rb_eng_health *h);
 } rb_backend;
 
 /* BACKUP's refusal in distributed mode. */
@@ -393,6 +408,13 @@ void rb_eng_op_finish(rb_srv *srv, rb_eng_op *op);
 /* Whether an op's rc is the store's failure (answered "storage error:
  * ..."), rather than a refused request. */
 bool rb_eng_store_error(int rc);
+
+/* The store's link now (rb_backend.health; up and not known without one). */
+void rb_eng_health_of(rb_srv *srv, rb_eng_health *h);
+/* h as JSON (a new reference): {"state": "up"|"down", "since", "last_commit"
+ * (ISO 8601 or null)}, with "error" while down when detail is set (INFO;
+ * GET /healthz, which needs no password, leaves it out). */
+json_t *rb_eng_health_json(const rb_eng_health *h, bool detail);
 
 /* The end of a done function that left op->c waiting for a job
  * (rb_conn_wait_fetch): as rb_eng_op_finish, but the connection stays busy

@@ -211,10 +211,15 @@ static const rb_asset *asset(const char *path)
 }
 
 /* This node's counters and histograms with the engine's queues and jobs
- * by state (the cluster's in distributed mode). */
+ * by state (the cluster's in distributed mode), and the store's link. When
+ * the store cannot be read (a database unreachable) the node's own figures
+ * and the link are still served, without the jobs': a scrape during an
+ * outage shows it. */
 static void metrics_done(rb_srv *srv, rb_eng_op *op)
 {
-    if (rb_api_failed(srv, op))
+    rb_eng_health h;
+    rb_eng_health_of(srv, &h);
+    if (op->rc && !(h.known && rb_eng_store_error(op->rc)) && rb_api_failed(srv, op))
         return;
     const rb_eng_info *f = &op->u.info;
     rb_metrics_queue *qs = rb_xcalloc(f->n_queues + 1, sizeof *qs);
@@ -253,6 +258,11 @@ static void metrics_done(rb_srv *srv, rb_eng_op *op)
     }
     st.throttles = ts;
     st.n_throttles = srv->cfg.n_throttles;
+    st.jobs_unknown = op->rc != 0;
+    st.has_link = h.known;
+    st.link_up = h.up;
+    st.link_since_ms = h.since_ms;
+    st.last_commit_ms = h.last_commit_ms;
     rb_buf b = RB_BUF_INIT;
     rb_metrics_render_state(srv->metrics, srv, &st, &b);
     free(ts);
@@ -266,6 +276,21 @@ static void metrics_done(rb_srv *srv, rb_eng_op *op)
 static void serve_metrics(rb_http *h, struct evhttp_request *req)
 {
     rb_eng_submit(h->srv, rb_api_info_op(req, metrics_done, true));
+}
+
+/* GET /healthz, for a load balancer (no password: it tells only whether
+ * this node can commit): 200 {"status":"ok",...}, or 503 while the store's
+ * link is down, with the link's state and last commit. At once: no round
+ * trip to the store. */
+static void serve_health(rb_http *h, struct evhttp_request *req)
+{
+    rb_eng_health hl;
+    rb_eng_health_of(h->srv, &hl);
+    json_t *v = json_pack("{s:s}", "status", hl.up ? "ok" : "unavailable");
+    if (hl.known)
+        json_object_set_new(v, "database", rb_eng_health_json(&hl, false));
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Cache-Control", "no-store");
+    rb_http_reply_json(req, hl.up ? 200 : 503, v);
 }
 
 /* An HTTPS connection is going away: end its TLS session with a
@@ -287,6 +312,10 @@ static void on_request(struct evhttp_request *req, void *arg)
     bool is_metrics = !strcmp(path, "/metrics");
     if (!rb_http_host_allowed(h, req) || !rb_http_same_origin(req))
         return;
+    if (!strcmp(path, "/healthz")) { /* a load balancer's probe: no password */
+        serve_health(h, req);
+        return;
+    }
     /* metrics_auth "auto" asks as the dashboard does: when a password is set */
     bool open = is_metrics && h->srv->cfg.server.metrics_auth == RB_CFG_OFF;
     if (!open && !authorized(h, req)) {

@@ -113,6 +113,14 @@ typedef struct rb_metrics_state {
     int64_t expired;
     const rb_metrics_throttle *throttles; /* every configured one */
     size_t n_throttles;
+    /* the store could not be read (distributed mode, its database
+     * unreachable): the queue and job figures above are unknown and left
+     * out; the node's own are rendered */
+    bool jobs_unknown;
+    /* the store's link (distributed mode; false elsewhere): up, when its
+     * state began, its last successful commit (wall ms, 0: none) */
+    bool has_link, link_up;
+    int64_t link_since_ms, last_commit_ms;
 } rb_metrics_state;
 /* Appends the Prometheus text exposition (format 0.0.4) of m, of srv's
  * connections and workers, and of the job state st (the job engine's INFO

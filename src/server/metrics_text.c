@@ -141,6 +141,22 @@ void rb_metrics_render_state(const rb_metrics *m, const rb_srv *srv, const rb_me
     if (m)
         counters(m, out);
     int64_t now = rb_now_ms();
+    if (st->has_link) {
+        head(out, "rebound_database_up", "gauge",
+             "1 while this node can commit to its database (distributed mode), 0 while it cannot "
+             "reach it");
+        rb_buf_printf(out, "rebound_database_up %d\n", st->link_up ? 1 : 0);
+        head(out, "rebound_database_state_since_timestamp_seconds", "gauge",
+             "when rebound_database_up last changed (or the node started)");
+        rb_buf_printf(out, "rebound_database_state_since_timestamp_seconds %.3f\n",
+                      (double)st->link_since_ms / 1000.0);
+        head(out, "rebound_database_last_commit_timestamp_seconds", "gauge",
+             "this node's last successful round trip to its database");
+        rb_buf_printf(out, "rebound_database_last_commit_timestamp_seconds %.3f\n",
+                      (double)st->last_commit_ms / 1000.0);
+    }
+    if (st->jobs_unknown)
+        goto node;
     head(out, "rebound_queue_size", "gauge", "jobs waiting in the queue");
     queue_lines(out, st, 0);
     head(out, "rebound_queue_paused", "gauge", "1 when the queue is paused");
@@ -194,6 +210,7 @@ void rb_metrics_render_state(const rb_metrics *m, const rb_srv *srv, const rb_me
     }
     head(out, "rebound_jobs_in_flight", "gauge", "jobs reserved by workers (fetched, not yet ACKed or FAILed)");
     rb_buf_printf(out, "rebound_jobs_in_flight %lld\n", (long long)st->working);
+node:
     head(out, "rebound_connections", "gauge", "open work-protocol connections");
     rb_buf_printf(out, "rebound_connections %zu\n", srv->conns.size);
     head(out, "rebound_workers", "gauge", "worker processes known by their HELLO wid");

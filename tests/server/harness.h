@@ -572,6 +572,17 @@ static inline char *rbh_fetch_jid(rbh_conn *c, const char *queues)
     return out;
 }
 
+/* The number a FETCH reply's jid holds after its first skip characters
+ * ("n-0000042", skip 2: 42), or -1 when the reply is no job. Frees reply. */
+static inline int rbh_jid_number(char *reply, size_t skip)
+{
+    json_t *j = rbh_json(reply);
+    const char *jid = json_string_value(json_object_get(j, "jid"));
+    int n = jid && strlen(jid) > skip ? atoi(jid + skip) : -1;
+    json_decref(j);
+    return n;
+}
+
 /* JOB {"jid":J}'s "state" (caller frees) or NULL when there is no such job. */
 static inline char *rbh_job_state(rbh_conn *c, const char *jid)
 {

@@ -161,6 +161,37 @@ HTTP_TEST(info_and_metrics_name_the_version_and_the_protocols)
     rbh_resp_free(r);
 }
 
+/* GET /healthz answers a load balancer without a password: ok on a single
+ * node (its file is always there); in distributed mode with the database
+ * link, up, its last commit, as INFO's rebound.database and /metrics'
+ * rebound_database_up show it (docs/distributed.md, "Network faults"; the
+ * fault suite takes the link down). */
+HTTP_TEST(healthz_says_whether_the_node_can_commit)
+{
+    rbh_resp *r = rbh_http(H, "GET", "/healthz", NULL, "Authorization: Basic eDp3cm9uZw==\r\n");
+    cr_assert(r && r->status == 200, "GET /healthz: %d", r ? r->status : -1);
+    cr_assert_str_eq(jstr(r, "status"), "ok");
+#ifdef RBH_PG
+    cr_assert_str_eq(jstr(r, "database.state"), "up");
+    cr_assert_not_null(jstr(r, "database.last_commit"));
+    cr_assert_null(rbh_get(r->json, "database.error"));
+#else
+    cr_assert_null(rbh_get(r->json, "database"));
+#endif
+    rbh_resp_free(r);
+    json_t *v = rbh_json(rbh_cmd(C, "INFO"));
+    rbh_resp *m = expect(200, "GET", "/metrics", NULL);
+#ifdef RBH_PG
+    cr_assert_str_eq(json_string_value(rbh_get(v, "rebound.database.state")), "up");
+    cr_assert(strstr(m->body, "\nrebound_database_up 1\n"), "%s", m->body);
+#else
+    cr_assert_null(rbh_get(v, "rebound.database"));
+    cr_assert_null(strstr(m->body, "rebound_database_up"));
+#endif
+    json_decref(v);
+    rbh_resp_free(m);
+}
+
 /* One job waiting for jobid-p1 and two blocked by the dead jobid-p2. */
 static void held_jobs(void)
 {

@@ -201,10 +201,7 @@ static void *worker(void *arg)
             rbh_sleep_ms(20);
             continue;
         }
-        json_t *j = rbh_json(r);
-        const char *jid = json_string_value(json_object_get(j, "jid"));
-        int id = jid ? atoi(jid + 2) : -1;
-        json_decref(j);
+        int id = rbh_jid_number(r, 2);
         if (id < 0 || id >= n_jobs)
             continue;
         if (atomic_load(&flags[id]) & ACK_OK)

@@ -121,6 +121,9 @@ Test(config, every_key_is_read_from_a_file, .init = in_tmpdir)
                   "[storage]\n"
                   "url = \"postgres://u@h/db\"\n"
                   "prefetch = true\n"
+                  "request_timeout = \"3s\"\n"
+                  "admin_timeout = \"2m\"\n"
+                  "idle_in_transaction_timeout = 7\n"
                   "[workflows]\n"
                   "succeeded_ttl = \"10m\"\n"
                   "batch_retention = \"2h\"\n"
@@ -158,6 +161,9 @@ Test(config, every_key_is_read_from_a_file, .init = in_tmpdir)
     cr_assert_eq(cfg.server.metrics_auth, RB_CFG_ON);
     cr_assert_str_eq(cfg.storage.url, "postgres://u@h/db");
     cr_assert(cfg.storage.prefetch);
+    cr_assert_eq(cfg.storage.request_timeout_s, 3);
+    cr_assert_eq(cfg.storage.admin_timeout_s, 120);
+    cr_assert_eq(cfg.storage.idle_in_transaction_timeout_s, 7);
     cr_assert_eq(cfg.workflows.succeeded_ttl_s, 600);
     cr_assert_eq(cfg.log.level, 2, "warn");
     cr_assert_eq(cfg.log.format, 1, "json");

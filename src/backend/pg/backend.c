@@ -71,8 +71,12 @@ static void results(rb_srv *srv, rb_eng_op *op, rb_pgreq *r)
         op->u.job.state = (rb_job_state)r->u.ref.state;
         break;
     case RB_ENG_INFO: /* this node's own */
-        if (op->u.info.rebound)
+        if (op->u.info.rebound) {
+            rb_eng_health h;
+            rb_eng_health_of(srv, &h);
             json_object_set_new(op->u.info.rebound, "prefetch", rb_pgmode_prefetch_json(srv));
+            json_object_set_new(op->u.info.rebound, "database", rb_eng_health_json(&h, true));
+        }
         return;
     default:
         return;
@@ -97,6 +101,44 @@ static bool readies(const rb_eng_op *op)
     return op->kind == RB_ENG_SNOOZE && op->u.job.status == RB_JOB_DONE && op->u.job.seconds == 0;
 }
 
+/* Whether op only reads (a lost connection changed nothing either way). */
+static bool op_reads(const rb_eng_op *op)
+{
+    switch (op->kind) {
+    case RB_ENG_INFO:
+    case RB_ENG_LATENCY:
+    case RB_ENG_JOB:
+    case RB_ENG_JOBS:
+    case RB_ENG_WORKER_LIST:
+    case RB_ENG_WORKFLOW:
+        return true;
+    case RB_ENG_BATCH:
+        return op->u.batch.verb == RB_ENG_BATCH_OPEN || op->u.batch.verb == RB_ENG_BATCH_STATUS ||
+               op->u.batch.verb == RB_ENG_BATCH_VIEW || op->u.batch.verb == RB_ENG_BATCH_LIST;
+    case RB_ENG_TRACK:
+        return op->u.track.get;
+    default:
+        return false;
+    }
+}
+
+void rb_pgmode_doubt_text(rb_eng_op *op, int rc)
+{
+    if (op_reads(op) || !rb_eng_store_error(rc))
+        return;
+    const char *tail;
+    if (rc != RB_EDOUBT)
+        tail = "; not applied";
+    else if (op->kind == RB_ENG_FETCH)
+        tail = "; outcome unknown: a job may have been reserved for this worker, it runs again "
+               "when its reservation ends";
+    else
+        tail = "; outcome unknown: the commit was sent and its reply lost, the change may or "
+               "may not have been made";
+    size_t n = strlen(op->err.msg);
+    snprintf(op->err.msg + n, sizeof op->err.msg - n, "%s", tail);
+}
+
 /* Loop thread: the request ran; its results go to the op. */
 static void req_done(rb_srv *srv, rb_pgreq *r)
 {
@@ -112,11 +154,11 @@ static void req_done(rb_srv *srv, rb_pgreq *r)
         rb_pgmode_storage_error(srv, r); /* logs; r has no connection to answer */
         op->rc = r->rc;
         op->err = r->err;
-        /* a transaction that failed was rolled back, unless the failure
-         * was the connection's, perhaps during COMMIT */
-        op->applied = r->rc == RB_ECONN ? RB_ENG_UNKNOWN : RB_ENG_NOT_APPLIED;
+        /* a transaction that failed was rolled back, unless the connection
+         * broke while its COMMIT was in flight */
+        op->applied = r->rc == RB_EDOUBT ? RB_ENG_UNKNOWN : RB_ENG_NOT_APPLIED;
+        rb_pgmode_doubt_text(op, r->rc);
     } else {
-        rb_pgmode_storage_ok(srv);
         op->applied = RB_ENG_APPLIED;
         results(srv, op, r);
     }
@@ -127,10 +169,27 @@ static void req_done(rb_srv *srv, rb_pgreq *r)
         rb_pgmode_wake(srv, NULL, 0);
 }
 
+/* Whether op is administration or inspection, which may read or change
+ * many rows ([storage] admin_timeout; BATCH's client verbs and TRACK are a
+ * worker's, bounded by request_timeout). */
+static bool op_slow(const rb_eng_op *op)
+{
+    switch (op->kind) {
+    case RB_ENG_BATCH:
+        return op->u.batch.verb == RB_ENG_BATCH_VIEW || op->u.batch.verb == RB_ENG_BATCH_LIST;
+    case RB_ENG_TRACK:
+        return false;
+    default:
+        return true; /* post's other callers: FLUSH, MUTATE, INFO, QUEUE, ... */
+    }
+}
+
 /* Posts op to a database thread, to run call there. */
 static void post(rb_srv *srv, rb_eng_op *op, void (*call)(rb_pg *, rb_pgreq *))
 {
-    rb_pgreq_post(srv, rb_pgreq_new_call(NULL, op, NULL, call, req_done));
+    rb_pgreq *r = rb_pgreq_new_call(NULL, op, NULL, call, req_done);
+    r->slow = op_slow(op);
+    rb_pgreq_post(srv, r);
 }
 
 /* --- PUSH, PUSHB --- */
@@ -639,4 +698,5 @@ const rb_backend rb_backend_pg = {
     .workflow = dist_workflow,
     .track = dist_track,
     .unique_jobs = true,
+    .health = rb_pgmode_health,
 };

@@ -314,14 +314,20 @@ static bool one_claim(rb_pgreq **by[], const size_t cnt[])
 
 /* run_units in one transaction: one COMMIT makes every request of the
  * batch durable before any reply. Its first round trip carries BEGIN and
- * the statements of the pushes, ACKs and first claims as one pipeline
- * (run_units once to send them, rb_pg_tx_pipe_read, run_units again to
- * take their results and run the rest: FAILs, batch members' ACKs,
- * expired jobs' drops); the COMMIT is the second. When the transaction
- * fails before its COMMIT (a statement error outside a unit aborted it),
- * it is rolled back and the batch runs again a transaction per kind, so
- * that one bad request fails alone; when the COMMIT itself fails the
- * outcome is unknown and every request fails with that error. */
+ * the statements of the pushes and ACKs as one pipeline (run_units once to
+ * send them, rb_pg_tx_pipe_read, run_units again to take their results and
+ * run the rest: FAILs, batch members' ACKs); the second carries the
+ * claims' statements with the COMMIT right behind them (rb_pg_tx_commit_
+ * send and _read, run_claims twice the same way), so that the rows a claim
+ * locked and did not take (SKIP LOCKED re-checks rows another node changed
+ * meanwhile, and keeps them locked to the end of the transaction) are
+ * released with no round trip in between; what a claim does next (expired
+ * jobs' drops, its later rounds, a throttled queue's) runs after the
+ * COMMIT, in transactions of its own. When the transaction fails before
+ * its COMMIT (a statement error outside a unit aborted it), it is rolled
+ * back and the batch runs again a transaction per kind, so that one bad
+ * request fails alone; when the COMMIT itself fails the outcome is unknown
+ * and every request fails with that error. */
 static void run_wrapped(rb_pg *pg, rb_pgreq **by[], size_t cnt[], batch_commits *bc,
                         claim_counts *cc)
 {
@@ -347,12 +353,15 @@ static void run_wrapped(rb_pg *pg, rb_pgreq **by[], size_t cnt[], batch_commits 
         return;
     }
     batch_commits inner = {.n = 0}; /* the units' own timings do not count */
-    size_t fails = cnt[RB_PGR_FAIL];
+    claim_counts sent_cc = {{0}, {0}};
+    size_t fails = cnt[RB_PGR_FAIL], claims = cnt[RB_PGR_CLAIM];
     cnt[RB_PGR_FAIL] = 0; /* a FAIL's first statement needs its savepoint */
+    cnt[RB_PGR_CLAIM] = 0; /* the claims go with the COMMIT */
     run_units(pg, by, cnt, &inner, cc); /* sent: each call fails at once */
     cnt[RB_PGR_FAIL] = fails;
     reset_wrapped(by, cnt);
     if (rb_pg_tx_pipe_read(pg, &err)) { /* rolled back: nothing applied */
+        cnt[RB_PGR_CLAIM] = claims;
         run_units(pg, by, cnt, bc, cc);
         return;
     }
@@ -360,9 +369,21 @@ static void run_wrapped(rb_pg *pg, rb_pgreq **by[], size_t cnt[], batch_commits 
     static _Atomic long turns;
     if (fault > 0 && ++turns % fault == 0)
         rb_pg_tx_poison(pg);
-    int rc = rb_pg_tx_commit(pg, &err);
+    cnt[RB_PGR_CLAIM] = claims;
+    int rc = rb_pg_tx_commit_send(pg, &err);
+    if (!rc) {
+        size_t only[RB_PGR_KINDS] = {0}; /* the others keep their results */
+        only[RB_PGR_CLAIM] = claims;
+        if (claims) /* sent: each fails at once */
+            run_claims(pg, by[RB_PGR_CLAIM], claims, &sent_cc);
+        reset_wrapped(by, only);
+        rc = rb_pg_tx_commit_read(pg, &err);
+    }
     if (!rc) {
         commit_seen(bc, n_ops, t0);
+        if (claims) /* their results, and what they do next on their own */
+            run_claims(pg, by[RB_PGR_CLAIM], claims, cc);
+        rb_pg_tx_taken(pg);
         return;
     }
     if (rc == RB_ESTORE) { /* aborted before COMMIT: nothing applied */
@@ -410,14 +431,26 @@ static void run_batch(rb_pg *pg, rb_pgreq *list, batch_commits *bc, claim_counts
  * in bench/RESULTS.md (issue 17); without prefetch, workers need two
  * requests per job and do better on both threads. */
 
-/* Takes the requests of pm->todo that are pushes (or are not), in order;
- * the rest stay queued. mu held. */
-static rb_pgreq *take_kind(rb_pgmode *pm, bool pushes)
+/* Whether database thread self takes r into a batch: everything but the
+ * slow requests (administration and inspection, which run alone:
+ * take_slow), and with pm->split the first thread only the pushes, the
+ * others only the rest (unless one of them runs a slow request). mu held. */
+static bool batch_takes(const rb_pgmode *pm, int self, const rb_pgreq *r)
+{
+    if (r->slow)
+        return false;
+    /* while the other side's thread runs a slow request, both sides */
+    return !pm->split || pm->slow_busy || (r->kind == RB_PGR_PUSH) == (self == 0);
+}
+
+/* Takes the requests of pm->todo that batch_takes (every one when all), in
+ * order; the rest stay queued. mu held. */
+static rb_pgreq *take_batch(rb_pgmode *pm, int self, bool all)
 {
     rb_pgreq *mine = NULL, **mt = &mine, **pp = &pm->todo;
     while (*pp) {
         rb_pgreq *r = *pp;
-        if ((r->kind == RB_PGR_PUSH) == pushes) {
+        if (all || batch_takes(pm, self, r)) {
             *pp = r->next;
             r->next = NULL;
             *mt = r;
@@ -430,36 +463,164 @@ static rb_pgreq *take_kind(rb_pgmode *pm, bool pushes)
     return mine;
 }
 
-static bool has_kind(const rb_pgmode *pm, bool pushes)
+static bool has_batch(const rb_pgmode *pm, int self)
 {
     for (const rb_pgreq *r = pm->todo; r; r = r->next)
-        if ((r->kind == RB_PGR_PUSH) == pushes)
+        if (batch_takes(pm, self, r))
             return true;
     return false;
 }
 
-/* The next batch for the thread of pg: everything queued, or with
- * pm->split its side of it; NULL once stopping with nothing left. */
-static rb_pgreq *next_batch(rb_pgmode *pm, const rb_pg *pg)
+/* The first slow request queued, taken alone, when thread self may run
+ * one: no other thread runs one (so that a thread is left for the work
+ * commands), and with pm->split not the pushes' thread; else NULL. Marks
+ * pm->slow_busy. mu held. */
+static rb_pgreq *take_slow(rb_pgmode *pm, int self)
 {
-    rb_pgreq *list;
-    pthread_mutex_lock(&pm->mu);
-    if (pm->split) {
-        bool pushes = pg == pm->work[0];
-        while (!has_kind(pm, pushes) && !pm->stop)
-            pthread_cond_wait(&pm->cv, &pm->mu);
-        list = take_kind(pm, pushes);
-        if (!list) /* stopping: the other side's too */
-            list = take_kind(pm, !pushes);
-    } else {
-        while (!pm->todo && !pm->stop)
-            pthread_cond_wait(&pm->cv, &pm->mu);
-        list = pm->todo;
-        pm->todo = NULL;
-        pm->todo_tail = &pm->todo;
+    if (pm->slow_busy || (pm->split && self == 0))
+        return NULL;
+    for (rb_pgreq **pp = &pm->todo; *pp; pp = &(*pp)->next) {
+        rb_pgreq *r = *pp;
+        if (!r->slow)
+            continue;
+        *pp = r->next;
+        if (!*pp)
+            pm->todo_tail = pp;
+        r->next = NULL;
+        pm->slow_busy = true;
+        return r;
     }
+    return NULL;
+}
+
+/* While an outage lasts, an idle database thread checks its connection
+ * this often (mode_link: the outage ends once every member got through). */
+#define DB_PROBE_MS 250
+
+/* Waits on pm->cv (mu held) for a request, for at most DB_PROBE_MS while
+ * this thread should probe the link; true when it should probe now. */
+static bool wait_or_probe(rb_pgmode *pm, int self)
+{
+    if (!mode_link_probe_due_locked(pm, self)) {
+        pthread_cond_wait(&pm->cv, &pm->mu);
+        return false;
+    }
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += DB_PROBE_MS * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    return pthread_cond_timedwait(&pm->cv, &pm->mu, &until) != 0;
+}
+
+/* The next batch for database thread self (batch_takes), or a slow request
+ * alone (*slow set: take_slow), or, once stopping, everything left; NULL
+ * once stopping with nothing left, or with *probe set when it should check
+ * the link first (nothing taken). */
+static rb_pgreq *next_batch(rb_pgmode *pm, int self, bool *probe, bool *slow)
+{
+    rb_pgreq *list = NULL;
+    *probe = *slow = false;
+    pthread_mutex_lock(&pm->mu);
+    for (;;) {
+        if (has_batch(pm, self)) {
+            list = take_batch(pm, self, false);
+            break;
+        }
+        if ((list = take_slow(pm, self))) {
+            *slow = true;
+            break;
+        }
+        if (pm->stop) {
+            list = take_batch(pm, self, true);
+            break;
+        }
+        if (*probe)
+            break;
+        *probe = wait_or_probe(pm, self);
+    }
+    if (list)
+        *probe = false;
     pthread_mutex_unlock(&pm->mu);
     return list;
+}
+
+/* Takes the requests of *list whose deadline has passed (they waited for
+ * a thread stuck on an unreachable database) and fails them without a
+ * round trip: nothing was tried, nothing applied. Returns them, in order;
+ * *earliest receives the earliest deadline of those left. */
+static rb_pgreq *take_late(rb_pgreq **list, int64_t *earliest)
+{
+    int64_t now = rb_mono_ms();
+    rb_pgreq *late = NULL, **lt = &late, **pp = list;
+    *earliest = 0;
+    while (*pp) {
+        rb_pgreq *r = *pp;
+        if (r->deadline_ms > now) {
+            if (!*earliest || r->deadline_ms < *earliest)
+                *earliest = r->deadline_ms;
+            pp = &r->next;
+            continue;
+        }
+        *pp = r->next;
+        r->next = NULL;
+        r->rc = rb_err_set(&r->err, RB_ETIMEDOUT,
+                           "no database thread free for %lld ms (the database is slow or "
+                           "unreachable)", (long long)(rb_now_ms() - r->now));
+        *lt = r;
+        lt = &r->next;
+    }
+    return late;
+}
+
+/* A slow request (administration, inspection) alone, with PostgreSQL's
+ * statement_timeout and lock_timeout set for its own deadline (they are
+ * the work commands' otherwise). */
+static void run_slow(rb_pg *pg, rb_pgreq *r, int64_t deadline_ms)
+{
+    rb_err err = {0};
+    int64_t left = deadline_ms - rb_mono_ms();
+    bool set = !rb_pg_statement_bound(pg, left > 0 ? left : 1, &err);
+    r->call(pg, r);
+    if (set && rb_pg_connected(pg)) /* a new connection has the work commands' */
+        (void)rb_pg_statement_bound(pg, 0, &err);
+}
+
+/* The link as a batch showed it: a lost connection (the first request
+ * that says so), else success when the connection is up. */
+static void report_batch(rb_pgmode *pm, int self, rb_pg *pg, const rb_pgreq *list)
+{
+    for (const rb_pgreq *r = list; r; r = r->next) {
+        if (rb_pg_lost(r->rc)) {
+            mode_link_report(pm, self, r->rc, &r->err);
+            return;
+        }
+    }
+    if (rb_pg_connected(pg))
+        mode_link_report(pm, self, 0, NULL);
+}
+
+/* Hands a finished list back to the loop, with what the thread saw. */
+static void hand_back(rb_pgmode *pm, rb_pg *pg, rb_pgreq *list, const batch_commits *bc,
+                      const claim_counts *cc)
+{
+    rb_pgreq **last = &list;
+    while (*last)
+        last = &(*last)->next;
+    pthread_mutex_lock(&pm->mu);
+    *pm->done_tail = list;
+    pm->done_tail = last;
+    pm->seen.commits = mode_append(pm->seen.commits, &pm->seen.n_commits, bc->c, bc->n,
+                                   sizeof *bc->c);
+    for (int w = 0; w < 2; w++) {
+        pm->seen.claims[w] += cc->n[w];
+        pm->seen.claims_empty[w] += cc->empty[w];
+    }
+    mode_note_expired_locked(pm, pg); /* dropped by its claims */
+    mode_signal_loop(pm);
+    pthread_mutex_unlock(&pm->mu);
 }
 
 void *mode_db_thread(void *arg)
@@ -467,28 +628,54 @@ void *mode_db_thread(void *arg)
     mode_thread_arg ta = *(mode_thread_arg *)arg;
     free(arg);
     rb_pgmode *pm = ta.pm;
+    int self = 0;
+    while (self < RB_PGMODE_THREADS - 1 && pm->work[self] != ta.pg)
+        self++;
+    int64_t bound_ms = pm->srv->cfg.storage.request_timeout_s * 1000;
     for (;;) {
-        rb_pgreq *list = next_batch(pm, ta.pg);
+        bool probe, slow;
+        rb_pgreq *list = next_batch(pm, self, &probe, &slow);
+        if (probe) { /* an outage: is this connection through again? */
+            rb_err err = {0};
+            rb_pg_set_deadline(ta.pg, rb_mono_ms() + bound_ms);
+            int rc = rb_pg_ping(ta.pg, &err);
+            rb_pg_set_deadline(ta.pg, 0);
+            mode_link_report(pm, self, rc, &err);
+            continue;
+        }
         if (!list)
             break; /* mode_stopping, and nothing left */
         batch_commits bc = {.n = 0};
         claim_counts cc = {{0}, {0}};
-        run_batch(ta.pg, list, &bc, &cc);
-        rb_pgreq **last = &list;
-        while (*last)
-            last = &(*last)->next;
-        pthread_mutex_lock(&pm->mu);
-        *pm->done_tail = list;
-        pm->done_tail = last;
-        pm->seen.commits = mode_append(pm->seen.commits, &pm->seen.n_commits, bc.c, bc.n,
-                                  sizeof *bc.c);
-        for (int w = 0; w < 2; w++) {
-            pm->seen.claims[w] += cc.n[w];
-            pm->seen.claims_empty[w] += cc.empty[w];
+        int64_t earliest;
+        rb_pgreq *late = take_late(&list, &earliest);
+        if (late)
+            hand_back(pm, ta.pg, late, &bc, &cc);
+        if (!list && slow) {
+            pthread_mutex_lock(&pm->mu);
+            pm->slow_busy = false;
+            pthread_cond_broadcast(&pm->cv);
+            pthread_mutex_unlock(&pm->mu);
         }
-        mode_note_expired_locked(pm, ta.pg); /* dropped by its claims */
-        mode_signal_loop(pm);
-        pthread_mutex_unlock(&pm->mu);
+        if (!list)
+            continue;
+        /* every round trip of the batch ends by its first request's
+         * deadline: past it the connection is dropped and the requests
+         * answered (db_thread.c's callers see RB_ECONN or RB_EDOUBT) */
+        rb_pg_set_deadline(ta.pg, earliest);
+        if (slow)
+            run_slow(ta.pg, list, earliest);
+        else
+            run_batch(ta.pg, list, &bc, &cc);
+        rb_pg_set_deadline(ta.pg, 0);
+        report_batch(pm, self, ta.pg, list);
+        hand_back(pm, ta.pg, list, &bc, &cc);
+        if (slow) { /* another may run now */
+            pthread_mutex_lock(&pm->mu);
+            pm->slow_busy = false;
+            pthread_cond_broadcast(&pm->cv);
+            pthread_mutex_unlock(&pm->mu);
+        }
     }
     return NULL;
 }

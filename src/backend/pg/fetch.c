@@ -236,12 +236,12 @@ static void op_claim_done(rb_srv *srv, rb_pgreq *r)
         rb_pgmode_storage_error(srv, r); /* logs; r has no connection to answer */
         op->rc = r->rc;
         op->err = r->err;
-        op->applied = r->rc == RB_ECONN ? RB_ENG_UNKNOWN : RB_ENG_NOT_APPLIED;
+        op->applied = r->rc == RB_EDOUBT ? RB_ENG_UNKNOWN : RB_ENG_NOT_APPLIED;
+        rb_pgmode_doubt_text(op, r->rc);
         mode_req_free(r);
         rb_eng_complete(srv, op);
         return;
     }
-    rb_pgmode_storage_ok(srv);
     op->applied = RB_ENG_APPLIED;
     bool got = r->u.claim.got;
     if (!got)
@@ -266,8 +266,6 @@ static void op_claim_done(rb_srv *srv, rb_pgreq *r)
 static void parked_claim_done(rb_srv *srv, rb_pgreq *r)
 {
     rb_conn *c = r->c;
-    if (!r->rc)
-        rb_pgmode_storage_ok(srv);
     if (r->u.claim.got) {
         if (c->closed || !c->waiting) {
             release_job(srv, r);

@@ -124,15 +124,20 @@ void *mode_maint_thread(void *arg)
         if (!rc && housekeeping) /* progress records past their retention after the job's end */
             rc = batches(pm, rb_pg_track_expire, &tracks_gone, &err);
         if (!rc && housekeeping && rb_now_ms() >= workers_due) {
+            int folded = 0; /* the engines' counter rows, into one per counter */
             rc = batches(pm, rb_pg_workers_cleanup, &forgotten, &err);
+            if (!rc)
+                rc = batches(pm, rb_pg_counters_fold, &folded, &err);
             if (!rc)
                 workers_due = rb_now_ms() + RB_PGWORKERS_CLEANUP_MS;
         }
         if (!rc)
             rc = rb_pg_next_due(pm->maint, &due, &err);
-        if (rc && !down)
+        /* a lost connection is the link's to log, once per outage */
+        if (rc && !down && !rb_pg_lost(rc))
             rb_log(RB_LOG_WARN, "maintenance: %s (retrying)", rb_err_msg(&err));
         down = rc != 0;
+        mode_link_report(pm, RB_PGMODE_THREADS, rc, &err);
         if (reaped)
             rb_log(RB_LOG_INFO, "%d expired reservations failed", reaped);
         if (forgotten)

@@ -81,11 +81,15 @@ static void on_poll(evutil_socket_t fd, short what, void *arg)
 
 static int open_engine(rb_srv *srv, bool listen, rb_pg **out, rb_err *err)
 {
-    rb_pg_options o = {.url = srv->cfg.storage.url, .cfg = &srv->cfg, .listen = listen};
+    rb_pg_options o = {.url = srv->cfg.storage.url,
+                       .cfg = &srv->cfg,
+                       .listen = listen,
+                       .io_timeout_ms = srv->cfg.storage.request_timeout_s * 1000,
+                       .idle_tx_ms = srv->cfg.storage.idle_in_transaction_timeout_s * 1000};
     int64_t backoff = 100;
     for (;;) {
         int rc = rb_pg_open(&o, out, err);
-        if (rc != RB_ECONN)
+        if (!rb_pg_lost(rc))
             return rc;
         rb_log(RB_LOG_WARN, "cannot reach the database: %s (retrying in %lld ms)",
                rb_err_msg(err), (long long)backoff);
@@ -125,7 +129,7 @@ int rb_pgmode_open(rb_srv *srv, rb_err *err)
     int rc = open_engine(srv, false, &pm->work[0], err);
     if (!rc) {
         rc = rb_pg_check_schema(pm->work[0], err);
-        while (rc == RB_ECONN) { /* lost between the connect and the check */
+        while (rb_pg_lost(rc)) { /* lost between the connect and the check */
             rb_log(RB_LOG_WARN, "checking the schema: %s (retrying)", rb_err_msg(err));
             struct timespec ts = {0, 200000000L};
             nanosleep(&ts, NULL);
@@ -133,7 +137,7 @@ int rb_pgmode_open(rb_srv *srv, rb_err *err)
         }
     }
     while (!rc && srv->cfg.n_cron &&
-           (rc = rb_pg_meta_each(pm->work[0], RB_CRON_META_KEY, cron_row, srv, err)) == RB_ECONN) {
+           rb_pg_lost(rc = rb_pg_meta_each(pm->work[0], RB_CRON_META_KEY, cron_row, srv, err))) {
         rb_log(RB_LOG_WARN, "reading the cron ticks: %s (retrying)", rb_err_msg(err));
         struct timespec ts = {0, 200000000L};
         nanosleep(&ts, NULL);
@@ -148,6 +152,7 @@ int rb_pgmode_open(rb_srv *srv, rb_err *err)
                 pipe(pm->stop_pipe) != 0))
         rc = rb_err_set(err, RB_EIO, "cannot make an eventfd: %s", strerror(errno));
     pm->split = srv->cfg.storage.prefetch && RB_PGMODE_THREADS > 1;
+    mode_link_init(pm);
     for (int i = 0; !rc && i < RB_PGMODE_THREADS; i++) {
         mode_thread_arg *ta = rb_xmalloc(sizeof *ta);
         ta->pm = pm;

@@ -72,6 +72,22 @@ typedef struct mode_last {
     void *hnext; /* rb_pgmode.last's chain */
 } mode_last;
 
+/* The database link as this node sees it (link.c), guarded by rb_pgmode's
+ * mu. Its members are the connections that commit: the database threads'
+ * (0 .. n_threads - 1) and the maintenance thread's (n_threads). An outage
+ * begins at the first member whose connection fails (rb_pg_lost) and ends
+ * once every member has reached the database again, so a connection that
+ * broke in the outage and is found broken later does not start another. */
+typedef struct mode_link {
+    bool down;
+    int64_t since_ms;       /* wall ms: when the current state began (0: the start) */
+    int64_t since_mono;     /* monotonic ms of the same, for the outage's duration */
+    int64_t last_commit_ms; /* wall ms: a member's last round trip that succeeded */
+    unsigned members;       /* bit per member */
+    unsigned ok;            /* while down: the members that got through since */
+    char error[256];        /* while down: the failure that began it */
+} mode_link;
+
 struct rb_pgmode {
     rb_srv *srv;
     rb_pg *work[RB_PGMODE_THREADS];
@@ -94,6 +110,8 @@ struct rb_pgmode {
                               0 while it runs its tick) */
     int64_t maint_due_min; /* the earliest retry due the loop saw scheduled
                               since the thread planned its sleep (INT64_MAX: none) */
+    mode_link link; /* link.c */
+    bool slow_busy; /* a database thread runs a slow request (db_thread.c) */
     bool split;     /* set before the threads start: prefetch on, the first
                        database thread runs the pushes (db_thread.c) */
     bool stop;
@@ -119,7 +137,6 @@ struct rb_pgmode {
     struct event *throttle_ev; /* wakes parked FETCHes when a full throttled
                                   queue's slot frees by itself (fetch.c) */
     int64_t throttle_at;       /* throttle_ev's time; 0 or INT64_MAX: not armed */
-    bool outage;         /* an outage was logged and has not ended */
     mode_pre *pre;       /* prefetch.c: jobs held for their worker's FETCH */
     size_t n_pre;
     rb_table last;       /* prefetch.c: each worker id's last FETCH queues, by wid */
@@ -200,6 +217,21 @@ void mode_prefetch_init(rb_pgmode *pm);
 /* The node stops (its threads joined): held jobs put back through pg
  * (NULL: only freed), everything freed. */
 void mode_prefetch_release_all(rb_srv *srv, rb_pg *pg);
+
+/* --- the database link (link.c) --- */
+
+/* Member `member` (a database thread's index, or n_threads: the
+ * maintenance thread) ran round trips: rc 0 (the database answered), a
+ * lost connection (rb_pg_lost: err says why), or another error (nothing
+ * learnt about the link). Logs an outage once when it begins and once
+ * when it ends, with its length. Any thread, mu not held. */
+void mode_link_report(rb_pgmode *pm, int member, int rc, const rb_err *err);
+/* Whether member should check its connection (an outage lasts and it has
+ * not reached the database since it began). mu held. */
+bool mode_link_probe_due_locked(const rb_pgmode *pm, int member);
+/* The link's members: every database thread and the maintenance thread.
+ * Before the threads start. */
+void mode_link_init(rb_pgmode *pm);
 
 /* --- the threads, started by mode.c, joined by rb_pgmode_free --- */
 

@@ -81,8 +81,6 @@ static void hello_done(rb_srv *srv, rb_pgreq *r)
 {
     if (r->rc) /* logged as any storage error, but HELLO itself succeeded */
         log_storage_error(srv, r);
-    else
-        rb_pgmode_storage_ok(srv);
     rb_reply_ok(r->c);
     rb_pgreq_finish(srv, r);
 }
@@ -112,7 +110,6 @@ static void beat_done(rb_srv *srv, rb_pgreq *r)
         rb_pgreq_finish(srv, r);
         return;
     }
-    rb_pgmode_storage_ok(srv);
     if (r->u.seen.signal < 0)
         rb_reply_err(r->c, "unknown worker %s (say HELLO with this wid first)", r->wid);
     else
@@ -158,8 +155,6 @@ static void held_done(rb_srv *srv, rb_pgreq *r)
 {
     if (r->rc)
         rb_pgmode_storage_error(srv, r); /* logged; the next refresh tries again */
-    else
-        rb_pgmode_storage_ok(srv);
     rb_pgreq_finish(srv, r);
 }
 

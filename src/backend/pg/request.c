@@ -141,13 +141,14 @@ rb_pgreq *rb_pgreq_new_call(rb_conn *c, void *data, void (*data_free)(void *),
     return r;
 }
 
-static void hand_over(rb_pgreq *r)
+static void hand_over(const rb_srv *srv, rb_pgreq *r)
 {
     if (r->c) {
         r->c->busy = true;
         r->c->refs++;
     }
     r->now = rb_now_ms();
+    r->deadline_ms = rb_mono_ms() + srv->cfg.storage.request_timeout_s * 1000;
     r->next = NULL;
 }
 
@@ -167,18 +168,20 @@ static void append_todo_locked(rb_pgmode *pm, rb_pgreq *head, rb_pgreq **tail)
 void rb_pgreq_post_with(rb_srv *srv, rb_pgreq *r, rb_pgreq *then)
 {
     rb_pgmode *pm = srv->pgm;
-    hand_over(r);
+    hand_over(srv, r);
     if (then) {
-        hand_over(then);
+        hand_over(srv, then);
         r->next = then;
     }
     rb_pgreq **tail = then ? &then->next : &r->next;
-    if (pm->holding) {
+    if (pm->holding) { /* a wake round's claims: never slow */
         *pm->held_tail = r;
         pm->held_tail = tail;
         return;
     }
     pthread_mutex_lock(&pm->mu);
+    if (r->slow && !pm->link.down) /* else request_timeout: the database is away */
+        r->deadline_ms = rb_mono_ms() + srv->cfg.storage.admin_timeout_s * 1000;
     append_todo_locked(pm, r, tail);
     pthread_mutex_unlock(&pm->mu);
 }
@@ -246,23 +249,13 @@ void mode_req_drop(rb_pgreq *r)
         rb_conn_unref(c);
 }
 
-void rb_pgmode_storage_ok(rb_srv *srv)
-{
-    if (srv->pgm->outage) {
-        srv->pgm->outage = false;
-        rb_log(RB_LOG_INFO, "database reachable again");
-    }
-}
-
 void rb_pgmode_storage_error(rb_srv *srv, rb_pgreq *r)
 {
-    if (!srv->pgm->outage && r->rc == RB_ECONN) {
-        srv->pgm->outage = true;
-        rb_log(RB_LOG_ERROR, "database unreachable: %s (answering errors, reconnecting)",
-               rb_err_msg(&r->err));
-    } else if (r->rc != RB_ECONN) {
+    (void)srv;
+    /* a lost connection is the link's to log (link.c), once per outage;
+     * so is a request that waited out its deadline meanwhile */
+    if (!rb_pg_lost(r->rc) && r->rc != RB_ETIMEDOUT)
         rb_log(RB_LOG_WARN, "storage error: %s", rb_err_msg(&r->err));
-    }
     if (r->c)
         rb_reply_err(r->c, "storage error: %s", rb_err_msg(&r->err));
 }

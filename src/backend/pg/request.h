@@ -37,6 +37,11 @@ struct rb_pgreq {
     int rc;                                  /* 0 or the engine's RB_E* code */
     rb_err err;
     int64_t now; /* wall-clock ms when posted */
+    int64_t deadline_ms; /* monotonic ms: answered by then ([storage] request_timeout
+                            after it was posted, admin_timeout when slow and the
+                            database reachable; db_thread.c) */
+    bool slow; /* administration or inspection (RB_PGR_CALL): may read or change many
+                  rows; run alone, one at a time (db_thread.c) */
     union {
         struct {
             rb_pg_new_job *jobs; /* json from texts, other strings borrowed from data */
@@ -101,11 +106,16 @@ void rb_pgreq_post_with(rb_srv *srv, rb_pgreq *r, rb_pgreq *then);
 /* The end of a done handler: the connection's next command may run, the
  * reference is dropped, r is freed. */
 void rb_pgreq_finish(rb_srv *srv, rb_pgreq *r);
-/* Replies "-ERR storage error: ..." for a failed request and logs the
- * outage once (until a request succeeds again). */
+/* Replies "-ERR storage error: ..." for a failed request (when it has a
+ * connection) and logs a database error; a lost connection is logged by
+ * the link once per outage (mode_link_report). */
 void rb_pgmode_storage_error(rb_srv *srv, rb_pgreq *r);
-/* A request succeeded: ends a logged outage. */
-void rb_pgmode_storage_ok(rb_srv *srv);
+/* Ends op->err's message (op failed with rc, a store error) with what a
+ * client needs to know of a change it asked for: "outcome unknown"
+ * (RB_EDOUBT: the commit was sent, its reply lost) when the database may
+ * have committed it, else "not applied" (rolled back, or never sent);
+ * nothing for a read. backend.c. */
+void rb_pgmode_doubt_text(rb_eng_op *op, int rc);
 
 /* Counts an applied failure (a FAIL, or an expiry the maintenance thread
  * reaped) in this node's /metrics: failed and its outcome (retried, dead
@@ -128,6 +138,10 @@ void rb_pgmode_retry_due(rb_srv *srv, int64_t due_ms);
 /* INFO's rebound.prefetch of this node: {"enabled", "held", "hits",
  * "expired"} (a new reference). */
 json_t *rb_pgmode_prefetch_json(rb_srv *srv);
+/* The database link (link.c's mode_link) as the engine reports it: up or
+ * down since when, the last successful round trip, what began an outage.
+ * rb_backend.health. */
+void rb_pgmode_health(rb_srv *srv, rb_eng_health *h);
 /* Jobs became ready in queues (NULL: anywhere, n 0): the FETCHes parked
  * on those queues claim again, one statement per queue list (their claims
  * posted to one database thread together). While the claims of a queue

@@ -15,11 +15,13 @@
  * rb_pg_socket() and calls rb_pg_drain().
  *
  * Errors: every function returns 0 or a negative RB_E* code with err filled.
- * RB_ECONN means the database is unreachable or the connection was lost
- * (the change may or may not have been applied when the loss happened during
- * the final COMMIT; it was never acknowledged); the engine then reconnects
- * on a later call, with a backoff from 100 ms doubling to 5 s. RB_ESTORE is
- * any other database error (the transaction was rolled back).
+ * RB_ECONN means the database is unreachable, or the connection was lost
+ * or gave no reply in time before anything could commit: nothing was
+ * applied. RB_EDOUBT is the same loss while a COMMIT (or a statement
+ * outside a transaction) was in flight: it may or may not have been
+ * applied. Either way the engine reconnects on a later call, with a
+ * backoff from 100 ms doubling to 5 s. RB_ESTORE is any other database
+ * error (the transaction was rolled back).
  * RB_EVERSION: the schema is not the one this build speaks.
  *
  * Times are wall-clock milliseconds (rb_now_ms()) passed in by the caller, so
@@ -48,7 +50,7 @@
 #include "policy/policy.h"
 
 /* The schema version this build creates and requires (rb_pg_migrate). */
-#define RB_PG_SCHEMA_VERSION 11
+#define RB_PG_SCHEMA_VERSION 12
 
 /* Job states, flags and per-job outcomes are the engine's
  * (engine/job_state.h), stored as the same numbers. Done and discarded jobs
@@ -56,11 +58,29 @@
 
 typedef struct rb_pg rb_pg;
 
+/* Whether rc says the connection failed (RB_ECONN, RB_EDOUBT): the
+ * database is unreachable or the connection broke; reconnecting may help. */
+static inline bool rb_pg_lost(int rc)
+{
+    return rc == RB_ECONN || rc == RB_EDOUBT;
+}
+
 typedef struct rb_pg_options {
     const char *url;       /* libpq URL or conninfo ("postgres://u@h/db") */
     const rb_config *cfg;  /* borrowed for the engine's life; NULL = defaults */
     bool listen;           /* LISTEN on the jobs channel (rb_pg_drain) */
     uint64_t seed;         /* random source for jitter and catch jids; 0 = OS */
+    /* Bounded waits (a server's engines; 0: unbounded, the CLI's): each
+     * round trip, the connect included, ends within io_timeout_ms (the
+     * connection is then dropped: RB_ECONN, or RB_EDOUBT when what was in
+     * flight may have committed), and the session runs with
+     * statement_timeout and lock_timeout 80 % of it (the server's clean
+     * error comes first: RB_ESTORE, the connection kept),
+     * idle_in_transaction_session_timeout idle_tx_ms, and TCP keepalives
+     * and tcp_user_timeout on both ends (docs/distributed.md, "Network
+     * faults"; the URL's own options win). */
+    int64_t io_timeout_ms;
+    int64_t idle_tx_ms;
 } rb_pg_options;
 
 /* Connects. On success *out is the engine (rb_pg_close() it); the schema is
@@ -98,6 +118,20 @@ int rb_pg_reconnect(rb_pg *pg, rb_err *err);
 int rb_pg_socket(const rb_pg *pg);
 /* Incremented on every successful (re)connect. */
 unsigned rb_pg_generation(const rb_pg *pg);
+/* Until rb_pg_set_deadline(pg, 0), every round trip (and reconnect) must
+ * end by mono_ms (rb_mono_ms()): one still waiting then is abandoned and
+ * the connection dropped, as a lost one (RB_ECONN, or RB_EDOUBT when what
+ * was in flight may have committed). Without a deadline each round trip
+ * has io_timeout_ms (rb_pg_options). */
+void rb_pg_set_deadline(rb_pg *pg, int64_t mono_ms);
+/* For a bounded engine (rb_pg_options.io_timeout_ms), the session's
+ * statement_timeout and lock_timeout for what runs next: 80 % of ms, or
+ * back to the bound's when ms is 0 (connecting first when it must). */
+int rb_pg_statement_bound(rb_pg *pg, int64_t ms, rb_err *err);
+/* A round trip that checks the connection ("SELECT 1"), reconnecting
+ * first when it is down and the backoff allows: 0 when the database
+ * answered, else RB_ECONN. */
+int rb_pg_ping(rb_pg *pg, rb_err *err);
 /* Reads what the socket has and returns, in *queues (NULL-free array of
  * *n distinct queue names, caller frees each and the array), the queues
  * that received jobs since the last drain. Never blocks: when the
@@ -424,6 +458,13 @@ void rb_pg_workers_free(rb_pg_worker *w, size_t n);
  * now), skipping rows others hold; *n (may be NULL) receives how many. */
 int rb_pg_workers_cleanup(rb_pg *pg, int64_t now, int limit, int *n, rb_err *err);
 
+/* Folds up to limit engines' counter rows (schema 10: one per engine)
+ * into one row per counter, in one statement: their sum moved, rows a
+ * transaction in flight holds skipped (SKIP LOCKED), so no engine waits
+ * and the sums readers see never change. *n (may be NULL): rows folded.
+ * now is unused (the maintenance sweep's shape). */
+int rb_pg_counters_fold(rb_pg *pg, int64_t now, int limit, int *n, rb_err *err);
+
 /* One stored job, for JOB and JOBS: the engine's job view
  * (engine/reads.h); its json has enqueued_at when the job was ever
  * enqueued. Strings owned (rb_pg_job_release). */
@@ -476,11 +517,21 @@ int rb_pg_expire(rb_pg *pg, int64_t now, int limit, int *n, rb_err *err);
  * opens one transaction that the plain pushes, ACKs, FAILs and claims of a
  * batch then share (each of them a unit: a savepoint where it needs its
  * own, see sql_begin), so that one COMMIT makes the whole batch durable.
- * rb_pg_tx_commit commits it, or refuses (RB_ESTORE, rolled back) when a
- * statement outside a unit failed and aborted it: the caller runs the batch
- * again without it. A failed COMMIT (RB_ECONN) leaves the outcome unknown.
+ * It ends in one more round trip, a pipeline too: rb_pg_tx_commit_send,
+ * then the claims' calls (each sends its statement and fails at once),
+ * then rb_pg_tx_commit_read sends the COMMIT right behind them and reads
+ * everything, so a claim's row locks (SKIP LOCKED can leave rows it
+ * re-checked and did not take locked) end with the claim: no round trip
+ * between. The same calls then take their results, and run what else
+ * they need in transactions of their own; rb_pg_tx_taken ends that.
+ * rb_pg_tx_commit_send refuses (RB_ESTORE, rolled back) a transaction a
+ * statement outside a unit aborted, and rb_pg_tx_commit_read one a
+ * claim's statement aborted: the caller runs the batch again without it.
+ * A COMMIT whose reply is lost is RB_EDOUBT: the outcome is unknown.
  * rb_pg_tx_rollback undoes it, with the expired jobs' labels it kept. */
-int rb_pg_tx_commit(rb_pg *pg, rb_err *err);
+int rb_pg_tx_commit_send(rb_pg *pg, rb_err *err);
+int rb_pg_tx_commit_read(rb_pg *pg, rb_err *err);
+void rb_pg_tx_taken(rb_pg *pg);
 void rb_pg_tx_rollback(rb_pg *pg);
 /* The batch transaction in two round trips instead of one per statement:
  * rb_pg_tx_pipe_send opens it as a pipeline (BEGIN sent, not yet read);

@@ -167,7 +167,7 @@ static int enqueue_callback(rb_pg *pg, rb_batch *b, int k, int64_t now, rb_err *
     }
     json_decref(job);
     if (!rc) {
-        char shard[8];
+        char shard[16];
         snprintf(shard, sizeof shard, "%d", pg->shard);
         const char *p1[2] = {jid, b->bid};
         const char *p2[1] = {shard};
@@ -331,7 +331,7 @@ int sql_batch_ack(rb_pg *pg, const rb_pg_ref *ref, int64_t now, int *status,
     rb_buf j, w;
     arr_one(&j, ref->jid);
     arr_one(&w, ref->wid);
-    char shard[8], nowtxt[24], ttl[24];
+    char shard[16], nowtxt[24], ttl[24];
     snprintf(shard, sizeof shard, "%d", pg->shard);
     snprintf(nowtxt, sizeof nowtxt, "%lld", (long long)now);
     snprintf(ttl, sizeof ttl, "%lld", (long long)sql_cfg(pg)->workflows.succeeded_ttl_s * 1000);

@@ -1,8 +1,13 @@
 /* The PostgreSQL engine's connection: open/close, reconnecting with backoff
- * after a loss, prepared statements, LISTEN/NOTIFY, and the small helpers
- * the other sql_*.c files share (array literals, result fields). */
+ * after a loss, every round trip bounded by a deadline (libpq's
+ * asynchronous calls on a nonblocking connection, polled here), prepared
+ * statements, LISTEN/NOTIFY, and the small helpers the other sql_*.c files
+ * share (array literals, result fields). */
 #include "backend/pg/sql_impl.h"
 
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -91,16 +96,190 @@ static void remember_error(rb_pg *pg, const char *msg)
 
 static void sent_clear(rb_pg *pg);
 
-void sql_lost(rb_pg *pg)
+/* Closes the connection (the server ends its session when it sees that,
+ * or its timeouts do when it cannot) and lets the next call reconnect. */
+static void drop_conn(rb_pg *pg)
 {
     if (pg->conn) {
-        remember_error(pg, PQerrorMessage(pg->conn));
         PQfinish(pg->conn);
         pg->conn = NULL;
     }
     pg->prepared = 0;
+    pg->committing = false;
     pg->backoff_ms = SQL_BACKOFF_FIRST_MS;
     pg->next_try_ms = rb_mono_ms(); /* the next call tries at once */
+}
+
+void sql_lost(rb_pg *pg)
+{
+    if (pg->conn)
+        remember_error(pg, PQerrorMessage(pg->conn));
+    drop_conn(pg);
+}
+
+/* The connection failed (why: the reason, NULL: libpq's) or gave no reply
+ * by its deadline: dropped, and err says whether what was in flight may
+ * have committed (RB_EDOUBT) or cannot have (RB_ECONN). */
+static int conn_failed(rb_pg *pg, const char *why, rb_err *err)
+{
+    bool doubt = pg->committing;
+    if (why)
+        remember_error(pg, why);
+    else if (pg->conn)
+        remember_error(pg, PQerrorMessage(pg->conn));
+    drop_conn(pg);
+    return rb_err_set(err, doubt ? RB_EDOUBT : RB_ECONN, "database connection lost: %s",
+                      pg->last_error);
+}
+
+/* --- bounded waits --- */
+
+enum { IO_OK, IO_LOST, IO_LATE };
+
+/* When a round trip beginning now must end (monotonic ms; -1: never). */
+static int64_t round_deadline(const rb_pg *pg)
+{
+    if (pg->deadline_ms > 0)
+        return pg->deadline_ms;
+    return pg->io_timeout_ms > 0 ? rb_mono_ms() + pg->io_timeout_ms : -1;
+}
+
+/* Waits until c's socket is ready for events: IO_OK, IO_LATE once the
+ * deadline (-1: none) has passed, IO_LOST when there is no socket. */
+static int wait_socket(PGconn *c, short events, int64_t deadline)
+{
+    for (;;) {
+        int fd = PQsocket(c);
+        if (fd < 0)
+            return IO_LOST;
+        int ms = -1;
+        if (deadline >= 0) {
+            int64_t left = deadline - rb_mono_ms();
+            if (left <= 0)
+                return IO_LATE;
+            ms = left > INT_MAX ? INT_MAX : (int)left;
+        }
+        struct pollfd p = {fd, events, 0};
+        int n = poll(&p, 1, ms);
+        if (n > 0)
+            return IO_OK;
+        if (n < 0 && errno != EINTR)
+            return IO_LOST;
+    }
+}
+
+/* Sends what libpq holds for the (nonblocking) connection by deadline. */
+static int flush_by(rb_pg *pg, int64_t deadline)
+{
+    for (;;) {
+        int f = PQflush(pg->conn);
+        if (f == 0)
+            return IO_OK;
+        if (f < 0)
+            return IO_LOST;
+        int w = wait_socket(pg->conn, POLLIN | POLLOUT, deadline);
+        if (w != IO_OK)
+            return w;
+        if (!PQconsumeInput(pg->conn))
+            return IO_LOST;
+    }
+}
+
+/* The next result of what was sent, read by deadline: NULL with *io IO_OK
+ * when there is none left, NULL with *io set when the deadline passed or
+ * the connection failed. */
+static PGresult *result_by(rb_pg *pg, int64_t deadline, int *io)
+{
+    *io = IO_OK;
+    while (PQisBusy(pg->conn)) {
+        int w = wait_socket(pg->conn, POLLIN, deadline);
+        if (w != IO_OK) {
+            *io = w;
+            return NULL;
+        }
+        if (!PQconsumeInput(pg->conn)) {
+            *io = IO_LOST;
+            return NULL;
+        }
+    }
+    return PQgetResult(pg->conn);
+}
+
+/* The failure of a round trip that began at t0 (io: IO_LOST or IO_LATE). */
+static int round_failed(rb_pg *pg, int io, int64_t t0, rb_err *err)
+{
+    if (io != IO_LATE)
+        return conn_failed(pg, NULL, err);
+    char why[96];
+    snprintf(why, sizeof why, "no reply from the database within %lld ms",
+             (long long)(rb_mono_ms() - t0));
+    return conn_failed(pg, why, err);
+}
+
+/* A statement the caller has just sent (sent: its PQsend* result), run to
+ * its end within the round trip's deadline, as PQexec runs one: *out is
+ * the last result (the first error, when one failed), to PQclear. commits:
+ * it may commit (COMMIT, or a statement outside a transaction). 0, or
+ * RB_ECONN/RB_EDOUBT when the connection failed or the deadline passed
+ * (it is then dropped: conn_failed). */
+static int exec_sent(rb_pg *pg, int sent, bool commits, PGresult **out, rb_err *err)
+{
+    int64_t t0 = rb_mono_ms(), deadline = round_deadline(pg);
+    pg->committing = commits;
+    *out = NULL;
+    int io = sent == 1 ? flush_by(pg, deadline) : IO_LOST;
+    PGresult *r;
+    while (io == IO_OK && (r = result_by(pg, deadline, &io))) {
+        if (*out && PQresultStatus(*out) == PGRES_FATAL_ERROR) {
+            PQclear(r);
+            continue;
+        }
+        PQclear(*out);
+        *out = r;
+    }
+    if (io == IO_OK)
+        return 0;
+    PQclear(*out);
+    *out = NULL;
+    return round_failed(pg, io, t0, err);
+}
+
+/* Whether no transaction is open (a statement sent now commits alone). */
+static bool autocommit(const rb_pg *pg)
+{
+    return PQtransactionStatus(pg->conn) == PQTRANS_IDLE;
+}
+
+static void fail_result(rb_pg *pg, PGresult *r, rb_err *err);
+static bool result_ok(const PGresult *r);
+
+/* exec_sent, then a failed result turned into err (fail_result): the
+ * result when it is COMMAND_OK or TUPLES_OK, else NULL. */
+static PGresult *finish(rb_pg *pg, int sent, bool commits, rb_err *err)
+{
+    PGresult *r;
+    if (exec_sent(pg, sent, commits, &r, err))
+        return NULL;
+    if (!result_ok(r)) {
+        fail_result(pg, r, err);
+        return NULL;
+    }
+    return r;
+}
+
+/* Runs sql (no result wanted, failures ignored but a lost connection
+ * dropped): rollbacks and the tests' poison. */
+static void exec_quiet(rb_pg *pg, const char *sql)
+{
+    rb_err e;
+    PGresult *r;
+    if (!exec_sent(pg, PQsendQuery(pg->conn, sql), false, &r, &e))
+        PQclear(r);
+}
+
+void rb_pg_set_deadline(rb_pg *pg, int64_t mono_ms)
+{
+    pg->deadline_ms = mono_ms;
 }
 
 /* The server's notices and warnings ("terminating connection because of
@@ -112,26 +291,159 @@ static void drop_notice(void *arg, const char *msg)
     (void)msg;
 }
 
+/* Appends key = val to the parameter arrays unless the URL set key. */
+static void param_default(const char **keys, const char **vals, size_t *k, const char *key,
+                          const char *val)
+{
+    for (size_t i = 0; i < *k; i++)
+        if (!strcmp(keys[i], key))
+            return;
+    keys[*k] = key;
+    vals[(*k)++] = val;
+}
+
+#define SQL_KEEPALIVE_IDLE_S 5
+#define SQL_KEEPALIVE_INTERVAL_S 1
+#define SQL_KEEPALIVE_COUNT 3
+/* statement_timeout and lock_timeout, in percent of the round trip's bound */
+#define SQL_STATEMENT_SHARE 80
+
+/* Starts a connection (PQconnectStartParams) with the URL's parameters and
+ * the engine's: application_name, TCP keepalives and (bounded engines)
+ * tcp_user_timeout unless the URL sets them, and the session's timeouts
+ * as options before the URL's own (whose -c settings come later and win).
+ * *limit_ms receives the connect timeout (the URL's connect_timeout, 5 s
+ * by default). NULL when out of memory or the URL does not parse. */
+static PGconn *start_conn(const rb_pg *pg, int64_t *limit_ms)
+{
+    PQconninfoOption *opts = PQconninfoParse(pg->url, NULL);
+    if (!opts)
+        return NULL;
+    size_t n = 0;
+    for (PQconninfoOption *o = opts; o->keyword; o++)
+        n++;
+    const char **keys = rb_xcalloc(n + 16, sizeof *keys), **vals = rb_xcalloc(n + 16, sizeof *vals);
+    size_t k = 0;
+    const char *own = NULL;
+    *limit_ms = 5000;
+    for (PQconninfoOption *o = opts; o->keyword; o++) {
+        if (!o->val)
+            continue;
+        if (!strcmp(o->keyword, "options")) {
+            own = o->val;
+            continue;
+        }
+        if (!strcmp(o->keyword, "connect_timeout")) { /* libpq's rule: 0 none, else >= 2 s */
+            long v = strtol(o->val, NULL, 10);
+            *limit_ms = v <= 0 ? -1 : (v < 2 ? 2 : v) * 1000L;
+        }
+        keys[k] = o->keyword;
+        vals[k++] = o->val;
+    }
+    char idle[16], interval[16], count[16], user_timeout[24];
+    snprintf(idle, sizeof idle, "%d", SQL_KEEPALIVE_IDLE_S);
+    snprintf(interval, sizeof interval, "%d", SQL_KEEPALIVE_INTERVAL_S);
+    snprintf(count, sizeof count, "%d", SQL_KEEPALIVE_COUNT);
+    snprintf(user_timeout, sizeof user_timeout, "%lld", (long long)pg->io_timeout_ms);
+    param_default(keys, vals, &k, "application_name", "rebound");
+    param_default(keys, vals, &k, "keepalives", "1");
+    param_default(keys, vals, &k, "keepalives_idle", idle);
+    param_default(keys, vals, &k, "keepalives_interval", interval);
+    param_default(keys, vals, &k, "keepalives_count", count);
+    rb_buf o = RB_BUF_INIT;
+    if (pg->io_timeout_ms > 0) {
+        /* the server gives up on a statement (a lock wait, say) before the
+         * node gives up on its round trip: a clean error, not applied, the
+         * connection kept, instead of a connection dropped as if the
+         * database had gone (a healthy node waiting on a frozen one) */
+        long long stmt_ms = pg->io_timeout_ms * SQL_STATEMENT_SHARE / 100;
+        param_default(keys, vals, &k, "tcp_user_timeout", user_timeout);
+        rb_buf_printf(&o,
+                      "-c statement_timeout=%lld -c lock_timeout=%lld -c tcp_user_timeout=%lld"
+                      " -c tcp_keepalives_idle=%d -c tcp_keepalives_interval=%d"
+                      " -c tcp_keepalives_count=%d",
+                      stmt_ms > 0 ? stmt_ms : 1, stmt_ms > 0 ? stmt_ms : 1,
+                      (long long)pg->io_timeout_ms, SQL_KEEPALIVE_IDLE_S,
+                      SQL_KEEPALIVE_INTERVAL_S, SQL_KEEPALIVE_COUNT);
+    }
+    if (pg->idle_tx_ms > 0)
+        rb_buf_printf(&o, "%s-c idle_in_transaction_session_timeout=%lld", o.len ? " " : "",
+                      (long long)pg->idle_tx_ms);
+    if (own && *own)
+        rb_buf_printf(&o, "%s%s", o.len ? " " : "", own);
+    if (o.len) {
+        keys[k] = "options";
+        vals[k++] = rb_buf_str(&o);
+    }
+    keys[k] = vals[k] = NULL;
+    PGconn *c = PQconnectStartParams(keys, vals, 0);
+    rb_buf_release(&o);
+    free(keys);
+    free(vals);
+    PQconninfoFree(opts);
+    return c;
+}
+
+/* Opens pg->conn (nonblocking) within the connect timeout and the round
+ * trip's deadline. */
+static int open_conn(rb_pg *pg, rb_err *err)
+{
+    int64_t limit_ms = 5000, t0 = rb_mono_ms();
+    PGconn *c = start_conn(pg, &limit_ms);
+    int64_t deadline = round_deadline(pg);
+    if (limit_ms >= 0 && (deadline < 0 || t0 + limit_ms < deadline))
+        deadline = t0 + limit_ms;
+    PostgresPollingStatusType st = PGRES_POLLING_WRITING;
+    int io = c && PQstatus(c) != CONNECTION_BAD ? IO_OK : IO_LOST;
+    while (io == IO_OK && st != PGRES_POLLING_OK && st != PGRES_POLLING_FAILED) {
+        io = wait_socket(c, st == PGRES_POLLING_READING ? POLLIN : POLLOUT, deadline);
+        if (io == IO_OK)
+            st = PQconnectPoll(c);
+    }
+    if (io == IO_OK && st == PGRES_POLLING_OK && PQsetnonblocking(c, 1) == 0) {
+        PQsetNoticeProcessor(c, drop_notice, NULL);
+        pg->conn = c;
+        pg->prepared = 0;
+        pg->committing = false;
+        return 0;
+    }
+    if (io == IO_LATE) {
+        char why[96];
+        snprintf(why, sizeof why, "no answer within %lld ms", (long long)(rb_mono_ms() - t0));
+        remember_error(pg, why);
+    } else {
+        remember_error(pg, c ? PQerrorMessage(c) : "out of memory");
+    }
+    PQfinish(c);
+    return rb_err_set(err, RB_ECONN, "cannot connect to the database: %s", pg->last_error);
+}
+
 /* One connection attempt; on success runs LISTEN when asked. */
 static int connect_once(rb_pg *pg, rb_err *err)
 {
-    const char *keys[] = {"connect_timeout", "application_name", "dbname", NULL};
-    const char *vals[] = {"5", "rebound", pg->url, NULL};
-    PGconn *c = PQconnectdbParams(keys, vals, 1);
-    if (!c || PQstatus(c) != CONNECTION_OK) {
-        remember_error(pg, c ? PQerrorMessage(c) : "out of memory");
-        PQfinish(c);
-        return rb_err_set(err, RB_ECONN, "cannot connect to the database: %s", pg->last_error);
-    }
-    PQsetNoticeProcessor(c, drop_notice, NULL);
-    pg->conn = c;
-    pg->prepared = 0;
-    PGresult *r = PQexec(c, "SELECT current_schema()");
-    if (PQresultStatus(r) != PGRES_TUPLES_OK || PQgetisnull(r, 0, 0)) {
-        remember_error(pg, PQerrorMessage(c));
+    int rc = open_conn(pg, err);
+    if (rc)
+        return rc;
+    rb_err qerr = {0};
+    /* a bounded engine's session also checks its client while a statement
+     * runs (PostgreSQL 14 and later), so a statement the node gave up on
+     * (its connection dropped) is cancelled instead of going on (holding
+     * or waiting for locks) and perhaps committing */
+    char check[64] = "";
+    if (pg->io_timeout_ms > 0 && PQserverVersion(pg->conn) >= 140000)
+        snprintf(check, sizeof check,
+                 ", set_config('client_connection_check_interval', '%lld', false)",
+                 (long long)(pg->io_timeout_ms / 2 < 1000 ? pg->io_timeout_ms / 2 : 1000));
+    char q[128];
+    snprintf(q, sizeof q, "SELECT current_schema()%s", check);
+    PGresult *r = finish(pg, PQsendQuery(pg->conn, q), false, &qerr);
+    if (!r || PQgetisnull(r, 0, 0)) {
+        if (r)
+            remember_error(pg, "no current schema (search_path names none that exists)");
+        else
+            remember_error(pg, rb_err_msg(&qerr));
         PQclear(r);
-        PQfinish(c);
-        pg->conn = NULL;
+        drop_conn(pg);
         return rb_err_set(err, RB_ECONN, "cannot read the current schema: %s", pg->last_error);
     }
     free(pg->channel);
@@ -140,18 +452,34 @@ static int connect_once(rb_pg *pg, rb_err *err)
     pg->channel = rb_buf_detach(&ch, NULL);
     PQclear(r);
     if (pg->listen) {
-        char *id = PQescapeIdentifier(c, pg->channel, strlen(pg->channel));
+        char *id = PQescapeIdentifier(pg->conn, pg->channel, strlen(pg->channel));
         rb_buf sql = RB_BUF_INIT;
         rb_buf_printf(&sql, "LISTEN %s", id ? id : "\"rebound\"");
         PQfreemem(id);
-        int rc = sql_exec(pg, rb_buf_str(&sql), err);
+        rc = sql_exec(pg, rb_buf_str(&sql), err);
         rb_buf_release(&sql);
-        if (rc)
-            return rc;
+        if (rc) { /* not listening: not connected, the listen thread tries again */
+            drop_conn(pg);
+            return RB_ECONN;
+        }
     }
+    if (!pg->listen)
+        sql_take_shard(pg);
     pg->generation++;
     pg->backoff_ms = SQL_BACKOFF_FIRST_MS;
     return 0;
+}
+
+void sql_take_shard(rb_pg *pg)
+{
+    if (pg->shard >= 16 || !pg->conn)
+        return;
+    rb_err err = {0};
+    PGresult *r = finish(pg, PQsendQuery(pg->conn, "SELECT nextval(to_regclass('rb_counter_shard'))"),
+                         false, &err);
+    if (r && !PQgetisnull(r, 0, 0))
+        pg->shard = (int)sql_int(r, 0, 0);
+    PQclear(r);
 }
 
 int sql_ensure(rb_pg *pg, rb_err *err)
@@ -193,6 +521,8 @@ int rb_pg_open(const rb_pg_options *o, rb_pg **out, rb_err *err)
     pg->cfg = o->cfg;
     rb_config_init(&pg->defaults);
     pg->listen = o->listen;
+    pg->io_timeout_ms = o->io_timeout_ms > 0 ? o->io_timeout_ms : 0;
+    pg->idle_tx_ms = o->idle_tx_ms > 0 ? o->idle_tx_ms : 0;
     if (o->seed)
         rb_rng_seed(&pg->rng, o->seed);
     else
@@ -244,6 +574,30 @@ unsigned rb_pg_generation(const rb_pg *pg)
     return pg->generation;
 }
 
+int rb_pg_statement_bound(rb_pg *pg, int64_t ms, rb_err *err)
+{
+    if (pg->io_timeout_ms <= 0)
+        return 0;
+    int rc = sql_ensure(pg, err);
+    if (rc)
+        return rc;
+    if (ms <= 0)
+        return sql_exec(pg, "RESET statement_timeout; RESET lock_timeout", err);
+    long long stmt = ms * SQL_STATEMENT_SHARE / 100;
+    char sql[96];
+    snprintf(sql, sizeof sql, "SET statement_timeout = %lld; SET lock_timeout = %lld",
+             stmt > 0 ? stmt : 1, stmt > 0 ? stmt : 1);
+    return sql_exec(pg, sql, err);
+}
+
+int rb_pg_ping(rb_pg *pg, rb_err *err)
+{
+    int rc = sql_ensure(pg, err);
+    if (!rc)
+        rc = sql_exec(pg, "SELECT 1", err);
+    return rc == RB_EDOUBT ? RB_ECONN : rc; /* nothing to commit */
+}
+
 /* True when a failed result means the connection is gone or going: libpq's
  * own errors (no SQLSTATE: "server closed the connection unexpectedly"),
  * class 08 (connection exception), and 57P01-57P03 (the server is shutting
@@ -261,15 +615,7 @@ static bool connection_lost(const rb_pg *pg, const PGresult *r)
 static void fail_result(rb_pg *pg, PGresult *r, rb_err *err)
 {
     if (connection_lost(pg, r)) {
-        if (pg->conn && r)
-            remember_error(pg, PQresultErrorMessage(r));
-        if (pg->conn) {
-            PQfinish(pg->conn);
-            pg->conn = NULL;
-        }
-        sql_lost(pg);
-        sql_lost(pg);
-        rb_err_set(err, RB_ECONN, "database connection lost: %s", pg->last_error);
+        conn_failed(pg, pg->conn && r ? PQresultErrorMessage(r) : NULL, err);
     } else {
         const char *msg = r ? PQresultErrorMessage(r) : PQerrorMessage(pg->conn);
         const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
@@ -294,11 +640,13 @@ int sql_exec(rb_pg *pg, const char *sql, rb_err *err)
         return rb_err_set(err, RB_ESTATE, "not sent in a pipeline");
     if (pg->wrapped && (!strcmp(sql, "BEGIN") || !strcmp(sql, "COMMIT")))
         return rb_err_set(err, RB_ESTORE, "internal error: %s inside a batch transaction", sql);
-    PGresult *r = PQexec(pg->conn, sql);
-    if (!result_ok(r)) {
-        fail_result(pg, r, err);
-        return err ? err->code : RB_ESTORE;
-    }
+    rb_err local = {0};
+    if (!err)
+        err = &local;
+    bool commits = autocommit(pg) ? strcmp(sql, "BEGIN") != 0 : !strcmp(sql, "COMMIT");
+    PGresult *r = finish(pg, PQsendQuery(pg->conn, sql), commits, err);
+    if (!r)
+        return err->code ? err->code : RB_ESTORE;
     PQclear(r);
     return 0;
 }
@@ -333,14 +681,17 @@ void sql_rollback(rb_pg *pg)
     if (!pg->conn || PQstatus(pg->conn) != CONNECTION_OK)
         return;
     if (unit) {
-        PQclear(PQexec(pg->conn, "ROLLBACK TO SAVEPOINT rb_unit"));
-        PQclear(PQexec(pg->conn, "RELEASE SAVEPOINT rb_unit"));
+        exec_quiet(pg, "ROLLBACK TO SAVEPOINT rb_unit");
+        if (pg->conn)
+            exec_quiet(pg, "RELEASE SAVEPOINT rb_unit");
     } else if (!pg->wrapped) {
-        PQclear(PQexec(pg->conn, "ROLLBACK"));
+        exec_quiet(pg, "ROLLBACK");
     }
 }
 
-int rb_pg_tx_commit(rb_pg *pg, rb_err *err)
+static int pipe_read(rb_pg *pg, bool commit, rb_err *err);
+
+int rb_pg_tx_commit_send(rb_pg *pg, rb_err *err)
 {
     bool left = pg->pipe == SQL_PIPE_TAKE && pg->next_sent < pg->n_sent;
     pg->pipe = SQL_PIPE_OFF;
@@ -349,16 +700,33 @@ int rb_pg_tx_commit(rb_pg *pg, rb_err *err)
         rb_pg_tx_rollback(pg);
         return rb_err_set(err, RB_ESTORE, "internal error: a pipelined result was not taken");
     }
-    pg->wrapped = false;
     pg->unit = false;
-    if (!pg->conn)
+    if (!pg->conn) {
+        pg->wrapped = false;
         return rb_err_set(err, RB_ECONN, "database connection lost: %s", pg->last_error);
+    }
     if (PQtransactionStatus(pg->conn) != PQTRANS_INTRANS) {
         rb_pg_tx_rollback(pg);
         return rb_err_set(err, RB_ESTORE, "database error: batch transaction aborted (%s)",
                           pg->last_error);
     }
-    return sql_exec(pg, "COMMIT", err);
+    if (PQenterPipelineMode(pg->conn) != 1) {
+        rb_pg_tx_rollback(pg);
+        return rb_err_set(err, RB_ESTORE, "database error: %s", PQerrorMessage(pg->conn));
+    }
+    pg->pipe = SQL_PIPE_SEND;
+    return 0;
+}
+
+int rb_pg_tx_commit_read(rb_pg *pg, rb_err *err)
+{
+    return pipe_read(pg, true, err);
+}
+
+void rb_pg_tx_taken(rb_pg *pg)
+{
+    pg->pipe = SQL_PIPE_OFF;
+    sent_clear(pg);
 }
 
 /* --- the batch transaction's pipeline --- */
@@ -383,18 +751,29 @@ int rb_pg_tx_pipe_send(rb_pg *pg, rb_err *err)
     }
     pg->wrapped = true;
     pg->unit = false;
+    pg->committing = false;
     pg->expired_mark = pg->n_expired;
     pg->pipe = SQL_PIPE_SEND;
     return 0;
 }
 
-/* The next result of a pipelined query and the NULL that ends it; NULL
- * when it failed (its message kept in last_error). */
-static PGresult *pipe_result(rb_pg *pg, bool *ok)
+/* The next result of a pipelined query and the NULL that ends it, read by
+ * deadline; NULL when it failed (its message kept in last_error), or when
+ * the connection failed or the deadline passed (*io set). */
+static PGresult *pipe_result(rb_pg *pg, int64_t deadline, bool *ok, int *io)
 {
-    PGresult *r = PQgetResult(pg->conn), *end;
-    while ((end = PQgetResult(pg->conn))) /* not expected: one result each */
+    if (*io != IO_OK) {
+        *ok = false;
+        return NULL;
+    }
+    PGresult *r = result_by(pg, deadline, io), *end;
+    while (*io == IO_OK && (end = result_by(pg, deadline, io))) /* not expected: one each */
         PQclear(end);
+    if (*io != IO_OK) {
+        PQclear(r);
+        *ok = false;
+        return NULL;
+    }
     if (result_ok(r))
         return r;
     if (r && PQresultStatus(r) != PGRES_PIPELINE_ABORTED)
@@ -406,29 +785,50 @@ static PGresult *pipe_result(rb_pg *pg, bool *ok)
     return NULL;
 }
 
-int rb_pg_tx_pipe_read(rb_pg *pg, rb_err *err)
+/* Ends a pipeline in one round trip: the Sync sent (after a COMMIT when
+ * commit: the batch transaction's end, else the pipeline rb_pg_tx_pipe_send
+ * began with BEGIN), every result read by the deadline and kept for the
+ * calls to take (SQL_PIPE_TAKE). A statement that failed rolls the
+ * transaction back (RB_ESTORE: nothing applied); a lost connection or the
+ * deadline is RB_ECONN, or RB_EDOUBT when the COMMIT was in flight. */
+static int pipe_read(rb_pg *pg, bool commit, rb_err *err)
 {
-    bool sent = pg->pipe == SQL_PIPE_SEND, ok = sent;
+    bool sent = pg->pipe == SQL_PIPE_SEND, ok = sent, committed = false;
     pg->pipe = SQL_PIPE_OFF;
-    if (PQpipelineSync(pg->conn) != 1)
+    int64_t t0 = rb_mono_ms(), deadline = round_deadline(pg);
+    int io = IO_OK;
+    pg->committing = commit;
+    if ((commit && PQsendQueryParams(pg->conn, "COMMIT", 0, NULL, NULL, NULL, NULL, 0) != 1) ||
+        PQpipelineSync(pg->conn) != 1)
         ok = false;
-    else {
-        PQclear(pipe_result(pg, &ok)); /* BEGIN */
+    else if ((io = flush_by(pg, deadline)) == IO_OK) {
+        if (!commit)
+            PQclear(pipe_result(pg, deadline, &ok, &io)); /* BEGIN */
         for (size_t i = 0; i < pg->n_sent; i++) {
-            pg->sent[i].r = pipe_result(pg, &ok);
+            pg->sent[i].r = pipe_result(pg, deadline, &ok, &io);
             if (!pg->sent[i].r && pg->sent[i].prepare) /* prepared again next time */
                 pg->prepared &= ~(1u << pg->sent[i].s);
         }
-        PGresult *sync = PQgetResult(pg->conn);
+        if (commit) { /* after a failed statement it is skipped: ok is false already */
+            PGresult *c = pipe_result(pg, deadline, &ok, &io);
+            committed = c != NULL;
+            PQclear(c);
+        }
+        PGresult *sync = io == IO_OK ? result_by(pg, deadline, &io) : NULL;
         if (PQresultStatus(sync) != PGRES_PIPELINE_SYNC)
             ok = false;
         PQclear(sync);
     }
-    if (PQexitPipelineMode(pg->conn) != 1 || PQstatus(pg->conn) != CONNECTION_OK) {
-        sql_lost(pg); /* a pipeline it cannot leave: a connection lost */
+    if (io != IO_OK) { /* lost, or no reply in time */
         sent_clear(pg);
         pg->wrapped = false;
-        return rb_err_set(err, RB_ECONN, "database connection lost: %s", pg->last_error);
+        return round_failed(pg, io, t0, err);
+    }
+    pg->committing = false; /* answered: committed, or it failed */
+    if (PQexitPipelineMode(pg->conn) != 1 || PQstatus(pg->conn) != CONNECTION_OK) {
+        sent_clear(pg);
+        pg->wrapped = false;
+        return conn_failed(pg, NULL, err); /* a pipeline it cannot leave: a connection lost */
     }
     for (size_t i = 0; i < pg->n_sent; i++) /* the preparations: nothing to take */
         if (pg->sent[i].prepare) {
@@ -436,7 +836,7 @@ int rb_pg_tx_pipe_read(rb_pg *pg, rb_err *err)
             pg->sent[i].r = NULL;
             pg->sent[i].s = SQL_STMT_COUNT;
         }
-    if (!ok) {
+    if (!ok && !committed) {
         sent_clear(pg);
         rb_pg_tx_rollback(pg);
         return rb_err_set(err, RB_ESTORE, "database error: %s", pg->last_error);
@@ -448,7 +848,14 @@ int rb_pg_tx_pipe_read(rb_pg *pg, rb_err *err)
     pg->n_sent = k;
     pg->next_sent = 0;
     pg->pipe = SQL_PIPE_TAKE;
+    if (commit) /* committed: what the calls do next runs on its own */
+        pg->wrapped = false;
     return 0;
+}
+
+int rb_pg_tx_pipe_read(rb_pg *pg, rb_err *err)
+{
+    return pipe_read(pg, false, err);
 }
 
 void rb_pg_tx_pipe_skip(rb_pg *pg, bool skip)
@@ -459,7 +866,7 @@ void rb_pg_tx_pipe_skip(rb_pg *pg, bool skip)
 void rb_pg_tx_poison(rb_pg *pg)
 {
     if (pg->conn)
-        PQclear(PQexec(pg->conn, "SELECT 1/0"));
+        exec_quiet(pg, "SELECT 1/0");
 }
 
 void rb_pg_tx_rollback(rb_pg *pg)
@@ -472,7 +879,7 @@ void rb_pg_tx_rollback(rb_pg *pg)
     if (pg->n_expired > pg->expired_mark) /* dropped by what is undone: not dropped */
         pg->n_expired = pg->expired_mark;
     if (pg->conn && PQstatus(pg->conn) == CONNECTION_OK)
-        PQclear(PQexec(pg->conn, "ROLLBACK"));
+        exec_quiet(pg, "ROLLBACK");
 }
 
 static void sent_add(rb_pg *pg, sql_stmt s, bool prepare)
@@ -531,20 +938,15 @@ PGresult *sql_run(rb_pg *pg, sql_stmt s, int nparams, const char *const *params,
     if (pg->pipe == SQL_PIPE_TAKE && pipe_take(pg, s, &kept, err))
         return kept;
     if (!(pg->prepared & (1u << s))) {
-        PGresult *p = PQprepare(pg->conn, name, sql_stmt_text[s], 0, NULL);
-        if (!result_ok(p)) {
-            fail_result(pg, p, err);
+        PGresult *p = finish(pg, PQsendPrepare(pg->conn, name, sql_stmt_text[s], 0, NULL), false,
+                             err);
+        if (!p)
             return NULL;
-        }
         PQclear(p);
         pg->prepared |= 1u << s;
     }
-    PGresult *r = PQexecPrepared(pg->conn, name, nparams, params, NULL, NULL, 0);
-    if (!result_ok(r)) {
-        fail_result(pg, r, err);
-        return NULL;
-    }
-    return r;
+    return finish(pg, PQsendQueryPrepared(pg->conn, name, nparams, params, NULL, NULL, 0),
+                  autocommit(pg), err);
 }
 
 PGresult *sql_query(rb_pg *pg, const char *sql, int nparams, const char *const *params,
@@ -558,12 +960,8 @@ PGresult *sql_query(rb_pg *pg, const char *sql, int nparams, const char *const *
         rb_err_set(err, RB_ESTATE, "not sent in a pipeline");
         return NULL;
     }
-    PGresult *r = PQexecParams(pg->conn, sql, nparams, NULL, params, NULL, NULL, 0);
-    if (!result_ok(r)) {
-        fail_result(pg, r, err);
-        return NULL;
-    }
-    return r;
+    return finish(pg, PQsendQueryParams(pg->conn, sql, nparams, NULL, params, NULL, NULL, 0),
+                  autocommit(pg), err);
 }
 
 int rb_pg_drain(rb_pg *pg, char ***queues, size_t *n, rb_err *err)

@@ -159,7 +159,7 @@ static int batch_write(rb_pg *pg, batch *b, int64_t now, rb_err *err)
                      &b->json, &b->hist,  &b->del, &b->died};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         sql_arr_end(all[i]);
-    char failures[16], shard[8];
+    char failures[16], shard[16];
     snprintf(failures, sizeof failures, "%d", b->failures);
     snprintf(shard, sizeof shard, "%d", pg->shard);
     const char *params[9] = {b->jid.data,  b->state.data, b->due.data,

@@ -53,7 +53,8 @@ struct rb_pg {
     rb_config defaults; /* used when cfg is NULL */
     bool listen;
     char *channel;      /* "rebound:<schema>", the NOTIFY channel */
-    int shard;          /* counter row this engine adds to (0..15) */
+    int shard;          /* counter row this engine adds to: its own (16 and up, from
+                           rb_counter_shard, schema 10), else one of 0..15 */
     rb_rng rng;
     unsigned generation;
     unsigned prepared;  /* bit per sql_stmt, for this connection */
@@ -61,6 +62,14 @@ struct rb_pg {
     int64_t backoff_ms;
     char last_error[256];
     char last_sqlstate[6]; /* the last failed statement's SQLSTATE, "" for none */
+    /* Bounded waits (rb_pg_options): every round trip ends by deadline_ms
+     * (monotonic, rb_pg_set_deadline; 0: none set), else io_timeout_ms
+     * after it began (0: unbounded); past it the connection is dropped.
+     * committing: the statement in flight may commit (a COMMIT, or a
+     * statement outside a transaction): losing it leaves the outcome
+     * unknown (RB_EDOUBT) instead of undone (RB_ECONN). */
+    int64_t io_timeout_ms, idle_tx_ms, deadline_ms;
+    bool committing;
     sql_batch_ev *bev;  /* the open transaction's batch events (sql_batch_note) */
     size_t bev_n, bev_cap;
     rb_pg_labels *expired; /* jobs dropped expired, for rb_pg_take_expired */
@@ -122,6 +131,10 @@ void sql_rollback(rb_pg *pg);
 
 /* Marks a lost connection: closes it and schedules the reconnect. */
 void sql_lost(rb_pg *pg);
+/* Takes a counter row of the engine's own (rb_counter_shard) when it has
+ * none yet and the schema has them (version 10); else keeps its shard.
+ * Errors are ignored: the next connect tries again. */
+void sql_take_shard(rb_pg *pg);
 
 /* PostgreSQL array literals: sql_arr_begin, sql_arr_str/sql_arr_int per
  * element, sql_arr_end. Strings are quoted and escaped; NULL is SQL NULL. */

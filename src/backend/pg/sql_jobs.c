@@ -96,7 +96,7 @@ int rb_pg_push(rb_pg *pg, const rb_pg_new_job *jobs, size_t n, int64_t now, int 
     }
     for (int k = 0; k < na; k++)
         sql_arr_end(&a[k]);
-    char nowtxt[24], shard[8];
+    char nowtxt[24], shard[16];
     snprintf(nowtxt, sizeof nowtxt, "%lld", (long long)now);
     snprintf(shard, sizeof shard, "%d", pg->shard);
     const char *params[12] = {a[0].data, a[1].data, a[2].data, a[3].data, a[4].data, a[5].data,
@@ -340,7 +340,7 @@ int rb_pg_ack(rb_pg *pg, const rb_pg_ref *refs, size_t n, int *status, rb_pg_lab
     }
     sql_arr_end(&j);
     sql_arr_end(&w);
-    char shard[8], nowtxt[24], ttl[24];
+    char shard[16], nowtxt[24], ttl[24];
     snprintf(shard, sizeof shard, "%d", pg->shard);
     snprintf(nowtxt, sizeof nowtxt, "%lld", (long long)rb_now_ms());
     snprintf(ttl, sizeof ttl, "%lld", (long long)sql_cfg(pg)->workflows.succeeded_ttl_s * 1000);

@@ -135,6 +135,37 @@ int sql_workers_count(rb_pg *pg, int64_t now, int64_t *n, rb_err *err)
     return 0;
 }
 
+int rb_pg_counters_fold(rb_pg *pg, int64_t now, int limit, int *n, rb_err *err)
+{
+    (void)now;
+    if (n)
+        *n = 0;
+    char lim[16];
+    snprintf(lim, sizeof lim, "%d", limit);
+    const char *params[1] = {lim};
+    int rc = sql_ensure(pg, err);
+    if (rc)
+        return rc;
+    PGresult *r = sql_query(pg,
+                            "WITH d AS MATERIALIZED (SELECT name, shard FROM rb_counters"
+                            " WHERE shard >= 16 ORDER BY name, shard LIMIT $1::int"
+                            " FOR UPDATE SKIP LOCKED),"
+                            " gone AS (DELETE FROM rb_counters c USING d"
+                            " WHERE c.name = d.name AND c.shard = d.shard RETURNING c.name, c.value),"
+                            " ins AS (INSERT INTO rb_counters (name, shard, value)"
+                            " SELECT name, -1, sum(value) FROM gone GROUP BY name ORDER BY name"
+                            " ON CONFLICT (name, shard) DO UPDATE"
+                            " SET value = rb_counters.value + excluded.value)"
+                            " SELECT count(*) FROM gone",
+                            1, params, err);
+    if (!r)
+        return err && err->code ? err->code : RB_ESTORE;
+    if (n)
+        *n = (int)sql_int(r, 0, 0);
+    PQclear(r);
+    return 0;
+}
+
 int rb_pg_workers_cleanup(rb_pg *pg, int64_t now, int limit, int *n, rb_err *err)
 {
     if (n)

@@ -1015,9 +1015,24 @@ static const char migration_11[] =
     "END $$;\n"
     "UPDATE rb_meta SET value = '11' WHERE key = 'schema_version';\n";
 
+/* Version 12: a counter row per engine (issue 27). Until now each engine
+ * added to one of 16 shared rows per counter, picked at random: a node
+ * frozen mid-transaction (cut off from the database, or paused) kept its
+ * row locked, and every other engine that had picked the same row waited
+ * for it. Each engine now takes a shard of its own from rb_counter_shard
+ * when it connects (16 and up: 0..15 stay with nodes of earlier releases,
+ * whose functions are unchanged), so no engine ever waits on another's
+ * counter row; readers still sum. The maintenance sweep folds the rows of
+ * engines into shard -1 (rows locked by a transaction in flight are
+ * skipped), so the table does not grow with every node start. */
+static const char migration_12[] =
+    "ALTER TABLE rb_counters ALTER COLUMN shard TYPE int;\n"
+    "CREATE SEQUENCE rb_counter_shard AS int MINVALUE 16 START 16;\n"
+    "UPDATE rb_meta SET value = '12' WHERE key = 'schema_version';\n";
+
 static const char *const migrations[RB_PG_SCHEMA_VERSION] = {
     migration_1, migration_2, migration_3, migration_4, migration_5, migration_6, migration_7,
-    migration_8, migration_9, migration_10, migration_11};
+    migration_8, migration_9, migration_10, migration_11, migration_12};
 
 /* The version inside the current transaction (or autocommit). */
 static int read_version(rb_pg *pg, int *version, rb_err *err)
@@ -1096,6 +1111,7 @@ int rb_pg_migrate_to(rb_pg *pg, int target, int *from, rb_err *err)
     if ((rc = sql_exec(pg, "COMMIT", err)))
         return rc;
     pg->prepared = 0; /* functions may have changed */
+    sql_take_shard(pg); /* a counter row of its own, now that there are some */
     return 0;
 fail:
     sql_rollback(pg);

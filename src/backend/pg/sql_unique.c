@@ -71,7 +71,7 @@ int sql_expire_jobs(rb_pg *pg, const char *jids, int64_t now, int limit, int *n,
         }
     }
     sql_arr_end(&wf);
-    char shard[8], cnt[16];
+    char shard[16], cnt[16];
     snprintf(shard, sizeof shard, "%d", pg->shard);
     snprintf(cnt, sizeof cnt, "%d", rows);
     const char *cp[2] = {shard, cnt};
