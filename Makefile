@@ -15,7 +15,7 @@ LDFLAGS += -pthread
 SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 
 LIB_SRC    := $(sort $(wildcard src/common/*.c src/policy/*.c src/config/*.c \
-                 src/engine/*.c src/backend/mem/*.c src/backend/pg/*.c src/server/*.c \
+                 src/engine/*.c src/backend/sqlite/*.c src/backend/pg/*.c src/server/*.c \
                  src/client/*.c))
 POLICY_SRC := $(sort $(wildcard src/common/*.c src/policy/*.c))
 CLI_SRC    := $(sort $(wildcard src/cli/*.c))

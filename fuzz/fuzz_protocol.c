@@ -26,10 +26,10 @@
 #include <event2/buffer.h>
 #include <jansson.h>
 
-#include "backend/mem/null.h"
+#include "backend/sqlite/null.h"
 #include "config/config.h"
 #include "fuzz.h"
-#include "server/log.h"
+#include "common/log.h"
 #include "server/srv.h"
 
 /* What the harness saw: the bytes the server sent back. */

@@ -50,7 +50,7 @@ else mv "$out/gen/web_assets.c.new" "$out/gen/web_assets.c"; fi
 newest_header=$(ls -t src/*/*.h src/*/*/*.h include/rebound/*.h 2>/dev/null | head -1)
 stale=""
 objs=""
-for src in src/common/*.c src/policy/*.c src/config/*.c src/engine/*.c src/backend/mem/*.c src/backend/pg/*.c src/server/*.c \
+for src in src/common/*.c src/policy/*.c src/config/*.c src/engine/*.c src/backend/sqlite/*.c src/backend/pg/*.c src/server/*.c \
            src/client/*.c "$out/gen/web_assets.c"; do
   [ -f "$src" ] || continue
   obj="$out/obj/$(echo "$src" | sed "s|^$out/||; s|/|_|g; s|\.c$|.o|")"

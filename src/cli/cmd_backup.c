@@ -15,7 +15,7 @@
 
 #include <sqlite3.h>
 
-#include "backend/mem/store.h"
+#include "backend/sqlite/store.h"
 #include "cli/cli.h"
 #include "cli/cmd_client.h"
 #include "common/buf.h"

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "backend/mem/store.h"
+#include "backend/sqlite/store.h"
 #include "backend/pg/mode.h"
 #include "backend/pg/sql.h"
 #include "cli/cli.h"

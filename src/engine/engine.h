@@ -1,6 +1,6 @@
 /* The job engine: the one interface the protocol handlers and the HTTP API
  * call to change or read jobs, whichever backend holds them (the in-memory
- * indexes with the SQLite log on a single node, backend/mem/backend.c; the
+ * indexes with the SQLite log on a single node, backend/sqlite/backend.c; the
  * shared PostgreSQL database in distributed mode, backend/pg/backend.c).
  *
  * An operation is asynchronous. The caller makes an rb_eng_op (its kind,
@@ -387,7 +387,7 @@ typedef struct rb_backend {
     "BACKUP: distributed mode keeps its jobs in PostgreSQL: back it up with pg_dump "          \
     "(docs/operations.md)"
 
-/* The two backends (backend/mem/backend.c, backend/pg/backend.c). */
+/* The two backends (backend/sqlite/backend.c, backend/pg/backend.c). */
 extern const rb_backend rb_backend_mem;
 extern const rb_backend rb_backend_pg;
 

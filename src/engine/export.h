@@ -4,7 +4,7 @@
  * line holds and how it is checked, when a stored job is the same as a
  * line (skipped), when it conflicts (refused), and what is not carried.
  * A backend only reads its jobs out and writes new ones in, through an
- * rb_port (backend/mem/port.c, backend/pg/sql_port.c), offline: the
+ * rb_port (backend/sqlite/port.c, backend/pg/sql_port.c), offline: the
  * server is stopped (docs/operations.md).
  *
  * The format (version 1), one JSON object per line:
@@ -109,7 +109,7 @@ typedef struct rb_port_ops {
      * paused (n_pause names), when set_counters the two counters, and g's
      * new succeeded records, batches and edges (g's deps: their children
      * are among jobs). SQLite derives a held job's edges from its
-     * depends_on and its parents' rows at start-up (backend/mem/deps.c):
+     * depends_on and its parents' rows at start-up (backend/sqlite/deps.c):
      * it stores the records and batches only. */
     int (*write)(rb_port *p, const rb_job_view *jobs, size_t n, const char *const *pause,
                  size_t n_pause, bool set_counters, int64_t processed, int64_t failures,

@@ -1,5 +1,5 @@
 /* The record a failed execution leaves in its job, built once for both
- * storage modes (the single-node server's backend/mem/fail.c and the PostgreSQL
+ * storage modes (the single-node server's backend/sqlite/fail.c and the PostgreSQL
  * engine's backend/pg/sql_failure.c): the attempt history entry, Faktory's `failure`
  * hash (errtype, message and backtrace trimmed as docs/protocol.md says)
  * and the catch job FTL spawns when retries are exhausted. Pure JSON

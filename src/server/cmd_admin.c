@@ -13,7 +13,7 @@
 #include "common/version.h"
 #include "engine/engine.h"
 #include "server/cron.h"
-#include "server/log.h"
+#include "common/log.h"
 
 long rb_cmd_rss_mb(void)
 {

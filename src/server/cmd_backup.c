@@ -8,7 +8,7 @@
 #include <limits.h>
 #include <string.h>
 
-#include "server/log.h"
+#include "common/log.h"
 
 static void backup_done(rb_srv *srv, rb_eng_op *op)
 {

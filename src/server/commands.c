@@ -12,7 +12,7 @@
 #include "backend/pg/registry.h"
 #include "common/timeutil.h"
 #include "server/auth.h"
-#include "server/log.h"
+#include "common/log.h"
 
 enum arg_rule { ARG_NONE, ARG_REQUIRED, ARG_OPTIONAL };
 

@@ -13,7 +13,7 @@
 #include <event2/buffer.h>
 
 #include "common/buf.h"
-#include "server/log.h"
+#include "common/log.h"
 #include "server/tls.h"
 
 static void process(rb_conn *c);

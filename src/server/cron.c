@@ -13,7 +13,7 @@
 #include "common/buf.h"
 #include "common/timeutil.h"
 #include "engine/engine.h"
-#include "server/log.h"
+#include "common/log.h"
 #include "server/srv.h"
 
 /* One [[cron]] entry's state; index i is srv->cfg.cron[i]. */

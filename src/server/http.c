@@ -22,7 +22,7 @@
 #include "common/timeutil.h"
 #include "config/schema.h"
 #include "server/assets.h"
-#include "server/log.h"
+#include "common/log.h"
 #include "server/metrics.h"
 #include "server/tls.h"
 

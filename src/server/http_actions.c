@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "common/buf.h"
-#include "server/log.h"
+#include "common/log.h"
 
 /* The MUTATE cmd for an API action, or NULL when unknown. */
 static const char *mutate_cmd(const char *action)

@@ -17,7 +17,7 @@
 
 #include "common/buf.h"
 #include "config/schema.h"
-#include "server/log.h"
+#include "common/log.h"
 
 /* --- headers --- */
 

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "backend/mem/jobs.h"
+#include "backend/sqlite/jobs.h"
 #include "common/buf.h"
 
 typedef struct rb_metrics rb_metrics;

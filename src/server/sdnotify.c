@@ -14,7 +14,7 @@
 
 #include <event2/event.h>
 
-#include "server/log.h"
+#include "common/log.h"
 
 static bool warned; /* a broken $NOTIFY_SOCKET is reported once, not per keep-alive */
 

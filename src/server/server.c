@@ -3,10 +3,10 @@
  * to quiet, finish the commit in progress, exit). */
 #include "server/server.h"
 
-#include "backend/mem/batch.h"
-#include "backend/mem/throttle.h"
-#include "backend/mem/track.h"
-#include "backend/mem/unique.h"
+#include "backend/sqlite/batch.h"
+#include "backend/sqlite/throttle.h"
+#include "backend/sqlite/track.h"
+#include "backend/sqlite/unique.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -25,7 +25,7 @@
 #include "engine/engine.h"
 #include "server/cron.h"
 #include "server/http.h"
-#include "server/log.h"
+#include "common/log.h"
 #include "server/metrics.h"
 #include "server/sdnotify.h"
 #include "server/srv.h"

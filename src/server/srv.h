@@ -1,6 +1,6 @@
 /* The server's internal state and the functions its files share: the loop
  * (server.c), connections (conn.c), replies (proto.c), the single-node
- * backend's state machine (backend/mem/core.c, backend/mem/fail.c) and the
+ * backend's state machine (backend/sqlite/core.c, backend/sqlite/fail.c) and the
  * command handlers (cmd_*.c). Everything here runs on the event loop's
  * thread. */
 #ifndef RB_SERVER_SRV_H
@@ -15,10 +15,10 @@
 #include <event2/listener.h>
 #include <jansson.h>
 
-#include "backend/mem/deps.h"
-#include "backend/mem/jobs.h"
-#include "backend/mem/store.h"
-#include "backend/mem/writer.h"
+#include "backend/sqlite/deps.h"
+#include "backend/sqlite/jobs.h"
+#include "backend/sqlite/store.h"
+#include "backend/sqlite/writer.h"
 #include "common/list.h"
 #include "common/table.h"
 #include "config/config.h"
@@ -37,9 +37,9 @@ typedef struct rb_worker {
 enum { RB_WORKER_QUIET = 1, RB_WORKER_TERMINATE = 2 };
 
 typedef struct rb_srv rb_srv;
-typedef struct rb_mem_unique rb_mem_unique; /* backend/mem/unique.h */
-typedef struct rb_mem_track rb_mem_track;   /* backend/mem/track.h */
-typedef struct rb_mem_throttle rb_mem_throttle; /* backend/mem/throttle.h */
+typedef struct rb_mem_unique rb_mem_unique; /* backend/sqlite/unique.h */
+typedef struct rb_mem_track rb_mem_track;   /* backend/sqlite/track.h */
+typedef struct rb_mem_throttle rb_mem_throttle; /* backend/sqlite/throttle.h */
 
 /* One client connection. Commands run one at a time: while `busy` (a reply
  * waits for a commit, or a FETCH waits for work) further lines stay
@@ -75,7 +75,7 @@ struct rb_srv {
     struct event *flush_ev; /* hands the open batch to the writer (server.c) */
     struct evconnlistener *listener;
     rb_jobs jobs;
-    rb_deps deps;    /* job dependencies (backend/mem/deps.h) */
+    rb_deps deps;    /* job dependencies (backend/sqlite/deps.h) */
     rb_rng rng;
     rb_table workers;
     rb_list conns;   /* every open connection */
@@ -96,9 +96,9 @@ struct rb_srv {
     struct rb_pgmode *pgm;      /* distributed mode (backend/pg/mode.h), else NULL */
     const struct rb_backend *backend; /* the job engine's backend (engine/engine.h):
                                        * rb_backend_mem, or rb_backend_pg with pgm */
-    /* Single node: Faktory Enterprise batches by bid (backend/mem/batch.h) */
+    /* Single node: Faktory Enterprise batches by bid (backend/sqlite/batch.h) */
     rb_table batches;
-    /* The jids pushed into each batch, by bid, for its page (backend/mem/
+    /* The jids pushed into each batch, by bid, for its page (backend/sqlite/
      * batch.c): a superset of its stored members (checked when read),
      * built by one pass over the jobs at the first page read after start,
      * then kept up by each member's PUSH. */
@@ -106,12 +106,12 @@ struct rb_srv {
     bool batch_members_built;
     int64_t batch_callbacks;    /* callback jobs enqueued, all time (INFO) */
     struct event *batch_ev;     /* the expiry sweep, armed with the first batch */
-    rb_mem_unique *unique;      /* single node: unique locks, expiring jobs (backend/mem/unique.h) */
+    rb_mem_unique *unique;      /* single node: unique locks, expiring jobs (backend/sqlite/unique.h) */
     struct rb_cron *cron;       /* the [[cron]] entries' timer (server/cron.h) */
     json_t *cron_ticks;         /* single node: the stored "cron:NAME" meta rows (key ->
-                                   tick), a cron push's condition (backend/mem/backend.c) */
-    rb_mem_track *track;        /* single node: progress records (backend/mem/track.h) */
-    rb_mem_throttle *throttle;  /* single node: throttles' fetch times (backend/mem/throttle.h) */
+                                   tick), a cron push's condition (backend/sqlite/backend.c) */
+    rb_mem_track *track;        /* single node: progress records (backend/sqlite/track.h) */
+    rb_mem_throttle *throttle;  /* single node: throttles' fetch times (backend/sqlite/throttle.h) */
 };
 
 /* --- server.c: the in-memory server, without a listener or signals ---
@@ -170,7 +170,7 @@ void rb_conn_stop_waiting(rb_conn *c);
 /* Runs one command line (NUL-terminated, without its line ending). */
 void rb_command_run(rb_conn *c, char *line);
 
-/* --- backend/mem/core.c: the state machine over jobs + store --- */
+/* --- backend/sqlite/core.c: the state machine over jobs + store --- */
 /* The job's row to the current batch. */
 void rb_srv_persist(rb_srv *srv, const rb_job *j);
 /* Deletes the job from memory and the store. */
@@ -210,11 +210,11 @@ void rb_job_set_field(rb_job *j, const char *key, json_t *value);
 char *rb_srv_new_jid(rb_srv *srv);
 /* Creates a PENDING job from a job object rb_job_validate accepted, filling
  * in its defaults (queue), and persists it; the job engine's single-node
- * backend makes it visible after the commit (backend/mem/backend.c). 0, or
+ * backend makes it visible after the commit (backend/sqlite/backend.c). 0, or
  * RB_EEXIST when the jid is taken (nothing is created). */
 int rb_srv_push(rb_srv *srv, json_t *job);
 
-/* --- backend/mem/fail.c --- */
+/* --- backend/sqlite/fail.c --- */
 /* Runs a failure of working job j through its policy (rb_fail_input:
  * engine/engine.h): retry, dead, discard or catch; persists the result. j
  * may be freed (discard). */

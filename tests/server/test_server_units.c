@@ -10,10 +10,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "backend/mem/heap.h"
-#include "backend/mem/jobs.h"
-#include "backend/mem/store.h"
-#include "backend/mem/writer.h"
+#include "backend/sqlite/heap.h"
+#include "backend/sqlite/jobs.h"
+#include "backend/sqlite/store.h"
+#include "backend/sqlite/writer.h"
 #include "common/buf.h"
 #include "common/table.h"
 #include "common/timeutil.h"

@@ -1,5 +1,5 @@
 /* The in-memory server seam (srv.h: rb_srv_alloc, rb_srv_recover,
- * rb_srv_loop_new, rb_srv_free) on the null store (backend/mem/null.h), as
+ * rb_srv_loop_new, rb_srv_free) on the null store (backend/sqlite/null.h), as
  * fuzz/fuzz_protocol.c uses it: a session over a socketpair gets its
  * replies, and the null store refuses writes outside a transaction. */
 #include <criterion/criterion.h>
@@ -11,8 +11,8 @@
 
 #include <event2/buffer.h>
 
-#include "backend/mem/null.h"
-#include "server/log.h"
+#include "backend/sqlite/null.h"
+#include "common/log.h"
 #include "server/srv.h"
 
 /* Sends send, then runs the loop until want_lines CRLF-ended lines of

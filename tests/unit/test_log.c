@@ -10,7 +10,7 @@
 
 #include <jansson.h>
 
-#include "server/log.h"
+#include "common/log.h"
 
 static char path[64];
 

@@ -12,8 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "backend/mem/store.h"
-#include "backend/mem/writer.h"
+#include "backend/sqlite/store.h"
+#include "backend/sqlite/writer.h"
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;

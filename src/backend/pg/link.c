@@ -11,7 +11,7 @@
 
 #include "backend/pg/request.h"
 #include "common/timeutil.h"
-#include "server/log.h"
+#include "common/log.h"
 
 void mode_link_init(rb_pgmode *pm)
 {

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 
 #include "common/timeutil.h"
-#include "server/log.h"
+#include "common/log.h"
 
 /* --- the listen thread --- */
 

@@ -17,7 +17,7 @@
 #include "backend/pg/registry.h"
 #include "common/buf.h"
 #include "common/timeutil.h"
-#include "server/log.h"
+#include "common/log.h"
 
 /* --- the maintenance thread --- */
 

@@ -22,7 +22,7 @@
 #include "common/buf.h"
 #include "common/timeutil.h"
 #include "server/cron.h"
-#include "server/log.h"
+#include "common/log.h"
 
 bool rb_pgmode_is_url(const char *url)
 {

@@ -29,7 +29,7 @@
 
 #include "common/buf.h"
 #include "common/timeutil.h"
-#include "server/log.h"
+#include "common/log.h"
 
 static bool same_list(char *const *a, int na, char *const *b, int nb)
 {

@@ -15,7 +15,7 @@
 
 #include "common/buf.h"
 #include "common/timeutil.h"
-#include "server/log.h"
+#include "common/log.h"
 #include "server/metrics.h"
 
 /* --- the hand-over between the loop and the threads --- */

@@ -13,7 +13,7 @@
 
 #include "common/timeutil.h"
 
-/* The deepest chain of parents followed (as backend/mem/batch.c). */
+/* The deepest chain of parents followed (as backend/sqlite/batch.c). */
 #define MAX_DEPTH 64
 
 /* Batches loaded in the open transaction (locked, or read for OPEN and
@@ -586,7 +586,7 @@ int rb_pg_batch_get(rb_pg *pg, const char *bid, int64_t now, rb_batch **out, rb_
 /* --- expiry, INFO --- */
 
 /* One expired batch forgotten in its own transaction: its row deleted, its
- * parent no longer waits for it (backend/mem/batch.c's drop). *dropped
+ * parent no longer waits for it (backend/sqlite/batch.c's drop). *dropped
  * false when it was not (or no longer) expired. */
 static int drop_one(rb_pg *pg, const char *bid, int64_t now, bool *dropped, rb_err *err)
 {

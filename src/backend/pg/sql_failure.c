@@ -1,7 +1,7 @@
 /* One failed execution through the job's policy, for the PostgreSQL engine:
  * the decision, then the attempt history entry, Faktory's `failure` hash and
  * the catch job (built by policy/failrec.c, shared with the single-node
- * server's backend/mem/fail.c) as texts to write into the locked row. */
+ * server's backend/sqlite/fail.c) as texts to write into the locked row. */
 #include "backend/pg/sql_impl.h"
 
 #include <stdio.h>

@@ -9,7 +9,7 @@
 #include "common/timeutil.h"
 #include "engine/depend.h"
 #include "engine/unique.h"
-#include "server/log.h"
+#include "common/log.h"
 
 void rb_pg_job_from_json(json_t *job, int64_t now, int default_reserve_s, rb_pg_new_job *out,
                          char **text)

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "engine/depend.h"
-#include "server/log.h"
+#include "common/log.h"
 
 static int fail_rc(const rb_err *err)
 {

@@ -8,7 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "backend/mem/heap.h"
+#include "backend/sqlite/heap.h"
 #include "common/list.h"
 #include "common/table.h"
 #include "engine/job_state.h"
@@ -82,7 +82,7 @@ struct rb_queue {
     bool paused;
     /* INFO lists it (Faktory's known queues): a job was pushed into it or
      * it was paused, and no QUEUE REMOVE since; kept as the "queue:NAME"
-     * meta row (backend/mem/core.c, rb_srv_queue_known). */
+     * meta row (backend/sqlite/core.c, rb_srv_queue_known). */
     bool known;
 };
 
@@ -90,7 +90,7 @@ typedef struct rb_jobs {
     rb_table by_jid;
     rb_table queues;
     rb_list scheduled, working, retries, dead;
-    rb_list waiting, blocked; /* job dependencies (backend/mem/deps.h): no timer */
+    rb_list waiting, blocked; /* job dependencies (backend/sqlite/deps.h): no timer */
     rb_heap timers;
     uint64_t next_seq; /* FIFO rank of the next enqueued job */
     int64_t last_row_id; /* the highest row id given or loaded */

@@ -11,14 +11,14 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "backend/mem/batch.h"
-#include "backend/mem/throttle.h"
-#include "backend/mem/track.h"
-#include "backend/mem/unique.h"
+#include "backend/sqlite/batch.h"
+#include "backend/sqlite/throttle.h"
+#include "backend/sqlite/track.h"
+#include "backend/sqlite/unique.h"
 #include "common/buf.h"
 #include "common/timeutil.h"
 #include "server/cron.h"
-#include "server/log.h"
+#include "common/log.h"
 #include "server/metrics.h"
 #include "server/srv.h"
 

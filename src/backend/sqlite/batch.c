@@ -1,14 +1,14 @@
 /* The single-node backend's batches: the table by bid, their rows in the
  * store's meta table, BATCH's op, and the hooks PUSH, ACK and FAIL call.
  * The rules themselves are engine/batch.c's. */
-#include "backend/mem/batch.h"
+#include "backend/sqlite/batch.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/buf.h"
 #include "common/timeutil.h"
-#include "server/log.h"
+#include "common/log.h"
 #include "server/metrics.h"
 #include "server/srv.h"
 

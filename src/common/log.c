@@ -1,6 +1,6 @@
 /* The server's log (see log.h): text or JSON lines on stderr, one
  * fputs per line so that lines from several threads never interleave. */
-#include "server/log.h"
+#include "common/log.h"
 
 #include <stdarg.h>
 #include <stdio.h>

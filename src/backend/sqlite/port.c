@@ -9,10 +9,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "backend/mem/batch.h"
-#include "backend/mem/deps.h"
-#include "backend/mem/jobs.h"
-#include "backend/mem/store.h"
+#include "backend/sqlite/batch.h"
+#include "backend/sqlite/deps.h"
+#include "backend/sqlite/jobs.h"
+#include "backend/sqlite/store.h"
 #include "common/buf.h"
 #include "common/timeutil.h"
 #include "engine/job_state.h"

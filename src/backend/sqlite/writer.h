@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "backend/mem/store.h"
+#include "backend/sqlite/store.h"
 
 typedef struct rb_writer rb_writer;
 

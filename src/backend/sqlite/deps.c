@@ -1,7 +1,7 @@
 /* Job dependencies on a single node (deps.h): the side table, the push's
  * check and edges, the parents' events, the succeeded records and their
  * reload. The rules are engine/depend.h's. */
-#include "backend/mem/deps.h"
+#include "backend/sqlite/deps.h"
 
 #include <stddef.h>
 #include <stdio.h>
@@ -10,7 +10,7 @@
 
 #include "common/buf.h"
 #include "common/timeutil.h"
-#include "server/log.h"
+#include "common/log.h"
 #include "server/srv.h"
 
 #define DONE_PREFIX RB_DEPS_DONE_KEY

@@ -1,7 +1,7 @@
 /* The SQLite backend of the store: one table of job rows, one of counters,
  * one of keys (paused queues). WAL with synchronous=FULL: a commit returns
  * only once it is on disk. */
-#include "backend/mem/store.h"
+#include "backend/sqlite/store.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,17 +1,17 @@
-/* The single-node backend's progress records (backend/mem/track.h). */
-#include "backend/mem/track.h"
+/* The single-node backend's progress records (backend/sqlite/track.h). */
+#include "backend/sqlite/track.h"
 
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/mem/jobs.h"
-#include "backend/mem/writer.h"
+#include "backend/sqlite/jobs.h"
+#include "backend/sqlite/writer.h"
 #include "common/buf.h"
 #include "common/list.h"
 #include "common/timeutil.h"
 #include "engine/engine.h"
-#include "server/log.h"
+#include "common/log.h"
 #include "server/srv.h"
 
 /* One record. Invariant: in the table; in the ended list iff ended_ms > 0

@@ -1,11 +1,11 @@
-/* The single-node backend's queue throttles (backend/mem/throttle.h). */
-#include "backend/mem/throttle.h"
+/* The single-node backend's queue throttles (backend/sqlite/throttle.h). */
+#include "backend/sqlite/throttle.h"
 
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/mem/jobs.h"
+#include "backend/sqlite/jobs.h"
 #include "common/buf.h"
 #include "common/list.h"
 #include "common/timeutil.h"

@@ -1,6 +1,6 @@
 /* The group-commit writer thread (see writer.h). Invariant: a batch's
  * completions run only after the batch's transaction has returned. */
-#include "backend/mem/writer.h"
+#include "backend/sqlite/writer.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "common/buf.h"
-#include "server/log.h"
+#include "common/log.h"
 
 /* The collection window: at most this share of the average commit time,
  * and never more than COLLECT_MAX_US. */

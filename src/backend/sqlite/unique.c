@@ -1,18 +1,18 @@
 /* The single-node backend's unique locks and expiring jobs
- * (backend/mem/unique.h). */
-#include "backend/mem/unique.h"
+ * (backend/sqlite/unique.h). */
+#include "backend/sqlite/unique.h"
 
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/mem/batch.h"
+#include "backend/sqlite/batch.h"
 #include "common/buf.h"
 #include "common/timeutil.h"
 #include "engine/depend.h"
 #include "engine/unique.h"
-#include "server/log.h"
+#include "common/log.h"
 #include "server/metrics.h"
 #include "server/srv.h"
 

@@ -6,14 +6,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/mem/batch.h"
-#include "backend/mem/unique.h"
+#include "backend/sqlite/batch.h"
+#include "backend/sqlite/unique.h"
 #include "common/buf.h"
 #include "common/timeutil.h"
 #include "policy/failrec.h"
 #include "policy/policy.h"
-#include "backend/mem/deps.h"
-#include "server/log.h"
+#include "backend/sqlite/deps.h"
+#include "common/log.h"
 #include "server/metrics.h"
 
 /* Enqueues the catch job of j, whose retries are exhausted (r: the failure's

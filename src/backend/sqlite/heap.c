@@ -1,5 +1,5 @@
 /* The timer heap (see heap.h). */
-#include "backend/mem/heap.h"
+#include "backend/sqlite/heap.h"
 
 #include <stdlib.h>
 

@@ -1,5 +1,5 @@
 /* The job indexes (see jobs.h). */
-#include "backend/mem/jobs.h"
+#include "backend/sqlite/jobs.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -4,16 +4,16 @@
  * creation of a pushed job (rb_srv_push, at the end). */
 #include "server/srv.h"
 
-#include "backend/mem/throttle.h"
-#include "backend/mem/track.h"
-#include "backend/mem/unique.h"
+#include "backend/sqlite/throttle.h"
+#include "backend/sqlite/track.h"
+#include "backend/sqlite/unique.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/buf.h"
 #include "common/timeutil.h"
-#include "server/log.h"
+#include "common/log.h"
 #include "server/metrics.h"
 
 static int stored_state(const rb_srv *srv, const rb_job *j)

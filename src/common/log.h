@@ -2,8 +2,8 @@
  * text "2026-11-21T10:00:00.000Z level msg", or json, one object per line:
  * {"time":"2026-11-21T10:00:00.000Z","level":"info","msg":"...","jid":"..."}
  * (docs/operations.md, "Logs"). Safe to call from any thread. */
-#ifndef RB_SERVER_LOG_H
-#define RB_SERVER_LOG_H
+#ifndef RB_COMMON_LOG_H
+#define RB_COMMON_LOG_H
 
 #include <stdbool.h>
 

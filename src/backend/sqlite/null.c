@@ -1,8 +1,8 @@
-/* The null store (backend/mem/null.h): accepts every write, remembers nothing. It
+/* The null store (backend/sqlite/null.h): accepts every write, remembers nothing. It
  * still checks the writer's calling order (writes only inside a
  * transaction), so a misuse shows up as an error rather than passing, and
  * can fail chosen commits (rb_store_null_fail_commits). */
-#include "backend/mem/null.h"
+#include "backend/sqlite/null.h"
 
 #include <stdbool.h>
 #include <stdlib.h>

@@ -4,7 +4,7 @@
 #ifndef RB_BACKEND_MEM_NULL_H
 #define RB_BACKEND_MEM_NULL_H
 
-#include "backend/mem/store.h"
+#include "backend/sqlite/store.h"
 
 /* A new empty null store; close it with s->ops->close(s). Never fails. */
 rb_store *rb_store_null_new(void);
