@@ -92,7 +92,7 @@ typedef struct rb_config {
     } workflows;
     struct {
         int level;  /* rb_log_level: 0 debug, 1 info (default), 2 warn, 3 error */
-        int format; /* 0 text (default), 1 json: one object per line (server/log.h) */
+        int format; /* 0 text (default), 1 json: one object per line (common/log.h) */
     } log;
     rb_backoff_config backoff; /* tasker's [backoff] */
     bool has_retry_default;    /* [retry] present */

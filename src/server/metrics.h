@@ -1,8 +1,6 @@
-/* Prometheus metrics: the counters the state machine bumps (jobs pushed,
- * processed, failed, retried, dead, discarded, by queue and job type), the
- * histograms (applied retry delays, scheduler lateness, commit batch sizes
- * and commit/fsync time), a per-second throughput history for the
- * dashboard, and the text exposition /metrics serves. Loop thread only. */
+/* Prometheus metrics: the text exposition /metrics serves, of the engine's
+ * counters (engine/metrics.h), the server's connections and workers, and
+ * the job state the engine's INFO gives. Loop thread only. */
 #ifndef RB_SERVER_METRICS_H
 #define RB_SERVER_METRICS_H
 
@@ -10,75 +8,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "backend/sqlite/jobs.h"
 #include "common/buf.h"
+#include "engine/metrics.h"
 
-typedef struct rb_metrics rb_metrics;
 struct rb_srv;
-
-typedef enum rb_metric_event {
-    RB_M_PUSHED,    /* a PUSHed job became visible (its commit is done) */
-    RB_M_PROCESSED, /* ACKed */
-    RB_M_FAILED,    /* an execution failed (FAIL or an expired reservation) */
-    RB_M_RETRIED,   /* ... and the policy scheduled a retry */
-    RB_M_DEAD,      /* ... and the job is dead (exhausted, non-retryable, caught) */
-    RB_M_DISCARDED, /* ... and the job was discarded */
-    RB_M_EXPIRED,   /* dropped unrun: its custom.expires_at passed (engine/unique.h) */
-    RB_M_EVENTS
-} rb_metric_event;
-
-/* Distinct (queue, job type) label pairs kept; events of further pairs are
- * counted under job type "_other" so a flood of names cannot grow memory. */
-#define RB_METRICS_MAX_SERIES 2000
-/* Seconds of throughput history kept for the dashboard. */
-#define RB_METRICS_HISTORY 300
-
-rb_metrics *rb_metrics_new(void);
-/* Frees m; NULL is a no-op. */
-void rb_metrics_free(rb_metrics *m);
-
-/* Counts one event for job j (its queue and the "jobtype" of its JSON).
- * Every hook below is a no-op when m is NULL. */
-void rb_metrics_job(rb_metrics *m, rb_metric_event ev, const rb_job *j);
-/* Counts one event for a job of queue (NULL: "unknown") whose JSON text is
- * json (NULL: job type "unknown"): rb_metrics_job without an rb_job, for
- * distributed mode. */
-void rb_metrics_event(rb_metrics *m, rb_metric_event ev, const char *queue, const char *json);
-/* Counts one event for a job of queue (NULL or "": "unknown") whose job
- * type is the decoded text jobtype (NULL or "": "unknown"), as distributed
- * mode's engine reports it. The label is the one rb_metrics_event gives
- * for the stored job's JSON text: the type as the server's JSON encoder
- * writes it (quotes, backslashes and control characters escaped), cut at
- * 127 bytes. */
-void rb_metrics_event_labels(rb_metrics *m, rb_metric_event ev, const char *queue,
-                             const char *jobtype);
-/* A retry was scheduled delay_ms later (backoff_delay_applied_seconds). */
-void rb_metrics_retry_delay(rb_metrics *m, int64_t delay_ms);
-/* A scheduled or retrying job was moved to its queue late_ms after its time. */
-void rb_metrics_lateness(rb_metrics *m, int64_t late_ms);
-/* A commit finished: n_ops row writes, its COMMIT (with the fsync) took
- * commit_us. Signature of rb_writer_stats_fn, arg = the rb_metrics. */
-void rb_metrics_commit(void *m, size_t n_ops, int64_t commit_us);
-
-/* Distributed mode ran claim statements for FETCHes (wake: for FETCHes
- * parked and woken, else for FETCHes just received), `empty` of them
- * finding no job (rebound_fetch_claims_total and _empty_total). */
-void rb_metrics_claims(rb_metrics *m, bool wake, size_t statements, size_t empty);
-
-/* The sum of an event's counter over every label pair since start. */
-uint64_t rb_metrics_total(const rb_metrics *m, rb_metric_event ev);
-
-/* Records the current totals for second now_s (call about once a second). */
-void rb_metrics_sample(rb_metrics *m, int64_t now_s);
-/* Calls fn for every recorded second, oldest first, with the events of that
- * second (pushed, processed, failed) as differences from the one before. */
-void rb_metrics_history(const rb_metrics *m,
-                        void (*fn)(void *arg, int64_t t_s, uint64_t pushed, uint64_t processed,
-                                   uint64_t failed),
-                        void *arg);
-
-/* Seconds since the oldest job waiting in q was enqueued (0 when empty). */
-double rb_queue_latency_s(const rb_queue *q, int64_t now_ms);
 
 /* The job-state part of the exposition given as numbers (the job engine's
  * INFO figures: the node's memory, or the cluster's database). Strings
@@ -127,10 +60,5 @@ typedef struct rb_metrics_state {
  * figures: the node's memory, or the cluster's database; http.c) to out. */
 void rb_metrics_render_state(const rb_metrics *m, const struct rb_srv *srv,
                              const rb_metrics_state *st, rb_buf *out);
-
-/* The "jobtype" of a top-level JSON object text, copied into out (at most
- * outlen-1 bytes, escapes left as written); "unknown" when absent. A key of
- * that name inside a nested value is not taken. */
-void rb_metrics_jobtype(const char *json, char *out, size_t outlen);
 
 #endif

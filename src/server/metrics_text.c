@@ -1,6 +1,8 @@
 /* The Prometheus text exposition (format 0.0.4) of the metrics and of the
  * server's current state, for GET /metrics. */
-#include "server/metrics_impl.h"
+#include "server/metrics.h"
+
+#include "engine/metrics_impl.h"
 
 #include <stdlib.h>
 #include <string.h>

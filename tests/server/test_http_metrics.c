@@ -58,11 +58,11 @@ Test(http_metrics, counters_render_by_queue_and_jobtype_escaped)
     rb_metrics *m = rb_metrics_new();
     rb_job *a = job(srv, "q\"1", "{\"jobtype\":\"A\\\\B\"}");
     rb_job *b = job(srv, "q2", "{\"jobtype\":\"C\"}");
-    rb_metrics_job(m, RB_M_PUSHED, a);
-    rb_metrics_job(m, RB_M_PUSHED, a);
-    rb_metrics_job(m, RB_M_PUSHED, b);
-    rb_metrics_job(m, RB_M_DEAD, b);
-    rb_metrics_job(NULL, RB_M_DEAD, b); /* no metrics: no-op */
+    rb_job_metric(m, RB_M_PUSHED, a);
+    rb_job_metric(m, RB_M_PUSHED, a);
+    rb_job_metric(m, RB_M_PUSHED, b);
+    rb_job_metric(m, RB_M_DEAD, b);
+    rb_job_metric(NULL, RB_M_DEAD, b); /* no metrics: no-op */
     cr_assert_eq(rb_metrics_total(m, RB_M_PUSHED), 3);
     cr_assert_eq(rb_metrics_total(m, RB_M_DEAD), 1);
     rb_buf out = RB_BUF_INIT;
@@ -153,7 +153,7 @@ Test(http_metrics, series_are_capped)
     for (int i = 0; i < RB_METRICS_MAX_SERIES + 50; i++) {
         snprintf(json, sizeof json, "{\"jobtype\":\"T%d\"}", i);
         rb_job *j = job(srv, "q", json);
-        rb_metrics_job(m, RB_M_PROCESSED, j);
+        rb_job_metric(m, RB_M_PROCESSED, j);
         free(j->json);
         free(j);
     }
@@ -218,7 +218,7 @@ Test(http_metrics, history_keeps_the_last_minutes_as_differences)
     rb_job *j = job(srv, "q", "{\"jobtype\":\"A\"}");
     for (int s = 0; s < RB_METRICS_HISTORY + 20; s++) {
         for (int k = 0; k < s % 3; k++)
-            rb_metrics_job(m, RB_M_PUSHED, j);
+            rb_job_metric(m, RB_M_PUSHED, j);
         rb_metrics_sample(m, 1000 + s);
         rb_metrics_sample(m, 1000 + s); /* the same second twice: kept once */
     }

@@ -12,7 +12,7 @@
 #include "engine/depend.h"
 #include "common/buf.h"
 #include "common/timeutil.h"
-#include "server/metrics.h"
+#include "engine/metrics.h"
 
 /* The engine's labels hold every queue name a job may have. */
 _Static_assert(RB_PG_QUEUE_MAX >= RB_QUEUE_NAME_MAX, "rb_pg_labels.queue is too short");

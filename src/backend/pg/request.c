@@ -16,7 +16,7 @@
 #include "common/buf.h"
 #include "common/timeutil.h"
 #include "common/log.h"
-#include "server/metrics.h"
+#include "engine/metrics.h"
 
 /* --- the hand-over between the loop and the threads --- */
 

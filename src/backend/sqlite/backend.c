@@ -19,7 +19,7 @@
 #include "common/timeutil.h"
 #include "server/cron.h"
 #include "common/log.h"
-#include "server/metrics.h"
+#include "engine/metrics.h"
 #include "server/srv.h"
 
 /* The writer's completion: the op's changes are on disk, or the commit
@@ -78,7 +78,7 @@ static void push_committed(void *arg, int status, const rb_err *err)
             rb_jobs_set_state(&srv->jobs, j, RB_JOB_ENQUEUED, j->timer.at_ms);
         }
         if (!status)
-            rb_metrics_job(srv->metrics, RB_M_PUSHED, j);
+            rb_job_metric(srv->metrics, RB_M_PUSHED, j);
     }
     committed(arg, status, err);
 }
@@ -225,7 +225,7 @@ static void mem_ack(rb_srv *srv, rb_eng_op *op)
         decided(srv, op, RB_JOB_NOOP); /* never reserved: nothing to acknowledge */
         return;
     }
-    rb_metrics_job(srv->metrics, RB_M_PROCESSED, j);
+    rb_job_metric(srv->metrics, RB_M_PROCESSED, j);
     rb_mem_batch_acked(srv, j, op->now);
     if (srv->deps.nodes.size) /* a job in a workflow: recorded, its children told */
         rb_deps_succeeded(srv, j, op->now);

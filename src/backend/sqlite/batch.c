@@ -9,7 +9,7 @@
 #include "common/buf.h"
 #include "common/timeutil.h"
 #include "common/log.h"
-#include "server/metrics.h"
+#include "engine/metrics.h"
 #include "server/srv.h"
 
 /* How often the expiry sweep runs. */
@@ -290,7 +290,7 @@ static void enqueue_callback(rb_srv *srv, rb_batch *b, int k, int64_t now)
     rb_jobs_add(&srv->jobs, c);
     rb_srv_enqueue(srv, c, now, now);
     rb_srv_persist(srv, c);
-    rb_metrics_job(srv->metrics, RB_M_PUSHED, c);
+    rb_job_metric(srv->metrics, RB_M_PUSHED, c);
     free(b->cb_jid[k]);
     b->cb_jid[k] = jid;
     srv->batch_callbacks++;

@@ -14,7 +14,7 @@
 #include "common/buf.h"
 #include "common/timeutil.h"
 #include "common/log.h"
-#include "server/metrics.h"
+#include "engine/metrics.h"
 
 static int stored_state(const rb_srv *srv, const rb_job *j)
 {

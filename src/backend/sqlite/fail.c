@@ -14,7 +14,7 @@
 #include "policy/policy.h"
 #include "backend/sqlite/deps.h"
 #include "common/log.h"
-#include "server/metrics.h"
+#include "engine/metrics.h"
 
 /* Enqueues the catch job of j, whose retries are exhausted (r: the failure's
  * record). */
@@ -63,8 +63,8 @@ int rb_srv_fail_job(rb_srv *srv, rb_job *j, const rb_fail_input *in, int64_t now
         rb_log_kv(RB_LOG_WARN, RB_LOG_KV("jid", j->jid), "job %s: %s; using the default policy",
                   j->jid, rb_err_msg(&perr));
     srv->total_failures++;
-    rb_metrics_job(srv->metrics, RB_M_FAILED, j);
-    rb_metrics_job(srv->metrics, d.outcome == RB_OUTCOME_RETRY ? RB_M_RETRIED
+    rb_job_metric(srv->metrics, RB_M_FAILED, j);
+    rb_job_metric(srv->metrics, d.outcome == RB_OUTCOME_RETRY ? RB_M_RETRIED
                                  : d.outcome == RB_OUTCOME_DISCARD ? RB_M_DISCARDED : RB_M_DEAD, j);
     if (d.outcome == RB_OUTCOME_RETRY)
         rb_metrics_retry_delay(srv->metrics, d.delay_ms);
@@ -128,7 +128,7 @@ void rb_srv_dep_kill(rb_srv *srv, rb_job *j, const char *parent, int64_t now)
     rb_failrec rec;
     rb_fail_dependency(&srv->cfg, job, parent, j->attempts, j->history, now, &pol, &d, &rec);
     keep_record(j, job, &rec);
-    rb_metrics_job(srv->metrics, RB_M_DEAD, j);
+    rb_job_metric(srv->metrics, RB_M_DEAD, j);
     if (d.outcome == RB_OUTCOME_CATCH)
         spawn_catch(srv, j, job, &pol, &rec, now);
     rb_log_kv(RB_LOG_INFO, RB_LOG_KV("jid", j->jid, "queue", j->queue ? j->queue->name : NULL, "parent", parent),

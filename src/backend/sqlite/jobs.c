@@ -8,6 +8,7 @@
 
 #include "common/buf.h"
 #include "common/timeutil.h"
+#include "engine/metrics.h"
 
 static const char *job_key(const void *e)
 {
@@ -225,4 +226,18 @@ rb_job *rb_jobs_next_timer(const rb_jobs *js)
 {
     rb_heap_node *n = rb_heap_top(&js->timers);
     return n ? rb_container_of(n, rb_job, timer) : NULL;
+}
+
+double rb_queue_latency_s(const rb_queue *q, int64_t now_ms)
+{
+    int64_t oldest = now_ms;
+    for (int p = 0; p < RB_PRIORITIES; p++)
+        if (q->ready[p].head && rb_job_of_link(q->ready[p].head)->timer.at_ms < oldest)
+            oldest = rb_job_of_link(q->ready[p].head)->timer.at_ms;
+    return (double)(now_ms - oldest) / 1000.0;
+}
+
+void rb_job_metric(struct rb_metrics *m, int ev, const rb_job *j)
+{
+    rb_metrics_event(m, (rb_metric_event)ev, j->queue ? j->queue->name : "default", j->json);
 }

@@ -139,6 +139,14 @@ rb_job *rb_jobs_next_timer(const rb_jobs *js);
  * BLOCKED), else NULL. */
 rb_list *rb_jobs_state_list(rb_jobs *js, rb_job_state st);
 
+/* Seconds since the oldest job waiting in q was enqueued (0 when empty). */
+double rb_queue_latency_s(const rb_queue *q, int64_t now_ms);
+
+struct rb_metrics;
+/* Counts one metrics event (engine/metrics.h) for j: its queue and the
+ * "jobtype" of its JSON. No-op when m is NULL. */
+void rb_job_metric(struct rb_metrics *m, int ev, const rb_job *j);
+
 static inline rb_job *rb_job_of_link(rb_link *l)
 {
     return l ? rb_container_of(l, rb_job, link) : NULL;

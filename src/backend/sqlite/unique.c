@@ -13,7 +13,7 @@
 #include "engine/depend.h"
 #include "engine/unique.h"
 #include "common/log.h"
-#include "server/metrics.h"
+#include "engine/metrics.h"
 #include "server/srv.h"
 
 /* One lock. Invariant: in both tables, or in neither (freed); while it is
@@ -357,7 +357,7 @@ bool rb_mem_unique_expire(rb_srv *srv, rb_job *j, int64_t now)
               j->jid);
     u->expired++;
     rb_writer_counter(srv->writer, "total_expired", u->expired);
-    rb_metrics_job(srv->metrics, RB_M_EXPIRED, j);
+    rb_job_metric(srv->metrics, RB_M_EXPIRED, j);
     rb_mem_batch_failed(srv, j, !j->history, true, now); /* a member's final failure */
     rb_srv_forget(srv, j); /* children told (discarded parent), lock and expiry gone */
     return true;

@@ -1,14 +1,14 @@
-/* The layout behind rb_metrics, shared by metrics.c (updates) and
- * metrics_text.c (exposition). Not for other files. */
-#ifndef RB_SERVER_METRICS_IMPL_H
-#define RB_SERVER_METRICS_IMPL_H
+/* The layout behind rb_metrics, shared by engine/metrics.c (updates) and
+ * server/metrics_text.c (exposition). Not for other files. */
+#ifndef RB_ENGINE_METRICS_IMPL_H
+#define RB_ENGINE_METRICS_IMPL_H
 
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
 #include "common/table.h"
-#include "server/metrics.h"
+#include "engine/metrics.h"
 
 /* A histogram with fixed upper bounds; buckets[n] is the +Inf bucket.
  * Counts are per bucket (made cumulative when written out). */

@@ -1,6 +1,6 @@
 /* The metrics' counters, histograms and throughput history (metrics.h);
  * metrics_text.c writes them out. */
-#include "server/metrics.h"
+#include "engine/metrics.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,7 +8,8 @@
 
 #include <jansson.h>
 
-#include "server/metrics_impl.h"
+#include "common/buf.h"
+#include "engine/metrics_impl.h"
 
 static const double delay_bounds[] = {1,    5,     10,    30,    60,     300,    900,   1800,
                                       3600, 10800, 21600, 43200, 86400, 259200, 604800};
@@ -143,11 +144,6 @@ static rb_series *series_for(rb_metrics *m, const char *queue, const char *jobty
     return s;
 }
 
-void rb_metrics_job(rb_metrics *m, rb_metric_event ev, const rb_job *j)
-{
-    rb_metrics_event(m, ev, j->queue ? j->queue->name : "default", j->json);
-}
-
 void rb_metrics_event(rb_metrics *m, rb_metric_event ev, const char *queue, const char *json)
 {
     if (!m || ev < 0 || ev >= RB_M_EVENTS)
@@ -252,13 +248,4 @@ void rb_metrics_history(const rb_metrics *m,
         const rb_sample *b = &m->hist[(m->hist_start + i) % RB_METRICS_HISTORY];
         fn(arg, b->t_s, b->pushed - a->pushed, b->processed - a->processed, b->failed - a->failed);
     }
-}
-
-double rb_queue_latency_s(const rb_queue *q, int64_t now_ms)
-{
-    int64_t oldest = now_ms;
-    for (int p = 0; p < RB_PRIORITIES; p++)
-        if (q->ready[p].head && rb_job_of_link(q->ready[p].head)->timer.at_ms < oldest)
-            oldest = rb_job_of_link(q->ready[p].head)->timer.at_ms;
-    return (double)(now_ms - oldest) / 1000.0;
 }
