@@ -1,7 +1,7 @@
 /* Fuzzes the wire protocol end to end: the input is a client's byte stream
  * (command lines ending in LF or CRLF), sent over a socketpair to a
  * connection (rb_conn_accept) on a fresh in-memory server per input
- * (rb_srv_alloc / rb_srv_recover on the null store / rb_srv_loop_new, see
+ * (rb_srv_alloc / rb_sq_open_store on the null store / rb_srv_loop_new, see
  * srv.h). The loop runs until the server is idle: every line read, no
  * commit outstanding; a FETCH that waits for work is timed out at once
  * instead of after 2 s. Properties: the server does not crash or leak; it
@@ -26,7 +26,9 @@
 #include <event2/buffer.h>
 #include <jansson.h>
 
+#include "backend/sqlite/backend.h"
 #include "backend/sqlite/null.h"
+#include "backend/sqlite/sq.h"
 #include "config/config.h"
 #include "fuzz.h"
 #include "common/log.h"
@@ -72,7 +74,7 @@ static rb_srv *server_new(uint64_t fail_mask)
     rb_err err = {0};
     rb_store *store = rb_store_null_new();
     rb_store_null_fail_commits(store, fail_mask);
-    FUZZ_CHECK(rb_srv_recover(srv, store, &err) == 0);
+    FUZZ_CHECK(rb_sq_open_store(srv, store, &err) == 0);
     rb_srv_loop_new(srv);
     return srv;
 }
@@ -148,7 +150,7 @@ static void tally_queue(void *e, void *arg)
 
 static void check_indexes(rb_srv *srv)
 {
-    rb_jobs *js = &srv->jobs;
+    rb_jobs *js = &rb_sq_of(srv)->jobs;
     tally t = {0};
     rb_table_each(&js->by_jid, tally_job, &t);
     rb_table_each(&js->queues, tally_queue, &t);

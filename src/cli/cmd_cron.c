@@ -64,7 +64,7 @@ static int read_ticks(const char *url, const rb_config *cfg, json_t *out)
 {
     rb_err err = {0};
     int rc;
-    if (rb_pgmode_is_url(url)) {
+    if (rb_pg_is_url(url)) {
         rb_pg_options o = {.url = url, .cfg = cfg};
         rb_pg *pg = NULL;
         if (!(rc = rb_pg_open(&o, &pg, &err)) && !(rc = rb_pg_check_schema(pg, &err)))

@@ -5,6 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/pg/backend.h"
+#include "backend/pg/sql.h"
+#include "backend/sqlite/backend.h"
 #include "common/buf.h"
 #include "common/timeutil.h"
 #include "server/srv.h"
@@ -367,4 +370,9 @@ void rb_eng_wake(rb_srv *srv, const char *const *queues, size_t n)
             break;
         l = next;
     }
+}
+
+const rb_backend *rb_backend_for_url(const char *url)
+{
+    return rb_pg_is_url(url) ? &rb_backend_pg : &rb_backend_sqlite;
 }

@@ -329,6 +329,19 @@ typedef struct rb_eng_health {
 
 typedef struct rb_backend {
     const char *name; /* "sqlite", "postgresql" */
+    /* The life cycle, run by the server (server.c), each once, in this
+     * order; any may be the last (a failed start): open, before the loop
+     * exists: the storage named by srv->cfg, what it holds recovered, the
+     * backend's handle in srv->be; 0 or an error (RB_EVERSION for a schema
+     * to migrate, ...). attach, once the loop (srv->base) exists: the
+     * backend's events and threads. close, once the loop has stopped:
+     * finishes what was submitted (its ops completed), stops its threads,
+     * frees its events. release, after the loop is freed: the rest, and
+     * the storage closed. */
+    int (*open)(rb_srv *srv, rb_err *err);
+    void (*attach)(rb_srv *srv);
+    void (*close)(rb_srv *srv);
+    void (*release)(rb_srv *srv);
     void (*push)(rb_srv *srv, rb_eng_op *op);
     void (*fetch)(rb_srv *srv, rb_eng_op *op);
     void (*ack)(rb_srv *srv, rb_eng_op *op);
@@ -387,9 +400,11 @@ typedef struct rb_backend {
     "BACKUP: distributed mode keeps its jobs in PostgreSQL: back it up with pg_dump "          \
     "(docs/operations.md)"
 
-/* The two backends (backend/sqlite/backend.c, backend/pg/backend.c). */
-extern const rb_backend rb_backend_mem;
-extern const rb_backend rb_backend_pg;
+/* The backend for a storage url: PostgreSQL's (backend/pg/) for a
+ * postgres:// or postgresql:// url or a conninfo string (with '='),
+ * SQLite's (backend/sqlite/) for anything else (a file, ":memory:",
+ * NULL: the default file). The one place the backend is chosen. */
+const rb_backend *rb_backend_for_url(const char *url);
 
 /* A zeroed op of kind for c (NULL: no connection waits) with its done. */
 rb_eng_op *rb_eng_op_new(rb_eng_kind kind, rb_conn *c, void (*done)(rb_srv *, rb_eng_op *));

@@ -14,6 +14,7 @@
 #include "engine/engine.h"
 #include "server/cron.h"
 #include "common/log.h"
+#include "common/json.h"
 
 long rb_cmd_rss_mb(void)
 {
@@ -284,12 +285,12 @@ void rb_cmd_jobs(rb_conn *c, char *arg)
     json_t *o = rb_cmd_json_arg(c, "JOBS", arg, JSON_OBJECT);
     if (!o)
         return;
-    const char *state = rb_srv_json_str(o, "state");
+    const char *state = rb_json_str(o, "state");
     json_t *off = json_object_get(o, "offset"), *lim = json_object_get(o, "limit");
     rb_job_filter f = {.state = state ? rb_job_state_parse(state) : -1,
-                       .queue = rb_srv_json_str(o, "queue"),
-                       .jobtype = rb_srv_json_str(o, "jobtype"),
-                       .errtype = rb_srv_json_str(o, "errtype"),
+                       .queue = rb_json_str(o, "queue"),
+                       .jobtype = rb_json_str(o, "jobtype"),
+                       .errtype = rb_json_str(o, "errtype"),
                        .offset = off ? json_integer_value(off) : 0,
                        .limit = lim ? json_integer_value(lim) : 50};
     if (f.state < 0) {
@@ -325,7 +326,7 @@ void rb_cmd_workers(rb_conn *c, char *arg)
     json_t *o = rb_cmd_json_arg(c, "WORKERS", arg, JSON_OBJECT);
     if (!o)
         return;
-    const char *cmd = rb_srv_json_str(o, "cmd");
+    const char *cmd = rb_json_str(o, "cmd");
     int sig = !cmd ? 0 : !strcmp(cmd, "quiet") ? RB_WORKER_QUIET
                      : !strcmp(cmd, "terminate") ? RB_WORKER_TERMINATE : 0;
     if (!sig) {
@@ -335,7 +336,7 @@ void rb_cmd_workers(rb_conn *c, char *arg)
     }
     rb_eng_op *op = rb_eng_op_new(RB_ENG_WORKERS, c, workers_done);
     op->json = o; /* the wid's */
-    op->u.workers.wid = rb_srv_json_str(o, "wid");
+    op->u.workers.wid = rb_json_str(o, "wid");
     op->u.workers.signal = sig;
     rb_eng_submit(c->srv, op);
 }

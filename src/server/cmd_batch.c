@@ -10,6 +10,7 @@
 #include <strings.h>
 
 #include "common/buf.h"
+#include "common/json.h"
 
 /* The longest bid OPEN, COMMIT and STATUS accept (Rebound's are 16 bytes). */
 #define BID_MAX 256
@@ -151,7 +152,7 @@ void rb_cmd_batches(rb_conn *c, char *arg)
         rb_eng_submit(c->srv, op);
         return;
     }
-    const char *state = rb_srv_json_str(o, "state");
+    const char *state = rb_json_str(o, "state");
     json_t *off = json_object_get(o, "offset"), *lim = json_object_get(o, "limit");
     int64_t offset = off ? json_integer_value(off) : 0;
     int64_t limit = lim ? json_integer_value(lim) : RB_BATCH_LIST_LIMIT;

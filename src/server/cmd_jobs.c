@@ -13,6 +13,7 @@
 
 #include "common/buf.h"
 #include "common/timeutil.h"
+#include "common/json.h"
 #include "server/metrics.h"
 
 /* --- PUSH, PUSHB: validated here, created by the job engine --- */
@@ -86,7 +87,7 @@ static void push_done(rb_srv *srv, rb_eng_op *op)
         return;
     rb_err err;
     if (op->u.push.status[0] == RB_EEXIST) {
-        rb_reply_err(op->c, "%s", taken(&err, rb_srv_json_str(op->u.push.jobs[0], "jid")));
+        rb_reply_err(op->c, "%s", taken(&err, rb_json_str(op->u.push.jobs[0], "jid")));
     } else if (op->u.push.status[0] == RB_ENOENT) {
         rb_reply_err(op->c, "%s", no_batch(&err, op->u.push.jobs[0]));
     } else if (op->u.push.status[0] == RB_ENOTUNIQUE) {
@@ -137,7 +138,7 @@ void rb_cmd_push(rb_conn *c, char *arg)
 
 const char *rb_cmd_pushb_key(const json_t *job, size_t i, char key[RB_CMD_PUSHB_KEY])
 {
-    const char *jid = json_is_object(job) ? rb_srv_json_str(job, "jid") : NULL;
+    const char *jid = json_is_object(job) ? rb_json_str(job, "jid") : NULL;
     if (!jid) {
         snprintf(key, RB_CMD_PUSHB_KEY, "#%zu", i);
         jid = key;

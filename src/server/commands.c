@@ -108,7 +108,6 @@ void rb_command_run(rb_conn *c, char *line)
             return;
         }
         commands[i].fn(c, arg);
-        rb_srv_arm(srv);
         return;
     }
     if (!*line)

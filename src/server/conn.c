@@ -14,6 +14,7 @@
 
 #include "common/buf.h"
 #include "common/log.h"
+#include "common/timeutil.h"
 #include "server/tls.h"
 
 static void process(rb_conn *c);
@@ -314,4 +315,16 @@ void rb_conn_accept(rb_srv *srv, evutil_socket_t fd)
         evbuffer_add_printf(bufferevent_get_output(c->bev), "+HI {\"v\":2}\r\n");
     }
     rb_conn_flush(c);
+}
+
+rb_worker *rb_srv_worker(rb_srv *srv, const char *wid, bool create)
+{
+    rb_worker *w = rb_table_get(&srv->workers, wid);
+    if (w || !create)
+        return w;
+    w = rb_xcalloc(1, sizeof *w);
+    w->wid = rb_xstrdup(wid);
+    w->last_beat_ms = rb_now_ms();
+    rb_table_put(&srv->workers, w);
+    return w;
 }

@@ -14,6 +14,7 @@
 #include "common/timeutil.h"
 #include "engine/engine.h"
 #include "common/log.h"
+#include "common/json.h"
 #include "server/srv.h"
 
 /* One [[cron]] entry's state; index i is srv->cfg.cron[i]. */
@@ -104,7 +105,7 @@ static void pushed(rb_srv *srv, rb_eng_op *op)
     tick_arg *a = op->arg;
     const rb_cron_entry *e = &srv->cfg.cron[a->index];
     cron_state *st = &cr->e[a->index];
-    const char *jid = rb_srv_json_str(op->u.push.jobs[0], "jid");
+    const char *jid = rb_json_str(op->u.push.jobs[0], "jid");
     st->in_flight = false;
     if (op->rc) {
         /* the store failed: the tick fires again in 5 s (its jid refuses a

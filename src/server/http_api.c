@@ -9,6 +9,7 @@
 #include "common/buf.h"
 #include "common/timeutil.h"
 #include "common/version.h"
+#include "common/json.h"
 #include "policy/simulate.h"
 #include "server/metrics.h"
 
@@ -147,7 +148,7 @@ json_t *rb_api_summary(const rb_job_view *j)
     json_t *v = json_pack("{s:s, s:s, s:s, s:i, s:i}", "jid", j->jid, "state",
                           rb_job_state_name((rb_job_state)j->state), "queue", j->queue,
                           "priority", j->priority, "attempts", j->attempts);
-    const char *jt = rb_srv_json_str(o, "jobtype");
+    const char *jt = rb_json_str(o, "jobtype");
     json_object_set_new(v, "jobtype", json_string(jt ? jt : "unknown"));
     json_t *args = json_object_get(o, "args");
     json_object_set(v, "args", args ? args : json_array());

@@ -3,11 +3,6 @@
  * to quiet, finish the commit in progress, exit). */
 #include "server/server.h"
 
-#include "backend/sqlite/batch.h"
-#include "backend/sqlite/throttle.h"
-#include "backend/sqlite/track.h"
-#include "backend/sqlite/unique.h"
-
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -19,7 +14,6 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 
-#include "backend/pg/mode.h"
 #include "common/buf.h"
 #include "common/timeutil.h"
 #include "engine/engine.h"
@@ -31,93 +25,7 @@
 #include "server/srv.h"
 #include "server/tls.h"
 
-/* --- recovery --- */
-
-static int load_job(void *arg, const rb_job_row *r)
-{
-    rb_srv *srv = arg;
-    if (r->state < RB_JOB_SCHEDULED || r->state > RB_JOB_BLOCKED || !r->jid || !r->json ||
-        !r->queue || rb_jobs_find(&srv->jobs, r->jid)) {
-        rb_log(RB_LOG_WARN, "skipping unreadable stored job %s", r->jid ? r->jid : "?");
-        return 0;
-    }
-    rb_queue *q = rb_jobs_queue(&srv->jobs, r->queue, true);
-    int prio = r->priority >= 1 && r->priority <= RB_PRIORITIES ? r->priority : 5;
-    rb_job *j = rb_job_new(r->jid, rb_xstrdup(r->json), q, prio);
-    j->history = r->history ? rb_xstrdup(r->history) : NULL;
-    j->wid = r->wid ? rb_xstrdup(r->wid) : NULL;
-    j->attempts = r->attempts;
-    j->reserve_s = r->reserve_s > 0 ? r->reserve_s : (int32_t)srv->cfg.server.reserve_for_s;
-    j->first_ms = r->first_ms;
-    j->row_id = r->id;
-    j->timer.seq = r->seq; /* rows come in (due, seq) order: ENQUEUED renumbers in that order */
-    rb_jobs_add(&srv->jobs, j);
-    rb_jobs_set_state(&srv->jobs, j, (rb_job_state)r->state, r->due_ms);
-    if (r->state == RB_JOB_ENQUEUED && r->due_us > 0 && r->due_us < 1000)
-        j->enq_frac_us = (uint64_t)r->due_us; /* enqueued_at to the microsecond */
-    return 0;
-}
-
-static int load_counter(void *arg, const char *name, int64_t value)
-{
-    rb_srv *srv = arg;
-    if (!strcmp(name, "total_processed"))
-        srv->total_processed = value;
-    else if (!strcmp(name, "total_failures"))
-        srv->total_failures = value;
-    else if (!strcmp(name, "batch_callbacks"))
-        srv->batch_callbacks = value;
-    else
-        rb_mem_unique_load_counter(srv, name, value);
-    return 0;
-}
-
-static int load_meta(void *arg, const char *key, const char *value)
-{
-    rb_srv *srv = arg;
-    if (!strncmp(key, "paused:", 7))
-        rb_jobs_queue(&srv->jobs, key + 7, true)->paused = true;
-    else if (!strncmp(key, RB_QUEUE_META_KEY, strlen(RB_QUEUE_META_KEY)))
-        rb_jobs_queue(&srv->jobs, key + strlen(RB_QUEUE_META_KEY), true)->known = true;
-    else
-        rb_deps_load_meta(srv, key, value);
-    rb_mem_batch_load(srv, key, value);
-    rb_mem_unique_load(srv, key, value);
-    rb_cron_load(srv, key, value);
-    if (!strncmp(key, RB_CRON_META_KEY, strlen(RB_CRON_META_KEY))) /* mem_push's condition */
-        json_object_set_new(srv->cron_ticks, key, json_integer(strtoll(value, NULL, 10)));
-    rb_mem_track_load(srv, key, value);
-    return 0;
-}
-
 /* --- events --- */
-
-static void on_writer(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd;
-    (void)what;
-    rb_srv *srv = arg;
-    rb_writer_reap(srv->writer);
-}
-
-/* Runs after every callback that was ready when it was activated, i.e. at
- * the end of the loop iteration in which the open batch got its first
- * request: one hand-over (and at most one wake-up of the writer thread)
- * carries every request read in that iteration, and every change made by
- * the completions just reaped. */
-static void on_flush(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd;
-    (void)what;
-    rb_srv *srv = arg;
-    rb_writer_seal(srv->writer);
-}
-
-static void flush_soon(void *arg)
-{
-    rb_srv *srv = arg;
-    event_active(srv->flush_ev, EV_TIMEOUT, 1);
-}
 
 static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int len,
                       void *arg)
@@ -307,39 +215,11 @@ static const char *worker_key(const void *e)
 rb_srv *rb_srv_alloc(void)
 {
     rb_srv *srv = rb_xcalloc(1, sizeof *srv);
-    srv->armed_ms = INT64_MAX;
     srv->started_ms = rb_now_ms();
     srv->metrics = rb_metrics_new();
-    srv->backend = &rb_backend_mem;
-    rb_jobs_init(&srv->jobs);
-    rb_mem_batches_init(srv);
-    rb_mem_unique_init(srv);
-    rb_mem_track_init(srv);
-    srv->cron_ticks = json_object();
-    rb_deps_init(&srv->deps);
     rb_table_init(&srv->workers, offsetof(rb_worker, hnext), worker_key);
     rb_rng_seed_os(&srv->rng);
     return srv;
-}
-
-int rb_srv_recover(rb_srv *srv, rb_store *store, rb_err *err)
-{
-    srv->store = store;
-    rb_store_loader loader = {srv, load_job, load_counter, load_meta};
-    int64_t t0 = rb_mono_ms();
-    int rc = store->ops->load(store, &loader, err);
-    if (rc)
-        return rc;
-    rb_log(RB_LOG_INFO, "recovered %zu jobs from %s in %lld ms", srv->jobs.by_jid.size,
-           srv->cfg.storage.url ? srv->cfg.storage.url : store->ops->name,
-           (long long)(rb_mono_ms() - t0));
-    if (!(srv->writer = rb_writer_start(store, err)))
-        return err ? err->code : RB_EIO;
-    rb_writer_observe(srv->writer, rb_metrics_commit, srv->metrics);
-    rb_deps_rebuild(srv); /* the waiting and blocked jobs' edges */
-    rb_mem_unique_rebuild(srv); /* unique locks whose holder is gone, expiring jobs */
-    rb_mem_track_rebuild(srv);  /* progress records past their retention */
-    return 0;
 }
 
 void rb_srv_loop_new(rb_srv *srv)
@@ -352,15 +232,8 @@ void rb_srv_loop_new(rb_srv *srv)
     event_config_free(ecfg);
     if (!srv->base)
         srv->base = event_base_new();
-    if (srv->pgm) {
-        rb_pgmode_attach(srv);
-    } else {
-        srv->writer_ev = event_new(srv->base, rb_writer_fd(srv->writer), EV_READ | EV_PERSIST,
-                                   on_writer, srv);
-        event_add(srv->writer_ev, NULL);
-        srv->flush_ev = event_new(srv->base, -1, 0, on_flush, srv);
-        rb_writer_defer(srv->writer, flush_soon, srv);
-    }
+    if (srv->backend && srv->backend->attach)
+        srv->backend->attach(srv);
 }
 
 static void free_event(struct event *ev)
@@ -374,38 +247,24 @@ void rb_srv_free(rb_srv *srv)
     if (srv->listener)
         evconnlistener_free(srv->listener);
     close_conns(srv);
-    rb_pgmode_free(srv); /* runs what was posted, then its completions */
-    if (srv->writer)
-        rb_writer_defer(srv->writer, NULL, NULL); /* the loop is over: seal at once */
-    rb_writer_free(srv->writer); /* finishes the commit in progress */
-    srv->writer = NULL;
-    rb_cron_free(srv); /* after the writer: a tick's push completes there */
-    json_decref(srv->cron_ticks);
-    rb_http_free(srv->http); /* after the writer: actions answer from its completions */
+    /* what was submitted finishes: its completions run */
+    if (srv->backend && srv->backend->close)
+        srv->backend->close(srv);
+    rb_cron_free(srv); /* after the backend: a tick's push completes there */
+    rb_http_free(srv->http); /* after the backend: actions answer from its completions */
     free_event(srv->grace_ev);
     free_event(srv->watchdog_ev);
-    free_event(srv->timer_ev);
     free_event(srv->accept_ev);
-    free_event(srv->writer_ev);
-    free_event(srv->flush_ev);
     free_event(srv->sigterm_ev);
     free_event(srv->sigint_ev);
-    free_event(srv->batch_ev);
-    srv->batch_ev = NULL;
     if (srv->base)
         event_base_free(srv->base);
-    if (srv->store)
-        srv->store->ops->close(srv->store);
+    if (srv->backend && srv->backend->release)
+        srv->backend->release(srv);
     if (srv->http_tls != srv->tls)
         rb_tls_free(srv->http_tls);
     rb_tls_free(srv->tls);
     rb_config_release(&srv->cfg);
-    rb_jobs_release(&srv->jobs);
-    rb_mem_batches_release(srv);
-    rb_mem_unique_release(srv);
-    rb_mem_track_release(srv);
-    rb_mem_throttle_release(srv);
-    rb_deps_release(&srv->deps);
     rb_table_each(&srv->workers, free_worker, NULL);
     rb_table_release(&srv->workers);
     rb_metrics_free(srv->metrics);
@@ -450,16 +309,9 @@ int rb_server_run(const rb_server_opts *o, rb_err *err)
     if ((rc = rb_http_prepare(srv, o->http_listen, err))) /* HTTPS, or may plain HTTP serve? */
         goto out;
     raise_fd_limit(srv);
-    if (rb_pgmode_is_url(srv->cfg.storage.url)) { /* distributed mode: nothing to recover */
-        if ((rc = rb_pgmode_open(srv, err)))
-            goto out;
-    } else {
-        rb_store *store;
-        if ((rc = rb_store_open(srv->cfg.storage.url, &store, err)))
-            goto out;
-        if ((rc = rb_srv_recover(srv, store, err))) /* srv owns store now */
-            goto out;
-    }
+    srv->backend = rb_backend_for_url(srv->cfg.storage.url);
+    if ((rc = srv->backend->open(srv, err))) /* the storage, and what it holds */
+        goto out;
     if ((rc = rb_eng_throttle_check(srv, err))) /* [throttles] where the backend has none */
         goto out;
     signal(SIGPIPE, SIG_IGN);
@@ -473,15 +325,21 @@ int rb_server_run(const rb_server_opts *o, rb_err *err)
         goto out;
     if ((rc = listen_on(srv, srv->cfg.server.listen, o->port_file, err)))
         goto out;
-    rb_srv_arm(srv);
     rb_cron_start(srv); /* [[cron]]: the timer (server/cron.h) */
-    rb_log(RB_LOG_INFO, "rebound started (store %s, %zu jobs)",
-           srv->pgm ? "postgresql" : srv->store->ops->name, srv->jobs.by_jid.size);
+    rb_log(RB_LOG_INFO, "rebound started (backend %s)", srv->backend->name);
     /* systemd (Type=notify): ready once recovered and listening; keep-alives
      * from this loop, so a loop that stops turning gets the service restarted */
     rb_sdnotify("READY=1\nSTATUS=accepting connections");
     srv->watchdog_ev = rb_sdnotify_watchdog_start(srv->base);
     event_base_dispatch(srv->base);
+    /* The loop is over: a further SIGTERM or SIGINT (a second Ctrl-C, a
+     * service manager's repeat) must not kill the final commit half way.
+     * The events go first: deleting them restores the default action. */
+    free_event(srv->sigterm_ev);
+    free_event(srv->sigint_ev);
+    srv->sigterm_ev = srv->sigint_ev = NULL;
+    signal(SIGTERM, SIG_IGN);
+    signal(SIGINT, SIG_IGN);
 out:
     rb_srv_free(srv);
     if (!rc)

@@ -9,11 +9,6 @@
 #include "engine/depend.h"
 #include "policy/policy.h"
 
-const char *rb_srv_json_str(const json_t *o, const char *key)
-{
-    return json_string_value(json_object_get(o, key));
-}
-
 /* Reads an optional integer field into *out; error when present but not an
  * integer in [lo, hi]. */
 static int int_field(const json_t *job, const char *key, json_int_t lo, json_int_t hi,

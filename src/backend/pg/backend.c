@@ -3,11 +3,12 @@
  * it as one transaction on the shared PostgreSQL database (ACK and FAIL
  * batched with the others the thread takes at once); its completion comes
  * back to the loop thread and completes the op. */
-#include "engine/engine.h"
+#include "backend/pg/backend.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/pg/mode.h"
 #include "backend/pg/request.h"
 #include "engine/depend.h"
 #include "common/buf.h"
@@ -675,6 +676,9 @@ static void dist_track(rb_srv *srv, rb_eng_op *op)
 
 const rb_backend rb_backend_pg = {
     .name = "postgresql",
+    .open = rb_pgmode_open,
+    .attach = rb_pgmode_attach,
+    .close = rb_pgmode_free,
     .push = dist_push,
     .fetch = dist_fetch,
     .throttles = true, /* claimed under a lock per throttled queue (sql_throttle.c) */

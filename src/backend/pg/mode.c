@@ -6,6 +6,7 @@
  * what the threads handed back (finished requests, ready queues,
  * observations) and the poll timer that covers lost notifications. The
  * rb_pgmode and its engines are this file's: made by open, freed by free. */
+#include "backend/pg/backend.h"
 #include "backend/pg/mode_impl.h"
 
 #include "engine/engine.h"
@@ -23,12 +24,6 @@
 #include "common/timeutil.h"
 #include "server/cron.h"
 #include "common/log.h"
-
-bool rb_pgmode_is_url(const char *url)
-{
-    return url && (!strncmp(url, "postgres://", 11) || !strncmp(url, "postgresql://", 13) ||
-                   strchr(url, '=') != NULL);
-}
 
 /* --- the loop's side --- */
 
@@ -255,5 +250,4 @@ void rb_pgmode_free(rb_srv *srv)
     pthread_cond_destroy(&pm->maint_cv);
     free(pm);
     srv->pgm = NULL;
-    srv->backend = &rb_backend_mem;
 }

@@ -24,10 +24,6 @@
 
 typedef struct rb_pgmode rb_pgmode;
 
-/* True for a PostgreSQL storage url (postgres://, postgresql:// or a
- * conninfo string with '='). */
-bool rb_pgmode_is_url(const char *url);
-
 /* Connects the engines (retrying with a backoff while the database cannot
  * be reached), checks the schema (RB_EVERSION with "run 'rebound migrate'"
  * or "upgrade rebound" otherwise) and starts the database threads; sets

@@ -49,6 +49,10 @@
 #include "engine/workflow.h"
 #include "policy/policy.h"
 
+/* True for a PostgreSQL storage url: postgres://, postgresql:// or a
+ * conninfo string (with '='). */
+bool rb_pg_is_url(const char *url);
+
 /* The schema version this build creates and requires (rb_pg_migrate). */
 #define RB_PG_SCHEMA_VERSION 12
 

@@ -1070,3 +1070,9 @@ size_t sql_parse_int_array(const char *s, int64_t *out, size_t max)
     }
     return n;
 }
+
+bool rb_pg_is_url(const char *url)
+{
+    return url && (!strncmp(url, "postgres://", 11) || !strncmp(url, "postgresql://", 13) ||
+                   strchr(url, '=') != NULL);
+}

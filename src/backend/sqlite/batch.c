@@ -9,7 +9,9 @@
 #include "common/buf.h"
 #include "common/timeutil.h"
 #include "common/log.h"
+#include "common/json.h"
 #include "engine/metrics.h"
+#include "backend/sqlite/sq.h"
 #include "server/srv.h"
 
 /* How often the expiry sweep runs. */
@@ -23,7 +25,7 @@ static const char *batch_key(const void *e)
     return ((const rb_batch *)e)->bid;
 }
 
-/* The jids pushed into one batch (srv->batch_members). Invariant: every
+/* The jids pushed into one batch (sq->batch_members). Invariant: every
  * stored member of the batch is in jids (duplicates and jids no longer a
  * member allowed: a page read checks and prunes them). */
 typedef struct member_list {
@@ -38,10 +40,10 @@ static const char *members_key(const void *e)
     return ((const member_list *)e)->bid;
 }
 
-void rb_mem_batches_init(rb_srv *srv)
+void rb_sq_batches_init(rb_sq *sq)
 {
-    rb_table_init(&srv->batches, offsetof(rb_batch, hnext), batch_key);
-    rb_table_init(&srv->batch_members, offsetof(member_list, hnext), members_key);
+    rb_table_init(&sq->batches, offsetof(rb_batch, hnext), batch_key);
+    rb_table_init(&sq->batch_members, offsetof(member_list, hnext), members_key);
 }
 
 static void free_batch(void *e, void *arg)
@@ -60,28 +62,28 @@ static void free_members(void *e, void *arg)
     free(m);
 }
 
-static void members_release(rb_srv *srv)
+static void members_release(rb_sq *sq)
 {
-    rb_table_each(&srv->batch_members, free_members, NULL);
-    rb_table_release(&srv->batch_members);
+    rb_table_each(&sq->batch_members, free_members, NULL);
+    rb_table_release(&sq->batch_members);
 }
 
 /* Forgets the member list of bid (its batch is gone). */
-static void members_drop(rb_srv *srv, const char *bid)
+static void members_drop(rb_sq *sq, const char *bid)
 {
-    member_list *m = rb_table_get(&srv->batch_members, bid);
+    member_list *m = rb_table_get(&sq->batch_members, bid);
     if (m) {
-        rb_table_del(&srv->batch_members, m);
+        rb_table_del(&sq->batch_members, m);
         free_members(m, NULL);
     }
 }
 
 /* Drops the jids of m that are no stored job (members ACKed or deleted). */
-static void members_prune(rb_srv *srv, member_list *m)
+static void members_prune(rb_sq *sq, member_list *m)
 {
     size_t k = 0;
     for (size_t i = 0; i < m->n; i++) {
-        if (rb_jobs_find(&srv->jobs, m->jids[i]))
+        if (rb_jobs_find(&sq->jobs, m->jids[i]))
             m->jids[k++] = m->jids[i];
         else
             free(m->jids[i]);
@@ -92,17 +94,17 @@ static void members_prune(rb_srv *srv, member_list *m)
 /* Notes jid as pushed into bid. When the list is full the jids of deleted
  * jobs go first, so it grows only with the members still stored
  * (amortized O(1) a push). */
-static void members_add(rb_srv *srv, const char *bid, const char *jid)
+static void members_add(rb_sq *sq, const char *bid, const char *jid)
 {
-    member_list *m = rb_table_get(&srv->batch_members, bid);
+    member_list *m = rb_table_get(&sq->batch_members, bid);
     if (!m) {
         size_t len = strlen(bid) + 1;
         m = rb_xcalloc(1, sizeof *m + len);
         memcpy(m->bid, bid, len);
-        rb_table_put(&srv->batch_members, m);
+        rb_table_put(&sq->batch_members, m);
     }
     if (m->n == m->cap) {
-        members_prune(srv, m);
+        members_prune(sq, m);
         if (m->n >= m->cap / 2) { /* still over half full: grow */
             m->cap = m->cap ? 2 * m->cap : 8;
             m->jids = rb_xrealloc(m->jids, m->cap * sizeof *m->jids);
@@ -111,58 +113,58 @@ static void members_add(rb_srv *srv, const char *bid, const char *jid)
     m->jids[m->n++] = rb_xstrdup(jid);
 }
 
-void rb_mem_batches_release(rb_srv *srv)
+void rb_sq_batches_release(rb_sq *sq)
 {
-    if (srv->batch_ev) {
-        event_free(srv->batch_ev);
-        srv->batch_ev = NULL;
+    if (sq->batch_ev) {
+        event_free(sq->batch_ev);
+        sq->batch_ev = NULL;
     }
-    rb_table_each(&srv->batches, free_batch, NULL);
-    rb_table_release(&srv->batches);
-    members_release(srv);
+    rb_table_each(&sq->batches, free_batch, NULL);
+    rb_table_release(&sq->batches);
+    members_release(sq);
 }
 
-void rb_mem_batches_flush(rb_srv *srv)
+void rb_sq_batches_flush(rb_sq *sq)
 {
-    rb_table_each(&srv->batches, free_batch, NULL);
-    rb_table_release(&srv->batches);
-    members_release(srv);
-    rb_mem_batches_init(srv);
-    srv->batch_callbacks = 0;
+    rb_table_each(&sq->batches, free_batch, NULL);
+    rb_table_release(&sq->batches);
+    members_release(sq);
+    rb_sq_batches_init(sq);
+    sq->batch_callbacks = 0;
 }
 
 /* b's row into the current commit (NULL text: deleted). */
-static void save(rb_srv *srv, const rb_batch *b, bool gone)
+static void save(rb_sq *sq, const rb_batch *b, bool gone)
 {
     rb_buf key;
     rb_buf_init(&key);
     rb_buf_printf(&key, RB_MEM_BATCH_KEY "%s", b->bid);
     char *text = gone ? NULL : rb_batch_dump(b);
-    rb_writer_meta(srv->writer, rb_buf_str(&key), text);
+    rb_writer_meta(sq->writer, rb_buf_str(&key), text);
     free(text);
     rb_buf_release(&key);
 }
 
-void rb_mem_batch_load(rb_srv *srv, const char *key, const char *value)
+void rb_sq_batch_load(rb_sq *sq, const char *key, const char *value)
 {
     if (strncmp(key, RB_MEM_BATCH_KEY, strlen(RB_MEM_BATCH_KEY)) != 0)
         return;
     rb_batch *b = value ? rb_batch_load(value) : NULL;
-    if (!b || rb_table_get(&srv->batches, b->bid)) {
+    if (!b || rb_table_get(&sq->batches, b->bid)) {
         rb_log(RB_LOG_WARN, "skipping unreadable stored batch '%s'", key);
         rb_batch_free(b);
         return;
     }
-    rb_table_put(&srv->batches, b);
+    rb_table_put(&sq->batches, b);
 }
 
 /* --- expiry --- */
 
 /* Whether an ancestor of b is still unfinished (b is then kept). */
-static bool ancestor_unfinished(rb_srv *srv, const rb_batch *b)
+static bool ancestor_unfinished(rb_sq *sq, const rb_batch *b)
 {
     for (int d = 0; b->parent_bid && d < MAX_DEPTH; d++) {
-        b = rb_table_get(&srv->batches, b->parent_bid);
+        b = rb_table_get(&sq->batches, b->parent_bid);
         if (!b)
             return false;
         if (!b->finished_ms)
@@ -171,46 +173,46 @@ static bool ancestor_unfinished(rb_srv *srv, const rb_batch *b)
     return false;
 }
 
-static bool expired(rb_srv *srv, const rb_batch *b, int64_t now)
+static bool expired(rb_sq *sq, const rb_batch *b, int64_t now)
 {
-    const rb_config *cfg = &srv->cfg;
+    const rb_config *cfg = sq->cfg;
     return rb_batch_expired(b, now, cfg->workflows.batch_uncommitted_ttl_s * 1000,
                             cfg->workflows.batch_retention_s * 1000,
-                            b->committed && b->finished_ms && ancestor_unfinished(srv, b));
+                            b->committed && b->finished_ms && ancestor_unfinished(sq, b));
 }
 
-static void update(rb_srv *srv, rb_batch *b, rb_batch_event ev, int64_t now, int depth);
+static void update(rb_sq *sq, rb_batch *b, rb_batch_event ev, int64_t now, int depth);
 
 /* Forgets b (freed): its row deleted, and its parent no longer waits for
  * it. */
-static void drop(rb_srv *srv, rb_batch *b, int64_t now)
+static void drop(rb_sq *sq, rb_batch *b, int64_t now)
 {
     rb_log_kv(RB_LOG_INFO, RB_LOG_KV("bid", b->bid), "batch %s expired (%s)", b->bid,
               b->committed ? "finished" : "never committed");
-    rb_table_del(&srv->batches, b);
-    members_drop(srv, b->bid);
-    save(srv, b, true);
-    rb_batch *p = b->parent_bid ? rb_table_get(&srv->batches, b->parent_bid) : NULL;
+    rb_table_del(&sq->batches, b);
+    members_drop(sq, b->bid);
+    save(sq, b, true);
+    rb_batch *p = b->parent_bid ? rb_table_get(&sq->batches, b->parent_bid) : NULL;
     if (p) {
         rb_batch_child_gone(p, b);
-        update(srv, p, RB_BATCH_EV_NONE, now, 0);
+        update(sq, p, RB_BATCH_EV_NONE, now, 0);
     }
     rb_batch_free(b);
 }
 
 /* The batch bid while it lives (an expired one is dropped: NULL). */
-static rb_batch *find_live(rb_srv *srv, const char *bid, int64_t now)
+static rb_batch *find_live(rb_sq *sq, const char *bid, int64_t now)
 {
-    rb_batch *b = rb_table_get(&srv->batches, bid);
-    if (b && expired(srv, b, now)) {
-        drop(srv, b, now);
+    rb_batch *b = rb_table_get(&sq->batches, bid);
+    if (b && expired(sq, b, now)) {
+        drop(sq, b, now);
         return NULL;
     }
     return b;
 }
 
 typedef struct sweep {
-    rb_srv *srv;
+    rb_sq *sq;
     int64_t now;
     char **bids;
     size_t n, cap;
@@ -220,7 +222,7 @@ static void sweep_one(void *e, void *arg)
 {
     rb_batch *b = e;
     sweep *s = arg;
-    if (!expired(s->srv, b, s->now))
+    if (!expired(s->sq, b, s->now))
         return;
     if (s->n == s->cap) {
         s->cap = s->cap ? 2 * s->cap : 16;
@@ -233,46 +235,46 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
-    rb_srv *srv = arg;
-    sweep s = {.srv = srv, .now = rb_now_ms()};
-    rb_table_each(&srv->batches, sweep_one, &s);
+    rb_sq *sq = arg;
+    sweep s = {.sq = sq, .now = rb_now_ms()};
+    rb_table_each(&sq->batches, sweep_one, &s);
     for (size_t i = 0; i < s.n; i++) {
-        find_live(srv, s.bids[i], s.now); /* drops it when still expired */
+        find_live(sq, s.bids[i], s.now); /* drops it when still expired */
         free(s.bids[i]);
     }
     free(s.bids);
     if (s.n)
-        rb_srv_reply_after_commit(srv, NULL);
+        rb_sq_reply_after_commit(sq, NULL);
 }
 
 /* Starts the periodic sweep once the loop exists. */
-static void arm_sweep(rb_srv *srv)
+static void arm_sweep(rb_sq *sq)
 {
-    if (srv->batch_ev || !srv->base)
+    if (sq->batch_ev || !sq->base)
         return;
-    srv->batch_ev = event_new(srv->base, -1, EV_PERSIST, on_sweep, srv);
+    sq->batch_ev = event_new(sq->base, -1, EV_PERSIST, on_sweep, sq);
     struct timeval tv = {SWEEP_MS / 1000, (SWEEP_MS % 1000) * 1000};
-    event_add(srv->batch_ev, &tv);
+    event_add(sq->batch_ev, &tv);
 }
 
 /* --- callbacks and events --- */
 
 /* Enqueues b's callback k (rb_batch_apply moved it to "1"), in the current
  * commit. A jid already taken by another job gets a fresh one. */
-static void enqueue_callback(rb_srv *srv, rb_batch *b, int k, int64_t now)
+static void enqueue_callback(rb_sq *sq, rb_batch *b, int k, int64_t now)
 {
     json_t *job = b->cb[k] ? json_loads(b->cb[k], 0, NULL) : NULL;
     if (!job) { /* cannot happen: the text was made by json_dumps */
         rb_log_kv(RB_LOG_ERROR, RB_LOG_KV("bid", b->bid), "batch %s: unreadable callback", b->bid);
         return;
     }
-    char *jid = rb_xstrdup(rb_srv_json_str(job, "jid") ? rb_srv_json_str(job, "jid") : "");
-    if (!*jid || rb_jobs_find(&srv->jobs, jid)) {
+    char *jid = rb_xstrdup(rb_json_str(job, "jid") ? rb_json_str(job, "jid") : "");
+    if (!*jid || rb_jobs_find(&sq->jobs, jid)) {
         free(jid);
-        jid = rb_srv_new_jid(srv);
+        jid = rb_sq_new_jid(sq);
         json_object_set_new(job, "jid", json_string(jid));
     }
-    const char *created = rb_srv_json_str(job, "created_at");
+    const char *created = rb_json_str(job, "created_at");
     if (!created || !*created) {
         char ts[RB_TIME_STRLEN];
         json_object_set_new(job, "created_at",
@@ -281,20 +283,20 @@ static void enqueue_callback(rb_srv *srv, rb_batch *b, int k, int64_t now)
     json_object_del(job, "enqueued_at");
     json_int_t prio = json_integer_value(json_object_get(job, "priority"));
     json_int_t rs = json_integer_value(json_object_get(job, "reserve_for"));
-    const char *qname = rb_srv_json_str(job, "queue");
-    rb_queue *q = rb_jobs_queue(&srv->jobs, qname ? qname : "default", true);
-    rb_srv_queue_known(srv, q, true);
+    const char *qname = rb_json_str(job, "queue");
+    rb_queue *q = rb_jobs_queue(&sq->jobs, qname ? qname : "default", true);
+    rb_sq_queue_known(sq, q, true);
     rb_job *c = rb_job_new(jid, json_dumps(job, JSON_COMPACT), q,
                            prio >= 1 && prio <= RB_PRIORITIES ? (int)prio : 5);
-    c->reserve_s = (int32_t)(rs > 0 ? rs : srv->cfg.server.reserve_for_s);
-    rb_jobs_add(&srv->jobs, c);
-    rb_srv_enqueue(srv, c, now, now);
-    rb_srv_persist(srv, c);
-    rb_job_metric(srv->metrics, RB_M_PUSHED, c);
+    c->reserve_s = (int32_t)(rs > 0 ? rs : sq->cfg->server.reserve_for_s);
+    rb_jobs_add(&sq->jobs, c);
+    rb_sq_enqueue(sq, c, now, now);
+    rb_sq_persist(sq, c);
+    rb_job_metric(sq->metrics, RB_M_PUSHED, c);
     free(b->cb_jid[k]);
     b->cb_jid[k] = jid;
-    srv->batch_callbacks++;
-    rb_writer_counter(srv->writer, "batch_callbacks", srv->batch_callbacks);
+    sq->batch_callbacks++;
+    rb_writer_counter(sq->writer, "batch_callbacks", sq->batch_callbacks);
     static const char *const names[RB_BATCH_CBS] = {"complete", "success", "death"};
     rb_log_kv(RB_LOG_INFO, RB_LOG_KV("bid", b->bid, "jid", jid, "queue", q->name),
               "batch %s: %s callback %s enqueued", b->bid, names[k], jid);
@@ -303,50 +305,50 @@ static void enqueue_callback(rb_srv *srv, rb_batch *b, int k, int64_t now)
 
 /* Applies ev to b, enqueues the callbacks it fires, stores b, and tells
  * its parent, in the current commit. */
-static void update(rb_srv *srv, rb_batch *b, rb_batch_event ev, int64_t now, int depth)
+static void update(rb_sq *sq, rb_batch *b, rb_batch_event ev, int64_t now, int depth)
 {
     unsigned act = rb_batch_apply(b, ev, now);
     for (int k = 0; k < RB_BATCH_CBS; k++)
         if (act & (1u << k))
-            enqueue_callback(srv, b, k, now);
-    save(srv, b, false);
+            enqueue_callback(sq, b, k, now);
+    save(sq, b, false);
     if (!b->parent_bid || depth >= MAX_DEPTH)
         return;
-    rb_batch *p = rb_table_get(&srv->batches, b->parent_bid);
+    rb_batch *p = rb_table_get(&sq->batches, b->parent_bid);
     if (!p)
         return;
     if (act & RB_BATCH_TELL_COMPLETE)
-        update(srv, p, RB_BATCH_EV_CHILD_COMPLETE, now, depth + 1);
+        update(sq, p, RB_BATCH_EV_CHILD_COMPLETE, now, depth + 1);
     if (act & RB_BATCH_TELL_SUCCESS)
-        update(srv, p, RB_BATCH_EV_CHILD_SUCCESS, now, depth + 1);
+        update(sq, p, RB_BATCH_EV_CHILD_SUCCESS, now, depth + 1);
 }
 
-int rb_mem_batch_check_push(rb_srv *srv, const json_t *job, const char **bid)
+int rb_sq_batch_check_push(rb_sq *sq, const json_t *job, const char **bid)
 {
     rb_err err = {0};
     if (rb_batch_member_bid(job, bid, &err) || !*bid) /* a bad type: refused by validation */
         return 0;
-    arm_sweep(srv);
-    if (!find_live(srv, *bid, rb_now_ms()))
+    arm_sweep(sq);
+    if (!find_live(sq, *bid, rb_now_ms()))
         return RB_ENOENT;
-    const char *jid = rb_srv_json_str(job, "jid");
-    if (jid && srv->batch_members_built) /* else the first page read finds it */
-        members_add(srv, *bid, jid);
+    const char *jid = rb_json_str(job, "jid");
+    if (jid && sq->batch_members_built) /* else the first page read finds it */
+        members_add(sq, *bid, jid);
     return 0;
 }
 
-void rb_mem_batch_pushed(rb_srv *srv, const char *bid, int64_t now)
+void rb_sq_batch_pushed(rb_sq *sq, const char *bid, int64_t now)
 {
-    rb_batch *b = rb_table_get(&srv->batches, bid);
+    rb_batch *b = rb_table_get(&sq->batches, bid);
     if (b)
-        update(srv, b, RB_BATCH_EV_ADDED, now, 0);
+        update(sq, b, RB_BATCH_EV_ADDED, now, 0);
 }
 
 /* The batch a job belongs to (custom.bid) or is a callback of (custom._bid),
  * read from its JSON only when the text mentions one. */
-static rb_batch *batch_of(rb_srv *srv, const rb_job *j, bool *callback)
+static rb_batch *batch_of(rb_sq *sq, const rb_job *j, bool *callback)
 {
-    if (!srv->batches.size || !strstr(j->json, "bid\""))
+    if (!sq->batches.size || !strstr(j->json, "bid\""))
         return NULL;
     json_t *o = json_loads(j->json, 0, NULL);
     json_t *custom = json_object_get(o, "custom");
@@ -354,39 +356,39 @@ static rb_batch *batch_of(rb_srv *srv, const rb_job *j, bool *callback)
     *callback = !bid;
     if (!bid)
         bid = json_string_value(json_object_get(custom, "_bid"));
-    rb_batch *b = bid ? rb_table_get(&srv->batches, bid) : NULL;
+    rb_batch *b = bid ? rb_table_get(&sq->batches, bid) : NULL;
     json_decref(o);
     return b;
 }
 
-void rb_mem_batch_acked(rb_srv *srv, const rb_job *j, int64_t now)
+void rb_sq_batch_acked(rb_sq *sq, const rb_job *j, int64_t now)
 {
     bool callback;
-    rb_batch *b = batch_of(srv, j, &callback);
+    rb_batch *b = batch_of(sq, j, &callback);
     if (!b)
         return;
     if (!callback) {
-        update(srv, b, j->history ? RB_BATCH_EV_ACKED_AFTER_FAIL : RB_BATCH_EV_ACKED, now, 0);
+        update(sq, b, j->history ? RB_BATCH_EV_ACKED_AFTER_FAIL : RB_BATCH_EV_ACKED, now, 0);
         return;
     }
     static const rb_batch_event acked[RB_BATCH_CBS] = {
         RB_BATCH_EV_CB_COMPLETE_ACKED, RB_BATCH_EV_CB_SUCCESS_ACKED, RB_BATCH_EV_CB_DEATH_ACKED};
     int k = rb_batch_callback_of(b, j->jid);
     if (k >= 0)
-        update(srv, b, acked[k], now, 0);
+        update(sq, b, acked[k], now, 0);
 }
 
-void rb_mem_batch_failed(rb_srv *srv, const rb_job *j, bool first_failure, bool died,
+void rb_sq_batch_failed(rb_sq *sq, const rb_job *j, bool first_failure, bool died,
                          int64_t now)
 {
     bool callback;
-    rb_batch *b = batch_of(srv, j, &callback);
+    rb_batch *b = batch_of(sq, j, &callback);
     if (!b || callback) /* a failed callback stays "1" and retries by its policy */
         return;
     if (first_failure)
-        update(srv, b, RB_BATCH_EV_FIRST_FAIL, now, 0);
+        update(sq, b, RB_BATCH_EV_FIRST_FAIL, now, 0);
     if (died)
-        update(srv, b, RB_BATCH_EV_DIED, now, 0);
+        update(sq, b, RB_BATCH_EV_DIED, now, 0);
 }
 
 /* --- a batch's page and the listing (BATCHES) --- */
@@ -413,22 +415,22 @@ static const char *member_bid(const rb_job *j, json_t **o)
 
 static void index_one(void *e, void *arg)
 {
-    rb_srv *srv = arg;
+    rb_sq *sq = arg;
     json_t *o;
     const char *bid = member_bid(e, &o);
-    if (bid && rb_table_get(&srv->batches, bid))
-        members_add(srv, bid, ((const rb_job *)e)->jid);
+    if (bid && rb_table_get(&sq->batches, bid))
+        members_add(sq, bid, ((const rb_job *)e)->jid);
     json_decref(o);
 }
 
 /* The member lists, from one pass over the stored jobs: once, at the first
  * page read after start-up (PUSH keeps them up from then on). */
-static void members_build(rb_srv *srv)
+static void members_build(rb_sq *sq)
 {
-    if (srv->batch_members_built)
+    if (sq->batch_members_built)
         return;
-    srv->batch_members_built = true;
-    rb_table_each(&srv->jobs.by_jid, index_one, srv);
+    sq->batch_members_built = true;
+    rb_table_each(&sq->jobs.by_jid, index_one, sq);
 }
 
 static int by_str(const void *a, const void *b)
@@ -452,16 +454,16 @@ static void scan_child(void *e, void *arg)
 /* The batch's members from its member list, each checked (a stored job
  * whose custom.bid is still this batch) and the list pruned to those:
  * O(the batch's members), plain jobs untouched. */
-static void view_batch(rb_srv *srv, const rb_batch *b, rb_batch_view *v)
+static void view_batch(rb_sq *sq, const rb_batch *b, rb_batch_view *v)
 {
     v->b = copy_of(b);
-    members_build(srv);
-    member_list *m = rb_table_get(&srv->batch_members, b->bid);
+    members_build(sq);
+    member_list *m = rb_table_get(&sq->batch_members, b->bid);
     if (m && m->n)
         qsort(m->jids, m->n, sizeof *m->jids, by_str);
     size_t k = 0;
     for (size_t i = 0; m && i < m->n; i++) {
-        const rb_job *j = rb_jobs_find(&srv->jobs, m->jids[i]);
+        const rb_job *j = rb_jobs_find(&sq->jobs, m->jids[i]);
         bool dup = k && !strcmp(m->jids[k - 1], m->jids[i]);
         if (!j || dup) {
             free(m->jids[i]);
@@ -485,7 +487,7 @@ static void view_batch(rb_srv *srv, const rb_batch *b, rb_batch_view *v)
     if (m)
         m->n = k;
     child_scan c = {b->bid, v};
-    rb_table_each(&srv->batches, scan_child, &c);
+    rb_table_each(&sq->batches, scan_child, &c);
     rb_batch_view_finish(v, false);
 }
 
@@ -511,10 +513,10 @@ static void scan_list(void *e, void *arg)
 /* The listing's page, copies of the stored batches. As in distributed
  * mode, a batch past its expiry is listed until the sweep drops it (within
  * seconds); its page (VIEW) already says it is gone. */
-static void list_batches(rb_srv *srv, rb_eng_op *op)
+static void list_batches(rb_sq *sq, rb_eng_op *op)
 {
     list_scan l = {.all = op->u.batch.all};
-    rb_table_each(&srv->batches, scan_list, &l);
+    rb_table_each(&sq->batches, scan_list, &l);
     if (l.n)
         qsort(l.v, l.n, sizeof *l.v, rb_batch_list_cmp);
     op->u.batch.total = (int64_t)l.n;
@@ -529,7 +531,7 @@ static void list_batches(rb_srv *srv, rb_eng_op *op)
 /* --- BATCH --- */
 
 /* "b-" and 14 letters or digits, unused. */
-static char *new_bid(rb_srv *srv)
+static char *new_bid(rb_sq *sq)
 {
     static const char alnum[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
     char *bid = rb_xmalloc(17);
@@ -537,9 +539,9 @@ static char *new_bid(rb_srv *srv)
         bid[0] = 'b';
         bid[1] = '-';
         for (int i = 2; i < 16; i++)
-            bid[i] = alnum[rb_rng_next(&srv->rng) % (sizeof alnum - 1)];
+            bid[i] = alnum[rb_rng_next(&sq->rng) % (sizeof alnum - 1)];
         bid[16] = '\0';
-    } while (rb_table_get(&srv->batches, bid));
+    } while (rb_table_get(&sq->batches, bid));
     return bid;
 }
 
@@ -549,66 +551,67 @@ static void no_such(rb_eng_op *op, const char *bid)
     op->applied = RB_ENG_NOT_APPLIED;
 }
 
-void rb_mem_batch(rb_srv *srv, rb_eng_op *op)
+void rb_sq_batch(rb_srv *srv, rb_eng_op *op)
 {
-    arm_sweep(srv);
+    rb_sq *sq = rb_sq_of(srv);
+    arm_sweep(sq);
     int64_t now = op->now;
     rb_batch *b = NULL;
     if (op->u.batch.verb == RB_ENG_BATCH_NEW) {
         const rb_batch_def *def = &op->u.batch.def;
-        rb_batch *p = def->parent_bid ? find_live(srv, def->parent_bid, now) : NULL;
+        rb_batch *p = def->parent_bid ? find_live(sq, def->parent_bid, now) : NULL;
         if (def->parent_bid && !p) {
             no_such(op, def->parent_bid);
-            rb_srv_reply_after_commit(srv, NULL); /* an expired parent's row goes */
-            rb_eng_complete(srv, op);
+            rb_sq_reply_after_commit(sq, NULL); /* an expired parent's row goes */
+            rb_eng_complete(sq->srv, op);
             return;
         }
-        char *bid = new_bid(srv);
+        char *bid = new_bid(sq);
         b = rb_batch_new(bid, def, rb_now_us_from(now));
-        rb_table_put(&srv->batches, b);
-        save(srv, b, false);
+        rb_table_put(&sq->batches, b);
+        save(sq, b, false);
         if (p)
-            update(srv, p, RB_BATCH_EV_CHILD_ADDED, now, 0);
+            update(sq, p, RB_BATCH_EV_CHILD_ADDED, now, 0);
         op->u.batch.out = bid;
-        rb_mem_after_commit(srv, op);
+        rb_sq_after_commit(sq, op);
         return;
     }
     if (op->u.batch.verb == RB_ENG_BATCH_LIST) {
-        list_batches(srv, op);
-        rb_eng_complete(srv, op);
+        list_batches(sq, op);
+        rb_eng_complete(sq->srv, op);
         return;
     }
-    b = find_live(srv, op->u.batch.bid, now);
+    b = find_live(sq, op->u.batch.bid, now);
     if (!b && op->u.batch.verb == RB_ENG_BATCH_VIEW) {
         op->u.batch.found = false;
-        rb_eng_complete(srv, op);
+        rb_eng_complete(sq->srv, op);
         return;
     }
     if (!b) {
         no_such(op, op->u.batch.bid);
-        rb_eng_complete(srv, op);
+        rb_eng_complete(sq->srv, op);
         return;
     }
     switch (op->u.batch.verb) {
     case RB_ENG_BATCH_OPEN:
         op->u.batch.out = rb_xstrdup(b->bid);
-        rb_eng_complete(srv, op);
+        rb_eng_complete(sq->srv, op);
         return;
     case RB_ENG_BATCH_STATUS: {
         json_t *st = rb_batch_status_json(b);
         op->u.batch.out = json_dumps(st, JSON_COMPACT);
         json_decref(st);
-        rb_eng_complete(srv, op);
+        rb_eng_complete(sq->srv, op);
         return;
     }
     case RB_ENG_BATCH_COMMIT:
-        update(srv, b, RB_BATCH_EV_COMMIT, now, 0);
-        rb_mem_after_commit(srv, op);
+        update(sq, b, RB_BATCH_EV_COMMIT, now, 0);
+        rb_sq_after_commit(sq, op);
         return;
     case RB_ENG_BATCH_VIEW:
-        view_batch(srv, b, &op->u.batch.view);
+        view_batch(sq, b, &op->u.batch.view);
         op->u.batch.found = true;
-        rb_eng_complete(srv, op);
+        rb_eng_complete(sq->srv, op);
         return;
     case RB_ENG_BATCH_NEW:
     case RB_ENG_BATCH_LIST:
@@ -626,11 +629,11 @@ static void count_open(void *e, void *arg)
         ((count *)arg)->open++;
 }
 
-json_t *rb_mem_batch_info(rb_srv *srv)
+json_t *rb_sq_batch_info(rb_sq *sq)
 {
     count n = {0};
-    rb_table_each(&srv->batches, count_open, &n);
+    rb_table_each(&sq->batches, count_open, &n);
     return json_pack("{s:I, s:I, s:I}", "open", (json_int_t)n.open, "stored",
-                     (json_int_t)srv->batches.size, "callbacks",
-                     (json_int_t)srv->batch_callbacks);
+                     (json_int_t)sq->batches.size, "callbacks",
+                     (json_int_t)sq->batch_callbacks);
 }

@@ -12,6 +12,7 @@
 
 #include <jansson.h>
 
+typedef struct rb_sq rb_sq;
 typedef struct rb_srv rb_srv;
 typedef struct rb_eng_op rb_eng_op;
 struct rb_job;
@@ -19,34 +20,34 @@ struct rb_job;
 /* The meta key prefix of a stored batch. */
 #define RB_MEM_BATCH_KEY "batch:"
 
-/* Sets up srv->batches (rb_srv_alloc); frees them and the sweep's timer. */
-void rb_mem_batches_init(rb_srv *srv);
-void rb_mem_batches_release(rb_srv *srv);
+/* Sets up sq->batches (rb_srv_alloc); frees them and the sweep's timer. */
+void rb_sq_batches_init(rb_sq *sq);
+void rb_sq_batches_release(rb_sq *sq);
 /* FLUSH: every batch forgotten (the store's clear drops their rows). */
-void rb_mem_batches_flush(rb_srv *srv);
+void rb_sq_batches_flush(rb_sq *sq);
 
 /* A stored meta key at start-up: a batch when key starts with
  * RB_MEM_BATCH_KEY (an unreadable one is logged and skipped). */
-void rb_mem_batch_load(rb_srv *srv, const char *key, const char *value);
+void rb_sq_batch_load(rb_sq *sq, const char *key, const char *value);
 
 /* PUSH: 0 when job names no batch or a live one (*bid then set, or NULL);
  * RB_ENOENT when its custom.bid is unknown or expired (nothing changed). */
-int rb_mem_batch_check_push(rb_srv *srv, const json_t *job, const char **bid);
-/* A member of bid was pushed (after rb_mem_batch_check_push said it lives). */
-void rb_mem_batch_pushed(rb_srv *srv, const char *bid, int64_t now);
+int rb_sq_batch_check_push(rb_sq *sq, const json_t *job, const char **bid);
+/* A member of bid was pushed (after rb_sq_batch_check_push said it lives). */
+void rb_sq_batch_pushed(rb_sq *sq, const char *bid, int64_t now);
 /* A job is being ACKed (before it is deleted): a member counts, a callback
  * becomes "2"; callbacks that then fire are enqueued. */
-void rb_mem_batch_acked(rb_srv *srv, const struct rb_job *j, int64_t now);
+void rb_sq_batch_acked(rb_sq *sq, const struct rb_job *j, int64_t now);
 /* A job's attempt failed (j as before the failure): first_failure when it
  * had never failed, died when the failure killed (or discarded) it. */
-void rb_mem_batch_failed(rb_srv *srv, const struct rb_job *j, bool first_failure, bool died,
+void rb_sq_batch_failed(rb_sq *sq, const struct rb_job *j, bool first_failure, bool died,
                          int64_t now);
 
 /* The backend's RB_ENG_BATCH (rb_backend_mem.batch). */
-void rb_mem_batch(rb_srv *srv, rb_eng_op *op);
+void rb_sq_batch(rb_srv *srv, rb_eng_op *op);
 
 /* INFO's "batches" object under "rebound": open (not finished) and
  * callbacks (enqueued, all time). New reference. */
-json_t *rb_mem_batch_info(rb_srv *srv);
+json_t *rb_sq_batch_info(rb_sq *sq);
 
 #endif

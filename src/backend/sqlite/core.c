@@ -1,7 +1,8 @@
 /* The single-node backend's state machine over the in-memory indexes and
  * the store: persisting rows, enqueueing, reserving for FETCH, the timer,
  * the completions that send replies once a commit is on disk, and the
- * creation of a pushed job (rb_srv_push, at the end). */
+ * creation of a pushed job (rb_sq_push, at the end). */
+#include "backend/sqlite/sq.h"
 #include "server/srv.h"
 
 #include "backend/sqlite/throttle.h"
@@ -14,18 +15,19 @@
 #include "common/buf.h"
 #include "common/timeutil.h"
 #include "common/log.h"
+#include "common/json.h"
 #include "engine/metrics.h"
 
-static int stored_state(const rb_srv *srv, const rb_job *j)
+static int stored_state(const rb_sq *sq, const rb_job *j)
 {
     if (j->state != RB_JOB_PENDING)
         return j->state;
-    if (srv->deps.nodes.size && rb_deps_pending_waits(srv, j))
+    if (sq->deps.nodes.size && rb_deps_pending_waits(sq, j))
         return RB_JOB_WAITING;
     return j->timer.at_ms > rb_now_ms() ? RB_JOB_SCHEDULED : RB_JOB_ENQUEUED;
 }
 
-void rb_srv_persist(rb_srv *srv, const rb_job *j)
+void rb_sq_persist(rb_sq *sq, const rb_job *j)
 {
     /* The stored text carries a server-made created_at (loaded back as
      * part of the text). */
@@ -33,7 +35,7 @@ void rb_srv_persist(rb_srv *srv, const rb_job *j)
     rb_job_row row = {
         .id = j->row_id,
         .jid = j->jid,
-        .state = stored_state(srv, j),
+        .state = stored_state(sq, j),
         .queue = j->queue->name,
         .priority = j->priority,
         .seq = j->timer.seq,
@@ -46,25 +48,25 @@ void rb_srv_persist(rb_srv *srv, const rb_job *j)
         .json = json ? json : j->json,
         .history = j->history,
     };
-    rb_writer_put(srv->writer, &row);
+    rb_writer_put(sq->writer, &row);
     free(json);
 }
 
-void rb_srv_forget(rb_srv *srv, rb_job *j)
+void rb_sq_forget(rb_sq *sq, rb_job *j)
 {
-    if (srv->deps.nodes.size) /* deleted without succeeding (an ACK told its children first) */
-        rb_deps_discarded(srv, j, rb_now_ms());
-    rb_mem_unique_gone(srv, j); /* its unique lock and expiry (an ACK's too) */
-    rb_mem_track_ended(srv, j, RB_TRACK_DEAD, rb_now_ms()); /* an ACK's stays success */
-    rb_mem_throttle_gone(srv, j);
-    rb_writer_del(srv->writer, j->row_id, j->jid);
-    rb_jobs_delete(&srv->jobs, j);
+    if (sq->deps.nodes.size) /* deleted without succeeding (an ACK told its children first) */
+        rb_deps_discarded(sq, j, rb_now_ms());
+    rb_sq_unique_gone(sq, j); /* its unique lock and expiry (an ACK's too) */
+    rb_sq_track_ended(sq, j, RB_TRACK_DEAD, rb_now_ms()); /* an ACK's stays success */
+    rb_sq_throttle_gone(sq, j);
+    rb_writer_del(sq->writer, j->row_id, j->jid);
+    rb_jobs_delete(&sq->jobs, j);
 }
 
-void rb_srv_persist_counters(rb_srv *srv)
+void rb_sq_persist_counters(rb_sq *sq)
 {
-    rb_writer_counter(srv->writer, "total_processed", srv->total_processed);
-    rb_writer_counter(srv->writer, "total_failures", srv->total_failures);
+    rb_writer_counter(sq->writer, "total_processed", sq->total_processed);
+    rb_writer_counter(sq->writer, "total_failures", sq->total_failures);
 }
 
 void rb_job_set_field(rb_job *j, const char *key, json_t *value)
@@ -86,10 +88,10 @@ void rb_job_set_field(rb_job *j, const char *key, json_t *value)
     }
 }
 
-void rb_srv_enqueue(rb_srv *srv, rb_job *j, int64_t at_ms, int64_t now)
+void rb_sq_enqueue(rb_sq *sq, rb_job *j, int64_t at_ms, int64_t now)
 {
     if (at_ms > now) {
-        rb_jobs_set_state(&srv->jobs, j, RB_JOB_SCHEDULED, at_ms);
+        rb_jobs_set_state(&sq->jobs, j, RB_JOB_SCHEDULED, at_ms);
         return;
     }
     /* enqueued_at is kept outside the text while the job waits */
@@ -97,43 +99,31 @@ void rb_srv_enqueue(rb_srv *srv, rb_job *j, int64_t at_ms, int64_t now)
         rb_job_set_field(j, "enqueued_at", NULL);
     if (!j->first_ms)
         j->first_ms = now;
-    rb_jobs_enqueue_us(&srv->jobs, j, rb_now_us_from(now)); /* enqueued_at's microseconds */
+    rb_jobs_enqueue_us(&sq->jobs, j, rb_now_us_from(now)); /* enqueued_at's microseconds */
 }
 
-void rb_srv_queue_known(rb_srv *srv, rb_queue *q, bool known)
+void rb_sq_queue_known(rb_sq *sq, rb_queue *q, bool known)
 {
     if (q->known == known)
         return;
     char key[256];
     snprintf(key, sizeof key, "%s%s", RB_QUEUE_META_KEY, q->name);
     q->known = known;
-    rb_writer_meta(srv->writer, key, known ? "1" : NULL);
+    rb_writer_meta(sq->writer, key, known ? "1" : NULL);
 }
 
-char *rb_srv_new_jid(rb_srv *srv)
+char *rb_sq_new_jid(rb_sq *sq)
 {
     char *s = rb_xmalloc(25);
-    uint64_t a = rb_rng_next(&srv->rng), b = rb_rng_next(&srv->rng);
+    uint64_t a = rb_rng_next(&sq->rng), b = rb_rng_next(&sq->rng);
     snprintf(s, 25, "%016llx%08llx", (unsigned long long)a, (unsigned long long)(b & 0xffffffffULL));
     return s;
-}
-
-rb_worker *rb_srv_worker(rb_srv *srv, const char *wid, bool create)
-{
-    rb_worker *w = rb_table_get(&srv->workers, wid);
-    if (w || !create)
-        return w;
-    w = rb_xcalloc(1, sizeof *w);
-    w->wid = rb_xstrdup(wid);
-    w->last_beat_ms = rb_now_ms();
-    rb_table_put(&srv->workers, w);
-    return w;
 }
 
 /* --- completions --- */
 
 typedef struct pending {
-    rb_srv *srv;
+    rb_sq *sq;
     rb_conn *c;     /* NULL: nobody to answer */
     char *bulk;     /* reply on success; NULL = +OK */
     char *fetched;  /* FETCH: the reserved jid, put back on failure */
@@ -149,9 +139,9 @@ static void pending_free(pending *p)
 static void on_commit(void *arg, int status, const rb_err *err)
 {
     pending *p = arg;
-    rb_srv *srv = p->srv;
+    rb_sq *sq = p->sq;
     if (status && p->fetched)
-        rb_srv_unreserve(srv, p->fetched);
+        rb_sq_unreserve(sq, p->fetched);
     if (status)
         rb_log(RB_LOG_ERROR, "commit failed: %s", rb_err_msg(err));
     if (p->c) {
@@ -166,14 +156,14 @@ static void on_commit(void *arg, int status, const rb_err *err)
         rb_conn_unref(c);
     }
     pending_free(p);
-    rb_eng_wake(srv, NULL, 0);
-    rb_srv_arm(srv);
+    rb_eng_wake(sq->srv, NULL, 0);
+    rb_sq_arm(sq);
 }
 
-static pending *pending_new(rb_srv *srv, rb_conn *c)
+static pending *pending_new(rb_sq *sq, rb_conn *c)
 {
     pending *p = rb_xcalloc(1, sizeof *p);
-    p->srv = srv;
+    p->sq = sq;
     p->c = c;
     if (c) {
         c->busy = true;
@@ -182,20 +172,20 @@ static pending *pending_new(rb_srv *srv, rb_conn *c)
     return p;
 }
 
-void rb_srv_reply_after_commit(rb_srv *srv, rb_conn *c)
+void rb_sq_reply_after_commit(rb_sq *sq, rb_conn *c)
 {
-    rb_writer_then(srv->writer, on_commit, pending_new(srv, c));
+    rb_writer_then(sq->writer, on_commit, pending_new(sq, c));
 }
 
-rb_job *rb_srv_reserve(rb_srv *srv, const char *wid, char **queues, int n)
+rb_job *rb_sq_reserve(rb_sq *sq, const char *wid, char **queues, int n)
 {
     for (int i = 0; i < n; i++) {
-        rb_queue *q = rb_jobs_queue(&srv->jobs, queues[i], false);
+        rb_queue *q = rb_jobs_queue(&sq->jobs, queues[i], false);
         int64_t now = rb_now_ms();
-        if (!q || q->paused || rb_mem_throttle_full(srv, q, now))
+        if (!q || q->paused || rb_sq_throttle_full(sq, q, now))
             continue; /* a throttled queue at its limit is as if empty */
         rb_job *j;
-        while ((j = rb_queue_first(q)) && rb_mem_unique_expire(srv, j, now))
+        while ((j = rb_queue_first(q)) && rb_sq_unique_expire(sq, j, now))
             ; /* an expired job is dropped, never handed out: the next one */
         if (!j)
             continue;
@@ -208,49 +198,50 @@ rb_job *rb_srv_reserve(rb_srv *srv, const char *wid, char **queues, int n)
         j->flags = (j->flags & RB_JOB_EXPIRED) ? RB_JOB_REFETCHED : 0;
         free(j->wid);
         j->wid = wid ? rb_xstrdup(wid) : NULL;
-        rb_jobs_set_state(&srv->jobs, j, RB_JOB_WORKING, now + (int64_t)j->reserve_s * 1000);
-        rb_srv_persist(srv, j);
-        rb_mem_unique_started(srv, j); /* unique_until "start" */
-        rb_mem_throttle_started(srv, j, now); /* a throttle's timeout counts from here */
+        rb_jobs_set_state(&sq->jobs, j, RB_JOB_WORKING, now + (int64_t)j->reserve_s * 1000);
+        rb_sq_persist(sq, j);
+        rb_sq_unique_started(sq, j); /* unique_until "start" */
+        rb_sq_throttle_started(sq, j, now); /* a throttle's timeout counts from here */
         return j;
     }
     return NULL;
 }
 
-void rb_srv_unreserve(rb_srv *srv, const char *jid)
+void rb_sq_unreserve(rb_sq *sq, const char *jid)
 {
-    rb_job *j = rb_jobs_find(&srv->jobs, jid);
+    rb_job *j = rb_jobs_find(&sq->jobs, jid);
     if (j && j->state == RB_JOB_WORKING) {
         j->attempts--;
         free(j->wid);
         j->wid = NULL;
-        rb_jobs_enqueue_us(&srv->jobs, j, rb_now_us());
+        rb_jobs_enqueue_us(&sq->jobs, j, rb_now_us());
     }
 }
 
 /* Reserves the first ready job of queues for c, waiting in a FETCH, and
  * replies with it after the commit. False when none is ready. */
-static bool try_fetch(rb_srv *srv, rb_conn *c, char **queues, int n)
+static bool try_fetch(rb_sq *sq, rb_conn *c, char **queues, int n)
 {
-    rb_job *j = rb_srv_reserve(srv, c->worker ? c->worker->wid : NULL, queues, n);
+    rb_job *j = rb_sq_reserve(sq, c->worker ? c->worker->wid : NULL, queues, n);
     if (!j)
         return false;
-    pending *p = pending_new(srv, c);
+    pending *p = pending_new(sq, c);
     p->bulk = rb_xstrdup(j->json);
     p->fetched = rb_xstrdup(j->jid);
-    rb_writer_then(srv->writer, on_commit, p);
+    rb_writer_then(sq->writer, on_commit, p);
     return true;
 }
 
-bool rb_srv_refetch(rb_srv *srv, rb_conn *c)
+bool rb_sq_refetch(rb_srv *srv, rb_conn *c)
 {
-    if (srv->jobs.enqueued == 0)
+    rb_sq *sq = rb_sq_of(srv);
+    if (sq->jobs.enqueued == 0)
         return false;
     char **queues = c->fetch_queues;
     int n = c->n_fetch_queues;
     c->fetch_queues = NULL;
     c->n_fetch_queues = 0;
-    if (try_fetch(srv, c, queues, n)) {
+    if (try_fetch(sq, c, queues, n)) {
         rb_conn_stop_waiting(c);
         for (int i = 0; i < n; i++)
             free(queues[i]);
@@ -263,15 +254,15 @@ bool rb_srv_refetch(rb_srv *srv, rb_conn *c)
 }
 
 /* A deadline passed. */
-static void fire(rb_srv *srv, rb_job *j, int64_t now)
+static void fire(rb_sq *sq, rb_job *j, int64_t now)
 {
     switch (j->state) {
     case RB_JOB_SCHEDULED:
     case RB_JOB_RETRIES:
-        if (rb_mem_unique_expire(srv, j, now))
+        if (rb_sq_unique_expire(sq, j, now))
             break; /* expired while it waited: dropped */
-        rb_metrics_lateness(srv->metrics, now - j->timer.at_ms);
-        rb_srv_enqueue(srv, j, now, now);
+        rb_metrics_lateness(sq->metrics, now - j->timer.at_ms);
+        rb_sq_enqueue(sq, j, now, now);
         break;
     case RB_JOB_WORKING: {
         rb_log_kv(RB_LOG_INFO, RB_LOG_KV("jid", j->jid, "queue", j->queue ? j->queue->name : NULL, "wid", j->wid),
@@ -280,17 +271,17 @@ static void fire(rb_srv *srv, rb_job *j, int64_t now)
                             .message = "the job's reservation expired before ACK or FAIL"};
         rb_err err = {0};
         j->flags |= RB_JOB_EXPIRED;
-        if (rb_srv_fail_job(srv, j, &in, now, &err))
+        if (rb_sq_fail_job(sq, j, &in, now, &err))
             rb_log_kv(RB_LOG_ERROR, RB_LOG_KV("jid", j->jid), "expiring job: %s", rb_err_msg(&err));
         break;
     }
     case RB_JOB_DEAD:
         rb_log_kv(RB_LOG_DEBUG, RB_LOG_KV("jid", j->jid, "queue", j->queue ? j->queue->name : NULL),
                   "dead job %s reached its retention", j->jid);
-        rb_srv_forget(srv, j);
+        rb_sq_forget(sq, j);
         break;
     default:
-        rb_heap_remove(&srv->jobs.timers, &j->timer);
+        rb_heap_remove(&sq->jobs.timers, &j->timer);
         break;
     }
 }
@@ -299,51 +290,51 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
-    rb_srv *srv = arg;
-    srv->armed_ms = INT64_MAX;
+    rb_sq *sq = arg;
+    sq->armed_ms = INT64_MAX;
     int64_t now = rb_now_ms();
     rb_job *j;
-    while ((j = rb_jobs_next_timer(&srv->jobs)) && j->timer.at_ms <= now)
-        fire(srv, j, now);
-    rb_deps_expire(srv, now);
-    rb_eng_wake(srv, NULL, 0);
-    rb_srv_arm(srv);
+    while ((j = rb_jobs_next_timer(&sq->jobs)) && j->timer.at_ms <= now)
+        fire(sq, j, now);
+    rb_deps_expire(sq, now);
+    rb_eng_wake(sq->srv, NULL, 0);
+    rb_sq_arm(sq);
 }
 
-void rb_srv_arm(rb_srv *srv)
+void rb_sq_arm(rb_sq *sq)
 {
-    if (!srv->timer_ev)
-        srv->timer_ev = evtimer_new(srv->base, on_timer, srv);
-    rb_job *j = rb_jobs_next_timer(&srv->jobs);
-    int64_t at = rb_deps_next_expiry(srv); /* the workflows' succeeded records */
+    if (!sq->timer_ev)
+        sq->timer_ev = evtimer_new(sq->base, on_timer, sq);
+    rb_job *j = rb_jobs_next_timer(&sq->jobs);
+    int64_t at = rb_deps_next_expiry(sq); /* the workflows' succeeded records */
     if (j && j->timer.at_ms < at)
         at = j->timer.at_ms;
     if (at == INT64_MAX) {
-        if (srv->armed_ms != INT64_MAX)
-            evtimer_del(srv->timer_ev);
-        srv->armed_ms = INT64_MAX;
+        if (sq->armed_ms != INT64_MAX)
+            evtimer_del(sq->timer_ev);
+        sq->armed_ms = INT64_MAX;
         return;
     }
-    if (at == srv->armed_ms)
+    if (at == sq->armed_ms)
         return;
     int64_t delay = at - rb_now_ms();
     if (delay < 0)
         delay = 0;
     struct timeval tv = {.tv_sec = delay / 1000, .tv_usec = (delay % 1000) * 1000};
-    evtimer_add(srv->timer_ev, &tv);
-    srv->armed_ms = at;
+    evtimer_add(sq->timer_ev, &tv);
+    sq->armed_ms = at;
 }
 
-int rb_srv_push(rb_srv *srv, json_t *job)
+int rb_sq_push(rb_sq *sq, json_t *job)
 {
-    const char *jid = rb_srv_json_str(job, "jid");
-    if (rb_jobs_find(&srv->jobs, jid))
+    const char *jid = rb_json_str(job, "jid");
+    if (rb_jobs_find(&sq->jobs, jid))
         return RB_EEXIST;
     int64_t now_us = rb_now_us(), now = now_us / 1000, at_ms = now;
-    const char *at = rb_srv_json_str(job, "at");
+    const char *at = rb_json_str(job, "at");
     if (at && *at)
         rb_time_parse_rfc3339(at, &at_ms);
-    const char *qname = rb_srv_json_str(job, "queue");
+    const char *qname = rb_json_str(job, "queue");
     if (!qname) {
         qname = "default";
         json_object_set_new(job, "queue", json_string(qname));
@@ -354,23 +345,23 @@ int rb_srv_push(rb_srv *srv, json_t *job)
     /* created_at (when the server makes it) and enqueued_at stay outside
      * the text while the job waits: see rb_job_json_out() */
     json_object_del(job, "enqueued_at");
-    const char *created = rb_srv_json_str(job, "created_at");
+    const char *created = rb_json_str(job, "created_at");
     bool made_created = !created || !*created;
     if (made_created)
         json_object_del(job, "created_at");
     char *text = json_dumps(job, JSON_COMPACT);
-    rb_queue *q = rb_jobs_queue(&srv->jobs, qname, true);
-    rb_srv_queue_known(srv, q, true);
+    rb_queue *q = rb_jobs_queue(&sq->jobs, qname, true);
+    rb_sq_queue_known(sq, q, true);
     rb_job *j = rb_job_new(jid, text, q, prio);
-    j->reserve_s = (int32_t)(rs > 0 ? rs : srv->cfg.server.reserve_for_s);
+    j->reserve_s = (int32_t)(rs > 0 ? rs : sq->cfg->server.reserve_for_s);
     j->timer.at_ms = at_ms > now ? at_ms : now;
     j->enq_frac_us = at_ms > now ? 0 : (uint64_t)(now_us % 1000); /* if enqueued at once */
     j->first_ms = at_ms > now ? 0 : now;
     j->created_us = made_created ? now_us : 0;
-    j->timer.seq = srv->jobs.next_seq++;
-    rb_jobs_add(&srv->jobs, j);
-    if (rb_deps_add_child(srv, j, job))
+    j->timer.seq = sq->jobs.next_seq++;
+    rb_jobs_add(&sq->jobs, j);
+    if (rb_deps_add_child(sq, j, job))
         j->first_ms = 0; /* its policy counts from its release */
-    rb_srv_persist(srv, j);
+    rb_sq_persist(sq, j);
     return 0;
 }

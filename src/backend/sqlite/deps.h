@@ -18,7 +18,7 @@
 #include "common/list.h"
 #include "common/table.h"
 
-typedef struct rb_srv rb_srv;
+typedef struct rb_sq rb_sq;
 
 /* A succeeded record's key in the store's meta table (value: its expiry,
  * ms); read back by rb_deps_load_meta and by the export (port.c). */
@@ -81,64 +81,64 @@ void rb_deps_init(rb_deps *d);
 void rb_deps_release(rb_deps *d);
 
 /* PUSH/PUSHB on a single node: the push's dependency check (unknown
- * parents, cycles) against srv's jobs and records. 0 or RB_EINVAL, err
+ * parents, cycles) against sq's jobs and records. 0 or RB_EINVAL, err
  * set; nothing changes either way. */
-int rb_deps_check_push(rb_srv *srv, json_t *const *jobs, size_t n, rb_err *err);
-/* After rb_srv_push made the PENDING job j from job: records its edges to
+int rb_deps_check_push(rb_sq *sq, json_t *const *jobs, size_t n, rb_err *err);
+/* After rb_sq_push made the PENDING job j from job: records its edges to
  * the parents not yet done (the push's check passed). Returns true when j
  * waits (stored WAITING), false when every parent is done already (or it
  * names none). */
-bool rb_deps_add_child(rb_srv *srv, rb_job *j, const json_t *job);
+bool rb_deps_add_child(rb_sq *sq, rb_job *j, const json_t *job);
 /* Whether the PENDING job j waits for parents (stored as WAITING). */
-bool rb_deps_pending_waits(const rb_srv *srv, const rb_job *j);
+bool rb_deps_pending_waits(const rb_sq *sq, const rb_job *j);
 /* The push of PENDING job j, which waits (rb_deps_pending_waits), is
  * committed: it becomes WAITING (or BLOCKED, or dies when a parent was
  * discarded meanwhile). */
-void rb_deps_pending_commit(rb_srv *srv, rb_job *j, int64_t now);
+void rb_deps_pending_commit(rb_sq *sq, rb_job *j, int64_t now);
 /* A PENDING child whose push commit failed (or was flushed): its node
  * goes. */
-void rb_deps_drop(rb_srv *srv, const char *jid);
+void rb_deps_drop(rb_sq *sq, const char *jid);
 
 /* Parent events. j is the parent. ACK: before it is deleted; records it
  * as succeeded, releases children whose parents are all done. Died: after
  * it moved to dead (failure, kill, or a child's own dependency death).
  * Requeued: after it left the dead set to run again. Discarded: it is
- * being deleted without success (rb_srv_forget). Each handles the
+ * being deleted without success (rb_sq_forget). Each handles the
  * children's own consequences (a dying child's children in turn), and
  * persists what changed. */
-void rb_deps_succeeded(rb_srv *srv, rb_job *j, int64_t now);
-void rb_deps_died(rb_srv *srv, rb_job *j, int64_t now);
-void rb_deps_requeued(rb_srv *srv, rb_job *j, int64_t now);
+void rb_deps_succeeded(rb_sq *sq, rb_job *j, int64_t now);
+void rb_deps_died(rb_sq *sq, rb_job *j, int64_t now);
+void rb_deps_requeued(rb_sq *sq, rb_job *j, int64_t now);
 /* MUTATE requeue of the dead job j (before it is enqueued): when it names
  * parents that hold it now (rb_dep_on_retry), it goes back to waiting or
  * blocked under them, persisted, and true is returned; false: nothing holds
  * it, the caller enqueues it. Either way the caller then tells j's own
  * children it was requeued (rb_deps_requeued). */
-bool rb_deps_retried(rb_srv *srv, rb_job *j, int64_t now);
-void rb_deps_discarded(rb_srv *srv, rb_job *j, int64_t now);
+bool rb_deps_retried(rb_sq *sq, rb_job *j, int64_t now);
+void rb_deps_discarded(rb_sq *sq, rb_job *j, int64_t now);
 
 /* For JOB: what the waiting/blocked job jid waits for (a new JSON array of
  * jids, or NULL when none) and the parent that blocks it (a new string, or
  * NULL). */
-json_t *rb_deps_waits_for(const rb_srv *srv, const char *jid);
-char *rb_deps_blocked_by(const rb_srv *srv, const char *jid);
+json_t *rb_deps_waits_for(const rb_sq *sq, const char *jid);
+char *rb_deps_blocked_by(const rb_sq *sq, const char *jid);
 /* For a workflow's graph: whether jid has a succeeded record; the jobs
  * that named jid and are still stored or recorded as succeeded; and a
  * record's parents (new arrays of new strings, *n entries; NULL when
  * none). */
-bool rb_deps_is_done(const rb_srv *srv, const char *jid);
-char **rb_deps_children(const rb_srv *srv, const char *jid, size_t *n);
-char **rb_deps_record_parents(const rb_srv *srv, const char *jid, size_t *n);
+bool rb_deps_is_done(const rb_sq *sq, const char *jid);
+char **rb_deps_children(const rb_sq *sq, const char *jid, size_t *n);
+char **rb_deps_record_parents(const rb_sq *sq, const char *jid, size_t *n);
 
 /* Start-up: a "dep_done:" meta key (the store's), and after every row is
  * loaded, the edges rebuilt from the waiting and blocked jobs' depends_on
  * and their parents' states. */
-void rb_deps_load_meta(rb_srv *srv, const char *key, const char *value);
-void rb_deps_rebuild(rb_srv *srv);
+void rb_deps_load_meta(rb_sq *sq, const char *key, const char *value);
+void rb_deps_rebuild(rb_sq *sq);
 
 /* The succeeded records' timer: drops those expired by now; the earliest
  * expiry left (INT64_MAX: none). */
-void rb_deps_expire(rb_srv *srv, int64_t now);
-int64_t rb_deps_next_expiry(const rb_srv *srv);
+void rb_deps_expire(rb_sq *sq, int64_t now);
+int64_t rb_deps_next_expiry(const rb_sq *sq);
 
 #endif

@@ -1,6 +1,7 @@
 /* A failed execution (FAIL, or an expired reservation) through the job's
  * policy: the attempt history, Faktory's `failure` hash, and the outcome:
  * retry, dead, discard, or catch (the original dead, a catch job enqueued). */
+#include "backend/sqlite/sq.h"
 #include "server/srv.h"
 
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include "policy/policy.h"
 #include "backend/sqlite/deps.h"
 #include "common/log.h"
+#include "common/json.h"
 #include "engine/metrics.h"
 
 /* Enqueues the catch job of j, whose retries are exhausted (r: the failure's
@@ -32,25 +34,25 @@ static void keep_record(rb_job *j, const json_t *job, const rb_failrec *rec)
     j->history = htext;
 }
 
-static void spawn_catch(rb_srv *srv, const rb_job *j, const json_t *job, const rb_policy *pol,
+static void spawn_catch(rb_sq *sq, const rb_job *j, const json_t *job, const rb_policy *pol,
                         const rb_failrec *r, int64_t now)
 {
-    char *jid = rb_srv_new_jid(srv);
+    char *jid = rb_sq_new_jid(sq);
     json_t *cj = rb_failrec_catch_job(r, job, j->jid, jid, j->queue->name, j->priority, pol, now);
     char *text = json_dumps(cj, JSON_COMPACT);
     json_decref(cj);
     rb_job *c = rb_job_new(jid, text, j->queue, j->priority);
-    c->reserve_s = (int32_t)srv->cfg.server.reserve_for_s;
-    rb_jobs_add(&srv->jobs, c);
-    rb_srv_enqueue(srv, c, now, now);
-    rb_srv_persist(srv, c);
+    c->reserve_s = (int32_t)sq->cfg->server.reserve_for_s;
+    rb_jobs_add(&sq->jobs, c);
+    rb_sq_enqueue(sq, c, now, now);
+    rb_sq_persist(sq, c);
     rb_log_kv(RB_LOG_INFO, RB_LOG_KV("jid", j->jid, "queue", j->queue ? j->queue->name : NULL, "catch_jid", jid),
               "job %s exhausted its retries: catch job %s (%s) enqueued", j->jid, jid,
               pol->catch_jobtype);
     free(jid);
 }
 
-int rb_srv_fail_job(rb_srv *srv, rb_job *j, const rb_fail_input *in, int64_t now, rb_err *err)
+int rb_sq_fail_job(rb_sq *sq, rb_job *j, const rb_fail_input *in, int64_t now, rb_err *err)
 {
     json_t *job = json_loads(j->json, 0, NULL);
     if (!job)
@@ -58,16 +60,16 @@ int rb_srv_fail_job(rb_srv *srv, rb_job *j, const rb_fail_input *in, int64_t now
     rb_policy pol;
     rb_err perr = {0};
     rb_decision d;
-    if (rb_fail_decide(&srv->cfg, job, in, j->attempts, j->first_ms, now, &srv->rng, &pol, &d,
+    if (rb_fail_decide(sq->cfg, job, in, j->attempts, j->first_ms, now, &sq->rng, &pol, &d,
                        &perr)) /* validated at PUSH, so only a config change gets here */
         rb_log_kv(RB_LOG_WARN, RB_LOG_KV("jid", j->jid), "job %s: %s; using the default policy",
                   j->jid, rb_err_msg(&perr));
-    srv->total_failures++;
-    rb_job_metric(srv->metrics, RB_M_FAILED, j);
-    rb_job_metric(srv->metrics, d.outcome == RB_OUTCOME_RETRY ? RB_M_RETRIED
+    sq->total_failures++;
+    rb_job_metric(sq->metrics, RB_M_FAILED, j);
+    rb_job_metric(sq->metrics, d.outcome == RB_OUTCOME_RETRY ? RB_M_RETRIED
                                  : d.outcome == RB_OUTCOME_DISCARD ? RB_M_DISCARDED : RB_M_DEAD, j);
     if (d.outcome == RB_OUTCOME_RETRY)
-        rb_metrics_retry_delay(srv->metrics, d.delay_ms);
+        rb_metrics_retry_delay(sq->metrics, d.delay_ms);
 
     rb_failrec_input fin = {.attempt = j->attempts, .history = j->history,
                             .errtype = in->errtype, .message = in->message,
@@ -76,69 +78,69 @@ int rb_srv_fail_job(rb_srv *srv, rb_job *j, const rb_fail_input *in, int64_t now
     rb_failrec rec;
     rb_failrec_build(job, &fin, &pol, &d, &rec);
 
-    rb_mem_batch_failed(srv, j, !j->history, d.outcome != RB_OUTCOME_RETRY, now);
+    rb_sq_batch_failed(sq, j, !j->history, d.outcome != RB_OUTCOME_RETRY, now);
     free(j->wid);
     j->wid = NULL;
     if (d.outcome == RB_OUTCOME_DISCARD) {
         rb_log_kv(RB_LOG_INFO, RB_LOG_KV("jid", j->jid, "queue", j->queue ? j->queue->name : NULL,
-                                         "jobtype", rb_srv_json_str(job, "jobtype")),
+                                         "jobtype", rb_json_str(job, "jobtype")),
                   "job %s discarded after a failure", j->jid);
-        rb_srv_forget(srv, j);
+        rb_sq_forget(sq, j);
     } else {
         keep_record(j, job, &rec);
         if (d.outcome == RB_OUTCOME_RETRY) {
-            rb_jobs_set_state(&srv->jobs, j, RB_JOB_RETRIES, d.retry_at_ms);
+            rb_jobs_set_state(&sq->jobs, j, RB_JOB_RETRIES, d.retry_at_ms);
         } else {
             if (d.outcome == RB_OUTCOME_CATCH && pol.catch_jobtype)
-                spawn_catch(srv, j, job, &pol, &rec, now);
+                spawn_catch(sq, j, job, &pol, &rec, now);
             else
                 rb_log_kv(RB_LOG_INFO,
                           RB_LOG_KV("jid", j->jid, "queue", j->queue ? j->queue->name : NULL,
-                                    "jobtype", rb_srv_json_str(job, "jobtype")),
-                          "job %s (%s) is dead: %s", j->jid, rb_srv_json_str(job, "jobtype"),
+                                    "jobtype", rb_json_str(job, "jobtype")),
+                          "job %s (%s) is dead: %s", j->jid, rb_json_str(job, "jobtype"),
                           rb_reason_name(d.reason));
-            rb_jobs_set_state(&srv->jobs, j, RB_JOB_DEAD,
-                              now + srv->cfg.server.dead_retention_s * 1000);
+            rb_jobs_set_state(&sq->jobs, j, RB_JOB_DEAD,
+                              now + sq->cfg->server.dead_retention_s * 1000);
         }
-        rb_srv_persist(srv, j);
+        rb_sq_persist(sq, j);
         if (j->state == RB_JOB_DEAD) {
-            rb_mem_unique_died(srv, j);
-            rb_deps_died(srv, j, now);
+            rb_sq_unique_died(sq, j);
+            rb_deps_died(sq, j, now);
         }
     }
-    rb_srv_persist_counters(srv);
+    rb_sq_persist_counters(sq);
     rb_failrec_release(&rec);
     json_decref(job);
     rb_policy_release(&pol);
     return 0;
 }
 
-void rb_srv_dep_kill(rb_srv *srv, rb_job *j, const char *parent, int64_t now)
+void rb_sq_dep_kill(rb_sq *sq, rb_job *j, const char *parent, int64_t now)
 {
-    rb_mem_batch_failed(srv, j, !j->history, true, now); /* a batch member's death */
+    rb_sq_batch_failed(sq, j, !j->history, true, now); /* a batch member's death */
     json_t *job = json_loads(j->json, 0, NULL);
     if (!job) { /* cannot happen: the text came from json_dumps */
-        rb_jobs_set_state(&srv->jobs, j, RB_JOB_DEAD,
-                          now + srv->cfg.server.dead_retention_s * 1000);
-        rb_srv_persist(srv, j);
+        rb_jobs_set_state(&sq->jobs, j, RB_JOB_DEAD,
+                          now + sq->cfg->server.dead_retention_s * 1000);
+        rb_sq_persist(sq, j);
         return;
     }
     rb_policy pol;
     rb_decision d;
     rb_failrec rec;
-    rb_fail_dependency(&srv->cfg, job, parent, j->attempts, j->history, now, &pol, &d, &rec);
+    rb_fail_dependency(sq->cfg, job, parent, j->attempts, j->history, now, &pol, &d, &rec);
     keep_record(j, job, &rec);
-    rb_job_metric(srv->metrics, RB_M_DEAD, j);
+    rb_job_metric(sq->metrics, RB_M_DEAD, j);
     if (d.outcome == RB_OUTCOME_CATCH)
-        spawn_catch(srv, j, job, &pol, &rec, now);
+        spawn_catch(sq, j, job, &pol, &rec, now);
     rb_log_kv(RB_LOG_INFO, RB_LOG_KV("jid", j->jid, "queue", j->queue ? j->queue->name : NULL, "parent", parent),
               "job %s is dead: dependency (job %s it depends on failed)", j->jid,
               parent ? parent : "?");
-    rb_jobs_set_state(&srv->jobs, j, RB_JOB_DEAD, now + srv->cfg.server.dead_retention_s * 1000);
-    rb_srv_persist(srv, j);
+    rb_jobs_set_state(&sq->jobs, j, RB_JOB_DEAD, now + sq->cfg->server.dead_retention_s * 1000);
+    rb_sq_persist(sq, j);
     rb_failrec_release(&rec);
     json_decref(job);
     rb_policy_release(&pol);
-    rb_mem_unique_died(srv, j);
-    rb_deps_died(srv, j, now);
+    rb_sq_unique_died(sq, j);
+    rb_deps_died(sq, j, now);
 }

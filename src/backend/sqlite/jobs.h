@@ -82,7 +82,7 @@ struct rb_queue {
     bool paused;
     /* INFO lists it (Faktory's known queues): a job was pushed into it or
      * it was paused, and no QUEUE REMOVE since; kept as the "queue:NAME"
-     * meta row (backend/sqlite/core.c, rb_srv_queue_known). */
+     * meta row (backend/sqlite/core.c, rb_sq_queue_known). */
     bool known;
 };
 

@@ -99,7 +99,7 @@ static int on_meta(void *arg, const char *key, const char *value)
         p->paused[p->n_paused++] = rb_xstrdup(key + 7);
     } else if (!strncmp(key, RB_DEPS_DONE_KEY, nd) && value) { /* rb_deps_load_meta's */
         rb_port_graph_add_done(&p->g, key + nd, strtoll(value, NULL, 10));
-    } else if (!strncmp(key, RB_MEM_BATCH_KEY, nb)) { /* rb_mem_batch_load's; unreadable skipped */
+    } else if (!strncmp(key, RB_MEM_BATCH_KEY, nb)) { /* rb_sq_batch_load's; unreadable skipped */
         rb_port_graph_add_batch(&p->g, value);
     }
     return 0;

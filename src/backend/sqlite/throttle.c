@@ -10,6 +10,7 @@
 #include "common/list.h"
 #include "common/timeutil.h"
 #include "engine/engine.h"
+#include "backend/sqlite/sq.h"
 #include "server/srv.h"
 
 /* A fetch's time, by jid: kept for jobs of throttled queues with a
@@ -21,7 +22,7 @@ typedef struct fetched {
     char jid[];
 } fetched;
 
-struct rb_mem_throttle {
+struct rb_sq_throttle {
     rb_table fetched;  /* fetched, by jid */
     struct event *ev;  /* wakes waiting FETCHes when a slot's timeout passes */
     int64_t armed_ms;  /* ev's time, INT64_MAX when not armed */
@@ -38,19 +39,19 @@ static void free_fetched(void *e, void *arg)
     free(e);
 }
 
-static rb_mem_throttle *state(rb_srv *srv)
+static rb_sq_throttle *state(rb_sq *sq)
 {
-    if (!srv->throttle) {
-        srv->throttle = rb_xcalloc(1, sizeof *srv->throttle);
-        rb_table_init(&srv->throttle->fetched, offsetof(fetched, hnext), fetched_jid);
-        srv->throttle->armed_ms = INT64_MAX;
+    if (!sq->throttle) {
+        sq->throttle = rb_xcalloc(1, sizeof *sq->throttle);
+        rb_table_init(&sq->throttle->fetched, offsetof(fetched, hnext), fetched_jid);
+        sq->throttle->armed_ms = INT64_MAX;
     }
-    return srv->throttle;
+    return sq->throttle;
 }
 
-void rb_mem_throttle_release(rb_srv *srv)
+void rb_sq_throttle_release(rb_sq *sq)
 {
-    rb_mem_throttle *t = srv->throttle;
+    rb_sq_throttle *t = sq->throttle;
     if (!t)
         return;
     if (t->ev)
@@ -58,12 +59,12 @@ void rb_mem_throttle_release(rb_srv *srv)
     rb_table_each(&t->fetched, free_fetched, NULL);
     rb_table_release(&t->fetched);
     free(t);
-    srv->throttle = NULL;
+    sq->throttle = NULL;
 }
 
 /* When working job j was fetched: recorded at its fetch, else (loaded at
  * start-up) its lease's start. */
-static int64_t fetch_ms(rb_mem_throttle *t, const rb_job *j)
+static int64_t fetch_ms(rb_sq_throttle *t, const rb_job *j)
 {
     fetched *f = rb_table_get(&t->fetched, j->jid);
     return f ? f->ms : rb_throttle_fetched_from_lease(j->timer.at_ms, j->reserve_s);
@@ -73,17 +74,17 @@ static void on_timeout(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
-    rb_srv *srv = arg;
-    srv->throttle->armed_ms = INT64_MAX;
-    rb_eng_wake(srv, NULL, 0); /* a slot freed by its timeout: another try */
+    rb_sq *sq = arg;
+    sq->throttle->armed_ms = INT64_MAX;
+    rb_eng_wake(sq->srv, NULL, 0); /* a slot freed by its timeout: another try */
 }
 
-static void arm(rb_srv *srv, rb_mem_throttle *t, int64_t at, int64_t now)
+static void arm(rb_sq *sq, rb_sq_throttle *t, int64_t at, int64_t now)
 {
-    if (at >= t->armed_ms || !srv->base)
+    if (at >= t->armed_ms || !sq->base)
         return;
     if (!t->ev)
-        t->ev = evtimer_new(srv->base, on_timeout, srv);
+        t->ev = evtimer_new(sq->base, on_timeout, sq);
     int64_t delay = at > now ? at - now : 0;
     struct timeval tv = {.tv_sec = delay / 1000, .tv_usec = (delay % 1000) * 1000};
     evtimer_add(t->ev, &tv);
@@ -92,15 +93,15 @@ static void arm(rb_srv *srv, rb_mem_throttle *t, int64_t at, int64_t now)
 
 /* The slots of throttle cfg on q held at now, and in *frees the earliest
  * time one frees by its timeout (INT64_MAX: none). */
-static int64_t held_slots(rb_srv *srv, const rb_throttle *cfg, const rb_queue *q, int64_t now,
+static int64_t held_slots(rb_sq *sq, const rb_throttle *cfg, const rb_queue *q, int64_t now,
                           int64_t *frees)
 {
-    rb_mem_throttle *t = state(srv);
+    rb_sq_throttle *t = state(sq);
     int64_t held = 0;
     *frees = INT64_MAX;
     /* The working jobs are the slots (a scan of the working set, which is
      * as large as the workers' concurrency, for a throttled queue only). */
-    for (rb_link *l = srv->jobs.working.head; l; l = l->next) {
+    for (rb_link *l = sq->jobs.working.head; l; l = l->next) {
         const rb_job *j = rb_container_of(l, rb_job, link);
         if (j->queue != q)
             continue;
@@ -114,43 +115,43 @@ static int64_t held_slots(rb_srv *srv, const rb_throttle *cfg, const rb_queue *q
     return held;
 }
 
-bool rb_mem_throttle_full(rb_srv *srv, const rb_queue *q, int64_t now)
+bool rb_sq_throttle_full(rb_sq *sq, const rb_queue *q, int64_t now)
 {
-    if (!srv->cfg.n_throttles)
+    if (!sq->cfg->n_throttles)
         return false;
-    const rb_throttle *cfg = rb_config_throttle(&srv->cfg, q->name);
+    const rb_throttle *cfg = rb_config_throttle(sq->cfg, q->name);
     if (!cfg)
         return false;
     int64_t frees;
-    if (held_slots(srv, cfg, q, now, &frees) < cfg->concurrency)
+    if (held_slots(sq, cfg, q, now, &frees) < cfg->concurrency)
         return false;
     if (frees != INT64_MAX)
-        arm(srv, state(srv), frees, now);
+        arm(sq, state(sq), frees, now);
     return true;
 }
 
-void rb_mem_throttle_info(rb_srv *srv, json_t *rebound, int64_t now)
+void rb_sq_throttle_info(rb_sq *sq, json_t *rebound, int64_t now)
 {
-    if (!srv->cfg.n_throttles)
+    if (!sq->cfg->n_throttles)
         return;
     json_t *o = json_object();
-    for (size_t i = 0; i < srv->cfg.n_throttles; i++) {
-        const rb_throttle *cfg = &srv->cfg.throttles[i];
-        rb_queue *q = rb_jobs_queue(&srv->jobs, cfg->queue, false);
-        int64_t frees, held = q ? held_slots(srv, cfg, q, now, &frees) : 0;
+    for (size_t i = 0; i < sq->cfg->n_throttles; i++) {
+        const rb_throttle *cfg = &sq->cfg->throttles[i];
+        rb_queue *q = rb_jobs_queue(&sq->jobs, cfg->queue, false);
+        int64_t frees, held = q ? held_slots(sq, cfg, q, now, &frees) : 0;
         rb_throttle_info_set(o, cfg, held);
     }
     json_object_set_new(rebound, "throttles", o);
 }
 
-void rb_mem_throttle_started(rb_srv *srv, const rb_job *j, int64_t now)
+void rb_sq_throttle_started(rb_sq *sq, const rb_job *j, int64_t now)
 {
-    if (!srv->cfg.n_throttles)
+    if (!sq->cfg->n_throttles)
         return;
-    const rb_throttle *cfg = rb_config_throttle(&srv->cfg, j->queue->name);
+    const rb_throttle *cfg = rb_config_throttle(sq->cfg, j->queue->name);
     if (!cfg || !cfg->timeout_s)
         return;
-    rb_mem_throttle *t = state(srv);
+    rb_sq_throttle *t = state(sq);
     fetched *f = rb_table_get(&t->fetched, j->jid);
     if (!f) {
         size_t n = strlen(j->jid) + 1;
@@ -162,9 +163,9 @@ void rb_mem_throttle_started(rb_srv *srv, const rb_job *j, int64_t now)
     f->ms = now;
 }
 
-void rb_mem_throttle_gone(rb_srv *srv, const rb_job *j)
+void rb_sq_throttle_gone(rb_sq *sq, const rb_job *j)
 {
-    rb_mem_throttle *t = srv->throttle;
+    rb_sq_throttle *t = sq->throttle;
     fetched *f = t ? rb_table_get(&t->fetched, j->jid) : NULL;
     if (f) {
         rb_table_del(&t->fetched, f);

@@ -13,24 +13,24 @@
 
 #include <jansson.h>
 
-typedef struct rb_srv rb_srv;
+typedef struct rb_sq rb_sq;
 struct rb_job;
 struct rb_queue;
 
-/* Frees srv->throttle (rb_srv_free); it is made on first use. */
-void rb_mem_throttle_release(rb_srv *srv);
+/* Frees sq->throttle (rb_srv_free); it is made on first use. */
+void rb_sq_throttle_release(rb_sq *sq);
 
 /* Whether q is throttled and at its limit at now: a FETCH then treats it
  * as empty. When it is, and a held slot frees by its timeout, the timer is
  * armed for then. */
-bool rb_mem_throttle_full(rb_srv *srv, const struct rb_queue *q, int64_t now);
+bool rb_sq_throttle_full(rb_sq *sq, const struct rb_queue *q, int64_t now);
 /* j of a throttled queue was fetched at now (its slot's start). */
-void rb_mem_throttle_started(rb_srv *srv, const struct rb_job *j, int64_t now);
+void rb_sq_throttle_started(rb_sq *sq, const struct rb_job *j, int64_t now);
 /* INFO's "throttles" under "rebound" (set into rebound when any is
  * configured): {QUEUE: {"concurrency", "timeout", "in_use"}}, in_use the
  * slots held at now. */
-void rb_mem_throttle_info(rb_srv *srv, json_t *rebound, int64_t now);
-/* j leaves the server (rb_srv_forget): its fetch time forgotten. */
-void rb_mem_throttle_gone(rb_srv *srv, const struct rb_job *j);
+void rb_sq_throttle_info(rb_sq *sq, json_t *rebound, int64_t now);
+/* j leaves the server (rb_sq_forget): its fetch time forgotten. */
+void rb_sq_throttle_gone(rb_sq *sq, const struct rb_job *j);
 
 #endif

@@ -12,6 +12,7 @@
 #include "common/timeutil.h"
 #include "engine/engine.h"
 #include "common/log.h"
+#include "backend/sqlite/sq.h"
 #include "server/srv.h"
 
 /* One record. Invariant: in the table; in the ended list iff ended_ms > 0
@@ -29,7 +30,7 @@ typedef struct rec {
     char jid[];
 } rec;
 
-struct rb_mem_track {
+struct rb_sq_track {
     rb_table by_jid; /* rec */
     rb_list ended;   /* rec by elink, oldest end first */
 };
@@ -47,29 +48,29 @@ static void free_rec(void *e, void *arg)
     free(r);
 }
 
-void rb_mem_track_init(rb_srv *srv)
+void rb_sq_track_init(rb_sq *sq)
 {
-    srv->track = rb_xcalloc(1, sizeof *srv->track);
-    rb_table_init(&srv->track->by_jid, offsetof(rec, hnext), rec_jid);
+    sq->track = rb_xcalloc(1, sizeof *sq->track);
+    rb_table_init(&sq->track->by_jid, offsetof(rec, hnext), rec_jid);
 }
 
-void rb_mem_track_release(rb_srv *srv)
+void rb_sq_track_release(rb_sq *sq)
 {
-    if (!srv->track)
+    if (!sq->track)
         return;
-    rb_table_each(&srv->track->by_jid, free_rec, NULL);
-    rb_table_release(&srv->track->by_jid);
-    free(srv->track);
-    srv->track = NULL;
+    rb_table_each(&sq->track->by_jid, free_rec, NULL);
+    rb_table_release(&sq->track->by_jid);
+    free(sq->track);
+    sq->track = NULL;
 }
 
-void rb_mem_track_flush(rb_srv *srv)
+void rb_sq_track_flush(rb_sq *sq)
 {
-    rb_mem_track_release(srv);
-    rb_mem_track_init(srv);
+    rb_sq_track_release(sq);
+    rb_sq_track_init(sq);
 }
 
-static rec *rec_new(rb_mem_track *t, const char *jid)
+static rec *rec_new(rb_sq_track *t, const char *jid)
 {
     size_t n = strlen(jid) + 1;
     rec *r = rb_xcalloc(1, sizeof *r + n);
@@ -80,12 +81,12 @@ static rec *rec_new(rb_mem_track *t, const char *jid)
 }
 
 /* Writes r's meta row, or deletes it (gone). */
-static void save(rb_srv *srv, const rec *r, bool gone)
+static void save(rb_sq *sq, const rec *r, bool gone)
 {
     rb_buf key = RB_BUF_INIT;
     rb_buf_printf(&key, RB_MEM_TRACK_KEY "%s", r->jid);
     if (gone) {
-        rb_writer_meta(srv->writer, rb_buf_str(&key), NULL);
+        rb_writer_meta(sq->writer, rb_buf_str(&key), NULL);
     } else {
         json_t *o = json_pack("{s:I, s:I, s:I, s:i, s:I}", "p", (json_int_t)r->percent, "u",
                               (json_int_t)r->updated_ms, "e", (json_int_t)r->ended_ms, "s",
@@ -93,7 +94,7 @@ static void save(rb_srv *srv, const rec *r, bool gone)
         if (r->desc)
             json_object_set_new(o, "d", json_string(r->desc));
         char *v = json_dumps(o, JSON_COMPACT);
-        rb_writer_meta(srv->writer, rb_buf_str(&key), v);
+        rb_writer_meta(sq->writer, rb_buf_str(&key), v);
         free(v);
         json_decref(o);
     }
@@ -101,43 +102,43 @@ static void save(rb_srv *srv, const rec *r, bool gone)
 }
 
 /* Takes r out and frees it; its row deleted when save_it. */
-static void drop(rb_srv *srv, rec *r, bool save_it)
+static void drop(rb_sq *sq, rec *r, bool save_it)
 {
-    rb_mem_track *t = srv->track;
+    rb_sq_track *t = sq->track;
     if (r->ended_ms)
         rb_list_remove(&t->ended, &r->elink);
     rb_table_del(&t->by_jid, r);
     if (save_it)
-        save(srv, r, true);
+        save(sq, r, true);
     free_rec(r, NULL);
 }
 
 /* Ended records past their retention dropped, oldest first. */
-static void sweep(rb_srv *srv, int64_t now)
+static void sweep(rb_sq *sq, int64_t now)
 {
-    rb_mem_track *t = srv->track;
+    rb_sq_track *t = sq->track;
     while (t->ended.head) {
         rec *r = rb_container_of(t->ended.head, rec, elink);
         if (r->ended_ms + RB_TRACK_RETENTION_MS > now)
             break;
-        drop(srv, r, true);
+        drop(sq, r, true);
     }
 }
 
 /* --- start-up --- */
 
-void rb_mem_track_load(rb_srv *srv, const char *key, const char *value)
+void rb_sq_track_load(rb_sq *sq, const char *key, const char *value)
 {
     size_t n = strlen(RB_MEM_TRACK_KEY);
     if (strncmp(key, RB_MEM_TRACK_KEY, n) != 0 || !key[n])
         return;
     json_t *o = value ? json_loads(value, 0, NULL) : NULL;
-    if (!json_is_object(o) || rb_table_get(&srv->track->by_jid, key + n)) {
+    if (!json_is_object(o) || rb_table_get(&sq->track->by_jid, key + n)) {
         rb_log(RB_LOG_WARN, "skipping unreadable stored progress record '%s'", key);
         json_decref(o);
         return;
     }
-    rec *r = rec_new(srv->track, key + n);
+    rec *r = rec_new(sq->track, key + n);
     r->percent = (int)json_integer_value(json_object_get(o, "p"));
     r->updated_ms = json_integer_value(json_object_get(o, "u"));
     r->ended_ms = json_integer_value(json_object_get(o, "e"));
@@ -149,7 +150,7 @@ void rb_mem_track_load(rb_srv *srv, const char *key, const char *value)
 }
 
 typedef struct rebuild {
-    rb_srv *srv;
+    rb_sq *sq;
     rec **v;
     size_t n, cap;
 } rebuild;
@@ -170,28 +171,28 @@ static int by_end(const void *a, const void *b)
     return (x->ended_ms > y->ended_ms) - (x->ended_ms < y->ended_ms);
 }
 
-void rb_mem_track_rebuild(rb_srv *srv)
+void rb_sq_track_rebuild(rb_sq *sq)
 {
-    rebuild b = {srv, NULL, 0, 0};
-    rb_table_each(&srv->track->by_jid, collect, &b);
+    rebuild b = {sq, NULL, 0, 0};
+    rb_table_each(&sq->track->by_jid, collect, &b);
     if (b.n)
         qsort(b.v, b.n, sizeof *b.v, by_end);
     for (size_t i = 0; i < b.n; i++) {
         rec *r = b.v[i];
         if (r->ended_ms)
-            rb_list_append(&srv->track->ended, &r->elink);
-        else if (!rb_jobs_find(&srv->jobs, r->jid)) /* cannot happen: defensive */
-            drop(srv, r, true);
+            rb_list_append(&sq->track->ended, &r->elink);
+        else if (!rb_jobs_find(&sq->jobs, r->jid)) /* cannot happen: defensive */
+            drop(sq, r, true);
     }
     free(b.v);
-    sweep(srv, rb_now_ms());
+    sweep(sq, rb_now_ms());
 }
 
 /* --- a job's end --- */
 
-void rb_mem_track_ended(rb_srv *srv, const rb_job *j, rb_track_state s, int64_t now)
+void rb_sq_track_ended(rb_sq *sq, const rb_job *j, rb_track_state s, int64_t now)
 {
-    rb_mem_track *t = srv->track;
+    rb_sq_track *t = sq->track;
     rec *r = rb_table_get(&t->by_jid, j->jid);
     /* Only a job that reported progress is remembered: faktory-rs tracks
      * every job, and a record per ended job would cost a row and memory
@@ -204,8 +205,8 @@ void rb_mem_track_ended(rb_srv *srv, const rb_job *j, rb_track_state s, int64_t 
     r->row_id = j->row_id;
     r->state = s;
     rb_list_append(&t->ended, &r->elink);
-    save(srv, r, false);
-    sweep(srv, now);
+    save(sq, r, false);
+    sweep(sq, now);
 }
 
 /* --- TRACK SET and GET --- */
@@ -238,27 +239,27 @@ static rb_track_seen seen_of(const rb_job *j, const rec *r)
     return v;
 }
 
-static void track_get(rb_srv *srv, rb_eng_op *op)
+static void track_get(rb_sq *sq, rb_eng_op *op)
 {
     const char *jid = op->u.track.jid;
-    rec *r = rb_table_get(&srv->track->by_jid, jid);
-    rb_track_seen v = seen_of(rb_jobs_find(&srv->jobs, jid), r);
+    rec *r = rb_table_get(&sq->track->by_jid, jid);
+    rb_track_seen v = seen_of(rb_jobs_find(&sq->jobs, jid), r);
     /* a read sweeps nothing: a later end or SET will */
     op->u.track.reply = rb_track_get(jid, &v, op->now);
-    rb_eng_complete(srv, op);
+    rb_eng_complete(sq->srv, op);
 }
 
-static void track_set(rb_srv *srv, rb_eng_op *op)
+static void track_set(rb_sq *sq, rb_eng_op *op)
 {
     const rb_track_set *in = &op->u.track.set;
-    rb_mem_track *t = srv->track;
-    rb_job *j = rb_jobs_find(&srv->jobs, in->jid);
+    rb_sq_track *t = sq->track;
+    rb_job *j = rb_jobs_find(&sq->jobs, in->jid);
     bool live = j && j->state != RB_JOB_PENDING;
-    sweep(srv, op->now);
+    sweep(sq, op->now);
     rec *r = rb_table_get(&t->by_jid, in->jid); /* after the sweep, which may drop it */
     rb_track_seen v = seen_of(j, r);
     if (!rb_track_set_stores(&v, op->now)) {
-        rb_eng_complete(srv, op); /* untracked or unknown: +OK, nothing kept */
+        rb_eng_complete(sq->srv, op); /* untracked or unknown: +OK, nothing kept */
         return;
     }
     if (!r)
@@ -274,22 +275,23 @@ static void track_set(rb_srv *srv, rb_eng_op *op)
         r->desc = rb_xstrdup(in->desc);
     }
     r->updated_ms = op->now;
-    save(srv, r, false);
+    save(sq, r, false);
     if (live && in->reserve_until && j->state == RB_JOB_WORKING) {
         int64_t end = rb_track_lease_end(op->now, j->timer.at_ms, in->reserve_until);
         if (end > j->timer.at_ms) {
-            rb_jobs_set_state(&srv->jobs, j, RB_JOB_WORKING, end);
-            rb_srv_persist(srv, j);
+            rb_jobs_set_state(&sq->jobs, j, RB_JOB_WORKING, end);
+            rb_sq_persist(sq, j);
         }
     }
-    sweep(srv, op->now);
-    rb_mem_after_commit(srv, op);
+    sweep(sq, op->now);
+    rb_sq_after_commit(sq, op);
 }
 
-void rb_mem_track_op(rb_srv *srv, rb_eng_op *op)
+void rb_sq_track_op(rb_srv *srv, rb_eng_op *op)
 {
+    rb_sq *sq = rb_sq_of(srv);
     if (op->u.track.get)
-        track_get(srv, op);
+        track_get(sq, op);
     else
-        track_set(srv, op);
+        track_set(sq, op);
 }

@@ -15,6 +15,7 @@
 
 #include "engine/track.h"
 
+typedef struct rb_sq rb_sq;
 typedef struct rb_srv rb_srv;
 typedef struct rb_eng_op rb_eng_op;
 struct rb_job;
@@ -22,27 +23,27 @@ struct rb_job;
 /* The meta key prefix of a stored record. */
 #define RB_MEM_TRACK_KEY "track:"
 
-/* Sets up srv->track (rb_srv_alloc); frees it (rb_srv_free). */
-void rb_mem_track_init(rb_srv *srv);
-void rb_mem_track_release(rb_srv *srv);
+/* Sets up sq->track (rb_srv_alloc); frees it (rb_srv_free). */
+void rb_sq_track_init(rb_sq *sq);
+void rb_sq_track_release(rb_sq *sq);
 /* FLUSH: every record forgotten (the store's clear drops their rows). */
-void rb_mem_track_flush(rb_srv *srv);
+void rb_sq_track_flush(rb_sq *sq);
 
 /* Start-up: a stored meta key (a record when it starts with
  * RB_MEM_TRACK_KEY); once every job is loaded, records of live jobs that
  * are gone and ended records past their retention dropped. */
-void rb_mem_track_load(rb_srv *srv, const char *key, const char *value);
-void rb_mem_track_rebuild(rb_srv *srv);
+void rb_sq_track_load(rb_sq *sq, const char *key, const char *value);
+void rb_sq_track_rebuild(rb_sq *sq);
 
 /* j leaves the server: ACKed (RB_TRACK_SUCCESS, called before
- * rb_srv_forget) or deleted otherwise (RB_TRACK_DEAD, from rb_srv_forget,
+ * rb_sq_forget) or deleted otherwise (RB_TRACK_DEAD, from rb_sq_forget,
  * which keeps an ACK's success). When j has a record (a TRACK SET) it is
  * kept with that state for RB_TRACK_RETENTION_MS, written in the same
  * commit; nothing else is done, so an ACK of any other job costs one
  * lookup. */
-void rb_mem_track_ended(rb_srv *srv, const struct rb_job *j, rb_track_state s, int64_t now);
+void rb_sq_track_ended(rb_sq *sq, const struct rb_job *j, rb_track_state s, int64_t now);
 
 /* RB_ENG_TRACK (rb_backend_mem.track). */
-void rb_mem_track_op(rb_srv *srv, rb_eng_op *op);
+void rb_sq_track_op(rb_srv *srv, rb_eng_op *op);
 
 #endif

@@ -14,6 +14,7 @@
 #include "engine/unique.h"
 #include "common/log.h"
 #include "engine/metrics.h"
+#include "backend/sqlite/sq.h"
 #include "server/srv.h"
 
 /* One lock. Invariant: in both tables, or in neither (freed); while it is
@@ -32,7 +33,7 @@ typedef struct expiry {
     char jid[];
 } expiry;
 
-struct rb_mem_unique {
+struct rb_sq_unique {
     rb_table by_key, by_jid; /* lock */
     rb_table expiring;       /* expiry, by jid */
     int64_t expired;         /* jobs dropped expired, all time (counter "total_expired") */
@@ -54,7 +55,7 @@ static const char *expiry_jid(const void *e)
     return ((const expiry *)e)->jid;
 }
 
-static void tables_init(rb_mem_unique *u)
+static void tables_init(rb_sq_unique *u)
 {
     rb_table_init(&u->by_key, offsetof(lock, knext), lock_key);
     rb_table_init(&u->by_jid, offsetof(lock, jnext), lock_jid);
@@ -75,7 +76,7 @@ static void free_expiry(void *e, void *arg)
     free(e);
 }
 
-static void tables_release(rb_mem_unique *u)
+static void tables_release(rb_sq_unique *u)
 {
     rb_table_each(&u->by_key, free_lock, NULL);
     rb_table_each(&u->expiring, free_expiry, NULL);
@@ -84,55 +85,55 @@ static void tables_release(rb_mem_unique *u)
     rb_table_release(&u->expiring);
 }
 
-void rb_mem_unique_init(rb_srv *srv)
+void rb_sq_unique_init(rb_sq *sq)
 {
-    srv->unique = rb_xcalloc(1, sizeof *srv->unique);
-    tables_init(srv->unique);
+    sq->unique = rb_xcalloc(1, sizeof *sq->unique);
+    tables_init(sq->unique);
 }
 
-void rb_mem_unique_release(rb_srv *srv)
+void rb_sq_unique_release(rb_sq *sq)
 {
-    if (!srv->unique)
+    if (!sq->unique)
         return;
-    tables_release(srv->unique);
-    free(srv->unique);
-    srv->unique = NULL;
+    tables_release(sq->unique);
+    free(sq->unique);
+    sq->unique = NULL;
 }
 
-void rb_mem_unique_flush(rb_srv *srv)
+void rb_sq_unique_flush(rb_sq *sq)
 {
-    rb_mem_unique *u = srv->unique;
+    rb_sq_unique *u = sq->unique;
     tables_release(u);
     tables_init(u);
     u->expired = 0;
 }
 
 /* Writes l's meta row, or deletes it (gone). */
-static void save(rb_srv *srv, const lock *l, bool gone)
+static void save(rb_sq *sq, const lock *l, bool gone)
 {
     char key[sizeof RB_MEM_UNIQUE_KEY + RB_UNIQUE_KEY_LEN];
     snprintf(key, sizeof key, RB_MEM_UNIQUE_KEY "%s", l->key);
     if (gone) {
-        rb_writer_meta(srv->writer, key, NULL);
+        rb_writer_meta(sq->writer, key, NULL);
         return;
     }
     rb_buf v = RB_BUF_INIT;
     rb_buf_printf(&v, "%lld %c %s", (long long)l->until_ms, l->start ? 's' : 'u', l->jid);
-    rb_writer_meta(srv->writer, key, rb_buf_str(&v));
+    rb_writer_meta(sq->writer, key, rb_buf_str(&v));
     rb_buf_release(&v);
 }
 
 /* Takes l out of the tables and frees it; its row deleted when save. */
-static void drop(rb_srv *srv, lock *l, bool save_it)
+static void drop(rb_sq *sq, lock *l, bool save_it)
 {
-    rb_table_del(&srv->unique->by_key, l);
-    rb_table_del(&srv->unique->by_jid, l);
+    rb_table_del(&sq->unique->by_key, l);
+    rb_table_del(&sq->unique->by_jid, l);
     if (save_it)
-        save(srv, l, true);
+        save(sq, l, true);
     free_lock(l, NULL);
 }
 
-static void add(rb_mem_unique *u, lock *l)
+static void add(rb_sq_unique *u, lock *l)
 {
     rb_table_put(&u->by_key, l);
     rb_table_put(&u->by_jid, l);
@@ -140,7 +141,7 @@ static void add(rb_mem_unique *u, lock *l)
 
 /* --- start-up --- */
 
-void rb_mem_unique_load(rb_srv *srv, const char *key, const char *value)
+void rb_sq_unique_load(rb_sq *sq, const char *key, const char *value)
 {
     size_t n = strlen(RB_MEM_UNIQUE_KEY);
     if (strncmp(key, RB_MEM_UNIQUE_KEY, n) != 0)
@@ -153,7 +154,7 @@ void rb_mem_unique_load(rb_srv *srv, const char *key, const char *value)
         rb_log(RB_LOG_WARN, "skipping unreadable stored unique lock '%s'", key);
         return;
     }
-    rb_mem_unique *u = srv->unique;
+    rb_sq_unique *u = sq->unique;
     if (rb_table_get(&u->by_key, key + n) || rb_table_get(&u->by_jid, value + used))
         return;
     lock *l = rb_xcalloc(1, sizeof *l);
@@ -164,13 +165,13 @@ void rb_mem_unique_load(rb_srv *srv, const char *key, const char *value)
     add(u, l);
 }
 
-void rb_mem_unique_load_counter(rb_srv *srv, const char *name, int64_t value)
+void rb_sq_unique_load_counter(rb_sq *sq, const char *name, int64_t value)
 {
     if (!strcmp(name, "total_expired"))
-        srv->unique->expired = value;
+        sq->unique->expired = value;
 }
 
-static void add_expiry(rb_mem_unique *u, const char *jid, int64_t ms)
+static void add_expiry(rb_sq_unique *u, const char *jid, int64_t ms)
 {
     size_t n = strlen(jid) + 1;
     expiry *e = rb_xmalloc(sizeof *e + n);
@@ -186,7 +187,7 @@ static void add_expiry(rb_mem_unique *u, const char *jid, int64_t ms)
 }
 
 typedef struct rebuild {
-    rb_srv *srv;
+    rb_sq *sq;
     lock **stale;
     size_t n;
 } rebuild;
@@ -197,7 +198,7 @@ static void check_lock(void *e, void *arg)
 {
     lock *l = e;
     rebuild *r = arg;
-    rb_job *j = rb_jobs_find(&r->srv->jobs, l->jid);
+    rb_job *j = rb_jobs_find(&r->sq->jobs, l->jid);
     if (!j || j->state == RB_JOB_DEAD || (l->start && j->attempts > 0))
         r->stale[r->n++] = l;
 }
@@ -213,18 +214,18 @@ static void check_job(void *e, void *arg)
     int64_t ms = rb_expiry_of(job);
     json_decref(job);
     if (ms)
-        add_expiry(r->srv->unique, j->jid, ms);
+        add_expiry(r->sq->unique, j->jid, ms);
 }
 
-void rb_mem_unique_rebuild(rb_srv *srv)
+void rb_sq_unique_rebuild(rb_sq *sq)
 {
-    rb_mem_unique *u = srv->unique;
-    rebuild r = {srv, rb_xcalloc(u->by_key.size + 1, sizeof *r.stale), 0};
+    rb_sq_unique *u = sq->unique;
+    rebuild r = {sq, rb_xcalloc(u->by_key.size + 1, sizeof *r.stale), 0};
     rb_table_each(&u->by_key, check_lock, &r);
     for (size_t i = 0; i < r.n; i++)
-        drop(srv, r.stale[i], false); /* its row: overwritten or dropped at the next load */
+        drop(sq, r.stale[i], false); /* its row: overwritten or dropped at the next load */
     free(r.stale);
-    rb_table_each(&srv->jobs.by_jid, check_job, &r);
+    rb_table_each(&sq->jobs.by_jid, check_job, &r);
     if (u->by_key.size || u->expiring.size)
         rb_log(RB_LOG_INFO, "recovered %zu unique locks and %zu expiring jobs", u->by_key.size,
                u->expiring.size);
@@ -232,23 +233,23 @@ void rb_mem_unique_rebuild(rb_srv *srv)
 
 /* --- PUSH --- */
 
-int rb_mem_unique_check(rb_srv *srv, const json_t *job, int64_t now)
+int rb_sq_unique_check(rb_sq *sq, const json_t *job, int64_t now)
 {
     rb_unique_spec s;
     if (!rb_unique_or_expiring(job) || rb_unique_parse(job, &s, NULL) || !s.on)
         return 0;
     char key[RB_UNIQUE_KEY_LEN];
-    lock *l = rb_table_get(&srv->unique->by_key, rb_unique_key(job, key));
+    lock *l = rb_table_get(&sq->unique->by_key, rb_unique_key(job, key));
     if (!l || l->until_ms <= now)
         return 0;
-    srv->unique->rejected++;
+    sq->unique->rejected++;
     const char *jid = json_string_value(json_object_get(job, "jid"));
     rb_log_kv(RB_LOG_INFO, RB_LOG_KV("jid", jid, "holder", l->jid),
               "JID %s: " RB_NOTUNIQUE_CODE " " RB_NOTUNIQUE_MSG " (held by %s)", jid, l->jid);
     return RB_ENOTUNIQUE;
 }
 
-int rb_mem_unique_check_push(rb_srv *srv, json_t *const *jobs, size_t n, int64_t now,
+int rb_sq_unique_check_push(rb_sq *sq, json_t *const *jobs, size_t n, int64_t now,
                              rb_err *err)
 {
     if (n < 2)
@@ -265,7 +266,7 @@ int rb_mem_unique_check_push(rb_srv *srv, json_t *const *jobs, size_t n, int64_t
         if (!rb_unique_or_expiring(jobs[i]) || rb_unique_parse(jobs[i], &s, NULL) || !s.on)
             continue;
         rb_unique_key(jobs[i], keys[i]);
-        lock *l = rb_table_get(&srv->unique->by_key, keys[i]);
+        lock *l = rb_table_get(&sq->unique->by_key, keys[i]);
         bool held = l && l->until_ms > now;
         for (size_t k = 0; k < i && !held; k++)
             held = !strcmp(keys[k], keys[i]);
@@ -279,11 +280,11 @@ int rb_mem_unique_check_push(rb_srv *srv, json_t *const *jobs, size_t n, int64_t
     return rc;
 }
 
-void rb_mem_unique_pushed(rb_srv *srv, const rb_job *j, const json_t *job, int64_t now)
+void rb_sq_unique_pushed(rb_sq *sq, const rb_job *j, const json_t *job, int64_t now)
 {
     if (!rb_unique_or_expiring(job))
         return;
-    rb_mem_unique *u = srv->unique;
+    rb_sq_unique *u = sq->unique;
     int64_t exp = rb_expiry_of(job);
     if (exp)
         add_expiry(u, j->jid, exp);
@@ -293,8 +294,8 @@ void rb_mem_unique_pushed(rb_srv *srv, const rb_job *j, const json_t *job, int64
     char key[RB_UNIQUE_KEY_LEN];
     rb_unique_key(job, key);
     lock *old = rb_table_get(&u->by_key, key);
-    if (old) /* ran out (rb_mem_unique_check): the new holder takes it */
-        drop(srv, old, false);
+    if (old) /* ran out (rb_sq_unique_check): the new holder takes it */
+        drop(sq, old, false);
     int64_t at_ms = now;
     const char *at = json_string_value(json_object_get(job, "at"));
     if (at && *at)
@@ -305,25 +306,25 @@ void rb_mem_unique_pushed(rb_srv *srv, const rb_job *j, const json_t *job, int64
     l->until_ms = rb_unique_until_ms(&s, now, at_ms);
     l->start = s.until_start;
     add(u, l);
-    save(srv, l, false);
+    save(sq, l, false);
 }
 
 /* --- release --- */
 
-static void unlock(rb_srv *srv, const rb_job *j, bool only_start)
+static void unlock(rb_sq *sq, const rb_job *j, bool only_start)
 {
-    rb_mem_unique *u = srv->unique;
+    rb_sq_unique *u = sq->unique;
     if (!u->by_jid.size)
         return;
     lock *l = rb_table_get(&u->by_jid, j->jid);
     if (l && (!only_start || l->start))
-        drop(srv, l, true);
+        drop(sq, l, true);
 }
 
-void rb_mem_unique_gone(rb_srv *srv, const rb_job *j)
+void rb_sq_unique_gone(rb_sq *sq, const rb_job *j)
 {
-    unlock(srv, j, false);
-    rb_mem_unique *u = srv->unique;
+    unlock(sq, j, false);
+    rb_sq_unique *u = sq->unique;
     if (!u->expiring.size)
         return;
     expiry *e = rb_table_get(&u->expiring, j->jid);
@@ -333,21 +334,21 @@ void rb_mem_unique_gone(rb_srv *srv, const rb_job *j)
     }
 }
 
-void rb_mem_unique_died(rb_srv *srv, const rb_job *j)
+void rb_sq_unique_died(rb_sq *sq, const rb_job *j)
 {
-    unlock(srv, j, false);
+    unlock(sq, j, false);
 }
 
-void rb_mem_unique_started(rb_srv *srv, const rb_job *j)
+void rb_sq_unique_started(rb_sq *sq, const rb_job *j)
 {
-    unlock(srv, j, true);
+    unlock(sq, j, true);
 }
 
 /* --- expiry --- */
 
-bool rb_mem_unique_expire(rb_srv *srv, rb_job *j, int64_t now)
+bool rb_sq_unique_expire(rb_sq *sq, rb_job *j, int64_t now)
 {
-    rb_mem_unique *u = srv->unique;
+    rb_sq_unique *u = sq->unique;
     if (!u->expiring.size)
         return false;
     expiry *e = rb_table_get(&u->expiring, j->jid);
@@ -356,22 +357,22 @@ bool rb_mem_unique_expire(rb_srv *srv, rb_job *j, int64_t now)
     rb_log_kv(RB_LOG_INFO, RB_LOG_KV("jid", j->jid, "queue", j->queue ? j->queue->name : NULL), "JID %s: Halt: job expired",
               j->jid);
     u->expired++;
-    rb_writer_counter(srv->writer, "total_expired", u->expired);
-    rb_job_metric(srv->metrics, RB_M_EXPIRED, j);
-    rb_mem_batch_failed(srv, j, !j->history, true, now); /* a member's final failure */
-    rb_srv_forget(srv, j); /* children told (discarded parent), lock and expiry gone */
+    rb_writer_counter(sq->writer, "total_expired", u->expired);
+    rb_job_metric(sq->metrics, RB_M_EXPIRED, j);
+    rb_sq_batch_failed(sq, j, !j->history, true, now); /* a member's final failure */
+    rb_sq_forget(sq, j); /* children told (discarded parent), lock and expiry gone */
     return true;
 }
 
-int64_t rb_mem_unique_lock_until(const rb_srv *srv, const char *jid)
+int64_t rb_sq_unique_lock_until(const rb_sq *sq, const char *jid)
 {
-    const lock *l = srv->unique ? rb_table_get(&srv->unique->by_jid, jid) : NULL;
+    const lock *l = sq->unique ? rb_table_get(&sq->unique->by_jid, jid) : NULL;
     return l ? l->until_ms : 0;
 }
 
-void rb_mem_unique_info(rb_srv *srv, json_t *rebound)
+void rb_sq_unique_info(rb_sq *sq, json_t *rebound)
 {
-    rb_mem_unique *u = srv->unique;
+    rb_sq_unique *u = sq->unique;
     json_object_set_new(rebound, "expired", json_integer(u->expired));
     json_object_set_new(rebound, "unique",
                         json_pack("{s:I, s:I}", "locks", (json_int_t)u->by_key.size, "rejected",

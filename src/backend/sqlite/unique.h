@@ -16,30 +16,30 @@
 
 #include "common/error.h"
 
-typedef struct rb_srv rb_srv;
+typedef struct rb_sq rb_sq;
 struct rb_job;
 
 /* The meta key prefix of a stored lock. */
 #define RB_MEM_UNIQUE_KEY "unique:"
 
-/* Sets up srv->unique (rb_srv_alloc); frees it (rb_srv_free). */
-void rb_mem_unique_init(rb_srv *srv);
-void rb_mem_unique_release(rb_srv *srv);
+/* Sets up sq->unique (rb_srv_alloc); frees it (rb_srv_free). */
+void rb_sq_unique_init(rb_sq *sq);
+void rb_sq_unique_release(rb_sq *sq);
 /* FLUSH: every lock and expiry forgotten, the expired count zeroed (the
  * store's clear drops their rows). */
-void rb_mem_unique_flush(rb_srv *srv);
+void rb_sq_unique_flush(rb_sq *sq);
 
 /* Start-up: a stored meta key (a lock when it starts with
  * RB_MEM_UNIQUE_KEY), a stored counter ("total_expired"), and, once every
  * job is loaded, the locks whose holder is gone dropped and the expiring
  * jobs found. */
-void rb_mem_unique_load(rb_srv *srv, const char *key, const char *value);
-void rb_mem_unique_load_counter(rb_srv *srv, const char *name, int64_t value);
-void rb_mem_unique_rebuild(rb_srv *srv);
+void rb_sq_unique_load(rb_sq *sq, const char *key, const char *value);
+void rb_sq_unique_load_counter(rb_sq *sq, const char *name, int64_t value);
+void rb_sq_unique_rebuild(rb_sq *sq);
 
 /* PUSH, before the job is made: RB_ENOTUNIQUE when job is unique and a
  * live lock holds its key (counted rejected), else 0. Nothing changes. */
-int rb_mem_unique_check(rb_srv *srv, const json_t *job, int64_t now);
+int rb_sq_unique_check(rb_sq *sq, const json_t *job, int64_t now);
 /* A PUSHB that names parents (job dependencies) is refused whole when one
  * of its unique jobs would be NOTUNIQUE (held by a lock, or by an earlier
  * identical job of the same PUSHB), as such a push is for any other
@@ -47,32 +47,32 @@ int rb_mem_unique_check(rb_srv *srv, const json_t *job, int64_t now);
  * RB_ENOTUNIQUE with err "job J: NOTUNIQUE Job not unique (...)", else 0
  * (also for a single job, and for a PUSHB without parents: their
  * duplicates are refused one by one). Nothing changes. */
-int rb_mem_unique_check_push(rb_srv *srv, json_t *const *jobs, size_t n, int64_t now,
+int rb_sq_unique_check_push(rb_sq *sq, json_t *const *jobs, size_t n, int64_t now,
                              rb_err *err);
-/* PUSH, once j is made from job (rb_srv_push succeeded): its lock taken
+/* PUSH, once j is made from job (rb_sq_push succeeded): its lock taken
  * (in the push's commit) and its expiry recorded. */
-void rb_mem_unique_pushed(rb_srv *srv, const struct rb_job *j, const json_t *job, int64_t now);
+void rb_sq_unique_pushed(rb_sq *sq, const struct rb_job *j, const json_t *job, int64_t now);
 
-/* j leaves the server without succeeding or is ACKed (rb_srv_forget, a
+/* j leaves the server without succeeding or is ACKed (rb_sq_forget, a
  * failed push's commit): its lock released and its expiry forgotten. */
-void rb_mem_unique_gone(rb_srv *srv, const struct rb_job *j);
+void rb_sq_unique_gone(rb_sq *sq, const struct rb_job *j);
 /* j died (dead set): its lock released. */
-void rb_mem_unique_died(rb_srv *srv, const struct rb_job *j);
+void rb_sq_unique_died(rb_sq *sq, const struct rb_job *j);
 /* j was fetched: its lock released when it is unique_until "start". */
-void rb_mem_unique_started(rb_srv *srv, const struct rb_job *j);
+void rb_sq_unique_started(rb_sq *sq, const struct rb_job *j);
 
 /* Whether j's custom.expires_at has passed at now; if so j is dropped
  * (freed): logged "JID j: Halt: job expired", counted, its batch told of a
  * death, its children of a discarded parent, its lock released, its row
  * deleted. For a claim (FETCH) and a timer about to enqueue j. */
-bool rb_mem_unique_expire(rb_srv *srv, struct rb_job *j, int64_t now);
+bool rb_sq_unique_expire(rb_sq *sq, struct rb_job *j, int64_t now);
 
 /* When the unique lock jid holds runs out (ms, may have passed), 0 when it
  * holds none. */
-int64_t rb_mem_unique_lock_until(const rb_srv *srv, const char *jid);
+int64_t rb_sq_unique_lock_until(const rb_sq *sq, const char *jid);
 
 /* INFO's keys under "rebound": "expired" (all time) and "unique"
  * {"locks", "rejected"}; set into rebound. */
-void rb_mem_unique_info(rb_srv *srv, json_t *rebound);
+void rb_sq_unique_info(rb_sq *sq, json_t *rebound);
 
 #endif
