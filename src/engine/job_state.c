@@ -24,3 +24,26 @@ bool rb_job_state_mutable(int st)
 {
     return st == RB_JOB_SCHEDULED || st == RB_JOB_RETRIES || st == RB_JOB_DEAD;
 }
+
+rb_job_status rb_job_outcome(rb_job_verb verb, bool exists, rb_job_state state, int flags,
+                             const char *holder, const char *wid)
+{
+    if (!exists || state == RB_JOB_PENDING)
+        return RB_JOB_MISSING;
+    bool working = state == RB_JOB_WORKING;
+    if (working && holder && wid && strcmp(holder, wid) != 0)
+        return RB_JOB_OTHER_HOLDER;
+    if (working)
+        return RB_JOB_DONE;
+    bool expired = (flags & RB_JOB_EXPIRED) != 0;
+    switch (verb) {
+    case RB_VERB_ACK:
+        return expired ? RB_JOB_DONE : RB_JOB_NOOP;
+    case RB_VERB_FAIL:
+        return expired ? RB_JOB_NOOP : RB_JOB_NOT_WORKING;
+    case RB_VERB_SNOOZE:
+    case RB_VERB_EXTEND:
+        break;
+    }
+    return RB_JOB_NOT_WORKING;
+}

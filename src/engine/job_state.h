@@ -45,6 +45,31 @@ typedef enum rb_job_status {
  * (RB_JOB_OTHER_HOLDER): a printf format taking the jid. */
 #define RB_JOB_OTHER_HOLDER_FMT "job %s is reserved by another worker"
 
+/* What a worker reports of a job it holds (docs/protocol.md). */
+typedef enum rb_job_verb {
+    RB_VERB_ACK,
+    RB_VERB_FAIL,
+    RB_VERB_SNOOZE,
+    RB_VERB_EXTEND,
+} rb_job_verb;
+
+/* The one rule for a worker's ACK, FAIL, SNOOZE or EXTEND of a job, before
+ * anything changes, for every backend (PostgreSQL's functions apply the
+ * same, tests/server/outcome_cases.h holds the table both run):
+ * - no such job (exists false; a PENDING one is not visible): MISSING;
+ * - a WORKING job whose holder is another wid: OTHER_HOLDER (a request
+ *   without a wid, or a job recorded without a holder, is not checked, as
+ *   in Faktory);
+ * - ACK of a WORKING job, or of one whose reservation expired and was not
+ *   fetched since (flags has RB_JOB_EXPIRED: the work was done late),
+ *   DONE; of any other, NOOP (never reserved: nothing to acknowledge);
+ * - FAIL of a WORKING job: DONE; of one whose reservation expired: NOOP
+ *   (the expiry counted as this failure); of any other: NOT_WORKING;
+ * - SNOOZE, EXTEND of a WORKING job: DONE; of any other: NOT_WORKING.
+ * DONE means: apply it. holder and wid may be NULL. */
+rb_job_status rb_job_outcome(rb_job_verb verb, bool exists, rb_job_state state, int flags,
+                             const char *holder, const char *wid);
+
 /* A state's name as clients see it ("scheduled", ...; "unknown" out of
  * range). Static storage. */
 const char *rb_job_state_name(rb_job_state st);

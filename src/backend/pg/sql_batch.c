@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "common/timeutil.h"
+#include "engine/jobdef.h"
 
 /* The deepest chain of parents followed (as backend/sqlite/batch.c). */
 #define MAX_DEPTH 64
@@ -127,15 +128,6 @@ static int exec_params(rb_pg *pg, const char *sql, int n, const char *const *p, 
     return 0;
 }
 
-static char *new_jid(rb_pg *pg)
-{
-    char *s = rb_xmalloc(25);
-    uint64_t a = rb_rng_next(&pg->rng), b = rb_rng_next(&pg->rng);
-    snprintf(s, 25, "%016llx%08llx", (unsigned long long)a,
-             (unsigned long long)(b & 0xffffffffULL));
-    return s;
-}
-
 /* Inserts b's callback k (rb_batch_apply moved it to "1"), marked as b's
  * callback, and counts it. A jid already taken gets a fresh one. */
 static int enqueue_callback(rb_pg *pg, rb_batch *b, int k, int64_t now, rb_err *err)
@@ -149,7 +141,7 @@ static int enqueue_callback(rb_pg *pg, rb_batch *b, int k, int64_t now, rb_err *
     for (int tries = 0; tries < 4; tries++) {
         if (!*jid) {
             free(jid);
-            jid = new_jid(pg);
+            jid = rb_jid_random(&pg->rng);
         }
         json_object_set_new(job, "jid", json_string(jid));
         rb_pg_new_job nj;

@@ -182,11 +182,6 @@ static int batch_write(rb_pg *pg, batch *b, int64_t now, rb_err *err)
 /* Holder check as docs/protocol.md: a working job belongs to the wid that
  * claimed it; a request from another wid is refused, one without a wid is
  * not checked (rb_held and rb_ack_labels in sql_schema.c say the same). */
-static bool other_holder(const locked_row *row, const char *wid)
-{
-    return row->state == RB_JOB_WORKING && row->wid && wid && strcmp(row->wid, wid) != 0;
-}
-
 int rb_pg_fail(rb_pg *pg, const rb_pg_failure *f, size_t n, int64_t now,
                rb_pg_fail_result *res, rb_err *err)
 {
@@ -219,14 +214,13 @@ int rb_pg_fail(rb_pg *pg, const rb_pg_failure *f, size_t n, int64_t now,
         for (int k = 0; k < nrows && !row; k++)
             if (rows[k].state && !strcmp(rows[k].jid, f[i].ref.jid))
                 row = &rows[k];
-        res[i] = (rb_pg_fail_result){.status = RB_JOB_MISSING};
-        if (!row)
-            continue;
-        if (other_holder(row, f[i].ref.wid))
-            res[i].status = RB_JOB_OTHER_HOLDER;
-        else if (row->state != RB_JOB_WORKING)
-            res[i].status = (row->flags & RB_JOB_EXPIRED) ? RB_JOB_NOOP : RB_JOB_NOT_WORKING;
-        else if ((rc = fail_row(pg, &b, row, &f[i], now, 0, &res[i], err)))
+        /* the engine's rule (engine/job_state.h), as the SQL functions apply it */
+        res[i] = (rb_pg_fail_result){
+            .status = row ? rb_job_outcome(RB_VERB_FAIL, true, (rb_job_state)row->state,
+                                           row->flags, row->wid, f[i].ref.wid)
+                          : RB_JOB_MISSING};
+        if (res[i].status == RB_JOB_DONE &&
+            (rc = fail_row(pg, &b, row, &f[i], now, 0, &res[i], err)))
             goto fail;
     }
     if ((rc = batch_write(pg, &b, now, err)) || (rc = sql_commit(pg, err)))

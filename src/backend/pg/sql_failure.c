@@ -9,22 +9,14 @@
 #include <string.h>
 
 #include "common/timeutil.h"
+#include "engine/jobdef.h"
 #include "policy/failrec.h"
 #include "policy/policy.h"
-
-static char *new_jid(rb_pg *pg)
-{
-    char *s = rb_xmalloc(25);
-    uint64_t a = rb_rng_next(&pg->rng), b = rb_rng_next(&pg->rng);
-    snprintf(s, 25, "%016llx%08llx", (unsigned long long)a,
-             (unsigned long long)(b & 0xffffffffULL));
-    return s;
-}
 
 static void make_catch(rb_pg *pg, const locked_row *row, const json_t *job, const rb_policy *pol,
                        const rb_failrec *rec, int64_t now, fail_out *out)
 {
-    out->catch_jid = new_jid(pg);
+    out->catch_jid = rb_jid_random(&pg->rng);
     json_t *cj = rb_failrec_catch_job(rec, job, row->jid, out->catch_jid, row->queue,
                                       row->priority, pol, now);
     out->catch_json = json_dumps(cj, JSON_COMPACT);

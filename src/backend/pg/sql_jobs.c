@@ -8,6 +8,7 @@
 
 #include "common/timeutil.h"
 #include "engine/depend.h"
+#include "engine/jobdef.h"
 #include "engine/unique.h"
 #include "common/log.h"
 
@@ -15,26 +16,18 @@ void rb_pg_job_from_json(json_t *job, int64_t now, int default_reserve_s, rb_pg_
                          char **text)
 {
     memset(out, 0, sizeof *out);
-    if (!json_is_string(json_object_get(job, "queue")))
-        json_object_set_new(job, "queue", json_string("default"));
-    const char *created = json_string_value(json_object_get(job, "created_at"));
-    if (!created || !*created) {
+    rb_job_fields nj; /* the engine's defaults */
+    rb_job_fields_read(job, now, default_reserve_s, &nj);
+    if (nj.made_created) { /* kept in the text */
         char ts[RB_TIME_STRLEN];
         json_object_set_new(job, "created_at",
                             json_string(rb_time_format_us(rb_now_us_from(now), ts)));
     }
-    json_object_del(job, "enqueued_at");
-    out->jid = json_string_value(json_object_get(job, "jid"));
-    out->queue = json_string_value(json_object_get(job, "queue"));
-    json_t *p = json_object_get(job, "priority");
-    out->priority = json_is_integer(p) ? (int)json_integer_value(p) : 5;
-    json_t *rs = json_object_get(job, "reserve_for");
-    out->reserve_s = json_is_integer(rs) && json_integer_value(rs) > 0
-                         ? (int)json_integer_value(rs) : default_reserve_s;
-    out->at_ms = now;
-    const char *at = json_string_value(json_object_get(job, "at"));
-    if (at && *at)
-        rb_time_parse_rfc3339(at, &out->at_ms);
+    out->jid = nj.jid;
+    out->queue = nj.queue;
+    out->priority = nj.priority;
+    out->reserve_s = nj.reserve_s;
+    out->at_ms = nj.at_ms;
     if (rb_unique_or_expiring(job)) { /* engine/unique.h's rules; validated at PUSH */
         rb_unique_spec u;
         if (!rb_unique_parse(job, &u, NULL) && u.on) {

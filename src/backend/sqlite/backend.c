@@ -189,47 +189,28 @@ static void changed(rb_sq *sq, rb_eng_op *op)
     rb_sq_after_commit(sq, op);
 }
 
-/* The job a job op names, or NULL after completing op: there is no such
- * job (a PENDING one is not visible yet), or another worker holds it (a
- * working job belongs to the wid that fetched it; an op without a wid is
- * not checked, as in Faktory). */
-static rb_job *held_job(rb_sq *sq, rb_eng_op *op)
+/* The job a worker's op names when the engine's rule (rb_job_outcome)
+ * says to apply it, or NULL after completing op with the rule's outcome
+ * (no such job, another worker's, not working, nothing to do). */
+static rb_job *job_for(rb_sq *sq, rb_eng_op *op, rb_job_verb verb)
 {
     rb_job *j = rb_jobs_find(&sq->jobs, op->u.job.jid);
-    if (!j || j->state == RB_JOB_PENDING) {
-        decided(sq, op, RB_JOB_MISSING);
-        return NULL;
-    }
-    const char *wid = op->u.job.wid;
-    if (j->state == RB_JOB_WORKING && j->wid && wid && strcmp(j->wid, wid) != 0) {
-        decided(sq, op, RB_JOB_OTHER_HOLDER);
-        return NULL;
-    }
-    return j;
-}
-
-/* A working job held by op's worker, or NULL after completing op. */
-static rb_job *working_job(rb_sq *sq, rb_eng_op *op)
-{
-    rb_job *j = held_job(sq, op);
-    if (j && j->state != RB_JOB_WORKING) {
+    rb_job_status st = j ? rb_job_outcome(verb, true, j->state, j->flags, j->wid, op->u.job.wid)
+                         : RB_JOB_MISSING;
+    if (st == RB_JOB_DONE)
+        return j;
+    if (st == RB_JOB_NOT_WORKING)
         op->u.job.state = j->state;
-        decided(sq, op, RB_JOB_NOT_WORKING);
-        return NULL;
-    }
-    return j;
+    decided(sq, op, st);
+    return NULL;
 }
 
 static void mem_ack(rb_srv *srv, rb_eng_op *op)
 {
     rb_sq *sq = rb_sq_of(srv);
-    rb_job *j = held_job(sq, op);
+    rb_job *j = job_for(sq, op, RB_VERB_ACK);
     if (!j)
         return;
-    if (j->state != RB_JOB_WORKING && !(j->flags & RB_JOB_EXPIRED)) {
-        decided(sq, op, RB_JOB_NOOP); /* never reserved: nothing to acknowledge */
-        return;
-    }
     rb_job_metric(sq->metrics, RB_M_PROCESSED, j);
     rb_sq_batch_acked(sq, j, op->now);
     if (sq->deps.nodes.size) /* a job in a workflow: recorded, its children told */
@@ -244,15 +225,9 @@ static void mem_ack(rb_srv *srv, rb_eng_op *op)
 static void mem_fail(rb_srv *srv, rb_eng_op *op)
 {
     rb_sq *sq = rb_sq_of(srv);
-    rb_job *j = held_job(sq, op);
+    rb_job *j = job_for(sq, op, RB_VERB_FAIL);
     if (!j)
         return;
-    if (j->state != RB_JOB_WORKING) {
-        /* a late FAIL after the lease expired: its expiry already counted
-         * as this failure */
-        decided(sq, op, (j->flags & RB_JOB_EXPIRED) ? RB_JOB_NOOP : RB_JOB_NOT_WORKING);
-        return;
-    }
     j->flags = 0;
     op->rc = rb_sq_fail_job(sq, j, &op->u.job.fail, op->now, &op->err);
     if (op->rc) { /* the job's JSON is unreadable: nothing changed */
@@ -265,7 +240,7 @@ static void mem_fail(rb_srv *srv, rb_eng_op *op)
 static void mem_snooze(rb_srv *srv, rb_eng_op *op)
 {
     rb_sq *sq = rb_sq_of(srv);
-    rb_job *j = working_job(sq, op);
+    rb_job *j = job_for(sq, op, RB_VERB_SNOOZE);
     if (!j)
         return;
     j->attempts--; /* a snooze does not consume an attempt */
@@ -281,7 +256,7 @@ static void mem_snooze(rb_srv *srv, rb_eng_op *op)
 static void mem_extend(rb_srv *srv, rb_eng_op *op)
 {
     rb_sq *sq = rb_sq_of(srv);
-    rb_job *j = working_job(sq, op);
+    rb_job *j = job_for(sq, op, RB_VERB_EXTEND);
     if (!j)
         return;
     rb_jobs_set_state(&sq->jobs, j, RB_JOB_WORKING, op->now + op->u.job.seconds * 1000);

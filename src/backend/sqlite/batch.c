@@ -10,6 +10,7 @@
 #include "common/timeutil.h"
 #include "common/log.h"
 #include "common/json.h"
+#include "engine/jobdef.h"
 #include "engine/metrics.h"
 #include "backend/sqlite/sq.h"
 #include "server/srv.h"
@@ -271,24 +272,20 @@ static void enqueue_callback(rb_sq *sq, rb_batch *b, int k, int64_t now)
     char *jid = rb_xstrdup(rb_json_str(job, "jid") ? rb_json_str(job, "jid") : "");
     if (!*jid || rb_jobs_find(&sq->jobs, jid)) {
         free(jid);
-        jid = rb_sq_new_jid(sq);
+        jid = rb_jid_random(&sq->rng);
         json_object_set_new(job, "jid", json_string(jid));
     }
-    const char *created = rb_json_str(job, "created_at");
-    if (!created || !*created) {
+    rb_job_fields nj; /* the engine's defaults */
+    rb_job_fields_read(job, now, (int)sq->cfg->server.reserve_for_s, &nj);
+    if (nj.made_created) { /* a callback's is in its text from the start */
         char ts[RB_TIME_STRLEN];
         json_object_set_new(job, "created_at",
                             json_string(rb_time_format_us(rb_now_us_from(now), ts)));
     }
-    json_object_del(job, "enqueued_at");
-    json_int_t prio = json_integer_value(json_object_get(job, "priority"));
-    json_int_t rs = json_integer_value(json_object_get(job, "reserve_for"));
-    const char *qname = rb_json_str(job, "queue");
-    rb_queue *q = rb_jobs_queue(&sq->jobs, qname ? qname : "default", true);
+    rb_queue *q = rb_jobs_queue(&sq->jobs, nj.queue, true);
     rb_sq_queue_known(sq, q, true);
-    rb_job *c = rb_job_new(jid, json_dumps(job, JSON_COMPACT), q,
-                           prio >= 1 && prio <= RB_PRIORITIES ? (int)prio : 5);
-    c->reserve_s = (int32_t)(rs > 0 ? rs : sq->cfg->server.reserve_for_s);
+    rb_job *c = rb_job_new(jid, json_dumps(job, JSON_COMPACT), q, nj.priority);
+    c->reserve_s = nj.reserve_s;
     rb_jobs_add(&sq->jobs, c);
     rb_sq_enqueue(sq, c, now, now);
     rb_sq_persist(sq, c);

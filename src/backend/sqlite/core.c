@@ -14,6 +14,7 @@
 
 #include "common/buf.h"
 #include "common/timeutil.h"
+#include "engine/jobdef.h"
 #include "common/log.h"
 #include "common/json.h"
 #include "engine/metrics.h"
@@ -110,14 +111,6 @@ void rb_sq_queue_known(rb_sq *sq, rb_queue *q, bool known)
     snprintf(key, sizeof key, "%s%s", RB_QUEUE_META_KEY, q->name);
     q->known = known;
     rb_writer_meta(sq->writer, key, known ? "1" : NULL);
-}
-
-char *rb_sq_new_jid(rb_sq *sq)
-{
-    char *s = rb_xmalloc(25);
-    uint64_t a = rb_rng_next(&sq->rng), b = rb_rng_next(&sq->rng);
-    snprintf(s, 25, "%016llx%08llx", (unsigned long long)a, (unsigned long long)(b & 0xffffffffULL));
-    return s;
 }
 
 /* --- completions --- */
@@ -330,30 +323,19 @@ int rb_sq_push(rb_sq *sq, json_t *job)
     const char *jid = rb_json_str(job, "jid");
     if (rb_jobs_find(&sq->jobs, jid))
         return RB_EEXIST;
-    int64_t now_us = rb_now_us(), now = now_us / 1000, at_ms = now;
-    const char *at = rb_json_str(job, "at");
-    if (at && *at)
-        rb_time_parse_rfc3339(at, &at_ms);
-    const char *qname = rb_json_str(job, "queue");
-    if (!qname) {
-        qname = "default";
-        json_object_set_new(job, "queue", json_string(qname));
-    }
-    json_t *pv = json_object_get(job, "priority");
-    int prio = pv ? (int)json_integer_value(pv) : 5;
-    json_int_t rs = json_integer_value(json_object_get(job, "reserve_for"));
-    /* created_at (when the server makes it) and enqueued_at stay outside
-     * the text while the job waits: see rb_job_json_out() */
-    json_object_del(job, "enqueued_at");
-    const char *created = rb_json_str(job, "created_at");
-    bool made_created = !created || !*created;
-    if (made_created)
-        json_object_del(job, "created_at");
+    int64_t now_us = rb_now_us(), now = now_us / 1000;
+    /* the engine's defaults; created_at (when the server makes it) and
+     * enqueued_at stay outside the text while the job waits: see
+     * rb_job_json_out() */
+    rb_job_fields nj;
+    rb_job_fields_read(job, now, (int)sq->cfg->server.reserve_for_s, &nj);
+    int64_t at_ms = nj.at_ms;
+    bool made_created = nj.made_created;
     char *text = json_dumps(job, JSON_COMPACT);
-    rb_queue *q = rb_jobs_queue(&sq->jobs, qname, true);
+    rb_queue *q = rb_jobs_queue(&sq->jobs, nj.queue, true);
     rb_sq_queue_known(sq, q, true);
-    rb_job *j = rb_job_new(jid, text, q, prio);
-    j->reserve_s = (int32_t)(rs > 0 ? rs : sq->cfg->server.reserve_for_s);
+    rb_job *j = rb_job_new(jid, text, q, nj.priority);
+    j->reserve_s = nj.reserve_s;
     j->timer.at_ms = at_ms > now ? at_ms : now;
     j->enq_frac_us = at_ms > now ? 0 : (uint64_t)(now_us % 1000); /* if enqueued at once */
     j->first_ms = at_ms > now ? 0 : now;

@@ -16,6 +16,7 @@
 #include "backend/sqlite/deps.h"
 #include "common/log.h"
 #include "common/json.h"
+#include "engine/jobdef.h"
 #include "engine/metrics.h"
 
 /* Enqueues the catch job of j, whose retries are exhausted (r: the failure's
@@ -37,7 +38,7 @@ static void keep_record(rb_job *j, const json_t *job, const rb_failrec *rec)
 static void spawn_catch(rb_sq *sq, const rb_job *j, const json_t *job, const rb_policy *pol,
                         const rb_failrec *r, int64_t now)
 {
-    char *jid = rb_sq_new_jid(sq);
+    char *jid = rb_jid_random(&sq->rng);
     json_t *cj = rb_failrec_catch_job(r, job, j->jid, jid, j->queue->name, j->priority, pol, now);
     char *text = json_dumps(cj, JSON_COMPACT);
     json_decref(cj);

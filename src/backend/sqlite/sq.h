@@ -104,8 +104,6 @@ void rb_sq_unreserve(rb_sq *sq, const char *jid);
 void rb_sq_reply_after_commit(rb_sq *sq, rb_conn *c);
 /* Sets a top-level field of a job's JSON text (replacing it). */
 void rb_job_set_field(rb_job *j, const char *key, json_t *value);
-/* A fresh random jid (24 hex characters); caller frees. */
-char *rb_sq_new_jid(rb_sq *sq);
 /* Creates a PENDING job from a job object rb_job_validate accepted, filling
  * in its defaults (queue), and persists it; the job engine's single-node
  * backend makes it visible after the commit (backend/sqlite/backend.c). 0, or
