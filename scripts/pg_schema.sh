@@ -38,7 +38,8 @@ cat <<EOF
 -- do not edit. A change to the schema is a new migration,
 -- src/backend/pg/schema/NNNN.sql, then \`make pg-schema\`; test_pg_schema
 -- fails while this file and a database migrated from version 1 differ.
--- Job states, flags and outcome numbers: src/engine/job_state.h.
+-- Job states, flags and outcome numbers: src/engine/job_state.h (every
+-- number the SQL uses, with its C constant: src/backend/pg/sql_numbers.c).
 
 SET check_function_bodies = false;
 EOF

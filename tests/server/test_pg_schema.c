@@ -1,17 +1,23 @@
 /* The PostgreSQL schema as SQL files (src/backend/pg/schema/): the
- * migrations embedded byte for byte, and the checked-in schema.sql the
- * same catalog as a database migrated from nothing, in one step or one
- * version at a time. Against the run's shared cluster, one schema per
- * database compared (tests/server/pg_harness.h). */
+ * migrations embedded byte for byte; the checked-in schema.sql the same
+ * catalog as a database migrated from nothing, in one step or one version
+ * at a time; and every state, flag and status number the SQL uses one
+ * that src/backend/pg/sql_numbers.c ties to its C constant. Against the
+ * run's shared cluster, one schema per database compared
+ * (tests/server/pg_harness.h). */
 #include <criterion/criterion.h>
 #include <criterion/hooks.h>
 
+#include <ctype.h>
+#include <glob.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <libpq-fe.h>
 
 #include "backend/pg/sql.h"
+#include "backend/pg/sql_numbers.h"
+#include "engine/depend.h"
 #include "common/buf.h"
 #include "pg_harness.h"
 
@@ -283,4 +289,366 @@ Test(schema, migrations_are_the_files_byte_for_byte)
         free(text);
     }
     cr_assert_null(rb_pg_migrations[RB_PG_SCHEMA_VERSION]);
+}
+
+/* --- the SQL's numbers (src/backend/pg/sql_numbers.h) --- */
+
+/* What a number stands for where the SQL writes it. */
+typedef enum num_ctx {
+    CTX_STATE,     /* `state`: rb_jobs.state or rb_track.state */
+    CTX_JOB_STATE, /* the variable `st` of state loops */
+    CTX_FLAGS,
+    CTX_STATUS,    /* `status`, `st[i]`: what a function returns */
+    CTX_MODE,
+    CTX_KIND,
+    CTX_NONE,
+} num_ctx;
+
+static const char *const ctx_names[] = {"state", "job state", "flags", "status", "mode", "kind"};
+
+/* The sql_numbers.h columns a context accepts. */
+static bool ctx_accepts(num_ctx ctx, const char *column)
+{
+    switch (ctx) {
+    case CTX_STATE: return !strcmp(column, "rb_jobs.state") || !strcmp(column, "rb_track.state");
+    case CTX_JOB_STATE: return !strcmp(column, "rb_jobs.state");
+    case CTX_FLAGS: return !strcmp(column, "rb_jobs.flags");
+    case CTX_STATUS: return !strcmp(column, "status");
+    case CTX_MODE: return !strcmp(column, "rb_wait.mode");
+    case CTX_KIND: return !strcmp(column, "kind");
+    case CTX_NONE: break;
+    }
+    return false;
+}
+
+static bool documented(num_ctx ctx, int value)
+{
+    for (const rb_pg_sql_number *n = rb_pg_sql_numbers; n->column; n++)
+        if (n->value == value && ctx_accepts(ctx, n->column))
+            return true;
+    return false;
+}
+
+/* One token of SQL: an identifier (lowercased), a number, or punctuation. */
+typedef struct tok {
+    char kind; /* 'i', 'n', 'p' */
+    char s[48];
+} tok;
+
+/* Tokenizes SQL text: comments and quoted strings skipped, `$$` and `$N`
+ * are punctuation. *n tokens; caller frees. */
+static tok *tokenize(const char *sql, size_t *n)
+{
+    size_t cap = 256, len = 0;
+    tok *t = malloc(cap * sizeof *t);
+    for (const char *p = sql; *p;) {
+        if (len + 1 >= cap)
+            t = realloc(t, (cap *= 2) * sizeof *t);
+        if (isspace((unsigned char)*p)) {
+            p++;
+        } else if (p[0] == '-' && p[1] == '-') {
+            p += strcspn(p, "\n");
+        } else if (*p == '\'') {
+            for (p++; *p && !(p[0] == '\'' && p[1] != '\''); p += p[0] == '\'' ? 2 : 1)
+                ;
+            if (*p)
+                p++;
+        } else if (isalpha((unsigned char)*p) || *p == '_') {
+            size_t k = 0;
+            t[len].kind = 'i';
+            for (; isalnum((unsigned char)*p) || *p == '_'; p++)
+                if (k + 1 < sizeof t[len].s)
+                    t[len].s[k++] = (char)tolower((unsigned char)*p);
+            t[len++].s[k] = '\0';
+        } else if (isdigit((unsigned char)*p)) {
+            size_t k = 0;
+            t[len].kind = 'n';
+            for (; isdigit((unsigned char)*p); p++)
+                if (k + 1 < sizeof t[len].s)
+                    t[len].s[k++] = *p;
+            t[len++].s[k] = '\0';
+        } else {
+            static const char *const ops[] = {"<>", "!=", ":=", "::", "<=", ">=", "$$"};
+            t[len].kind = 'p';
+            size_t k = 1;
+            for (size_t o = 0; o < sizeof ops / sizeof *ops; o++)
+                if (!strncmp(p, ops[o], 2))
+                    k = 2;
+            if (*p == '$' && isdigit((unsigned char)p[1])) /* a parameter */
+                for (k = 1; isdigit((unsigned char)p[k]); k++)
+                    ;
+            snprintf(t[len].s, sizeof t[len].s, "%.*s", (int)k, p);
+            len++;
+            p += k;
+        }
+    }
+    *n = len;
+    return t;
+}
+
+static bool is(const tok *t, size_t i, size_t n, const char *s)
+{
+    return i < n && !strcmp(t[i].s, s);
+}
+
+/* The context an identifier names, or CTX_NONE. */
+static num_ctx ctx_of(const char *id)
+{
+    static const struct {
+        const char *id;
+        num_ctx ctx;
+    } ids[] = {{"state", CTX_STATE}, {"st", CTX_JOB_STATE}, {"flags", CTX_FLAGS},
+               {"status", CTX_STATUS}, {"mode", CTX_MODE}, {"k", CTX_KIND}};
+    for (size_t i = 0; i < sizeof ids / sizeof *ids; i++)
+        if (!strcmp(id, ids[i].id))
+            return ids[i].ctx;
+    return CTX_NONE;
+}
+
+/* Uses found, and those no table entry accepts. */
+typedef struct scan {
+    int uses;
+    bool seen[CTX_NONE][16]; /* which values were seen per context (for the test) */
+    rb_buf bad;
+    int n_bad;
+} scan;
+
+static void use(scan *sc, num_ctx ctx, const char *num, const char *where)
+{
+    int v = atoi(num);
+    sc->uses++;
+    if (v >= 0 && v < 16)
+        sc->seen[ctx][v] = true;
+    if (!documented(ctx, v)) {
+        rb_buf_printf(&sc->bad, "\n  %s: %d in a %s position", where, v, ctx_names[ctx]);
+        sc->n_bad++;
+    }
+}
+
+/* The numbers after THEN and ELSE of the CASE at t[i] (up to its END). */
+static void case_values(scan *sc, const tok *t, size_t i, size_t n, num_ctx ctx,
+                        const char *where)
+{
+    int depth = 0;
+    for (; i < n; i++) {
+        if (is(t, i, n, "case"))
+            depth++;
+        else if (is(t, i, n, "end") && --depth == 0)
+            return;
+        else if ((is(t, i, n, "then") || is(t, i, n, "else")) && i + 1 < n && t[i + 1].kind == 'n')
+            use(sc, ctx, t[i + 1].s, where);
+    }
+}
+
+/* An INSERT's column list at t[i] ("(" ...) naming `state`: the value the
+ * SELECT or VALUES list gives it (a number, or a CASE's). */
+static void insert_state(scan *sc, const tok *t, size_t i, size_t n, const char *where)
+{
+    int col = -1, k = 0;
+    size_t j = i + 1;
+    for (; j < n && !is(t, j, n, ")"); j++) {
+        if (is(t, j, n, ","))
+            k++;
+        else if (t[j].kind == 'i' && !strcmp(t[j].s, "state"))
+            col = k;
+    }
+    if (col < 0)
+        return;
+    for (; j < n && !is(t, j, n, "select") && !is(t, j, n, "values"); j++)
+        if (is(t, j, n, ";"))
+            return;
+    if (is(t, j, n, "values"))
+        j++; /* its "(" */
+    j++;
+    int depth = 0;
+    for (k = 0; j < n && k < col; j++) { /* to the col-th item at depth 0 */
+        if (is(t, j, n, "(") || is(t, j, n, "case"))
+            depth++;
+        else if (is(t, j, n, ")") || is(t, j, n, "end"))
+            depth--;
+        else if (is(t, j, n, ",") && depth == 0)
+            k++;
+    }
+    if (j < n && t[j].kind == 'n')
+        use(sc, CTX_JOB_STATE, t[j].s, where);
+    else if (is(t, j, n, "case"))
+        case_values(sc, t, j, n, CTX_JOB_STATE, where);
+}
+
+/* Every number sql puts in a state, flags, status, mode or kind position:
+ * `X = N`, `X <> N`, `X := N`, `flags & N`, `X IN (N, ...)`, `X = CASE
+ * ... THEN N ELSE N END`, a column's DEFAULT N, `st[i] := N`, `FOREACH st
+ * IN ARRAY ARRAY[N, ...]`, and an INSERT's value for column state. */
+static void scan_sql(scan *sc, const char *sql, const char *where)
+{
+    size_t n;
+    tok *t = tokenize(sql, &n);
+    for (size_t i = 0; i < n; i++) {
+        if (is(t, i, n, "insert") && is(t, i + 1, n, "into") && is(t, i + 2, n, "rb_jobs")) {
+            size_t j = is(t, i + 3, n, "as") ? i + 5 : i + 3;
+            if (is(t, j, n, "("))
+                insert_state(sc, t, j, n, where);
+        }
+        if (t[i].kind != 'i' || (i > 0 && t[i - 1].kind == 'p' && !strcmp(t[i - 1].s, "$")))
+            continue;
+        num_ctx ctx = ctx_of(t[i].s);
+        if (ctx == CTX_NONE)
+            continue;
+        size_t j = i + 1;
+        if (ctx == CTX_JOB_STATE && is(t, j, n, "[")) { /* st[i]: a status array */
+            while (j < n && !is(t, j, n, "]"))
+                j++;
+            j++;
+            ctx = CTX_STATUS;
+        }
+        if (ctx == CTX_JOB_STATE && is(t, j, n, "in") && is(t, j + 1, n, "array") &&
+            is(t, j + 2, n, "array") && is(t, j + 3, n, "[")) {
+            for (j += 4; j < n && !is(t, j, n, "]"); j++)
+                if (t[j].kind == 'n')
+                    use(sc, ctx, t[j].s, where);
+            continue;
+        }
+        if (is(t, j, n, "not"))
+            j++;
+        if (is(t, j, n, "in") && is(t, j + 1, n, "(")) {
+            for (j += 2; j < n && (t[j].kind == 'n' || is(t, j, n, ",")); j++)
+                if (t[j].kind == 'n')
+                    use(sc, ctx, t[j].s, where);
+            continue;
+        }
+        bool cmp = is(t, j, n, "=") || is(t, j, n, "<>") || is(t, j, n, "!=") ||
+                   is(t, j, n, ":=") || (ctx == CTX_FLAGS && is(t, j, n, "&"));
+        if (cmp && j + 1 < n && t[j + 1].kind == 'n')
+            use(sc, ctx, t[j + 1].s, where);
+        else if (cmp && is(t, j + 1, n, "case"))
+            case_values(sc, t, j + 1, n, ctx, where);
+        else if (t[j].kind == 'i' && (is(t, j, n, "smallint") || is(t, j, n, "int") ||
+                                      is(t, j, n, "integer")))
+            for (int depth = 0; j < n && !(depth == 0 && (is(t, j, n, ",") || is(t, j, n, ")")));
+                 j++) {
+                depth += is(t, j, n, "(") - is(t, j, n, ")");
+                if (is(t, j, n, "default") && j + 1 < n && t[j + 1].kind == 'n')
+                    use(sc, ctx, t[j + 1].s, where);
+            }
+    }
+    free(t);
+}
+
+/* The SQL of a C source: its string literals, adjacent ones joined as the
+ * compiler joins them, others apart (caller frees). */
+static char *c_literals(const char *src)
+{
+    rb_buf out = RB_BUF_INIT;
+    bool adjacent = false;
+    for (const char *p = src; *p;) {
+        if (p[0] == '/' && p[1] == '*') {
+            const char *e = strstr(p + 2, "*/");
+            p = e ? e + 2 : p + strlen(p);
+        } else if (p[0] == '/' && p[1] == '/') {
+            p += strcspn(p, "\n");
+        } else if (*p == '\'') { /* a character constant */
+            p += p[1] == '\\' ? 4 : 3;
+            adjacent = false;
+        } else if (*p == '"') {
+            if (!adjacent)
+                rb_buf_adds(&out, "\n;\n");
+            for (p++; *p && *p != '"'; p++) {
+                if (*p != '\\') {
+                    rb_buf_addc(&out, *p);
+                    continue;
+                }
+                p++;
+                rb_buf_addc(&out, *p == 'n' ? '\n' : *p == 't' ? '\t' : *p);
+            }
+            if (*p)
+                p++;
+            adjacent = true;
+        } else {
+            if (!isspace((unsigned char)*p))
+                adjacent = false;
+            p++;
+        }
+    }
+    return rb_buf_detach(&out, NULL);
+}
+
+static void scan_init(scan *sc)
+{
+    memset(sc, 0, sizeof *sc);
+    rb_buf_init(&sc->bad);
+}
+
+/* Every number the migrations and the backend's statements put in a state,
+ * flags, status, mode or kind position is one sql_numbers.c lists for it,
+ * whose C constant the build checked: none disagrees with job_state.h,
+ * track.h or depend.h. */
+Test(schema, every_number_the_sql_uses_is_a_c_constant)
+{
+    scan sc;
+    scan_init(&sc);
+    for (int v = 1; v <= RB_PG_SCHEMA_VERSION; v++) {
+        char where[32];
+        snprintf(where, sizeof where, "schema/%04d.sql", v);
+        scan_sql(&sc, rb_pg_migrations[v - 1], where);
+    }
+    int in_migrations = sc.uses;
+    const char *top = getenv("REBOUND_TOP") ? getenv("REBOUND_TOP") : ".";
+    char pattern[1024];
+    snprintf(pattern, sizeof pattern, "%s/src/backend/pg/*.[ch]", top);
+    glob_t g;
+    cr_assert_eq(glob(pattern, 0, NULL, &g), 0, "no sources at %s", pattern);
+    for (size_t i = 0; i < g.gl_pathc; i++) {
+        char *src = read_top(g.gl_pathv[i] + strlen(top) + 1);
+        char *sql = c_literals(src);
+        scan_sql(&sc, sql, strrchr(g.gl_pathv[i], '/') + 1);
+        free(sql);
+        free(src);
+    }
+    globfree(&g);
+    cr_assert(sc.n_bad == 0,
+              "%d number(s) in the SQL are not in src/backend/pg/sql_numbers.c for their"
+              " position (a new state, flag or status? add it there, with its C constant):%s",
+              sc.n_bad, rb_buf_str(&sc.bad));
+    /* the scan sees what it must: a sample of the migrations' numbers */
+    cr_assert_gt(in_migrations, 100, "%d", in_migrations);
+    cr_assert_gt(sc.uses, in_migrations + 20, "%d", sc.uses);
+    cr_assert(sc.seen[CTX_STATE][RB_JOB_WORKING] && sc.seen[CTX_STATE][RB_JOB_BLOCKED]);
+    cr_assert(sc.seen[CTX_JOB_STATE][RB_JOB_SCHEDULED] && sc.seen[CTX_JOB_STATE][RB_JOB_RETRIES]);
+    cr_assert(sc.seen[CTX_FLAGS][RB_JOB_EXPIRED] && sc.seen[CTX_FLAGS][RB_JOB_REFETCHED]);
+    cr_assert(sc.seen[CTX_STATUS][RB_JOB_NOT_WORKING] && sc.seen[CTX_STATUS][5]);
+    cr_assert(sc.seen[CTX_MODE][RB_DEP_BLOCK]);
+    cr_assert(sc.seen[CTX_KIND][RB_PG_SEEN_HELD]);
+    rb_buf_release(&sc.bad);
+}
+
+/* The scan catches numbers outside the table, in each kind of position. */
+Test(schema, a_number_outside_the_table_is_caught)
+{
+    scan sc;
+    scan_init(&sc);
+    scan_sql(&sc,
+             "UPDATE rb_jobs j SET state = 8, flags = CASE WHEN j.flags & 4 <> 0 THEN 2 ELSE 0"
+             " END WHERE j.state IN (2, 9) AND j.state <> 3; st[i] := 6;"
+             " INSERT INTO rb_jobs AS j (jid, state) SELECT x, 12 FROM y;"
+             " CREATE TABLE t (mode smallint NOT NULL DEFAULT 3, k int);"
+             " FOREACH st IN ARRAY ARRAY[4, 10] LOOP",
+             "test");
+    cr_assert_eq(sc.n_bad, 7, "%d:%s", sc.n_bad, rb_buf_str(&sc.bad));
+    cr_assert_eq(sc.uses, 12, "%d", sc.uses);
+    cr_assert(strstr(rb_buf_str(&sc.bad), "test: 8 in a state position"), "%s",
+              rb_buf_str(&sc.bad));
+    cr_assert(strstr(rb_buf_str(&sc.bad), "test: 10 in a job state position"), "%s",
+              rb_buf_str(&sc.bad));
+    rb_buf_release(&sc.bad);
+}
+
+/* The table has every job state there is (a new one must be added, with
+ * the number the SQL will store). */
+Test(schema, the_table_has_every_job_state)
+{
+    int st = 0;
+    for (; strcmp(rb_job_state_name((rb_job_state)st), "unknown"); st++)
+        cr_assert(documented(CTX_JOB_STATE, st), "state %d (%s) is not in sql_numbers.c", st,
+                  rb_job_state_name((rb_job_state)st));
+    cr_assert_eq(st, RB_JOB_BLOCKED + 1);
 }

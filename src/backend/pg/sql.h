@@ -55,8 +55,9 @@
 #define RB_PG_SCHEMA_VERSION 12
 
 /* Job states, flags and per-job outcomes are the engine's
- * (engine/job_state.h), stored as the same numbers. Done and discarded jobs
- * are deleted. */
+ * (engine/job_state.h), stored as the same numbers (sql_numbers.h lists
+ * every number the SQL uses, each checked against its C constant). Done
+ * and discarded jobs are deleted. */
 
 typedef struct rb_pg rb_pg;
 
