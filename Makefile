@@ -44,7 +44,7 @@ all: $(O)/rebound $(O)/librebound_policy.a tools
 # (tests/scripts/deps_order.sh records the calls with a stub).
 DEPS      ?= scripts/deps.sh
 DEPS_SETS := build
-ifneq ($(filter check check-faults %/tests,$(MAKECMDGOALS))$(findstring /tests/,$(MAKECMDGOALS)),)
+ifneq ($(filter check check-faults pg-schema %/tests,$(MAKECMDGOALS))$(findstring /tests/,$(MAKECMDGOALS)),)
 DEPS_SETS += test
 endif
 ifneq ($(filter check-full,$(MAKECMDGOALS)),)
@@ -78,6 +78,13 @@ $(O)/gen/web_assets.c: $(WEB_FILES) scripts/embed.sh
 	@mkdir -p $(@D)
 	scripts/embed.sh $(WEB_FILES) > $@
 
+# The PostgreSQL schema's migrations, embedded as C strings
+# (src/backend/pg/sql_schema.c); a new NNNN.sql needs no edit here.
+PG_SCHEMA := $(sort $(wildcard src/backend/pg/schema/[0-9][0-9][0-9][0-9].sql))
+$(O)/gen/pg_schema.c: $(PG_SCHEMA) scripts/embed_schema.sh
+	@mkdir -p $(@D)
+	sh scripts/embed_schema.sh $(PG_SCHEMA) > $@.tmp && mv $@.tmp $@
+
 define build_tree # $(1)=output dir, $(2)=extra flags
 $(1)/obj/%.o: %.c | $(O)/deps.mk
 	@mkdir -p $$(@D)
@@ -85,7 +92,10 @@ $(1)/obj/%.o: %.c | $(O)/deps.mk
 $(1)/obj/gen/web_assets.o: $(O)/gen/web_assets.c | $(O)/deps.mk
 	@mkdir -p $$(@D)
 	$$(CC) $$(CFLAGS) $(2) -c $$< -o $$@
-$(1)/librebound.a: $(call obj,$(1),$(LIB_SRC)) $(1)/obj/gen/web_assets.o
+$(1)/obj/gen/pg_schema.o: $(O)/gen/pg_schema.c | $(O)/deps.mk
+	@mkdir -p $$(@D)
+	$$(CC) $$(CFLAGS) $(2) $$(PKG_CFLAGS) -c $$< -o $$@
+$(1)/librebound.a: $(call obj,$(1),$(LIB_SRC)) $(1)/obj/gen/web_assets.o $(1)/obj/gen/pg_schema.o
 	@rm -f $$@; ar rcs $$@ $$^
 $(1)/librebound_policy.a: $(call obj,$(1),$(POLICY_SRC))
 	@rm -f $$@; ar rcs $$@ $$^
@@ -140,6 +150,14 @@ bench: all bench-bin
 bench-pg: all bench-bin
 	@O=$(O) bench/pg/run.sh $(BENCH_PG_ARGS)
 .PHONY: bench-pg
+
+# src/backend/pg/schema/schema.sql, the current schema as a reader sees it,
+# from a throwaway cluster's schema migrated from nothing (test_pg_schema
+# fails until it matches the migrations).
+pg-schema: $(O)/rebound
+	sh scripts/pg_schema.sh $(O)/rebound > $(O)/schema.sql.tmp
+	mv $(O)/schema.sql.tmp src/backend/pg/schema/schema.sql
+.PHONY: pg-schema
 
 fuzz: all
 	@O=$(O) $(FUZZ_RUNNER) $(FUZZ_ARGS)

@@ -295,6 +295,50 @@ static int run_cli(const char *args, char *out, size_t n)
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+/* The test's schema emptied and migrated to version v by a new engine
+ * (seed for its random source), which it returns. */
+static rb_pg *schema_at_version(int v, uint64_t seed)
+{
+    char drop[160];
+    snprintf(drop, sizeof drop, "DROP SCHEMA %s CASCADE; CREATE SCHEMA %s", schema, schema);
+    free(sql1(drop));
+    rb_pg *pg = open_engine(false, seed);
+    rb_err err = {0};
+    int from = -1;
+    cr_assert_eq(rb_pg_migrate_to(pg, v, &from, &err), 0, "%s", rb_err_msg(&err));
+    cr_assert_eq(from, 0);
+    return pg;
+}
+
+/* An operator's upgrade of the test's schema, at version `from` (older than
+ * this build's): pg, a node of this release connected before it, refuses
+ * the schema with what to do, `rebound migrate --check` names the version
+ * and fails, `rebound migrate` upgrades it to RB_PG_SCHEMA_VERSION, and pg
+ * then accepts it. Every text from the versions, so a new migration edits
+ * no upgrade test. */
+static void upgrade_with_cli(rb_pg *pg, int from)
+{
+    char args[1200], out[1024], want[160];
+    rb_err err = {0};
+    int v = -1;
+    cr_assert_eq(rb_pg_check_schema(pg, &err), RB_EVERSION);
+    snprintf(want, sizeof want, "version %d, this rebound needs %d: run 'rebound migrate'", from,
+             RB_PG_SCHEMA_VERSION);
+    cr_assert(strstr(rb_err_msg(&err), want), "%s", rb_err_msg(&err));
+    snprintf(args, sizeof args, "migrate --check --url '%s'", url);
+    cr_assert_eq(run_cli(args, out, sizeof out), 1, "%s", out);
+    snprintf(want, sizeof want, "schema version %d:", from);
+    cr_assert(strstr(out, want), "%s", out);
+    snprintf(args, sizeof args, "migrate --url '%s'", url);
+    cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
+    snprintf(want, sizeof want, "schema upgraded from version %d to %d\n", from,
+             RB_PG_SCHEMA_VERSION);
+    cr_assert_str_eq(out, want);
+    cr_assert_eq(rb_pg_check_schema(pg, &err), 0, "%s", rb_err_msg(&err));
+    cr_assert_eq(rb_pg_schema_version(pg, &v, &err), 0, "%s", rb_err_msg(&err));
+    cr_assert_eq(v, RB_PG_SCHEMA_VERSION);
+}
+
 Test(pg, migrate_command)
 {
     char drop[160], args[1200], out[1024];
@@ -303,18 +347,26 @@ Test(pg, migrate_command)
     snprintf(args, sizeof args, "migrate --check --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 1, "%s", out);
     cr_assert(strstr(out, "schema version 0: the database has no rebound schema"), "%s", out);
+    const int v = RB_PG_SCHEMA_VERSION;
+    char want[160], newer[128];
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema created (version 12)\n");
+    snprintf(want, sizeof want, "schema created (version %d)\n", v);
+    cr_assert_str_eq(out, want);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema is up to date (version 12)\n");
+    snprintf(want, sizeof want, "schema is up to date (version %d)\n", v);
+    cr_assert_str_eq(out, want);
     snprintf(args, sizeof args, "migrate --check --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema version 12: up to date\n");
-    free(sql1("UPDATE rb_meta SET value = '13' WHERE key = 'schema_version'"));
+    snprintf(want, sizeof want, "schema version %d: up to date\n", v);
+    cr_assert_str_eq(out, want);
+    snprintf(newer, sizeof newer, "UPDATE rb_meta SET value = '%d' WHERE key = 'schema_version'",
+             v + 1);
+    free(sql1(newer));
     snprintf(args, sizeof args, "migrate --url '%s'", url);
     cr_assert_eq(run_cli(args, out, sizeof out), 1, "%s", out);
-    cr_assert(strstr(out, "version 13, newer than this rebound supports (12)"), "%s", out);
+    snprintf(want, sizeof want, "version %d, newer than this rebound supports (%d)", v + 1, v);
+    cr_assert(strstr(out, want), "%s", out);
     cr_assert_eq(run_cli("migrate --url ./rebound.db", out, sizeof out), 2, "%s", out);
     cr_assert(strstr(out, "not a PostgreSQL url"), "%s", out);
     cr_assert_eq(run_cli("migrate --bogus", out, sizeof out), 2, "%s", out);
@@ -326,30 +378,13 @@ Test(pg, migrate_command)
  * the version-2 rb_ack stays for nodes not yet restarted. */
 Test(pg, version_2_database_is_refused_then_upgraded_in_place)
 {
-    char drop[160], args[1200], out[1024];
-    snprintf(drop, sizeof drop, "DROP SCHEMA %s CASCADE; CREATE SCHEMA %s", schema, schema);
-    free(sql1(drop));
-    rb_pg *pg = open_engine(false, 7);
+    rb_pg *pg = schema_at_version(2, 7);
     rb_err err = {0};
-    int from = -1, v = -1;
-    cr_assert_eq(rb_pg_migrate_to(pg, 2, &from, &err), 0, "%s", rb_err_msg(&err));
-    cr_assert_eq(from, 0);
     cr_assert_eq(push_at(pg, "{\"jid\":\"upgr00001\",\"jobtype\":\"Upg\",\"args\":[],"
                              "\"queue\":\"uq\"}", rb_now_ms()), 0);
     char *jid = claim_before_upgrade("uq", "w1", rb_now_ms());
     cr_assert_str_eq(jid, "upgr00001");
-    cr_assert_eq(rb_pg_check_schema(pg, &err), RB_EVERSION);
-    cr_assert(strstr(rb_err_msg(&err), "version 2, this rebound needs 12: run 'rebound migrate'"),
-              "%s", rb_err_msg(&err));
-    snprintf(args, sizeof args, "migrate --check --url '%s'", url);
-    cr_assert_eq(run_cli(args, out, sizeof out), 1, "%s", out);
-    cr_assert(strstr(out, "schema version 2:"), "%s", out);
-    snprintf(args, sizeof args, "migrate --url '%s'", url);
-    cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema upgraded from version 2 to 12\n");
-    cr_assert_eq(rb_pg_check_schema(pg, &err), 0, "%s", rb_err_msg(&err));
-    cr_assert_eq(rb_pg_schema_version(pg, &v, &err), 0);
-    cr_assert_eq(v, RB_PG_SCHEMA_VERSION);
+    upgrade_with_cli(pg, 2);
     rb_pg_ref ref = {jid, "w1"};
     int st = -1;
     rb_pg_labels lab;
@@ -390,13 +425,9 @@ Test(pg, version_2_database_is_refused_then_upgraded_in_place)
  * and EXTEND (and by version 2's rb_ack), and its holder ACKs it. */
 Test(pg, version_3_database_upgrades_to_the_holder_rule)
 {
-    char drop[160], args[1200], out[1024];
-    snprintf(drop, sizeof drop, "DROP SCHEMA %s CASCADE; CREATE SCHEMA %s", schema, schema);
-    free(sql1(drop));
-    rb_pg *pg = open_engine(false, 9);
+    rb_pg *pg = schema_at_version(3, 9);
     rb_err err = {0};
-    int from = -1, st = -1, state = -1;
-    cr_assert_eq(rb_pg_migrate_to(pg, 3, &from, &err), 0, "%s", rb_err_msg(&err));
+    int st = -1, state = -1;
     int64_t now = rb_now_ms();
     for (int i = 1; i <= 2; i++) {
         char t[128];
@@ -411,9 +442,7 @@ Test(pg, version_3_database_upgrades_to_the_holder_rule)
     char *r = sql1("SELECT status FROM rb_ack_labels(ARRAY['v3hold002'], ARRAY['w2'], 0)");
     cr_assert_str_eq(r, "0");
     free(r);
-    snprintf(args, sizeof args, "migrate --url '%s'", url);
-    cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema upgraded from version 3 to 12\n");
+    upgrade_with_cli(pg, 3);
     /* pg, connected before the upgrade, goes on: its statements reach the
      * replaced functions */
     cr_assert_eq(rb_pg_check_schema(pg, &err), 0, "%s", rb_err_msg(&err));
@@ -449,21 +478,13 @@ Test(pg, version_3_database_upgrades_to_the_holder_rule)
  * records the parent as succeeded. */
 Test(pg, version_4_database_upgrades_to_dependencies)
 {
-    char drop[160], args[1200], out[1024];
-    snprintf(drop, sizeof drop, "DROP SCHEMA %s CASCADE; CREATE SCHEMA %s", schema, schema);
-    free(sql1(drop));
-    rb_pg *pg = open_engine(false, 11);
+    rb_pg *pg = schema_at_version(4, 11);
     rb_err err = {0};
-    int from = -1;
-    cr_assert_eq(rb_pg_migrate_to(pg, 4, &from, &err), 0, "%s", rb_err_msg(&err));
     int64_t now = rb_now_ms();
     cr_assert_eq(push_at(pg, "{\"jid\":\"v4par0001\",\"jobtype\":\"t\",\"args\":[]}", now), 0);
     char *a = claim_before_upgrade("default", "w1", now);
     cr_assert_str_eq(a, "v4par0001");
-    snprintf(args, sizeof args, "migrate --url '%s'", url);
-    cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema upgraded from version 4 to 12\n");
-    cr_assert_eq(rb_pg_check_schema(pg, &err), 0, "%s", rb_err_msg(&err));
+    upgrade_with_cli(pg, 4);
     json_t *kid = json_loads("{\"jid\":\"v4kid0001\",\"jobtype\":\"t\",\"args\":[],"
                              "\"depends_on\":[\"v4par0001\"]}", 0, NULL);
     rb_pg_new_job nj;
@@ -1823,21 +1844,13 @@ Test(pg, concurrent_fan_out_pushes_then_one_ack_releases_all)
  * job is acknowledged as before and batches are kept. */
 Test(pg, version_5_database_upgrades_to_batches)
 {
-    char drop[160], args[1200], out[1024];
-    snprintf(drop, sizeof drop, "DROP SCHEMA %s CASCADE; CREATE SCHEMA %s", schema, schema);
-    free(sql1(drop));
-    rb_pg *pg = open_engine(false, 13);
+    rb_pg *pg = schema_at_version(5, 13);
     rb_err err = {0};
-    int from = -1;
-    cr_assert_eq(rb_pg_migrate_to(pg, 5, &from, &err), 0, "%s", rb_err_msg(&err));
     int64_t now = rb_now_ms();
     cr_assert_eq(push_at(pg, "{\"jid\":\"v5job0001\",\"jobtype\":\"t\",\"args\":[]}", now), 0);
     char *a = claim_before_upgrade("default", "w1", now);
     cr_assert_str_eq(a, "v5job0001");
-    snprintf(args, sizeof args, "migrate --url '%s'", url);
-    cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema upgraded from version 5 to 12\n");
-    cr_assert_eq(rb_pg_check_schema(pg, &err), 0, "%s", rb_err_msg(&err));
+    upgrade_with_cli(pg, 5);
     rb_pg_ref ref = {a, "w1"};
     int st = -1;
     rb_pg_labels lab;
@@ -1860,13 +1873,8 @@ Test(pg, version_5_database_upgrades_to_batches)
  * rb_jobs.bid that a batch's page reads its members by (version 7). */
 Test(pg, version_6_database_upgrades_to_the_batch_member_index)
 {
-    char drop[160], args[1200], out[1024], q[256];
-    snprintf(drop, sizeof drop, "DROP SCHEMA %s CASCADE; CREATE SCHEMA %s", schema, schema);
-    free(sql1(drop));
-    rb_pg *pg = open_engine(false, 14);
-    rb_err err = {0};
-    int from = -1;
-    cr_assert_eq(rb_pg_migrate_to(pg, 6, &from, &err), 0, "%s", rb_err_msg(&err));
+    char q[256];
+    rb_pg *pg = schema_at_version(6, 14);
     snprintf(q, sizeof q,
              "SELECT count(*) FROM pg_indexes"
              " WHERE schemaname = '%s' AND indexname = 'rb_jobs_bid'",
@@ -1874,10 +1882,7 @@ Test(pg, version_6_database_upgrades_to_the_batch_member_index)
     char *n = sql1(q);
     cr_assert_str_eq(n, "0");
     free(n);
-    snprintf(args, sizeof args, "migrate --url '%s'", url);
-    cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema upgraded from version 6 to 12\n");
-    cr_assert_eq(rb_pg_check_schema(pg, &err), 0, "%s", rb_err_msg(&err));
+    upgrade_with_cli(pg, 6);
     n = sql1(q);
     cr_assert_str_eq(n, "1");
     free(n);
@@ -1892,22 +1897,14 @@ Test(pg, version_6_database_upgrades_to_the_batch_member_index)
  * and unique and expiring jobs work. */
 Test(pg, version_7_database_upgrades_to_unique_jobs)
 {
-    char drop[160], args[1200], out[1024];
-    snprintf(drop, sizeof drop, "DROP SCHEMA %s CASCADE; CREATE SCHEMA %s", schema, schema);
-    free(sql1(drop));
-    rb_pg *pg = open_engine(false, 15);
+    rb_pg *pg = schema_at_version(7, 15);
     rb_err err = {0};
-    int from = -1;
-    cr_assert_eq(rb_pg_migrate_to(pg, 7, &from, &err), 0, "%s", rb_err_msg(&err));
     int64_t now = rb_now_ms();
     cr_assert_eq(push_at(pg, "{\"jid\":\"v7job0001\",\"jobtype\":\"t\",\"args\":[]}", now), 0);
     cr_assert_eq(push_at(pg, "{\"jid\":\"v7job0002\",\"jobtype\":\"t\",\"args\":[]}", now), 0);
     char *a = claim_before_upgrade("default", "w1", now);
     cr_assert_str_eq(a, "v7job0001");
-    snprintf(args, sizeof args, "migrate --url '%s'", url);
-    cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema upgraded from version 7 to 12\n");
-    cr_assert_eq(rb_pg_check_schema(pg, &err), 0, "%s", rb_err_msg(&err));
+    upgrade_with_cli(pg, 7);
     rb_pg_ref ref = {a, "w1"};
     int st = -1;
     rb_pg_labels lab;
@@ -1979,13 +1976,8 @@ static char *track_state(rb_pg *pg, const char *jid, int64_t now)
  * the sweep drops ended records only past their retention. */
 Test(pg, version_8_database_upgrades_to_tracking)
 {
-    char drop[160], args[1200], out[1024];
-    snprintf(drop, sizeof drop, "DROP SCHEMA %s CASCADE; CREATE SCHEMA %s", schema, schema);
-    free(sql1(drop));
-    rb_pg *pg = open_engine(false, 15);
+    rb_pg *pg = schema_at_version(8, 15);
     rb_err err = {0};
-    int from = -1;
-    cr_assert_eq(rb_pg_migrate_to(pg, 8, &from, &err), 0, "%s", rb_err_msg(&err));
     int64_t now = rb_now_ms();
     cr_assert_eq(push_at(pg, "{\"jid\":\"v8trk0001\",\"jobtype\":\"t\",\"args\":[],"
                              "\"custom\":{\"track\":1}}", now), 0);
@@ -1993,10 +1985,7 @@ Test(pg, version_8_database_upgrades_to_tracking)
                              "\"queue\":\"tq2\",\"custom\":{\"track\":1}}", now), 0);
     char *a = claim_before_upgrade("default", "w1", now);
     cr_assert_str_eq(a, "v8trk0001");
-    snprintf(args, sizeof args, "migrate --url '%s'", url);
-    cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema upgraded from version 8 to 12\n");
-    cr_assert_eq(rb_pg_check_schema(pg, &err), 0, "%s", rb_err_msg(&err));
+    upgrade_with_cli(pg, 8);
     now = rb_now_ms();
     cr_assert_eq(track_set(pg, "{\"jid\":\"v8trk0001\",\"percent\":60}", now), 0);
     cr_assert_eq(track_set(pg, "{\"jid\":\"v8trk0002\",\"desc\":\"queued\"}", now), 0);
@@ -2161,13 +2150,8 @@ Test(pg, batch_member_reaped_dies_and_the_batch_completes_without_success)
  * graph still shows its succeeded parent with its edge. */
 Test(pg, version_9_database_upgrades_to_used_edges)
 {
-    char drop[160], args[1200], out[1024];
-    snprintf(drop, sizeof drop, "DROP SCHEMA %s CASCADE; CREATE SCHEMA %s", schema, schema);
-    free(sql1(drop));
-    rb_pg *pg = open_engine(false, 16);
+    rb_pg *pg = schema_at_version(9, 16);
     rb_err err = {0};
-    int from = -1;
-    cr_assert_eq(rb_pg_migrate_to(pg, 9, &from, &err), 0, "%s", rb_err_msg(&err));
     int64_t now = rb_now_ms();
     cr_assert_eq(push_at(pg, "{\"jid\":\"v9par0001\",\"jobtype\":\"p\",\"args\":[]}", now), 0);
     cr_assert_eq(push_at(pg, "{\"jid\":\"v9kid0001\",\"jobtype\":\"k\",\"args\":[],"
@@ -2179,10 +2163,7 @@ Test(pg, version_9_database_upgrades_to_used_edges)
     free(t);
     char *a = claim_before_upgrade("default", "w1", now);
     cr_assert_str_eq(a, "v9par0001");
-    snprintf(args, sizeof args, "migrate --url '%s'", url);
-    cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema upgraded from version 9 to 12\n");
-    cr_assert_eq(rb_pg_check_schema(pg, &err), 0, "%s", rb_err_msg(&err));
+    upgrade_with_cli(pg, 9);
     t = sql1("SELECT status FROM rb_ack_batch('{v9par0001}', '{w1}', 0,"
              " (extract(epoch FROM clock_timestamp()) * 1000)::bigint, 3600000, false)");
     cr_assert_str_eq(t, "0");
@@ -2216,23 +2197,15 @@ Test(pg, version_9_database_upgrades_to_used_edges)
  * forgets it. */
 Test(pg, version_10_database_upgrades_to_known_queues)
 {
-    char drop[160], args[1200], out[1024];
-    snprintf(drop, sizeof drop, "DROP SCHEMA %s CASCADE; CREATE SCHEMA %s", schema, schema);
-    free(sql1(drop));
-    rb_pg *pg = open_engine(false, 16);
+    rb_pg *pg = schema_at_version(10, 16);
     rb_err err = {0};
-    int from = -1;
-    cr_assert_eq(rb_pg_migrate_to(pg, 10, &from, &err), 0, "%s", rb_err_msg(&err));
     cr_assert_eq(push_at(pg, "{\"jid\":\"v10que001\",\"jobtype\":\"t\",\"args\":[],"
                              "\"queue\":\"emptied\"}", rb_now_ms()), 0);
     free(sql1("DELETE FROM rb_jobs WHERE jid = 'v10que001'")); /* as its ACK */
     char *t = sql1("SELECT rb_info()::json ->> 'queues'");
     cr_assert_str_eq(t, "[]");
     free(t);
-    snprintf(args, sizeof args, "migrate --url '%s'", url);
-    cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema upgraded from version 10 to 12\n");
-    cr_assert_eq(rb_pg_check_schema(pg, &err), 0, "%s", rb_err_msg(&err));
+    upgrade_with_cli(pg, 10);
     t = sql1("SELECT rb_info()::json ->> 'queues'");
     cr_assert_str_eq(t, "[[\"emptied\", 0, false]]");
     free(t);
@@ -2252,22 +2225,8 @@ Test(pg, version_10_database_upgrades_to_known_queues)
  * frozen mid-ACK, one per row) makes no engine of this release wait; the
  * sums stay exact, and the maintenance fold moves the engines' rows into
  * one without waiting for a row a transaction holds. */
-/* The test's schema emptied and migrated to version v by a new engine
- * (seed for its random source), which it returns. */
-static rb_pg *schema_at_version(int v, uint64_t seed)
-{
-    char drop[160];
-    snprintf(drop, sizeof drop, "DROP SCHEMA %s CASCADE; CREATE SCHEMA %s", schema, schema);
-    free(sql1(drop));
-    rb_pg *pg = open_engine(false, seed);
-    rb_err err = {0};
-    cr_assert_eq(rb_pg_migrate_to(pg, v, NULL, &err), 0, "%s", rb_err_msg(&err));
-    return pg;
-}
-
 Test(pg, version_11_database_upgrades_to_a_counter_row_per_engine)
 {
-    char args[1200], out[1024];
     rb_pg *pg = schema_at_version(11, 16);
     rb_err err = {0};
     int64_t now = rb_now_ms();
@@ -2284,9 +2243,7 @@ Test(pg, version_11_database_upgrades_to_a_counter_row_per_engine)
                    " (extract(epoch FROM clock_timestamp()) * 1000)::bigint, 3600000, false)");
     cr_assert_str_eq(t, "0");
     free(t);
-    snprintf(args, sizeof args, "migrate --url '%s'", url);
-    cr_assert_eq(run_cli(args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(out, "schema upgraded from version 11 to 12\n");
+    upgrade_with_cli(pg, 11);
     rb_pg_close(pg);
     /* every shared row held by an open transaction, as frozen nodes would */
     PGconn *frozen = PQconnectdb(url);

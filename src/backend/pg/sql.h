@@ -53,12 +53,15 @@
  * conninfo string (with '='). */
 bool rb_pg_is_url(const char *url);
 
-/* The schema version this build creates and requires (rb_pg_migrate). */
+/* The schema version this build creates and requires (rb_pg_migrate): the
+ * number of the last migration in src/backend/pg/schema/ (the build checks
+ * they agree). */
 #define RB_PG_SCHEMA_VERSION 12
 
 /* Job states, flags and per-job outcomes are the engine's
- * (engine/job_state.h), stored as the same numbers. Done and discarded jobs
- * are deleted. */
+ * (engine/job_state.h), stored as the same numbers (sql_numbers.h lists
+ * every number the SQL uses, each checked against its C constant). Done
+ * and discarded jobs are deleted. */
 
 typedef struct rb_pg rb_pg;
 
@@ -108,6 +111,11 @@ int rb_pg_check_schema(rb_pg *pg, rb_err *err);
 int rb_pg_migrate(rb_pg *pg, int *from, int *to, rb_err *err);
 /* Same, stopping at version target (1..RB_PG_SCHEMA_VERSION); for tests. */
 int rb_pg_migrate_to(rb_pg *pg, int target, int *from, rb_err *err);
+/* The migrations' SQL, embedded at build time from
+ * src/backend/pg/schema/NNNN.sql (scripts/embed_schema.sh):
+ * rb_pg_migrations[v - 1] is version v's text, byte for byte its file's,
+ * for v in 1..RB_PG_SCHEMA_VERSION; NULL after the last. Static storage. */
+extern const char *const rb_pg_migrations[];
 
 /* --- connection state and notifications (sql_conn.c) --- */
 
