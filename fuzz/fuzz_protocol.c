@@ -74,7 +74,7 @@ static rb_srv *server_new(uint64_t fail_mask)
     rb_err err = {0};
     rb_store *store = rb_store_null_new();
     rb_store_null_fail_commits(store, fail_mask);
-    FUZZ_CHECK(rb_sq_open_store(srv, store, &err) == 0);
+    FUZZ_CHECK(rb_sq_open_store(srv->eng, store, &err) == 0);
     rb_srv_loop_new(srv);
     return srv;
 }
@@ -91,13 +91,13 @@ static rb_conn *the_conn(rb_srv *srv)
 static bool run_until_idle(rb_srv *srv, int peer, sink *out)
 {
     for (int rounds = 0; rounds < 1000000; rounds++) {
-        event_base_loop(srv->base, EVLOOP_NONBLOCK);
+        event_base_loop(srv->eng->base, EVLOOP_NONBLOCK);
         sink_read(out, peer);
         rb_conn *c = the_conn(srv);
         if (!c) { /* closed by the server: read its last reply */
             if (srv->draining.size == 0)
                 return false;
-            event_base_loop(srv->base, EVLOOP_ONCE);
+            event_base_loop(srv->eng->base, EVLOOP_ONCE);
             continue;
         }
         if (c->fetch_op && c->fetch_op->wait_ev) { /* a FETCH with nothing to do: its 2 s are up now */
@@ -105,7 +105,7 @@ static bool run_until_idle(rb_srv *srv, int peer, sink *out)
             continue;
         }
         if (c->busy) { /* a reply waits for a commit: block until the writer says */
-            event_base_loop(srv->base, EVLOOP_ONCE);
+            event_base_loop(srv->eng->base, EVLOOP_ONCE);
             continue;
         }
         int pending = 0;
@@ -150,7 +150,7 @@ static void tally_queue(void *e, void *arg)
 
 static void check_indexes(rb_srv *srv)
 {
-    rb_jobs *js = &rb_sq_of(srv)->jobs;
+    rb_jobs *js = &rb_sq_of(srv->eng)->jobs;
     tally t = {0};
     rb_table_each(&js->by_jid, tally_job, &t);
     rb_table_each(&js->queues, tally_queue, &t);

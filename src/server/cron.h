@@ -16,9 +16,8 @@
 #include <jansson.h>
 
 typedef struct rb_srv rb_srv;
+#include "engine/cron.h" /* RB_CRON_META_KEY */
 
-/* The meta key prefix of an entry's last fired tick. */
-#define RB_CRON_META_KEY "cron:"
 
 /* The test-only clock offset (milliseconds added to the wall clock cron
  * reads; docs/enterprise.md). Read once, at rb_cron_start. */
@@ -28,11 +27,6 @@ typedef struct rb_srv rb_srv;
  * second). Read once, at rb_cron_start. */
 #define RB_CRON_TEST_RATE_ENV "REBOUND_TEST_CLOCK_RATE"
 
-/* Start-up, before rb_cron_start: a stored meta key (an entry's last tick
- * when it starts with RB_CRON_META_KEY; others are ignored). A single
- * node's store loader and distributed mode's open (backend/pg/mode.c)
- * call it. */
-void rb_cron_load(rb_srv *srv, const char *key, const char *value);
 
 /* Once the loop exists: for each entry, the catch-up job of missed =
  * "run_once" after downtime, then the timer armed for the next ticks. A

@@ -114,12 +114,12 @@ static void throttles_done(rb_srv *srv, rb_eng_op *op)
     }
     free(v);
     rb_http_reply_json(rb_api_call_of(op)->req, 200, json_pack("{s:o}", "throttles", arr));
-    rb_eng_op_finish(srv, op);
+    rb_eng_op_finish(srv->eng, op);
 }
 
 void rb_api_throttles(rb_http_req *r)
 {
-    rb_eng_submit(r->h->srv, rb_api_info_op(r->req, throttles_done, false));
+    rb_eng_submit(r->h->srv->eng, rb_api_info_op(r->req, throttles_done, false));
 }
 
 /* --- GET /api/job/JID's unique lock and expiry --- */

@@ -632,7 +632,7 @@ void *mode_db_thread(void *arg)
     int self = 0;
     while (self < RB_PGMODE_THREADS - 1 && pm->work[self] != ta.pg)
         self++;
-    int64_t bound_ms = pm->srv->cfg.storage.request_timeout_s * 1000;
+    int64_t bound_ms = pm->eng->cfg->storage.request_timeout_s * 1000;
     for (;;) {
         bool probe, slow;
         rb_pgreq *list = next_batch(pm, self, &probe, &slow);

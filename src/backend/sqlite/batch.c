@@ -3,6 +3,7 @@
  * The rules themselves are engine/batch.c's. */
 #include "backend/sqlite/batch.h"
 
+#include <event2/event.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,7 +14,7 @@
 #include "engine/jobdef.h"
 #include "engine/metrics.h"
 #include "backend/sqlite/sq.h"
-#include "server/srv.h"
+#include "engine/engine.h"
 
 /* How often the expiry sweep runs. */
 #define SWEEP_MS 10000
@@ -548,9 +549,9 @@ static void no_such(rb_eng_op *op, const char *bid)
     op->applied = RB_ENG_NOT_APPLIED;
 }
 
-void rb_sq_batch(rb_srv *srv, rb_eng_op *op)
+void rb_sq_batch(rb_eng *eng, rb_eng_op *op)
 {
-    rb_sq *sq = rb_sq_of(srv);
+    rb_sq *sq = rb_sq_of(eng);
     arm_sweep(sq);
     int64_t now = op->now;
     rb_batch *b = NULL;
@@ -560,7 +561,7 @@ void rb_sq_batch(rb_srv *srv, rb_eng_op *op)
         if (def->parent_bid && !p) {
             no_such(op, def->parent_bid);
             rb_sq_commit_then_wake(sq); /* an expired parent's row goes */
-            rb_eng_complete(sq->srv, op);
+            rb_eng_complete(sq->eng, op);
             return;
         }
         char *bid = new_bid(sq);
@@ -575,30 +576,30 @@ void rb_sq_batch(rb_srv *srv, rb_eng_op *op)
     }
     if (op->u.batch.verb == RB_ENG_BATCH_LIST) {
         list_batches(sq, op);
-        rb_eng_complete(sq->srv, op);
+        rb_eng_complete(sq->eng, op);
         return;
     }
     b = find_live(sq, op->u.batch.bid, now);
     if (!b && op->u.batch.verb == RB_ENG_BATCH_VIEW) {
         op->u.batch.found = false;
-        rb_eng_complete(sq->srv, op);
+        rb_eng_complete(sq->eng, op);
         return;
     }
     if (!b) {
         no_such(op, op->u.batch.bid);
-        rb_eng_complete(sq->srv, op);
+        rb_eng_complete(sq->eng, op);
         return;
     }
     switch (op->u.batch.verb) {
     case RB_ENG_BATCH_OPEN:
         op->u.batch.out = rb_xstrdup(b->bid);
-        rb_eng_complete(sq->srv, op);
+        rb_eng_complete(sq->eng, op);
         return;
     case RB_ENG_BATCH_STATUS: {
         json_t *st = rb_batch_status_json(b);
         op->u.batch.out = json_dumps(st, JSON_COMPACT);
         json_decref(st);
-        rb_eng_complete(sq->srv, op);
+        rb_eng_complete(sq->eng, op);
         return;
     }
     case RB_ENG_BATCH_COMMIT:
@@ -608,7 +609,7 @@ void rb_sq_batch(rb_srv *srv, rb_eng_op *op)
     case RB_ENG_BATCH_VIEW:
         view_batch(sq, b, &op->u.batch.view);
         op->u.batch.found = true;
-        rb_eng_complete(sq->srv, op);
+        rb_eng_complete(sq->eng, op);
         return;
     case RB_ENG_BATCH_NEW:
     case RB_ENG_BATCH_LIST:

@@ -3,12 +3,13 @@
  * the completions that send replies once a commit is on disk, and the
  * creation of a pushed job (rb_sq_push, at the end). */
 #include "backend/sqlite/sq.h"
-#include "server/srv.h"
+#include "engine/engine.h"
 
 #include "backend/sqlite/throttle.h"
 #include "backend/sqlite/track.h"
 #include "backend/sqlite/unique.h"
 
+#include <event2/event.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -122,7 +123,7 @@ static void on_commit(void *arg, int status, const rb_err *err)
     rb_sq *sq = arg;
     if (status)
         rb_log(RB_LOG_ERROR, "commit failed: %s", rb_err_msg(err));
-    rb_eng_wake(sq->srv, NULL, 0);
+    rb_eng_wake(sq->eng, NULL, 0);
     rb_sq_arm(sq);
 }
 
@@ -216,7 +217,7 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
     while ((j = rb_jobs_next_timer(&sq->jobs)) && j->timer.at_ms <= now)
         fire(sq, j, now);
     rb_deps_expire(sq, now);
-    rb_eng_wake(sq->srv, NULL, 0);
+    rb_eng_wake(sq->eng, NULL, 0);
     rb_sq_arm(sq);
 }
 

@@ -12,7 +12,7 @@
 #include "common/timeutil.h"
 #include "common/log.h"
 #include "backend/sqlite/sq.h"
-#include "server/srv.h"
+#include "engine/engine.h"
 
 #define DONE_PREFIX RB_DEPS_DONE_KEY
 

@@ -2,7 +2,7 @@
  * policy: the attempt history, Faktory's `failure` hash, and the outcome:
  * retry, dead, discard, or catch (the original dead, a catch job enqueued). */
 #include "backend/sqlite/sq.h"
-#include "server/srv.h"
+#include "engine/engine.h"
 
 #include <stdlib.h>
 #include <string.h>

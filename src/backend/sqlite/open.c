@@ -20,12 +20,11 @@
 #include "common/log.h"
 #include "common/timeutil.h"
 #include "engine/cron.h"
-#include "server/cron.h"
-#include "server/srv.h"
+#include "engine/engine.h"
 
-rb_sq *rb_sq_of(const rb_srv *srv)
+rb_sq *rb_sq_of(const rb_eng *eng)
 {
-    return srv->be;
+    return eng->be;
 }
 
 /* --- recovery --- */
@@ -80,7 +79,6 @@ static int load_meta(void *arg, const char *key, const char *value)
         rb_deps_load_meta(sq, key, value);
     rb_sq_batch_load(sq, key, value);
     rb_sq_unique_load(sq, key, value);
-    rb_cron_load(sq->srv, key, value);
     if (!strncmp(key, RB_CRON_META_KEY, strlen(RB_CRON_META_KEY))) /* mem_push's condition */
         json_object_set_new(sq->cron_ticks, key, json_integer(strtoll(value, NULL, 10)));
     rb_sq_track_load(sq, key, value);
@@ -125,12 +123,12 @@ static void free_event(struct event **ev)
     *ev = NULL;
 }
 
-int rb_sq_open_store(rb_srv *srv, rb_store *store, rb_err *err)
+int rb_sq_open_store(rb_eng *eng, rb_store *store, rb_err *err)
 {
     rb_sq *sq = rb_xcalloc(1, sizeof *sq);
-    sq->srv = srv;
-    sq->cfg = &srv->cfg;
-    sq->metrics = srv->metrics;
+    sq->eng = eng;
+    sq->cfg = eng->cfg;
+    sq->metrics = eng->metrics;
     sq->armed_ms = INT64_MAX;
     sq->store = store;
     sq->cron_ticks = json_object();
@@ -140,8 +138,8 @@ int rb_sq_open_store(rb_srv *srv, rb_store *store, rb_err *err)
     rb_sq_track_init(sq);
     rb_deps_init(&sq->deps);
     rb_rng_seed_os(&sq->rng);
-    srv->backend = &rb_backend_sqlite;
-    srv->be = sq;
+    eng->backend = &rb_backend_sqlite;
+    eng->be = sq;
     rb_store_loader loader = {sq, load_job, load_counter, load_meta};
     int64_t t0 = rb_mono_ms();
     int rc = store->ops->load(store, &loader, err);
@@ -159,17 +157,17 @@ int rb_sq_open_store(rb_srv *srv, rb_store *store, rb_err *err)
     return 0;
 }
 
-int rb_sq_open(rb_srv *srv, rb_err *err)
+int rb_sq_open(rb_eng *eng, rb_err *err)
 {
     rb_store *store;
-    int rc = rb_store_open(srv->cfg.storage.url, &store, err);
-    return rc ? rc : rb_sq_open_store(srv, store, err);
+    int rc = rb_store_open(eng->cfg->storage.url, &store, err);
+    return rc ? rc : rb_sq_open_store(eng, store, err);
 }
 
-void rb_sq_attach(rb_srv *srv)
+void rb_sq_attach(rb_eng *eng)
 {
-    rb_sq *sq = rb_sq_of(srv);
-    sq->base = srv->base;
+    rb_sq *sq = rb_sq_of(eng);
+    sq->base = eng->base;
     sq->writer_ev = event_new(sq->base, rb_writer_fd(sq->writer), EV_READ | EV_PERSIST,
                               on_writer, sq);
     event_add(sq->writer_ev, NULL);
@@ -180,9 +178,9 @@ void rb_sq_attach(rb_srv *srv)
 
 /* The loop is over: the commit in progress finishes (its completions
  * run), then the loop's events go. */
-void rb_sq_close(rb_srv *srv)
+void rb_sq_close(rb_eng *eng)
 {
-    rb_sq *sq = rb_sq_of(srv);
+    rb_sq *sq = rb_sq_of(eng);
     if (!sq)
         return;
     if (sq->writer)
@@ -195,12 +193,12 @@ void rb_sq_close(rb_srv *srv)
     free_event(&sq->batch_ev);
 }
 
-void rb_sq_release(rb_srv *srv)
+void rb_sq_release(rb_eng *eng)
 {
-    rb_sq *sq = rb_sq_of(srv);
+    rb_sq *sq = rb_sq_of(eng);
     if (!sq)
         return;
-    rb_sq_close(srv);
+    rb_sq_close(eng);
     if (sq->store)
         sq->store->ops->close(sq->store);
     json_decref(sq->cron_ticks);
@@ -211,5 +209,5 @@ void rb_sq_release(rb_srv *srv)
     rb_sq_throttle_release(sq);
     rb_deps_release(&sq->deps);
     free(sq);
-    srv->be = NULL;
+    eng->be = NULL;
 }

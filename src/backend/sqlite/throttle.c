@@ -1,6 +1,7 @@
 /* The single-node backend's queue throttles (backend/sqlite/throttle.h). */
 #include "backend/sqlite/throttle.h"
 
+#include <event2/event.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,7 +12,7 @@
 #include "common/timeutil.h"
 #include "engine/engine.h"
 #include "backend/sqlite/sq.h"
-#include "server/srv.h"
+#include "engine/engine.h"
 
 /* A fetch's time, by jid: kept for jobs of throttled queues with a
  * timeout, from their fetch until they leave the server (overwritten at
@@ -76,7 +77,7 @@ static void on_timeout(evutil_socket_t fd, short what, void *arg)
     (void)what;
     rb_sq *sq = arg;
     sq->throttle->armed_ms = INT64_MAX;
-    rb_eng_wake(sq->srv, NULL, 0); /* a slot freed by its timeout: another try */
+    rb_eng_wake(sq->eng, NULL, 0); /* a slot freed by its timeout: another try */
 }
 
 static void arm(rb_sq *sq, rb_sq_throttle *t, int64_t at, int64_t now)

@@ -15,7 +15,7 @@
 #include "common/log.h"
 #include "engine/metrics.h"
 #include "backend/sqlite/sq.h"
-#include "server/srv.h"
+#include "engine/engine.h"
 
 /* One lock. Invariant: in both tables, or in neither (freed); while it is
  * in them its holder is a live job (not dead), and its meta row says so. */
