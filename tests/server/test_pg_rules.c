@@ -4,8 +4,12 @@
  * SNOOZE and EXTEND, rb_ack_batch and the previous releases' rb_ack_deps
  * and rb_ack_labels behind ACK) over every stored shape of a job — each
  * state, flag set and holder, asked by its holder, another wid or none —
- * compared with rb_job_outcome (engine/job_state.h). A schema of the run's
- * shared cluster per test (tests/server/pg_harness.h). */
+ * compared with rb_job_outcome (engine/job_state.h); and a parent's
+ * success as rb_ack_batch applies it in SQL (rb_dep_succeeded) against the
+ * engine's dependency rule (rb_dep_on_parent, engine/depend.h) over every
+ * child's counts and mode, with a parent's death (decided in C through
+ * rb_dep_on_parent) on the same grid. A schema of the run's shared cluster
+ * per test (tests/server/pg_harness.h). */
 #include <criterion/criterion.h>
 #include <criterion/hooks.h>
 
@@ -16,6 +20,8 @@
 #include <libpq-fe.h>
 
 #include "backend/pg/sql.h"
+#include "common/timeutil.h"
+#include "engine/depend.h"
 #include "engine/job_state.h"
 #include "pg_harness.h"
 
@@ -244,4 +250,153 @@ Test(rules, one_holder_check_in_the_schema)
           " AND proname <> 'rb_holder_status' AND prosrc ~ 'wid <>|<> p_wid|wid IS NOT NULL'");
     cr_assert_null(v, "the holder rule written out again in %s", v);
     free(v);
+}
+
+/* --- a parent's event and its child: the SQL (ACK) and C (death) paths
+ * against rb_dep_on_parent --- */
+
+typedef struct dep_case {
+    rb_dep_mode mode;
+    rb_dep_event ev;
+    unsigned remaining, dead; /* the child's counts before the event */
+} dep_case;
+
+/* Child "c<n>" waits (blocked when dead > 0) on remaining parents: "p<n>",
+ * whose event this is, and others that are only edges (rb_dep_succeeded
+ * and the C path read the counts, not the other parents' rows). p<n> is
+ * working, held by w1 (retry -1: a FAIL kills it; retry 0 for a discard:
+ * a FAIL deletes it), or, when every
+ * remaining parent is dead and it succeeds, dead with its expired flag
+ * (its lease ran out on the last attempt; a late ACK completes it). */
+static void dep_setup(const dep_case *d, int n, int64_t now)
+{
+    bool parent_dead = d->dead == d->remaining;
+    free(q("INSERT INTO rb_jobs (jid, state, queue, priority, due_ms, reserve_s, flags, wid,"
+           " json, wf) VALUES ('p%d', %d, 'default', 5, %lld, 1800, %d, 'w1',"
+           " '{\"jid\":\"p%d\",\"jobtype\":\"t\",\"args\":[],\"retry\":%d}', true)",
+           n, parent_dead ? RB_JOB_DEAD : RB_JOB_WORKING, (long long)(now + 600000),
+           parent_dead ? RB_JOB_EXPIRED : 0, n, d->ev == RB_DEP_PARENT_DISCARDED ? 0 : -1));
+    free(q("INSERT INTO rb_jobs (jid, state, queue, priority, due_ms, reserve_s, json, wf)"
+           " VALUES ('c%d', %d, 'default', 5, %lld, 1800,"
+           " '{\"jid\":\"c%d\",\"jobtype\":\"t\",\"args\":[]}', true)",
+           n, d->dead ? RB_JOB_BLOCKED : RB_JOB_WAITING, (long long)(now - 1000), n));
+    free(q("INSERT INTO rb_wait (child, remaining, dead, mode) VALUES ('c%d', %u, %u, %d)", n,
+           d->remaining, d->dead, (int)d->mode));
+    free(q("INSERT INTO rb_edges (parent, child) SELECT CASE WHEN k = 1 THEN 'p%d'"
+           " ELSE 'o%d-' || k END, 'c%d' FROM generate_series(1, %u) k",
+           n, n, n, d->remaining));
+}
+
+/* The parent's event through the backend: ACK (rb_ack_batch, the SQL
+ * rule) or FAIL that kills or discards it (told in C: sql_dep_events). */
+static void dep_event(const dep_case *d, int n, int64_t now)
+{
+    char jid[16];
+    snprintf(jid, sizeof jid, "p%d", n);
+    rb_pg_ref ref = {jid, "w1"};
+    rb_err err = {0};
+    if (d->ev == RB_DEP_PARENT_SUCCEEDED) {
+        int st = -1;
+        cr_assert_eq(rb_pg_ack(eng, &ref, 1, &st, NULL, &err), 0, "%s", rb_err_msg(&err));
+        cr_assert_eq(st, RB_JOB_DONE, "ACK of %s: %d", jid, st);
+    } else {
+        rb_pg_failure f = {.ref = ref, .in = {.errtype = "E", .message = "boom"}};
+        rb_pg_fail_result res;
+        cr_assert_eq(rb_pg_fail(eng, &f, 1, now, &res, &err), 0, "%s", rb_err_msg(&err));
+        cr_assert_eq(res.status, RB_JOB_DONE, "FAIL of %s: %d", jid, res.status);
+        char *v = q("SELECT state FROM rb_jobs WHERE jid = '%s'", jid);
+        if (d->ev == RB_DEP_PARENT_DIED)
+            cr_assert(v && !strcmp(v, "5"), "%s did not die: state %s", jid, v);
+        else
+            cr_assert_null(v, "%s was not discarded: state %s", jid, v);
+        free(v);
+    }
+}
+
+/* What the child is after the event: its state (-1: gone), its counts
+ * (when it still waits) and whether the parent's edge is still there. */
+typedef struct dep_after {
+    int state;
+    bool waits;
+    unsigned remaining, dead;
+    bool edge;
+} dep_after;
+
+static dep_after dep_read(int n)
+{
+    dep_after a = {.state = -1};
+    char *v = q("SELECT state FROM rb_jobs WHERE jid = 'c%d'", n);
+    if (v)
+        a.state = atoi(v);
+    free(v);
+    v = q("SELECT remaining || ',' || dead FROM rb_wait WHERE child = 'c%d'", n);
+    a.waits = v != NULL;
+    if (v)
+        cr_assert_eq(sscanf(v, "%u,%u", &a.remaining, &a.dead), 2);
+    free(v);
+    v = q("SELECT count(*) FROM rb_edges WHERE parent = 'p%d' AND child = 'c%d'", n, n);
+    a.edge = !strcmp(v, "1");
+    free(v);
+    return a;
+}
+
+/* The engine's answer: rb_dep_on_parent on the counts, as a child's row. */
+static dep_after dep_want(const dep_case *d)
+{
+    rb_dep_counts c = {d->remaining, d->dead};
+    bool consumed = false;
+    rb_dep_next next = rb_dep_on_parent(d->mode, d->ev, &c, &consumed);
+    dep_after a = {.edge = !consumed};
+    switch (next) {
+    case RB_DEP_NEXT_WAIT:
+    case RB_DEP_NEXT_BLOCK:
+        a.state = next == RB_DEP_NEXT_BLOCK ? RB_JOB_BLOCKED : RB_JOB_WAITING;
+        a.waits = true;
+        a.remaining = c.remaining;
+        a.dead = c.dead;
+        break;
+    case RB_DEP_NEXT_RELEASE: a.state = RB_JOB_ENQUEUED; break; /* its `at` is past */
+    case RB_DEP_NEXT_DIE:
+        a.state = RB_JOB_DEAD;
+        a.edge = false; /* a dead child's edges are all used up */
+        break;
+    }
+    return a;
+}
+
+/* Every mode, every count a child can have (1 to 3 parents left, 0 to
+ * all of them dead), a parent's success and (when it is not dead yet) its
+ * death or discard: the child's row after the backend applied it is
+ * rb_dep_on_parent's answer. */
+Test(rules, a_parents_event_is_the_engines_dependency_rule)
+{
+    int64_t now = rb_now_ms();
+    int n = 0, checked = 0;
+    for (rb_dep_mode mode = RB_DEP_BLOCK; mode <= RB_DEP_IGNORE; mode++)
+        for (unsigned r = 1; r <= 3; r++)
+            for (unsigned dd = 0; dd <= r; dd++)
+                for (int e = 0; e < 3; e++) {
+                    static const rb_dep_event evs[] = {RB_DEP_PARENT_SUCCEEDED,
+                                                       RB_DEP_PARENT_DIED,
+                                                       RB_DEP_PARENT_DISCARDED};
+                    static const char *const ev_names[] = {"succeeded", "died", "discarded"};
+                    dep_case d = {mode, evs[e], r, dd};
+                    if (d.ev != RB_DEP_PARENT_SUCCEEDED && dd == r)
+                        continue; /* a dead parent fails no more */
+                    n++;
+                    dep_setup(&d, n, now);
+                    dep_event(&d, n, now);
+                    dep_after got = dep_read(n), want = dep_want(&d);
+                    cr_expect(got.state == want.state && got.waits == want.waits &&
+                                  got.remaining == want.remaining && got.dead == want.dead &&
+                                  got.edge == want.edge,
+                              "%s, %s, %u left, %u dead: the backend left the child in state"
+                              " %d (waits %d: %u left, %u dead; edge %d), rb_dep_on_parent"
+                              " says %d (waits %d: %u left, %u dead; edge %d)",
+                              rb_dep_mode_name(mode), ev_names[e], r, dd, got.state,
+                              got.waits, got.remaining, got.dead, got.edge, want.state,
+                              want.waits, want.remaining, want.dead, want.edge);
+                    checked++;
+                }
+    cr_assert_eq(checked, 3 * (9 + 6 + 6));
 }
