@@ -243,7 +243,7 @@ Test(rules, one_holder_check_in_the_schema)
     char *v = q("SELECT string_agg(proname, ',' ORDER BY proname) FROM pg_proc"
                 " WHERE pronamespace = current_schema()::regnamespace"
                 " AND prosrc LIKE '%%rb_holder_status(%%'");
-    cr_assert_str_eq(v, "rb_ack_batch,rb_ack_deps,rb_held");
+    cr_assert_str_eq(v, "rb_ack_batch,rb_held");
     free(v);
     v = q("SELECT string_agg(proname, ',' ORDER BY proname) FROM pg_proc"
           " WHERE pronamespace = current_schema()::regnamespace"

@@ -272,39 +272,10 @@ END $$;
 
 -- rb_ack_deps(text[], text[], integer, bigint, bigint) (function)
 CREATE FUNCTION rb_ack_deps(p_jids text[], p_wids text[], p_shard integer, p_now bigint, p_ttl_ms bigint) RETURNS TABLE(status integer, queue text, jobtype text)
-    LANGUAGE plpgsql
+    LANGUAGE sql
     AS $$
-#variable_conflict use_column
-DECLARE n int := coalesce(array_length(p_jids, 1), 0);
-  st int[] := array_fill(0, ARRAY[n]);
-  qs text[] := array_fill(NULL::text, ARRAY[n]);
-  ts text[] := array_fill(NULL::text, ARRAY[n]);
-  i int; r record; h int; jt json; done int := 0;
-BEGIN
-  FOR i IN SELECT u.ord FROM unnest(p_jids) WITH ORDINALITY AS u(jid, ord)
-           ORDER BY u.jid, u.ord LOOP
-    SELECT j.state, j.flags, j.wid, j.queue, j.json, j.wf INTO r FROM rb_jobs j
-      WHERE j.jid = p_jids[i] FOR UPDATE;
-    h := rb_holder_status(r.state, r.wid, p_wids[i]);
-    IF h IN (1, 2) THEN
-      st[i] := h;
-    ELSIF h = 0 OR r.flags & 1 <> 0 THEN
-      DELETE FROM rb_jobs j WHERE j.jid = p_jids[i];
-      IF r.wf OR EXISTS (SELECT 1 FROM rb_edges e WHERE e.parent = p_jids[i]) THEN
-        PERFORM rb_dep_succeeded(p_jids[i], p_now, p_ttl_ms);
-      END IF;
-      done := done + 1;
-      st[i] := 0;
-      qs[i] := r.queue;
-      jt := r.json::json -> 'jobtype';
-      ts[i] := CASE WHEN json_typeof(jt) = 'string' THEN left(jt #>> '{}', 127) END;
-    ELSE
-      st[i] := 3;
-    END IF;
-  END LOOP;
-  IF done > 0 THEN PERFORM rb_count('processed', p_shard, done); END IF;
-  RETURN QUERY SELECT * FROM unnest(st, qs, ts);
-END $$;
+  SELECT * FROM rb_ack_batch(p_jids, p_wids, p_shard, p_now, p_ttl_ms, true)
+$$;
 
 -- rb_ack_labels(text[], text[], integer) (function)
 CREATE FUNCTION rb_ack_labels(p_jids text[], p_wids text[], p_shard integer) RETURNS TABLE(status integer, queue text, jobtype text)
