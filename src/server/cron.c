@@ -11,6 +11,7 @@
 #include <event2/event.h>
 
 #include "common/buf.h"
+#include "common/fault.h"
 #include "common/timeutil.h"
 #include "engine/engine.h"
 #include "common/log.h"
@@ -29,8 +30,8 @@ typedef struct cron_state {
 struct rb_cron {
     cron_state *e;    /* cfg.n_cron entries */
     size_t n;
-    int64_t offset_ms; /* RB_CRON_TEST_CLOCK_ENV, 0 outside tests */
-    int64_t rate;      /* RB_CRON_TEST_RATE_ENV, 1 outside tests */
+    int64_t offset_ms; /* RB_CRON_TEST_CLOCK_FAULT, 0 outside tests */
+    int64_t rate;      /* RB_CRON_TEST_RATE_FAULT, 1 outside tests */
     int64_t fired;     /* jobs pushed since start */
     struct event *timer;
     bool stopping;
@@ -238,19 +239,16 @@ void rb_cron_start(rb_srv *srv)
     json_object_foreach(ticks, key, v)
         load_tick(srv, key, json_integer_value(v));
     json_decref(ticks);
-    const char *off = getenv(RB_CRON_TEST_CLOCK_ENV);
-    if (off && *off) {
-        cr->offset_ms = strtoll(off, NULL, 10);
-        rb_log(RB_LOG_WARN, "cron: test clock offset %" PRId64 " ms (%s)", cr->offset_ms,
-               RB_CRON_TEST_CLOCK_ENV);
+    if (rb_fault_get(RB_CRON_TEST_CLOCK_FAULT)) {
+        cr->offset_ms = rb_fault_int(RB_CRON_TEST_CLOCK_FAULT, 0);
+        rb_log(RB_LOG_WARN, "cron: test clock offset %" PRId64 " ms (%s %s)", cr->offset_ms,
+               RB_FAULTS_ENV, RB_CRON_TEST_CLOCK_FAULT);
     }
-    const char *rate = getenv(RB_CRON_TEST_RATE_ENV);
-    if (rate && *rate && strtoll(rate, NULL, 10) > 1) {
-        cr->rate = strtoll(rate, NULL, 10);
-        if (cr->rate > 3600)
-            cr->rate = 3600;
-        rb_log(RB_LOG_WARN, "cron: test clock rate %" PRId64 " (%s)", cr->rate,
-               RB_CRON_TEST_RATE_ENV);
+    int64_t rate = rb_fault_int(RB_CRON_TEST_RATE_FAULT, 1);
+    if (rate > 1) {
+        cr->rate = rate > 3600 ? 3600 : rate;
+        rb_log(RB_LOG_WARN, "cron: test clock rate %" PRId64 " (%s %s)", cr->rate,
+               RB_FAULTS_ENV, RB_CRON_TEST_RATE_FAULT);
     }
     cr->timer = evtimer_new(srv->eng->base, on_timer, srv);
     int64_t now_s = cron_now_ms(cr) / 1000;

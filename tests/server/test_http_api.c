@@ -730,7 +730,7 @@ HTTP_TEST(actions_fail_when_the_commit_fails)
     make_failed("jobid-d1", "Pay", "Timeout", true);
     char fault[400];
     snprintf(fault, sizeof fault, "%s/fault", S.dir);
-    /* the server reads REBOUND_FAULT_FILE at start: restart with it set */
+    /* the server reads its faults at start: restart with sqlite.fault_file set */
     rbh_close(C);
     rbh_kill(&S, SIGTERM);
     S.env_fault = fault;
@@ -1010,12 +1010,12 @@ HTTP_TEST(cron_lists_entries_as_the_cli_does_with_the_stored_last_tick)
      * (a restart in distributed mode on a loaded machine takes seconds; a
      * tick passed before the server is up would be skipped) */
     snprintf(off, sizeof off, "%lld", offset_before_minute(4000, &tick_s));
-    setenv("REBOUND_TEST_CLOCK_OFFSET_MS", off, 1);
+    rbh_fault_set("cron.clock_offset_ms", off);
     restart_with("[[cron]]\nname = \"minutely\"\nschedule = \"* * * * *\"\n"
                  "[cron.job]\ntype = \"Tick\"\nqueue = \"cq\"\n\n"
                  "[[cron]]\nname = \"never\"\nschedule = \"0 0 31 2 *\"\ntimezone = \"Europe/Berlin\"\n"
                  "missed = \"run_once\"\n[cron.job]\ntype = \"Feb31\"\n");
-    unsetenv("REBOUND_TEST_CLOCK_OFFSET_MS");
+    rbh_fault_set("cron.clock_offset_ms", NULL);
     rbh_resp *r = NULL;
     for (int64_t end = rbh_now_ms() + 15000; rbh_now_ms() < end; rbh_sleep_ms(50)) {
         rbh_resp_free(r);

@@ -2296,6 +2296,50 @@ Test(pg, version_11_database_upgrades_to_a_counter_row_per_engine)
     rb_pg_close(pg);
 }
 
+/* --- one holder check (schema version 13, issue 28) --- */
+
+/* A version-12 database holding a job claimed by w1, and a node of that
+ * release still running: after `rebound migrate` the statements it sends
+ * (rb_snooze through rb_held, rb_ack_batch), replaced in place, run
+ * rb_holder_status: another wid is refused, the holder's ACK completes
+ * the job. */
+Test(pg, version_12_database_upgrades_to_one_holder_check)
+{
+    rb_pg *pg = schema_at_version(12, 18);
+    int64_t now = rb_now_ms();
+    cr_assert_eq(push_at(pg, "{\"jid\":\"v12hold01\",\"jobtype\":\"t\",\"args\":[]}", now), 0);
+    char *a = claim_before_upgrade("default", "w1", now);
+    cr_assert_str_eq(a, "v12hold01");
+    const char *has = "SELECT count(*) FROM pg_proc WHERE proname = 'rb_holder_status'"
+                      " AND pronamespace = current_schema()::regnamespace";
+    char *t = sql1(has);
+    cr_assert_str_eq(t, "0");
+    free(t);
+    upgrade_with_cli(pg, 12);
+    t = sql1(has);
+    cr_assert_str_eq(t, "1");
+    free(t);
+    /* the previous release's statements, as its nodes send them */
+    t = sql1("SELECT status FROM rb_snooze('v12hold01', 'w2', 0,"
+             " (extract(epoch FROM clock_timestamp()) * 1000)::bigint)");
+    cr_assert_str_eq(t, "2");
+    free(t);
+    const char *ack = "SELECT status FROM rb_ack_batch('{v12hold01}', '{%s}', 0,"
+                      " (extract(epoch FROM clock_timestamp()) * 1000)::bigint, 3600000, false)";
+    char sql[256];
+    snprintf(sql, sizeof sql, ack, "w2");
+    t = sql1(sql);
+    cr_assert_str_eq(t, "2");
+    free(t);
+    snprintf(sql, sizeof sql, ack, "w1");
+    t = sql1(sql);
+    cr_assert_str_eq(t, "0");
+    free(t);
+    cr_assert_not(job_exists("v12hold01"));
+    free(a);
+    rb_pg_close(pg);
+}
+
 /* A bounded engine (issue 27; rb_pg_options.io_timeout_ms): a statement
  * waiting for a lock another transaction holds fails with PostgreSQL's
  * statement_timeout or lock_timeout (both 80 % of the bound, whichever

@@ -15,6 +15,7 @@
 
 #include "backend/pg/registry.h"
 #include "common/buf.h"
+#include "common/fault.h"
 #include "common/timeutil.h"
 
 /* --- database threads: one batch per turn --- */
@@ -253,18 +254,13 @@ static void run_claims(rb_pg *pg, rb_pgreq **v, size_t n, claim_counts *cc)
     free(wids);
 }
 
-/* Test hook: REBOUND_TEST_PG_BATCH_FAULT=N fails every Nth batch
+/* Test hook (common/fault.h): pg.batch_fault=N fails every Nth batch
  * transaction before its COMMIT (a statement error inside it), so that the
- * fallback below runs; REBOUND_TEST_PG_BATCH_FAULT=-1 turns the batch
- * transaction off (a transaction per kind, as the fallback). */
+ * fallback below runs; pg.batch_fault=-1 turns the batch transaction off
+ * (a transaction per kind, as the fallback). */
 static long batch_fault(void)
 {
-    static long every = -2;
-    if (every == -2) {
-        const char *e = getenv("REBOUND_TEST_PG_BATCH_FAULT");
-        every = e && *e ? strtol(e, NULL, 10) : 0;
-    }
-    return every;
+    return (long)rb_fault_int("pg.batch_fault", 0);
 }
 
 /* The requests of the batch transaction's kinds back to as posted, after

@@ -29,6 +29,7 @@
 #include <jansson.h>
 
 #include "common/buf.h"
+#include "common/fault.h"
 #include "common/timeutil.h"
 #include "common/log.h"
 
@@ -65,6 +66,13 @@ static const char *last_key(const void *e)
 void mode_prefetch_init(rb_pgmode *pm)
 {
     rb_table_init(&pm->last, offsetof(mode_last, hnext), last_key);
+}
+
+/* How long a claimed job waits for its worker's FETCH: RB_PGMODE_PREFETCH_HOLD_MS,
+ * or the test's (fault pg.prefetch_hold_ms: a loaded test machine). */
+static int64_t hold_ms(void)
+{
+    return rb_fault_int("pg.prefetch_hold_ms", RB_PGMODE_PREFETCH_HOLD_MS);
 }
 
 /* The entry of wid in pm->last, or NULL. */
@@ -168,7 +176,7 @@ static void on_expiry(evutil_socket_t fd, short what, void *arg)
     rb_pgmode *pm = rb_pgm_of(eng);
     int64_t now = rb_now_ms();
     for (size_t i = 0; i < pm->n_pre;) {
-        if (now - pm->pre[i].at_ms >= RB_PGMODE_PREFETCH_HOLD_MS && drop_held(eng, i))
+        if (now - pm->pre[i].at_ms >= hold_ms() && drop_held(eng, i))
             pm->prefetch_expired++;
         else
             i++;
@@ -189,7 +197,7 @@ static void arm_expiry(rb_eng *eng)
     for (size_t i = 1; i < pm->n_pre; i++)
         if (pm->pre[i].at_ms < oldest)
             oldest = pm->pre[i].at_ms;
-    int64_t left = oldest + RB_PGMODE_PREFETCH_HOLD_MS - rb_now_ms();
+    int64_t left = oldest + hold_ms() - rb_now_ms();
     if (left < 1)
         left = 1;
     struct timeval tv = {left / 1000, (left % 1000) * 1000};

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/buf.h"
+#include "common/check.h"
 #include "common/timeutil.h"
 #include "engine/metrics.h"
 
@@ -112,8 +113,47 @@ rb_list *rb_jobs_state_list(rb_jobs *js, rb_job_state st)
     }
 }
 
+/* --- the invariants of jobs.h, checked where a job changes index --- */
+
+/* Whether e is linked in l: its neighbours, or l's ends, point back at it
+ * (an element is in one list at a time, so this says which). */
+static bool linked_in(const rb_list *l, const rb_link *e)
+{
+    return (e->prev ? e->prev->next == e : l->head == e) &&
+           (e->next ? e->next->prev == e : l->tail == e);
+}
+
+/* A job is in exactly the index its state names: its queue's ready list
+ * for its priority when ENQUEUED, its state's list when listed, none when
+ * PENDING; and in the timer heap exactly when it has a deadline
+ * (SCHEDULED, WORKING, RETRIES, DEAD). */
+static void check_indexed(rb_jobs *js, const rb_job *j)
+{
+    const rb_list *l = j->state == RB_JOB_ENQUEUED ? &j->queue->ready[j->priority - 1]
+                                                   : rb_jobs_state_list(js, j->state);
+    if (j->state == RB_JOB_PENDING)
+        rb_assert(!j->link.prev && !j->link.next, "pending job %s is linked in a list", j->jid);
+    else
+        rb_assert(l && linked_in(l, &j->link), "job %s (state %s) is not in its state's list",
+                  j->jid, rb_job_state_name(j->state));
+    bool timed = j->state == RB_JOB_SCHEDULED || j->state == RB_JOB_WORKING ||
+                 j->state == RB_JOB_RETRIES || j->state == RB_JOB_DEAD;
+    rb_assert((j->timer.idx != RB_HEAP_NONE) == timed,
+              "job %s (state %s) is %sin the timer heap", j->jid, rb_job_state_name(j->state),
+              timed ? "not " : "");
+}
+
+/* Only a WORKING job has a holder (the wid that fetched it; a job fetched
+ * without one has none): every way out of WORKING drops it first. */
+static void check_holder(const rb_job *j)
+{
+    rb_assert(!j->wid || j->state == RB_JOB_WORKING, "job %s (state %s) still has holder %s",
+              j->jid, rb_job_state_name(j->state), j->wid);
+}
+
 static void unlink_state(rb_jobs *js, rb_job *j)
 {
+    check_indexed(js, j);
     if (j->state == RB_JOB_ENQUEUED) {
         rb_list_remove(&j->queue->ready[j->priority - 1], &j->link);
         j->queue->size--;
@@ -128,23 +168,22 @@ void rb_jobs_set_state(rb_jobs *js, rb_job *j, rb_job_state st, int64_t at_ms)
 {
     unlink_state(js, j);
     j->state = (uint8_t)st;
-    if (st == RB_JOB_PENDING)
-        return;
     if (st == RB_JOB_ENQUEUED) {
         rb_list_append(&j->queue->ready[j->priority - 1], &j->link);
         j->queue->size++;
         js->enqueued++;
         j->timer.at_ms = at_ms;
         j->timer.seq = js->next_seq++;
-        return;
+    } else if (st != RB_JOB_PENDING) {
+        j->enq_frac_us = 0;
+        rb_list_append(rb_jobs_state_list(js, st), &j->link);
+        if (st == RB_JOB_WAITING || st == RB_JOB_BLOCKED)
+            j->timer.at_ms = at_ms; /* its `at`, for when it is released: no deadline */
+        else
+            rb_heap_push(&js->timers, &j->timer, at_ms);
     }
-    j->enq_frac_us = 0;
-    rb_list_append(rb_jobs_state_list(js, st), &j->link);
-    if (st == RB_JOB_WAITING || st == RB_JOB_BLOCKED) {
-        j->timer.at_ms = at_ms; /* its `at`, for when it is released: no deadline */
-        return;
-    }
-    rb_heap_push(&js->timers, &j->timer, at_ms);
+    check_indexed(js, j);
+    check_holder(j);
 }
 
 void rb_jobs_enqueue_us(rb_jobs *js, rb_job *j, int64_t us)

@@ -31,7 +31,9 @@ typedef struct rb_queue rb_queue;
  * the row's seq). To keep waiting jobs small, the JSON text of a PENDING or
  * ENQUEUED job has no enqueued_at (it is timer.at_ms and enq_frac_us, added
  * on output: rb_job_enqueued_us), and no server-made created_at
- * (created_us). Job timestamps keep microseconds (docs/protocol.md). */
+ * (created_us). Job timestamps keep microseconds (docs/protocol.md).
+ * Only a WORKING job has a holder (wid). jobs.c checks these (rb_assert)
+ * each time a job changes state. */
 typedef struct rb_job {
     rb_link link;
     rb_heap_node timer;
@@ -39,7 +41,7 @@ typedef struct rb_job {
     rb_queue *queue;
     char *json;       /* compact Faktory job JSON; owned */
     char *history;    /* JSON array of failed attempts, or NULL; owned */
-    char *wid;        /* reservation holder (WORKING), or NULL; owned */
+    char *wid;        /* reservation holder (WORKING only), or NULL; owned */
     int64_t first_ms; /* first enqueue (policy deadline) */
     /* When the server made created_at: its time in microseconds, and the
      * JSON text leaves it out (added on output); 0 when created_at is in

@@ -41,7 +41,8 @@ static int load_job(void *arg, const rb_job_row *r)
     int prio = r->priority >= 1 && r->priority <= RB_PRIORITIES ? r->priority : 5;
     rb_job *j = rb_job_new(r->jid, rb_xstrdup(r->json), q, prio);
     j->history = r->history ? rb_xstrdup(r->history) : NULL;
-    j->wid = r->wid ? rb_xstrdup(r->wid) : NULL;
+    /* a holder only while working (jobs.c checks it) */
+    j->wid = r->wid && r->state == RB_JOB_WORKING ? rb_xstrdup(r->wid) : NULL;
     j->attempts = r->attempts;
     j->reserve_s = r->reserve_s > 0 ? r->reserve_s : (int32_t)sq->cfg->server.reserve_for_s;
     j->first_ms = r->first_ms;

@@ -14,6 +14,7 @@
 #include <sqlite3.h>
 
 #include "common/buf.h"
+#include "common/fault.h"
 
 enum { ST_PUT, ST_DEL, ST_COUNTER, ST_META_SET, ST_META_DEL, ST_BEGIN, ST_COMMIT, ST_N };
 
@@ -22,8 +23,8 @@ typedef struct sqlite_store {
     sqlite3 *db;
     sqlite3_stmt *st[ST_N];
     char *path;
-    /* Test seam: while the file named by $REBOUND_FAULT_FILE exists, every
-     * commit fails as a full disk would. */
+    /* Test seam (common/fault.h): while the file named by the fault
+     * sqlite.fault_file exists, every commit fails as a full disk would. */
     const char *fault_file;
     int wal_pages;  /* WAL size after the last commit (writer thread only) */
 } sqlite_store;
@@ -460,7 +461,7 @@ int rb_store_sqlite_open(const char *path, rb_store **out, rb_err *err)
     sqlite_store *s = rb_xcalloc(1, sizeof *s);
     s->base.ops = &sqlite_ops;
     s->path = rb_xstrdup(path);
-    s->fault_file = getenv("REBOUND_FAULT_FILE");
+    s->fault_file = rb_fault_get("sqlite.fault_file");
     int rc;
     if (sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
                         NULL) != SQLITE_OK) {
