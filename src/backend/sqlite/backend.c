@@ -27,10 +27,8 @@
 /* The writer's completion: the op's changes are on disk, or the commit
  * failed (then memory is ahead of the disk, as for any failed commit:
  * applied is unknown). */
-static void committed(void *arg, int status, const rb_err *err)
+static void commit_status(rb_eng_op *op, int status, const rb_err *err)
 {
-    rb_eng_op *op = arg;
-    rb_sq *sq = rb_sq_of(op->eng);
     if (status) {
         op->rc = status;
         op->err = *err;
@@ -39,6 +37,13 @@ static void committed(void *arg, int status, const rb_err *err)
     } else {
         op->applied = RB_ENG_APPLIED;
     }
+}
+
+static void committed(void *arg, int status, const rb_err *err)
+{
+    rb_eng_op *op = arg;
+    rb_sq *sq = rb_sq_of(op->eng);
+    commit_status(op, status, err);
     rb_eng_complete(sq->eng, op);
     rb_eng_wake(sq->eng, NULL, 0);
     rb_sq_arm(sq);
@@ -148,21 +153,6 @@ static void mem_push(rb_eng *eng, rb_eng_op *op)
 
 /* --- FETCH --- */
 
-/* A FETCH's commit is over: a commit that failed puts the job back. */
-static void fetch_commit_status(rb_eng_op *op, int status, const rb_err *err)
-{
-    rb_sq *sq = rb_sq_of(op->eng);
-    if (status) {
-        rb_sq_unreserve(sq, op->u.fetch.jid);
-        op->rc = status;
-        op->err = *err;
-        op->applied = RB_ENG_UNKNOWN;
-        rb_log(RB_LOG_ERROR, "commit failed: %s", rb_err_msg(err));
-    } else {
-        op->applied = RB_ENG_APPLIED;
-    }
-}
-
 /* The first try's commit: as for any op. */
 static void fetch_committed(void *arg, int status, const rb_err *err)
 {
@@ -172,12 +162,14 @@ static void fetch_committed(void *arg, int status, const rb_err *err)
     committed(arg, status, err);
 }
 
-/* A parked FETCH's try committed (rb_sq_refetch). */
+/* A parked FETCH's try committed (mem_refetch). */
 static void refetch_committed(void *arg, int status, const rb_err *err)
 {
     rb_eng_op *op = arg;
     rb_sq *sq = rb_sq_of(op->eng);
-    fetch_commit_status(op, status, err);
+    if (status) /* the job goes back */
+        rb_sq_unreserve(sq, op->u.fetch.jid);
+    commit_status(op, status, err);
     rb_eng_fetch_tried(sq->eng, op);
     rb_eng_wake(sq->eng, NULL, 0);
     rb_sq_arm(sq);
