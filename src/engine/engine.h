@@ -393,6 +393,13 @@ typedef struct rb_backend {
     void (*backup)(rb_srv *srv, rb_eng_op *op);
     /* The store's link, at once (no round trip); NULL: always up. */
     void (*health)(rb_srv *srv, rb_eng_health *h);
+    /* Flow control (engine/group.h, engine/flow.h): whether the backend
+     * takes a queue's groups in turn at FETCH (false: a PUSH naming
+     * custom.group is refused), and whether it applies [groups] limits
+     * and [throttles] rates (false: a server configured with them refuses
+     * to start). */
+    bool groups;
+    bool flow_limits;
 } rb_backend;
 
 /* BACKUP's refusal in distributed mode. */
