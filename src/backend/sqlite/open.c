@@ -12,6 +12,7 @@
 #include <event2/event.h>
 
 #include "backend/sqlite/batch.h"
+#include "backend/sqlite/groups.h"
 #include "backend/sqlite/sq.h"
 #include "backend/sqlite/throttle.h"
 #include "backend/sqlite/track.h"
@@ -41,6 +42,10 @@ static int load_job(void *arg, const rb_job_row *r)
     rb_queue *q = rb_jobs_queue(&sq->jobs, r->queue, true);
     int prio = r->priority >= 1 && r->priority <= RB_PRIORITIES ? r->priority : 5;
     rb_job *j = rb_job_new(r->jid, rb_xstrdup(r->json), q, prio);
+    if (r->grp)
+        rb_jobs_set_group(&sq->jobs, j, r->grp);
+    else
+        rb_sq_group_of_text(sq, j); /* a row from before the column, or imported */
     j->history = r->history ? rb_xstrdup(r->history) : NULL;
     j->wid = r->wid ? rb_xstrdup(r->wid) : NULL;
     j->attempts = r->attempts;

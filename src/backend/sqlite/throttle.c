@@ -103,7 +103,7 @@ static int64_t held_slots(rb_sq *sq, const rb_throttle *cfg, const rb_queue *q, 
      * as large as the workers' concurrency, for a throttled queue only). */
     for (rb_link *l = sq->jobs.working.head; l; l = l->next) {
         const rb_job *j = rb_container_of(l, rb_job, link);
-        if (j->queue != q)
+        if (rb_job_queue(j) != q)
             continue;
         int64_t at = rb_throttle_frees_at(fetch_ms(t, j), cfg->timeout_s);
         if (!rb_throttle_holds(fetch_ms(t, j), cfg->timeout_s, now))
@@ -148,7 +148,7 @@ void rb_sq_throttle_started(rb_sq *sq, const rb_job *j, int64_t now)
 {
     if (!sq->cfg->n_throttles)
         return;
-    const rb_throttle *cfg = rb_config_throttle(sq->cfg, j->queue->name);
+    const rb_throttle *cfg = rb_config_throttle(sq->cfg, rb_job_queue(j)->name);
     if (!cfg || !cfg->timeout_s)
         return;
     rb_sq_throttle *t = state(sq);

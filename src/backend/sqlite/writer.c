@@ -473,13 +473,15 @@ static char *pack(const char **in, const char **out, int n)
 void rb_writer_put(rb_writer *w, const rb_job_row *row)
 {
     op o = {.kind = OP_PUT, .row = *row};
-    const char *in[5] = {row->jid, row->queue, row->wid, row->json, row->history}, *out[5];
-    o.blob = pack(in, out, 5);
+    const char *in[6] = {row->jid, row->queue, row->wid, row->json, row->history, row->grp},
+               *out[6];
+    o.blob = pack(in, out, 6);
     o.row.jid = out[0];
     o.row.queue = out[1];
     o.row.wid = out[2];
     o.row.json = out[3];
     o.row.history = out[4];
+    o.row.grp = out[5];
     push_op(w, &o);
 }
 
