@@ -1,8 +1,10 @@
 /* The single node's groups (backend/sqlite/jobs.h): a queue's groups and
  * their turns under random pushes, reservations, finishes and deletions,
  * with the invariants checked after each step (in the turns exactly when
- * the group has ready jobs; size, working and refs equal to its jobs; a
- * named group freed with its last job), and the rotation's bound: taking
+ * the group has ready jobs and no hold; a concurrency hold only while the
+ * group is at its limit, ended by a job leaving working; size, working and
+ * refs equal to its jobs; a named group freed with its last job), and the
+ * rotation's bound: taking
  * the head group's first job and moving it to the back, a group with ready
  * jobs waits at most one start of each other group. */
 #include <criterion/criterion.h>
@@ -43,7 +45,10 @@ static void check(rb_jobs *js, rb_queue *q, const char *const *names, int n_name
             c.working += rb_job_of_link(e)->group == g;
         cr_assert_eq(g->size, c.size, "group '%s' size", g->name);
         cr_assert_eq(g->working, c.working, "group '%s' working", g->name);
-        cr_assert_eq(g->in_turns, g->size > 0, "group '%s' turns", g->name);
+        cr_assert_eq(g->in_turns, g->size > 0 && g->hold == RB_HOLD_NONE, "group '%s' turns",
+                     g->name);
+        cr_assert(g->hold != RB_HOLD_CONCURRENCY || g->working >= g->concurrency,
+                  "group '%s' held with %u of %u working", g->name, g->working, g->concurrency);
         cr_assert(g == q->none || g->refs > 0, "named group '%s' kept without jobs", g->name);
         enq += g->size;
     }
@@ -67,14 +72,19 @@ Test(sq_groups, random_operations_keep_the_invariants)
             snprintf(jid, sizeof jid, "j%07d", next++);
             rb_job *j = rb_job_new(jid, rb_xstrdup("{}"), q, 1 + rand() % RB_PRIORITIES);
             int g = rand() % (N_NAMES + 1);
-            if (g < N_NAMES)
+            if (g < N_NAMES) {
                 rb_jobs_set_group(&js, j, names[g]);
+                if (g < 2) /* "a" and "b" have a concurrency, as groups.c sets it */
+                    j->group->concurrency = 2;
+            }
             rb_jobs_add(&js, j);
             rb_jobs_set_state(&js, j, rand() % 4 ? RB_JOB_ENQUEUED : RB_JOB_SCHEDULED, step);
         } else if (op < 7 && q->turns.head) { /* reserve the head group's first job */
             rb_group *g = rb_container_of(q->turns.head, rb_group, turn);
             rb_job *j = rb_group_first(g);
             rb_group_next_turn(g);
+            if (g->concurrency && g->working + 1 >= g->concurrency) /* groups.c's rule */
+                rb_group_hold_back(g, RB_HOLD_CONCURRENCY);
             rb_jobs_set_state(&js, j, RB_JOB_WORKING, step + 1000);
         } else if (op < 9 && js.working.head) { /* finish: ACK (deleted) or back to enqueued */
             rb_job *j = rb_job_of_link(js.working.head);

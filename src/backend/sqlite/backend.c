@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "backend/sqlite/batch.h"
+#include "backend/sqlite/groups.h"
 #include "backend/sqlite/throttle.h"
 #include "backend/sqlite/track.h"
 #include "backend/sqlite/unique.h"
@@ -272,6 +273,7 @@ static void mem_flush(rb_srv *srv, rb_eng_op *op)
     uint64_t seq = sq->jobs.next_seq;
     rb_jobs_release(&sq->jobs);
     rb_jobs_init(&sq->jobs);
+    rb_sq_groups_flush(sq); /* holds and buckets: everything goes (docs/protocol.md, FLUSH) */
     rb_deps_release(&sq->deps);
     rb_deps_init(&sq->deps);
     sq->jobs.next_seq = seq;
@@ -853,7 +855,8 @@ const rb_backend rb_backend_sqlite = {
     .worker_list = mem_worker_list,
     .batch = rb_sq_batch_armed,
     .unique_jobs = true,
-    .groups = true, /* groups in turn at FETCH (groups.c) */
+    .groups = true,      /* groups in turn at FETCH (groups.c) */
+    .flow_limits = true, /* [groups] limits and [throttles] rates (groups.c) */
     .throttles = true,
     .refetch = rb_sq_refetch,
     .workflow = mem_workflow,

@@ -31,6 +31,7 @@ static rb_group *group_new(rb_queue *q, const char *name)
     rb_group *g = rb_xcalloc(1, sizeof *g + n);
     memcpy(g->name, name, n);
     g->queue = q;
+    rb_heap_node_init(&g->wake);
     return g;
 }
 
@@ -125,17 +126,36 @@ rb_group *rb_queue_group(const rb_queue *q, const char *name)
 }
 
 /* A job of g let go of it: a named group nobody points at is freed. */
-static void group_unref(rb_group *g)
+static void group_unref(rb_jobs *js, rb_group *g)
 {
     if (--g->refs == 0 && g != g->queue->none) {
+        if (js->group_freed)
+            js->group_freed(js->group_freed_arg, g);
         rb_table_del(&g->queue->groups, g);
         free(g);
     }
 }
 
+void rb_group_hold_back(rb_group *g, rb_group_hold h)
+{
+    g->hold = (uint8_t)h;
+    if (g->in_turns) {
+        rb_list_remove(&g->queue->turns, &g->turn);
+        g->in_turns = false;
+    }
+}
+
+void rb_group_release(rb_group *g)
+{
+    g->hold = RB_HOLD_NONE;
+    if (g->size > 0 && !g->in_turns) {
+        rb_list_append(&g->queue->turns, &g->turn);
+        g->in_turns = true;
+    }
+}
+
 void rb_jobs_set_group(rb_jobs *js, rb_job *j, const char *name)
 {
-    (void)js;
     rb_queue *q = rb_job_queue(j);
     rb_group *g = rb_queue_group(q, name);
     if (g == j->group)
@@ -149,7 +169,7 @@ void rb_jobs_set_group(rb_jobs *js, rb_job *j, const char *name)
         j->group->working--;
         g->working++;
     }
-    group_unref(j->group);
+    group_unref(js, j->group);
     j->group = g;
 }
 
@@ -222,8 +242,9 @@ static void unlink_state(rb_jobs *js, rb_job *j)
         g->queue->size--;
         js->enqueued--;
     } else if (j->state != RB_JOB_PENDING) {
-        if (j->state == RB_JOB_WORKING)
-            g->working--;
+        if (j->state == RB_JOB_WORKING && --g->working < g->concurrency &&
+            g->hold == RB_HOLD_CONCURRENCY)
+            rb_group_release(g); /* a slot freed: its turn again */
         rb_list_remove(rb_jobs_state_list(js, j->state), &j->link);
     }
     rb_heap_remove(&js->timers, &j->timer);
@@ -239,7 +260,7 @@ void rb_jobs_set_state(rb_jobs *js, rb_job *j, rb_job_state st, int64_t at_ms)
     if (st == RB_JOB_ENQUEUED) {
         rb_list_append(&g->ready[j->priority - 1], &j->link);
         g->ready_mask |= (uint16_t)(1u << (j->priority - 1));
-        if (g->size++ == 0 && !g->in_turns) { /* its first ready job: it waits its turn */
+        if (g->size++ == 0 && !g->in_turns && g->hold == RB_HOLD_NONE) { /* it waits its turn */
             rb_list_append(&g->queue->turns, &g->turn);
             g->in_turns = true;
         }
@@ -270,7 +291,7 @@ void rb_jobs_delete(rb_jobs *js, rb_job *j)
 {
     unlink_state(js, j);
     rb_table_del(&js->by_jid, j);
-    group_unref(j->group);
+    group_unref(js, j->group);
     free_job(j, NULL);
 }
 

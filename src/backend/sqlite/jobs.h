@@ -12,6 +12,8 @@
 #include "backend/sqlite/heap.h"
 #include "common/list.h"
 #include "common/table.h"
+#include "engine/gcra.h"
+#include "engine/group.h"
 #include "engine/job_state.h"
 
 #define RB_PRIORITIES 9
@@ -76,20 +78,30 @@ static inline int64_t rb_job_enqueued_us(const rb_job *j)
 
 /* A group of a queue's jobs (custom.group, docs/configuration.md
  * "Groups"; name "" for the queue's ungrouped jobs, its `none` group): its
- * ENQUEUED jobs in priority lists, its WORKING count. Invariants: `turn` is
- * in queue->turns exactly when in_turns, which holds exactly when size > 0
- * (FETCH takes the head's first job, then moves the head to the back);
- * size == its ENQUEUED jobs, working == its WORKING jobs, refs == the jobs
- * whose `group` it is. A named group is freed when refs drops to 0; the
- * none group lives with its queue. */
+ * ENQUEUED jobs in priority lists, its WORKING count, its limits and hold.
+ * Invariants: `turn` is in queue->turns exactly when in_turns, which holds
+ * exactly when size > 0 and hold is RB_HOLD_NONE (FETCH takes the head's
+ * first job, then moves the head to the back); hold is RB_HOLD_CONCURRENCY
+ * only while working >= concurrency > 0 (left as soon as a job stops
+ * working); `wake` is in the backend's heap of held groups exactly when
+ * hold is RB_HOLD_RATE (groups.c); size == its ENQUEUED jobs, working ==
+ * its WORKING jobs, refs == the jobs whose `group` it is. A named group is
+ * freed when refs drops to 0 (rb_jobs.group_freed told first); the none
+ * group lives with its queue and has no limits. */
 struct rb_group {
     void *hnext;                  /* queue->groups chain, keyed by name */
     rb_queue *queue;
     rb_list ready[RB_PRIORITIES]; /* index priority-1; higher runs first */
     rb_link turn;                 /* queue->turns while in_turns */
+    rb_heap_node wake;            /* held by rate: at_ms = when it may start again */
+    rb_gcra gcra;                 /* its rate (t_us 0: none), set by groups.c */
+    int64_t tat_us;               /* its rate bucket (engine/gcra.h), 0: full */
     uint32_t size, working, refs;
+    uint32_t concurrency;         /* its limit, 0: none, set by groups.c */
     uint16_t ready_mask;          /* bit p: ready[p] is not empty */
+    uint8_t hold;                 /* rb_group_hold */
     bool in_turns;
+    bool limits_set;              /* concurrency and gcra resolved (groups.c) */
     char name[];
 };
 
@@ -102,6 +114,7 @@ struct rb_queue {
     rb_group *none;   /* its ungrouped jobs' group */
     rb_list turns;    /* groups with ready jobs, in turn order: the head goes next */
     size_t size;      /* ENQUEUED jobs, every group */
+    int64_t tat_us;   /* [throttles] rate bucket (groups.c), 0: full */
     bool paused;
     /* INFO lists it (Faktory's known queues): a job was pushed into it or
      * it was paused, and no QUEUE REMOVE since; kept as the "queue:NAME"
@@ -129,6 +142,9 @@ typedef struct rb_jobs {
     uint64_t next_seq; /* FIFO rank of the next enqueued job */
     int64_t last_row_id; /* the highest row id given or loaded */
     size_t enqueued;   /* jobs in all ready queues */
+    /* Told before a named group is freed (its last job gone), or NULL. */
+    void (*group_freed)(void *arg, rb_group *g);
+    void *group_freed_arg;
 } rb_jobs;
 
 void rb_jobs_init(rb_jobs *js);
@@ -174,6 +190,10 @@ char *rb_job_json_out(const rb_job *j, int64_t enqueued_us);
 rb_job *rb_group_first(const rb_group *g);
 /* Moves g, which is in its queue's turns, to their back. */
 void rb_group_next_turn(rb_group *g);
+/* Holds g back for reason h (not RB_HOLD_NONE): out of the turns. */
+void rb_group_hold_back(rb_group *g, rb_group_hold h);
+/* Ends g's hold: into the turns (at the back) when it has ready jobs. */
+void rb_group_release(rb_group *g);
 /* Calls fn for q's none group and each named one. */
 void rb_queue_each_group(const rb_queue *q, void (*fn)(rb_group *g, void *arg), void *arg);
 

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/sqlite/groups.h"
 #include "backend/sqlite/jobs.h"
 #include "common/buf.h"
 #include "common/list.h"
@@ -115,15 +116,17 @@ static int64_t held_slots(rb_sq *sq, const rb_throttle *cfg, const rb_queue *q, 
     return held;
 }
 
-bool rb_sq_throttle_full(rb_sq *sq, const rb_queue *q, int64_t now)
+bool rb_sq_throttle_full(rb_sq *sq, rb_queue *q, int64_t now)
 {
     if (!sq->cfg->n_throttles)
         return false;
     const rb_throttle *cfg = rb_config_throttle(sq->cfg, q->name);
     if (!cfg)
         return false;
+    if (cfg->rate && rb_sq_queue_rate_full(sq, cfg, q, now))
+        return true;
     int64_t frees;
-    if (held_slots(sq, cfg, q, now, &frees) < cfg->concurrency)
+    if (!cfg->concurrency || held_slots(sq, cfg, q, now, &frees) < cfg->concurrency)
         return false;
     if (frees != INT64_MAX)
         arm(sq, state(sq), frees, now);
@@ -149,6 +152,8 @@ void rb_sq_throttle_started(rb_sq *sq, const rb_job *j, int64_t now)
     if (!sq->cfg->n_throttles)
         return;
     const rb_throttle *cfg = rb_config_throttle(sq->cfg, rb_job_queue(j)->name);
+    if (cfg && cfg->rate)
+        rb_sq_queue_rate_started(sq, cfg, rb_job_queue(j), now);
     if (!cfg || !cfg->timeout_s)
         return;
     rb_sq_throttle *t = state(sq);
