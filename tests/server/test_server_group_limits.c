@@ -12,6 +12,8 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include <sqlite3.h>
+
 #include "common/buf.h"
 #include "common/timeutil.h"
 #include "common_helpers.h"
@@ -324,3 +326,46 @@ SERVER_TEST(rate_bucket_survives_kill_9)
     int most = most_in_a_second(t, 10);
     cr_assert_leq(most, 6, "%d starts in one second across the crash", most);
 }
+
+#ifndef RBH_PG
+/* A bucket row that cannot be read is rebuilt as used up for a period
+ * (fewer starts, never more): with burst 4 left, a restart on a good row
+ * starts the next job at once; on a garbled one the next start waits about
+ * a period (1 s), and the log says why. */
+SERVER_TEST(unreadable_bucket_row_errs_to_fewer_starts)
+{
+    push("bk", "u-1", "burst");
+    push("bk", "u-2", "burst");
+    push("bk", "u-3", "burst");
+    char *jid = rbh_fetch_jid(C, "bk");
+    cr_assert_not_null(jid);
+    free(jid);
+    rbh_close(C);
+    C = NULL;
+    cr_assert_eq(rbh_kill(&S, SIGTERM), 0);
+    sqlite3 *db;
+    cr_assert_eq(sqlite3_open(S.db, &db), SQLITE_OK);
+    cr_assert_eq(sqlite3_exec(db, "UPDATE meta SET value = 'garbage' WHERE key = 'gcra:bk burst'",
+                              NULL, NULL, NULL),
+                 SQLITE_OK);
+    cr_assert_eq(sqlite3_changes(db), 1, "no bucket row for the group");
+    sqlite3_close(db);
+    cr_assert_eq(rbh_launch(&S, NULL), 0, "restart failed (see %s)", S.log);
+    C = rbh_connect(&S, "w0");
+    int64_t t0 = rbh_now_ms();
+    jid = rbh_fetch_jid(C, "bk");
+    int64_t waited = rbh_now_ms() - t0;
+    cr_assert_not_null(jid, "no start within the FETCH's wait");
+    free(jid);
+    cr_assert_geq(waited, 700, "started after %lld ms: the burst was given back",
+                  (long long)waited);
+    FILE *f = fopen(S.log, "r");
+    char line[1024];
+    bool said = false;
+    while (f && !said && fgets(line, sizeof line, f))
+        said = strstr(line, "rate bucket bk burst: unreadable value 'garbage'") != NULL;
+    if (f)
+        fclose(f);
+    cr_assert(said, "the log does not name the unreadable bucket (see %s)", S.log);
+}
+#endif
