@@ -118,6 +118,11 @@ SERVER_TEST(concurrency_holds_the_group_not_the_queue)
     cr_assert_lt(rbh_now_ms() - t0, 1500, "woken by the ACK, not by its wait's end");
     json_decref(got);
     rbh_close(w);
+    /* QUEUE REMOVE takes the held group's waiting jobs too */
+    cr_assert(rbh_expect(C, "+OK", "QUEUE REMOVE lim"));
+    v = rbh_json(rbh_cmd(C, "JOBS {\"state\":\"enqueued\",\"queue\":\"lim\"}"));
+    cr_assert_eq(json_integer_value(json_object_get(v, "total")), 0);
+    json_decref(v);
     free(j1);
     free(j2);
     free(j3);

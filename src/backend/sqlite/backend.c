@@ -414,6 +414,30 @@ static void queue_pause(rb_sq *sq, rb_queue *q, bool paused)
 }
 
 /* QUEUE's change to q (the op is the arg of rb_table_each for "*"). */
+typedef struct job_list {
+    rb_job **v;
+    size_t n;
+} job_list;
+
+static void list_ready(rb_group *g, void *arg)
+{
+    job_list *l = arg;
+    for (int p = 0; p < RB_PRIORITIES; p++)
+        for (rb_link *e = g->ready[p].head; e; e = e->next)
+            l->v[l->n++] = rb_job_of_link(e);
+}
+
+/* Deletes every ready job of q, whatever its group's turn or hold (a
+ * group goes with its last job). */
+static void forget_ready(rb_sq *sq, rb_queue *q)
+{
+    job_list l = {rb_xcalloc(q->size + 1, sizeof *l.v), 0};
+    rb_queue_each_group(q, list_ready, &l);
+    for (size_t i = 0; i < l.n; i++)
+        rb_sq_forget(sq, l.v[i]);
+    free(l.v);
+}
+
 static void queue_apply(void *e, void *arg)
 {
     rb_queue *q = e;
@@ -427,10 +451,7 @@ static void queue_apply(void *e, void *arg)
         queue_pause(rb_sq_of(op->srv), q, false);
         break;
     case RB_ENG_QUEUE_REMOVE:
-        while (q->turns.head) { /* every group with ready jobs */
-            rb_group *g = rb_container_of(q->turns.head, rb_group, turn);
-            rb_sq_forget(rb_sq_of(op->srv), rb_group_first(g));
-        }
+        forget_ready(rb_sq_of(op->srv), q); /* held groups' jobs too */
         if (q->paused)
             queue_pause(rb_sq_of(op->srv), q, false);
         rb_sq_queue_known(rb_sq_of(op->srv), q, false);
