@@ -283,6 +283,8 @@ SERVER_TEST(group_rate_holds_in_every_second)
  * ungrouped jobs together. */
 SERVER_TEST(queue_rate_holds_in_every_second)
 {
+    cr_assert_eq(rbh_info_int(C, "rebound.throttles.qr.rate"), 20);
+    cr_assert_eq(rbh_info_int(C, "rebound.throttles.qr.concurrency"), 0);
     push_many("qr", "plain", NULL, 150);
     push_many("qr", "grouped", "x", 150);
     rate_run r;

@@ -114,6 +114,58 @@ SERVER_TEST(backlog_does_not_starve_small_groups)
     }
 }
 
+/* The turn after kill -9: a 1,000-job backlog group and 20 groups of 5,
+ * 30 jobs fetched and ACKed, then the server killed and restarted on the
+ * same file: the small jobs left all start within one rotation (21 groups x
+ * 5 jobs: 105 fetches; a group loses at most one turn). */
+SERVER_TEST(turns_resume_after_kill_9)
+{
+    enum { BIG = 1000, GROUPS = 20, EACH = 5 };
+    rb_buf line = RB_BUF_INIT;
+    rb_buf_adds(&line, "PUSHB [");
+    for (int i = 0; i < BIG; i++)
+        rb_buf_printf(&line,
+                      "%s{\"jid\":\"big-%05d\",\"jobtype\":\"T\",\"queue\":\"kq\","
+                      "\"args\":[],\"custom\":{\"group\":\"backlog\"}}",
+                      i ? "," : "", i);
+    rb_buf_addc(&line, ']');
+    char *r = rbh_cmd(C, "%s", rb_buf_str(&line));
+    cr_assert(r && !strcmp(r, "{}"), "PUSHB answered '%.200s'", r ? r : "(closed)");
+    free(r);
+    rb_buf_release(&line);
+    for (int g = 0; g < GROUPS; g++)
+        for (int i = 0; i < EACH; i++) {
+            char jid[32], name[32];
+            snprintf(jid, sizeof jid, "small-%02d-%d", g, i);
+            snprintf(name, sizeof name, "tenant-%02d", g);
+            push("kq", jid, name, 5);
+        }
+    char order[8192];
+    fetch_order("kq", 30, order, sizeof order);
+    int small = 0;
+    for (const char *p = order; (p = strstr(p, "small-")); p++)
+        small++;
+    rbh_close(C);
+    rbh_kill(&S, SIGKILL);
+    cr_assert_eq(rbh_launch(&S, NULL), 0, "restart failed (see %s)", S.log);
+    C = rbh_connect(&S, "w0");
+    cr_assert_not_null(C);
+    int last_small = -1;
+    for (int f = 0; f < 200 && small < GROUPS * EACH; f++) {
+        char *jid = rbh_fetch_jid(C, "kq");
+        cr_assert_not_null(jid);
+        if (strstr(jid, "small-")) {
+            small++;
+            last_small = f;
+        }
+        cr_assert(rbh_expect(C, "+OK", "ACK {\"jid\":\"%s\"}", jid));
+        free(jid);
+    }
+    cr_assert_eq(small, GROUPS * EACH);
+    cr_assert_lt(last_small, (GROUPS + 1) * EACH, "the last small job came at fetch %d after "
+                                                  "the restart", last_small + 1);
+}
+
 /* Ungrouped jobs are one group of the rotation; groups take turns in the
  * order they became ready, and a group emptied and refilled waits at the
  * back. */

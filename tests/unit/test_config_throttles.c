@@ -146,5 +146,12 @@ Test(config_throttles, a_slot_is_held_until_its_timeout)
     cr_assert_eq(json_integer_value(json_object_get(e, "concurrency")), 3);
     cr_assert_eq(json_integer_value(json_object_get(e, "timeout")), 7);
     cr_assert_eq(json_integer_value(json_object_get(e, "in_use")), 2);
+    cr_assert_null(json_object_get(e, "rate"), "no rate: no rate keys");
+    rb_throttle r = {.queue = "r", .rate = 100, .period_ms = 60000, .burst = 10};
+    rb_throttle_info_set(o, &r, 0);
+    e = json_object_get(o, "r");
+    cr_assert_eq(json_integer_value(json_object_get(e, "rate")), 100);
+    cr_assert_eq(json_real_value(json_object_get(e, "period")), 60.0);
+    cr_assert_eq(json_integer_value(json_object_get(e, "burst")), 10);
     json_decref(o);
 }
