@@ -453,6 +453,13 @@ typedef struct rb_backend {
     /* Whether FETCHes run claim statements the engine's metrics count
      * (rb_metrics.claims: distributed mode's), shown by /metrics. */
     bool counts_claims;
+    /* Flow control (engine/group.h, engine/flow.h): whether the backend
+     * takes a queue's groups in turn at FETCH (false: a PUSH naming
+     * custom.group is refused), and whether it applies [groups] limits
+     * and [throttles] rates (false: a server configured with them refuses
+     * to start). */
+    bool groups;
+    bool flow_limits;
 } rb_backend;
 
 /* What the engine asks of the connections it serves (the server's): an

@@ -291,6 +291,7 @@ void rb_cmd_jobs(rb_conn *c, char *arg)
                        .queue = rb_json_str(o, "queue"),
                        .jobtype = rb_json_str(o, "jobtype"),
                        .errtype = rb_json_str(o, "errtype"),
+                       .group = rb_json_str(o, "group"),
                        .offset = off ? json_integer_value(off) : 0,
                        .limit = lim ? json_integer_value(lim) : 50};
     if (f.state < 0) {

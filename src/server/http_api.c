@@ -239,8 +239,10 @@ void rb_api_jobs(rb_http_req *r)
         s[0] = nonempty(rb_http_query(r->req, "queue"));
         s[1] = nonempty(rb_http_query(r->req, "jobtype"));
         s[2] = nonempty(rb_http_query(r->req, "errtype"));
+        s[3] = nonempty(rb_http_query(r->req, "group"));
         op->u.jobs.f = (rb_job_filter){.state = st, .queue = s[0], .jobtype = s[1],
-                                       .errtype = s[2], .offset = offset, .limit = limit};
+                                       .errtype = s[2], .group = s[3], .offset = offset,
+                                       .limit = limit};
         rb_eng_submit(r->h->srv->eng, op);
     }
     free(state);

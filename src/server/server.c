@@ -17,6 +17,7 @@
 #include "common/buf.h"
 #include "common/timeutil.h"
 #include "engine/engine.h"
+#include "engine/flow.h"
 #include "server/cron.h"
 #include "server/http.h"
 #include "common/log.h"
@@ -297,6 +298,8 @@ int rb_server_run(const rb_server_opts *o, rb_err *err)
     if ((rc = srv->eng->backend->open(srv->eng, err))) /* the storage, and what it holds */
         goto out;
     if ((rc = rb_eng_throttle_check(srv->eng, err))) /* [throttles] where the backend has none */
+        goto out;
+    if ((rc = rb_eng_flow_limits_check(srv->eng, err))) /* [groups] limits, [throttles] rate */
         goto out;
     signal(SIGPIPE, SIG_IGN);
     signal(SIGXFSZ, SIG_IGN); /* a file size limit is a write error (EFBIG), not death */

@@ -2,6 +2,8 @@
  * fields), shared by both backends. */
 #include "server/srv.h"
 
+#include "engine/flow.h"
+
 #include <string.h>
 
 #include "common/buf.h"
@@ -104,6 +106,8 @@ int rb_job_validate(rb_srv *srv, json_t *job, rb_err *err)
         return rc;
     }
     if ((rc = rb_eng_unique_check(srv->eng, job, rb_now_ms(), err))) /* engine/unique.h */
+        return rc;
+    if ((rc = rb_eng_flow_check(srv->eng, job, rb_now_ms(), err))) /* engine/flow.h */
         return rc;
     if (rb_dep_has(job)) { /* job dependencies (docs/workflows.md) */
         rb_dep_spec spec;

@@ -1087,6 +1087,22 @@ HTTP_TEST(cron_lists_entries_as_the_cli_does_with_the_stored_last_tick)
     rbh_resp_free(r);
 }
 
+#ifndef RBH_PG /* distributed mode refuses a rate at start (test_pg_flow_refused.c) */
+/* A throttle with a rate shows it (concurrency 0: a rate alone). */
+HTTP_TEST(throttles_show_their_rate)
+{
+    restart_with("[throttles.rq]\nrate = 100\nperiod = \"1m\"\nburst = 5\n");
+    rbh_resp *r = expect(200, "GET", "/api/throttles", NULL);
+    json_t *want = json_loads("{\"throttles\":["
+                              "{\"queue\":\"rq\",\"concurrency\":0,\"timeout_s\":0,\"in_use\":0,"
+                              "\"size\":0,\"paused\":false,\"rate\":100,\"period_s\":60.0,"
+                              "\"burst\":5}]}", 0, NULL);
+    cr_assert(json_equal(r->json, want), "got %s", r->body);
+    json_decref(want);
+    rbh_resp_free(r);
+}
+#endif
+
 /* GET /api/throttles: each throttled queue by name with its limit and
  * timeout and the slots the engine counts in use; /api/info and /metrics
  * give the same. */

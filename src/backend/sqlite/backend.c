@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "backend/sqlite/batch.h"
+#include "backend/sqlite/groups.h"
 #include "backend/sqlite/throttle.h"
 #include "backend/sqlite/track.h"
 #include "backend/sqlite/unique.h"
@@ -304,6 +305,7 @@ static void mem_flush(rb_eng *eng, rb_eng_op *op)
     uint64_t seq = sq->jobs.next_seq;
     rb_jobs_release(&sq->jobs);
     rb_jobs_init(&sq->jobs);
+    rb_sq_groups_flush(sq); /* holds and buckets: everything goes (docs/protocol.md, FLUSH) */
     rb_deps_release(&sq->deps);
     rb_deps_init(&sq->deps);
     sq->jobs.next_seq = seq;
@@ -444,6 +446,30 @@ static void queue_pause(rb_sq *sq, rb_queue *q, bool paused)
 }
 
 /* QUEUE's change to q (the op is the arg of rb_table_each for "*"). */
+typedef struct job_list {
+    rb_job **v;
+    size_t n;
+} job_list;
+
+static void list_ready(rb_group *g, void *arg)
+{
+    job_list *l = arg;
+    for (int p = 0; p < RB_PRIORITIES; p++)
+        for (rb_link *e = g->ready[p].head; e; e = e->next)
+            l->v[l->n++] = rb_job_of_link(e);
+}
+
+/* Deletes every ready job of q, whatever its group's turn or hold (a
+ * group goes with its last job). */
+static void forget_ready(rb_sq *sq, rb_queue *q)
+{
+    job_list l = {rb_xcalloc(q->size + 1, sizeof *l.v), 0};
+    rb_queue_each_group(q, list_ready, &l);
+    for (size_t i = 0; i < l.n; i++)
+        rb_sq_forget(sq, l.v[i]);
+    free(l.v);
+}
+
 static void queue_apply(void *e, void *arg)
 {
     rb_queue *q = e;
@@ -457,9 +483,7 @@ static void queue_apply(void *e, void *arg)
         queue_pause(rb_sq_of(op->eng), q, false);
         break;
     case RB_ENG_QUEUE_REMOVE:
-        for (int p = 0; p < RB_PRIORITIES; p++)
-            while (q->ready[p].head)
-                rb_sq_forget(rb_sq_of(op->eng), rb_job_of_link(q->ready[p].head));
+        forget_ready(rb_sq_of(op->eng), q); /* held groups' jobs too */
         if (q->paused)
             queue_pause(rb_sq_of(op->eng), q, false);
         rb_sq_queue_known(rb_sq_of(op->eng), q, false);
@@ -514,7 +538,7 @@ static void view_of(const rb_sq *sq, const rb_job *j, rb_job_view *v)
 {
     *v = (rb_job_view){
         .jid = rb_xstrdup(j->jid),
-        .queue = rb_xstrdup(j->queue->name),
+        .queue = rb_xstrdup(rb_job_queue(j)->name),
         .json = rb_job_json_out(j, j->state == RB_JOB_ENQUEUED ? rb_job_enqueued_us(j) : 0),
         .history = j->history ? rb_xstrdup(j->history) : NULL,
         .wid = j->wid ? rb_xstrdup(j->wid) : NULL,
@@ -567,15 +591,54 @@ static void page_add(page *pg, const rb_job *j)
     view_of(pg->sq, j, &pg->views[pg->n++]);
 }
 
-/* q's matching jobs in claim order: priority high first, FIFO. */
-static void page_queue(page *pg, const rb_queue *q)
+/* g's matching jobs in claim order: priority high first, FIFO. */
+static void page_group(page *pg, const rb_group *g)
 {
     for (int p = RB_PRIORITIES - 1; p >= 0; p--)
-        for (rb_link *e = q->ready[p].head; e; e = e->next) {
+        for (rb_link *e = g->ready[p].head; e; e = e->next) {
             rb_job *j = rb_job_of_link(e);
-            if (rb_job_filter_matches(pg->f, q->name, j->json))
+            if (rb_job_filter_matches(pg->f, g->queue->name, j->json))
                 page_add(pg, j);
         }
+}
+
+typedef struct group_list {
+    const rb_group **v;
+    size_t n;
+} group_list;
+
+static void list_group(rb_group *g, void *arg)
+{
+    group_list *l = arg;
+    if (g->size)
+        l->v[l->n++] = g;
+}
+
+static int group_by_name(const void *a, const void *b)
+{
+    return strcmp((*(const rb_group *const *)a)->name, (*(const rb_group *const *)b)->name);
+}
+
+/* q's matching jobs by group (the ungrouped jobs first, then by name),
+ * then in claim order inside a group (docs/protocol.md, JOBS). */
+static void page_queue(page *pg, const rb_queue *q)
+{
+    if (pg->f->group) { /* one group's */
+        const rb_group *g = rb_queue_group(q, pg->f->group);
+        if (g)
+            page_group(pg, g);
+        return;
+    }
+    if (!q->groups.size) { /* a queue without groups */
+        page_group(pg, q->none);
+        return;
+    }
+    group_list l = {rb_xcalloc(q->groups.size + 1, sizeof *l.v), 0};
+    rb_queue_each_group(q, list_group, &l); /* held groups too: not only the turns */
+    qsort(l.v, l.n, sizeof *l.v, group_by_name);
+    for (size_t i = 0; i < l.n; i++)
+        page_group(pg, l.v[i]);
+    free(l.v);
 }
 
 typedef struct queue_list {
@@ -627,7 +690,7 @@ static void mem_jobs(rb_eng *eng, rb_eng_op *op)
         size_t n = 0;
         for (rb_link *e = l->head; e; e = e->next) {
             const rb_job *j = rb_job_of_link(e);
-            if (rb_job_filter_matches(f, j->queue->name, j->json))
+            if (rb_job_filter_matches(f, rb_job_queue(j)->name, j->json))
                 v[n++] = j;
         }
         qsort(v, n, sizeof *v, by_deadline);
@@ -713,7 +776,7 @@ static void mem_job_action(rb_eng *eng, rb_eng_op *op)
 static void bulk_one(rb_sq *sq, rb_eng_op *op, rb_job *j)
 {
     const rb_job_filter *f = &op->u.bulk.f;
-    if ((int)j->state != f->state || !rb_job_filter_matches(f, j->queue->name, j->json))
+    if ((int)j->state != f->state || !rb_job_filter_matches(f, rb_job_queue(j)->name, j->json))
         return;
     mutate_one(sq, op->u.bulk.cmd, j, op->now);
     op->u.bulk.changed++;
@@ -872,6 +935,8 @@ const rb_backend rb_backend_sqlite = {
     .worker_list = mem_worker_list,
     .batch = rb_sq_batch_armed,
     .unique_jobs = true,
+    .groups = true,      /* groups in turn at FETCH (groups.c) */
+    .flow_limits = true, /* [groups] limits and [throttles] rates (groups.c) */
     .throttles = true,
     .refetch = mem_refetch,
     .workflow = mem_workflow,

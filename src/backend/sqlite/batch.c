@@ -2,6 +2,7 @@
  * store's meta table, BATCH's op, and the hooks PUSH, ACK and FAIL call.
  * The rules themselves are engine/batch.c's. */
 #include "backend/sqlite/batch.h"
+#include "backend/sqlite/groups.h"
 
 #include <event2/event.h>
 #include <stdlib.h>
@@ -286,6 +287,7 @@ static void enqueue_callback(rb_sq *sq, rb_batch *b, int k, int64_t now)
     rb_queue *q = rb_jobs_queue(&sq->jobs, nj.queue, true);
     rb_sq_queue_known(sq, q, true);
     rb_job *c = rb_job_new(jid, json_dumps(job, JSON_COMPACT), q, nj.priority);
+    rb_sq_group_of_json(sq, c, job);
     c->reserve_s = nj.reserve_s;
     rb_jobs_add(&sq->jobs, c);
     rb_sq_enqueue(sq, c, now, now);
@@ -476,7 +478,7 @@ static void view_batch(rb_sq *sq, const rb_batch *b, rb_batch_view *v)
         if (bid && !strcmp(bid, b->bid)) {
             m->jids[k++] = m->jids[i];
             rb_batch_view_add_member(v, j->jid, json_string_value(json_object_get(o, "jobtype")),
-                                     j->queue->name, (int)j->state, (int)j->attempts);
+                                     rb_job_queue(j)->name, (int)j->state, (int)j->attempts);
         } else { /* the jid is another job's now */
             free(m->jids[i]);
         }

@@ -5,6 +5,7 @@
 #include "backend/sqlite/sq.h"
 #include "engine/engine.h"
 
+#include "backend/sqlite/groups.h"
 #include "backend/sqlite/throttle.h"
 #include "backend/sqlite/track.h"
 #include "backend/sqlite/unique.h"
@@ -38,7 +39,7 @@ void rb_sq_persist(rb_sq *sq, const rb_job *j)
         .id = j->row_id,
         .jid = j->jid,
         .state = stored_state(sq, j),
-        .queue = j->queue->name,
+        .queue = rb_job_queue(j)->name,
         .priority = j->priority,
         .seq = j->timer.seq,
         .due_ms = j->timer.at_ms,
@@ -49,6 +50,7 @@ void rb_sq_persist(rb_sq *sq, const rb_job *j)
         .wid = j->wid,
         .json = json ? json : j->json,
         .history = j->history,
+        .grp = rb_job_group_name(j),
     };
     rb_writer_put(sq->writer, &row);
     free(json);
@@ -139,9 +141,7 @@ rb_job *rb_sq_reserve(rb_sq *sq, const char *wid, char **queues, int n)
         int64_t now = rb_now_ms();
         if (!q || q->paused || rb_sq_throttle_full(sq, q, now))
             continue; /* a throttled queue at its limit is as if empty */
-        rb_job *j;
-        while ((j = rb_queue_first(q)) && rb_sq_unique_expire(sq, j, now))
-            ; /* an expired job is dropped, never handed out: the next one */
+        rb_job *j = rb_sq_group_take(sq, q, now); /* its groups in turn (groups.h) */
         if (!j)
             continue;
         /* From now on the text carries both times, as clients see it. */
@@ -185,7 +185,7 @@ static void fire(rb_sq *sq, rb_job *j, int64_t now)
         rb_sq_enqueue(sq, j, now, now);
         break;
     case RB_JOB_WORKING: {
-        rb_log_kv(RB_LOG_INFO, RB_LOG_KV("jid", j->jid, "queue", j->queue ? j->queue->name : NULL, "wid", j->wid),
+        rb_log_kv(RB_LOG_INFO, RB_LOG_KV("jid", j->jid, "queue", rb_job_queue(j)->name, "wid", j->wid),
                   "reservation of job %s expired", j->jid);
         rb_fail_input in = {.errtype = "ReservationExpired",
                             .message = "the job's reservation expired before ACK or FAIL"};
@@ -196,7 +196,7 @@ static void fire(rb_sq *sq, rb_job *j, int64_t now)
         break;
     }
     case RB_JOB_DEAD:
-        rb_log_kv(RB_LOG_DEBUG, RB_LOG_KV("jid", j->jid, "queue", j->queue ? j->queue->name : NULL),
+        rb_log_kv(RB_LOG_DEBUG, RB_LOG_KV("jid", j->jid, "queue", rb_job_queue(j)->name),
                   "dead job %s reached its retention", j->jid);
         rb_sq_forget(sq, j);
         break;
@@ -262,6 +262,7 @@ int rb_sq_push(rb_sq *sq, json_t *job)
     rb_queue *q = rb_jobs_queue(&sq->jobs, nj.queue, true);
     rb_sq_queue_known(sq, q, true);
     rb_job *j = rb_job_new(jid, text, q, nj.priority);
+    rb_sq_group_of_json(sq, j, job);
     j->reserve_s = nj.reserve_s;
     j->timer.at_ms = at_ms > now ? at_ms : now;
     j->enq_frac_us = at_ms > now ? 0 : (uint64_t)(now_us % 1000); /* if enqueued at once */

@@ -12,6 +12,7 @@
 #include <event2/event.h>
 
 #include "backend/sqlite/batch.h"
+#include "backend/sqlite/groups.h"
 #include "backend/sqlite/sq.h"
 #include "backend/sqlite/throttle.h"
 #include "backend/sqlite/track.h"
@@ -40,6 +41,10 @@ static int load_job(void *arg, const rb_job_row *r)
     rb_queue *q = rb_jobs_queue(&sq->jobs, r->queue, true);
     int prio = r->priority >= 1 && r->priority <= RB_PRIORITIES ? r->priority : 5;
     rb_job *j = rb_job_new(r->jid, rb_xstrdup(r->json), q, prio);
+    if (r->grp)
+        rb_sq_group_set(sq, j, r->grp);
+    else
+        rb_sq_group_of_text(sq, j); /* a row from before the column, or imported */
     j->history = r->history ? rb_xstrdup(r->history) : NULL;
     /* a holder only while working (jobs.c checks it) */
     j->wid = r->wid && r->state == RB_JOB_WORKING ? rb_xstrdup(r->wid) : NULL;
@@ -83,6 +88,7 @@ static int load_meta(void *arg, const char *key, const char *value)
     if (!strncmp(key, RB_CRON_META_KEY, strlen(RB_CRON_META_KEY))) /* mem_push's condition */
         json_object_set_new(sq->cron_ticks, key, json_integer(strtoll(value, NULL, 10)));
     rb_sq_track_load(sq, key, value);
+    rb_sq_groups_load(sq, key, value);
     return 0;
 }
 
@@ -138,6 +144,7 @@ int rb_sq_open_store(rb_eng *eng, rb_store *store, rb_err *err)
     rb_sq_unique_init(sq);
     rb_sq_track_init(sq);
     rb_deps_init(&sq->deps);
+    rb_sq_groups_init(sq);
     rb_rng_seed_os(&sq->rng);
     eng->backend = &rb_backend_sqlite;
     eng->be = sq;
@@ -155,6 +162,7 @@ int rb_sq_open_store(rb_eng *eng, rb_store *store, rb_err *err)
     rb_deps_rebuild(sq);       /* the waiting and blocked jobs' edges */
     rb_sq_unique_rebuild(sq); /* unique locks whose holder is gone, expiring jobs */
     rb_sq_track_rebuild(sq);  /* progress records past their retention */
+    rb_sq_groups_loaded(sq);  /* buckets to their groups, holds recomputed */
     return 0;
 }
 
@@ -175,6 +183,7 @@ void rb_sq_attach(rb_eng *eng)
     sq->flush_ev = event_new(sq->base, -1, 0, on_flush, sq);
     rb_writer_defer(sq->writer, flush_soon, sq);
     rb_sq_arm(sq);
+    rb_sq_groups_attach(sq);
 }
 
 /* The loop is over: the commit in progress finishes (its completions
@@ -208,6 +217,7 @@ void rb_sq_release(rb_eng *eng)
     rb_sq_unique_release(sq);
     rb_sq_track_release(sq);
     rb_sq_throttle_release(sq);
+    rb_sq_groups_release(sq);
     rb_deps_release(&sq->deps);
     free(sq);
     eng->be = NULL;

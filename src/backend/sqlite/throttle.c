@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/sqlite/groups.h"
 #include "backend/sqlite/jobs.h"
 #include "common/buf.h"
 #include "common/list.h"
@@ -104,7 +105,7 @@ static int64_t held_slots(rb_sq *sq, const rb_throttle *cfg, const rb_queue *q, 
      * as large as the workers' concurrency, for a throttled queue only). */
     for (rb_link *l = sq->jobs.working.head; l; l = l->next) {
         const rb_job *j = rb_container_of(l, rb_job, link);
-        if (j->queue != q)
+        if (rb_job_queue(j) != q)
             continue;
         int64_t at = rb_throttle_frees_at(fetch_ms(t, j), cfg->timeout_s);
         if (!rb_throttle_holds(fetch_ms(t, j), cfg->timeout_s, now))
@@ -116,15 +117,17 @@ static int64_t held_slots(rb_sq *sq, const rb_throttle *cfg, const rb_queue *q, 
     return held;
 }
 
-bool rb_sq_throttle_full(rb_sq *sq, const rb_queue *q, int64_t now)
+bool rb_sq_throttle_full(rb_sq *sq, rb_queue *q, int64_t now)
 {
     if (!sq->cfg->n_throttles)
         return false;
     const rb_throttle *cfg = rb_config_throttle(sq->cfg, q->name);
     if (!cfg)
         return false;
+    if (cfg->rate && rb_sq_queue_rate_full(sq, cfg, q, now))
+        return true;
     int64_t frees;
-    if (held_slots(sq, cfg, q, now, &frees) < cfg->concurrency)
+    if (!cfg->concurrency || held_slots(sq, cfg, q, now, &frees) < cfg->concurrency)
         return false;
     if (frees != INT64_MAX)
         arm(sq, state(sq), frees, now);
@@ -149,7 +152,9 @@ void rb_sq_throttle_started(rb_sq *sq, const rb_job *j, int64_t now)
 {
     if (!sq->cfg->n_throttles)
         return;
-    const rb_throttle *cfg = rb_config_throttle(sq->cfg, j->queue->name);
+    const rb_throttle *cfg = rb_config_throttle(sq->cfg, rb_job_queue(j)->name);
+    if (cfg && cfg->rate)
+        rb_sq_queue_rate_started(sq, cfg, rb_job_queue(j), now);
     if (!cfg || !cfg->timeout_s)
         return;
     rb_sq_throttle *t = state(sq);
