@@ -127,7 +127,7 @@ static void tally_job(void *e, void *arg)
 {
     const rb_job *j = e;
     tally *t = arg;
-    if (j->state > RB_JOB_DEAD || !j->queue || j->priority < 1 || j->priority > RB_PRIORITIES ||
+    if (j->state > RB_JOB_DEAD || !j->group || j->priority < 1 || j->priority > RB_PRIORITIES ||
         (j->wid && j->state != RB_JOB_WORKING) || /* no wid: a FETCH without HELLO wid */
         (j->state >= RB_JOB_SCHEDULED && j->state != RB_JOB_ENQUEUED) !=
             (j->timer.idx != RB_HEAP_NONE))
@@ -136,13 +136,28 @@ static void tally_job(void *e, void *arg)
         t->by_state[j->state]++;
 }
 
+/* A group's ENQUEUED jobs as its priority lists hold them. */
+static size_t group_ready(const rb_group *g, size_t *sum)
+{
+    size_t n = 0;
+    for (int p = 0; p < RB_PRIORITIES; p++)
+        n += g->ready[p].size;
+    if (sum)
+        *sum += n;
+    return n;
+}
+
+static void count_group(void *e, void *arg)
+{
+    group_ready(e, arg);
+}
+
 static void tally_queue(void *e, void *arg)
 {
     const rb_queue *q = e;
     tally *t = arg;
-    size_t n = 0;
-    for (int p = 0; p < RB_PRIORITIES; p++)
-        n += q->ready[p].size;
+    size_t n = group_ready(q->none, NULL);
+    rb_table_each(&q->groups, count_group, &n);
     if (n != q->size)
         t->bad++;
     t->queued += q->size;

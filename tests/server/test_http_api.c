@@ -28,7 +28,7 @@ static void stop(void)
     rbh_stop(&S);
 }
 
-TestSuite(http_api, .init = start, .fini = stop, .timeout = 30);
+TestSuite(http_api, .init = start, .fini = stop, .timeout = 60);
 
 /* Every test ends by stopping the server and asserting a clean exit
  * (Criterion ignores failures in .fini). */
@@ -1006,10 +1006,11 @@ HTTP_TEST(cron_lists_entries_as_the_cli_does_with_the_stored_last_tick)
 {
     long long tick_s;
     char off[32];
-    /* the server's clock reaches the minute 4 s after this: time to start
-     * (a restart in distributed mode on a loaded machine takes seconds; a
-     * tick passed before the server is up would be skipped) */
-    snprintf(off, sizeof off, "%lld", offset_before_minute(4000, &tick_s));
+    /* the server's clock reaches the minute 10 s after this: time to start
+     * (a restart in distributed mode on a loaded machine takes seconds —
+     * 4 s was too few at a load average of 12; a tick passed before the
+     * server is up would be skipped) */
+    snprintf(off, sizeof off, "%lld", offset_before_minute(10000, &tick_s));
     rbh_fault_set("cron.clock_offset_ms", off);
     restart_with("[[cron]]\nname = \"minutely\"\nschedule = \"* * * * *\"\n"
                  "[cron.job]\ntype = \"Tick\"\nqueue = \"cq\"\n\n"
@@ -1017,7 +1018,7 @@ HTTP_TEST(cron_lists_entries_as_the_cli_does_with_the_stored_last_tick)
                  "missed = \"run_once\"\n[cron.job]\ntype = \"Feb31\"\n");
     rbh_fault_set("cron.clock_offset_ms", NULL);
     rbh_resp *r = NULL;
-    for (int64_t end = rbh_now_ms() + 15000; rbh_now_ms() < end; rbh_sleep_ms(50)) {
+    for (int64_t end = rbh_now_ms() + 25000; rbh_now_ms() < end; rbh_sleep_ms(50)) {
         rbh_resp_free(r);
         r = expect(200, "GET", "/api/cron?count=3", NULL);
         if (json_is_string(rbh_get(json_array_get(rbh_get(r->json, "entries"), 0), "last")))
