@@ -372,6 +372,16 @@ void rb_eng_wake(rb_srv *srv, const char *const *queues, size_t n)
     }
 }
 
+rb_conn *rb_eng_waiter(rb_srv *srv, const char *queue)
+{
+    for (rb_link *l = srv->waiters.head; l; l = l->next) {
+        rb_conn *c = rb_container_of(l, rb_conn, wlink);
+        if (c->fetch_queues && !c->closed && waits_for(c, &queue, 1))
+            return c;
+    }
+    return NULL;
+}
+
 const rb_backend *rb_backend_for_url(const char *url)
 {
     return rb_pg_is_url(url) ? &rb_backend_pg : &rb_backend_sqlite;

@@ -441,6 +441,10 @@ void rb_eng_op_park(rb_srv *srv, rb_eng_op *op);
  * refetch), in the order they started waiting. The one place a waiting
  * FETCH is woken, whichever backend holds the jobs. */
 void rb_eng_wake(rb_srv *srv, const char *const *queues, size_t n);
+/* The connection that waits longest in a FETCH naming queue with no try
+ * in flight for it (c->fetch_queues set), or NULL: a backend may hand it a
+ * job it is pushing (taking c->fetch_queues, as refetch does). */
+rb_conn *rb_eng_waiter(rb_srv *srv, const char *queue);
 
 /* The one place batches are refused where a backend has none: 0 when
  * srv's backend keeps batches, else RB_EINVAL with err set to

@@ -144,19 +144,105 @@ static char *dup_wid(const rb_conn *c)
     return c->worker ? rb_xstrdup(c->worker->wid) : NULL;
 }
 
-/* Claims again for c, parked in a FETCH that waits until wait_until_ms. */
-static void post_claim(rb_srv *srv, rb_conn *c, char **queues, int n, int64_t wait_until_ms)
+/* A claim again for c, parked in a FETCH: takes its queue list and stops
+ * its 2 s timer (the claim carries when they end). Not posted yet. */
+static rb_pgreq *claim_for(rb_srv *srv, rb_conn *c)
 {
+    struct timeval at, now;
+    int64_t until = rb_now_ms() + 2000;
+    if (c->fetch_timeout && event_pending(c->fetch_timeout, EV_TIMEOUT, &at)) {
+        gettimeofday(&now, NULL);
+        until = rb_now_ms() + ((int64_t)at.tv_sec - now.tv_sec) * 1000 +
+                ((int64_t)at.tv_usec - now.tv_usec) / 1000;
+    }
+    if (c->fetch_timeout)
+        evtimer_del(c->fetch_timeout);
     rb_pgreq *r = rb_pgreq_new(RB_PGR_CLAIM, c);
-    r->u.claim.queues = queues;
-    r->u.claim.nq = n;
-    r->u.claim.wait_until_ms = wait_until_ms;
+    r->u.claim.queues = c->fetch_queues;
+    r->u.claim.nq = c->n_fetch_queues;
+    c->fetch_queues = NULL;
+    c->n_fetch_queues = 0;
+    r->u.claim.wait_until_ms = until;
     r->u.claim.seq = srv->pgm->notify_seq;
     r->wid = dup_wid(c);
     r->done = fetch_done;
-    r->u.claim.round = round_of(srv->pgm, queues, n, true);
+    r->u.claim.round = round_of(srv->pgm, r->u.claim.queues, r->u.claim.nq, true);
     r->u.claim.round->out++;
-    rb_pgreq_post(srv, r);
+    return r;
+}
+
+rb_pgreq *rb_pgmode_hand_off(rb_srv *srv, rb_pgreq *r)
+{
+    rb_pgmode *pm = srv->pgm;
+    if (r->u.push.deps || r->u.push.bids || r->u.push.meta_key || !srv->base || srv->stopping ||
+        !srv->waiters.head)
+        return NULL;
+    rb_pgreq *list = NULL, **tail = &list;
+    for (size_t i = 0; i < r->u.push.n; i++) {
+        rb_pg_new_job *j = &r->u.push.jobs[i];
+        if (j->ukey[0] || j->expires_ms || j->at_ms > rb_now_ms() ||
+            (srv->cfg.n_throttles && rb_config_throttle(&srv->cfg, j->queue)))
+            continue;
+        rb_conn *c = rb_eng_waiter(srv, j->queue);
+        if (!c)
+            continue;
+        if (!r->u.push.hand_tok) {
+            r->u.push.hand_tok = rb_xcalloc(r->u.push.n, sizeof *r->u.push.hand_tok);
+            r->u.push.hand_wids = rb_xcalloc(r->u.push.n, sizeof *r->u.push.hand_wids);
+            r->u.push.handed = rb_xcalloc(r->u.push.n, sizeof *r->u.push.handed);
+        }
+        rb_pgreq *cl = claim_for(srv, c);
+        cl->u.claim.hand_tok = r->u.push.hand_tok[i] = ++pm->hand_seq;
+        r->u.push.hand_wids[i] = cl->wid ? rb_xstrdup(cl->wid) : NULL;
+        j->hand = true;
+        j->hand_wid = r->u.push.hand_wids[i];
+        *tail = cl;
+        tail = &cl->next;
+    }
+    return list;
+}
+
+/* --- this node in rb_parked: the other nodes' pushes notify it --- */
+
+static void parked_call(rb_pg *pg, rb_pgreq *r)
+{
+    r->rc = rb_pg_parked(pg, r->now + RB_PGMODE_PARKED_MS, &r->err);
+}
+
+static void parked_done(rb_srv *srv, rb_pgreq *r)
+{
+    rb_pgmode *pm = srv->pgm;
+    pm->parked_posting = false;
+    if (!r->rc) {
+        /* listed anew: a push that committed before it was seen notified
+         * nobody, so the parked FETCHes claim once more */
+        bool fresh = pm->parked_until <= r->now;
+        pm->parked_until = r->now + RB_PGMODE_PARKED_MS;
+        if (fresh && srv->base && !srv->stopping)
+            rb_pgmode_wake(srv, NULL, 0);
+    }
+    mode_req_free(r);
+}
+
+/* A FETCH parks on this node: lists the node in rb_parked when its row
+ * is gone or half used up. */
+static void parked_note(rb_srv *srv)
+{
+    rb_pgmode *pm = srv->pgm;
+    if (pm->parked_posting || !srv->base || srv->stopping ||
+        pm->parked_until - rb_now_ms() > RB_PGMODE_PARKED_MS / 2)
+        return;
+    pm->parked_posting = true;
+    rb_pgreq_post(srv, rb_pgreq_new_call(NULL, NULL, NULL, parked_call, parked_done));
+}
+
+void mode_parked_clear(rb_srv *srv, rb_pg *pg)
+{
+    rb_pgmode *pm = srv->pgm;
+    rb_err err = {0};
+    if (pm->parked_until > rb_now_ms() && pg)
+        (void)rb_pg_parked(pg, 0, &err); /* else it lapses by itself */
+    pm->parked_until = 0;
 }
 
 void rb_pgmode_fetch(rb_srv *srv, rb_eng_op *op)
@@ -244,8 +330,10 @@ static void op_claim_done(rb_srv *srv, rb_pgreq *r)
     }
     op->applied = RB_ENG_APPLIED;
     bool got = r->u.claim.got;
-    if (!got)
+    if (!got) {
         arm_throttle_wake(srv, r->u.claim.wake_at);
+        parked_note(srv); /* the op parks it */
+    }
     if (got && op->c && op->c->closed) {
         release_job(srv, r);
     } else if (got) {
@@ -299,6 +387,7 @@ static void parked_claim_done(rb_srv *srv, rb_pgreq *r)
     struct timeval tv = {left / 1000, (left % 1000) * 1000};
     evtimer_add(c->fetch_timeout, &tv);
     mode_req_drop(r);
+    parked_note(srv);
 }
 
 /* A claim is done: a FETCH's first (op_claim_done), or a parked FETCH's. */
@@ -320,19 +409,6 @@ bool rb_pgmode_refetch(rb_srv *srv, rb_conn *c)
     mode_round *w = round_of(srv->pgm, c->fetch_queues, c->n_fetch_queues, false);
     if (w && w->out > 0)
         return true; /* its list's claims are in flight: w->again claims after */
-    struct timeval at, now;
-    int64_t until = rb_now_ms() + 2000;
-    if (c->fetch_timeout && event_pending(c->fetch_timeout, EV_TIMEOUT, &at)) {
-        gettimeofday(&now, NULL);
-        until = rb_now_ms() + ((int64_t)at.tv_sec - now.tv_sec) * 1000 +
-                ((int64_t)at.tv_usec - now.tv_usec) / 1000;
-    }
-    if (c->fetch_timeout)
-        evtimer_del(c->fetch_timeout);
-    char **qs = c->fetch_queues;
-    int nq = c->n_fetch_queues;
-    c->fetch_queues = NULL;
-    c->n_fetch_queues = 0;
-    post_claim(srv, c, qs, nq, until);
+    rb_pgreq_post(srv, claim_for(srv, c));
     return true;
 }

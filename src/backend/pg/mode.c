@@ -141,6 +141,8 @@ int rb_pgmode_open(rb_srv *srv, rb_err *err)
         rc = open_engine(srv, false, &pm->work[i], err);
     if (!rc)
         rc = open_engine(srv, false, &pm->maint, err);
+    for (int i = 0; !rc && i < RB_PGMODE_THREADS; i++) /* named in rb_parked (fetch.c) */
+        rb_pg_set_node(pm->work[i], rb_pgworkers_node());
     if (!rc)
         rc = open_engine(srv, true, &pm->listen, err);
     if (!rc && ((pm->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0 ||
@@ -214,6 +216,7 @@ void rb_pgmode_free(rb_srv *srv)
     }
     /* prefetched jobs back to their queues while a connection is open */
     mode_prefetch_release_all(srv, pm->work[0]);
+    mode_parked_clear(srv, pm->work[0]);
     while (pm->todo) { /* none without threads; freed unanswered */
         rb_pgreq *r = pm->todo;
         pm->todo = r->next;

@@ -56,6 +56,13 @@ struct rb_pgreq {
             const char *meta_key;
             int64_t tick_s;
             bool stale; /* result */
+            /* hand-offs (fetch.c's mode_hand_off): NULL when none, else
+             * owned, per job: its claim's token (0: none), the wid
+             * jobs[i].hand_wid points to, and (db_thread.c) the job as its
+             * FETCH gets it when the push inserted it claimed */
+            uint64_t *hand_tok;
+            char **hand_wids;
+            char **handed;
         } push;
         struct {
             rb_pg_ref ref;
@@ -76,6 +83,11 @@ struct rb_pgreq {
             int64_t wake_at; /* none got: when a full throttled queue's slot times out
                                 (INT64_MAX: never by itself) */
             struct mode_round *round; /* a parked FETCH's: its wake round (fetch.c) */
+            /* a hand-off (fetch.c's mode_hand_off), posted with its push:
+             * the job of that push with the same token is this claim's
+             * when the push inserted it claimed (in the same transaction),
+             * else the claim runs as any other. 0: not a hand-off. */
+            uint64_t hand_tok;
         } claim;
         struct {
             int status, state;
@@ -100,8 +112,8 @@ rb_pgreq *rb_pgreq_new_call(rb_conn *c, void *data, void (*data_free)(void *),
                             void (*done)(rb_srv *, rb_pgreq *));
 /* Hands r to the database threads; marks c busy and referenced. */
 void rb_pgreq_post(rb_srv *srv, rb_pgreq *r);
-/* As rb_pgreq_post, with then (NULL: none) right behind r, so that a
- * database thread takes both in one batch. */
+/* As rb_pgreq_post, with the chain then (linked by next; NULL: none)
+ * right behind r, so that a database thread takes them in one batch. */
 void rb_pgreq_post_with(rb_srv *srv, rb_pgreq *r, rb_pgreq *then);
 /* The end of a done handler: the connection's next command may run, the
  * reference is dropped, r is freed. */
@@ -156,5 +168,11 @@ void rb_pgmode_wake(rb_srv *srv, const char *const *queues, size_t n);
 /* Distributed mode's rb_backend.refetch: claims again for c, parked in a
  * FETCH, within what is left of its wait (false while the node stops). */
 bool rb_pgmode_refetch(rb_srv *srv, rb_conn *c);
+/* The FETCHes parked on this node that can take jobs of push r at once
+ * (plain, ready, unthrottled): each job so matched is marked for its
+ * hand-off claim, returned as a chain to post right behind r (NULL:
+ * none); the push inserts the job claimed for that FETCH's worker and the
+ * claim answers it, in the push's transaction (db_thread.c). Loop thread. */
+rb_pgreq *rb_pgmode_hand_off(rb_srv *srv, rb_pgreq *r);
 
 #endif

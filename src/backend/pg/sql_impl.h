@@ -17,6 +17,7 @@ typedef enum sql_stmt {
     SQL_PUSH,
     SQL_PUSH_UNIQUE,
     SQL_CLAIM,
+    SQL_CLAIM1,
     SQL_ACK,
     SQL_LOCK_JOBS,
     SQL_LOCK_EXPIRED,
@@ -53,6 +54,7 @@ struct rb_pg {
     rb_config defaults; /* used when cfg is NULL */
     bool listen;
     char *channel;      /* "rebound:<schema>", the NOTIFY channel */
+    char *node;         /* rb_pg_set_node's, or NULL */
     int shard;          /* counter row this engine adds to: its own (16 and up, from
                            rb_counter_shard, schema 10), else one of 0..15 */
     rb_rng rng;
