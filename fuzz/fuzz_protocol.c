@@ -100,8 +100,8 @@ static bool run_until_idle(rb_srv *srv, int peer, sink *out)
             event_base_loop(srv->base, EVLOOP_ONCE);
             continue;
         }
-        if (c->waiting) { /* a FETCH with nothing to do: its 2 s are up now */
-            event_active(c->fetch_timeout, EV_TIMEOUT, 1);
+        if (c->fetch_op && c->fetch_op->wait_ev) { /* a FETCH with nothing to do: its 2 s are up now */
+            event_active(c->fetch_op->wait_ev, EV_TIMEOUT, 1);
             continue;
         }
         if (c->busy) { /* a reply waits for a commit: block until the writer says */

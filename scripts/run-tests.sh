@@ -26,6 +26,7 @@ filter=${1:-}
 top=$(pwd)
 case "$tier" in check|full) ;; *) echo "run-tests: REBOUND_TIER must be check or full, not '$tier'" >&2; exit 2 ;; esac
 jobs=${REBOUND_TEST_JOBS:-$(($(nproc 2>/dev/null || echo 2) + 1))}
+case "$jobs" in ''|*[!0-9]*|0) echo "run-tests: REBOUND_TEST_JOBS must be a number of suites at once (1 or more), not '$jobs'" >&2; exit 2 ;; esac
 logs=$O/test-logs
 times=$O/test-times
 mkdir -p "$logs"

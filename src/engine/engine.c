@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <event2/event.h>
+
 #include "backend/pg/backend.h"
 #include "backend/pg/sql.h"
 #include "backend/sqlite/backend.h"
@@ -25,10 +27,8 @@ static void op_free(rb_eng_op *op);
 
 void rb_eng_submit(rb_srv *srv, rb_eng_op *op)
 {
-    if (op->c) {
-        op->c->busy = true;
-        op->c->refs++;
-    }
+    if (op->c)
+        rb_conn_hold(op->c);
     op->srv = srv;
     op->now = rb_now_ms();
     const rb_backend *b = srv->backend;
@@ -118,6 +118,12 @@ void rb_eng_submit(rb_srv *srv, rb_eng_op *op)
         }
         fn = b->backup;
         break;
+    case RB_ENG_HELLO:
+        fn = b->hello;
+        break;
+    case RB_ENG_BEAT:
+        fn = b->beat;
+        break;
     case RB_ENG_KINDS:
         break;
     }
@@ -131,18 +137,22 @@ submitted:
         /* done ran inside fn: the handler's caller (conn.c's loop over
          * the buffered lines) runs the next command, unless c waits */
         rb_conn *c = op->c;
-        bool parked = op->parked;
         op_free(op);
-        if (c) {
-            if (!parked)
-                c->busy = false;
-            rb_conn_unref(c);
-        }
+        if (c)
+            rb_conn_release(c, false);
     }
 }
 
+static void fetch_park(rb_srv *srv, rb_eng_op *op);
+
 void rb_eng_complete(rb_srv *srv, rb_eng_op *op)
 {
+    /* a FETCH's first try found nothing: it waits (done runs at its end) */
+    if (op->kind == RB_ENG_FETCH && !op->rc && !op->u.fetch.job && !op->u.fetch.cancelled &&
+        srv->base && !srv->stopping) {
+        fetch_park(srv, op);
+        return;
+    }
     op->done(srv, op);
 }
 
@@ -229,6 +239,8 @@ static void op_free(rb_eng_op *op)
         break;
     }
     admin_release(op);
+    if (op->wait_ev)
+        event_free(op->wait_ev);
     json_decref(op->json);
     if (op->arg_free)
         op->arg_free(op->arg);
@@ -289,13 +301,9 @@ void rb_eng_op_finish(rb_srv *srv, rb_eng_op *op)
         return;
     }
     rb_conn *c = op->c;
-    bool parked = op->parked;
     op_free(op);
-    if (c) {
-        if (!parked)
-            rb_conn_done(c);
-        rb_conn_unref(c);
-    }
+    if (c)
+        rb_conn_release(c, true);
 }
 
 bool rb_eng_store_error(int rc)
@@ -328,12 +336,6 @@ json_t *rb_eng_health_json(const rb_eng_health *h, bool detail)
     return v;
 }
 
-void rb_eng_op_park(rb_srv *srv, rb_eng_op *op)
-{
-    op->parked = true;
-    rb_eng_op_finish(srv, op);
-}
-
 bool rb_eng_failed(rb_srv *srv, rb_eng_op *op)
 {
     if (!op->rc)
@@ -348,13 +350,74 @@ bool rb_eng_failed(rb_srv *srv, rb_eng_op *op)
     return true;
 }
 
-static bool waits_for(const rb_conn *c, const char *const *queues, size_t n)
+/* --- FETCHes waiting for a job --- */
+
+static void fetch_unpark(rb_srv *srv, rb_eng_op *op)
+{
+    rb_list_remove(&srv->waiters, &op->wlink);
+    event_free(op->wait_ev);
+    op->wait_ev = NULL;
+    op->u.fetch.parked = false;
+}
+
+/* op's wait is over: done runs (a job, null, or the error). */
+static void fetch_end(rb_srv *srv, rb_eng_op *op)
+{
+    fetch_unpark(srv, op);
+    op->done(srv, op);
+}
+
+static void on_wait_timeout(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    rb_eng_op *op = arg;
+    if (op->u.fetch.trying)
+        op->u.fetch.expired = true; /* its try ends it (rb_eng_fetch_tried) */
+    else
+        fetch_end(op->srv, op);
+}
+
+static void fetch_park(rb_srv *srv, rb_eng_op *op)
+{
+    op->u.fetch.parked = true;
+    rb_list_append(&srv->waiters, &op->wlink);
+    op->wait_ev = evtimer_new(srv->base, on_wait_timeout, op);
+    struct timeval tv = {RB_ENG_FETCH_WAIT_MS / 1000, (RB_ENG_FETCH_WAIT_MS % 1000) * 1000};
+    evtimer_add(op->wait_ev, &tv);
+}
+
+void rb_eng_fetch_tried(rb_srv *srv, rb_eng_op *op)
+{
+    op->u.fetch.trying = false;
+    if (op->rc || op->u.fetch.job || op->u.fetch.expired || op->u.fetch.cancelled)
+        fetch_end(srv, op);
+}
+
+bool rb_eng_fetch_wanted(const rb_eng_op *op)
+{
+    return !op->u.fetch.cancelled;
+}
+
+void rb_eng_fetch_cancel(rb_srv *srv, rb_eng_op *op)
+{
+    op->u.fetch.cancelled = true;
+    if (op->u.fetch.parked && !op->u.fetch.trying)
+        fetch_end(srv, op);
+}
+
+size_t rb_eng_fetches_waiting(const rb_srv *srv)
+{
+    return srv->waiters.size;
+}
+
+static bool waits_for(const rb_eng_op *op, const char *const *queues, size_t n)
 {
     if (!queues)
         return true;
-    for (int i = 0; i < c->n_fetch_queues; i++)
+    for (int i = 0; i < op->u.fetch.n; i++)
         for (size_t k = 0; k < n; k++)
-            if (!strcmp(c->fetch_queues[i], queues[k]))
+            if (!strcmp(op->u.fetch.queues[i], queues[k]))
                 return true;
     return false;
 }
@@ -363,21 +426,28 @@ void rb_eng_wake(rb_srv *srv, const char *const *queues, size_t n)
 {
     rb_link *l = srv->waiters.head;
     while (l) {
-        rb_link *next = l->next; /* a refetch that answers c unlinks it */
-        rb_conn *c = rb_container_of(l, rb_conn, wlink);
-        /* no fetch_queues: a try is in flight for c already */
-        if (c->fetch_queues && waits_for(c, queues, n) && !srv->backend->refetch(srv, c))
-            break;
+        rb_link *next = l->next; /* a try that ends op unlinks it */
+        rb_eng_op *op = rb_container_of(l, rb_eng_op, wlink);
+        if (!op->u.fetch.trying && waits_for(op, queues, n)) {
+            op->u.fetch.trying = true;
+            rb_eng_try t = srv->backend->refetch(srv, op);
+            if (t != RB_ENG_TRY_STARTED)
+                op->u.fetch.trying = false;
+            if (t == RB_ENG_TRY_NONE)
+                break;
+        }
         l = next;
     }
 }
 
-rb_conn *rb_eng_waiter(rb_srv *srv, const char *queue)
+rb_eng_op *rb_eng_waiter_take(rb_srv *srv, const char *queue)
 {
     for (rb_link *l = srv->waiters.head; l; l = l->next) {
-        rb_conn *c = rb_container_of(l, rb_conn, wlink);
-        if (c->fetch_queues && !c->closed && waits_for(c, &queue, 1))
-            return c;
+        rb_eng_op *op = rb_container_of(l, rb_eng_op, wlink);
+        if (!op->u.fetch.trying && !op->u.fetch.cancelled && waits_for(op, &queue, 1)) {
+            op->u.fetch.trying = true;
+            return op;
+        }
     }
     return NULL;
 }

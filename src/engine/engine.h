@@ -30,6 +30,7 @@
 #include <jansson.h>
 
 #include "common/error.h"
+#include "common/list.h"
 #include "engine/batch.h"
 #include "engine/batch_view.h"
 #include "engine/failure.h"
@@ -39,11 +40,17 @@
 #include "engine/throttle.h"
 #include "engine/track.h"
 #include "engine/unique.h"
+#include "engine/workers.h"
 #include "engine/workflow.h"
 
 typedef struct rb_srv rb_srv;
 typedef struct rb_conn rb_conn;
 typedef struct rb_eng_op rb_eng_op;
+struct event;
+
+/* How long a FETCH waits for a job before it is answered null (Faktory's
+ * 2 s). */
+#define RB_ENG_FETCH_WAIT_MS 2000
 
 /* The longest numeric retry_after written as text ("9200000000000000000"). */
 #define RB_ENG_RETRY_AFTER 32
@@ -73,6 +80,9 @@ typedef enum rb_eng_kind {
     RB_ENG_WORKFLOW,    /* read, u.workflow: a job's workflow graph (engine/workflow.h) */
     RB_ENG_TRACK,       /* u.track: TRACK SET or GET (engine/track.h) */
     RB_ENG_BACKUP,      /* u.backup: BACKUP, a copy of a single node's database */
+    /* a worker's own (engine/workers.h) */
+    RB_ENG_HELLO, /* u.worker: a worker with a wid said HELLO */
+    RB_ENG_BEAT,  /* u.worker: BEAT; the signal it is told in u.worker.signal */
     RB_ENG_KINDS
 } rb_eng_kind;
 
@@ -157,10 +167,12 @@ struct rb_eng_op {
     int rc;                   /* 0 or an RB_E* code */
     rb_err err;               /* the message when rc != 0 */
     rb_eng_applied applied;
-    /* Engine-private: the backend function is running (rb_eng_submit), the
-     * op finished meanwhile (a backend that decided at once), and it ended
-     * with op->c waiting (rb_eng_op_park). */
-    bool submitting, finished, parked;
+    /* Engine-private: the backend function is running (rb_eng_submit) and
+     * the op finished meanwhile (a backend that decided at once); a FETCH
+     * waiting for a job: its link in the waiters, its 2 s timer. */
+    bool submitting, finished;
+    rb_link wlink;
+    struct event *wait_ev;
     union {
         /* PUSH, PUSHB. */
         struct {
@@ -188,15 +200,24 @@ struct rb_eng_op {
             int64_t tick_s;
             bool stale; /* result */
         } push;
-        /* FETCH (the first try; a connection that then waits is woken by
-         * rb_eng_wake). */
+        /* FETCH. The backend's fetch makes the first try; when it finds
+         * no job the engine parks the op (its connection stays busy) among
+         * the waiters, and each rb_eng_wake gives it another try (the
+         * backend's refetch) until a job is reserved, its 2 s are up, or
+         * rb_eng_fetch_cancel; only then does done run, once. */
         struct {
             char **queues; /* owned, in the order they are tried */
             int n;
-            const char *wid; /* the holder to record, or NULL; as u.job.wid */
+            /* the holder to record, or NULL; as u.job.wid; borrowed from
+             * the connection, which outlives the op */
+            const char *wid;
             /* Result: the reserved job's jid and its JSON as the client
-             * gets it (owned), NULL when none is ready. */
+             * gets it (owned), NULL when none was ready in time. */
             char *jid, *job;
+            /* Engine-private, while parked: a backend's try is running
+             * (trying), the 2 s ended meanwhile (expired), nobody waits
+             * any more (cancelled: see rb_eng_fetch_wanted). */
+            bool parked, trying, expired, cancelled;
         } fetch;
         /* ACK, FAIL, SNOOZE, EXTEND. */
         struct {
@@ -306,6 +327,15 @@ struct rb_eng_op {
                                  borrowed (op->json) */
             int64_t bytes;    /* result: the copy's size */
         } backup;
+        /* HELLO, BEAT. A BEAT of a wid no live worker has fails with
+         * RB_ENOENT and RB_UNKNOWN_WORKER's text. */
+        struct {
+            const char *wid;    /* non-empty; borrowed (op->json) */
+            const json_t *info; /* HELLO: its JSON, "pwdhash" left out when
+                                   stored; borrowed (op->json) */
+            int signal;         /* BEAT's result: 0, RB_WORKER_QUIET or
+                                   RB_WORKER_TERMINATE */
+        } worker;
     } u;
 };
 
@@ -326,6 +356,14 @@ typedef struct rb_eng_health {
     int64_t last_commit_ms; /* wall ms: the last round trip that succeeded, 0: none */
     char error[256];        /* while down: the failure that began it */
 } rb_eng_health;
+
+/* A backend's answer to a parked FETCH's try (rb_backend.refetch). */
+typedef enum rb_eng_try {
+    RB_ENG_TRY_NONE,    /* no job for any waiter: rb_eng_wake stops there */
+    RB_ENG_TRY_MISS,    /* none for this one (or one of its tries is
+                           running already): it stays parked */
+    RB_ENG_TRY_STARTED, /* a try runs: rb_eng_fetch_tried follows */
+} rb_eng_try;
 
 typedef struct rb_backend {
     const char *name; /* "sqlite", "postgresql" */
@@ -369,11 +407,13 @@ typedef struct rb_backend {
      * (engine/unique.h); false: a PUSH naming them is refused
      * (rb_eng_unique_check). */
     bool unique_jobs;
-    /* Another try for c, parked in a FETCH (rb_eng_wake): hand it a ready
-     * job of its queues (c->fetch_queues, which the backend takes while it
-     * tries) or leave it waiting. False when the backend can tell that no
-     * other waiter would get one either (rb_eng_wake stops there). */
-    bool (*refetch)(rb_srv *srv, rb_conn *c);
+    /* Another try for op, a FETCH parked waiting (rb_eng_wake), for a
+     * ready job of op->u.fetch.queues: RB_ENG_TRY_NONE or RB_ENG_TRY_MISS
+     * with op untouched, or RB_ENG_TRY_STARTED, after which the backend
+     * calls rb_eng_fetch_tried(srv, op) exactly once (not before it
+     * returns), with op->u.fetch.jid/job set when it reserved one, or
+     * op->rc for a store failure. */
+    rb_eng_try (*refetch)(rb_srv *srv, rb_eng_op *op);
     /* A job's workflow graph (read; rb_workflow_build with the backend's
      * probe): found false for a jid that is no stored job. */
     void (*workflow)(rb_srv *srv, rb_eng_op *op);
@@ -393,6 +433,14 @@ typedef struct rb_backend {
     void (*backup)(rb_srv *srv, rb_eng_op *op);
     /* The store's link, at once (no round trip); NULL: always up. */
     void (*health)(rb_srv *srv, rb_eng_health *h);
+    /* A worker's HELLO and BEAT (engine/workers.h: the node's connected
+     * workers are the engine's; where their beats and signals are kept is
+     * the backend's). */
+    void (*hello)(rb_srv *srv, rb_eng_op *op);
+    void (*beat)(rb_srv *srv, rb_eng_op *op);
+    /* Whether FETCHes run claim statements the engine's metrics count
+     * (rb_metrics.claims: distributed mode's), shown by /metrics. */
+    bool counts_claims;
 } rb_backend;
 
 /* BACKUP's refusal in distributed mode. */
@@ -431,20 +479,33 @@ void rb_eng_health_of(rb_srv *srv, rb_eng_health *h);
  * GET /healthz, which needs no password, leaves it out). */
 json_t *rb_eng_health_json(const rb_eng_health *h, bool detail);
 
-/* The end of a done function that left op->c waiting for a job
- * (rb_conn_wait_fetch): as rb_eng_op_finish, but the connection stays busy
- * and runs no further command until its wait ends. */
-void rb_eng_op_park(rb_srv *srv, rb_eng_op *op);
-
-/* Jobs may have become ready in queues (NULL, 0: in any): every connection
- * parked in a FETCH on one of them gets another try (its backend's
- * refetch), in the order they started waiting. The one place a waiting
- * FETCH is woken, whichever backend holds the jobs. */
+/* Jobs may have become ready in queues (NULL, 0: in any): every FETCH
+ * parked on one of them gets another try (its backend's refetch), in the
+ * order they started waiting. The one place a waiting FETCH is woken,
+ * whichever backend holds the jobs. */
 void rb_eng_wake(rb_srv *srv, const char *const *queues, size_t n);
-/* The connection that waits longest in a FETCH naming queue with no try
- * in flight for it (c->fetch_queues set), or NULL: a backend may hand it a
- * job it is pushing (taking c->fetch_queues, as refetch does). */
-rb_conn *rb_eng_waiter(rb_srv *srv, const char *queue);
+/* For backends: the FETCH parked longest on queue with no try in flight,
+ * its try started (as rb_eng_wake starts one: the backend ends it with
+ * rb_eng_fetch_tried), or NULL. A backend hands it a job it is pushing. */
+rb_eng_op *rb_eng_waiter_take(rb_srv *srv, const char *queue);
+
+/* For backends: a parked FETCH's try (RB_ENG_TRY_STARTED) is over. With a
+ * job, a store failure, its 2 s up or nobody waiting any more, op is done
+ * (done runs); otherwise it stays parked. */
+void rb_eng_fetch_tried(rb_srv *srv, rb_eng_op *op);
+
+/* For backends: whether anybody still waits for FETCH op's job (false
+ * once cancelled: a job reserved for it goes back). */
+bool rb_eng_fetch_wanted(const rb_eng_op *op);
+
+/* The connection waiting for FETCH op went away: op ends (done runs, its
+ * reply to nobody) as soon as no try of its backend is running, and a job
+ * reserved for it meanwhile goes back where the backend can tell
+ * (rb_eng_fetch_wanted). Called by the connection's owner. */
+void rb_eng_fetch_cancel(rb_srv *srv, rb_eng_op *op);
+
+/* The number of FETCHes parked waiting (INFO's rebound.fetches_waiting). */
+size_t rb_eng_fetches_waiting(const rb_srv *srv);
 
 /* The one place batches are refused where a backend has none: 0 when
  * srv's backend keeps batches, else RB_EINVAL with err set to

@@ -71,7 +71,7 @@ static json_t *info_json(const rb_srv *srv, rb_eng_info *f)
     /* this node's connections in a FETCH that waits for a job (Redis's
      * blocked_clients): what a test or an operator waits on */
     json_object_set_new(json_object_get(info, "rebound"), "fetches_waiting",
-                        json_integer((json_int_t)srv->waiters.size));
+                        json_integer((json_int_t)rb_eng_fetches_waiting(srv)));
     if (f->rebound)
         json_object_update(json_object_get(info, "rebound"), f->rebound);
     rb_cron_info(srv, json_object_get(info, "rebound")); /* this node's timer, either mode */

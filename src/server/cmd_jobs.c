@@ -209,22 +209,18 @@ char **rb_cmd_fetch_queues(rb_conn *c, char *arg, int *n)
     return queues;
 }
 
-/* FETCH's reply: the reserved job once durable; with none ready, the
- * connection waits for one (up to 2 s, woken by its backend). */
+/* FETCH's reply: the reserved job once durable, or null when none was
+ * ready within 2 s (the engine keeps the op waiting until then). */
 static void fetch_done(rb_srv *srv, rb_eng_op *op)
 {
+    rb_conn *c = op->c;
+    c->fetch_op = NULL;
     if (rb_eng_failed(srv, op))
         return;
-    rb_conn *c = op->c;
-    if (op->u.fetch.job) {
+    if (op->u.fetch.job)
         rb_reply_bulk(c, op->u.fetch.job, strlen(op->u.fetch.job));
-    } else if (!c->closed) {
-        rb_conn_wait_fetch(c, op->u.fetch.queues, op->u.fetch.n);
-        op->u.fetch.queues = NULL; /* the connection's now */
-        op->u.fetch.n = 0;
-        rb_eng_op_park(srv, op);
-        return;
-    }
+    else
+        rb_reply_null(c);
     rb_eng_op_finish(srv, op);
 }
 
@@ -238,6 +234,7 @@ void rb_cmd_fetch(rb_conn *c, char *arg)
     op->u.fetch.queues = queues;
     op->u.fetch.n = n;
     op->u.fetch.wid = c->worker ? c->worker->wid : NULL;
+    c->fetch_op = op;
     rb_eng_submit(c->srv, op);
 }
 

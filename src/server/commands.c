@@ -1,6 +1,6 @@
 /* The command table (name, argument rule, handler) and the connection-level
- * commands: HELLO, END, BEAT (in distributed mode HELLO and BEAT also reach
- * the cluster's worker registry, backend/pg/registry.h). Every malformed line gets
+ * commands: HELLO, END, BEAT (the worker's HELLO and BEAT are engine ops:
+ * where beats and signals are kept is the backend's). Every malformed line gets
  * an error reply that says what was wrong and changes nothing. */
 #include "server/cmds.h"
 
@@ -9,7 +9,6 @@
 #include <string.h>
 #include <strings.h>
 
-#include "backend/pg/registry.h"
 #include "common/timeutil.h"
 #include "server/auth.h"
 #include "common/log.h"
@@ -116,6 +115,13 @@ void rb_command_run(rb_conn *c, char *line)
         rb_reply_err(c, "unknown command %.60s", line);
 }
 
+/* HELLO's +OK once the backend has the worker (engine/workers.h). */
+static void hello_done(rb_srv *srv, rb_eng_op *op)
+{
+    rb_reply_ok(op->c); /* a store error is logged; HELLO succeeds */
+    rb_eng_op_finish(srv, op);
+}
+
 static void cmd_hello(rb_conn *c, char *arg)
 {
     rb_srv *srv = c->srv;
@@ -148,18 +154,20 @@ static void cmd_hello(rb_conn *c, char *arg)
             return;
         }
     }
-    const char *wid = json_string_value(json_object_get(o, "wid"));
-    if (wid && *wid) {
-        c->worker = rb_srv_worker(srv, wid, true);
-        c->worker->conns++;
-    }
     c->hello_done = true;
     bufferevent_set_timeouts(c->bev, NULL, NULL); /* identified: no idle limit */
-    if (srv->pgm && c->worker)
-        rb_pgworkers_hello(c, o); /* +OK once the cluster's registry has it */
-    else
+    const char *wid = json_string_value(json_object_get(o, "wid"));
+    if (!wid || !*wid) {
         rb_reply_ok(c);
-    json_decref(o);
+        json_decref(o);
+        return;
+    }
+    c->worker = rb_eng_worker_attach(srv, wid);
+    rb_eng_op *op = rb_eng_op_new(RB_ENG_HELLO, c, hello_done);
+    op->json = o;
+    op->u.worker.wid = wid;
+    op->u.worker.info = o;
+    rb_eng_submit(srv, op);
 }
 
 static void cmd_end(rb_conn *c, char *arg)
@@ -168,25 +176,31 @@ static void cmd_end(rb_conn *c, char *arg)
     rb_conn_close(c);
 }
 
+/* BEAT's reply: the signal the backend keeps for the worker, or the
+ * server's own shutdown quiet when stronger. */
+static void beat_done(rb_srv *srv, rb_eng_op *op)
+{
+    if (rb_eng_failed(srv, op))
+        return;
+    rb_cmd_beat_reply(op->c, op->u.worker.signal);
+    rb_eng_op_finish(srv, op);
+}
+
 static void cmd_beat(rb_conn *c, char *arg)
 {
-    rb_srv *srv = c->srv;
     json_t *o = rb_cmd_json_arg(c, "BEAT", arg, JSON_OBJECT);
     if (!o)
         return;
     const char *wid = json_string_value(json_object_get(o, "wid"));
-    rb_worker *w = wid ? rb_srv_worker(srv, wid, false) : NULL;
-    if (!wid || !*wid)
+    if (!wid || !*wid) {
         rb_reply_err(c, "BEAT: wid must be a non-empty string");
-    else if (srv->pgm) /* the signal is the cluster's (backend/pg/registry.h) */
-        rb_pgworkers_beat(c, wid);
-    else if (!w)
-        rb_reply_err(c, "unknown worker %s (say HELLO with this wid first)", wid);
-    else {
-        w->last_beat_ms = rb_now_ms();
-        rb_cmd_beat_reply(c, w->signal);
+        json_decref(o);
+        return;
     }
-    json_decref(o);
+    rb_eng_op *op = rb_eng_op_new(RB_ENG_BEAT, c, beat_done);
+    op->json = o;
+    op->u.worker.wid = wid;
+    rb_eng_submit(c->srv, op);
 }
 
 void rb_cmd_beat_reply(rb_conn *c, int signal)

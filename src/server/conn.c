@@ -30,19 +30,19 @@ void rb_conn_unref(rb_conn *c)
         conn_free(c);
 }
 
-void rb_conn_stop_waiting(rb_conn *c)
+void rb_conn_hold(rb_conn *c)
 {
-    if (!c->waiting)
-        return;
-    c->waiting = false;
-    rb_list_remove(&c->srv->waiters, &c->wlink);
-    event_free(c->fetch_timeout);
-    c->fetch_timeout = NULL;
-    for (int i = 0; i < c->n_fetch_queues; i++)
-        free(c->fetch_queues[i]);
-    free(c->fetch_queues);
-    c->fetch_queues = NULL;
-    c->n_fetch_queues = 0;
+    c->busy = true;
+    c->refs++;
+}
+
+void rb_conn_release(rb_conn *c, bool run_next)
+{
+    if (run_next)
+        rb_conn_done(c);
+    else
+        c->busy = false;
+    rb_conn_unref(c);
 }
 
 /* The output of a closed connection is drained: now free the socket. */
@@ -66,19 +66,17 @@ void rb_conn_close(rb_conn *c)
 {
     if (c->closed)
         return;
-    rb_conn_stop_waiting(c);
     if (c->line_timeout) {
         event_free(c->line_timeout);
         c->line_timeout = NULL;
     }
     c->closed = true;
     rb_srv *srv = c->srv;
+    if (c->fetch_op) /* its FETCH waits for nobody now */
+        rb_eng_fetch_cancel(srv, c->fetch_op);
     rb_list_remove(&srv->conns, &c->link);
-    if (c->worker && --c->worker->conns == 0) {
-        rb_table_del(&srv->workers, c->worker);
-        free(c->worker->wid);
-        free(c->worker);
-    }
+    if (c->worker)
+        rb_eng_worker_detach(srv, c->worker);
     c->worker = NULL;
     if (c->bev && evbuffer_get_length(bufferevent_get_output(c->bev)) > 0 && !srv->stopping) {
         /* Send the last reply (an error before closing) before the socket
@@ -107,28 +105,6 @@ void rb_conn_done(rb_conn *c)
     c->busy = false;
     if (!c->closed)
         process(c);
-}
-
-static void on_fetch_timeout(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd;
-    (void)what;
-    rb_conn *c = arg;
-    rb_conn_stop_waiting(c);
-    rb_reply_null(c);
-    rb_conn_done(c);
-}
-
-void rb_conn_wait_fetch(rb_conn *c, char **queues, int n)
-{
-    c->busy = true;
-    c->waiting = true;
-    c->fetch_queues = queues;
-    c->n_fetch_queues = n;
-    rb_list_append(&c->srv->waiters, &c->wlink);
-    c->fetch_timeout = evtimer_new(c->srv->base, on_fetch_timeout, c);
-    struct timeval tv = {2, 0};
-    evtimer_add(c->fetch_timeout, &tv);
 }
 
 static void on_line_timeout(evutil_socket_t fd, short what, void *arg)
@@ -317,14 +293,3 @@ void rb_conn_accept(rb_srv *srv, evutil_socket_t fd)
     rb_conn_flush(c);
 }
 
-rb_worker *rb_srv_worker(rb_srv *srv, const char *wid, bool create)
-{
-    rb_worker *w = rb_table_get(&srv->workers, wid);
-    if (w || !create)
-        return w;
-    w = rb_xcalloc(1, sizeof *w);
-    w->wid = rb_xstrdup(wid);
-    w->last_beat_ms = rb_now_ms();
-    rb_table_put(&srv->workers, w);
-    return w;
-}

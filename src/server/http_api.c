@@ -408,7 +408,7 @@ static void workers_done(rb_srv *srv, rb_eng_op *op)
     json_t *arr = json_array();
     for (size_t i = 0; i < op->u.worker_list.n; i++) {
         const rb_eng_worker *w = &op->u.worker_list.v[i];
-        const rb_worker *here = rb_srv_worker(srv, w->wid, false); /* this node's connections */
+        const rb_worker *here = rb_eng_worker_get(srv, w->wid, false); /* this node's connections */
         int sig = w->signal >= 0 && w->signal <= 2 ? w->signal : 0;
         json_t *o = json_pack("{s:s, s:o, s:i, s:s}", "wid", w->wid, "last_beat",
                               rb_api_time_or_null(w->beat_ms), "connections",

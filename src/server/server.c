@@ -197,19 +197,6 @@ static void close_conns(rb_srv *srv)
     }
 }
 
-static void free_worker(void *e, void *arg)
-{
-    (void)arg;
-    rb_worker *w = e;
-    free(w->wid);
-    free(w);
-}
-
-static const char *worker_key(const void *e)
-{
-    return ((const rb_worker *)e)->wid;
-}
-
 /* --- the in-memory server (srv.h) --- */
 
 rb_srv *rb_srv_alloc(void)
@@ -217,7 +204,7 @@ rb_srv *rb_srv_alloc(void)
     rb_srv *srv = rb_xcalloc(1, sizeof *srv);
     srv->started_ms = rb_now_ms();
     srv->metrics = rb_metrics_new();
-    rb_table_init(&srv->workers, offsetof(rb_worker, hnext), worker_key);
+    rb_eng_workers_init(srv);
     rb_rng_seed_os(&srv->rng);
     return srv;
 }
@@ -265,8 +252,7 @@ void rb_srv_free(rb_srv *srv)
         rb_tls_free(srv->http_tls);
     rb_tls_free(srv->tls);
     rb_config_release(&srv->cfg);
-    rb_table_each(&srv->workers, free_worker, NULL);
-    rb_table_release(&srv->workers);
+    rb_eng_workers_release(srv);
     rb_metrics_free(srv->metrics);
     free(srv);
 }

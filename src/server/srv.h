@@ -21,17 +21,6 @@
 #include "engine/engine.h"
 #include "policy/rng.h"
 
-/* A worker process known by its HELLO wid. */
-typedef struct rb_worker {
-    void *hnext;
-    char *wid;
-    int64_t last_beat_ms;
-    int signal; /* 0, RB_WORKER_QUIET or RB_WORKER_TERMINATE: said at its next BEAT */
-    int conns;  /* open connections that said this wid */
-} rb_worker;
-
-enum { RB_WORKER_QUIET = 1, RB_WORKER_TERMINATE = 2 };
-
 typedef struct rb_srv rb_srv;
 
 /* One client connection. Commands run one at a time: while `busy` (a reply
@@ -40,16 +29,13 @@ typedef struct rb_srv rb_srv;
  * (refs > 0). */
 typedef struct rb_conn {
     rb_link link;  /* in srv->conns, or srv->draining once closed */
-    rb_link wlink; /* in srv->waiters while a FETCH waits */
     rb_srv *srv;
     struct bufferevent *bev;
-    struct event *fetch_timeout;
     struct event *line_timeout; /* armed while half a command line waits (conn.c) */
-    char **fetch_queues; /* the waiting FETCH's queue names; owned */
-    int n_fetch_queues;
+    rb_eng_op *fetch_op; /* its FETCH while the engine runs it (cmd_jobs.c) */
     rb_worker *worker; /* from HELLO's wid, or NULL */
     int refs;          /* pending commit completions */
-    bool hello_done, busy, waiting, closed;
+    bool hello_done, busy, closed;
     /* Plain sockets write replies at once (rb_conn_flush) and arm EV_WRITE
      * only while the socket is full (write_armed); TLS ones go through
      * their bufferevent. */
@@ -65,9 +51,9 @@ struct rb_srv {
     struct event *watchdog_ev; /* systemd keep-alives (sdnotify.h), or NULL */
     struct evconnlistener *listener;
     rb_rng rng;       /* connections' salts, the HTTP API's simulations */
-    rb_table workers;
+    rb_table workers; /* this node's workers (engine/workers.h's) */
     rb_list conns;   /* every open connection */
-    rb_list waiters; /* connections in a waiting FETCH, oldest first */
+    rb_list waiters; /* FETCH ops waiting for a job, oldest first (the engine's) */
     rb_list draining; /* closed connections still sending their last reply */
     int64_t started_ms;
     uint64_t command_count;
@@ -79,7 +65,6 @@ struct rb_srv {
     struct rb_tls *http_tls;    /* HTTPS context (rb_http_prepare): tls itself, or its own one
                                  * from http_tls_cert (freed when != tls); NULL: plain HTTP */
     struct event *accept_ev;    /* re-enables the listener after EMFILE (server.c) */
-    struct rb_pgmode *pgm;      /* distributed mode (backend/pg/mode.h), else NULL */
     const struct rb_backend *backend; /* the job engine's backend (engine/engine.h),
                                        * rb_backend_for_url's */
     void *be;                   /* the backend's own state (its open sets it) */
@@ -132,17 +117,15 @@ void rb_conn_close(rb_conn *c);
  * what the socket does not take is sent when it becomes writable. No-op
  * for TLS connections (their bufferevent writes) and closed ones. */
 void rb_conn_flush(rb_conn *c);
-/* Parks c in a waiting FETCH (queues taken over) for up to 2 s. */
-void rb_conn_wait_fetch(rb_conn *c, char **queues, int n);
-void rb_conn_stop_waiting(rb_conn *c);
+/* For the engine: c runs an op (busy: its next command waits; referenced:
+ * it outlives its socket), and the op is over (the reference dropped; with
+ * run_next the next buffered command runs now). */
+void rb_conn_hold(rb_conn *c);
+void rb_conn_release(rb_conn *c, bool run_next);
 
 /* --- commands.c: the command table --- */
 /* Runs one command line (NUL-terminated, without its line ending). */
 void rb_command_run(rb_conn *c, char *line);
-
-/* The server's registry of the workers said HELLO with a wid on this node's
- * connections: the one for wid, made when create (NULL otherwise). */
-rb_worker *rb_srv_worker(rb_srv *srv, const char *wid, bool create);
 
 /* --- validate.c --- */
 /* Queue names: 1 to RB_QUEUE_NAME_MAX bytes, no spaces or control bytes. */

@@ -36,7 +36,7 @@ static char *exchange(rb_srv *srv, int peer, const char *send, size_t want_lines
                 lines++;
         } else if (srv->conns.head) {
             rb_conn *c = rb_container_of(srv->conns.head, rb_conn, link);
-            if (c->busy && !c->waiting)
+            if (c->busy && !(c->fetch_op && c->fetch_op->wait_ev))
                 event_base_loop(srv->base, EVLOOP_ONCE); /* wait for the commit */
         }
     }

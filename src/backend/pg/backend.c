@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "backend/pg/mode.h"
+#include "backend/pg/registry.h"
 #include "backend/pg/request.h"
 #include "engine/depend.h"
 #include "common/buf.h"
@@ -188,7 +189,7 @@ static bool op_slow(const rb_eng_op *op)
 /* Posts op to a database thread, to run call there. */
 static void post(rb_srv *srv, rb_eng_op *op, void (*call)(rb_pg *, rb_pgreq *))
 {
-    rb_pgreq *r = rb_pgreq_new_call(NULL, op, NULL, call, req_done);
+    rb_pgreq *r = rb_pgreq_new_call(op, NULL, call, req_done);
     r->slow = op_slow(op);
     rb_pgreq_post(srv, r);
 }
@@ -198,7 +199,7 @@ static void post(rb_srv *srv, rb_eng_op *op, void (*call)(rb_pg *, rb_pgreq *))
 static void dist_push(rb_srv *srv, rb_eng_op *op)
 {
     size_t n = op->u.push.n;
-    rb_pgreq *r = rb_pgreq_new(RB_PGR_PUSH, NULL);
+    rb_pgreq *r = rb_pgreq_new(RB_PGR_PUSH);
     r->u.push.jobs = rb_xcalloc(n, sizeof *r->u.push.jobs);
     r->u.push.texts = rb_xcalloc(n, sizeof *r->u.push.texts);
     r->u.push.status = rb_xcalloc(n, sizeof *r->u.push.status);
@@ -236,7 +237,7 @@ static void dist_fetch(rb_srv *srv, rb_eng_op *op)
  * op's wid is only borrowed while it is submitted). */
 static rb_pgreq *job_request(rb_eng_op *op, rb_pgreq_kind kind)
 {
-    rb_pgreq *r = rb_pgreq_new(kind, NULL);
+    rb_pgreq *r = rb_pgreq_new(kind);
     r->jid = rb_xstrdup(op->u.job.jid);
     r->wid = op->u.job.wid ? rb_xstrdup(op->u.job.wid) : NULL;
     r->data = op;
@@ -704,4 +705,7 @@ const rb_backend rb_backend_pg = {
     .track = dist_track,
     .unique_jobs = true,
     .health = rb_pgmode_health,
+    .hello = rb_pgworkers_hello,
+    .beat = rb_pgworkers_beat,
+    .counts_claims = true,
 };

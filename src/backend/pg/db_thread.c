@@ -279,7 +279,8 @@ static void run_claims(rb_pg *pg, rb_pgreq **v, size_t n, rb_pgreq **p, size_t n
         bool wake = false;
         for (int k = 0; k < g; k++) {
             group[k]->u.claim.wake_at = wake_at;
-            wake = wake || !group[k]->data;
+            /* a parked FETCH's (in a wake round) or a prefetch's */
+            wake = wake || group[k]->u.claim.round || !group[k]->data;
         }
         cc->n[wake]++;
         cc->empty[wake] += nout == 0;

@@ -26,7 +26,7 @@ static void on_throttle_wake(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     rb_srv *srv = arg;
-    srv->pgm->throttle_at = INT64_MAX;
+    rb_pgm_of(srv)->throttle_at = INT64_MAX;
     rb_pgmode_wake(srv, NULL, 0); /* a throttled queue's slot freed: another try */
 }
 
@@ -35,7 +35,7 @@ static void on_throttle_wake(evutil_socket_t fd, short what, void *arg)
  * every node that saw it full (nobody announces it). */
 static void arm_throttle_wake(rb_srv *srv, int64_t at)
 {
-    rb_pgmode *pm = srv->pgm;
+    rb_pgmode *pm = rb_pgm_of(srv);
     if (at <= 0 || at == INT64_MAX || !srv->base || srv->stopping)
         return;
     if (pm->throttle_at && pm->throttle_at <= at)
@@ -114,7 +114,7 @@ void mode_rounds_free(rb_pgmode *pm)
 
 void rb_pgmode_wake(rb_srv *srv, const char *const *queues, size_t n)
 {
-    rb_pgmode *pm = srv->pgm;
+    rb_pgmode *pm = rb_pgm_of(srv);
     for (mode_round *w = pm->rounds; w; w = w->next)
         if (w->out > 0 && touches(w, queues, n))
             w->again = true; /* rb_pgmode_refetch leaves its FETCHes parked */
@@ -136,46 +136,30 @@ static void round_back(rb_srv *srv, mode_round *w)
         rb_pgmode_wake(srv, (const char *const *)w->queues, (size_t)w->nq);
     }
     if (w->out == 0 && !w->again)
-        round_free(srv->pgm, w);
+        round_free(rb_pgm_of(srv), w);
 }
 
-static char *dup_wid(const rb_conn *c)
+/* A claim again for op, a FETCH parked waiting (its queue list
+ * borrowed); not posted yet. */
+static rb_pgreq *claim_for(rb_srv *srv, rb_eng_op *op)
 {
-    return c->worker ? rb_xstrdup(c->worker->wid) : NULL;
-}
-
-/* A claim again for c, parked in a FETCH: takes its queue list and stops
- * its 2 s timer (the claim carries when they end). Not posted yet. */
-static rb_pgreq *claim_for(rb_srv *srv, rb_conn *c)
-{
-    struct timeval at, now;
-    int64_t until = rb_now_ms() + 2000;
-    if (c->fetch_timeout && event_pending(c->fetch_timeout, EV_TIMEOUT, &at)) {
-        gettimeofday(&now, NULL);
-        until = rb_now_ms() + ((int64_t)at.tv_sec - now.tv_sec) * 1000 +
-                ((int64_t)at.tv_usec - now.tv_usec) / 1000;
-    }
-    if (c->fetch_timeout)
-        evtimer_del(c->fetch_timeout);
-    rb_pgreq *r = rb_pgreq_new(RB_PGR_CLAIM, c);
-    r->u.claim.queues = c->fetch_queues;
-    r->u.claim.nq = c->n_fetch_queues;
-    c->fetch_queues = NULL;
-    c->n_fetch_queues = 0;
-    r->u.claim.wait_until_ms = until;
-    r->u.claim.seq = srv->pgm->notify_seq;
-    r->wid = dup_wid(c);
+    rb_pgreq *r = rb_pgreq_new(RB_PGR_CLAIM);
+    r->u.claim.queues = op->u.fetch.queues;
+    r->u.claim.nq = op->u.fetch.n;
+    r->u.claim.seq = rb_pgm_of(srv)->notify_seq;
+    r->wid = op->u.fetch.wid ? rb_xstrdup(op->u.fetch.wid) : NULL;
+    r->data = op;
     r->done = fetch_done;
-    r->u.claim.round = round_of(srv->pgm, r->u.claim.queues, r->u.claim.nq, true);
+    r->u.claim.round = round_of(rb_pgm_of(srv), op->u.fetch.queues, op->u.fetch.n, true);
     r->u.claim.round->out++;
     return r;
 }
 
 rb_pgreq *rb_pgmode_hand_off(rb_srv *srv, rb_pgreq *r)
 {
-    rb_pgmode *pm = srv->pgm;
+    rb_pgmode *pm = rb_pgm_of(srv);
     if (r->u.push.deps || r->u.push.bids || r->u.push.meta_key || !srv->base || srv->stopping ||
-        !srv->waiters.head)
+        !rb_eng_fetches_waiting(srv))
         return NULL;
     rb_pgreq *list = NULL, **tail = &list;
     for (size_t i = 0; i < r->u.push.n; i++) {
@@ -183,15 +167,15 @@ rb_pgreq *rb_pgmode_hand_off(rb_srv *srv, rb_pgreq *r)
         if (j->ukey[0] || j->expires_ms || j->at_ms > rb_now_ms() ||
             (srv->cfg.n_throttles && rb_config_throttle(&srv->cfg, j->queue)))
             continue;
-        rb_conn *c = rb_eng_waiter(srv, j->queue);
-        if (!c)
+        rb_eng_op *op = rb_eng_waiter_take(srv, j->queue);
+        if (!op)
             continue;
         if (!r->u.push.hand_tok) {
             r->u.push.hand_tok = rb_xcalloc(r->u.push.n, sizeof *r->u.push.hand_tok);
             r->u.push.hand_wids = rb_xcalloc(r->u.push.n, sizeof *r->u.push.hand_wids);
             r->u.push.handed = rb_xcalloc(r->u.push.n, sizeof *r->u.push.handed);
         }
-        rb_pgreq *cl = claim_for(srv, c);
+        rb_pgreq *cl = claim_for(srv, op);
         cl->u.claim.hand_tok = r->u.push.hand_tok[i] = ++pm->hand_seq;
         r->u.push.hand_wids[i] = cl->wid ? rb_xstrdup(cl->wid) : NULL;
         j->hand = true;
@@ -211,7 +195,7 @@ static void parked_call(rb_pg *pg, rb_pgreq *r)
 
 static void parked_done(rb_srv *srv, rb_pgreq *r)
 {
-    rb_pgmode *pm = srv->pgm;
+    rb_pgmode *pm = rb_pgm_of(srv);
     pm->parked_posting = false;
     if (!r->rc) {
         /* listed anew: a push that committed before it was seen notified
@@ -228,17 +212,17 @@ static void parked_done(rb_srv *srv, rb_pgreq *r)
  * is gone or half used up. */
 static void parked_note(rb_srv *srv)
 {
-    rb_pgmode *pm = srv->pgm;
+    rb_pgmode *pm = rb_pgm_of(srv);
     if (pm->parked_posting || !srv->base || srv->stopping ||
         pm->parked_until - rb_now_ms() > RB_PGMODE_PARKED_MS / 2)
         return;
     pm->parked_posting = true;
-    rb_pgreq_post(srv, rb_pgreq_new_call(NULL, NULL, NULL, parked_call, parked_done));
+    rb_pgreq_post(srv, rb_pgreq_new_call(NULL, NULL, parked_call, parked_done));
 }
 
 void mode_parked_clear(rb_srv *srv, rb_pg *pg)
 {
-    rb_pgmode *pm = srv->pgm;
+    rb_pgmode *pm = rb_pgm_of(srv);
     rb_err err = {0};
     if (pm->parked_until > rb_now_ms() && pg)
         (void)rb_pg_parked(pg, 0, &err); /* else it lapses by itself */
@@ -254,10 +238,10 @@ void rb_pgmode_fetch(rb_srv *srv, rb_eng_op *op)
         rb_eng_complete(srv, op);
         return;
     }
-    rb_pgreq *r = rb_pgreq_new(RB_PGR_CLAIM, NULL);
+    rb_pgreq *r = rb_pgreq_new(RB_PGR_CLAIM);
     r->u.claim.queues = op->u.fetch.queues; /* borrowed: op_claim_done hands them back */
     r->u.claim.nq = op->u.fetch.n;
-    r->u.claim.seq = srv->pgm->notify_seq;
+    r->u.claim.seq = rb_pgm_of(srv)->notify_seq;
     r->wid = op->u.fetch.wid ? rb_xstrdup(op->u.fetch.wid) : NULL;
     r->data = op;
     r->done = fetch_done;
@@ -284,7 +268,7 @@ void mode_release_claimed(rb_srv *srv, const char *jid, const char *wid)
 {
     if (!srv->base || srv->stopping)
         return; /* its lease ends it */
-    rb_pgreq *r = rb_pgreq_new(RB_PGR_CALL, NULL);
+    rb_pgreq *r = rb_pgreq_new(RB_PGR_CALL);
     r->jid = rb_xstrdup(jid);
     r->wid = wid ? rb_xstrdup(wid) : NULL;
     r->call = release_call;
@@ -298,16 +282,6 @@ static void release_job(rb_srv *srv, rb_pgreq *claim)
 {
     rb_log(RB_LOG_DEBUG, "job %s claimed for a closed connection: released", claim->u.claim.job.jid);
     mode_release_claimed(srv, claim->u.claim.job.jid, claim->wid);
-}
-
-/* Takes the queue list out of r (for handing back to the connection). */
-static char **take_queues(rb_pgreq *r, int *n)
-{
-    char **q = r->u.claim.queues;
-    *n = r->u.claim.nq;
-    r->u.claim.queues = NULL;
-    r->u.claim.nq = 0;
-    return q;
 }
 
 /* The first claim of a FETCH (the job engine's op in r->data) is done:
@@ -332,83 +306,69 @@ static void op_claim_done(rb_srv *srv, rb_pgreq *r)
     bool got = r->u.claim.got;
     if (!got) {
         arm_throttle_wake(srv, r->u.claim.wake_at);
-        parked_note(srv); /* the op parks it */
+        parked_note(srv); /* the op parks */
     }
-    if (got && op->c && op->c->closed) {
+    if (got && !rb_eng_fetch_wanted(op)) {
         release_job(srv, r);
     } else if (got) {
         op->u.fetch.jid = r->u.claim.job.jid;
         op->u.fetch.job = r->u.claim.job.json;
         r->u.claim.job.jid = r->u.claim.job.json = NULL;
     }
-    bool missed = r->u.claim.seq != srv->pgm->notify_seq; /* a wake-up went by */
+    bool missed = r->u.claim.seq != rb_pgm_of(srv)->notify_seq; /* a wake-up went by */
     mode_req_free(r);
     rb_eng_complete(srv, op);
     if (!got && missed)
         rb_pgmode_wake(srv, NULL, 0);
 }
 
-/* A parked FETCH's claim is done: the job to its connection, or the
- * connection parked again (null after its 2 s). A wake that went by
- * meanwhile was noted for the next round (round_back). */
+/* A parked FETCH's claim is done: the job to its op (which the engine
+ * ends), or the op stays parked; a job nobody waits for any more goes
+ * back. A wake that went by meanwhile was noted for the next round
+ * (round_back). */
 static void parked_claim_done(rb_srv *srv, rb_pgreq *r)
 {
-    rb_conn *c = r->c;
-    if (r->u.claim.got) {
-        if (c->closed || !c->waiting) {
-            release_job(srv, r);
-            mode_req_drop(r);
-            return;
-        }
-        rb_conn_stop_waiting(c);
-        rb_reply_bulk(c, r->u.claim.job.json, strlen(r->u.claim.job.json));
-        rb_pgreq_finish(srv, r);
-        return;
+    rb_eng_op *op = r->data;
+    r->u.claim.queues = NULL; /* the op's */
+    r->u.claim.nq = 0;
+    bool parks = false;
+    if (r->rc) /* logged; the op stays parked: the next wake claims again */
+        rb_pgmode_storage_error(srv, r);
+    else if (r->u.claim.got && !rb_eng_fetch_wanted(op))
+        release_job(srv, r);
+    else if (r->u.claim.got) {
+        op->u.fetch.jid = r->u.claim.job.jid;
+        op->u.fetch.job = r->u.claim.job.json;
+        r->u.claim.job.jid = r->u.claim.job.json = NULL;
+    } else {
+        arm_throttle_wake(srv, r->u.claim.wake_at);
+        parks = true;
     }
-    if (c->closed || !c->waiting) {
-        mode_req_drop(r);
-        return;
-    }
-    arm_throttle_wake(srv, r->u.claim.wake_at);
-    int n;
-    char **queues = take_queues(r, &n);
-    int64_t left = r->u.claim.wait_until_ms - rb_now_ms();
-    if (left <= 0) {
-        for (int i = 0; i < n; i++)
-            free(queues[i]);
-        free(queues);
-        rb_conn_stop_waiting(c);
-        rb_reply_null(c);
-        rb_pgreq_finish(srv, r);
-        return;
-    }
-    c->fetch_queues = queues;
-    c->n_fetch_queues = n;
-    struct timeval tv = {left / 1000, (left % 1000) * 1000};
-    evtimer_add(c->fetch_timeout, &tv);
-    mode_req_drop(r);
-    parked_note(srv);
+    mode_req_free(r);
+    rb_eng_fetch_tried(srv, op);
+    if (parks)
+        parked_note(srv);
 }
 
 /* A claim is done: a FETCH's first (op_claim_done), or a parked FETCH's. */
 static void fetch_done(rb_srv *srv, rb_pgreq *r)
 {
-    if (r->data) {
+    mode_round *w = r->u.claim.round;
+    if (!w) {
         op_claim_done(srv, r);
         return;
     }
-    mode_round *w = r->u.claim.round;
     parked_claim_done(srv, r);
     round_back(srv, w);
 }
 
-bool rb_pgmode_refetch(rb_srv *srv, rb_conn *c)
+rb_eng_try rb_pgmode_refetch(rb_srv *srv, rb_eng_op *op)
 {
     if (srv->stopping && !srv->base)
-        return false;
-    mode_round *w = round_of(srv->pgm, c->fetch_queues, c->n_fetch_queues, false);
+        return RB_ENG_TRY_NONE;
+    mode_round *w = round_of(rb_pgm_of(srv), op->u.fetch.queues, op->u.fetch.n, false);
     if (w && w->out > 0)
-        return true; /* its list's claims are in flight: w->again claims after */
-    rb_pgreq_post(srv, claim_for(srv, c));
-    return true;
+        return RB_ENG_TRY_MISS; /* its list's claims are in flight: w->again claims after */
+    rb_pgreq_post(srv, claim_for(srv, op));
+    return RB_ENG_TRY_STARTED;
 }

@@ -65,7 +65,7 @@ void mode_link_report(rb_pgmode *pm, int member, int rc, const rb_err *err)
 
 void rb_pgmode_health(rb_srv *srv, rb_eng_health *h)
 {
-    rb_pgmode *pm = srv->pgm;
+    rb_pgmode *pm = rb_pgm_of(srv);
     pthread_mutex_lock(&pm->mu);
     h->known = true;
     h->up = !pm->link.down;

@@ -32,7 +32,7 @@ static void on_efd(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     rb_srv *srv = arg;
-    rb_pgmode *pm = srv->pgm;
+    rb_pgmode *pm = rb_pgm_of(srv);
     uint64_t v;
     ssize_t r = read(pm->efd, &v, sizeof v);
     (void)r;
@@ -119,7 +119,7 @@ int rb_pgmode_open(rb_srv *srv, rb_err *err)
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&pm->maint_cv, &ca);
     pthread_condattr_destroy(&ca);
-    srv->pgm = pm;
+    srv->be = pm;
     srv->backend = &rb_backend_pg;
     int rc = open_engine(srv, false, &pm->work[0], err);
     if (!rc) {
@@ -172,7 +172,7 @@ int rb_pgmode_open(rb_srv *srv, rb_err *err)
 
 void rb_pgmode_attach(rb_srv *srv)
 {
-    rb_pgmode *pm = srv->pgm;
+    rb_pgmode *pm = rb_pgm_of(srv);
     pm->efd_ev = event_new(srv->base, pm->efd, EV_READ | EV_PERSIST, on_efd, srv);
     event_add(pm->efd_ev, NULL);
     pm->poll_ev = event_new(srv->base, -1, EV_PERSIST, on_poll, srv);
@@ -189,7 +189,7 @@ void rb_pgmode_attach(rb_srv *srv)
 
 void rb_pgmode_free(rb_srv *srv)
 {
-    rb_pgmode *pm = srv->pgm;
+    rb_pgmode *pm = rb_pgm_of(srv);
     if (!pm)
         return;
     pthread_mutex_lock(&pm->mu);
@@ -220,7 +220,7 @@ void rb_pgmode_free(rb_srv *srv)
     while (pm->todo) { /* none without threads; freed unanswered */
         rb_pgreq *r = pm->todo;
         pm->todo = r->next;
-        mode_req_drop(r);
+        mode_req_free(r);
     }
     for (size_t i = 0; i < pm->n_notified; i++)
         free(pm->notified[i]);
@@ -252,5 +252,5 @@ void rb_pgmode_free(rb_srv *srv)
     pthread_cond_destroy(&pm->cv);
     pthread_cond_destroy(&pm->maint_cv);
     free(pm);
-    srv->pgm = NULL;
+    srv->be = NULL;
 }

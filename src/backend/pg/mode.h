@@ -24,10 +24,17 @@
 
 typedef struct rb_pgmode rb_pgmode;
 
+/* The distributed backend's state: srv's backend handle (srv->be, set by
+ * rb_pgmode_open). */
+static inline rb_pgmode *rb_pgm_of(const rb_srv *srv)
+{
+    return (rb_pgmode *)srv->be;
+}
+
 /* Connects the engines (retrying with a backoff while the database cannot
  * be reached), checks the schema (RB_EVERSION with "run 'rebound migrate'"
  * or "upgrade rebound" otherwise) and starts the database threads; sets
- * srv->pgm. Before the event base exists. */
+ * srv->be. Before the event base exists. */
 int rb_pgmode_open(rb_srv *srv, rb_err *err);
 /* Registers the loop's events (completions, poll timer) and starts the
  * listen and maintenance threads. After the event base exists. */

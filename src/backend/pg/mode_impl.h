@@ -202,11 +202,8 @@ void mode_post_held(rb_pgmode *pm);
 void mode_parked_clear(rb_srv *srv, rb_pg *pg);
 /* Frees what wake rounds left pending (rb_pgmode_free). */
 void mode_rounds_free(rb_pgmode *pm);
-/* Frees r (its kind's fields, data, copies) without touching its connection. */
+/* Frees r (its kind's fields, data, copies). */
 void mode_req_free(rb_pgreq *r);
-/* Frees r and drops its reference without running c's next command (c
- * was parked in a waiting FETCH). Loop thread. */
-void mode_req_drop(rb_pgreq *r);
 
 /* --- FETCH's helpers (fetch.c) and prefetch (prefetch.c); loop thread --- */
 

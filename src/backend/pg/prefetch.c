@@ -79,7 +79,7 @@ bool mode_prefetch_on(const rb_srv *srv)
 
 void mode_prefetch_seen(rb_srv *srv, const char *wid, char *const *queues, int nq)
 {
-    rb_pgmode *pm = srv->pgm;
+    rb_pgmode *pm = rb_pgm_of(srv);
     if (!wid || !mode_prefetch_on(srv))
         return;
     mode_last *l = last_of(pm, wid);
@@ -117,7 +117,7 @@ static void forget_held(rb_pgmode *pm, size_t i, bool taken)
  * for mode_prefetch_release_all). */
 static bool drop_held(rb_srv *srv, size_t i)
 {
-    rb_pgmode *pm = srv->pgm;
+    rb_pgmode *pm = rb_pgm_of(srv);
     if (!srv->base || srv->stopping)
         return false;
     mode_release_claimed(srv, pm->pre[i].job.jid, pm->pre[i].wid);
@@ -128,7 +128,7 @@ static bool drop_held(rb_srv *srv, size_t i)
 bool mode_prefetch_take(rb_srv *srv, const char *wid, char *const *queues, int nq,
                         char **jid, char **json)
 {
-    rb_pgmode *pm = srv->pgm;
+    rb_pgmode *pm = rb_pgm_of(srv);
     if (!wid)
         return false;
     bool got = false;
@@ -164,7 +164,7 @@ static void on_expiry(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     rb_srv *srv = arg;
-    rb_pgmode *pm = srv->pgm;
+    rb_pgmode *pm = rb_pgm_of(srv);
     int64_t now = rb_now_ms();
     for (size_t i = 0; i < pm->n_pre;) {
         if (now - pm->pre[i].at_ms >= RB_PGMODE_PREFETCH_HOLD_MS && drop_held(srv, i))
@@ -177,7 +177,7 @@ static void on_expiry(evutil_socket_t fd, short what, void *arg)
 
 static void arm_expiry(rb_srv *srv)
 {
-    rb_pgmode *pm = srv->pgm;
+    rb_pgmode *pm = rb_pgm_of(srv);
     if (!pm->n_pre || !srv->base || srv->stopping)
         return;
     if (!pm->pre_ev)
@@ -198,7 +198,7 @@ static void arm_expiry(rb_srv *srv)
 /* The claim posted with an ACK is done: its job held for the wid. */
 static void claim_done(rb_srv *srv, rb_pgreq *r)
 {
-    rb_pgmode *pm = srv->pgm;
+    rb_pgmode *pm = rb_pgm_of(srv);
     if (!r->rc && r->u.claim.got) {
         pm->pre = rb_xrealloc(pm->pre, (pm->n_pre + 1) * sizeof *pm->pre);
         mode_pre *p = &pm->pre[pm->n_pre++];
@@ -218,7 +218,7 @@ static void claim_done(rb_srv *srv, rb_pgreq *r)
 
 rb_pgreq *rb_pgmode_prefetch_claim(rb_srv *srv, const char *wid)
 {
-    rb_pgmode *pm = srv->pgm;
+    rb_pgmode *pm = rb_pgm_of(srv);
     if (!wid || !mode_prefetch_on(srv) || srv->stopping)
         return NULL;
     mode_last *l = last_of(pm, wid);
@@ -229,7 +229,7 @@ rb_pgreq *rb_pgmode_prefetch_claim(rb_srv *srv, const char *wid)
         held += !strcmp(pm->pre[i].wid, wid);
     if (held >= RB_PGMODE_PREFETCH_PER_WID)
         return NULL;
-    rb_pgreq *r = rb_pgreq_new(RB_PGR_CLAIM, NULL);
+    rb_pgreq *r = rb_pgreq_new(RB_PGR_CLAIM);
     r->u.claim.queues = copy_list(l->queues, l->nq);
     r->u.claim.nq = l->nq;
     r->u.claim.seq = pm->notify_seq;
@@ -249,7 +249,7 @@ static void free_last(void *e, void *arg)
 
 void mode_prefetch_release_all(rb_srv *srv, rb_pg *pg)
 {
-    rb_pgmode *pm = srv->pgm;
+    rb_pgmode *pm = rb_pgm_of(srv);
     while (pm->n_pre) {
         mode_pre *p = &pm->pre[pm->n_pre - 1];
         if (pg) {
@@ -276,7 +276,7 @@ void mode_prefetch_release_all(rb_srv *srv, rb_pg *pg)
 
 json_t *rb_pgmode_prefetch_json(rb_srv *srv)
 {
-    const rb_pgmode *pm = srv->pgm;
+    const rb_pgmode *pm = rb_pgm_of(srv);
     return json_pack("{s:b, s:I, s:I, s:I}", "enabled", mode_prefetch_on(srv), "held",
                      (json_int_t)pm->n_pre, "hits", (json_int_t)pm->prefetch_hits, "expired",
                      (json_int_t)pm->prefetch_expired);

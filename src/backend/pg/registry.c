@@ -13,7 +13,6 @@
 
 #include "common/buf.h"
 #include "common/timeutil.h"
-#include "server/cmds.h"
 
 /* --- this node's name in the registry: "host:pid" --- */
 
@@ -56,73 +55,66 @@ void rb_pgworkers_run_seen(rb_pg *pg, rb_pgreq **v, size_t n)
     free(sig);
 }
 
-static void post_seen(rb_conn *c, const char *wid, rb_pg_seen_kind kind, char *info,
+/* Posts a sighting of op's worker; done completes op. */
+static void post_seen(rb_srv *srv, rb_eng_op *op, rb_pg_seen_kind kind, char *info,
                       void (*done)(rb_srv *, rb_pgreq *))
 {
-    rb_pgreq *r = rb_pgreq_new(RB_PGR_SEEN, c);
-    r->wid = rb_xstrdup(wid);
+    rb_pgreq *r = rb_pgreq_new(RB_PGR_SEEN);
+    r->wid = rb_xstrdup(op->u.worker.wid);
     r->u.seen.kind = kind;
     r->data = info;
     r->data_free = free;
+    r->op = op;
     r->done = done;
-    rb_pgreq_post(c->srv, r);
-}
-
-/* Logs r's storage error as any other, without answering r's client. */
-static void log_storage_error(rb_srv *srv, rb_pgreq *r)
-{
-    rb_conn *c = r->c;
-    r->c = NULL;
-    rb_pgmode_storage_error(srv, r);
-    r->c = c;
+    rb_pgreq_post(srv, r);
 }
 
 static void hello_done(rb_srv *srv, rb_pgreq *r)
 {
+    rb_eng_op *op = r->op;
     if (r->rc) /* logged as any storage error, but HELLO itself succeeded */
-        log_storage_error(srv, r);
-    rb_reply_ok(r->c);
+        rb_pgmode_storage_error(srv, r);
+    op->applied = r->rc ? RB_ENG_UNKNOWN : RB_ENG_APPLIED;
     rb_pgreq_finish(srv, r);
+    rb_eng_complete(srv, op);
 }
 
-void rb_pgworkers_hello(rb_conn *c, const json_t *hello)
+void rb_pgworkers_hello(rb_srv *srv, rb_eng_op *op)
 {
-    json_t *info = json_deep_copy(hello);
+    json_t *info = json_deep_copy(op->u.worker.info);
     json_object_del(info, "pwdhash");
-    post_seen(c, c->worker->wid, RB_PG_SEEN_HELLO, json_dumps(info, JSON_COMPACT), hello_done);
+    post_seen(srv, op, RB_PG_SEEN_HELLO, json_dumps(info, JSON_COMPACT), hello_done);
     json_decref(info);
 }
 
 static void beat_done(rb_srv *srv, rb_pgreq *r)
 {
-    if (r->rc && r->u.seen.kind == RB_PG_SEEN_BEAT_HELD) {
+    rb_eng_op *op = r->op;
+    if (r->rc) {
+        rb_pgmode_storage_error(srv, r);
         /* The database is away but the worker is connected here: this node
          * answers (with its own quiet when it is shutting down), and a
          * signal set in the registry reaches the worker at its first BEAT
          * once the database is back. */
-        log_storage_error(srv, r);
-        rb_cmd_beat_reply(r->c, 0);
-        rb_pgreq_finish(srv, r);
-        return;
+        if (r->u.seen.kind != RB_PG_SEEN_BEAT_HELD) {
+            op->rc = r->rc;
+            op->err = r->err;
+        }
+    } else if (r->u.seen.signal < 0) {
+        op->rc = rb_err_set(&op->err, RB_ENOENT, RB_UNKNOWN_WORKER, op->u.worker.wid);
+    } else {
+        op->u.worker.signal = r->u.seen.signal;
     }
-    if (r->rc) {
-        rb_pgmode_storage_error(srv, r);
-        rb_pgreq_finish(srv, r);
-        return;
-    }
-    if (r->u.seen.signal < 0)
-        rb_reply_err(r->c, "unknown worker %s (say HELLO with this wid first)", r->wid);
-    else
-        rb_cmd_beat_reply(r->c, r->u.seen.signal);
     rb_pgreq_finish(srv, r);
+    rb_eng_complete(srv, op);
 }
 
-void rb_pgworkers_beat(rb_conn *c, const char *wid)
+void rb_pgworkers_beat(rb_srv *srv, rb_eng_op *op)
 {
-    rb_worker *w = rb_srv_worker(c->srv, wid, false);
+    rb_worker *w = rb_eng_worker_get(srv, op->u.worker.wid, false);
     if (w)
-        w->last_beat_ms = rb_now_ms();
-    post_seen(c, wid, w ? RB_PG_SEEN_BEAT_HELD : RB_PG_SEEN_BEAT, NULL, beat_done);
+        w->last_beat_ms = op->now;
+    post_seen(srv, op, w ? RB_PG_SEEN_BEAT_HELD : RB_PG_SEEN_BEAT, NULL, beat_done);
 }
 
 /* --- the refresh of this node's connected workers --- */
@@ -158,17 +150,21 @@ static void held_done(rb_srv *srv, rb_pgreq *r)
     rb_pgreq_finish(srv, r);
 }
 
+static void add_held(rb_worker *w, void *arg)
+{
+    held *h = arg;
+    h->wids[h->n++] = rb_xstrdup(w->wid);
+}
+
 void rb_pgworkers_refresh(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
     rb_srv *srv = arg;
-    if (!srv->workers.size || srv->stopping)
+    if (!rb_eng_workers_count(srv) || srv->stopping)
         return;
     held *h = rb_xcalloc(1, sizeof *h);
-    h->wids = rb_xcalloc(srv->workers.size, sizeof *h->wids);
-    for (size_t i = 0; i < srv->workers.nbuckets; i++)
-        for (rb_worker *w = srv->workers.buckets[i]; w; w = w->hnext)
-            h->wids[h->n++] = rb_xstrdup(w->wid);
-    rb_pgreq_post(srv, rb_pgreq_new_call(NULL, h, held_free, held_call, held_done));
+    h->wids = rb_xcalloc(rb_eng_workers_count(srv), sizeof *h->wids);
+    rb_eng_workers_each(srv, add_held, h);
+    rb_pgreq_post(srv, rb_pgreq_new_call(h, held_free, held_call, held_done));
 }

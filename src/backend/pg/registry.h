@@ -5,8 +5,9 @@
  * endpoints signal and list the cluster's live workers through the job
  * engine, backend.c), and every node refreshes the rows of the
  * workers connected to it. Each node still keeps
- * its own connections' workers in srv->workers (connection counts, and
- * whether a BEAT comes from a worker connected here). Loop thread, except
+ * its own connections' workers in the engine's table (engine/workers.h:
+ * connection counts, and whether a BEAT comes from a worker connected
+ * here). Loop thread, except
  * rb_pgworkers_run_seen. */
 #ifndef RB_BACKEND_PG_REGISTRY_H
 #define RB_BACKEND_PG_REGISTRY_H
@@ -21,18 +22,17 @@
 #define RB_PGWORKERS_REFRESH_MS (RB_PG_WORKER_TTL_MS / 4)
 #define RB_PGWORKERS_CLEANUP_MS 5000
 
-/* HELLO of a worker (c->worker set) in distributed mode: records it, with
- * hello (borrowed; "pwdhash" left out) as its info, and replies +OK once
- * the database has it. A database error is logged as other commands log
- * it and HELLO still succeeds: the worker's next BEAT on this node or the
- * node's refresh records it. */
-void rb_pgworkers_hello(rb_conn *c, const json_t *hello);
-/* BEAT of wid (non-empty; copied) in distributed mode: records the beat
- * and replies as a single node does: +OK, {"state":"quiet"} or
- * {"state":"terminate"} (the stored signal, or the node's own shutdown
- * quiet), "unknown worker W (say HELLO with this wid first)" when
- * no node knows W as a live worker, or the storage error. */
-void rb_pgworkers_beat(rb_conn *c, const char *wid);
+/* The engine's HELLO (rb_backend.hello) in distributed mode: records the
+ * worker, with its HELLO ("pwdhash" left out) as its info, and completes
+ * once the database has it. A database error is logged as other commands
+ * log it and HELLO still succeeds: the worker's next BEAT on this node or
+ * the node's refresh records it. */
+void rb_pgworkers_hello(rb_srv *srv, rb_eng_op *op);
+/* The engine's BEAT (rb_backend.beat) in distributed mode: records the
+ * beat; the stored signal, RB_UNKNOWN_WORKER when no node knows the wid as
+ * a live worker, or the storage error (none for a worker connected here:
+ * it is told 0). */
+void rb_pgworkers_beat(rb_srv *srv, rb_eng_op *op);
 
 /* On a database thread: one rb_pg_workers_seen for the n RB_PGR_SEEN
  * requests v (or their error in each). */

@@ -121,19 +121,18 @@ void rb_pgmode_count_failure(rb_srv *srv, const rb_pg_fail_result *res)
         rb_metrics_retry_delay(srv->metrics, res->delay_ms);
 }
 
-rb_pgreq *rb_pgreq_new(rb_pgreq_kind kind, rb_conn *c)
+rb_pgreq *rb_pgreq_new(rb_pgreq_kind kind)
 {
     rb_pgreq *r = rb_xcalloc(1, sizeof *r);
     r->kind = kind;
-    r->c = c;
     return r;
 }
 
-rb_pgreq *rb_pgreq_new_call(rb_conn *c, void *data, void (*data_free)(void *),
+rb_pgreq *rb_pgreq_new_call(void *data, void (*data_free)(void *),
                             void (*call)(rb_pg *, rb_pgreq *),
                             void (*done)(rb_srv *, rb_pgreq *))
 {
-    rb_pgreq *r = rb_pgreq_new(RB_PGR_CALL, c);
+    rb_pgreq *r = rb_pgreq_new(RB_PGR_CALL);
     r->data = data;
     r->data_free = data_free;
     r->call = call;
@@ -143,10 +142,6 @@ rb_pgreq *rb_pgreq_new_call(rb_conn *c, void *data, void (*data_free)(void *),
 
 static void hand_over(const rb_srv *srv, rb_pgreq *r)
 {
-    if (r->c) {
-        r->c->busy = true;
-        r->c->refs++;
-    }
     r->now = rb_now_ms();
     r->deadline_ms = rb_mono_ms() + srv->cfg.storage.request_timeout_s * 1000;
     r->next = NULL;
@@ -167,7 +162,7 @@ static void append_todo_locked(rb_pgmode *pm, rb_pgreq *head, rb_pgreq **tail)
 
 void rb_pgreq_post_with(rb_srv *srv, rb_pgreq *r, rb_pgreq *then)
 {
-    rb_pgmode *pm = srv->pgm;
+    rb_pgmode *pm = rb_pgm_of(srv);
     hand_over(srv, r);
     rb_pgreq **tail = &r->next;
     while (then) {
@@ -241,22 +236,7 @@ void mode_req_free(rb_pgreq *r)
 void rb_pgreq_finish(rb_srv *srv, rb_pgreq *r)
 {
     (void)srv;
-    rb_conn *c = r->c;
     mode_req_free(r);
-    if (c) {
-        rb_conn_done(c);
-        rb_conn_unref(c);
-    }
-}
-
-/* Frees r and drops its reference without running c's next command (c
- * was parked in a waiting FETCH). */
-void mode_req_drop(rb_pgreq *r)
-{
-    rb_conn *c = r->c;
-    mode_req_free(r);
-    if (c)
-        rb_conn_unref(c);
 }
 
 void rb_pgmode_storage_error(rb_srv *srv, rb_pgreq *r)
@@ -266,11 +246,9 @@ void rb_pgmode_storage_error(rb_srv *srv, rb_pgreq *r)
      * so is a request that waited out its deadline meanwhile */
     if (!rb_pg_lost(r->rc) && r->rc != RB_ETIMEDOUT)
         rb_log(RB_LOG_WARN, "storage error: %s", rb_err_msg(&r->err));
-    if (r->c)
-        rb_reply_err(r->c, "storage error: %s", rb_err_msg(&r->err));
 }
 
 void rb_pgmode_retry_due(rb_srv *srv, int64_t due_ms)
 {
-    mode_maint_due(srv->pgm, due_ms);
+    mode_maint_due(rb_pgm_of(srv), due_ms);
 }

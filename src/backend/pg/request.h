@@ -31,7 +31,7 @@ typedef struct rb_pgreq rb_pgreq;
 struct rb_pgreq {
     rb_pgreq *next;
     rb_pgreq_kind kind;
-    rb_conn *c; /* referenced (refs+1, busy) while pending; NULL: nobody */
+    rb_eng_op *op; /* a worker's HELLO or BEAT it serves (registry.c), or NULL */
     void (*call)(rb_pg *pg, rb_pgreq *r);    /* RB_PGR_CALL: on a database thread */
     void (*done)(rb_srv *srv, rb_pgreq *r); /* on the loop thread */
     int rc;                                  /* 0 or the engine's RB_E* code */
@@ -74,9 +74,8 @@ struct rb_pgreq {
             rb_pg_fail_result res;
         } fail;
         struct {
-            char **queues; /* owned (a FETCH's first claim: its op's) */
+            char **queues; /* owned, or a FETCH op's (r->data: borrowed) */
             int nq;
-            int64_t wait_until_ms; /* a parked FETCH's: when its 2 s end */
             uint64_t seq;    /* notification count when posted */
             rb_pg_claimed job;
             bool got;
@@ -103,23 +102,21 @@ struct rb_pgreq {
     void (*data_free)(void *data);
 };
 
-/* A zeroed request of kind for c (NULL: none). */
-rb_pgreq *rb_pgreq_new(rb_pgreq_kind kind, rb_conn *c);
-/* An RB_PGR_CALL request for c (NULL: none) running call, then done,
- * with data (freed by data_free with the request); not posted yet. */
-rb_pgreq *rb_pgreq_new_call(rb_conn *c, void *data, void (*data_free)(void *),
+/* A zeroed request of kind. */
+rb_pgreq *rb_pgreq_new(rb_pgreq_kind kind);
+/* An RB_PGR_CALL request running call, then done, with data (freed by
+ * data_free with the request); not posted yet. */
+rb_pgreq *rb_pgreq_new_call(void *data, void (*data_free)(void *),
                             void (*call)(rb_pg *, rb_pgreq *),
                             void (*done)(rb_srv *, rb_pgreq *));
-/* Hands r to the database threads; marks c busy and referenced. */
+/* Hands r to the database threads. */
 void rb_pgreq_post(rb_srv *srv, rb_pgreq *r);
 /* As rb_pgreq_post, with the chain then (linked by next; NULL: none)
  * right behind r, so that a database thread takes them in one batch. */
 void rb_pgreq_post_with(rb_srv *srv, rb_pgreq *r, rb_pgreq *then);
-/* The end of a done handler: the connection's next command may run, the
- * reference is dropped, r is freed. */
+/* The end of a done handler: r is freed. */
 void rb_pgreq_finish(rb_srv *srv, rb_pgreq *r);
-/* Replies "-ERR storage error: ..." for a failed request (when it has a
- * connection) and logs a database error; a lost connection is logged by
+/* Logs a failed request's database error; a lost connection is logged by
  * the link once per outage (mode_link_report). */
 void rb_pgmode_storage_error(rb_srv *srv, rb_pgreq *r);
 /* Ends op->err's message (op failed with rc, a store error) with what a
@@ -135,11 +132,11 @@ void rb_pgmode_doubt_text(rb_eng_op *op, int rc);
  * Loop thread only. */
 void rb_pgmode_count_failure(rb_srv *srv, const rb_pg_fail_result *res);
 
-/* FETCH (the job engine's op, backend.c): claims for op->c at once and
- * completes op with the job or none; its done then parks the connection
- * (rb_conn_wait_fetch), and fetch.c claims again for it on a
- * notification, a local push or the poll, answering null after 2 s. A job
- * claimed for a connection closed meanwhile is released at once. */
+/* FETCH (the job engine's op, backend.c): claims for op at once and
+ * completes op with the job or none; the engine then parks op, and
+ * rb_pgmode_refetch claims again for it on a notification, a local push
+ * or the poll (rb_eng_wake) until its 2 s end. A job claimed for a FETCH
+ * nobody waits for any more is released at once. */
 void rb_pgmode_fetch(rb_srv *srv, rb_eng_op *op);
 /* The claim to post with an ACK of wid (prefetch.c), or NULL (prefetch
  * off, no FETCH seen from wid, enough held for it, stopping). */
@@ -167,7 +164,7 @@ void rb_pgmode_health(rb_srv *srv, rb_eng_health *h);
 void rb_pgmode_wake(rb_srv *srv, const char *const *queues, size_t n);
 /* Distributed mode's rb_backend.refetch: claims again for c, parked in a
  * FETCH, within what is left of its wait (false while the node stops). */
-bool rb_pgmode_refetch(rb_srv *srv, rb_conn *c);
+rb_eng_try rb_pgmode_refetch(rb_srv *srv, rb_eng_op *op);
 /* The FETCHes parked on this node that can take jobs of push r at once
  * (plain, ready, unthrottled): each job so matched is marked for its
  * hand-off claim, returned as a chain to post right behind r (NULL:

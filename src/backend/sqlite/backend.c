@@ -148,8 +148,22 @@ static void mem_push(rb_srv *srv, rb_eng_op *op)
 
 /* --- FETCH --- */
 
-/* The writer's completion of a FETCH: a commit that failed puts the job
- * back; then as for any op. */
+/* A FETCH's commit is over: a commit that failed puts the job back. */
+static void fetch_commit_status(rb_eng_op *op, int status, const rb_err *err)
+{
+    rb_sq *sq = rb_sq_of(op->srv);
+    if (status) {
+        rb_sq_unreserve(sq, op->u.fetch.jid);
+        op->rc = status;
+        op->err = *err;
+        op->applied = RB_ENG_UNKNOWN;
+        rb_log(RB_LOG_ERROR, "commit failed: %s", rb_err_msg(err));
+    } else {
+        op->applied = RB_ENG_APPLIED;
+    }
+}
+
+/* The first try's commit: as for any op. */
 static void fetch_committed(void *arg, int status, const rb_err *err)
 {
     rb_eng_op *op = arg;
@@ -158,17 +172,43 @@ static void fetch_committed(void *arg, int status, const rb_err *err)
     committed(arg, status, err);
 }
 
+/* A parked FETCH's try committed (rb_sq_refetch). */
+static void refetch_committed(void *arg, int status, const rb_err *err)
+{
+    rb_eng_op *op = arg;
+    rb_sq *sq = rb_sq_of(op->srv);
+    fetch_commit_status(op, status, err);
+    rb_eng_fetch_tried(sq->srv, op);
+    rb_eng_wake(sq->srv, NULL, 0);
+    rb_sq_arm(sq);
+}
+
+/* Reserves the first ready job of op's queues for it (op's results set,
+ * the commit queued with then); false when none is ready. */
+static bool fetch_reserve(rb_sq *sq, rb_eng_op *op, void (*then)(void *, int, const rb_err *))
+{
+    rb_job *j = rb_sq_reserve(sq, op->u.fetch.wid, op->u.fetch.queues, op->u.fetch.n);
+    if (!j)
+        return false;
+    op->u.fetch.jid = rb_xstrdup(j->jid);
+    op->u.fetch.job = rb_xstrdup(j->json);
+    rb_writer_then(sq->writer, then, op);
+    return true;
+}
+
 static void mem_fetch(rb_srv *srv, rb_eng_op *op)
 {
     rb_sq *sq = rb_sq_of(srv);
-    rb_job *j = rb_sq_reserve(sq, op->u.fetch.wid, op->u.fetch.queues, op->u.fetch.n);
-    if (!j) { /* none ready: nothing changed */
-        rb_eng_complete(sq->srv, op);
-        return;
-    }
-    op->u.fetch.jid = rb_xstrdup(j->jid);
-    op->u.fetch.job = rb_xstrdup(j->json);
-    rb_writer_then(sq->writer, fetch_committed, op);
+    if (!fetch_reserve(sq, op, fetch_committed))
+        rb_eng_complete(sq->srv, op); /* none ready: nothing changed */
+}
+
+static rb_eng_try mem_refetch(rb_srv *srv, rb_eng_op *op)
+{
+    rb_sq *sq = rb_sq_of(srv);
+    if (sq->jobs.enqueued == 0)
+        return RB_ENG_TRY_NONE;
+    return fetch_reserve(sq, op, refetch_committed) ? RB_ENG_TRY_STARTED : RB_ENG_TRY_MISS;
 }
 
 /* --- ACK, FAIL, SNOOZE, EXTEND --- */
@@ -391,7 +431,7 @@ static void mem_info(rb_srv *srv, rb_eng_op *op)
         .working = (int64_t)sq->jobs.working.size,
         .waiting = (int64_t)sq->jobs.waiting.size,
         .blocked = (int64_t)sq->jobs.blocked.size,
-        .workers = (int64_t)sq->srv->workers.size,
+        .workers = (int64_t)rb_eng_workers_count(sq->srv),
         .queues = rb_xcalloc(nq, sizeof(rb_queue_size)),
         .rebound = group_commit_info(sq),
     };
@@ -610,23 +650,44 @@ static void mem_jobs(rb_srv *srv, rb_eng_op *op)
 }
 
 /* Signals live in memory only: nothing to commit. */
+static void set_signal(rb_worker *w, void *arg)
+{
+    rb_eng_op *op = arg;
+    w->signal = op->u.workers.signal;
+    op->u.workers.changed++;
+}
+
 static void mem_workers(rb_srv *srv, rb_eng_op *op)
 {
     rb_sq *sq = rb_sq_of(srv);
-    int64_t changed = 0;
+    op->u.workers.changed = 0;
     if (op->u.workers.wid) {
-        rb_worker *w = rb_srv_worker(sq->srv, op->u.workers.wid, false);
-        if (w) {
-            w->signal = op->u.workers.signal;
-            changed = 1;
-        }
+        rb_worker *w = rb_eng_worker_get(sq->srv, op->u.workers.wid, false);
+        if (w)
+            set_signal(w, op);
     } else {
-        for (size_t i = 0; i < sq->srv->workers.nbuckets; i++)
-            for (rb_worker *w = sq->srv->workers.buckets[i]; w; w = w->hnext, changed++)
-                w->signal = op->u.workers.signal;
+        rb_eng_workers_each(sq->srv, set_signal, op);
     }
-    op->u.workers.changed = changed;
     rb_eng_complete(sq->srv, op);
+}
+
+/* A single node keeps its workers' beats and signals in the engine's
+ * table (engine/workers.h): HELLO has nothing to store. */
+static void mem_hello(rb_srv *srv, rb_eng_op *op)
+{
+    rb_eng_complete(srv, op);
+}
+
+static void mem_beat(rb_srv *srv, rb_eng_op *op)
+{
+    rb_worker *w = rb_eng_worker_get(srv, op->u.worker.wid, false);
+    if (!w) {
+        op->rc = rb_err_set(&op->err, RB_ENOENT, RB_UNKNOWN_WORKER, op->u.worker.wid);
+    } else {
+        w->last_beat_ms = op->now;
+        op->u.worker.signal = w->signal;
+    }
+    rb_eng_complete(srv, op);
 }
 
 /* --- the HTTP API's own --- */
@@ -683,18 +744,19 @@ static void mem_bulk(rb_srv *srv, rb_eng_op *op)
 }
 
 /* This node's workers, in memory only. */
+static void list_worker(rb_worker *w, void *arg)
+{
+    rb_eng_op *op = arg;
+    op->u.worker_list.v[op->u.worker_list.n++] =
+        (rb_eng_worker){.wid = rb_xstrdup(w->wid), .beat_ms = w->last_beat_ms, .signal = w->signal};
+}
+
 static void mem_worker_list(rb_srv *srv, rb_eng_op *op)
 {
-    rb_sq *sq = rb_sq_of(srv);
-    rb_eng_worker *v = rb_xcalloc(sq->srv->workers.size + 1, sizeof *v);
-    size_t n = 0;
-    for (size_t i = 0; i < sq->srv->workers.nbuckets; i++)
-        for (rb_worker *w = sq->srv->workers.buckets[i]; w; w = w->hnext)
-            v[n++] = (rb_eng_worker){.wid = rb_xstrdup(w->wid), .beat_ms = w->last_beat_ms,
-                                     .signal = w->signal};
-    op->u.worker_list.v = v;
-    op->u.worker_list.n = n;
-    rb_eng_complete(sq->srv, op);
+    op->u.worker_list.v = rb_xcalloc(rb_eng_workers_count(srv) + 1, sizeof *op->u.worker_list.v);
+    op->u.worker_list.n = 0;
+    rb_eng_workers_each(srv, list_worker, op);
+    rb_eng_complete(srv, op);
 }
 
 /* --- workflows --- */
@@ -814,7 +876,9 @@ const rb_backend rb_backend_sqlite = {
     .batch = rb_sq_batch_armed,
     .unique_jobs = true,
     .throttles = true,
-    .refetch = rb_sq_refetch,
+    .refetch = mem_refetch,
     .workflow = mem_workflow,
     .backup = mem_backup,
+    .hello = mem_hello,
+    .beat = mem_beat,
 };

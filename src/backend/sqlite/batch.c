@@ -245,7 +245,7 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg)
     }
     free(s.bids);
     if (s.n)
-        rb_sq_reply_after_commit(sq, NULL);
+        rb_sq_commit_then_wake(sq);
 }
 
 /* Starts the periodic sweep once the loop exists. */
@@ -559,7 +559,7 @@ void rb_sq_batch(rb_srv *srv, rb_eng_op *op)
         rb_batch *p = def->parent_bid ? find_live(sq, def->parent_bid, now) : NULL;
         if (def->parent_bid && !p) {
             no_such(op, def->parent_bid);
-            rb_sq_reply_after_commit(sq, NULL); /* an expired parent's row goes */
+            rb_sq_commit_then_wake(sq); /* an expired parent's row goes */
             rb_eng_complete(sq->srv, op);
             return;
         }

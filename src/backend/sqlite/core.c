@@ -115,59 +115,20 @@ void rb_sq_queue_known(rb_sq *sq, rb_queue *q, bool known)
 
 /* --- completions --- */
 
-typedef struct pending {
-    rb_sq *sq;
-    rb_conn *c;     /* NULL: nobody to answer */
-    char *bulk;     /* reply on success; NULL = +OK */
-    char *fetched;  /* FETCH: the reserved jid, put back on failure */
-} pending;
-
-static void pending_free(pending *p)
-{
-    free(p->bulk);
-    free(p->fetched);
-    free(p);
-}
-
+/* After a commit of work no client waits for (a batch's callback, an
+ * expired parent's row): the waiting FETCHes get another try. */
 static void on_commit(void *arg, int status, const rb_err *err)
 {
-    pending *p = arg;
-    rb_sq *sq = p->sq;
-    if (status && p->fetched)
-        rb_sq_unreserve(sq, p->fetched);
+    rb_sq *sq = arg;
     if (status)
         rb_log(RB_LOG_ERROR, "commit failed: %s", rb_err_msg(err));
-    if (p->c) {
-        if (status)
-            rb_reply_err(p->c, "storage error: %s", rb_err_msg(err));
-        else if (p->bulk)
-            rb_reply_bulk(p->c, p->bulk, strlen(p->bulk));
-        else
-            rb_reply_ok(p->c);
-        rb_conn *c = p->c;
-        rb_conn_done(c);
-        rb_conn_unref(c);
-    }
-    pending_free(p);
     rb_eng_wake(sq->srv, NULL, 0);
     rb_sq_arm(sq);
 }
 
-static pending *pending_new(rb_sq *sq, rb_conn *c)
+void rb_sq_commit_then_wake(rb_sq *sq)
 {
-    pending *p = rb_xcalloc(1, sizeof *p);
-    p->sq = sq;
-    p->c = c;
-    if (c) {
-        c->busy = true;
-        c->refs++;
-    }
-    return p;
-}
-
-void rb_sq_reply_after_commit(rb_sq *sq, rb_conn *c)
-{
-    rb_writer_then(sq->writer, on_commit, pending_new(sq, c));
+    rb_writer_then(sq->writer, on_commit, sq);
 }
 
 rb_job *rb_sq_reserve(rb_sq *sq, const char *wid, char **queues, int n)
@@ -209,41 +170,6 @@ void rb_sq_unreserve(rb_sq *sq, const char *jid)
         j->wid = NULL;
         rb_jobs_enqueue_us(&sq->jobs, j, rb_now_us());
     }
-}
-
-/* Reserves the first ready job of queues for c, waiting in a FETCH, and
- * replies with it after the commit. False when none is ready. */
-static bool try_fetch(rb_sq *sq, rb_conn *c, char **queues, int n)
-{
-    rb_job *j = rb_sq_reserve(sq, c->worker ? c->worker->wid : NULL, queues, n);
-    if (!j)
-        return false;
-    pending *p = pending_new(sq, c);
-    p->bulk = rb_xstrdup(j->json);
-    p->fetched = rb_xstrdup(j->jid);
-    rb_writer_then(sq->writer, on_commit, p);
-    return true;
-}
-
-bool rb_sq_refetch(rb_srv *srv, rb_conn *c)
-{
-    rb_sq *sq = rb_sq_of(srv);
-    if (sq->jobs.enqueued == 0)
-        return false;
-    char **queues = c->fetch_queues;
-    int n = c->n_fetch_queues;
-    c->fetch_queues = NULL;
-    c->n_fetch_queues = 0;
-    if (try_fetch(sq, c, queues, n)) {
-        rb_conn_stop_waiting(c);
-        for (int i = 0; i < n; i++)
-            free(queues[i]);
-        free(queues);
-    } else {
-        c->fetch_queues = queues;
-        c->n_fetch_queues = n;
-    }
-    return true;
 }
 
 /* A deadline passed. */

@@ -82,10 +82,6 @@ void rb_sq_enqueue(rb_sq *sq, rb_job *j, int64_t at_ms, int64_t now);
  * "queue:NAME" meta row into the open batch the first time; known false:
  * forgets it and deletes the row. A no-op when nothing changes. */
 void rb_sq_queue_known(rb_sq *sq, rb_queue *q, bool known);
-/* The single node's rb_backend.refetch: reserves a ready job of c's queues
- * for c, waiting in a FETCH (replied after its commit); false when no job
- * is ready in any queue (waking the others is pointless). */
-bool rb_sq_refetch(rb_srv *srv, rb_conn *c);
 /* The single node's end of an op that changed something (backend.c, and
  * batch.c's BATCH): completes op once everything submitted so far is on
  * disk (or with the commit's error, applied unknown). */
@@ -99,9 +95,9 @@ rb_job *rb_sq_reserve(rb_sq *sq, const char *wid, char **queues, int n);
 /* Puts the job jid, reserved by a FETCH whose commit failed, back in its
  * queue (the attempt not counted). */
 void rb_sq_unreserve(rb_sq *sq, const char *jid);
-/* Completes c's command after everything submitted so far is on disk:
- * replies +OK, or the error. */
-void rb_sq_reply_after_commit(rb_sq *sq, rb_conn *c);
+/* After everything submitted so far is on disk (or its commit failed,
+ * logged), the waiting FETCHes get another try. */
+void rb_sq_commit_then_wake(rb_sq *sq);
 /* Sets a top-level field of a job's JSON text (replacing it). */
 void rb_job_set_field(rb_job *j, const char *key, json_t *value);
 /* Creates a PENDING job from a job object rb_job_validate accepted, filling

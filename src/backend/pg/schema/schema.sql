@@ -242,56 +242,45 @@ $$;
 -- rb_ack_batch(text[], text[], integer, bigint, bigint, boolean) (function)
 CREATE FUNCTION rb_ack_batch(p_jids text[], p_wids text[], p_shard integer, p_now bigint, p_ttl_ms bigint, p_batch boolean) RETURNS TABLE(status integer, queue text, jobtype text)
     LANGUAGE plpgsql
-    SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 #variable_conflict use_column
-DECLARE st int[]; qs text[]; ts text[]; gone text[]; deps text[]; tracked text[];
-  done int; d text;
+DECLARE n int := coalesce(array_length(p_jids, 1), 0);
+  st int[] := array_fill(0, ARRAY[n]);
+  qs text[] := array_fill(NULL::text, ARRAY[n]);
+  ts text[] := array_fill(NULL::text, ARRAY[n]);
+  i int; r record; jt json; done int := 0;
 BEGIN
-  WITH l AS MATERIALIZED (
-    SELECT j.jid, j.state, j.flags, j.wid, j.queue, j.json, j.wf, j.bid, j.trk
-    FROM rb_jobs j WHERE j.jid = ANY(p_jids) ORDER BY j.jid FOR UPDATE),
-  c AS (
-    SELECT u.ord, u.jid, l.queue, l.json, l.wf, l.trk,
-      CASE WHEN l.jid IS NULL THEN 1
-           WHEN l.state = 3 AND l.wid IS NOT NULL AND u.wid IS NOT NULL AND l.wid <> u.wid THEN 2
-           WHEN (l.state = 3 OR l.flags & 1 <> 0) AND l.bid IS NOT NULL AND NOT p_batch THEN 5
-           WHEN l.state = 3 OR l.flags & 1 <> 0 THEN 0
-           ELSE 3 END AS st0
-    FROM unnest(p_jids, p_wids) WITH ORDINALITY AS u(jid, wid, ord)
-    LEFT JOIN l ON l.jid = u.jid),
-  w AS (
-    SELECT c.*, min(c.ord) FILTER (WHERE c.st0 = 0) OVER (PARTITION BY c.jid) AS first_done
-    FROM c),
-  s AS (
-    SELECT w.ord, w.jid, w.wf, w.trk,
-      CASE WHEN w.first_done IS NULL OR w.ord < w.first_done THEN w.st0
-           WHEN w.ord = w.first_done THEN 0 ELSE 1 END AS st,
-      w.queue, w.json
-    FROM w)
-  SELECT array_agg(s.st ORDER BY s.ord),
-    array_agg(CASE WHEN s.st = 0 THEN s.queue END ORDER BY s.ord),
-    array_agg(CASE WHEN s.st = 0 AND json_typeof(s.json::json -> 'jobtype') = 'string'
-                   THEN left(s.json::json ->> 'jobtype', 127) END ORDER BY s.ord),
-    array_agg(s.jid) FILTER (WHERE s.st = 0),
-    array_agg(s.jid ORDER BY s.jid) FILTER (WHERE s.st = 0 AND (s.wf OR EXISTS (
-      SELECT 1 FROM rb_edges e WHERE e.parent = s.jid))),
-    array_agg(s.jid) FILTER (WHERE s.st = 0 AND s.trk)
-  INTO st, qs, ts, gone, deps, tracked
-  FROM s;
-  done := coalesce(array_length(gone, 1), 0);
-  IF tracked IS NOT NULL THEN
-    UPDATE rb_track t SET ended_ms = p_now, state = 3 WHERE t.jid = ANY(tracked);
-  END IF;
+  FOR i IN SELECT u.ord FROM unnest(p_jids) WITH ORDINALITY AS u(jid, ord)
+           ORDER BY u.jid, u.ord LOOP
+    SELECT j.state, j.flags, j.wid, j.queue, j.json, j.wf, j.bid, j.trk INTO r
+      FROM rb_jobs j WHERE j.jid = p_jids[i] FOR UPDATE;
+    IF NOT FOUND THEN
+      st[i] := 1;
+    ELSIF r.state = 3 AND r.wid IS NOT NULL AND p_wids[i] IS NOT NULL
+          AND r.wid <> p_wids[i] THEN
+      st[i] := 2;
+    ELSIF (r.state = 3 OR r.flags & 1 <> 0) AND r.bid IS NOT NULL AND NOT p_batch THEN
+      st[i] := 5;
+    ELSIF r.state = 3 OR r.flags & 1 <> 0 THEN
+      IF r.trk THEN
+        UPDATE rb_track t SET ended_ms = p_now, state = 3 WHERE t.jid = p_jids[i];
+      END IF;
+      DELETE FROM rb_jobs j WHERE j.jid = p_jids[i];
+      IF r.wf OR EXISTS (SELECT 1 FROM rb_edges e WHERE e.parent = p_jids[i]) THEN
+        PERFORM rb_dep_succeeded(p_jids[i], p_now, p_ttl_ms);
+      END IF;
+      done := done + 1;
+      st[i] := 0;
+      qs[i] := r.queue;
+      jt := r.json::json -> 'jobtype';
+      ts[i] := CASE WHEN json_typeof(jt) = 'string' THEN left(jt #>> '{}', 127) END;
+    ELSE
+      st[i] := 3;
+    END IF;
+  END LOOP;
   IF done > 0 THEN
-    DELETE FROM rb_jobs j WHERE j.jid = ANY(gone);
     INSERT INTO rb_counters AS k (name, shard, value) VALUES ('processed', p_shard, done)
       ON CONFLICT (name, shard) DO UPDATE SET value = k.value + excluded.value;
-  END IF;
-  IF deps IS NOT NULL THEN
-    FOREACH d IN ARRAY deps LOOP
-      PERFORM rb_dep_succeeded(d, p_now, p_ttl_ms);
-    END LOOP;
   END IF;
   RETURN QUERY SELECT * FROM unnest(st, qs, ts);
 END $$;
