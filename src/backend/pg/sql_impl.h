@@ -17,7 +17,6 @@ typedef enum sql_stmt {
     SQL_PUSH,
     SQL_PUSH_UNIQUE,
     SQL_CLAIM,
-    SQL_CLAIM1,
     SQL_ACK,
     SQL_LOCK_JOBS,
     SQL_LOCK_EXPIRED,
@@ -37,6 +36,7 @@ typedef enum sql_stmt {
     SQL_WORKERS_LIST,
     SQL_WORKERS_COUNT,
     SQL_WORKERS_CLEANUP,
+    SQL_CLAIM1, /* last: the statements' numbers name them (rb_sN), tests arm on them */
     SQL_STMT_COUNT
 } sql_stmt;
 
