@@ -31,23 +31,6 @@ static void fini(void)
 
 TestSuite(handoff, .fini = fini, .timeout = 120);
 
-/* The value of the exposition line starting with prefix (-1: none). */
-static double metric(int http_port, const char *prefix)
-{
-    rbh_resp *r = rbh_http(http_port, "GET", "/metrics", NULL, NULL);
-    cr_assert(r && r->status == 200, "GET /metrics failed");
-    double v = -1;
-    for (const char *p = r->body; (p = strstr(p, prefix)); p++) {
-        if (p == r->body || p[-1] == '\n') {
-            v = strtod(p + strlen(prefix), NULL);
-            break;
-        }
-    }
-    rbh_resp_free(r);
-    cr_assert(v >= 0, "/metrics lacks %s", prefix);
-    return v;
-}
-
 #define WAKE_CLAIMS "rebound_fetch_claims_total{trigger=\"wake\"} "
 
 /* The first column of sql's first row ("" when none; caller frees). */
@@ -136,7 +119,7 @@ Test(handoff, a_parked_fetch_gets_a_push_of_its_node_without_a_claim)
     cr_assert(w && p);
     park(&a, w, "hq");
     rbh_sleep_ms(100); /* (the claim round its node's first park starts) */
-    double claims = metric(http, WAKE_CLAIMS);
+    double claims = rbh_metric(http, WAKE_CLAIMS);
     push(p, "handjob-01", "hq");
     char *jid = parked_jid(w);
     cr_assert(jid && !strcmp(jid, "handjob-01"), "the parked FETCH got %s", jid ? jid : "none");
@@ -145,7 +128,7 @@ Test(handoff, a_parked_fetch_gets_a_push_of_its_node_without_a_claim)
     value_is("SELECT state || ' ' || wid || ' ' || attempts || ' ' || (due_ms - enq_ms)"
              " FROM rb_jobs WHERE jid = 'handjob-01'",
              "3 hw-1 1 1800000");
-    cr_assert_eq(metric(http, WAKE_CLAIMS), claims, "a claim statement ran for the hand-off");
+    cr_assert_eq(rbh_metric(http, WAKE_CLAIMS), claims, "a claim statement ran for the hand-off");
     cr_assert(rbh_expect(w, "+OK", "ACK {\"jid\":\"handjob-01\"}"));
     value_is("SELECT count(*) FROM rb_jobs WHERE jid = 'handjob-01'", "0");
 
