@@ -2,7 +2,7 @@
  * minutes — producers (immediate and scheduled jobs), workers that ACK,
  * FAIL, abandon jobs and drop connections, hostile clients (half lines,
  * garbage, clients that never read), injected commit failures
- * ($REBOUND_FAULT_FILE) and random SIGKILL/SIGTERM with restarts — then a
+ * (the fault sqlite.fault_file) and random SIGKILL/SIGTERM with restarts — then a
  * drain and an account of every job:
  *   - every job whose PUSH got +OK was ACKed (or its ACK was sent when the
  *     server died), or, for jobs made to die, is dead;

@@ -74,7 +74,7 @@ static rb_srv *server_new(uint64_t fail_mask)
     rb_err err = {0};
     rb_store *store = rb_store_null_new();
     rb_store_null_fail_commits(store, fail_mask);
-    FUZZ_CHECK(rb_sq_open_store(srv, store, &err) == 0);
+    FUZZ_CHECK(rb_sq_open_store(srv->eng, store, &err) == 0);
     rb_srv_loop_new(srv);
     return srv;
 }
@@ -91,13 +91,13 @@ static rb_conn *the_conn(rb_srv *srv)
 static bool run_until_idle(rb_srv *srv, int peer, sink *out)
 {
     for (int rounds = 0; rounds < 1000000; rounds++) {
-        event_base_loop(srv->base, EVLOOP_NONBLOCK);
+        event_base_loop(srv->eng->base, EVLOOP_NONBLOCK);
         sink_read(out, peer);
         rb_conn *c = the_conn(srv);
         if (!c) { /* closed by the server: read its last reply */
             if (srv->draining.size == 0)
                 return false;
-            event_base_loop(srv->base, EVLOOP_ONCE);
+            event_base_loop(srv->eng->base, EVLOOP_ONCE);
             continue;
         }
         if (c->fetch_op && c->fetch_op->wait_ev) { /* a FETCH with nothing to do: its 2 s are up now */
@@ -105,7 +105,7 @@ static bool run_until_idle(rb_srv *srv, int peer, sink *out)
             continue;
         }
         if (c->busy) { /* a reply waits for a commit: block until the writer says */
-            event_base_loop(srv->base, EVLOOP_ONCE);
+            event_base_loop(srv->eng->base, EVLOOP_ONCE);
             continue;
         }
         int pending = 0;
@@ -127,7 +127,7 @@ static void tally_job(void *e, void *arg)
 {
     const rb_job *j = e;
     tally *t = arg;
-    if (j->state > RB_JOB_DEAD || !j->queue || j->priority < 1 || j->priority > RB_PRIORITIES ||
+    if (j->state > RB_JOB_DEAD || !j->group || j->priority < 1 || j->priority > RB_PRIORITIES ||
         (j->wid && j->state != RB_JOB_WORKING) || /* no wid: a FETCH without HELLO wid */
         (j->state >= RB_JOB_SCHEDULED && j->state != RB_JOB_ENQUEUED) !=
             (j->timer.idx != RB_HEAP_NONE))
@@ -136,13 +136,28 @@ static void tally_job(void *e, void *arg)
         t->by_state[j->state]++;
 }
 
+/* A group's ENQUEUED jobs as its priority lists hold them. */
+static size_t group_ready(const rb_group *g, size_t *sum)
+{
+    size_t n = 0;
+    for (int p = 0; p < RB_PRIORITIES; p++)
+        n += g->ready[p].size;
+    if (sum)
+        *sum += n;
+    return n;
+}
+
+static void count_group(void *e, void *arg)
+{
+    group_ready(e, arg);
+}
+
 static void tally_queue(void *e, void *arg)
 {
     const rb_queue *q = e;
     tally *t = arg;
-    size_t n = 0;
-    for (int p = 0; p < RB_PRIORITIES; p++)
-        n += q->ready[p].size;
+    size_t n = group_ready(q->none, NULL);
+    rb_table_each(&q->groups, count_group, &n);
     if (n != q->size)
         t->bad++;
     t->queued += q->size;
@@ -150,7 +165,7 @@ static void tally_queue(void *e, void *arg)
 
 static void check_indexes(rb_srv *srv)
 {
-    rb_jobs *js = &rb_sq_of(srv)->jobs;
+    rb_jobs *js = &rb_sq_of(srv->eng)->jobs;
     tally t = {0};
     rb_table_each(&js->by_jid, tally_job, &t);
     rb_table_each(&js->queues, tally_queue, &t);

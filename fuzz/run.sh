@@ -47,11 +47,15 @@ lib_san="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all -
 scripts/embed.sh $(ls web/* 2>/dev/null) > "$out/gen/web_assets.c.new"
 if cmp -s "$out/gen/web_assets.c.new" "$out/gen/web_assets.c"; then rm "$out/gen/web_assets.c.new"
 else mv "$out/gen/web_assets.c.new" "$out/gen/web_assets.c"; fi
+# the PostgreSQL schema's migrations, as the Makefile embeds them
+sh scripts/embed_schema.sh $(ls src/backend/pg/schema/[0-9][0-9][0-9][0-9].sql) > "$out/gen/pg_schema.c.new"
+if cmp -s "$out/gen/pg_schema.c.new" "$out/gen/pg_schema.c"; then rm "$out/gen/pg_schema.c.new"
+else mv "$out/gen/pg_schema.c.new" "$out/gen/pg_schema.c"; fi
 newest_header=$(ls -t src/*/*.h src/*/*/*.h include/rebound/*.h 2>/dev/null | head -1)
 stale=""
 objs=""
 for src in src/common/*.c src/policy/*.c src/config/*.c src/engine/*.c src/backend/sqlite/*.c src/backend/pg/*.c src/server/*.c \
-           src/client/*.c "$out/gen/web_assets.c"; do
+           src/client/*.c "$out/gen/web_assets.c" "$out/gen/pg_schema.c"; do
   [ -f "$src" ] || continue
   obj="$out/obj/$(echo "$src" | sed "s|^$out/||; s|/|_|g; s|\.c$|.o|")"
   objs="$objs $obj"

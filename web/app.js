@@ -938,9 +938,11 @@ function cronPage() {
   });
 }
 
-// A throttle's slots as a bar: in use out of the limit.
+// A throttle's slots as a bar: in use out of the limit (a rate alone: no bar).
 function slotsBar(t) {
   const W = 160, H = 14, used = t.in_use === null ? 0 : t.in_use;
+  if (!t.concurrency)
+    return h('span', {class: 'bp-text', 'data-testid': 'throttle-slots'}, t.in_use === null ? 'not reported' : `${fmtN(used)} working, no limit`);
   const w = Math.round(W * Math.min(used, t.concurrency) / t.concurrency);
   const text = t.in_use === null ? 'not reported' : `${fmtN(used)} / ${fmtN(t.concurrency)}`;
   return h('span', {class: 'bp', 'data-testid': 'throttle-slots', 'data-in-use': t.in_use === null ? '' : String(used), 'data-limit': t.concurrency},
@@ -965,10 +967,11 @@ function throttlesPage() {
       h('tbody', {}, r.throttles.map((t) => h('tr', {'data-queue': t.queue, 'data-testid': 'throttle-row'},
         h('td', {}, h('a', {href: '#/enqueued?queue=' + encodeURIComponent(t.queue)}, t.queue)),
         h('td', {}, slotsBar(t)),
-        h('td', {class: 'num', 'data-testid': 'throttle-limit'}, fmtN(t.concurrency)),
+        h('td', {class: 'num', 'data-testid': 'throttle-limit'}, (t.concurrency ? fmtN(t.concurrency) : '—') +
+          (t.rate ? ` · ${fmtN(t.rate)} per ${fmtDur(t.period_s * 1000)}${t.burst ? ' +' + fmtN(t.burst) : ''}` : '')),
         h('td', {class: 'num', 'data-testid': 'throttle-timeout'}, t.timeout_s ? fmtDur(t.timeout_s * 1000) : 'none'),
         h('td', {class: 'num'}, fmtN(t.size)),
-        h('td', {}, t.paused ? pill('paused') : t.in_use !== null && t.in_use >= t.concurrency ? pill('full', 'retries') : pill('open', 'ok')))))));
+        h('td', {}, t.paused ? pill('paused') : t.concurrency && t.in_use !== null && t.in_use >= t.concurrency ? pill('full', 'retries') : pill('open', 'ok')))))));
   });
 }
 

@@ -62,6 +62,7 @@ void rb_config_release(rb_config *cfg)
     free_named(cfg->jobtypes, cfg->n_jobtypes);
     rb_config_release_cron(cfg);
     rb_config_throttles_release(cfg);
+    rb_config_groups_release(cfg);
     memset(cfg, 0, sizeof *cfg);
 }
 
@@ -279,6 +280,8 @@ static int apply(rb_config *cfg, const rb_config_files *f, const rb_toml_value *
             retry = kv;
         else if (!strcmp(kv->key, "throttles"))
             rc = rb_config_load_throttles(cfg, f, kv, err);
+        else if (!strcmp(kv->key, "groups"))
+            rc = rb_config_load_groups(cfg, f, kv, err);
         else
             rc = load_section(cfg, f, kv, err);
         if (rc < 0)

@@ -11,6 +11,7 @@
 
 #include "common/error.h"
 #include "engine/cron.h"
+#include "engine/group.h"
 #include "policy/policy.h"
 
 /* Where a setting's value came from (`rebound config check`). */
@@ -48,13 +49,27 @@ typedef struct rb_cron_entry {
 } rb_cron_entry;
 /* A queue throttle ([throttles.QUEUE], docs/configuration.md): at most
  * concurrency jobs of the queue working at once; a slot held longer than
- * timeout_s (0: no timeout, the lease's end) is free again. */
+ * timeout_s (0: no timeout, the lease's end) is free again; at most rate
+ * starts per period (+ burst), the queue's GCRA bucket (engine/gcra.h). At
+ * least one of concurrency and rate is set. */
 typedef struct rb_throttle {
     char *queue;          /* owned */
-    int64_t concurrency;  /* 1..1000000 */
+    int64_t concurrency;  /* 1..1000000, 0: none (a rate alone) */
     int64_t timeout_s;    /* 0: none */
+    int64_t rate;         /* 0: none, else with period_ms (engine/group.h's bounds) */
+    int64_t period_ms;
+    int64_t burst;
     rb_config_from from;  /* which file(s) it came from */
 } rb_throttle;
+
+/* One [groups.QUEUE] table (or [groups."*"], queue "*": every queue's
+ * default), docs/configuration.md "Groups": the limits of each named group
+ * of the queue, field by field (engine/group.h). */
+typedef struct rb_group_conf {
+    char *queue;             /* owned; "*" for the default */
+    rb_flow_override limits; /* the fields the table sets */
+    rb_config_from from;
+} rb_group_conf;
 
 typedef struct rb_config {
     char *path; /* the base file read, NULL when none; owned */
@@ -105,6 +120,8 @@ typedef struct rb_config {
     size_t n_cron;
     rb_throttle *throttles;    /* [throttles.QUEUE], in file order (config/throttles.c) */
     size_t n_throttles;
+    rb_group_conf *groups;     /* [groups.QUEUE] and [groups."*"], in file order (config/groups.c) */
+    size_t n_groups;
     /* Added for `rebound config check`: */
     char *overlay_path;                          /* overlay read, NULL when none; owned */
     unsigned char key_from[RB_CONFIG_MAX_KEYS];  /* rb_config_from per schema entry */
@@ -118,6 +135,23 @@ const rb_throttle *rb_config_throttle(const rb_config *cfg, const char *queue);
 json_t *rb_config_throttles_json(const rb_config *cfg);
 /* Frees cfg's throttles (rb_config_release). */
 void rb_config_throttles_release(rb_config *cfg);
+
+/* The [groups.QUEUE] table of queue in cfg (queue "*": [groups."*"]), or
+ * NULL when it has none. */
+const rb_flow_override *rb_config_groups_of(const rb_config *cfg, const char *queue);
+/* A named group's limits in queue: over (its GROUP SET, may be NULL), then
+ * [groups.QUEUE], then [groups."*"] (rb_flow_limits_resolve). */
+void rb_config_group_limits(const rb_config *cfg, const char *queue, const rb_flow_override *over,
+                            rb_flow_limits *out, rb_flow_from from[RB_FLOW_NFIELDS]);
+/* Whether cfg sets any limit a backend must apply at FETCH beyond
+ * [throttles] concurrency: a [groups] concurrency or rate, or a
+ * [throttles] rate (rb_eng_flow_limits_check). */
+bool rb_config_has_flow_limits(const rb_config *cfg);
+/* {QUEUE: {"concurrency", "rate", "period", "burst" (the keys set), "from"}}
+ * (new reference); `config check --json`. */
+json_t *rb_config_groups_json(const rb_config *cfg);
+/* Frees cfg's groups (rb_config_release). */
+void rb_config_groups_release(rb_config *cfg);
 
 /* Frees a NULL-terminated list of strings such as server.http_hosts (NULL
  * is a no-op). */

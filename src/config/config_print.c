@@ -44,6 +44,8 @@ json_t *rb_config_to_json(const rb_config *cfg)
         json_pack("{s:o, s:o, s:o}", "files", files, "settings", settings, "retry", retry);
     if (cfg->n_throttles)
         json_object_set_new(out, "throttles", rb_config_throttles_json(cfg));
+    if (cfg->n_groups)
+        json_object_set_new(out, "groups", rb_config_groups_json(cfg));
     if (cfg->n_cron) { /* [[cron]], only when there are entries */
         json_t *cron = json_array();
         for (size_t i = 0; i < cfg->n_cron; i++) {
@@ -64,10 +66,15 @@ json_t *rb_config_throttles_json(const rb_config *cfg)
     json_t *o = json_object();
     for (size_t i = 0; i < cfg->n_throttles; i++) {
         const rb_throttle *t = &cfg->throttles[i];
-        json_object_set_new(o, t->queue,
-                            json_pack("{s:I, s:I, s:s}", "concurrency", (json_int_t)t->concurrency,
-                                      "timeout", (json_int_t)t->timeout_s, "from",
-                                      rb_config_from_name(t->from)));
+        json_t *e = json_pack("{s:I, s:I, s:s}", "concurrency", (json_int_t)t->concurrency,
+                              "timeout", (json_int_t)t->timeout_s, "from",
+                              rb_config_from_name(t->from));
+        if (t->rate) {
+            json_object_set_new(e, "rate", json_integer(t->rate));
+            json_object_set_new(e, "period", json_integer(t->period_ms / 1000));
+            json_object_set_new(e, "burst", json_integer(t->burst));
+        }
+        json_object_set_new(o, t->queue, e);
     }
     return o;
 }
@@ -134,10 +141,27 @@ void rb_config_describe(const rb_config *cfg, rb_buf *out)
     named_describe("jobtypes", cfg->jobtypes, cfg->n_jobtypes, out);
     for (size_t i = 0; i < cfg->n_throttles; i++) {
         const rb_throttle *t = &cfg->throttles[i];
-        rb_buf_printf(out, "\n[throttles.%s]  # %s\nconcurrency = %lld\n", t->queue,
-                      rb_config_from_name(t->from), (long long)t->concurrency);
+        rb_buf_printf(out, "\n[throttles.%s]  # %s\n", t->queue, rb_config_from_name(t->from));
+        if (t->concurrency)
+            rb_buf_printf(out, "concurrency = %lld\n", (long long)t->concurrency);
         if (t->timeout_s)
             rb_buf_printf(out, "timeout = %lld\n", (long long)t->timeout_s);
+        if (t->rate)
+            rb_buf_printf(out, "rate = %lld\nperiod = %lld\nburst = %lld\n", (long long)t->rate,
+                          (long long)t->period_ms / 1000, (long long)t->burst);
+    }
+    for (size_t i = 0; i < cfg->n_groups; i++) {
+        const rb_group_conf *g = &cfg->groups[i];
+        rb_buf_printf(out, "\n[groups.\"%s\"]  # %s\n", g->queue, rb_config_from_name(g->from));
+        json_t *o = rb_flow_override_json(&g->limits);
+        const char *k;
+        json_t *v;
+        json_object_foreach(o, k, v) {
+            char *text = json_dumps(v, JSON_ENCODE_ANY);
+            rb_buf_printf(out, "%s = %s\n", k, text);
+            free(text);
+        }
+        json_decref(o);
     }
     for (size_t i = 0; i < cfg->n_cron; i++) { /* `rebound cron` shows their next runs */
         const rb_cron_entry *e = &cfg->cron[i];

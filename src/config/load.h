@@ -37,5 +37,14 @@ void rb_config_release_cron(rb_config *cfg);
  * (config/throttles.c). */
 int rb_config_load_throttles(rb_config *cfg, const rb_config_files *f, const rb_toml_kv *sec,
                              rb_err *err);
+/* Reads the [groups] table ([groups.QUEUE] and [groups."*"]) into cfg
+ * (config/groups.c). */
+int rb_config_load_groups(rb_config *cfg, const rb_config_files *f, const rb_toml_kv *sec,
+                          rb_err *err);
+/* One limits key (concurrency, rate, period, burst: engine/group.h) of the
+ * table named tkey into o; 0, RB_ENOENT for another key (nothing said), or
+ * RB_EINVAL with err "FILE:LINE: key 'TKEY.KEY': rule". */
+int rb_config_flow_key(const rb_config_files *f, const char *tkey, const rb_toml_kv *kv,
+                       rb_flow_override *o, rb_err *err);
 
 #endif

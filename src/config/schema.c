@@ -116,7 +116,7 @@ _Static_assert(sizeof rb_config_schema / sizeof rb_config_schema[0] <= RB_CONFIG
                "rb_config.key_from is too small for the schema");
 
 const char *const rb_config_sections[] = {"server", "storage", "backoff", "retry", "workflows",
-                                          "throttles", "log",
+                                          "throttles", "groups", "log",
                                           NULL};
 
 const char *const *rb_config_choices(const rb_config_key *k)

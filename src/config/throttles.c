@@ -1,6 +1,8 @@
 /* The [throttles] table: Faktory Enterprise's queue throttles
  * (docs/configuration.md, docs/enterprise.md "Throttles"). Each key is a
- * queue; its table holds concurrency (required) and timeout. */
+ * queue; its table holds concurrency and timeout, and a rate (rate, period,
+ * burst: engine/group.h's rules, as [groups]); concurrency or rate is
+ * required. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,6 +50,7 @@ static int load_one(const rb_config_files *f, const rb_toml_kv *q, rb_throttle *
         goto out;
     }
     bool has_conc = false;
+    rb_flow_override rate = {0};
     for (size_t i = 0; i < q->val->u.table.n && rc == 0; i++) {
         const rb_toml_kv *kv = &q->val->u.table.items[i];
         rb_buf full = RB_BUF_INIT;
@@ -82,24 +85,35 @@ static int load_one(const rb_config_files *f, const rb_toml_kv *q, rb_throttle *
                                     "whole seconds)");
             else
                 t->timeout_s = ms / 1000;
-        } else if (!strcmp(kv->key, "worker") || !strcmp(kv->key, "rate") ||
-                   !strcmp(kv->key, "period")) {
-            /* known keys of Faktory's (worker) and planned ones: said so
-             * first, not a spelling guess */
+        } else if (!strcmp(kv->key, "worker")) {
+            /* Faktory's key: said so, not a spelling guess */
             rc = rb_config_fail(f, v->origin, kv->line, rb_buf_str(&full), err, RB_EINVAL,
-                                "per-worker and rate throttles are not supported yet (a "
-                                "throttle takes concurrency and timeout)");
+                                "per-worker throttles are not supported (a throttle takes "
+                                "concurrency, timeout, rate, period and burst)");
+        } else if ((rc = rb_config_flow_key(f, rb_buf_str(&key), kv, &rate, err)) != RB_ENOENT) {
+            ; /* rate, period, burst: read, or refused with the rule */
         } else {
-            static const char *const known[] = {"concurrency", "timeout"};
+            static const char *const known[] = {"concurrency", "timeout", "rate", "period",
+                                                "burst"};
             rc = rb_config_fail(f, v->origin, kv->line, rb_buf_str(&full), err, RB_EINVAL,
                                 "unknown key (did you mean '%s'?)",
-                                rb_config_nearest(kv->key, known, 2));
+                                rb_config_nearest(kv->key, known, 5));
         }
         rb_buf_release(&full);
     }
-    if (rc == 0 && !has_conc)
+    rb_err e = {0};
+    if (rc == 0 && rb_flow_override_check(&rate, &e))
+        rc = rb_config_fail(f, q->val->origin, q->line, rb_buf_str(&key), err, RB_EINVAL, "%s",
+                            e.msg);
+    if (rc == 0 && !has_conc && !rate.v.rate)
         rc = rb_config_fail(f, q->val->origin, q->line, rb_buf_str(&key), err, RB_EINVAL,
-                            "concurrency is required (an integer from 1 to %d)", MAX_CONCURRENCY);
+                            "concurrency or rate is required (an integer from 1 to %d)",
+                            MAX_CONCURRENCY);
+    if (rc == 0 && rate.v.rate) {
+        t->rate = rate.v.rate;
+        t->period_ms = rate.v.period_ms;
+        t->burst = rate.v.burst;
+    }
 out:
     rb_buf_release(&key);
     return rc;

@@ -10,6 +10,10 @@
 
 #include "common/error.h"
 
+/* The meta key prefix of a [[cron]] entry's last fired tick (a stored
+ * row "cron:NAME" = decimal Unix seconds, in either backend). */
+#define RB_CRON_META_KEY "cron:"
+
 /* A parsed schedule: one bit per allowed value of each field. */
 typedef struct rb_cron_spec {
     uint64_t minute; /* bits 0..59 */

@@ -247,6 +247,11 @@ rb_dep_next rb_dep_on_parent(rb_dep_mode mode, rb_dep_event ev, rb_dep_counts *c
     case RB_DEP_PARENT_SUCCEEDED:
         if (c->remaining)
             c->remaining--;
+        /* dead <= remaining: when every parent left was dead, the one that
+         * succeeded was one of them (a late ACK of a job whose lease ran out
+         * on its last attempt); PostgreSQL's rb_dep_succeeded says the same */
+        if (c->dead > c->remaining)
+            c->dead = c->remaining;
         *consumed = true;
         break;
     case RB_DEP_PARENT_DIED:

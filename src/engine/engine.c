@@ -12,7 +12,28 @@
 #include "backend/sqlite/backend.h"
 #include "common/buf.h"
 #include "common/timeutil.h"
-#include "server/srv.h"
+#include "engine/metrics.h"
+#include "engine/engine.h"
+
+rb_eng *rb_eng_new(rb_srv *srv, const rb_config *cfg, const rb_eng_client *client)
+{
+    rb_eng *eng = rb_xcalloc(1, sizeof *eng);
+    eng->srv = srv;
+    eng->cfg = cfg;
+    eng->client = client;
+    eng->metrics = rb_metrics_new();
+    rb_eng_workers_init(eng);
+    return eng;
+}
+
+void rb_eng_free(rb_eng *eng)
+{
+    if (!eng)
+        return;
+    rb_eng_workers_release(eng);
+    rb_metrics_free(eng->metrics);
+    free(eng);
+}
 
 rb_eng_op *rb_eng_op_new(rb_eng_kind kind, rb_conn *c, void (*done)(rb_srv *, rb_eng_op *))
 {
@@ -25,14 +46,14 @@ rb_eng_op *rb_eng_op_new(rb_eng_kind kind, rb_conn *c, void (*done)(rb_srv *, rb
 
 static void op_free(rb_eng_op *op);
 
-void rb_eng_submit(rb_srv *srv, rb_eng_op *op)
+void rb_eng_submit(rb_eng *eng, rb_eng_op *op)
 {
     if (op->c)
-        rb_conn_hold(op->c);
-    op->srv = srv;
+        eng->client->hold(op->c);
+    op->eng = eng;
     op->now = rb_now_ms();
-    const rb_backend *b = srv->backend;
-    void (*fn)(rb_srv *, rb_eng_op *) = NULL;
+    const rb_backend *b = eng->backend;
+    void (*fn)(rb_eng *, rb_eng_op *) = NULL;
     switch (op->kind) {
     case RB_ENG_PUSH:
         fn = b->push;
@@ -88,8 +109,8 @@ void rb_eng_submit(rb_srv *srv, rb_eng_op *op)
     case RB_ENG_BATCH:
         if (!b->batch) { /* refused: nothing to do */
             op->submitting = true;
-            op->rc = rb_eng_batch_check(srv, &op->err);
-            rb_eng_complete(srv, op);
+            op->rc = rb_eng_batch_check(eng, &op->err);
+            rb_eng_complete(eng, op);
             op->submitting = false;
             goto submitted;
         }
@@ -101,8 +122,8 @@ void rb_eng_submit(rb_srv *srv, rb_eng_op *op)
     case RB_ENG_TRACK:
         if (!b->track) { /* refused: nothing to do */
             op->submitting = true;
-            op->rc = rb_eng_track_check(srv, &op->err);
-            rb_eng_complete(srv, op);
+            op->rc = rb_eng_track_check(eng, &op->err);
+            rb_eng_complete(eng, op);
             op->submitting = false;
             goto submitted;
         }
@@ -112,7 +133,7 @@ void rb_eng_submit(rb_srv *srv, rb_eng_op *op)
         if (!b->backup) { /* refused: nothing to do */
             op->submitting = true;
             op->rc = rb_err_set(&op->err, RB_EINVAL, "%s", RB_BACKUP_UNSUPPORTED);
-            rb_eng_complete(srv, op);
+            rb_eng_complete(eng, op);
             op->submitting = false;
             goto submitted;
         }
@@ -130,7 +151,7 @@ void rb_eng_submit(rb_srv *srv, rb_eng_op *op)
     if (!fn)
         abort(); /* an op kind without a backend function: a programming error */
     op->submitting = true;
-    fn(srv, op);
+    fn(eng, op);
     op->submitting = false;
 submitted:
     if (op->finished) {
@@ -139,21 +160,21 @@ submitted:
         rb_conn *c = op->c;
         op_free(op);
         if (c)
-            rb_conn_release(c, false);
+            eng->client->release(c, false);
     }
 }
 
-static void fetch_park(rb_srv *srv, rb_eng_op *op);
+static void fetch_park(rb_eng *eng, rb_eng_op *op);
 
-void rb_eng_complete(rb_srv *srv, rb_eng_op *op)
+void rb_eng_complete(rb_eng *eng, rb_eng_op *op)
 {
     /* a FETCH's first try found nothing: it waits (done runs at its end) */
     if (op->kind == RB_ENG_FETCH && !op->rc && !op->u.fetch.job && !op->u.fetch.cancelled &&
-        srv->base && !srv->stopping) {
-        fetch_park(srv, op);
+        eng->base && !eng->stopping) {
+        fetch_park(eng, op);
         return;
     }
-    op->done(srv, op);
+    op->done(eng->srv, op);
 }
 
 /* What the administration and inspection ops own. */
@@ -247,28 +268,28 @@ static void op_free(rb_eng_op *op)
     free(op);
 }
 
-int rb_eng_batch_check(const rb_srv *srv, rb_err *err)
+int rb_eng_batch_check(const rb_eng *eng, rb_err *err)
 {
-    if (srv->backend->batch)
+    if (eng->backend->batch)
         return 0;
     return rb_err_set(err, RB_EINVAL, "%s", RB_BATCH_UNSUPPORTED);
 }
 
-int rb_eng_track_check(const rb_srv *srv, rb_err *err)
+int rb_eng_track_check(const rb_eng *eng, rb_err *err)
 {
-    if (srv->backend->track)
+    if (eng->backend->track)
         return 0;
     return rb_err_set(err, RB_EINVAL, "%s", RB_TRACK_UNSUPPORTED);
 }
 
-int rb_eng_throttle_check(const rb_srv *srv, rb_err *err)
+int rb_eng_throttle_check(const rb_eng *eng, rb_err *err)
 {
-    if (!srv->cfg.n_throttles || srv->backend->throttles)
+    if (!eng->cfg->n_throttles || eng->backend->throttles)
         return 0;
     return rb_err_set(err, RB_EINVAL, "%s", RB_THROTTLE_UNSUPPORTED);
 }
 
-int rb_eng_unique_check(const rb_srv *srv, json_t *job, int64_t now, rb_err *err)
+int rb_eng_unique_check(const rb_eng *eng, json_t *job, int64_t now, rb_err *err)
 {
     if (!rb_unique_or_expiring(job))
         return 0;
@@ -280,9 +301,9 @@ int rb_eng_unique_check(const rb_srv *srv, json_t *job, int64_t now, rb_err *err
     json_t *c = json_object_get(job, "custom");
     bool expiring = json_object_get(c, "expires_at") || json_object_get(c, "expires_in");
     /* refused whole, as batches are (the message alone, no "job J") */
-    if (!srv->backend->unique_jobs && (spec.on || json_object_get(c, "unique_until")))
+    if (!eng->backend->unique_jobs && (spec.on || json_object_get(c, "unique_until")))
         return rb_err_set(err, RB_EINVAL, "%s", RB_UNIQUE_UNSUPPORTED);
-    if (!srv->backend->unique_jobs && expiring)
+    if (!eng->backend->unique_jobs && expiring)
         return rb_err_set(err, RB_EINVAL, "%s", RB_EXPIRING_UNSUPPORTED);
     int64_t ms;
     if ((rc = rb_expiry_prepare(job, now, &ms, err)))
@@ -293,9 +314,9 @@ bad:
     return rc;
 }
 
-void rb_eng_op_finish(rb_srv *srv, rb_eng_op *op)
+void rb_eng_op_finish(rb_eng *eng, rb_eng_op *op)
 {
-    (void)srv;
+    (void)eng;
     if (op->submitting) {
         op->finished = true; /* rb_eng_submit frees it */
         return;
@@ -303,7 +324,7 @@ void rb_eng_op_finish(rb_srv *srv, rb_eng_op *op)
     rb_conn *c = op->c;
     op_free(op);
     if (c)
-        rb_conn_release(c, true);
+        eng->client->release(c, true);
 }
 
 bool rb_eng_store_error(int rc)
@@ -312,12 +333,12 @@ bool rb_eng_store_error(int rc)
            rc == RB_ETIMEDOUT || rc == RB_EDOUBT;
 }
 
-void rb_eng_health_of(rb_srv *srv, rb_eng_health *h)
+void rb_eng_health_of(rb_eng *eng, rb_eng_health *h)
 {
     memset(h, 0, sizeof *h);
     h->up = true;
-    if (srv->backend->health)
-        srv->backend->health(srv, h);
+    if (eng->backend->health)
+        eng->backend->health(eng, h);
 }
 
 static json_t *time_or_null(int64_t ms)
@@ -336,35 +357,22 @@ json_t *rb_eng_health_json(const rb_eng_health *h, bool detail)
     return v;
 }
 
-bool rb_eng_failed(rb_srv *srv, rb_eng_op *op)
-{
-    if (!op->rc)
-        return false;
-    if (op->c) {
-        if (rb_eng_store_error(op->rc))
-            rb_reply_err(op->c, "storage error: %s", rb_err_msg(&op->err));
-        else
-            rb_reply_err(op->c, "%s", rb_err_msg(&op->err));
-    }
-    rb_eng_op_finish(srv, op);
-    return true;
-}
 
 /* --- FETCHes waiting for a job --- */
 
-static void fetch_unpark(rb_srv *srv, rb_eng_op *op)
+static void fetch_unpark(rb_eng *eng, rb_eng_op *op)
 {
-    rb_list_remove(&srv->waiters, &op->wlink);
+    rb_list_remove(&eng->waiters, &op->wlink);
     event_free(op->wait_ev);
     op->wait_ev = NULL;
     op->u.fetch.parked = false;
 }
 
 /* op's wait is over: done runs (a job, null, or the error). */
-static void fetch_end(rb_srv *srv, rb_eng_op *op)
+static void fetch_end(rb_eng *eng, rb_eng_op *op)
 {
-    fetch_unpark(srv, op);
-    op->done(srv, op);
+    fetch_unpark(eng, op);
+    op->done(eng->srv, op);
 }
 
 static void on_wait_timeout(evutil_socket_t fd, short what, void *arg)
@@ -375,23 +383,23 @@ static void on_wait_timeout(evutil_socket_t fd, short what, void *arg)
     if (op->u.fetch.trying)
         op->u.fetch.expired = true; /* its try ends it (rb_eng_fetch_tried) */
     else
-        fetch_end(op->srv, op);
+        fetch_end(op->eng, op);
 }
 
-static void fetch_park(rb_srv *srv, rb_eng_op *op)
+static void fetch_park(rb_eng *eng, rb_eng_op *op)
 {
     op->u.fetch.parked = true;
-    rb_list_append(&srv->waiters, &op->wlink);
-    op->wait_ev = evtimer_new(srv->base, on_wait_timeout, op);
+    rb_list_append(&eng->waiters, &op->wlink);
+    op->wait_ev = evtimer_new(eng->base, on_wait_timeout, op);
     struct timeval tv = {RB_ENG_FETCH_WAIT_MS / 1000, (RB_ENG_FETCH_WAIT_MS % 1000) * 1000};
     evtimer_add(op->wait_ev, &tv);
 }
 
-void rb_eng_fetch_tried(rb_srv *srv, rb_eng_op *op)
+void rb_eng_fetch_tried(rb_eng *eng, rb_eng_op *op)
 {
     op->u.fetch.trying = false;
     if (op->rc || op->u.fetch.job || op->u.fetch.expired || op->u.fetch.cancelled)
-        fetch_end(srv, op);
+        fetch_end(eng, op);
 }
 
 bool rb_eng_fetch_wanted(const rb_eng_op *op)
@@ -399,16 +407,16 @@ bool rb_eng_fetch_wanted(const rb_eng_op *op)
     return !op->u.fetch.cancelled;
 }
 
-void rb_eng_fetch_cancel(rb_srv *srv, rb_eng_op *op)
+void rb_eng_fetch_cancel(rb_eng *eng, rb_eng_op *op)
 {
     op->u.fetch.cancelled = true;
     if (op->u.fetch.parked && !op->u.fetch.trying)
-        fetch_end(srv, op);
+        fetch_end(eng, op);
 }
 
-size_t rb_eng_fetches_waiting(const rb_srv *srv)
+size_t rb_eng_fetches_waiting(const rb_eng *eng)
 {
-    return srv->waiters.size;
+    return eng->waiters.size;
 }
 
 static bool waits_for(const rb_eng_op *op, const char *const *queues, size_t n)
@@ -422,15 +430,15 @@ static bool waits_for(const rb_eng_op *op, const char *const *queues, size_t n)
     return false;
 }
 
-void rb_eng_wake(rb_srv *srv, const char *const *queues, size_t n)
+void rb_eng_wake(rb_eng *eng, const char *const *queues, size_t n)
 {
-    rb_link *l = srv->waiters.head;
+    rb_link *l = eng->waiters.head;
     while (l) {
         rb_link *next = l->next; /* a try that ends op unlinks it */
         rb_eng_op *op = rb_container_of(l, rb_eng_op, wlink);
         if (!op->u.fetch.trying && waits_for(op, queues, n)) {
             op->u.fetch.trying = true;
-            rb_eng_try t = srv->backend->refetch(srv, op);
+            rb_eng_try t = eng->backend->refetch(eng, op);
             if (t != RB_ENG_TRY_STARTED)
                 op->u.fetch.trying = false;
             if (t == RB_ENG_TRY_NONE)
@@ -440,9 +448,9 @@ void rb_eng_wake(rb_srv *srv, const char *const *queues, size_t n)
     }
 }
 
-rb_eng_op *rb_eng_waiter_take(rb_srv *srv, const char *queue)
+rb_eng_op *rb_eng_waiter_take(rb_eng *eng, const char *queue)
 {
-    for (rb_link *l = srv->waiters.head; l; l = l->next) {
+    for (rb_link *l = eng->waiters.head; l; l = l->next) {
         rb_eng_op *op = rb_container_of(l, rb_eng_op, wlink);
         if (!op->u.fetch.trying && !op->u.fetch.cancelled && waits_for(op, &queue, 1)) {
             op->u.fetch.trying = true;

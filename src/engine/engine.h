@@ -31,10 +31,13 @@
 
 #include "common/error.h"
 #include "common/list.h"
+#include "common/table.h"
+#include "config/config.h"
 #include "engine/batch.h"
 #include "engine/batch_view.h"
 #include "engine/failure.h"
 #include "engine/job_state.h"
+#include "engine/jobdef.h"
 #include "engine/mutation.h"
 #include "engine/reads.h"
 #include "engine/throttle.h"
@@ -43,10 +46,15 @@
 #include "engine/workers.h"
 #include "engine/workflow.h"
 
+/* The server (opaque here): what done functions get back. */
 typedef struct rb_srv rb_srv;
+/* A client connection (opaque here): who waits for an op. */
 typedef struct rb_conn rb_conn;
 typedef struct rb_eng_op rb_eng_op;
+typedef struct rb_eng rb_eng;
 struct event;
+struct event_base;
+struct rb_metrics;
 
 /* How long a FETCH waits for a job before it is answered null (Faktory's
  * 2 s). */
@@ -161,7 +169,7 @@ struct rb_eng_op {
                                  from, or NULL; released with the op */
     void *arg;                /* the caller's, for done */
     void (*arg_free)(void *); /* frees arg with the op, or NULL */
-    rb_srv *srv;              /* set by rb_eng_submit */
+    rb_eng *eng;              /* set by rb_eng_submit */
     int64_t now;              /* wall-clock ms when submitted */
     /* Results, set by the backend before done. */
     int rc;                   /* 0 or an RB_E* code */
@@ -376,33 +384,33 @@ typedef struct rb_backend {
      * finishes what was submitted (its ops completed), stops its threads,
      * frees its events. release, after the loop is freed: the rest, and
      * the storage closed. */
-    int (*open)(rb_srv *srv, rb_err *err);
-    void (*attach)(rb_srv *srv);
-    void (*close)(rb_srv *srv);
-    void (*release)(rb_srv *srv);
-    void (*push)(rb_srv *srv, rb_eng_op *op);
-    void (*fetch)(rb_srv *srv, rb_eng_op *op);
-    void (*ack)(rb_srv *srv, rb_eng_op *op);
-    void (*fail)(rb_srv *srv, rb_eng_op *op);
-    void (*snooze)(rb_srv *srv, rb_eng_op *op);
-    void (*extend)(rb_srv *srv, rb_eng_op *op);
-    void (*flush)(rb_srv *srv, rb_eng_op *op);
-    void (*mutate)(rb_srv *srv, rb_eng_op *op);
+    int (*open)(rb_eng *eng, rb_err *err);
+    void (*attach)(rb_eng *eng);
+    void (*close)(rb_eng *eng);
+    void (*release)(rb_eng *eng);
+    void (*push)(rb_eng *eng, rb_eng_op *op);
+    void (*fetch)(rb_eng *eng, rb_eng_op *op);
+    void (*ack)(rb_eng *eng, rb_eng_op *op);
+    void (*fail)(rb_eng *eng, rb_eng_op *op);
+    void (*snooze)(rb_eng *eng, rb_eng_op *op);
+    void (*extend)(rb_eng *eng, rb_eng_op *op);
+    void (*flush)(rb_eng *eng, rb_eng_op *op);
+    void (*mutate)(rb_eng *eng, rb_eng_op *op);
     /* the administration and inspection commands; reads complete without
      * a commit (at once on a single node) */
-    void (*info)(rb_srv *srv, rb_eng_op *op);
-    void (*queue)(rb_srv *srv, rb_eng_op *op);
-    void (*latency)(rb_srv *srv, rb_eng_op *op);
-    void (*job)(rb_srv *srv, rb_eng_op *op);
-    void (*jobs)(rb_srv *srv, rb_eng_op *op);
-    void (*workers)(rb_srv *srv, rb_eng_op *op);
+    void (*info)(rb_eng *eng, rb_eng_op *op);
+    void (*queue)(rb_eng *eng, rb_eng_op *op);
+    void (*latency)(rb_eng *eng, rb_eng_op *op);
+    void (*job)(rb_eng *eng, rb_eng_op *op);
+    void (*jobs)(rb_eng *eng, rb_eng_op *op);
+    void (*workers)(rb_eng *eng, rb_eng_op *op);
     /* the HTTP API's own */
-    void (*job_action)(rb_srv *srv, rb_eng_op *op);
-    void (*bulk)(rb_srv *srv, rb_eng_op *op);
-    void (*worker_list)(rb_srv *srv, rb_eng_op *op);
+    void (*job_action)(rb_eng *eng, rb_eng_op *op);
+    void (*bulk)(rb_eng *eng, rb_eng_op *op);
+    void (*worker_list)(rb_eng *eng, rb_eng_op *op);
     /* Faktory Enterprise batches; NULL where the backend has none (the op
      * then fails with RB_BATCH_UNSUPPORTED, rb_eng_batch_check). */
-    void (*batch)(rb_srv *srv, rb_eng_op *op);
+    void (*batch)(rb_eng *eng, rb_eng_op *op);
     /* Whether the backend keeps unique locks and drops expired jobs
      * (engine/unique.h); false: a PUSH naming them is refused
      * (rb_eng_unique_check). */
@@ -413,15 +421,15 @@ typedef struct rb_backend {
      * calls rb_eng_fetch_tried(srv, op) exactly once (not before it
      * returns), with op->u.fetch.jid/job set when it reserved one, or
      * op->rc for a store failure. */
-    rb_eng_try (*refetch)(rb_srv *srv, rb_eng_op *op);
+    rb_eng_try (*refetch)(rb_eng *eng, rb_eng_op *op);
     /* A job's workflow graph (read; rb_workflow_build with the backend's
      * probe): found false for a jid that is no stored job. */
-    void (*workflow)(rb_srv *srv, rb_eng_op *op);
+    void (*workflow)(rb_eng *eng, rb_eng_op *op);
     /* Faktory Enterprise's progress tracking (TRACK SET and GET,
      * engine/track.h); NULL where the backend keeps none (the op then
      * fails with RB_TRACK_UNSUPPORTED, rb_eng_track_check). SET changes
      * nothing for an untracked or unknown jid and succeeds. */
-    void (*track)(rb_srv *srv, rb_eng_op *op);
+    void (*track)(rb_eng *eng, rb_eng_op *op);
     /* Whether the backend applies [throttles] at FETCH (engine/throttle.h);
      * false: a server configured with throttles refuses to start
      * (rb_eng_throttle_check). */
@@ -430,18 +438,62 @@ typedef struct rb_backend {
      * docs/operations.md) while the server runs; NULL where the backend's
      * store is backed up by other means (the op then fails with
      * RB_BACKUP_UNSUPPORTED: PostgreSQL's pg_dump). */
-    void (*backup)(rb_srv *srv, rb_eng_op *op);
+    void (*backup)(rb_eng *eng, rb_eng_op *op);
     /* The store's link, at once (no round trip); NULL: always up. */
-    void (*health)(rb_srv *srv, rb_eng_health *h);
+    void (*health)(rb_eng *eng, rb_eng_health *h);
     /* A worker's HELLO and BEAT (engine/workers.h: the node's connected
      * workers are the engine's; where their beats and signals are kept is
      * the backend's). */
-    void (*hello)(rb_srv *srv, rb_eng_op *op);
-    void (*beat)(rb_srv *srv, rb_eng_op *op);
+    void (*hello)(rb_eng *eng, rb_eng_op *op);
+    void (*beat)(rb_eng *eng, rb_eng_op *op);
+    /* The stored [[cron]] ticks as the backend opened them: a new object
+     * {"cron:NAME": Unix seconds} (server/cron.c's catch-up reads it once,
+     * at start). */
+    json_t *(*cron_ticks)(rb_eng *eng);
     /* Whether FETCHes run claim statements the engine's metrics count
      * (rb_metrics.claims: distributed mode's), shown by /metrics. */
     bool counts_claims;
+    /* Flow control (engine/group.h, engine/flow.h): whether the backend
+     * takes a queue's groups in turn at FETCH (false: a PUSH naming
+     * custom.group is refused), and whether it applies [groups] limits
+     * and [throttles] rates (false: a server configured with them refuses
+     * to start). */
+    bool groups;
+    bool flow_limits;
 } rb_backend;
+
+/* What the engine asks of the connections it serves (the server's): an
+ * op's connection is held (busy: its next command waits; referenced: it
+ * outlives its socket) from rb_eng_submit until the op is finished, then
+ * released (with run_next its next buffered command runs now). */
+typedef struct rb_eng_client {
+    void (*hold)(rb_conn *c);
+    void (*release)(rb_conn *c, bool run_next);
+} rb_eng_client;
+
+/* The engine's context: what the engine and its backend know of the
+ * process they run in. Made and owned by the server (rb_eng_new), which
+ * sets base and stopping as its loop starts and stops; the backends read
+ * it and keep their own state in be. Loop thread, except where a backend
+ * says otherwise. */
+struct rb_eng {
+    rb_srv *srv;                 /* done's first argument (opaque here) */
+    const rb_eng_client *client; /* the connections' hooks */
+    const rb_config *cfg;        /* the server's, read only */
+    struct event_base *base;     /* the loop; NULL before it exists and after it ends */
+    bool stopping;               /* shutting down: no new timers or claims */
+    const struct rb_backend *backend; /* rb_backend_for_url's (the server's open sets it) */
+    void *be;                    /* the backend's own state (its open sets it) */
+    struct rb_metrics *metrics;  /* counters every backend bumps (engine/metrics.h); owned */
+    rb_list waiters;             /* FETCH ops parked waiting for a job, oldest first */
+    rb_table workers;            /* this node's connected workers (engine/workers.h) */
+};
+
+/* A new engine for srv (done's argument) with cfg (borrowed, outlives it)
+ * and the connections' hooks; no backend yet. */
+rb_eng *rb_eng_new(rb_srv *srv, const rb_config *cfg, const rb_eng_client *client);
+/* Frees eng and what it owns (not the backend: its release runs first). */
+void rb_eng_free(rb_eng *eng);
 
 /* BACKUP's refusal in distributed mode. */
 #define RB_BACKUP_UNSUPPORTED                                                                  \
@@ -461,19 +513,19 @@ rb_eng_op *rb_eng_op_new(rb_eng_kind kind, rb_conn *c, void (*done)(rb_srv *, rb
  * handler: an op completed before the backend returns is finished here,
  * and the connection's next command then runs from the handler's caller
  * (no recursion through rb_conn_done). */
-void rb_eng_submit(rb_srv *srv, rb_eng_op *op);
+void rb_eng_submit(rb_eng *eng, rb_eng_op *op);
 /* For backends: op is done (its results set); runs op->done. */
-void rb_eng_complete(rb_srv *srv, rb_eng_op *op);
+void rb_eng_complete(rb_eng *eng, rb_eng_op *op);
 /* The end of a done function: the connection's next command may run, its
  * reference is dropped, op and what it owns are freed. */
-void rb_eng_op_finish(rb_srv *srv, rb_eng_op *op);
+void rb_eng_op_finish(rb_eng *eng, rb_eng_op *op);
 
 /* Whether an op's rc is the store's failure (answered "storage error:
  * ..."), rather than a refused request. */
 bool rb_eng_store_error(int rc);
 
 /* The store's link now (rb_backend.health; up and not known without one). */
-void rb_eng_health_of(rb_srv *srv, rb_eng_health *h);
+void rb_eng_health_of(rb_eng *eng, rb_eng_health *h);
 /* h as JSON (a new reference): {"state": "up"|"down", "since", "last_commit"
  * (ISO 8601 or null)}, with "error" while down when detail is set (INFO;
  * GET /healthz, which needs no password, leaves it out). */
@@ -483,16 +535,16 @@ json_t *rb_eng_health_json(const rb_eng_health *h, bool detail);
  * parked on one of them gets another try (its backend's refetch), in the
  * order they started waiting. The one place a waiting FETCH is woken,
  * whichever backend holds the jobs. */
-void rb_eng_wake(rb_srv *srv, const char *const *queues, size_t n);
+void rb_eng_wake(rb_eng *eng, const char *const *queues, size_t n);
 /* For backends: the FETCH parked longest on queue with no try in flight,
  * its try started (as rb_eng_wake starts one: the backend ends it with
  * rb_eng_fetch_tried), or NULL. A backend hands it a job it is pushing. */
-rb_eng_op *rb_eng_waiter_take(rb_srv *srv, const char *queue);
+rb_eng_op *rb_eng_waiter_take(rb_eng *eng, const char *queue);
 
 /* For backends: a parked FETCH's try (RB_ENG_TRY_STARTED) is over. With a
  * job, a store failure, its 2 s up or nobody waiting any more, op is done
  * (done runs); otherwise it stays parked. */
-void rb_eng_fetch_tried(rb_srv *srv, rb_eng_op *op);
+void rb_eng_fetch_tried(rb_eng *eng, rb_eng_op *op);
 
 /* For backends: whether anybody still waits for FETCH op's job (false
  * once cancelled: a job reserved for it goes back). */
@@ -502,26 +554,26 @@ bool rb_eng_fetch_wanted(const rb_eng_op *op);
  * reply to nobody) as soon as no try of its backend is running, and a job
  * reserved for it meanwhile goes back where the backend can tell
  * (rb_eng_fetch_wanted). Called by the connection's owner. */
-void rb_eng_fetch_cancel(rb_srv *srv, rb_eng_op *op);
+void rb_eng_fetch_cancel(rb_eng *eng, rb_eng_op *op);
 
 /* The number of FETCHes parked waiting (INFO's rebound.fetches_waiting). */
-size_t rb_eng_fetches_waiting(const rb_srv *srv);
+size_t rb_eng_fetches_waiting(const rb_eng *eng);
 
 /* The one place batches are refused where a backend has none: 0 when
  * srv's backend keeps batches, else RB_EINVAL with err set to
  * RB_BATCH_UNSUPPORTED (for BATCH, and for PUSH of a job with custom.bid). */
-int rb_eng_batch_check(const rb_srv *srv, rb_err *err);
+int rb_eng_batch_check(const rb_eng *eng, rb_err *err);
 
 /* The one place tracking is refused where a backend has none: 0 when
  * srv's backend keeps it, else RB_EINVAL with err set to
  * RB_TRACK_UNSUPPORTED. */
-int rb_eng_track_check(const rb_srv *srv, rb_err *err);
+int rb_eng_track_check(const rb_eng *eng, rb_err *err);
 
 /* The one place throttles are refused where a backend has none: 0 when
  * srv's configuration has no [throttles] or its backend applies them,
  * else RB_EINVAL with err set to RB_THROTTLE_UNSUPPORTED. At start-up,
  * once the backend is chosen. */
-int rb_eng_throttle_check(const rb_srv *srv, rb_err *err);
+int rb_eng_throttle_check(const rb_eng *eng, rb_err *err);
 
 /* The one place unique and expiring jobs are checked at PUSH, for every
  * backend: job's custom.unique_for/unique_until/expires_at/expires_in read
@@ -529,11 +581,6 @@ int rb_eng_throttle_check(const rb_srv *srv, rb_err *err);
  * time), and refused with RB_UNIQUE_UNSUPPORTED / RB_EXPIRING_UNSUPPORTED
  * where srv's backend keeps neither. 0, or RB_EINVAL with err "job J: ..."
  * and job unchanged. */
-int rb_eng_unique_check(const rb_srv *srv, json_t *job, int64_t now, rb_err *err);
-
-/* For a done function: false when op succeeded; true after replying the
- * error to op->c ("storage error: ..." for a store failure, the message
- * alone for a refused request) and finishing op. */
-bool rb_eng_failed(rb_srv *srv, rb_eng_op *op);
+int rb_eng_unique_check(const rb_eng *eng, json_t *job, int64_t now, rb_err *err);
 
 #endif

@@ -55,7 +55,10 @@ typedef enum rb_job_verb {
 
 /* The one rule for a worker's ACK, FAIL, SNOOZE or EXTEND of a job, before
  * anything changes, for every backend (PostgreSQL's functions apply the
- * same, tests/server/outcome_cases.h holds the table both run):
+ * same: its SQL rb_holder_status is this rule for SNOOZE and EXTEND, and
+ * ACK's functions add the expired-flag step; tests/server/test_pg_rules.c
+ * compares them over every state, flag set, holder and wid;
+ * tests/server/outcome_cases.h holds the table both backends run):
  * - no such job (exists false; a PENDING one is not visible): MISSING;
  * - a WORKING job whose holder is another wid: OTHER_HOLDER (a request
  *   without a wid, or a job recorded without a holder, is not checked, as

@@ -12,6 +12,9 @@
 
 #include "policy/rng.h"
 
+/* The longest queue name, in bytes. */
+#define RB_QUEUE_NAME_MAX 200
+
 /* Jobs without a queue go to this one (Faktory's). */
 #define RB_DEFAULT_QUEUE "default"
 /* Jobs without a priority get this one (1 lowest .. 9 highest). */

@@ -59,13 +59,15 @@ bool rb_job_filter_matches(const rb_job_filter *f, const char *queue, const char
 {
     if (f->queue && strcmp(f->queue, queue))
         return false;
-    if (!f->jobtype && !f->errtype)
+    if (!f->jobtype && !f->errtype && !f->group)
         return true;
     json_t *o = json_loads(json, 0, NULL);
     const char *jt = json_string_value(json_object_get(o, "jobtype"));
     const char *et = json_string_value(json_object_get(json_object_get(o, "failure"), "errtype"));
+    const char *g = json_string_value(json_object_get(json_object_get(o, "custom"), "group"));
     bool ok = (!f->jobtype || (jt && !strcmp(jt, f->jobtype))) &&
-              (!f->errtype || (et && !strcmp(et, f->errtype)));
+              (!f->errtype || (et && !strcmp(et, f->errtype))) &&
+              (!f->group || (g && !strcmp(g, f->group)));
     json_decref(o);
     return ok;
 }

@@ -51,6 +51,7 @@ json_t *rb_job_view_detail(const rb_job_view *j);
 typedef struct rb_job_filter {
     int state;                             /* required: an rb_job_state but PENDING */
     const char *queue, *jobtype, *errtype; /* NULL = any */
+    const char *group;                     /* custom.group; NULL = any */
     int64_t offset, limit;                 /* the page: matches [offset, offset + limit) */
 } rb_job_filter;
 

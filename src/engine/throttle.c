@@ -20,8 +20,12 @@ int64_t rb_throttle_fetched_from_lease(int64_t lease_end_ms, int64_t reserve_s)
 
 void rb_throttle_info_set(json_t *o, const rb_throttle *t, int64_t in_use)
 {
-    json_object_set_new(o, t->queue,
-                        json_pack("{s:I, s:I, s:I}", "concurrency", (json_int_t)t->concurrency,
-                                  "timeout", (json_int_t)t->timeout_s, "in_use",
-                                  (json_int_t)in_use));
+    json_t *e = json_pack("{s:I, s:I, s:I}", "concurrency", (json_int_t)t->concurrency, "timeout",
+                          (json_int_t)t->timeout_s, "in_use", (json_int_t)in_use);
+    if (t->rate) {
+        json_object_set_new(e, "rate", json_integer(t->rate));
+        json_object_set_new(e, "period", json_real((double)t->period_ms / 1000.0));
+        json_object_set_new(e, "burst", json_integer(t->burst));
+    }
+    json_object_set_new(o, t->queue, e);
 }

@@ -39,8 +39,8 @@ int64_t rb_throttle_frees_at(int64_t fetched_ms, int64_t timeout_s);
 int64_t rb_throttle_fetched_from_lease(int64_t lease_end_ms, int64_t reserve_s);
 
 /* INFO's entry for throttle t with in_use slots held: {"concurrency",
- * "timeout", "in_use"} set into o (INFO's rebound.throttles) under its
- * queue. */
+ * "timeout", "in_use"}, and "rate", "period" (seconds), "burst" when it has
+ * a rate, set into o (INFO's rebound.throttles) under its queue. */
 void rb_throttle_info_set(json_t *o, const struct rb_throttle *t, int64_t in_use);
 
 #endif

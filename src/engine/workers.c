@@ -5,7 +5,7 @@
 
 #include "common/buf.h"
 #include "common/timeutil.h"
-#include "server/srv.h"
+#include "engine/engine.h"
 
 static const char *worker_key(const void *e)
 {
@@ -18,43 +18,43 @@ static void worker_free(rb_worker *w)
     free(w);
 }
 
-rb_worker *rb_eng_worker_get(rb_srv *srv, const char *wid, bool create)
+rb_worker *rb_eng_worker_get(rb_eng *eng, const char *wid, bool create)
 {
-    rb_worker *w = rb_table_get(&srv->workers, wid);
+    rb_worker *w = rb_table_get(&eng->workers, wid);
     if (w || !create)
         return w;
     w = rb_xcalloc(1, sizeof *w);
     w->wid = rb_xstrdup(wid);
     w->last_beat_ms = rb_now_ms();
-    rb_table_put(&srv->workers, w);
+    rb_table_put(&eng->workers, w);
     return w;
 }
 
-rb_worker *rb_eng_worker_attach(rb_srv *srv, const char *wid)
+rb_worker *rb_eng_worker_attach(rb_eng *eng, const char *wid)
 {
-    rb_worker *w = rb_eng_worker_get(srv, wid, true);
+    rb_worker *w = rb_eng_worker_get(eng, wid, true);
     w->conns++;
     return w;
 }
 
-void rb_eng_worker_detach(rb_srv *srv, rb_worker *w)
+void rb_eng_worker_detach(rb_eng *eng, rb_worker *w)
 {
     if (--w->conns > 0)
         return;
-    rb_table_del(&srv->workers, w);
+    rb_table_del(&eng->workers, w);
     worker_free(w);
 }
 
-size_t rb_eng_workers_count(const rb_srv *srv)
+size_t rb_eng_workers_count(const rb_eng *eng)
 {
-    return srv->workers.size;
+    return eng->workers.size;
 }
 
-void rb_eng_workers_each(rb_srv *srv, void (*fn)(rb_worker *w, void *arg), void *arg)
+void rb_eng_workers_each(rb_eng *eng, void (*fn)(rb_worker *w, void *arg), void *arg)
 {
-    for (size_t i = 0; i < srv->workers.nbuckets; i++) {
+    for (size_t i = 0; i < eng->workers.nbuckets; i++) {
         rb_worker *next;
-        for (rb_worker *w = srv->workers.buckets[i]; w; w = next) {
+        for (rb_worker *w = eng->workers.buckets[i]; w; w = next) {
             next = w->hnext;
             fn(w, arg);
         }
@@ -67,13 +67,13 @@ static void free_each(void *e, void *arg)
     worker_free(e);
 }
 
-void rb_eng_workers_init(rb_srv *srv)
+void rb_eng_workers_init(rb_eng *eng)
 {
-    rb_table_init(&srv->workers, offsetof(rb_worker, hnext), worker_key);
+    rb_table_init(&eng->workers, offsetof(rb_worker, hnext), worker_key);
 }
 
-void rb_eng_workers_release(rb_srv *srv)
+void rb_eng_workers_release(rb_eng *eng)
 {
-    rb_table_each(&srv->workers, free_each, NULL);
-    rb_table_release(&srv->workers);
+    rb_table_each(&eng->workers, free_each, NULL);
+    rb_table_release(&eng->workers);
 }

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef struct rb_srv rb_srv;
+typedef struct rb_eng rb_eng;
 
 /* A worker process known by its HELLO wid. */
 typedef struct rb_worker {
@@ -29,19 +29,19 @@ enum { RB_WORKER_QUIET = 1, RB_WORKER_TERMINATE = 2 };
 
 /* The worker for wid, made (first beat now) when create; else NULL when
  * none. */
-rb_worker *rb_eng_worker_get(rb_srv *srv, const char *wid, bool create);
+rb_worker *rb_eng_worker_get(rb_eng *eng, const char *wid, bool create);
 /* A connection that said HELLO for wid: its worker, with one more
  * connection. */
-rb_worker *rb_eng_worker_attach(rb_srv *srv, const char *wid);
+rb_worker *rb_eng_worker_attach(rb_eng *eng, const char *wid);
 /* That connection closed: w goes with its last connection. */
-void rb_eng_worker_detach(rb_srv *srv, rb_worker *w);
+void rb_eng_worker_detach(rb_eng *eng, rb_worker *w);
 /* How many workers are known. */
-size_t rb_eng_workers_count(const rb_srv *srv);
+size_t rb_eng_workers_count(const rb_eng *eng);
 /* Calls fn for each worker, in table order. */
-void rb_eng_workers_each(rb_srv *srv, void (*fn)(rb_worker *w, void *arg), void *arg);
+void rb_eng_workers_each(rb_eng *eng, void (*fn)(rb_worker *w, void *arg), void *arg);
 
 /* The table's life, with the server's (rb_srv_alloc, rb_srv_free). */
-void rb_eng_workers_init(rb_srv *srv);
-void rb_eng_workers_release(rb_srv *srv);
+void rb_eng_workers_init(rb_eng *eng);
+void rb_eng_workers_release(rb_eng *eng);
 
 #endif

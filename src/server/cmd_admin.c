@@ -71,7 +71,7 @@ static json_t *info_json(const rb_srv *srv, rb_eng_info *f)
     /* this node's connections in a FETCH that waits for a job (Redis's
      * blocked_clients): what a test or an operator waits on */
     json_object_set_new(json_object_get(info, "rebound"), "fetches_waiting",
-                        json_integer((json_int_t)rb_eng_fetches_waiting(srv)));
+                        json_integer((json_int_t)rb_eng_fetches_waiting(srv->eng)));
     if (f->rebound)
         json_object_update(json_object_get(info, "rebound"), f->rebound);
     rb_cron_info(srv, json_object_get(info, "rebound")); /* this node's timer, either mode */
@@ -80,22 +80,22 @@ static json_t *info_json(const rb_srv *srv, rb_eng_info *f)
 
 static void info_done(rb_srv *srv, rb_eng_op *op)
 {
-    if (rb_eng_failed(srv, op))
+    if (rb_reply_failed(srv, op))
         return;
     rb_reply_json(op->c, info_json(srv, &op->u.info));
-    rb_eng_op_finish(srv, op);
+    rb_eng_op_finish(srv->eng, op);
 }
 
 void rb_cmd_info(rb_conn *c, char *arg)
 {
     (void)arg;
-    rb_eng_submit(c->srv, rb_eng_op_new(RB_ENG_INFO, c, info_done));
+    rb_eng_submit(c->srv->eng, rb_eng_op_new(RB_ENG_INFO, c, info_done));
 }
 
 /* FLUSH and MUTATE reply +OK once their change is durable. */
 static void ok_done(rb_srv *srv, rb_eng_op *op)
 {
-    if (rb_eng_failed(srv, op))
+    if (rb_reply_failed(srv, op))
         return;
     if (op->kind == RB_ENG_FLUSH)
         rb_log(RB_LOG_INFO, "FLUSH: every job and counter deleted");
@@ -103,13 +103,13 @@ static void ok_done(rb_srv *srv, rb_eng_op *op)
         rb_log(RB_LOG_INFO, "MUTATE %s %s: %zu jobs", op->u.mutate.m.cmd,
                rb_job_state_name(op->u.mutate.m.target), op->u.mutate.changed);
     rb_reply_ok(op->c);
-    rb_eng_op_finish(srv, op);
+    rb_eng_op_finish(srv->eng, op);
 }
 
 void rb_cmd_flush(rb_conn *c, char *arg)
 {
     (void)arg;
-    rb_eng_submit(c->srv, rb_eng_op_new(RB_ENG_FLUSH, c, ok_done));
+    rb_eng_submit(c->srv->eng, rb_eng_op_new(RB_ENG_FLUSH, c, ok_done));
 }
 
 /* --- MUTATE --- */
@@ -129,7 +129,7 @@ void rb_cmd_mutate(rb_conn *c, char *arg)
     rb_eng_op *op = rb_eng_op_new(RB_ENG_MUTATE, c, ok_done);
     op->u.mutate.m = m;
     op->json = o; /* m borrows its strings */
-    rb_eng_submit(c->srv, op);
+    rb_eng_submit(c->srv->eng, op);
 }
 
 /* --- QUEUE --- */
@@ -144,7 +144,7 @@ static const char *const queue_verbs[] = {
 
 static void queue_done(rb_srv *srv, rb_eng_op *op)
 {
-    if (rb_eng_failed(srv, op))
+    if (rb_reply_failed(srv, op))
         return;
     if (op->kind == RB_ENG_LATENCY) {
         json_t *out = json_object();
@@ -155,7 +155,7 @@ static void queue_done(rb_srv *srv, rb_eng_op *op)
         rb_log(RB_LOG_INFO, "QUEUE %s by a client", queue_verbs[op->u.queue.verb]);
         rb_reply_ok(op->c);
     }
-    rb_eng_op_finish(srv, op);
+    rb_eng_op_finish(srv->eng, op);
 }
 
 /* The most queue names one QUEUE command takes. */
@@ -203,20 +203,20 @@ void rb_cmd_queue(rb_conn *c, char *arg)
     op->u.queue.names = rb_xcalloc((size_t)n, sizeof *op->u.queue.names);
     for (int i = 0; i < n; i++)
         op->u.queue.names[op->u.queue.n++] = rb_xstrdup(names[i]);
-    rb_eng_submit(c->srv, op);
+    rb_eng_submit(c->srv->eng, op);
 }
 
 /* --- JOB, JOBS --- */
 
 static void job_done(rb_srv *srv, rb_eng_op *op)
 {
-    if (rb_eng_failed(srv, op))
+    if (rb_reply_failed(srv, op))
         return;
     if (op->u.lookup.found)
         rb_reply_json(op->c, rb_job_view_detail(&op->u.lookup.view));
     else
         rb_reply_null(op->c);
-    rb_eng_op_finish(srv, op);
+    rb_eng_op_finish(srv->eng, op);
 }
 
 /* A read of one job's something named by {"jid": J} (JOB, WORKFLOW): the
@@ -244,18 +244,18 @@ void rb_cmd_job(rb_conn *c, char *arg)
     if (!op)
         return;
     op->u.lookup.jid = jid;
-    rb_eng_submit(c->srv, op);
+    rb_eng_submit(c->srv->eng, op);
 }
 
 static void workflow_done(rb_srv *srv, rb_eng_op *op)
 {
-    if (rb_eng_failed(srv, op))
+    if (rb_reply_failed(srv, op))
         return;
     if (op->u.workflow.found)
         rb_reply_json(op->c, rb_workflow_json(op->u.workflow.jid, &op->u.workflow.g));
     else
         rb_reply_null(op->c);
-    rb_eng_op_finish(srv, op);
+    rb_eng_op_finish(srv->eng, op);
 }
 
 void rb_cmd_workflow(rb_conn *c, char *arg)
@@ -265,19 +265,19 @@ void rb_cmd_workflow(rb_conn *c, char *arg)
     if (!op)
         return;
     op->u.workflow.jid = jid;
-    rb_eng_submit(c->srv, op);
+    rb_eng_submit(c->srv->eng, op);
 }
 
 static void jobs_done(rb_srv *srv, rb_eng_op *op)
 {
-    if (rb_eng_failed(srv, op))
+    if (rb_reply_failed(srv, op))
         return;
     json_t *arr = json_array();
     for (size_t i = 0; i < op->u.jobs.n; i++)
         json_array_append_new(arr, rb_job_view_json(&op->u.jobs.views[i]));
     rb_reply_json(op->c,
                   json_pack("{s:I, s:o}", "total", (json_int_t)op->u.jobs.total, "jobs", arr));
-    rb_eng_op_finish(srv, op);
+    rb_eng_op_finish(srv->eng, op);
 }
 
 void rb_cmd_jobs(rb_conn *c, char *arg)
@@ -291,6 +291,7 @@ void rb_cmd_jobs(rb_conn *c, char *arg)
                        .queue = rb_json_str(o, "queue"),
                        .jobtype = rb_json_str(o, "jobtype"),
                        .errtype = rb_json_str(o, "errtype"),
+                       .group = rb_json_str(o, "group"),
                        .offset = off ? json_integer_value(off) : 0,
                        .limit = lim ? json_integer_value(lim) : 50};
     if (f.state < 0) {
@@ -302,7 +303,7 @@ void rb_cmd_jobs(rb_conn *c, char *arg)
         rb_eng_op *op = rb_eng_op_new(RB_ENG_JOBS, c, jobs_done);
         op->json = o; /* the filter's strings */
         op->u.jobs.f = f;
-        rb_eng_submit(c->srv, op);
+        rb_eng_submit(c->srv->eng, op);
         return;
     }
     json_decref(o);
@@ -312,13 +313,13 @@ void rb_cmd_jobs(rb_conn *c, char *arg)
 
 static void workers_done(rb_srv *srv, rb_eng_op *op)
 {
-    if (rb_eng_failed(srv, op))
+    if (rb_reply_failed(srv, op))
         return;
     if (op->u.workers.wid && !op->u.workers.changed)
         rb_reply_err(op->c, "WORKERS: unknown worker %s", op->u.workers.wid);
     else
         rb_reply_ok(op->c);
-    rb_eng_op_finish(srv, op);
+    rb_eng_op_finish(srv->eng, op);
 }
 
 void rb_cmd_workers(rb_conn *c, char *arg)
@@ -338,5 +339,5 @@ void rb_cmd_workers(rb_conn *c, char *arg)
     op->json = o; /* the wid's */
     op->u.workers.wid = rb_json_str(o, "wid");
     op->u.workers.signal = sig;
-    rb_eng_submit(c->srv, op);
+    rb_eng_submit(c->srv->eng, op);
 }

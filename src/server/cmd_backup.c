@@ -12,13 +12,13 @@
 
 static void backup_done(rb_srv *srv, rb_eng_op *op)
 {
-    if (rb_eng_failed(srv, op))
+    if (rb_reply_failed(srv, op))
         return;
     rb_log(RB_LOG_INFO, "backup written to %s (%lld bytes)", op->u.backup.path,
            (long long)op->u.backup.bytes);
     rb_reply_json(op->c, json_pack("{s:s, s:I}", "path", op->u.backup.path, "bytes",
                                    (json_int_t)op->u.backup.bytes));
-    rb_eng_op_finish(srv, op);
+    rb_eng_op_finish(srv->eng, op);
 }
 
 void rb_cmd_backup(rb_conn *c, char *arg)
@@ -37,5 +37,5 @@ void rb_cmd_backup(rb_conn *c, char *arg)
     rb_eng_op *op = rb_eng_op_new(RB_ENG_BACKUP, c, backup_done);
     op->json = o;
     op->u.backup.path = path;
-    rb_eng_submit(c->srv, op);
+    rb_eng_submit(c->srv->eng, op);
 }

@@ -19,13 +19,13 @@
  * would take "OK" for the bid), COMMIT +OK, STATUS the JSON. */
 static void batch_done(rb_srv *srv, rb_eng_op *op)
 {
-    if (rb_eng_failed(srv, op))
+    if (rb_reply_failed(srv, op))
         return;
     if (op->u.batch.verb == RB_ENG_BATCH_COMMIT)
         rb_reply_ok(op->c);
     else
         rb_reply_bulk(op->c, op->u.batch.out, strlen(op->u.batch.out));
-    rb_eng_op_finish(srv, op);
+    rb_eng_op_finish(srv->eng, op);
 }
 
 /* BATCH NEW's argument checked, its callbacks as PUSH's jobs; NULL after
@@ -67,7 +67,7 @@ static json_t *new_arg(rb_conn *c, const char *arg, rb_batch_def *def)
 void rb_cmd_batch(rb_conn *c, char *arg)
 {
     rb_err err = {0};
-    if (rb_eng_batch_check(c->srv, &err)) {
+    if (rb_eng_batch_check(c->srv->eng, &err)) {
         rb_reply_err(c, "%s", rb_err_msg(&err));
         return;
     }
@@ -107,14 +107,14 @@ void rb_cmd_batch(rb_conn *c, char *arg)
         op->u.batch.bid = op->arg;
     }
     op->u.batch.verb = verb;
-    rb_eng_submit(c->srv, op);
+    rb_eng_submit(c->srv->eng, op);
 }
 
 /* --- BATCHES: Rebound's batch reads --- */
 
 static void batches_done(rb_srv *srv, rb_eng_op *op)
 {
-    if (rb_eng_failed(srv, op))
+    if (rb_reply_failed(srv, op))
         return;
     if (op->u.batch.verb == RB_ENG_BATCH_LIST)
         rb_reply_json(op->c, rb_batch_list_json(op->u.batch.all, op->u.batch.total,
@@ -124,13 +124,13 @@ static void batches_done(rb_srv *srv, rb_eng_op *op)
         rb_reply_json(op->c, rb_batch_view_json(&op->u.batch.view));
     else
         rb_reply_null(op->c);
-    rb_eng_op_finish(srv, op);
+    rb_eng_op_finish(srv->eng, op);
 }
 
 void rb_cmd_batches(rb_conn *c, char *arg)
 {
     rb_err err = {0};
-    if (rb_eng_batch_check(c->srv, &err)) {
+    if (rb_eng_batch_check(c->srv->eng, &err)) {
         rb_reply_err(c, "%s", rb_err_msg(&err));
         return;
     }
@@ -149,7 +149,7 @@ void rb_cmd_batches(rb_conn *c, char *arg)
         op->json = o; /* the bid's */
         op->u.batch.verb = RB_ENG_BATCH_VIEW;
         op->u.batch.bid = s;
-        rb_eng_submit(c->srv, op);
+        rb_eng_submit(c->srv->eng, op);
         return;
     }
     const char *state = rb_json_str(o, "state");
@@ -169,7 +169,7 @@ void rb_cmd_batches(rb_conn *c, char *arg)
         op->u.batch.all = state && !strcmp(state, "all");
         op->u.batch.offset = offset;
         op->u.batch.limit = limit;
-        rb_eng_submit(c->srv, op);
+        rb_eng_submit(c->srv->eng, op);
     }
     json_decref(o);
 }

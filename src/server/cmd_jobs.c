@@ -83,7 +83,7 @@ static void pushb_reply(rb_conn *c, json_t *arr, const pushb_bad *bad, const int
 /* PUSH's reply, once its job is durable (or its jid taken). */
 static void push_done(rb_srv *srv, rb_eng_op *op)
 {
-    if (rb_eng_failed(srv, op))
+    if (rb_reply_failed(srv, op))
         return;
     rb_err err;
     if (op->u.push.status[0] == RB_EEXIST) {
@@ -95,16 +95,16 @@ static void push_done(rb_srv *srv, rb_eng_op *op)
     } else {
         rb_reply_ok(op->c);
     }
-    rb_eng_op_finish(srv, op);
+    rb_eng_op_finish(srv->eng, op);
 }
 
 /* PUSHB's reply, once its valid jobs are durable; op->arg: its pushb_bad. */
 static void pushb_done(rb_srv *srv, rb_eng_op *op)
 {
-    if (rb_eng_failed(srv, op))
+    if (rb_reply_failed(srv, op))
         return;
     pushb_reply(op->c, op->json, op->arg, op->u.push.status);
-    rb_eng_op_finish(srv, op);
+    rb_eng_op_finish(srv->eng, op);
 }
 
 /* A push op for c of the n validated jobs (array taken over) of arg (the
@@ -133,7 +133,7 @@ void rb_cmd_push(rb_conn *c, char *arg)
     }
     json_t **jobs = rb_xmalloc(sizeof *jobs);
     jobs[0] = job;
-    rb_eng_submit(c->srv, push_op(c, job, jobs, 1, push_done));
+    rb_eng_submit(c->srv->eng, push_op(c, job, jobs, 1, push_done));
 }
 
 const char *rb_cmd_pushb_key(const json_t *job, size_t i, char key[RB_CMD_PUSHB_KEY])
@@ -193,7 +193,7 @@ void rb_cmd_pushb(rb_conn *c, char *arg)
     rb_eng_op *op = push_op(c, arr, valid, ok, pushb_done);
     op->arg = bad;
     op->arg_free = pushb_bad_free;
-    rb_eng_submit(c->srv, op);
+    rb_eng_submit(c->srv->eng, op);
 }
 
 char **rb_cmd_fetch_queues(rb_conn *c, char *arg, int *n)
@@ -215,13 +215,13 @@ static void fetch_done(rb_srv *srv, rb_eng_op *op)
 {
     rb_conn *c = op->c;
     c->fetch_op = NULL;
-    if (rb_eng_failed(srv, op))
+    if (rb_reply_failed(srv, op))
         return;
     if (op->u.fetch.job)
         rb_reply_bulk(c, op->u.fetch.job, strlen(op->u.fetch.job));
     else
         rb_reply_null(c);
-    rb_eng_op_finish(srv, op);
+    rb_eng_op_finish(srv->eng, op);
 }
 
 void rb_cmd_fetch(rb_conn *c, char *arg)
@@ -235,7 +235,7 @@ void rb_cmd_fetch(rb_conn *c, char *arg)
     op->u.fetch.n = n;
     op->u.fetch.wid = c->worker ? c->worker->wid : NULL;
     c->fetch_op = op;
-    rb_eng_submit(c->srv, op);
+    rb_eng_submit(c->srv->eng, op);
 }
 
 /* --- ACK, FAIL, SNOOZE, EXTEND: one job, through the engine --- */
@@ -264,10 +264,10 @@ static void job_done(rb_srv *srv, rb_eng_op *op)
     if (op->kind == RB_ENG_FAIL && op->rc == RB_ESTATE) {
         /* the job's policy could not run: its JSON is unreadable */
         rb_reply_err(c, "FAIL: %s", rb_err_msg(&op->err));
-        rb_eng_op_finish(srv, op);
+        rb_eng_op_finish(srv->eng, op);
         return;
     }
-    if (rb_eng_failed(srv, op))
+    if (rb_reply_failed(srv, op))
         return;
     switch (op->u.job.status) {
     case RB_JOB_DONE:
@@ -293,7 +293,7 @@ static void job_done(rb_srv *srv, rb_eng_op *op)
                          rb_job_state_name(op->u.job.state));
         break;
     }
-    rb_eng_op_finish(srv, op);
+    rb_eng_op_finish(srv->eng, op);
 }
 
 /* A job op of kind for c naming jid (copied), with c's HELLO wid. */
@@ -328,14 +328,14 @@ void rb_cmd_ack(rb_conn *c, char *arg)
 {
     const char *jid = simple_jid(arg);
     if (jid) {
-        rb_eng_submit(c->srv, job_op(c, RB_ENG_ACK, jid));
+        rb_eng_submit(c->srv->eng, job_op(c, RB_ENG_ACK, jid));
         return;
     }
     json_t *o = rb_cmd_json_arg(c, "ACK", arg, JSON_OBJECT);
     if (!o)
         return;
     if ((jid = rb_cmd_jid(c, "ACK", o)))
-        rb_eng_submit(c->srv, job_op(c, RB_ENG_ACK, jid));
+        rb_eng_submit(c->srv->eng, job_op(c, RB_ENG_ACK, jid));
     json_decref(o);
 }
 
@@ -367,7 +367,7 @@ void rb_cmd_fail(rb_conn *c, char *arg)
         memcpy(op->u.job.retry_after, ra, sizeof ra);
         op->u.job.fail.retry_after = op->u.job.retry_after;
     }
-    rb_eng_submit(c->srv, op);
+    rb_eng_submit(c->srv->eng, op);
 }
 
 /* SNOOZE and EXTEND: the jid, then the number of seconds key in [lo, hi],
@@ -388,7 +388,7 @@ static void snooze_extend(rb_conn *c, char *arg, rb_eng_kind kind, const char *k
         } else {
             rb_eng_op *op = job_op(c, kind, jid);
             op->u.job.seconds = s;
-            rb_eng_submit(c->srv, op);
+            rb_eng_submit(c->srv->eng, op);
         }
     }
     json_decref(o);

@@ -14,19 +14,19 @@
 /* SET: +OK; GET: the record's JSON. */
 static void track_done(rb_srv *srv, rb_eng_op *op)
 {
-    if (rb_eng_failed(srv, op))
+    if (rb_reply_failed(srv, op))
         return;
     if (op->u.track.get)
         rb_reply_json(op->c, json_incref(op->u.track.reply));
     else
         rb_reply_ok(op->c);
-    rb_eng_op_finish(srv, op);
+    rb_eng_op_finish(srv->eng, op);
 }
 
 void rb_cmd_track(rb_conn *c, char *arg)
 {
     rb_err err = {0};
-    if (rb_eng_track_check(c->srv, &err)) {
+    if (rb_eng_track_check(c->srv->eng, &err)) {
         rb_reply_err(c, "%s", rb_err_msg(&err));
         return;
     }
@@ -69,5 +69,5 @@ void rb_cmd_track(rb_conn *c, char *arg)
         rb_reply_err(c, "unknown track command %.60s (TRACK GET jid or TRACK SET {json})", sub);
         return;
     }
-    rb_eng_submit(c->srv, op);
+    rb_eng_submit(c->srv->eng, op);
 }

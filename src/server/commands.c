@@ -119,7 +119,7 @@ void rb_command_run(rb_conn *c, char *line)
 static void hello_done(rb_srv *srv, rb_eng_op *op)
 {
     rb_reply_ok(op->c); /* a store error is logged; HELLO succeeds */
-    rb_eng_op_finish(srv, op);
+    rb_eng_op_finish(srv->eng, op);
 }
 
 static void cmd_hello(rb_conn *c, char *arg)
@@ -162,12 +162,12 @@ static void cmd_hello(rb_conn *c, char *arg)
         json_decref(o);
         return;
     }
-    c->worker = rb_eng_worker_attach(srv, wid);
+    c->worker = rb_eng_worker_attach(srv->eng, wid);
     rb_eng_op *op = rb_eng_op_new(RB_ENG_HELLO, c, hello_done);
     op->json = o;
     op->u.worker.wid = wid;
     op->u.worker.info = o;
-    rb_eng_submit(srv, op);
+    rb_eng_submit(srv->eng, op);
 }
 
 static void cmd_end(rb_conn *c, char *arg)
@@ -180,10 +180,10 @@ static void cmd_end(rb_conn *c, char *arg)
  * server's own shutdown quiet when stronger. */
 static void beat_done(rb_srv *srv, rb_eng_op *op)
 {
-    if (rb_eng_failed(srv, op))
+    if (rb_reply_failed(srv, op))
         return;
     rb_cmd_beat_reply(op->c, op->u.worker.signal);
-    rb_eng_op_finish(srv, op);
+    rb_eng_op_finish(srv->eng, op);
 }
 
 static void cmd_beat(rb_conn *c, char *arg)
@@ -200,7 +200,7 @@ static void cmd_beat(rb_conn *c, char *arg)
     rb_eng_op *op = rb_eng_op_new(RB_ENG_BEAT, c, beat_done);
     op->json = o;
     op->u.worker.wid = wid;
-    rb_eng_submit(c->srv, op);
+    rb_eng_submit(c->srv->eng, op);
 }
 
 void rb_cmd_beat_reply(rb_conn *c, int signal)

@@ -30,13 +30,16 @@ void rb_conn_unref(rb_conn *c)
         conn_free(c);
 }
 
-void rb_conn_hold(rb_conn *c)
+static void conn_hold(rb_conn *c)
 {
     c->busy = true;
     c->refs++;
 }
 
-void rb_conn_release(rb_conn *c, bool run_next)
+static void conn_release(rb_conn *c, bool run_next);
+const rb_eng_client rb_conn_client = {conn_hold, conn_release};
+
+static void conn_release(rb_conn *c, bool run_next)
 {
     if (run_next)
         rb_conn_done(c);
@@ -73,12 +76,12 @@ void rb_conn_close(rb_conn *c)
     c->closed = true;
     rb_srv *srv = c->srv;
     if (c->fetch_op) /* its FETCH waits for nobody now */
-        rb_eng_fetch_cancel(srv, c->fetch_op);
+        rb_eng_fetch_cancel(srv->eng, c->fetch_op);
     rb_list_remove(&srv->conns, &c->link);
     if (c->worker)
-        rb_eng_worker_detach(srv, c->worker);
+        rb_eng_worker_detach(srv->eng, c->worker);
     c->worker = NULL;
-    if (c->bev && evbuffer_get_length(bufferevent_get_output(c->bev)) > 0 && !srv->stopping) {
+    if (c->bev && evbuffer_get_length(bufferevent_get_output(c->bev)) > 0 && !srv->eng->stopping) {
         /* Send the last reply (an error before closing) before the socket
          * goes away; the write callback frees it once drained. */
         bufferevent_disable(c->bev, EV_READ);
@@ -96,8 +99,8 @@ void rb_conn_close(rb_conn *c)
     }
     if (c->refs == 0)
         conn_free(c);
-    if (srv->stopping && srv->conns.size == 0)
-        event_base_loopexit(srv->base, NULL); /* nobody left to tell: stop now */
+    if (srv->eng->stopping && srv->conns.size == 0)
+        event_base_loopexit(srv->eng->base, NULL); /* nobody left to tell: stop now */
 }
 
 void rb_conn_done(rb_conn *c)
@@ -124,7 +127,7 @@ static void on_line_timeout(evutil_socket_t fd, short what, void *arg)
 static void arm_line_timeout(rb_conn *c)
 {
     if (!c->line_timeout)
-        c->line_timeout = evtimer_new(c->srv->base, on_line_timeout, c);
+        c->line_timeout = evtimer_new(c->srv->eng->base, on_line_timeout, c);
     if (!evtimer_pending(c->line_timeout, NULL)) {
         struct timeval tv = {(time_t)c->srv->cfg.server.line_timeout_s, 0};
         evtimer_add(c->line_timeout, &tv);
@@ -245,7 +248,7 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
 
 void rb_conn_accept(rb_srv *srv, evutil_socket_t fd)
 {
-    if (srv->stopping || (int64_t)srv->conns.size >= srv->cfg.server.max_connections) {
+    if (srv->eng->stopping || (int64_t)srv->conns.size >= srv->cfg.server.max_connections) {
         if (srv->tls) { /* no session yet to say why in */
             evutil_closesocket(fd);
             return;
@@ -261,7 +264,7 @@ void rb_conn_accept(rb_srv *srv, evutil_socket_t fd)
      * request/reply lockstep, Nagle could hold one back behind an ACK. */
     int one = 1;
     (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    struct bufferevent *bev = rb_tls_bev_new(srv->tls, srv->base, fd);
+    struct bufferevent *bev = rb_tls_bev_new(srv->tls, srv->eng->base, fd);
     if (!bev) {
         rb_log(RB_LOG_WARN, "cannot set up a connection (tls session): closed");
         return;

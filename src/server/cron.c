@@ -11,6 +11,7 @@
 #include <event2/event.h>
 
 #include "common/buf.h"
+#include "common/fault.h"
 #include "common/timeutil.h"
 #include "engine/engine.h"
 #include "common/log.h"
@@ -29,8 +30,8 @@ typedef struct cron_state {
 struct rb_cron {
     cron_state *e;    /* cfg.n_cron entries */
     size_t n;
-    int64_t offset_ms; /* RB_CRON_TEST_CLOCK_ENV, 0 outside tests */
-    int64_t rate;      /* RB_CRON_TEST_RATE_ENV, 1 outside tests */
+    int64_t offset_ms; /* RB_CRON_TEST_CLOCK_FAULT, 0 outside tests */
+    int64_t rate;      /* RB_CRON_TEST_RATE_FAULT, 1 outside tests */
     int64_t fired;     /* jobs pushed since start */
     struct event *timer;
     bool stopping;
@@ -74,14 +75,16 @@ char *rb_cron_jid(const char *name, int64_t tick_s, char *out)
     return out;
 }
 
-void rb_cron_load(rb_srv *srv, const char *key, const char *value)
+/* The stored tick of a "cron:NAME" row (the backend's cron_ticks): the
+ * entry's last, for the catch-up. */
+static void load_tick(rb_srv *srv, const char *key, int64_t tick_s)
 {
     size_t plen = strlen(RB_CRON_META_KEY);
-    if (strncmp(key, RB_CRON_META_KEY, plen) || !state(srv))
+    if (strncmp(key, RB_CRON_META_KEY, plen))
         return;
     for (size_t i = 0; i < srv->cfg.n_cron; i++)
         if (!strcmp(srv->cfg.cron[i].name, key + plen)) {
-            srv->cron->e[i].last_s = strtoll(value, NULL, 10);
+            srv->cron->e[i].last_s = tick_s;
             return;
         }
 }
@@ -134,7 +137,7 @@ static void pushed(rb_srv *srv, rb_eng_op *op)
             st->next_s = next_after(srv, a->index, a->tick_s > now_s ? a->tick_s : now_s);
         }
     }
-    rb_eng_op_finish(srv, op);
+    rb_eng_op_finish(srv->eng, op);
     arm(srv);
 }
 
@@ -176,7 +179,7 @@ static void fire(rb_srv *srv, size_t i, int64_t tick_s, bool catch_up)
     op->u.push.meta_key = a->key; /* pushed only if tick_s > the stored tick */
     op->u.push.tick_s = tick_s;
     cr->e[i].in_flight = true;
-    rb_eng_submit(srv, op);
+    rb_eng_submit(srv->eng, op);
 }
 
 static void on_timer(evutil_socket_t fd, short what, void *arg)
@@ -228,23 +231,26 @@ static void arm(rb_srv *srv)
 void rb_cron_start(rb_srv *srv)
 {
     struct rb_cron *cr = state(srv);
-    if (!cr || !srv->base)
+    if (!cr || !srv->eng->base)
         return;
-    const char *off = getenv(RB_CRON_TEST_CLOCK_ENV);
-    if (off && *off) {
-        cr->offset_ms = strtoll(off, NULL, 10);
-        rb_log(RB_LOG_WARN, "cron: test clock offset %" PRId64 " ms (%s)", cr->offset_ms,
-               RB_CRON_TEST_CLOCK_ENV);
+    json_t *ticks = srv->eng->backend->cron_ticks(srv->eng);
+    const char *key;
+    json_t *v;
+    json_object_foreach(ticks, key, v)
+        load_tick(srv, key, json_integer_value(v));
+    json_decref(ticks);
+    if (rb_fault_get(RB_CRON_TEST_CLOCK_FAULT)) {
+        cr->offset_ms = rb_fault_int(RB_CRON_TEST_CLOCK_FAULT, 0);
+        rb_log(RB_LOG_WARN, "cron: test clock offset %" PRId64 " ms (%s %s)", cr->offset_ms,
+               RB_FAULTS_ENV, RB_CRON_TEST_CLOCK_FAULT);
     }
-    const char *rate = getenv(RB_CRON_TEST_RATE_ENV);
-    if (rate && *rate && strtoll(rate, NULL, 10) > 1) {
-        cr->rate = strtoll(rate, NULL, 10);
-        if (cr->rate > 3600)
-            cr->rate = 3600;
-        rb_log(RB_LOG_WARN, "cron: test clock rate %" PRId64 " (%s)", cr->rate,
-               RB_CRON_TEST_RATE_ENV);
+    int64_t rate = rb_fault_int(RB_CRON_TEST_RATE_FAULT, 1);
+    if (rate > 1) {
+        cr->rate = rate > 3600 ? 3600 : rate;
+        rb_log(RB_LOG_WARN, "cron: test clock rate %" PRId64 " (%s %s)", cr->rate,
+               RB_FAULTS_ENV, RB_CRON_TEST_RATE_FAULT);
     }
-    cr->timer = evtimer_new(srv->base, on_timer, srv);
+    cr->timer = evtimer_new(srv->eng->base, on_timer, srv);
     int64_t now_s = cron_now_ms(cr) / 1000;
     for (size_t i = 0; i < cr->n; i++) {
         cron_state *st = &cr->e[i];

@@ -16,23 +16,16 @@
 #include <jansson.h>
 
 typedef struct rb_srv rb_srv;
+#include "engine/cron.h" /* RB_CRON_META_KEY */
 
-/* The meta key prefix of an entry's last fired tick. */
-#define RB_CRON_META_KEY "cron:"
 
-/* The test-only clock offset (milliseconds added to the wall clock cron
- * reads; docs/enterprise.md). Read once, at rb_cron_start. */
-#define RB_CRON_TEST_CLOCK_ENV "REBOUND_TEST_CLOCK_OFFSET_MS"
-/* Test-only: the cron clock runs this many times faster than the wall
- * clock (wall ms * rate + offset; 2..3600, e.g. 60: a minute's tick each
- * second). Read once, at rb_cron_start. */
-#define RB_CRON_TEST_RATE_ENV "REBOUND_TEST_CLOCK_RATE"
+/* The test-only clock (common/fault.h, docs/enterprise.md): the offset in
+ * milliseconds added to the wall clock cron reads, and how many times
+ * faster than the wall clock it runs (wall ms * rate + offset; 2..3600,
+ * e.g. 60: a minute's tick each second). Read at rb_cron_start. */
+#define RB_CRON_TEST_CLOCK_FAULT "cron.clock_offset_ms"
+#define RB_CRON_TEST_RATE_FAULT "cron.clock_rate"
 
-/* Start-up, before rb_cron_start: a stored meta key (an entry's last tick
- * when it starts with RB_CRON_META_KEY; others are ignored). A single
- * node's store loader and distributed mode's open (backend/pg/mode.c)
- * call it. */
-void rb_cron_load(rb_srv *srv, const char *key, const char *value);
 
 /* Once the loop exists: for each entry, the catch-up job of missed =
  * "run_once" after downtime, then the timer armed for the next ticks. A
@@ -51,7 +44,7 @@ int64_t rb_cron_fired(const rb_srv *srv);
  * store keeps it (written in its push's commit), 0 for never. */
 int64_t rb_cron_last_tick(const rb_srv *srv, size_t i);
 /* The cron clock in ms: the wall clock plus the test-only offset
- * (RB_CRON_TEST_CLOCK_ENV) once rb_cron_start has read it. */
+ * (RB_CRON_TEST_CLOCK_FAULT) once rb_cron_start has read it. */
 int64_t rb_cron_now_ms(const rb_srv *srv);
 
 /* The jid of entry name's tick at tick_s: "cron-<16 hex digits of the

@@ -218,7 +218,7 @@ static const rb_asset *asset(const char *path)
 static void metrics_done(rb_srv *srv, rb_eng_op *op)
 {
     rb_eng_health h;
-    rb_eng_health_of(srv, &h);
+    rb_eng_health_of(srv->eng, &h);
     if (op->rc && !(h.known && rb_eng_store_error(op->rc)) && rb_api_failed(srv, op))
         return;
     const rb_eng_info *f = &op->u.info;
@@ -264,18 +264,18 @@ static void metrics_done(rb_srv *srv, rb_eng_op *op)
     st.link_since_ms = h.since_ms;
     st.last_commit_ms = h.last_commit_ms;
     rb_buf b = RB_BUF_INIT;
-    rb_metrics_render_state(srv->metrics, srv, &st, &b);
+    rb_metrics_render_state(srv->eng->metrics, srv, &st, &b);
     free(ts);
     rb_http_reply_raw(rb_api_call_of(op)->req, 200, "text/plain; version=0.0.4; charset=utf-8",
                       rb_buf_str(&b), b.len);
     rb_buf_release(&b);
     free(qs);
-    rb_eng_op_finish(srv, op);
+    rb_eng_op_finish(srv->eng, op);
 }
 
 static void serve_metrics(rb_http *h, struct evhttp_request *req)
 {
-    rb_eng_submit(h->srv, rb_api_info_op(req, metrics_done, true));
+    rb_eng_submit(h->srv->eng, rb_api_info_op(req, metrics_done, true));
 }
 
 /* GET /healthz, for a load balancer (no password: it tells only whether
@@ -285,7 +285,7 @@ static void serve_metrics(rb_http *h, struct evhttp_request *req)
 static void serve_health(rb_http *h, struct evhttp_request *req)
 {
     rb_eng_health hl;
-    rb_eng_health_of(h->srv, &hl);
+    rb_eng_health_of(h->srv->eng, &hl);
     json_t *v = json_pack("{s:s}", "status", hl.up ? "ok" : "unavailable");
     if (hl.known)
         json_object_set_new(v, "database", rb_eng_health_json(&hl, false));
@@ -353,7 +353,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     rb_http *h = arg;
-    rb_metrics_sample(h->srv->metrics, rb_now_ms() / 1000);
+    rb_metrics_sample(h->srv->eng->metrics, rb_now_ms() / 1000);
 }
 
 /* "HOST:PORT", "[V6]:PORT", ":PORT" into host (for getaddrinfo) and port;
@@ -525,7 +525,7 @@ int rb_http_start(rb_srv *srv, const char *addr, const char *port_file, rb_err *
         return 0;
     rb_http *h = rb_xcalloc(1, sizeof *h);
     h->srv = srv;
-    h->eh = evhttp_new(srv->base);
+    h->eh = evhttp_new(srv->eng->base);
     evhttp_set_gencb(h->eh, on_request, h);
     if (srv->http_tls)
         evhttp_set_bevcb(h->eh, https_bev, srv->http_tls);
@@ -546,10 +546,10 @@ int rb_http_start(rb_srv *srv, const char *addr, const char *port_file, rb_err *
         }
         return rc;
     }
-    h->tick = event_new(srv->base, -1, EV_PERSIST, on_tick, h);
+    h->tick = event_new(srv->eng->base, -1, EV_PERSIST, on_tick, h);
     struct timeval one = {1, 0};
     event_add(h->tick, &one);
-    rb_metrics_sample(srv->metrics, rb_now_ms() / 1000);
+    rb_metrics_sample(srv->eng->metrics, rb_now_ms() / 1000);
     srv->http = h;
     return 0;
 }

@@ -71,7 +71,7 @@ static void job_action_done(rb_srv *srv, rb_eng_op *op)
                                                        (rb_job_state)st))
                                                  : json_null()));
     }
-    rb_eng_op_finish(srv, op);
+    rb_eng_op_finish(srv->eng, op);
 }
 
 /* Checks, changes and reads back the job in one op (RB_ENG_JOB_ACTION);
@@ -86,7 +86,7 @@ void rb_api_job_action(rb_http_req *r)
     snprintf(a->action, sizeof a->action, "%s", r->seg[2]);
     op->u.job_action.jid = a->strs[0] = rb_xstrdup(r->seg[1]);
     op->u.job_action.cmd = cmd;
-    rb_eng_submit(r->h->srv, op);
+    rb_eng_submit(r->h->srv->eng, op);
 }
 
 /* --- POST /api/jobs/ACTION --- */
@@ -101,7 +101,7 @@ static void bulk_done(rb_srv *srv, rb_eng_op *op)
     rb_http_reply_json(a->req, 200,
                        json_pack("{s:s, s:s, s:I}", "action", a->action, "state", state,
                                  "changed", (json_int_t)op->u.bulk.changed));
-    rb_eng_op_finish(srv, op);
+    rb_eng_op_finish(srv->eng, op);
 }
 
 static const char *opt_string(json_t *o, const char *key, bool *bad)
@@ -166,7 +166,7 @@ void rb_api_bulk_action(rb_http_req *r)
                     ids[n++] = ids[k];
             op->u.bulk.n_jids = n;
         }
-        rb_eng_submit(r->h->srv, op);
+        rb_eng_submit(r->h->srv->eng, op);
         return;
     }
     json_decref(body);
@@ -190,7 +190,7 @@ static void queue_action_done(rb_srv *srv, rb_eng_op *op)
                                      rb_api_queue_json(name, q->size, op->u.queue.latency[0],
                                                        q->paused)));
     }
-    rb_eng_op_finish(srv, op);
+    rb_eng_op_finish(srv->eng, op);
 }
 
 /* As QUEUE PAUSE or RESUME of the one queue (RB_ENG_QUEUE), read back. */
@@ -205,7 +205,7 @@ void rb_api_queue_action(rb_http_req *r)
     op->u.queue.read_back = true;
     op->u.queue.names = rb_xcalloc(1, sizeof *op->u.queue.names);
     op->u.queue.names[op->u.queue.n++] = rb_xstrdup(r->seg[1]);
-    rb_eng_submit(r->h->srv, op);
+    rb_eng_submit(r->h->srv->eng, op);
 }
 
 /* --- POST /api/workers/ACTION --- */
@@ -242,7 +242,7 @@ static void worker_action_done(rb_srv *srv, rb_eng_op *op)
     else
         rb_http_reply_json(a->req, 200, json_pack("{s:s, s:I}", "action", a->action, "workers",
                                                   (json_int_t)op->u.workers.changed));
-    rb_eng_op_finish(srv, op);
+    rb_eng_op_finish(srv->eng, op);
 }
 
 /* As WORKERS (the same op): said at each worker's next BEAT. */
@@ -258,5 +258,5 @@ void rb_api_worker_action(rb_http_req *r)
     op->json = body; /* the wid's */
     op->u.workers.wid = wid;
     op->u.workers.signal = sig;
-    rb_eng_submit(r->h->srv, op);
+    rb_eng_submit(r->h->srv->eng, op);
 }

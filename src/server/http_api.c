@@ -27,7 +27,7 @@ json_t *rb_api_time_or_null(int64_t ms)
  * jobs enqueued or paused: docs/http.md). */
 static json_t *info_json(rb_srv *srv, const rb_eng_info *f)
 {
-    const rb_metrics *m = srv->metrics;
+    const rb_metrics *m = srv->eng->metrics;
     int64_t now = rb_now_ms();
     return json_pack(
         "{s:{s:s, s:s, s:s, s:o, s:o, s:I, s:s, s:s, s:I, s:I, s:I, s:b},"
@@ -40,7 +40,7 @@ static json_t *info_json(rb_srv *srv, const rb_eng_info *f)
         (json_int_t)((now - srv->started_ms) / 1000), "store", f->store, "listen",
         srv->cfg.server.listen ? srv->cfg.server.listen : "", "connections",
         (json_int_t)srv->conns.size, "workers", (json_int_t)f->workers, "commands",
-        (json_int_t)srv->command_count, "stopping", srv->stopping,
+        (json_int_t)srv->command_count, "stopping", srv->eng->stopping,
         "jobs", "scheduled", (json_int_t)f->scheduled, "enqueued", (json_int_t)f->enqueued,
         "working", (json_int_t)f->working, "retries", (json_int_t)f->retries, "dead",
         (json_int_t)f->dead, "waiting", (json_int_t)f->waiting, "blocked",
@@ -62,7 +62,7 @@ static void info_done(rb_srv *srv, rb_eng_op *op)
     json_t *info = info_json(srv, &op->u.info);
     rb_api_enterprise_info(srv, &op->u.info, info);
     rb_http_reply_json(rb_api_call_of(op)->req, 200, info);
-    rb_eng_op_finish(srv, op);
+    rb_eng_op_finish(srv->eng, op);
 }
 
 rb_eng_op *rb_api_info_op(struct evhttp_request *req, void (*done)(rb_srv *, rb_eng_op *),
@@ -75,7 +75,7 @@ rb_eng_op *rb_api_info_op(struct evhttp_request *req, void (*done)(rb_srv *, rb_
 
 void rb_api_info(rb_http_req *r)
 {
-    rb_eng_submit(r->h->srv, rb_api_info_op(r->req, info_done, false));
+    rb_eng_submit(r->h->srv->eng, rb_api_info_op(r->req, info_done, false));
 }
 
 /* --- GET /api/stats --- */
@@ -91,7 +91,7 @@ static void add_sample(void *arg, int64_t t_s, uint64_t pushed, uint64_t process
 void rb_api_stats(rb_http_req *r)
 {
     json_t *samples = json_array();
-    rb_metrics_history(r->h->srv->metrics, add_sample, samples);
+    rb_metrics_history(r->h->srv->eng->metrics, add_sample, samples);
     rb_http_reply_json(r->req, 200,
                        json_pack("{s:i, s:o}", "interval_s", 1, "samples", samples));
 }
@@ -130,14 +130,14 @@ static void queues_done(rb_srv *srv, rb_eng_op *op)
                                                      v[i].q->paused));
     free(v);
     rb_http_reply_json(rb_api_call_of(op)->req, 200, json_pack("{s:o}", "queues", arr));
-    rb_eng_op_finish(srv, op);
+    rb_eng_op_finish(srv->eng, op);
 }
 
 /* As /api/info: every known queue on a single node, those with jobs
  * enqueued or paused in distributed mode (docs/http.md). */
 void rb_api_queues(rb_http_req *r)
 {
-    rb_eng_submit(r->h->srv, rb_api_info_op(r->req, queues_done, true));
+    rb_eng_submit(r->h->srv->eng, rb_api_info_op(r->req, queues_done, true));
 }
 
 /* --- GET /api/jobs --- */
@@ -210,7 +210,7 @@ static void jobs_done(rb_srv *srv, rb_eng_op *op)
                                  rb_job_state_name((rb_job_state)f->state), "total",
                                  (json_int_t)op->u.jobs.total, "offset", (json_int_t)f->offset,
                                  "limit", (json_int_t)f->limit, "jobs", arr));
-    rb_eng_op_finish(srv, op);
+    rb_eng_op_finish(srv->eng, op);
 }
 
 /* An empty string as absent: the query's filters. */
@@ -239,9 +239,11 @@ void rb_api_jobs(rb_http_req *r)
         s[0] = nonempty(rb_http_query(r->req, "queue"));
         s[1] = nonempty(rb_http_query(r->req, "jobtype"));
         s[2] = nonempty(rb_http_query(r->req, "errtype"));
+        s[3] = nonempty(rb_http_query(r->req, "group"));
         op->u.jobs.f = (rb_job_filter){.state = st, .queue = s[0], .jobtype = s[1],
-                                       .errtype = s[2], .offset = offset, .limit = limit};
-        rb_eng_submit(r->h->srv, op);
+                                       .errtype = s[2], .group = s[3], .offset = offset,
+                                       .limit = limit};
+        rb_eng_submit(r->h->srv->eng, op);
     }
     free(state);
 }
@@ -291,7 +293,7 @@ static void job_done(rb_srv *srv, rb_eng_op *op)
     const rb_job_view *j = &op->u.lookup.view;
     if (!op->u.lookup.found) {
         rb_http_reply_error(req, 404, "no job '%s'", op->u.lookup.jid);
-        rb_eng_op_finish(srv, op);
+        rb_eng_op_finish(srv->eng, op);
         return;
     }
     json_t *v = rb_api_summary(j);
@@ -304,14 +306,14 @@ static void job_done(rb_srv *srv, rb_eng_op *op)
     rb_api_job_unique(j, job, op->now, v);
     json_object_set_new(v, "job", job ? job : json_null());
     rb_http_reply_json(req, 200, v);
-    rb_eng_op_finish(srv, op);
+    rb_eng_op_finish(srv->eng, op);
 }
 
 void rb_api_job(rb_http_req *r)
 {
     rb_eng_op *op = rb_api_op(r, RB_ENG_JOB, job_done);
     op->u.lookup.jid = rb_api_call_of(op)->strs[0] = rb_xstrdup(r->seg[1]);
-    rb_eng_submit(r->h->srv, op);
+    rb_eng_submit(r->h->srv->eng, op);
 }
 
 /* --- GET /api/workflow/JID --- */
@@ -325,7 +327,7 @@ static void workflow_done(rb_srv *srv, rb_eng_op *op)
         rb_http_reply_json(req, 200, rb_workflow_json(op->u.workflow.jid, &op->u.workflow.g));
     else
         rb_http_reply_error(req, 404, "no job '%s'", op->u.workflow.jid);
-    rb_eng_op_finish(srv, op);
+    rb_eng_op_finish(srv->eng, op);
 }
 
 /* The workflow graph of any member job (engine/workflow.h). */
@@ -333,7 +335,7 @@ void rb_api_workflow(rb_http_req *r)
 {
     rb_eng_op *op = rb_api_op(r, RB_ENG_WORKFLOW, workflow_done);
     op->u.workflow.jid = rb_api_call_of(op)->strs[0] = rb_xstrdup(r->seg[1]);
-    rb_eng_submit(r->h->srv, op);
+    rb_eng_submit(r->h->srv->eng, op);
 }
 
 /* --- GET /api/batches, GET /api/batch/BID --- */
@@ -352,14 +354,14 @@ static void batches_done(rb_srv *srv, rb_eng_op *op)
         rb_http_reply_json(req, 200, rb_batch_view_json(&op->u.batch.view));
     else
         rb_http_reply_error(req, 404, "no batch '%s'", op->u.batch.bid);
-    rb_eng_op_finish(srv, op);
+    rb_eng_op_finish(srv->eng, op);
 }
 
 /* 0 when the backend keeps batches, else after replying 400. */
 static int batches_check(rb_http_req *r)
 {
     rb_err err = {0};
-    if (!rb_eng_batch_check(r->h->srv, &err))
+    if (!rb_eng_batch_check(r->h->srv->eng, &err))
         return 0;
     rb_http_reply_error(r->req, 400, "%s", rb_err_msg(&err));
     return -1;
@@ -382,7 +384,7 @@ void rb_api_batches(rb_http_req *r)
         op->u.batch.all = state && !strcmp(state, "all");
         op->u.batch.offset = offset;
         op->u.batch.limit = limit;
-        rb_eng_submit(r->h->srv, op);
+        rb_eng_submit(r->h->srv->eng, op);
     }
     free(state);
 }
@@ -395,7 +397,7 @@ void rb_api_batch(rb_http_req *r)
     rb_eng_op *op = rb_api_op(r, RB_ENG_BATCH, batches_done);
     op->u.batch.verb = RB_ENG_BATCH_VIEW;
     op->u.batch.bid = rb_api_call_of(op)->strs[0] = rb_xstrdup(r->seg[1]);
-    rb_eng_submit(r->h->srv, op);
+    rb_eng_submit(r->h->srv->eng, op);
 }
 
 /* --- GET /api/workers --- */
@@ -408,7 +410,7 @@ static void workers_done(rb_srv *srv, rb_eng_op *op)
     json_t *arr = json_array();
     for (size_t i = 0; i < op->u.worker_list.n; i++) {
         const rb_eng_worker *w = &op->u.worker_list.v[i];
-        const rb_worker *here = rb_eng_worker_get(srv, w->wid, false); /* this node's connections */
+        const rb_worker *here = rb_eng_worker_get(srv->eng, w->wid, false); /* this node's connections */
         int sig = w->signal >= 0 && w->signal <= 2 ? w->signal : 0;
         json_t *o = json_pack("{s:s, s:o, s:i, s:s}", "wid", w->wid, "last_beat",
                               rb_api_time_or_null(w->beat_ms), "connections",
@@ -422,12 +424,12 @@ static void workers_done(rb_srv *srv, rb_eng_op *op)
         json_array_append_new(arr, o);
     }
     rb_http_reply_json(rb_api_call_of(op)->req, 200, json_pack("{s:o}", "workers", arr));
-    rb_eng_op_finish(srv, op);
+    rb_eng_op_finish(srv->eng, op);
 }
 
 void rb_api_workers(rb_http_req *r)
 {
-    rb_eng_submit(r->h->srv, rb_api_op(r, RB_ENG_WORKER_LIST, workers_done));
+    rb_eng_submit(r->h->srv->eng, rb_api_op(r, RB_ENG_WORKER_LIST, workers_done));
 }
 
 /* --- POST /api/policy/simulate --- */

@@ -105,21 +105,26 @@ static void throttles_done(rb_srv *srv, rb_eng_op *op)
                 size = f->queues[k].size;
                 paused = f->queues[k].paused;
             }
-        json_array_append_new(
-            arr, json_pack("{s:s, s:I, s:I, s:o, s:I, s:b}", "queue", v[i]->queue,
-                           "concurrency", (json_int_t)v[i]->concurrency, "timeout_s",
-                           (json_int_t)v[i]->timeout_s, "in_use",
-                           json_is_integer(in_use) ? json_incref(in_use) : json_null(), "size",
-                           (json_int_t)size, "paused", paused));
+        json_t *t = json_pack("{s:s, s:I, s:I, s:o, s:I, s:b}", "queue", v[i]->queue,
+                              "concurrency", (json_int_t)v[i]->concurrency, "timeout_s",
+                              (json_int_t)v[i]->timeout_s, "in_use",
+                              json_is_integer(in_use) ? json_incref(in_use) : json_null(), "size",
+                              (json_int_t)size, "paused", paused);
+        if (v[i]->rate) { /* a rate: starts per period_s, plus burst */
+            json_object_set_new(t, "rate", json_integer(v[i]->rate));
+            json_object_set_new(t, "period_s", json_real((double)v[i]->period_ms / 1000.0));
+            json_object_set_new(t, "burst", json_integer(v[i]->burst));
+        }
+        json_array_append_new(arr, t);
     }
     free(v);
     rb_http_reply_json(rb_api_call_of(op)->req, 200, json_pack("{s:o}", "throttles", arr));
-    rb_eng_op_finish(srv, op);
+    rb_eng_op_finish(srv->eng, op);
 }
 
 void rb_api_throttles(rb_http_req *r)
 {
-    rb_eng_submit(r->h->srv, rb_api_info_op(r->req, throttles_done, false));
+    rb_eng_submit(r->h->srv->eng, rb_api_info_op(r->req, throttles_done, false));
 }
 
 /* --- GET /api/job/JID's unique lock and expiry --- */

@@ -95,7 +95,7 @@ bool rb_http_query_int(struct evhttp_request *req, const char *name, long long l
  * answer and strings the op borrows. */
 typedef struct rb_api_call {
     struct evhttp_request *req;
-    char *strs[3];   /* owned */
+    char *strs[4];   /* owned */
     char action[16]; /* the path's action, for the reply */
 } rb_api_call;
 /* A new op of kind answering r (no protocol connection) with its

@@ -167,6 +167,6 @@ bool rb_api_failed(rb_srv *srv, rb_eng_op *op)
         rb_http_reply_error(req, 500, "storage error: %s", rb_err_msg(&op->err));
     else
         rb_http_reply_error(req, 400, "%s", rb_err_msg(&op->err));
-    rb_eng_op_finish(srv, op);
+    rb_eng_op_finish(srv->eng, op);
     return true;
 }

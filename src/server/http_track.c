@@ -14,7 +14,7 @@ static void track_done(rb_srv *srv, rb_eng_op *op)
     if (rb_api_failed(srv, op))
         return;
     rb_http_reply_json(rb_api_call_of(op)->req, 200, json_incref(op->u.track.reply));
-    rb_eng_op_finish(srv, op);
+    rb_eng_op_finish(srv->eng, op);
 }
 
 void rb_api_track(rb_http_req *r)
@@ -22,5 +22,5 @@ void rb_api_track(rb_http_req *r)
     rb_eng_op *op = rb_api_op(r, RB_ENG_TRACK, track_done);
     op->u.track.get = true;
     op->u.track.jid = rb_api_call_of(op)->strs[0] = rb_xstrdup(r->seg[1]);
-    rb_eng_submit(r->h->srv, op);
+    rb_eng_submit(r->h->srv->eng, op);
 }

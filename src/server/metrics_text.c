@@ -216,7 +216,7 @@ node:
     head(out, "rebound_connections", "gauge", "open work-protocol connections");
     rb_buf_printf(out, "rebound_connections %zu\n", srv->conns.size);
     head(out, "rebound_workers", "gauge", "worker processes known by their HELLO wid");
-    rb_buf_printf(out, "rebound_workers %zu\n", rb_eng_workers_count(srv));
+    rb_buf_printf(out, "rebound_workers %zu\n", rb_eng_workers_count(srv->eng));
     head(out, "rebound_uptime_seconds", "gauge", "seconds since the server started");
     rb_buf_printf(out, "rebound_uptime_seconds %lld\n", (long long)((now - srv->started_ms) / 1000));
     head(out, "rebound_build_info", "gauge",
@@ -234,7 +234,7 @@ node:
     histogram(out, "rebound_commit_batch_size", "row writes per group commit", &m->batch_ops);
     histogram(out, "rebound_commit_fsync_seconds", "time of COMMIT (with its fsync) per group commit",
               &m->commit_s);
-    if (!srv->backend || !srv->backend->counts_claims)
+    if (!srv->eng->backend || !srv->eng->backend->counts_claims)
         return;
     static const char *const trigger[2] = {"fetch", "wake"};
     head(out, "rebound_fetch_claims_total", "counter",

@@ -91,3 +91,17 @@ void rb_reply_json(rb_conn *c, json_t *v)
     rb_reply_bulk(c, s, strlen(s));
     free(s);
 }
+
+bool rb_reply_failed(rb_srv *srv, rb_eng_op *op)
+{
+    if (!op->rc)
+        return false;
+    if (op->c) {
+        if (rb_eng_store_error(op->rc))
+            rb_reply_err(op->c, "storage error: %s", rb_err_msg(&op->err));
+        else
+            rb_reply_err(op->c, "%s", rb_err_msg(&op->err));
+    }
+    rb_eng_op_finish(srv->eng, op);
+    return true;
+}

@@ -17,6 +17,7 @@
 #include "common/buf.h"
 #include "common/timeutil.h"
 #include "engine/engine.h"
+#include "engine/flow.h"
 #include "server/cron.h"
 #include "server/http.h"
 #include "common/log.h"
@@ -58,7 +59,7 @@ static void on_accept_error(struct evconnlistener *l, void *arg)
            strerror(e));
     evconnlistener_disable(l);
     if (!srv->accept_ev)
-        srv->accept_ev = evtimer_new(srv->base, on_accept_resume, srv);
+        srv->accept_ev = evtimer_new(srv->eng->base, on_accept_resume, srv);
     struct timeval tv = {0, 100000};
     evtimer_add(srv->accept_ev, &tv);
 }
@@ -86,19 +87,19 @@ static void on_grace(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     rb_srv *srv = arg;
-    event_base_loopexit(srv->base, NULL);
+    event_base_loopexit(srv->eng->base, NULL);
 }
 
 static void on_signal(evutil_socket_t sig, short what, void *arg)
 {
     (void)what;
     rb_srv *srv = arg;
-    if (srv->stopping) {
+    if (srv->eng->stopping) {
         rb_log(RB_LOG_WARN, "second signal: exiting now");
-        event_base_loopexit(srv->base, NULL);
+        event_base_loopexit(srv->eng->base, NULL);
         return;
     }
-    srv->stopping = true;
+    srv->eng->stopping = true;
     srv->quiet_all = RB_WORKER_QUIET;
     rb_sdnotify("STOPPING=1\nSTATUS=shutting down");
     rb_log(RB_LOG_INFO, "signal %d: shutting down (no new connections, workers told to quiet)",
@@ -110,7 +111,7 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
     /* Give connections a moment to finish their command and hear "quiet";
      * with none open, stop at once. */
     struct timeval tv = {srv->conns.size ? 1 : 0, 0};
-    srv->grace_ev = evtimer_new(srv->base, on_grace, srv);
+    srv->grace_ev = evtimer_new(srv->eng->base, on_grace, srv);
     evtimer_add(srv->grace_ev, &tv);
 }
 
@@ -160,7 +161,7 @@ static int listen_on(rb_srv *srv, const char *addr, const char *port_file, rb_er
     int len;
     if (parse_addr(addr, &ss, &len))
         return rb_err_set(err, RB_EINVAL, "listen address '%s' is not HOST:PORT", addr);
-    srv->listener = evconnlistener_new_bind(srv->base, on_accept, srv,
+    srv->listener = evconnlistener_new_bind(srv->eng->base, on_accept, srv,
                                             LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE |
                                                 LEV_OPT_CLOSE_ON_EXEC,
                                             512, (struct sockaddr *)&ss, len);
@@ -203,8 +204,7 @@ rb_srv *rb_srv_alloc(void)
 {
     rb_srv *srv = rb_xcalloc(1, sizeof *srv);
     srv->started_ms = rb_now_ms();
-    srv->metrics = rb_metrics_new();
-    rb_eng_workers_init(srv);
+    srv->eng = rb_eng_new(srv, &srv->cfg, &rb_conn_client);
     rb_rng_seed_os(&srv->rng);
     return srv;
 }
@@ -215,12 +215,12 @@ void rb_srv_loop_new(rb_srv *srv)
      * into one epoll_ctl (or none) per loop iteration. */
     struct event_config *ecfg = event_config_new();
     event_config_set_flag(ecfg, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
-    srv->base = event_base_new_with_config(ecfg);
+    srv->eng->base = event_base_new_with_config(ecfg);
     event_config_free(ecfg);
-    if (!srv->base)
-        srv->base = event_base_new();
-    if (srv->backend && srv->backend->attach)
-        srv->backend->attach(srv);
+    if (!srv->eng->base)
+        srv->eng->base = event_base_new();
+    if (srv->eng->backend && srv->eng->backend->attach)
+        srv->eng->backend->attach(srv->eng);
 }
 
 static void free_event(struct event *ev)
@@ -235,8 +235,8 @@ void rb_srv_free(rb_srv *srv)
         evconnlistener_free(srv->listener);
     close_conns(srv);
     /* what was submitted finishes: its completions run */
-    if (srv->backend && srv->backend->close)
-        srv->backend->close(srv);
+    if (srv->eng->backend && srv->eng->backend->close)
+        srv->eng->backend->close(srv->eng);
     rb_cron_free(srv); /* after the backend: a tick's push completes there */
     rb_http_free(srv->http); /* after the backend: actions answer from its completions */
     free_event(srv->grace_ev);
@@ -244,16 +244,15 @@ void rb_srv_free(rb_srv *srv)
     free_event(srv->accept_ev);
     free_event(srv->sigterm_ev);
     free_event(srv->sigint_ev);
-    if (srv->base)
-        event_base_free(srv->base);
-    if (srv->backend && srv->backend->release)
-        srv->backend->release(srv);
+    if (srv->eng->base)
+        event_base_free(srv->eng->base);
+    if (srv->eng->backend && srv->eng->backend->release)
+        srv->eng->backend->release(srv->eng);
     if (srv->http_tls != srv->tls)
         rb_tls_free(srv->http_tls);
     rb_tls_free(srv->tls);
     rb_config_release(&srv->cfg);
-    rb_eng_workers_release(srv);
-    rb_metrics_free(srv->metrics);
+    rb_eng_free(srv->eng);
     free(srv);
 }
 
@@ -295,16 +294,18 @@ int rb_server_run(const rb_server_opts *o, rb_err *err)
     if ((rc = rb_http_prepare(srv, o->http_listen, err))) /* HTTPS, or may plain HTTP serve? */
         goto out;
     raise_fd_limit(srv);
-    srv->backend = rb_backend_for_url(srv->cfg.storage.url);
-    if ((rc = srv->backend->open(srv, err))) /* the storage, and what it holds */
+    srv->eng->backend = rb_backend_for_url(srv->cfg.storage.url);
+    if ((rc = srv->eng->backend->open(srv->eng, err))) /* the storage, and what it holds */
         goto out;
-    if ((rc = rb_eng_throttle_check(srv, err))) /* [throttles] where the backend has none */
+    if ((rc = rb_eng_throttle_check(srv->eng, err))) /* [throttles] where the backend has none */
+        goto out;
+    if ((rc = rb_eng_flow_limits_check(srv->eng, err))) /* [groups] limits, [throttles] rate */
         goto out;
     signal(SIGPIPE, SIG_IGN);
     signal(SIGXFSZ, SIG_IGN); /* a file size limit is a write error (EFBIG), not death */
     rb_srv_loop_new(srv);
-    srv->sigterm_ev = evsignal_new(srv->base, SIGTERM, on_signal, srv);
-    srv->sigint_ev = evsignal_new(srv->base, SIGINT, on_signal, srv);
+    srv->sigterm_ev = evsignal_new(srv->eng->base, SIGTERM, on_signal, srv);
+    srv->sigint_ev = evsignal_new(srv->eng->base, SIGINT, on_signal, srv);
     event_add(srv->sigterm_ev, NULL);
     event_add(srv->sigint_ev, NULL);
     if ((rc = rb_http_start(srv, o->http_listen, o->http_port_file, err)))
@@ -312,12 +313,12 @@ int rb_server_run(const rb_server_opts *o, rb_err *err)
     if ((rc = listen_on(srv, srv->cfg.server.listen, o->port_file, err)))
         goto out;
     rb_cron_start(srv); /* [[cron]]: the timer (server/cron.h) */
-    rb_log(RB_LOG_INFO, "rebound started (backend %s)", srv->backend->name);
+    rb_log(RB_LOG_INFO, "rebound started (backend %s)", srv->eng->backend->name);
     /* systemd (Type=notify): ready once recovered and listening; keep-alives
      * from this loop, so a loop that stops turning gets the service restarted */
     rb_sdnotify("READY=1\nSTATUS=accepting connections");
-    srv->watchdog_ev = rb_sdnotify_watchdog_start(srv->base);
-    event_base_dispatch(srv->base);
+    srv->watchdog_ev = rb_sdnotify_watchdog_start(srv->eng->base);
+    event_base_dispatch(srv->eng->base);
     /* The loop is over: a further SIGTERM or SIGINT (a second Ctrl-C, a
      * service manager's repeat) must not kill the final commit half way.
      * The events go first: deleting them restores the default action. */

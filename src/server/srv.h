@@ -1,7 +1,7 @@
 /* The server's internal state and the functions its files share: the loop
  * (server.c), connections (conn.c), replies (proto.c) and the command
- * handlers (cmd_*.c). The jobs are the engine's backend's (srv->backend,
- * srv->be: engine/engine.h); nothing here knows which one. Everything
+ * handlers (cmd_*.c). The jobs are the engine's backend's (srv->eng->backend,
+ * srv->eng->be: engine/engine.h); nothing here knows which one. Everything
  * here runs on the event loop's thread. */
 #ifndef RB_SERVER_SRV_H
 #define RB_SERVER_SRV_H
@@ -45,29 +45,23 @@ typedef struct rb_conn {
 } rb_conn;
 
 struct rb_srv {
-    struct event_base *base;
     rb_config cfg;
+    rb_eng *eng; /* the job engine (engine/engine.h): the loop (eng->base),
+                    the backend, the metrics, the waiting FETCHes, the workers */
     struct event *sigterm_ev, *sigint_ev, *grace_ev;
     struct event *watchdog_ev; /* systemd keep-alives (sdnotify.h), or NULL */
     struct evconnlistener *listener;
     rb_rng rng;       /* connections' salts, the HTTP API's simulations */
-    rb_table workers; /* this node's workers (engine/workers.h's) */
     rb_list conns;   /* every open connection */
-    rb_list waiters; /* FETCH ops waiting for a job, oldest first (the engine's) */
     rb_list draining; /* closed connections still sending their last reply */
     int64_t started_ms;
     uint64_t command_count;
     int quiet_all;     /* shutting down: every BEAT is told this signal */
-    bool stopping;
-    struct rb_metrics *metrics; /* the engine's counters (engine/metrics.h) */
     struct rb_http *http;       /* the HTTP API and dashboard, or NULL (server/http.h) */
     struct rb_tls *tls;         /* TLS context when tls_cert is set, else NULL (server/tls.h) */
     struct rb_tls *http_tls;    /* HTTPS context (rb_http_prepare): tls itself, or its own one
                                  * from http_tls_cert (freed when != tls); NULL: plain HTTP */
     struct event *accept_ev;    /* re-enables the listener after EMFILE (server.c) */
-    const struct rb_backend *backend; /* the job engine's backend (engine/engine.h),
-                                       * rb_backend_for_url's */
-    void *be;                   /* the backend's own state (its open sets it) */
     struct rb_cron *cron;       /* the [[cron]] entries' timer (server/cron.h) */
 };
 
@@ -77,16 +71,20 @@ struct rb_srv {
  * connection it made (rb_conn_accept on one end of a socketpair). */
 /* A zeroed server with its tables, metrics and rng set up, and no backend
  * yet; cfg is zeroed: fill it (rb_config_init or rb_config_load) before
- * opening the backend (srv->backend->open, or a test's
+ * opening the backend (srv->eng->backend->open, or a test's
  * rb_sq_open_store). */
 rb_srv *rb_srv_alloc(void);
-/* Creates srv->base and attaches the backend to it. */
+/* Creates srv->eng->base and attaches the backend to it. */
 void rb_srv_loop_new(rb_srv *srv);
 /* Closes every connection, finishes the commit in progress, and frees srv
  * and everything it owns; any step of the set-up may be missing. */
 void rb_srv_free(rb_srv *srv);
 
 /* --- proto.c: replies (no-ops on a closed connection) --- */
+/* For a done function: false when op succeeded; true after replying the
+ * error to op->c ("storage error: ..." for a store failure, the message
+ * alone for a refused request) and finishing op. */
+bool rb_reply_failed(rb_srv *srv, rb_eng_op *op);
 void rb_reply_ok(rb_conn *c);
 void rb_reply_simple(rb_conn *c, const char *s);
 void rb_reply_bulk(rb_conn *c, const char *data, size_t len);
@@ -117,19 +115,17 @@ void rb_conn_close(rb_conn *c);
  * what the socket does not take is sent when it becomes writable. No-op
  * for TLS connections (their bufferevent writes) and closed ones. */
 void rb_conn_flush(rb_conn *c);
-/* For the engine: c runs an op (busy: its next command waits; referenced:
- * it outlives its socket), and the op is over (the reference dropped; with
- * run_next the next buffered command runs now). */
-void rb_conn_hold(rb_conn *c);
-void rb_conn_release(rb_conn *c, bool run_next);
+/* The engine's hooks (engine.h rb_eng_client): c runs an op (busy, held)
+ * and the op is over (released). */
+extern const rb_eng_client rb_conn_client;
 
 /* --- commands.c: the command table --- */
 /* Runs one command line (NUL-terminated, without its line ending). */
 void rb_command_run(rb_conn *c, char *line);
 
 /* --- validate.c --- */
-/* Queue names: 1 to RB_QUEUE_NAME_MAX bytes, no spaces or control bytes. */
-#define RB_QUEUE_NAME_MAX 200
+/* Queue names: 1 to RB_QUEUE_NAME_MAX bytes (engine/jobdef.h), no spaces
+ * or control bytes. */
 int rb_queue_name_valid(const char *q);
 /* Checks a pushed job (jid, jobtype, args, at, reserve_for, priority,
  * retry_policy) and fills in created_at. Returns 0 or RB_EINVAL with err. */

@@ -2,6 +2,8 @@
  * fields), shared by both backends. */
 #include "server/srv.h"
 
+#include "engine/flow.h"
+
 #include <string.h>
 
 #include "common/buf.h"
@@ -99,11 +101,13 @@ int rb_job_validate(rb_srv *srv, json_t *job, rb_err *err)
     if (custom && !json_is_null(custom) && !json_is_object(custom))
         return rb_err_set(err, RB_EINVAL, "job %s: custom must be an object", jid);
     const char *bid;
-    if ((rc = rb_batch_member_bid(job, &bid, err)) || (bid && (rc = rb_eng_batch_check(srv, err)))) {
+    if ((rc = rb_batch_member_bid(job, &bid, err)) || (bid && (rc = rb_eng_batch_check(srv->eng, err)))) {
         rb_err_prefix(err, "job %s", jid);
         return rc;
     }
-    if ((rc = rb_eng_unique_check(srv, job, rb_now_ms(), err))) /* engine/unique.h */
+    if ((rc = rb_eng_unique_check(srv->eng, job, rb_now_ms(), err))) /* engine/unique.h */
+        return rc;
+    if ((rc = rb_eng_flow_check(srv->eng, job, rb_now_ms(), err))) /* engine/flow.h */
         return rc;
     if (rb_dep_has(job)) { /* job dependencies (docs/workflows.md) */
         rb_dep_spec spec;

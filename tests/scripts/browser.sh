@@ -93,10 +93,10 @@ export REBOUND_SCREENSHOTS="${REBOUND_SCREENSHOTS:-$top/tests/out/screenshots}" 
 # the cron clock 3 s before the next 1 January, 00:00 UTC (server/cron.h)
 now_ms=$(date +%s%3N)
 new_year=$(date -u -d "$(($(date -u +%Y) + 1))-01-01T00:00:00Z" +%s)
-REBOUND_TEST_CLOCK_OFFSET_MS=$((new_year * 1000 - now_ms - 3000))
-export REBOUND_TEST_CLOCK_OFFSET_MS
+REBOUND_FAULTS="cron.clock_offset_ms=$((new_year * 1000 - now_ms - 3000))"
+export REBOUND_FAULTS
 start_server test.db
-unset REBOUND_TEST_CLOCK_OFFSET_MS
+unset REBOUND_FAULTS
 (cd "$top/tests/browser" && node --test --test-concurrency=1 dashboard.test.js)
 stop_server
 

@@ -67,7 +67,7 @@ typedef struct rbh_server {
     char db[1024]; /* the database file, or (RBH_PG) its postgres url */
     char log[320];
     char config[320]; /* "" = no --config */
-    char *env_fault;  /* value for REBOUND_FAULT_FILE, or NULL */
+    char *env_fault;  /* the fault sqlite.fault_file (rbh_fault_set), or NULL */
 } rbh_server;
 
 /* One connection. */
@@ -89,6 +89,32 @@ static inline void rbh_sleep_ms(int ms)
 {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
     nanosleep(&ts, NULL);
+}
+
+/* Asks the servers started from now on for fault name with value (an
+ * entry of $REBOUND_FAULTS, the one fault-injection seam: src/common/
+ * fault.h), or no longer when value is NULL; other entries are kept. */
+static inline void rbh_fault_set(const char *name, const char *value)
+{
+    const char *old = getenv("REBOUND_FAULTS");
+    char out[4096] = "";
+    size_t n = strlen(name), len = 0;
+    for (const char *p = old; p && *p && len < sizeof out;) {
+        size_t e = strcspn(p, ",");
+        if (!(e > n && !strncmp(p, name, n) && p[n] == '='))
+            len += (size_t)snprintf(out + len, sizeof out - len, "%s%.*s", len ? "," : "",
+                                    (int)e, p);
+        p += e;
+        if (*p == ',')
+            p++;
+    }
+    if (value && len < sizeof out)
+        len += (size_t)snprintf(out + len, sizeof out - len, "%s%s=%s", len ? "," : "", name,
+                                value);
+    if (len)
+        setenv("REBOUND_FAULTS", out, 1);
+    else
+        unsetenv("REBOUND_FAULTS");
 }
 
 /* True when servers are started under valgrind ($REBOUND_VALGRIND). */
@@ -238,7 +264,7 @@ static inline int rbh_launch(rbh_server *s, const char *const *extra)
             close(fd);
         }
         if (s->env_fault)
-            setenv("REBOUND_FAULT_FILE", s->env_fault, 1);
+            rbh_fault_set("sqlite.fault_file", s->env_fault);
         execv(argv[0], (char *const *)argv);
         perror("execv");
         _exit(127);

@@ -4,7 +4,8 @@
  * none. The engine's unit test (test_engine_outcome.c) runs it through the
  * pure function, the server suites (test_server_outcome.c on a single
  * node, test_pg_server_outcome.c in distributed mode) through real jobs
- * and replies; PostgreSQL's SQL applies the same rule. Header-only. */
+ * and replies; PostgreSQL's SQL applies the same rule (test_pg_rules.c
+ * compares it with the pure function over every shape). Header-only. */
 #ifndef RB_TESTS_OUTCOME_CASES_H
 #define RB_TESTS_OUTCOME_CASES_H
 

@@ -40,6 +40,7 @@ static rb_jobs js;
 static rb_srv *fake_srv(void)
 {
     rb_srv *srv = calloc(1, sizeof *srv);
+    srv->eng = rb_eng_new(srv, &srv->cfg, NULL); /* no backend, no connection */
     rb_jobs_init(&js);
     return srv;
 }
@@ -47,6 +48,7 @@ static rb_srv *fake_srv(void)
 static void free_srv(rb_srv *srv)
 {
     rb_jobs_release(&js);
+    rb_eng_free(srv->eng);
     free(srv);
 }
 

@@ -128,7 +128,7 @@ static int push_at(rb_pg *pg, const char *json_text, int64_t now)
     char *v = sql1("SELECT value FROM rb_meta WHERE key = 'schema_version'");
     if (atoi(v) < 13 && !nj.ukey[0] && !nj.expires_ms) {
         /* an older schema (an upgrade test): as a node of its release
-         * pushed, with rb_push (this release's statement needs version 13) */
+         * pushed, with rb_push (this release's statement needs version 14) */
         char q[4096], lit[2048];
         size_t k = 0;
         for (const char *c = nj.json; *c && k < sizeof lit - 2; c++) { /* '' for ' */
@@ -1193,7 +1193,7 @@ Test(pg, push_on_one_engine_wakes_a_listener)
     cr_assert(fd >= 0);
     rb_pg *other = open_engine(false, 6);
     /* a push notifies only while another node has a FETCH parked
-     * (rb_parked, schema 13); the engines here name no node */
+     * (rb_parked, schema 14); the engines here name no node */
     free(sql1("INSERT INTO rb_parked VALUES ('elsewhere', 9000000000000000)"));
     push_at(other, "{\"jid\":\"ntf000001\",\"jobtype\":\"t\",\"args\":[],\"queue\":\"nq\"}",
             rb_now_ms());
@@ -2321,6 +2321,50 @@ Test(pg, version_11_database_upgrades_to_a_counter_row_per_engine)
     cr_assert_str_eq(t, "-1:2,3:1");
     free(t);
     PQfinish(frozen);
+    rb_pg_close(pg);
+}
+
+/* --- one holder check (schema version 13, issue 28) --- */
+
+/* A version-12 database holding a job claimed by w1, and a node of that
+ * release still running: after `rebound migrate` the statements it sends
+ * (rb_snooze through rb_held, rb_ack_batch), replaced in place, run
+ * rb_holder_status: another wid is refused, the holder's ACK completes
+ * the job. */
+Test(pg, version_12_database_upgrades_to_one_holder_check)
+{
+    rb_pg *pg = schema_at_version(12, 18);
+    int64_t now = rb_now_ms();
+    cr_assert_eq(push_at(pg, "{\"jid\":\"v12hold01\",\"jobtype\":\"t\",\"args\":[]}", now), 0);
+    char *a = claim_before_upgrade("default", "w1", now);
+    cr_assert_str_eq(a, "v12hold01");
+    const char *has = "SELECT count(*) FROM pg_proc WHERE proname = 'rb_holder_status'"
+                      " AND pronamespace = current_schema()::regnamespace";
+    char *t = sql1(has);
+    cr_assert_str_eq(t, "0");
+    free(t);
+    upgrade_with_cli(pg, 12);
+    t = sql1(has);
+    cr_assert_str_eq(t, "1");
+    free(t);
+    /* the previous release's statements, as its nodes send them */
+    t = sql1("SELECT status FROM rb_snooze('v12hold01', 'w2', 0,"
+             " (extract(epoch FROM clock_timestamp()) * 1000)::bigint)");
+    cr_assert_str_eq(t, "2");
+    free(t);
+    const char *ack = "SELECT status FROM rb_ack_batch('{v12hold01}', '{%s}', 0,"
+                      " (extract(epoch FROM clock_timestamp()) * 1000)::bigint, 3600000, false)";
+    char sql[256];
+    snprintf(sql, sizeof sql, ack, "w2");
+    t = sql1(sql);
+    cr_assert_str_eq(t, "2");
+    free(t);
+    snprintf(sql, sizeof sql, ack, "w1");
+    t = sql1(sql);
+    cr_assert_str_eq(t, "0");
+    free(t);
+    cr_assert_not(job_exists("v12hold01"));
+    free(a);
     rb_pg_close(pg);
 }
 

@@ -397,8 +397,9 @@ static num_ctx ctx_of(const char *id)
     static const struct {
         const char *id;
         num_ctx ctx;
-    } ids[] = {{"state", CTX_STATE}, {"st", CTX_JOB_STATE}, {"flags", CTX_FLAGS},
-               {"status", CTX_STATUS}, {"mode", CTX_MODE}, {"k", CTX_KIND}};
+    } ids[] = {{"state", CTX_STATE},   {"p_state", CTX_STATE}, {"st", CTX_JOB_STATE},
+               {"flags", CTX_FLAGS},   {"status", CTX_STATUS}, {"h", CTX_STATUS},
+               {"mode", CTX_MODE},     {"k", CTX_KIND}};
     for (size_t i = 0; i < sizeof ids / sizeof *ids; i++)
         if (!strcmp(id, ids[i].id))
             return ids[i].ctx;

@@ -7,9 +7,9 @@
  * after kill -9); `rebound cron` reads a configuration naming PostgreSQL.
  * Distributed mode only: two nodes on one database with the same entry
  * enqueue each tick exactly once, none twice and none missed. The cron
- * clock is moved with the documented test-only
- * REBOUND_TEST_CLOCK_OFFSET_MS (and sped up with REBOUND_TEST_CLOCK_RATE)
- * so that a minute's tick comes within a second. */
+ * clock is moved with the documented test-only fault cron.clock_offset_ms
+ * (and sped up with cron.clock_rate; $REBOUND_FAULTS, common/fault.h) so
+ * that a minute's tick comes within a second. */
 #include <criterion/criterion.h>
 
 #include "common_helpers.h"
@@ -39,11 +39,14 @@ static long long offset_before_tick(long long lead_ms, long long shift_ms, long 
     return boundary - lead_ms - now;
 }
 
+static long long clock_offset; /* as set_offset last set it */
+
 static void set_offset(long long ms)
 {
     char v[32];
     snprintf(v, sizeof v, "%lld", ms);
-    setenv("REBOUND_TEST_CLOCK_OFFSET_MS", v, 1);
+    rbh_fault_set("cron.clock_offset_ms", v);
+    clock_offset = ms;
 }
 
 static char *config(const char *missed)
@@ -217,7 +220,7 @@ RBH_SERVER_TEST(cron, kill_9_right_after_a_tick_does_not_enqueue_it_twice)
 {
     long long tick;
     launch_before_tick("run_once", &tick, NULL);
-    long long offset = atoll(getenv("REBOUND_TEST_CLOCK_OFFSET_MS"));
+    long long offset = clock_offset;
     C = rbh_connect(&S, "w1");
     cr_assert(wait_size(C, 1, 5000));
     /* killed with the tick's job pending: the restart finds the tick fired */
@@ -412,12 +415,12 @@ RBH_SERVER_TEST(cron, two_nodes_enqueue_each_tick_exactly_once)
     /* cron clock = wall * RATE + offset: 1.5 s before a minute boundary */
     long long boundary = (now / MIN_MS + 1) * MIN_MS;
     long long offset = boundary - 1500 * RATE - now * RATE;
-    setenv("REBOUND_TEST_CLOCK_RATE", "60", 1);
+    rbh_fault_set("cron.clock_rate", "60");
     set_offset(offset);
     cr_assert_eq(rbh_launch(&S, NULL), 0, "node 1 did not start (see %s)", S.log);
     set_offset(offset - 500 * RATE); /* half a second behind */
     cr_assert_eq(rbh_launch(&s2, NULL), 0, "node 2 did not start (see %s)", s2.log);
-    unsetenv("REBOUND_TEST_CLOCK_RATE");
+    rbh_fault_set("cron.clock_rate", NULL);
     C = rbh_connect(&S, "w1");
     cr_assert_not_null(C);
     /* a worker on node 1 takes and acknowledges every job */

@@ -159,6 +159,7 @@ static rbh_conn *held_after_ack(const char *wid)
 
 Test(prefetch, ack_claims_the_next_job_for_the_next_fetch)
 {
+    rbh_fault_set("pg.prefetch_hold_ms", "20000"); /* held until taken, however slow the machine */
     start(ON);
     rbh_conn *w = rbh_connect(&srv, "pw-1"), *adm = rbh_connect(&srv, NULL);
     cr_assert(w && adm);
@@ -195,6 +196,7 @@ Test(prefetch, ack_claims_the_next_job_for_the_next_fetch)
  * failed job, retrying later, is not the one claimed). */
 Test(prefetch, fail_claims_the_next_job_too)
 {
+    rbh_fault_set("pg.prefetch_hold_ms", "20000");
     start(ON);
     rbh_conn *w = rbh_connect(&srv, "pw-f");
     cr_assert(w);

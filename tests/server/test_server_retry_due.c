@@ -3,7 +3,7 @@
  * distributed mode, from this one source. There the maintenance thread
  * promotes due retries (src/backend/pg/maint_thread.c, mode_maint_due): a
  * FAIL that schedules its job's retry sooner than the thread's next wake
- * wakes it. The tick is stretched to 30 s here (REBOUND_TEST_PG_TICK_MS,
+ * wakes it. The tick is stretched to 30 s here (the fault pg.tick_ms,
  * which a single node ignores), so a retry due in 0.2 s that is fetched
  * within 10 s was promoted by the wake, not by a tick: without it the job
  * would wait 24-36 s. */
@@ -23,7 +23,7 @@ TestSuite(retry_due, .fini = teardown, .timeout = 60);
 
 Test(retry_due, a_retry_due_soon_wakes_the_maintenance_thread)
 {
-    setenv("REBOUND_TEST_PG_TICK_MS", "30000", 1);
+    rbh_fault_set("pg.tick_ms", "30000");
     cr_assert_eq(rbh_start(&srv, NULL, NULL), 0, "the server did not start (see %s)", srv.log);
     rbh_conn *w = rbh_connect(&srv, "rd-1");
     cr_assert(w);

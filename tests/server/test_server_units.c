@@ -98,7 +98,7 @@ Test(jobs_index, priorities_fifo_and_state_moves)
     cr_assert_eq(q->size, 5);
     const char *order[] = {"j2", "j4", "j1", "j3", "j0"};
     for (int i = 0; i < 5; i++) {
-        rb_job *j = rb_queue_first(q);
+        rb_job *j = rb_group_first(q->none);
         cr_assert_str_eq(j->jid, order[i]);
         rb_jobs_set_state(&js, j, RB_JOB_WORKING, 1000 - i);
     }

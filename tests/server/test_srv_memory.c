@@ -26,7 +26,7 @@ static char *exchange(rb_srv *srv, int peer, const char *send, size_t want_lines
     static char buf[65536];
     size_t n = 0, lines = 0;
     for (int i = 0; i < 10000 && lines < want_lines; i++) {
-        event_base_loop(srv->base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+        event_base_loop(srv->eng->base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
         ssize_t r = read(peer, buf + n, sizeof buf - 1 - n);
         if (r > 0) {
             n += (size_t)r;
@@ -37,7 +37,7 @@ static char *exchange(rb_srv *srv, int peer, const char *send, size_t want_lines
         } else if (srv->conns.head) {
             rb_conn *c = rb_container_of(srv->conns.head, rb_conn, link);
             if (c->busy && !(c->fetch_op && c->fetch_op->wait_ev))
-                event_base_loop(srv->base, EVLOOP_ONCE); /* wait for the commit */
+                event_base_loop(srv->eng->base, EVLOOP_ONCE); /* wait for the commit */
         }
     }
     buf[n] = '\0';
@@ -50,7 +50,7 @@ Test(srv_memory, session_on_the_null_store)
     rb_srv *srv = rb_srv_alloc();
     rb_config_init(&srv->cfg);
     rb_err err = {0};
-    cr_assert_eq(rb_sq_open_store(srv, rb_store_null_new(), &err), 0, "%s", err.msg);
+    cr_assert_eq(rb_sq_open_store(srv->eng, rb_store_null_new(), &err), 0, "%s", err.msg);
     rb_srv_loop_new(srv);
     int sv[2];
     cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
@@ -70,8 +70,8 @@ Test(srv_memory, session_on_the_null_store)
     r = exchange(srv, sv[1], "ACK {\"jid\":\"mem-00000001\"}\r\n", 1);
     cr_assert_str_eq(r, "+OK\r\n");
     free(r);
-    cr_assert_eq(rb_sq_of(srv)->total_processed, 1);
-    cr_assert_eq(rb_sq_of(srv)->jobs.by_jid.size, 0);
+    cr_assert_eq(rb_sq_of(srv->eng)->total_processed, 1);
+    cr_assert_eq(rb_sq_of(srv->eng)->jobs.by_jid.size, 0);
 
     rb_srv_free(srv); /* closes the connection */
     char c;
@@ -103,7 +103,7 @@ Test(srv_memory, injected_commit_failure_is_a_storage_error_and_undone)
     rb_store *store = rb_store_null_new();
     rb_store_null_fail_commits(store, 1); /* the first commit: the PUSH's */
     rb_err err = {0};
-    cr_assert_eq(rb_sq_open_store(srv, store, &err), 0, "%s", err.msg);
+    cr_assert_eq(rb_sq_open_store(srv->eng, store, &err), 0, "%s", err.msg);
     rb_srv_loop_new(srv);
     int sv[2];
     cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
@@ -115,11 +115,11 @@ Test(srv_memory, injected_commit_failure_is_a_storage_error_and_undone)
     char *r = exchange(srv, sv[1], "PUSH {\"jid\":\"mem-00000002\",\"jobtype\":\"t\",\"args\":[]}\r\n", 1);
     cr_assert(!strncmp(r, "-ERR storage error: null store: commit 0 fails", 46), "got %s", r);
     free(r);
-    cr_assert_eq(rb_sq_of(srv)->jobs.by_jid.size, 0, "the refused push left no job");
+    cr_assert_eq(rb_sq_of(srv->eng)->jobs.by_jid.size, 0, "the refused push left no job");
     r = exchange(srv, sv[1], "PUSH {\"jid\":\"mem-00000002\",\"jobtype\":\"t\",\"args\":[]}\r\n", 1);
     cr_assert_str_eq(r, "+OK\r\n"); /* commit 1 succeeds: the same jid is free */
     free(r);
-    cr_assert_eq(rb_sq_of(srv)->jobs.enqueued, 1);
+    cr_assert_eq(rb_sq_of(srv->eng)->jobs.enqueued, 1);
     rb_srv_free(srv);
     close(sv[1]);
 }
@@ -135,7 +135,7 @@ Test(srv_memory, admin_commit_failure_is_a_storage_error)
     rb_store *store = rb_store_null_new();
     rb_store_null_fail_commits(store, 14); /* commits 1, 2 and 3 */
     rb_err err = {0};
-    cr_assert_eq(rb_sq_open_store(srv, store, &err), 0, "%s", err.msg);
+    cr_assert_eq(rb_sq_open_store(srv->eng, store, &err), 0, "%s", err.msg);
     rb_srv_loop_new(srv);
     int sv[2];
     cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
@@ -180,7 +180,7 @@ Test(srv_memory, job_commit_failure_is_a_storage_error)
     rb_store *store = rb_store_null_new();
     rb_store_null_fail_commits(store, 0x1f0); /* commits 4 to 8 */
     rb_err err = {0};
-    cr_assert_eq(rb_sq_open_store(srv, store, &err), 0, "%s", err.msg);
+    cr_assert_eq(rb_sq_open_store(srv->eng, store, &err), 0, "%s", err.msg);
     rb_srv_loop_new(srv);
     int sv[2];
     cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);

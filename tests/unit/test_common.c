@@ -1,9 +1,12 @@
 /* Unit tests for src/common: errors, buffers, time parsing. */
 #include <criterion/criterion.h>
+#include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/buf.h"
 #include "common/error.h"
+#include "common/fault.h"
 #include "common/timeutil.h"
 #include "policy/rng.h"
 
@@ -115,4 +118,32 @@ Test(rng, seeded_is_reproducible_and_bounded)
     }
     cr_assert_eq(rb_rng_range(&a, 5, 5), 5);
     cr_assert_eq(rb_rng_range(&a, 5, 1), 5);
+}
+
+/* The fault seam reads $REBOUND_FAULTS once, at the first question (each
+ * Criterion test is a process of its own). */
+Test(fault, reads_each_named_fault_once)
+{
+    setenv(RB_FAULTS_ENV, "pg.tick_ms=50,sqlite.fault_file=/tmp/x/full,bogus=1,cron.clock_rate",
+           1);
+    cr_assert_str_eq(rb_fault_get("sqlite.fault_file"), "/tmp/x/full");
+    cr_assert_eq(rb_fault_int("pg.tick_ms", 0), 50);
+    cr_assert_null(rb_fault_get("pg.batch_fault"), "not asked for");
+    cr_assert_eq(rb_fault_int("pg.batch_fault", 7), 7);
+    cr_assert_null(rb_fault_get("cron.clock_rate"), "an entry without '=' is ignored");
+    setenv(RB_FAULTS_ENV, "pg.tick_ms=99", 1);
+    cr_assert_eq(rb_fault_int("pg.tick_ms", 0), 50, "read once");
+}
+
+/* A name production code asks for is one of the list: a typo aborts. */
+Test(fault, asking_for_an_unlisted_fault_aborts, .signal = SIGABRT)
+{
+    rb_fault_get("pg.tick");
+}
+
+Test(fault, none_without_the_variable)
+{
+    unsetenv(RB_FAULTS_ENV);
+    cr_assert_null(rb_fault_get("sqlite.fault_file"));
+    cr_assert_eq(rb_fault_int("cron.clock_offset_ms", 0), 0);
 }

@@ -167,6 +167,24 @@ Test(engine_depend, block_mode_blocks_and_unblocks)
     cr_assert(used);
 }
 
+/* A parent that died when its lease ran out on its last attempt keeps the
+ * expired flag, and a late ACK completes it: with every parent left dead,
+ * the one that succeeded was one of them, so the child is not blocked by
+ * a count above its parents (dead <= remaining). */
+Test(engine_depend, a_dead_parents_late_ack_keeps_dead_within_remaining)
+{
+    rb_dep_counts c = {1, 1};
+    bool used;
+    cr_assert_eq(rb_dep_on_parent(RB_DEP_BLOCK, RB_DEP_PARENT_SUCCEEDED, &c, &used),
+                 RB_DEP_NEXT_RELEASE);
+    cr_assert_eq(c.dead, 0);
+    c = (rb_dep_counts){3, 3};
+    cr_assert_eq(rb_dep_on_parent(RB_DEP_BLOCK, RB_DEP_PARENT_SUCCEEDED, &c, &used),
+                 RB_DEP_NEXT_BLOCK);
+    cr_assert_eq(c.remaining, 2);
+    cr_assert_eq(c.dead, 2);
+}
+
 Test(engine_depend, cancel_and_ignore_modes)
 {
     rb_dep_counts c = {2, 0};

@@ -23,7 +23,7 @@ _Static_assert(RB_PG_QUEUE_MAX >= RB_QUEUE_NAME_MAX, "rb_pg_labels.queue is too 
  * parked FETCHes of this node woken for those enqueued at once (before
  * the NOTIFY reaches the other nodes; before op's done frees the queue
  * names). */
-static void push_results(rb_srv *srv, rb_eng_op *op, rb_pgreq *r)
+static void push_results(rb_eng *eng, rb_eng_op *op, rb_pgreq *r)
 {
     size_t n = r->u.push.n, n_ready = 0;
     const char **ready = rb_xcalloc(n + 1, sizeof *ready);
@@ -35,37 +35,37 @@ static void push_results(rb_srv *srv, rb_eng_op *op, rb_pgreq *r)
         if (r->u.push.status[i]) /* the jid taken, no such batch, or not unique */
             continue;
         made++;
-        rb_metrics_event(srv->metrics, RB_M_PUSHED, j->queue, j->json);
+        rb_metrics_event(eng->metrics, RB_M_PUSHED, j->queue, j->json);
         if (j->at_ms <= r->now && !(r->u.push.handed && r->u.push.handed[i]))
             ready[n_ready++] = j->queue; /* (a job handed off went to its FETCH) */
     }
     if (!made)
         op->applied = RB_ENG_NOT_APPLIED; /* every jid was taken (or batch unknown) */
     if (n_ready)
-        rb_pgmode_wake(srv, ready, n_ready);
+        rb_pgmode_wake(eng, ready, n_ready);
     free(ready);
 }
 
 /* Loop thread, r succeeded: its results to op, and what this node's
  * /metrics counts of them. */
-static void results(rb_srv *srv, rb_eng_op *op, rb_pgreq *r)
+static void results(rb_eng *eng, rb_eng_op *op, rb_pgreq *r)
 {
     switch (op->kind) {
     case RB_ENG_PUSH:
-        push_results(srv, op, r);
+        push_results(eng, op, r);
         return;
     case RB_ENG_ACK:
         op->u.job.status = (rb_job_status)r->u.ack.status;
         if (op->u.job.status == RB_JOB_DONE)
-            rb_metrics_event_labels(srv->metrics, RB_M_PROCESSED, r->u.ack.labels.queue,
+            rb_metrics_event_labels(eng->metrics, RB_M_PROCESSED, r->u.ack.labels.queue,
                                     r->u.ack.labels.jobtype);
         break;
     case RB_ENG_FAIL:
         op->u.job.status = (rb_job_status)r->u.fail.res.status;
         if (op->u.job.status == RB_JOB_DONE)
-            rb_pgmode_count_failure(srv, &r->u.fail.res);
+            rb_pgmode_count_failure(eng, &r->u.fail.res);
         if (op->u.job.status == RB_JOB_DONE && r->u.fail.res.outcome == RB_OUTCOME_RETRY)
-            rb_pgmode_retry_due(srv, rb_now_ms() + r->u.fail.res.delay_ms);
+            rb_pgmode_retry_due(eng, rb_now_ms() + r->u.fail.res.delay_ms);
         break;
     case RB_ENG_SNOOZE:
     case RB_ENG_EXTEND:
@@ -75,8 +75,8 @@ static void results(rb_srv *srv, rb_eng_op *op, rb_pgreq *r)
     case RB_ENG_INFO: /* this node's own */
         if (op->u.info.rebound) {
             rb_eng_health h;
-            rb_eng_health_of(srv, &h);
-            json_object_set_new(op->u.info.rebound, "prefetch", rb_pgmode_prefetch_json(srv));
+            rb_eng_health_of(eng, &h);
+            json_object_set_new(op->u.info.rebound, "prefetch", rb_pgmode_prefetch_json(eng));
             json_object_set_new(op->u.info.rebound, "database", rb_eng_health_json(&h, true));
         }
         return;
@@ -142,7 +142,7 @@ void rb_pgmode_doubt_text(rb_eng_op *op, int rc)
 }
 
 /* Loop thread: the request ran; its results go to the op. */
-static void req_done(rb_srv *srv, rb_pgreq *r)
+static void req_done(rb_eng *eng, rb_pgreq *r)
 {
     rb_eng_op *op = r->data;
     if (r->rc == RB_EINVAL || r->rc == RB_ENOTUNIQUE ||
@@ -153,7 +153,7 @@ static void req_done(rb_srv *srv, rb_pgreq *r)
         op->err = r->err;
         op->applied = RB_ENG_NOT_APPLIED;
     } else if (r->rc) {
-        rb_pgmode_storage_error(srv, r); /* logs; r has no connection to answer */
+        rb_pgmode_storage_error(eng, r); /* logs; r has no connection to answer */
         op->rc = r->rc;
         op->err = r->err;
         /* a transaction that failed was rolled back, unless the connection
@@ -162,13 +162,13 @@ static void req_done(rb_srv *srv, rb_pgreq *r)
         rb_pgmode_doubt_text(op, r->rc);
     } else {
         op->applied = RB_ENG_APPLIED;
-        results(srv, op, r);
+        results(eng, op, r);
     }
-    rb_pgreq_finish(srv, r);
+    rb_pgreq_finish(eng, r);
     bool kick = readies(op);
-    rb_eng_complete(srv, op);
+    rb_eng_complete(eng, op);
     if (kick)
-        rb_pgmode_wake(srv, NULL, 0);
+        rb_pgmode_wake(eng, NULL, 0);
 }
 
 /* Whether op is administration or inspection, which may read or change
@@ -187,16 +187,16 @@ static bool op_slow(const rb_eng_op *op)
 }
 
 /* Posts op to a database thread, to run call there. */
-static void post(rb_srv *srv, rb_eng_op *op, void (*call)(rb_pg *, rb_pgreq *))
+static void post(rb_eng *eng, rb_eng_op *op, void (*call)(rb_pg *, rb_pgreq *))
 {
     rb_pgreq *r = rb_pgreq_new_call(op, NULL, call, req_done);
     r->slow = op_slow(op);
-    rb_pgreq_post(srv, r);
+    rb_pgreq_post(eng, r);
 }
 
 /* --- PUSH, PUSHB --- */
 
-static void dist_push(rb_srv *srv, rb_eng_op *op)
+static void dist_push(rb_eng *eng, rb_eng_op *op)
 {
     size_t n = op->u.push.n;
     rb_pgreq *r = rb_pgreq_new(RB_PGR_PUSH);
@@ -206,7 +206,7 @@ static void dist_push(rb_srv *srv, rb_eng_op *op)
     r->u.push.n = n;
     for (size_t i = 0; i < n; i++) {
         r->u.push.deps = r->u.push.deps || rb_dep_has(op->u.push.jobs[i]);
-        rb_pg_job_from_json(op->u.push.jobs[i], op->now, (int)srv->cfg.server.reserve_for_s,
+        rb_pg_job_from_json(op->u.push.jobs[i], op->now, (int)eng->cfg->server.reserve_for_s,
                             &r->u.push.jobs[i], &r->u.push.texts[i]);
         const char *bid = NULL;
         rb_err berr = {0};
@@ -221,14 +221,14 @@ static void dist_push(rb_srv *srv, rb_eng_op *op)
     r->data = op;
     r->done = req_done;
     /* with the claims of the FETCHes parked here that take its jobs */
-    rb_pgreq_post_with(srv, r, rb_pgmode_hand_off(srv, r));
+    rb_pgreq_post_with(eng, r, rb_pgmode_hand_off(eng, r));
 }
 
 /* --- FETCH: the first claim; fetch.c keeps a waiting FETCH --- */
 
-static void dist_fetch(rb_srv *srv, rb_eng_op *op)
+static void dist_fetch(rb_eng *eng, rb_eng_op *op)
 {
-    rb_pgmode_fetch(srv, op);
+    rb_pgmode_fetch(eng, op);
 }
 
 /* --- ACK, FAIL, SNOOZE, EXTEND --- */
@@ -245,19 +245,19 @@ static rb_pgreq *job_request(rb_eng_op *op, rb_pgreq_kind kind)
     return r;
 }
 
-static void dist_ack(rb_srv *srv, rb_eng_op *op)
+static void dist_ack(rb_eng *eng, rb_eng_op *op)
 {
     rb_pgreq *r = job_request(op, RB_PGR_ACK);
     r->u.ack.ref = (rb_pg_ref){r->jid, r->wid};
     /* with the worker's next job, in the same transaction (prefetch.c) */
-    rb_pgreq_post_with(srv, r, rb_pgmode_prefetch_claim(srv, r->wid));
+    rb_pgreq_post_with(eng, r, rb_pgmode_prefetch_claim(eng, r->wid));
 }
 
-static void dist_fail(rb_srv *srv, rb_eng_op *op)
+static void dist_fail(rb_eng *eng, rb_eng_op *op)
 {
     rb_pgreq *r = job_request(op, RB_PGR_FAIL);
     r->u.fail.f = (rb_pg_failure){.ref = {r->jid, r->wid}, .in = op->u.job.fail};
-    rb_pgreq_post_with(srv, r, rb_pgmode_prefetch_claim(srv, r->wid)); /* as an ACK */
+    rb_pgreq_post_with(eng, r, rb_pgmode_prefetch_claim(eng, r->wid)); /* as an ACK */
 }
 
 static void snooze_call(rb_pg *pg, rb_pgreq *r)
@@ -281,18 +281,18 @@ static void extend_call(rb_pg *pg, rb_pgreq *r)
                          &r->u.ref.state, &r->err);
 }
 
-static void dist_snooze(rb_srv *srv, rb_eng_op *op)
+static void dist_snooze(rb_eng *eng, rb_eng_op *op)
 {
     rb_pgreq *r = job_request(op, RB_PGR_CALL);
     r->call = snooze_call;
-    rb_pgreq_post(srv, r);
+    rb_pgreq_post(eng, r);
 }
 
-static void dist_extend(rb_srv *srv, rb_eng_op *op)
+static void dist_extend(rb_eng *eng, rb_eng_op *op)
 {
     rb_pgreq *r = job_request(op, RB_PGR_CALL);
     r->call = extend_call;
-    rb_pgreq_post(srv, r);
+    rb_pgreq_post(eng, r);
 }
 
 /* --- FLUSH, MUTATE --- */
@@ -302,9 +302,9 @@ static void flush_call(rb_pg *pg, rb_pgreq *r)
     r->rc = rb_pg_flush(pg, &r->err);
 }
 
-static void dist_flush(rb_srv *srv, rb_eng_op *op)
+static void dist_flush(rb_eng *eng, rb_eng_op *op)
 {
-    post(srv, op, flush_call);
+    post(eng, op, flush_call);
 }
 
 static void mutate_call(rb_pg *pg, rb_pgreq *r)
@@ -313,9 +313,9 @@ static void mutate_call(rb_pg *pg, rb_pgreq *r)
     r->rc = rb_pg_mutate(pg, &op->u.mutate.m, op->now, &op->u.mutate.changed, &r->err);
 }
 
-static void dist_mutate(rb_srv *srv, rb_eng_op *op)
+static void dist_mutate(rb_eng *eng, rb_eng_op *op)
 {
-    post(srv, op, mutate_call);
+    post(eng, op, mutate_call);
 }
 
 /* --- the administration and inspection commands --- */
@@ -373,9 +373,9 @@ static void info_call(rb_pg *pg, rb_pgreq *r)
     free(names);
 }
 
-static void dist_info(rb_srv *srv, rb_eng_op *op)
+static void dist_info(rb_eng *eng, rb_eng_op *op)
 {
-    post(srv, op, info_call);
+    post(eng, op, info_call);
 }
 
 /* QUEUE's read-back: each named queue's size and latency after the
@@ -418,9 +418,9 @@ static void queue_call(rb_pg *pg, rb_pgreq *r)
         r->rc = queue_read_back(pg, op, &r->err);
 }
 
-static void dist_queue(rb_srv *srv, rb_eng_op *op)
+static void dist_queue(rb_eng *eng, rb_eng_op *op)
 {
-    post(srv, op, queue_call);
+    post(eng, op, queue_call);
 }
 
 static void latency_call(rb_pg *pg, rb_pgreq *r)
@@ -432,9 +432,9 @@ static void latency_call(rb_pg *pg, rb_pgreq *r)
                                 op->u.queue.latency, &r->err);
 }
 
-static void dist_latency(rb_srv *srv, rb_eng_op *op)
+static void dist_latency(rb_eng *eng, rb_eng_op *op)
 {
-    post(srv, op, latency_call);
+    post(eng, op, latency_call);
 }
 
 static void job_call(rb_pg *pg, rb_pgreq *r)
@@ -446,9 +446,9 @@ static void job_call(rb_pg *pg, rb_pgreq *r)
         r->rc = 0;
 }
 
-static void dist_job(rb_srv *srv, rb_eng_op *op)
+static void dist_job(rb_eng *eng, rb_eng_op *op)
 {
-    post(srv, op, job_call);
+    post(eng, op, job_call);
 }
 
 static void jobs_call(rb_pg *pg, rb_pgreq *r)
@@ -458,9 +458,9 @@ static void jobs_call(rb_pg *pg, rb_pgreq *r)
                        &r->err);
 }
 
-static void dist_jobs(rb_srv *srv, rb_eng_op *op)
+static void dist_jobs(rb_eng *eng, rb_eng_op *op)
 {
-    post(srv, op, jobs_call);
+    post(eng, op, jobs_call);
 }
 
 /* Signals are the cluster's (the worker registry, registry.h). */
@@ -471,9 +471,9 @@ static void workers_call(rb_pg *pg, rb_pgreq *r)
                                  &op->u.workers.changed, &r->err);
 }
 
-static void dist_workers(rb_srv *srv, rb_eng_op *op)
+static void dist_workers(rb_eng *eng, rb_eng_op *op)
 {
-    post(srv, op, workers_call);
+    post(eng, op, workers_call);
 }
 
 /* --- the HTTP API's own --- */
@@ -511,9 +511,9 @@ static void job_action_call(rb_pg *pg, rb_pgreq *r)
         op->u.job_action.state = 0; /* gone (discarded) */
 }
 
-static void dist_job_action(rb_srv *srv, rb_eng_op *op)
+static void dist_job_action(rb_eng *eng, rb_eng_op *op)
 {
-    post(srv, op, job_action_call);
+    post(eng, op, job_action_call);
 }
 
 /* The bulk action: MUTATE's own filters when they suffice (jids, or every
@@ -573,9 +573,9 @@ static void bulk_call(rb_pg *pg, rb_pgreq *r)
     free(pick);
 }
 
-static void dist_bulk(rb_srv *srv, rb_eng_op *op)
+static void dist_bulk(rb_eng *eng, rb_eng_op *op)
 {
-    post(srv, op, bulk_call);
+    post(eng, op, bulk_call);
 }
 
 /* The cluster's live workers (the worker registry, registry.h). */
@@ -595,9 +595,9 @@ static void worker_list_call(rb_pg *pg, rb_pgreq *r)
     free(l);
 }
 
-static void dist_worker_list(rb_srv *srv, rb_eng_op *op)
+static void dist_worker_list(rb_eng *eng, rb_eng_op *op)
 {
-    post(srv, op, worker_list_call);
+    post(eng, op, worker_list_call);
 }
 
 /* --- BATCH: one transaction on a database thread (sql_batch.c) --- */
@@ -638,9 +638,9 @@ static void batch_call(rb_pg *pg, rb_pgreq *r)
     }
 }
 
-static void dist_batch(rb_srv *srv, rb_eng_op *op)
+static void dist_batch(rb_eng *eng, rb_eng_op *op)
 {
-    post(srv, op, batch_call);
+    post(eng, op, batch_call);
 }
 
 /* --- workflows --- */
@@ -655,9 +655,9 @@ static void workflow_call(rb_pg *pg, rb_pgreq *r)
         r->rc = 0;
 }
 
-static void dist_workflow(rb_srv *srv, rb_eng_op *op)
+static void dist_workflow(rb_eng *eng, rb_eng_op *op)
 {
-    post(srv, op, workflow_call);
+    post(eng, op, workflow_call);
 }
 
 /* --- TRACK SET and GET: one transaction (sql_track.c) --- */
@@ -671,9 +671,9 @@ static void track_call(rb_pg *pg, rb_pgreq *r)
         r->rc = rb_pg_track_set(pg, &op->u.track.set, op->now, &r->err);
 }
 
-static void dist_track(rb_srv *srv, rb_eng_op *op)
+static void dist_track(rb_eng *eng, rb_eng_op *op)
 {
-    post(srv, op, track_call);
+    post(eng, op, track_call);
 }
 
 const rb_backend rb_backend_pg = {
@@ -705,6 +705,7 @@ const rb_backend rb_backend_pg = {
     .track = dist_track,
     .unique_jobs = true,
     .health = rb_pgmode_health,
+    .cron_ticks = rb_pgmode_cron_ticks,
     .hello = rb_pgworkers_hello,
     .beat = rb_pgworkers_beat,
     .counts_claims = true,

@@ -15,6 +15,7 @@
 
 #include "backend/pg/registry.h"
 #include "common/buf.h"
+#include "common/fault.h"
 #include "common/timeutil.h"
 
 /* --- database threads: one batch per turn --- */
@@ -296,18 +297,13 @@ static void run_claims(rb_pg *pg, rb_pgreq **v, size_t n, rb_pgreq **p, size_t n
     free(wids);
 }
 
-/* Test hook: REBOUND_TEST_PG_BATCH_FAULT=N fails every Nth batch
+/* Test hook (common/fault.h): pg.batch_fault=N fails every Nth batch
  * transaction before its COMMIT (a statement error inside it), so that the
- * fallback below runs; REBOUND_TEST_PG_BATCH_FAULT=-1 turns the batch
- * transaction off (a transaction per kind, as the fallback). */
+ * fallback below runs; pg.batch_fault=-1 turns the batch transaction off
+ * (a transaction per kind, as the fallback). */
 static long batch_fault(void)
 {
-    static long every = -2;
-    if (every == -2) {
-        const char *e = getenv("REBOUND_TEST_PG_BATCH_FAULT");
-        every = e && *e ? strtol(e, NULL, 10) : 0;
-    }
-    return every;
+    return (long)rb_fault_int("pg.batch_fault", 0);
 }
 
 /* The requests of the batch transaction's kinds back to as posted, after
@@ -681,7 +677,7 @@ void *mode_db_thread(void *arg)
     int self = 0;
     while (self < RB_PGMODE_THREADS - 1 && pm->work[self] != ta.pg)
         self++;
-    int64_t bound_ms = pm->srv->cfg.storage.request_timeout_s * 1000;
+    int64_t bound_ms = pm->eng->cfg->storage.request_timeout_s * 1000;
     for (;;) {
         bool probe, slow;
         rb_pgreq *list = next_batch(pm, self, &probe, &slow);

@@ -11,6 +11,7 @@
 
 #include "engine/engine.h"
 
+#include <event2/event.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
@@ -25,23 +26,23 @@ static void on_throttle_wake(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
-    rb_srv *srv = arg;
-    rb_pgm_of(srv)->throttle_at = INT64_MAX;
-    rb_pgmode_wake(srv, NULL, 0); /* a throttled queue's slot freed: another try */
+    rb_eng *eng = arg;
+    rb_pgm_of(eng)->throttle_at = INT64_MAX;
+    rb_pgmode_wake(eng, NULL, 0); /* a throttled queue's slot freed: another try */
 }
 
 /* A claim found a throttled queue full whose next slot frees by itself
  * (its timeout) at `at`: the parked FETCHes try again then, on
  * every node that saw it full (nobody announces it). */
-static void arm_throttle_wake(rb_srv *srv, int64_t at)
+static void arm_throttle_wake(rb_eng *eng, int64_t at)
 {
-    rb_pgmode *pm = rb_pgm_of(srv);
-    if (at <= 0 || at == INT64_MAX || !srv->base || srv->stopping)
+    rb_pgmode *pm = rb_pgm_of(eng);
+    if (at <= 0 || at == INT64_MAX || !eng->base || eng->stopping)
         return;
     if (pm->throttle_at && pm->throttle_at <= at)
         return; /* an earlier wake is armed; it claims and arms again */
     if (!pm->throttle_ev)
-        pm->throttle_ev = evtimer_new(srv->base, on_throttle_wake, srv);
+        pm->throttle_ev = evtimer_new(eng->base, on_throttle_wake, eng);
     int64_t delay = at - rb_now_ms();
     delay = delay > 0 ? delay + 5 : 5; /* just past it, by the claim's clock */
     struct timeval tv = {delay / 1000, (delay % 1000) * 1000};
@@ -49,7 +50,7 @@ static void arm_throttle_wake(rb_srv *srv, int64_t at)
     pm->throttle_at = at;
 }
 
-static void fetch_done(rb_srv *srv, rb_pgreq *r);
+static void fetch_done(rb_eng *eng, rb_pgreq *r);
 
 /* --- wake rounds (rb_pgmode_wake) --- */
 
@@ -112,14 +113,14 @@ void mode_rounds_free(rb_pgmode *pm)
         round_free(pm, pm->rounds);
 }
 
-void rb_pgmode_wake(rb_srv *srv, const char *const *queues, size_t n)
+void rb_pgmode_wake(rb_eng *eng, const char *const *queues, size_t n)
 {
-    rb_pgmode *pm = rb_pgm_of(srv);
+    rb_pgmode *pm = rb_pgm_of(eng);
     for (mode_round *w = pm->rounds; w; w = w->next)
         if (w->out > 0 && touches(w, queues, n))
             w->again = true; /* rb_pgmode_refetch leaves its FETCHes parked */
     pm->holding = true;
-    rb_eng_wake(srv, queues, n);
+    rb_eng_wake(eng, queues, n);
     pm->holding = false;
     mode_post_held(pm);
 }
@@ -127,47 +128,47 @@ void rb_pgmode_wake(rb_srv *srv, const char *const *queues, size_t n)
 /* A parked FETCH's claim of round w is back (its connection answered or
  * parked again): when it was the last, a wake that came meanwhile makes
  * the list's parked FETCHes claim once more. */
-static void round_back(rb_srv *srv, mode_round *w)
+static void round_back(rb_eng *eng, mode_round *w)
 {
     if (--w->out > 0)
         return;
     if (w->again) {
         w->again = false;
-        rb_pgmode_wake(srv, (const char *const *)w->queues, (size_t)w->nq);
+        rb_pgmode_wake(eng, (const char *const *)w->queues, (size_t)w->nq);
     }
     if (w->out == 0 && !w->again)
-        round_free(rb_pgm_of(srv), w);
+        round_free(rb_pgm_of(eng), w);
 }
 
 /* A claim again for op, a FETCH parked waiting (its queue list
  * borrowed); not posted yet. */
-static rb_pgreq *claim_for(rb_srv *srv, rb_eng_op *op)
+static rb_pgreq *claim_for(rb_eng *eng, rb_eng_op *op)
 {
     rb_pgreq *r = rb_pgreq_new(RB_PGR_CLAIM);
     r->u.claim.queues = op->u.fetch.queues;
     r->u.claim.nq = op->u.fetch.n;
-    r->u.claim.seq = rb_pgm_of(srv)->notify_seq;
+    r->u.claim.seq = rb_pgm_of(eng)->notify_seq;
     r->wid = op->u.fetch.wid ? rb_xstrdup(op->u.fetch.wid) : NULL;
     r->data = op;
     r->done = fetch_done;
-    r->u.claim.round = round_of(rb_pgm_of(srv), op->u.fetch.queues, op->u.fetch.n, true);
+    r->u.claim.round = round_of(rb_pgm_of(eng), op->u.fetch.queues, op->u.fetch.n, true);
     r->u.claim.round->out++;
     return r;
 }
 
-rb_pgreq *rb_pgmode_hand_off(rb_srv *srv, rb_pgreq *r)
+rb_pgreq *rb_pgmode_hand_off(rb_eng *eng, rb_pgreq *r)
 {
-    rb_pgmode *pm = rb_pgm_of(srv);
-    if (r->u.push.deps || r->u.push.bids || r->u.push.meta_key || !srv->base || srv->stopping ||
-        !rb_eng_fetches_waiting(srv))
+    rb_pgmode *pm = rb_pgm_of(eng);
+    if (r->u.push.deps || r->u.push.bids || r->u.push.meta_key || !eng->base || eng->stopping ||
+        !rb_eng_fetches_waiting(eng))
         return NULL;
     rb_pgreq *list = NULL, **tail = &list;
     for (size_t i = 0; i < r->u.push.n; i++) {
         rb_pg_new_job *j = &r->u.push.jobs[i];
         if (j->ukey[0] || j->expires_ms || j->at_ms > rb_now_ms() ||
-            (srv->cfg.n_throttles && rb_config_throttle(&srv->cfg, j->queue)))
+            (eng->cfg->n_throttles && rb_config_throttle(eng->cfg, j->queue)))
             continue;
-        rb_eng_op *op = rb_eng_waiter_take(srv, j->queue);
+        rb_eng_op *op = rb_eng_waiter_take(eng, j->queue);
         if (!op)
             continue;
         if (!r->u.push.hand_tok) {
@@ -175,7 +176,7 @@ rb_pgreq *rb_pgmode_hand_off(rb_srv *srv, rb_pgreq *r)
             r->u.push.hand_wids = rb_xcalloc(r->u.push.n, sizeof *r->u.push.hand_wids);
             r->u.push.handed = rb_xcalloc(r->u.push.n, sizeof *r->u.push.handed);
         }
-        rb_pgreq *cl = claim_for(srv, op);
+        rb_pgreq *cl = claim_for(eng, op);
         cl->u.claim.hand_tok = r->u.push.hand_tok[i] = ++pm->hand_seq;
         r->u.push.hand_wids[i] = cl->wid ? rb_xstrdup(cl->wid) : NULL;
         j->hand = true;
@@ -193,59 +194,59 @@ static void parked_call(rb_pg *pg, rb_pgreq *r)
     r->rc = rb_pg_parked(pg, r->now + RB_PGMODE_PARKED_MS, &r->err);
 }
 
-static void parked_done(rb_srv *srv, rb_pgreq *r)
+static void parked_done(rb_eng *eng, rb_pgreq *r)
 {
-    rb_pgmode *pm = rb_pgm_of(srv);
+    rb_pgmode *pm = rb_pgm_of(eng);
     pm->parked_posting = false;
     if (!r->rc) {
         /* listed anew: a push that committed before it was seen notified
          * nobody, so the parked FETCHes claim once more */
         bool fresh = pm->parked_until <= r->now;
         pm->parked_until = r->now + RB_PGMODE_PARKED_MS;
-        if (fresh && srv->base && !srv->stopping)
-            rb_pgmode_wake(srv, NULL, 0);
+        if (fresh && eng->base && !eng->stopping)
+            rb_pgmode_wake(eng, NULL, 0);
     }
     mode_req_free(r);
 }
 
 /* A FETCH parks on this node: lists the node in rb_parked when its row
  * is gone or half used up. */
-static void parked_note(rb_srv *srv)
+static void parked_note(rb_eng *eng)
 {
-    rb_pgmode *pm = rb_pgm_of(srv);
-    if (pm->parked_posting || !srv->base || srv->stopping ||
+    rb_pgmode *pm = rb_pgm_of(eng);
+    if (pm->parked_posting || !eng->base || eng->stopping ||
         pm->parked_until - rb_now_ms() > RB_PGMODE_PARKED_MS / 2)
         return;
     pm->parked_posting = true;
-    rb_pgreq_post(srv, rb_pgreq_new_call(NULL, NULL, parked_call, parked_done));
+    rb_pgreq_post(eng, rb_pgreq_new_call(NULL, NULL, parked_call, parked_done));
 }
 
-void mode_parked_clear(rb_srv *srv, rb_pg *pg)
+void mode_parked_clear(rb_eng *eng, rb_pg *pg)
 {
-    rb_pgmode *pm = rb_pgm_of(srv);
+    rb_pgmode *pm = rb_pgm_of(eng);
     rb_err err = {0};
     if (pm->parked_until > rb_now_ms() && pg)
         (void)rb_pg_parked(pg, 0, &err); /* else it lapses by itself */
     pm->parked_until = 0;
 }
 
-void rb_pgmode_fetch(rb_srv *srv, rb_eng_op *op)
+void rb_pgmode_fetch(rb_eng *eng, rb_eng_op *op)
 {
-    mode_prefetch_seen(srv, op->u.fetch.wid, op->u.fetch.queues, op->u.fetch.n);
-    if (mode_prefetch_take(srv, op->u.fetch.wid, op->u.fetch.queues, op->u.fetch.n,
+    mode_prefetch_seen(eng, op->u.fetch.wid, op->u.fetch.queues, op->u.fetch.n);
+    if (mode_prefetch_take(eng, op->u.fetch.wid, op->u.fetch.queues, op->u.fetch.n,
                            &op->u.fetch.jid, &op->u.fetch.job)) {
         op->applied = RB_ENG_APPLIED; /* claimed and committed with its ACK */
-        rb_eng_complete(srv, op);
+        rb_eng_complete(eng, op);
         return;
     }
     rb_pgreq *r = rb_pgreq_new(RB_PGR_CLAIM);
     r->u.claim.queues = op->u.fetch.queues; /* borrowed: op_claim_done hands them back */
     r->u.claim.nq = op->u.fetch.n;
-    r->u.claim.seq = rb_pgm_of(srv)->notify_seq;
+    r->u.claim.seq = rb_pgm_of(eng)->notify_seq;
     r->wid = op->u.fetch.wid ? rb_xstrdup(op->u.fetch.wid) : NULL;
     r->data = op;
     r->done = fetch_done;
-    rb_pgreq_post(srv, r);
+    rb_pgreq_post(eng, r);
 }
 
 static void release_call(rb_pg *pg, rb_pgreq *r)
@@ -255,120 +256,120 @@ static void release_call(rb_pg *pg, rb_pgreq *r)
     r->rc = rb_pg_snooze(pg, &ref, 0, rb_now_ms(), &status, &state, &r->err);
 }
 
-static void release_done(rb_srv *srv, rb_pgreq *r)
+static void release_done(rb_eng *eng, rb_pgreq *r)
 {
-    (void)srv;
+    (void)eng;
     if (r->rc)
         rb_log_kv(RB_LOG_WARN, RB_LOG_KV("jid", r->jid),
                   "job %s stays reserved until its lease ends: %s", r->jid, rb_err_msg(&r->err));
     mode_req_free(r);
 }
 
-void mode_release_claimed(rb_srv *srv, const char *jid, const char *wid)
+void mode_release_claimed(rb_eng *eng, const char *jid, const char *wid)
 {
-    if (!srv->base || srv->stopping)
+    if (!eng->base || eng->stopping)
         return; /* its lease ends it */
     rb_pgreq *r = rb_pgreq_new(RB_PGR_CALL);
     r->jid = rb_xstrdup(jid);
     r->wid = wid ? rb_xstrdup(wid) : NULL;
     r->call = release_call;
     r->done = release_done;
-    rb_pgreq_post(srv, r);
+    rb_pgreq_post(eng, r);
 }
 
 /* A job was claimed for a FETCH nobody waits for any more (closed, or
  * shutting down): put it back at once, without consuming the attempt. */
-static void release_job(rb_srv *srv, rb_pgreq *claim)
+static void release_job(rb_eng *eng, rb_pgreq *claim)
 {
     rb_log(RB_LOG_DEBUG, "job %s claimed for a closed connection: released", claim->u.claim.job.jid);
-    mode_release_claimed(srv, claim->u.claim.job.jid, claim->wid);
+    mode_release_claimed(eng, claim->u.claim.job.jid, claim->wid);
 }
 
 /* The first claim of a FETCH (the job engine's op in r->data) is done:
  * its results to the op, which replies or parks the connection; a wake-up
  * that went by meanwhile claims again for it. */
-static void op_claim_done(rb_srv *srv, rb_pgreq *r)
+static void op_claim_done(rb_eng *eng, rb_pgreq *r)
 {
     rb_eng_op *op = r->data;
     r->u.claim.queues = NULL; /* the op's */
     r->u.claim.nq = 0;
     if (r->rc) {
-        rb_pgmode_storage_error(srv, r); /* logs; r has no connection to answer */
+        rb_pgmode_storage_error(eng, r); /* logs; r has no connection to answer */
         op->rc = r->rc;
         op->err = r->err;
         op->applied = r->rc == RB_EDOUBT ? RB_ENG_UNKNOWN : RB_ENG_NOT_APPLIED;
         rb_pgmode_doubt_text(op, r->rc);
         mode_req_free(r);
-        rb_eng_complete(srv, op);
+        rb_eng_complete(eng, op);
         return;
     }
     op->applied = RB_ENG_APPLIED;
     bool got = r->u.claim.got;
     if (!got) {
-        arm_throttle_wake(srv, r->u.claim.wake_at);
-        parked_note(srv); /* the op parks */
+        arm_throttle_wake(eng, r->u.claim.wake_at);
+        parked_note(eng); /* the op parks */
     }
     if (got && !rb_eng_fetch_wanted(op)) {
-        release_job(srv, r);
+        release_job(eng, r);
     } else if (got) {
         op->u.fetch.jid = r->u.claim.job.jid;
         op->u.fetch.job = r->u.claim.job.json;
         r->u.claim.job.jid = r->u.claim.job.json = NULL;
     }
-    bool missed = r->u.claim.seq != rb_pgm_of(srv)->notify_seq; /* a wake-up went by */
+    bool missed = r->u.claim.seq != rb_pgm_of(eng)->notify_seq; /* a wake-up went by */
     mode_req_free(r);
-    rb_eng_complete(srv, op);
+    rb_eng_complete(eng, op);
     if (!got && missed)
-        rb_pgmode_wake(srv, NULL, 0);
+        rb_pgmode_wake(eng, NULL, 0);
 }
 
 /* A parked FETCH's claim is done: the job to its op (which the engine
  * ends), or the op stays parked; a job nobody waits for any more goes
  * back. A wake that went by meanwhile was noted for the next round
  * (round_back). */
-static void parked_claim_done(rb_srv *srv, rb_pgreq *r)
+static void parked_claim_done(rb_eng *eng, rb_pgreq *r)
 {
     rb_eng_op *op = r->data;
     r->u.claim.queues = NULL; /* the op's */
     r->u.claim.nq = 0;
     bool parks = false;
     if (r->rc) /* logged; the op stays parked: the next wake claims again */
-        rb_pgmode_storage_error(srv, r);
+        rb_pgmode_storage_error(eng, r);
     else if (r->u.claim.got && !rb_eng_fetch_wanted(op))
-        release_job(srv, r);
+        release_job(eng, r);
     else if (r->u.claim.got) {
         op->u.fetch.jid = r->u.claim.job.jid;
         op->u.fetch.job = r->u.claim.job.json;
         r->u.claim.job.jid = r->u.claim.job.json = NULL;
     } else {
-        arm_throttle_wake(srv, r->u.claim.wake_at);
+        arm_throttle_wake(eng, r->u.claim.wake_at);
         parks = true;
     }
     mode_req_free(r);
-    rb_eng_fetch_tried(srv, op);
+    rb_eng_fetch_tried(eng, op);
     if (parks)
-        parked_note(srv);
+        parked_note(eng);
 }
 
 /* A claim is done: a FETCH's first (op_claim_done), or a parked FETCH's. */
-static void fetch_done(rb_srv *srv, rb_pgreq *r)
+static void fetch_done(rb_eng *eng, rb_pgreq *r)
 {
     mode_round *w = r->u.claim.round;
     if (!w) {
-        op_claim_done(srv, r);
+        op_claim_done(eng, r);
         return;
     }
-    parked_claim_done(srv, r);
-    round_back(srv, w);
+    parked_claim_done(eng, r);
+    round_back(eng, w);
 }
 
-rb_eng_try rb_pgmode_refetch(rb_srv *srv, rb_eng_op *op)
+rb_eng_try rb_pgmode_refetch(rb_eng *eng, rb_eng_op *op)
 {
-    if (srv->stopping && !srv->base)
+    if (eng->stopping && !eng->base)
         return RB_ENG_TRY_NONE;
-    mode_round *w = round_of(rb_pgm_of(srv), op->u.fetch.queues, op->u.fetch.n, false);
+    mode_round *w = round_of(rb_pgm_of(eng), op->u.fetch.queues, op->u.fetch.n, false);
     if (w && w->out > 0)
         return RB_ENG_TRY_MISS; /* its list's claims are in flight: w->again claims after */
-    rb_pgreq_post(srv, claim_for(srv, op));
+    rb_pgreq_post(eng, claim_for(eng, op));
     return RB_ENG_TRY_STARTED;
 }

@@ -63,9 +63,9 @@ void mode_link_report(rb_pgmode *pm, int member, int rc, const rb_err *err)
         rb_log(RB_LOG_INFO, "database reachable again after %.1f s", (double)lasted / 1000.0);
 }
 
-void rb_pgmode_health(rb_srv *srv, rb_eng_health *h)
+void rb_pgmode_health(rb_eng *eng, rb_eng_health *h)
 {
-    rb_pgmode *pm = rb_pgm_of(srv);
+    rb_pgmode *pm = rb_pgm_of(eng);
     pthread_mutex_lock(&pm->mu);
     h->known = true;
     h->up = !pm->link.down;

@@ -16,6 +16,7 @@
 
 #include "backend/pg/registry.h"
 #include "common/buf.h"
+#include "common/fault.h"
 #include "common/timeutil.h"
 #include "common/log.h"
 
@@ -75,16 +76,12 @@ static int reap_all(rb_pgmode *pm, maint_bufs *mb, int *total, rb_err *err)
     return rc;
 }
 
-/* The tick; test hook: REBOUND_TEST_PG_TICK_MS sets it (so that a test can
- * tell a promotion at its due time from one at the next tick). */
+/* The tick; test hook (common/fault.h): pg.tick_ms sets it (so that a
+ * test can tell a promotion at its due time from one at the next tick). */
 static int64_t tick_ms(void)
 {
-    static int64_t ms = -1;
-    if (ms < 0) {
-        const char *e = getenv("REBOUND_TEST_PG_TICK_MS");
-        ms = e && atoll(e) > 0 ? atoll(e) : RB_PGMODE_TICK_MS;
-    }
-    return ms;
+    int64_t ms = rb_fault_int("pg.tick_ms", 0);
+    return ms > 0 ? ms : RB_PGMODE_TICK_MS;
 }
 
 void *mode_maint_thread(void *arg)

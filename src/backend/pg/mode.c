@@ -11,6 +11,7 @@
 
 #include "engine/engine.h"
 
+#include <event2/event.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -22,7 +23,7 @@
 #include "backend/pg/registry.h"
 #include "common/buf.h"
 #include "common/timeutil.h"
-#include "server/cron.h"
+#include "engine/cron.h"
 #include "common/log.h"
 
 /* --- the loop's side --- */
@@ -31,8 +32,8 @@ static void on_efd(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
-    rb_srv *srv = arg;
-    rb_pgmode *pm = rb_pgm_of(srv);
+    rb_eng *eng = arg;
+    rb_pgmode *pm = rb_pgm_of(eng);
     uint64_t v;
     ssize_t r = read(pm->efd, &v, sizeof v);
     (void)r;
@@ -50,16 +51,16 @@ static void on_efd(evutil_socket_t fd, short what, void *arg)
     mode_observed seen = pm->seen;
     memset(&pm->seen, 0, sizeof pm->seen);
     pthread_mutex_unlock(&pm->mu);
-    mode_observed_count(srv, &seen);
+    mode_observed_count(eng, &seen);
     mode_observed_release(&seen);
     while (list) {
         rb_pgreq *next = list->next;
-        list->done(srv, list);
+        list->done(eng, list);
         list = next;
     }
     if (all || nq) {
         pm->notify_seq++;
-        rb_pgmode_wake(srv, all ? NULL : (const char *const *)queues, all ? 0 : nq);
+        rb_pgmode_wake(eng, all ? NULL : (const char *const *)queues, all ? 0 : nq);
     }
     for (size_t i = 0; i < nq; i++)
         free(queues[i]);
@@ -70,17 +71,17 @@ static void on_poll(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
-    rb_srv *srv = arg;
-    rb_pgmode_wake(srv, NULL, 0);
+    rb_eng *eng = arg;
+    rb_pgmode_wake(eng, NULL, 0);
 }
 
-static int open_engine(rb_srv *srv, bool listen, rb_pg **out, rb_err *err)
+static int open_engine(rb_eng *eng, bool listen, rb_pg **out, rb_err *err)
 {
-    rb_pg_options o = {.url = srv->cfg.storage.url,
-                       .cfg = &srv->cfg,
+    rb_pg_options o = {.url = eng->cfg->storage.url,
+                       .cfg = eng->cfg,
                        .listen = listen,
-                       .io_timeout_ms = srv->cfg.storage.request_timeout_s * 1000,
-                       .idle_tx_ms = srv->cfg.storage.idle_in_transaction_timeout_s * 1000};
+                       .io_timeout_ms = eng->cfg->storage.request_timeout_s * 1000,
+                       .idle_tx_ms = eng->cfg->storage.idle_in_transaction_timeout_s * 1000};
     int64_t backoff = 100;
     for (;;) {
         int rc = rb_pg_open(&o, out, err);
@@ -98,13 +99,20 @@ static int open_engine(rb_srv *srv, bool listen, rb_pg **out, rb_err *err)
  * catch-up (the pushes themselves test the row again). */
 static void cron_row(void *arg, const char *key, const char *value)
 {
-    rb_cron_load(arg, key, value);
+    rb_pgmode *pm = arg;
+    json_object_set_new(pm->cron_ticks, key, json_integer(strtoll(value, NULL, 10)));
 }
 
-int rb_pgmode_open(rb_srv *srv, rb_err *err)
+json_t *rb_pgmode_cron_ticks(rb_eng *eng)
+{
+    return json_deep_copy(rb_pgm_of(eng)->cron_ticks);
+}
+
+int rb_pgmode_open(rb_eng *eng, rb_err *err)
 {
     rb_pgmode *pm = rb_xcalloc(1, sizeof *pm);
-    pm->srv = srv;
+    pm->eng = eng;
+    pm->cron_ticks = json_object();
     pm->efd = -1;
     pm->stop_pipe[0] = pm->stop_pipe[1] = -1;
     pm->todo_tail = &pm->todo;
@@ -119,9 +127,9 @@ int rb_pgmode_open(rb_srv *srv, rb_err *err)
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&pm->maint_cv, &ca);
     pthread_condattr_destroy(&ca);
-    srv->be = pm;
-    srv->backend = &rb_backend_pg;
-    int rc = open_engine(srv, false, &pm->work[0], err);
+    eng->be = pm;
+    eng->backend = &rb_backend_pg;
+    int rc = open_engine(eng, false, &pm->work[0], err);
     if (!rc) {
         rc = rb_pg_check_schema(pm->work[0], err);
         while (rb_pg_lost(rc)) { /* lost between the connect and the check */
@@ -131,24 +139,24 @@ int rb_pgmode_open(rb_srv *srv, rb_err *err)
             rc = rb_pg_check_schema(pm->work[0], err);
         }
     }
-    while (!rc && srv->cfg.n_cron &&
-           rb_pg_lost(rc = rb_pg_meta_each(pm->work[0], RB_CRON_META_KEY, cron_row, srv, err))) {
+    while (!rc && eng->cfg->n_cron &&
+           rb_pg_lost(rc = rb_pg_meta_each(pm->work[0], RB_CRON_META_KEY, cron_row, pm, err))) {
         rb_log(RB_LOG_WARN, "reading the cron ticks: %s (retrying)", rb_err_msg(err));
         struct timespec ts = {0, 200000000L};
         nanosleep(&ts, NULL);
     }
     for (int i = 1; !rc && i < RB_PGMODE_THREADS; i++)
-        rc = open_engine(srv, false, &pm->work[i], err);
+        rc = open_engine(eng, false, &pm->work[i], err);
     if (!rc)
-        rc = open_engine(srv, false, &pm->maint, err);
+        rc = open_engine(eng, false, &pm->maint, err);
     for (int i = 0; !rc && i < RB_PGMODE_THREADS; i++) /* named in rb_parked (fetch.c) */
         rb_pg_set_node(pm->work[i], rb_pgworkers_node());
     if (!rc)
-        rc = open_engine(srv, true, &pm->listen, err);
+        rc = open_engine(eng, true, &pm->listen, err);
     if (!rc && ((pm->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0 ||
                 pipe(pm->stop_pipe) != 0))
         rc = rb_err_set(err, RB_EIO, "cannot make an eventfd: %s", strerror(errno));
-    pm->split = srv->cfg.storage.prefetch && RB_PGMODE_THREADS > 1;
+    pm->split = eng->cfg->storage.prefetch && RB_PGMODE_THREADS > 1;
     mode_link_init(pm);
     for (int i = 0; !rc && i < RB_PGMODE_THREADS; i++) {
         mode_thread_arg *ta = rb_xmalloc(sizeof *ta);
@@ -162,7 +170,7 @@ int rb_pgmode_open(rb_srv *srv, rb_err *err)
         pm->n_threads++;
     }
     if (rc) {
-        rb_pgmode_free(srv);
+        rb_pgmode_free(eng);
         return rc;
     }
     rb_log(RB_LOG_INFO, "distributed mode: PostgreSQL schema version %d, %d database threads",
@@ -170,15 +178,15 @@ int rb_pgmode_open(rb_srv *srv, rb_err *err)
     return 0;
 }
 
-void rb_pgmode_attach(rb_srv *srv)
+void rb_pgmode_attach(rb_eng *eng)
 {
-    rb_pgmode *pm = rb_pgm_of(srv);
-    pm->efd_ev = event_new(srv->base, pm->efd, EV_READ | EV_PERSIST, on_efd, srv);
+    rb_pgmode *pm = rb_pgm_of(eng);
+    pm->efd_ev = event_new(eng->base, pm->efd, EV_READ | EV_PERSIST, on_efd, eng);
     event_add(pm->efd_ev, NULL);
-    pm->poll_ev = event_new(srv->base, -1, EV_PERSIST, on_poll, srv);
+    pm->poll_ev = event_new(eng->base, -1, EV_PERSIST, on_poll, eng);
     struct timeval tv = {RB_PGMODE_POLL_MS / 1000, (RB_PGMODE_POLL_MS % 1000) * 1000};
     event_add(pm->poll_ev, &tv);
-    pm->held_ev = event_new(srv->base, -1, EV_PERSIST, rb_pgworkers_refresh, srv);
+    pm->held_ev = event_new(eng->base, -1, EV_PERSIST, rb_pgworkers_refresh, eng);
     struct timeval held = {RB_PGWORKERS_REFRESH_MS / 1000, (RB_PGWORKERS_REFRESH_MS % 1000) * 1000};
     event_add(pm->held_ev, &held);
     pm->listen_started = pthread_create(&pm->listen_th, NULL, mode_listen_thread, pm) == 0;
@@ -187,11 +195,13 @@ void rb_pgmode_attach(rb_srv *srv)
         rb_log(RB_LOG_ERROR, "cannot start the listen or maintenance thread");
 }
 
-void rb_pgmode_free(rb_srv *srv)
+void rb_pgmode_free(rb_eng *eng)
 {
-    rb_pgmode *pm = rb_pgm_of(srv);
+    rb_pgmode *pm = rb_pgm_of(eng);
     if (!pm)
         return;
+    json_decref(pm->cron_ticks);
+    pm->cron_ticks = NULL;
     pthread_mutex_lock(&pm->mu);
     pm->stop = true;
     pthread_cond_broadcast(&pm->cv);
@@ -212,11 +222,11 @@ void rb_pgmode_free(rb_srv *srv)
     while (pm->done) {
         rb_pgreq *r = pm->done;
         pm->done = r->next;
-        r->done(srv, r);
+        r->done(eng, r);
     }
     /* prefetched jobs back to their queues while a connection is open */
-    mode_prefetch_release_all(srv, pm->work[0]);
-    mode_parked_clear(srv, pm->work[0]);
+    mode_prefetch_release_all(eng, pm->work[0]);
+    mode_parked_clear(eng, pm->work[0]);
     while (pm->todo) { /* none without threads; freed unanswered */
         rb_pgreq *r = pm->todo;
         pm->todo = r->next;
@@ -252,5 +262,5 @@ void rb_pgmode_free(rb_srv *srv)
     pthread_cond_destroy(&pm->cv);
     pthread_cond_destroy(&pm->maint_cv);
     free(pm);
-    srv->be = NULL;
+    eng->be = NULL;
 }

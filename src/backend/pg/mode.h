@@ -20,27 +20,27 @@
 #include <stdbool.h>
 
 #include "common/error.h"
-#include "server/srv.h"
+#include "engine/engine.h"
 
 typedef struct rb_pgmode rb_pgmode;
 
-/* The distributed backend's state: srv's backend handle (srv->be, set by
+/* The distributed backend's state: eng's backend handle (eng->be, set by
  * rb_pgmode_open). */
-static inline rb_pgmode *rb_pgm_of(const rb_srv *srv)
+static inline rb_pgmode *rb_pgm_of(const rb_eng *eng)
 {
-    return (rb_pgmode *)srv->be;
+    return (rb_pgmode *)eng->be;
 }
 
 /* Connects the engines (retrying with a backoff while the database cannot
  * be reached), checks the schema (RB_EVERSION with "run 'rebound migrate'"
  * or "upgrade rebound" otherwise) and starts the database threads; sets
- * srv->be. Before the event base exists. */
-int rb_pgmode_open(rb_srv *srv, rb_err *err);
+ * eng->be. Before the event base exists. */
+int rb_pgmode_open(rb_eng *eng, rb_err *err);
 /* Registers the loop's events (completions, poll timer) and starts the
  * listen and maintenance threads. After the event base exists. */
-void rb_pgmode_attach(rb_srv *srv);
+void rb_pgmode_attach(rb_eng *eng);
 /* Stops the threads after the requests already posted have run, completes
  * them (their connections are closed by then), frees everything. */
-void rb_pgmode_free(rb_srv *srv);
+void rb_pgmode_free(rb_eng *eng);
 
 #endif

@@ -44,7 +44,7 @@ typedef struct mode_commit {
 } mode_commit;
 
 /* What the threads saw for this node's /metrics, waiting for the loop
- * thread (the only one that may touch srv->metrics). */
+ * thread (the only one that may touch eng->metrics). */
 typedef struct mode_observed {
     rb_pg_fail_result *reaped; /* expired reservations failed (status DONE) */
     size_t n_reaped;
@@ -93,7 +93,8 @@ typedef struct mode_link {
 } mode_link;
 
 struct rb_pgmode {
-    rb_srv *srv;
+    rb_eng *eng;
+    json_t *cron_ticks; /* the "cron:NAME" rows read at open (rb_backend.cron_ticks) */
     rb_pg *work[RB_PGMODE_THREADS];
     pthread_t threads[RB_PGMODE_THREADS];
     int n_threads;
@@ -194,12 +195,12 @@ void mode_maint_due(rb_pgmode *pm, int64_t due_ms);
 /* Frees what o holds and zeroes it. */
 void mode_observed_release(mode_observed *o);
 /* Counts what the threads saw into this node's /metrics (loop thread). */
-void mode_observed_count(rb_srv *srv, const mode_observed *o);
+void mode_observed_count(rb_eng *eng, const mode_observed *o);
 /* Posts the requests rb_pgreq_post held back (pm->holding) at once, so
  * that one database thread takes them in one batch. Loop thread. */
 void mode_post_held(rb_pgmode *pm);
 /* Removes this node from rb_parked (stopping; pg: an open engine). */
-void mode_parked_clear(rb_srv *srv, rb_pg *pg);
+void mode_parked_clear(rb_eng *eng, rb_pg *pg);
 /* Frees what wake rounds left pending (rb_pgmode_free). */
 void mode_rounds_free(rb_pgmode *pm);
 /* Frees r (its kind's fields, data, copies). */
@@ -209,20 +210,20 @@ void mode_req_free(rb_pgreq *r);
 
 /* Puts back at once a job claimed for wid (NULL: none) that nobody will
  * get, without consuming its attempt (a request of its own). */
-void mode_release_claimed(rb_srv *srv, const char *jid, const char *wid);
+void mode_release_claimed(rb_eng *eng, const char *jid, const char *wid);
 /* Whether [storage] prefetch is on. */
-bool mode_prefetch_on(const rb_srv *srv);
+bool mode_prefetch_on(const rb_eng *eng);
 /* A FETCH of wid (NULL: none) named queues: remembered for its ACKs. */
-void mode_prefetch_seen(rb_srv *srv, const char *wid, char *const *queues, int nq);
+void mode_prefetch_seen(rb_eng *eng, const char *wid, char *const *queues, int nq);
 /* A FETCH of wid named queues: a job held for it with that list moves to
  * *jid and *json (true); held ones for other lists are put back. */
-bool mode_prefetch_take(rb_srv *srv, const char *wid, char *const *queues, int nq,
+bool mode_prefetch_take(rb_eng *eng, const char *wid, char *const *queues, int nq,
                         char **jid, char **json);
 /* Makes pm's prefetch state (before anything is posted). */
 void mode_prefetch_init(rb_pgmode *pm);
 /* The node stops (its threads joined): held jobs put back through pg
  * (NULL: only freed), everything freed. */
-void mode_prefetch_release_all(rb_srv *srv, rb_pg *pg);
+void mode_prefetch_release_all(rb_eng *eng, rb_pg *pg);
 
 /* --- the database link (link.c) --- */
 

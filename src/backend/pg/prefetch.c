@@ -20,6 +20,7 @@
 
 #include "engine/engine.h"
 
+#include <event2/event.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,7 @@
 #include <jansson.h>
 
 #include "common/buf.h"
+#include "common/fault.h"
 #include "common/timeutil.h"
 #include "common/log.h"
 
@@ -66,21 +68,28 @@ void mode_prefetch_init(rb_pgmode *pm)
     rb_table_init(&pm->last, offsetof(mode_last, hnext), last_key);
 }
 
+/* How long a claimed job waits for its worker's FETCH: RB_PGMODE_PREFETCH_HOLD_MS,
+ * or the test's (fault pg.prefetch_hold_ms: a loaded test machine). */
+static int64_t hold_ms(void)
+{
+    return rb_fault_int("pg.prefetch_hold_ms", RB_PGMODE_PREFETCH_HOLD_MS);
+}
+
 /* The entry of wid in pm->last, or NULL. */
 static mode_last *last_of(rb_pgmode *pm, const char *wid)
 {
     return rb_table_get(&pm->last, wid);
 }
 
-bool mode_prefetch_on(const rb_srv *srv)
+bool mode_prefetch_on(const rb_eng *eng)
 {
-    return srv->cfg.storage.prefetch;
+    return eng->cfg->storage.prefetch;
 }
 
-void mode_prefetch_seen(rb_srv *srv, const char *wid, char *const *queues, int nq)
+void mode_prefetch_seen(rb_eng *eng, const char *wid, char *const *queues, int nq)
 {
-    rb_pgmode *pm = rb_pgm_of(srv);
-    if (!wid || !mode_prefetch_on(srv))
+    rb_pgmode *pm = rb_pgm_of(eng);
+    if (!wid || !mode_prefetch_on(eng))
         return;
     mode_last *l = last_of(pm, wid);
     if (l && same_list(l->queues, l->nq, queues, nq))
@@ -115,20 +124,20 @@ static void forget_held(rb_pgmode *pm, size_t i, bool taken)
 /* Puts back the held job i (fetch.c's release) and removes it; false
  * while the node stops (no request is posted any more: it stays held,
  * for mode_prefetch_release_all). */
-static bool drop_held(rb_srv *srv, size_t i)
+static bool drop_held(rb_eng *eng, size_t i)
 {
-    rb_pgmode *pm = rb_pgm_of(srv);
-    if (!srv->base || srv->stopping)
+    rb_pgmode *pm = rb_pgm_of(eng);
+    if (!eng->base || eng->stopping)
         return false;
-    mode_release_claimed(srv, pm->pre[i].job.jid, pm->pre[i].wid);
+    mode_release_claimed(eng, pm->pre[i].job.jid, pm->pre[i].wid);
     forget_held(pm, i, false);
     return true;
 }
 
-bool mode_prefetch_take(rb_srv *srv, const char *wid, char *const *queues, int nq,
+bool mode_prefetch_take(rb_eng *eng, const char *wid, char *const *queues, int nq,
                         char **jid, char **json)
 {
-    rb_pgmode *pm = rb_pgm_of(srv);
+    rb_pgmode *pm = rb_pgm_of(eng);
     if (!wid)
         return false;
     bool got = false;
@@ -139,7 +148,7 @@ bool mode_prefetch_take(rb_srv *srv, const char *wid, char *const *queues, int n
             continue;
         }
         if (!same_list(p->queues, p->nq, queues, nq)) {
-            if (!drop_held(srv, i)) /* claimed for queues it no longer asks for */
+            if (!drop_held(eng, i)) /* claimed for queues it no longer asks for */
                 i++;
             continue;
         }
@@ -157,38 +166,38 @@ bool mode_prefetch_take(rb_srv *srv, const char *wid, char *const *queues, int n
 }
 
 /* Held too long: put back; the timer again for the oldest left. */
-static void arm_expiry(rb_srv *srv);
+static void arm_expiry(rb_eng *eng);
 
 static void on_expiry(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
-    rb_srv *srv = arg;
-    rb_pgmode *pm = rb_pgm_of(srv);
+    rb_eng *eng = arg;
+    rb_pgmode *pm = rb_pgm_of(eng);
     int64_t now = rb_now_ms();
     for (size_t i = 0; i < pm->n_pre;) {
-        if (now - pm->pre[i].at_ms >= RB_PGMODE_PREFETCH_HOLD_MS && drop_held(srv, i))
+        if (now - pm->pre[i].at_ms >= hold_ms() && drop_held(eng, i))
             pm->prefetch_expired++;
         else
             i++;
     }
-    arm_expiry(srv);
+    arm_expiry(eng);
 }
 
-static void arm_expiry(rb_srv *srv)
+static void arm_expiry(rb_eng *eng)
 {
-    rb_pgmode *pm = rb_pgm_of(srv);
-    if (!pm->n_pre || !srv->base || srv->stopping)
+    rb_pgmode *pm = rb_pgm_of(eng);
+    if (!pm->n_pre || !eng->base || eng->stopping)
         return;
     if (!pm->pre_ev)
-        pm->pre_ev = evtimer_new(srv->base, on_expiry, srv);
+        pm->pre_ev = evtimer_new(eng->base, on_expiry, eng);
     if (evtimer_pending(pm->pre_ev, NULL))
         return;
     int64_t oldest = pm->pre[0].at_ms;
     for (size_t i = 1; i < pm->n_pre; i++)
         if (pm->pre[i].at_ms < oldest)
             oldest = pm->pre[i].at_ms;
-    int64_t left = oldest + RB_PGMODE_PREFETCH_HOLD_MS - rb_now_ms();
+    int64_t left = oldest + hold_ms() - rb_now_ms();
     if (left < 1)
         left = 1;
     struct timeval tv = {left / 1000, (left % 1000) * 1000};
@@ -196,9 +205,9 @@ static void arm_expiry(rb_srv *srv)
 }
 
 /* The claim posted with an ACK is done: its job held for the wid. */
-static void claim_done(rb_srv *srv, rb_pgreq *r)
+static void claim_done(rb_eng *eng, rb_pgreq *r)
 {
-    rb_pgmode *pm = rb_pgm_of(srv);
+    rb_pgmode *pm = rb_pgm_of(eng);
     if (!r->rc && r->u.claim.got) {
         pm->pre = rb_xrealloc(pm->pre, (pm->n_pre + 1) * sizeof *pm->pre);
         mode_pre *p = &pm->pre[pm->n_pre++];
@@ -211,15 +220,15 @@ static void claim_done(rb_srv *srv, rb_pgreq *r)
         p->job = r->u.claim.job;
         memset(&r->u.claim.job, 0, sizeof r->u.claim.job);
         p->at_ms = rb_now_ms();
-        arm_expiry(srv);
+        arm_expiry(eng);
     }
     mode_req_free(r);
 }
 
-rb_pgreq *rb_pgmode_prefetch_claim(rb_srv *srv, const char *wid)
+rb_pgreq *rb_pgmode_prefetch_claim(rb_eng *eng, const char *wid)
 {
-    rb_pgmode *pm = rb_pgm_of(srv);
-    if (!wid || !mode_prefetch_on(srv) || srv->stopping)
+    rb_pgmode *pm = rb_pgm_of(eng);
+    if (!wid || !mode_prefetch_on(eng) || eng->stopping)
         return NULL;
     mode_last *l = last_of(pm, wid);
     if (!l)
@@ -247,9 +256,9 @@ static void free_last(void *e, void *arg)
     free(l);
 }
 
-void mode_prefetch_release_all(rb_srv *srv, rb_pg *pg)
+void mode_prefetch_release_all(rb_eng *eng, rb_pg *pg)
 {
-    rb_pgmode *pm = rb_pgm_of(srv);
+    rb_pgmode *pm = rb_pgm_of(eng);
     while (pm->n_pre) {
         mode_pre *p = &pm->pre[pm->n_pre - 1];
         if (pg) {
@@ -274,10 +283,10 @@ void mode_prefetch_release_all(rb_srv *srv, rb_pg *pg)
     }
 }
 
-json_t *rb_pgmode_prefetch_json(rb_srv *srv)
+json_t *rb_pgmode_prefetch_json(rb_eng *eng)
 {
-    const rb_pgmode *pm = rb_pgm_of(srv);
-    return json_pack("{s:b, s:I, s:I, s:I}", "enabled", mode_prefetch_on(srv), "held",
+    const rb_pgmode *pm = rb_pgm_of(eng);
+    return json_pack("{s:b, s:I, s:I, s:I}", "enabled", mode_prefetch_on(eng), "held",
                      (json_int_t)pm->n_pre, "hits", (json_int_t)pm->prefetch_hits, "expired",
                      (json_int_t)pm->prefetch_expired);
 }

@@ -56,8 +56,8 @@ void rb_pgworkers_run_seen(rb_pg *pg, rb_pgreq **v, size_t n)
 }
 
 /* Posts a sighting of op's worker; done completes op. */
-static void post_seen(rb_srv *srv, rb_eng_op *op, rb_pg_seen_kind kind, char *info,
-                      void (*done)(rb_srv *, rb_pgreq *))
+static void post_seen(rb_eng *eng, rb_eng_op *op, rb_pg_seen_kind kind, char *info,
+                      void (*done)(rb_eng *, rb_pgreq *))
 {
     rb_pgreq *r = rb_pgreq_new(RB_PGR_SEEN);
     r->wid = rb_xstrdup(op->u.worker.wid);
@@ -66,32 +66,32 @@ static void post_seen(rb_srv *srv, rb_eng_op *op, rb_pg_seen_kind kind, char *in
     r->data_free = free;
     r->op = op;
     r->done = done;
-    rb_pgreq_post(srv, r);
+    rb_pgreq_post(eng, r);
 }
 
-static void hello_done(rb_srv *srv, rb_pgreq *r)
+static void hello_done(rb_eng *eng, rb_pgreq *r)
 {
     rb_eng_op *op = r->op;
     if (r->rc) /* logged as any storage error, but HELLO itself succeeded */
-        rb_pgmode_storage_error(srv, r);
+        rb_pgmode_storage_error(eng, r);
     op->applied = r->rc ? RB_ENG_UNKNOWN : RB_ENG_APPLIED;
-    rb_pgreq_finish(srv, r);
-    rb_eng_complete(srv, op);
+    rb_pgreq_finish(eng, r);
+    rb_eng_complete(eng, op);
 }
 
-void rb_pgworkers_hello(rb_srv *srv, rb_eng_op *op)
+void rb_pgworkers_hello(rb_eng *eng, rb_eng_op *op)
 {
     json_t *info = json_deep_copy(op->u.worker.info);
     json_object_del(info, "pwdhash");
-    post_seen(srv, op, RB_PG_SEEN_HELLO, json_dumps(info, JSON_COMPACT), hello_done);
+    post_seen(eng, op, RB_PG_SEEN_HELLO, json_dumps(info, JSON_COMPACT), hello_done);
     json_decref(info);
 }
 
-static void beat_done(rb_srv *srv, rb_pgreq *r)
+static void beat_done(rb_eng *eng, rb_pgreq *r)
 {
     rb_eng_op *op = r->op;
     if (r->rc) {
-        rb_pgmode_storage_error(srv, r);
+        rb_pgmode_storage_error(eng, r);
         /* The database is away but the worker is connected here: this node
          * answers (with its own quiet when it is shutting down), and a
          * signal set in the registry reaches the worker at its first BEAT
@@ -105,16 +105,16 @@ static void beat_done(rb_srv *srv, rb_pgreq *r)
     } else {
         op->u.worker.signal = r->u.seen.signal;
     }
-    rb_pgreq_finish(srv, r);
-    rb_eng_complete(srv, op);
+    rb_pgreq_finish(eng, r);
+    rb_eng_complete(eng, op);
 }
 
-void rb_pgworkers_beat(rb_srv *srv, rb_eng_op *op)
+void rb_pgworkers_beat(rb_eng *eng, rb_eng_op *op)
 {
-    rb_worker *w = rb_eng_worker_get(srv, op->u.worker.wid, false);
+    rb_worker *w = rb_eng_worker_get(eng, op->u.worker.wid, false);
     if (w)
         w->last_beat_ms = op->now;
-    post_seen(srv, op, w ? RB_PG_SEEN_BEAT_HELD : RB_PG_SEEN_BEAT, NULL, beat_done);
+    post_seen(eng, op, w ? RB_PG_SEEN_BEAT_HELD : RB_PG_SEEN_BEAT, NULL, beat_done);
 }
 
 /* --- the refresh of this node's connected workers --- */
@@ -143,11 +143,11 @@ static void held_call(rb_pg *pg, rb_pgreq *r)
     free(s);
 }
 
-static void held_done(rb_srv *srv, rb_pgreq *r)
+static void held_done(rb_eng *eng, rb_pgreq *r)
 {
     if (r->rc)
-        rb_pgmode_storage_error(srv, r); /* logged; the next refresh tries again */
-    rb_pgreq_finish(srv, r);
+        rb_pgmode_storage_error(eng, r); /* logged; the next refresh tries again */
+    rb_pgreq_finish(eng, r);
 }
 
 static void add_held(rb_worker *w, void *arg)
@@ -160,11 +160,11 @@ void rb_pgworkers_refresh(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
-    rb_srv *srv = arg;
-    if (!rb_eng_workers_count(srv) || srv->stopping)
+    rb_eng *eng = arg;
+    if (!rb_eng_workers_count(eng) || eng->stopping)
         return;
     held *h = rb_xcalloc(1, sizeof *h);
-    h->wids = rb_xcalloc(rb_eng_workers_count(srv), sizeof *h->wids);
-    rb_eng_workers_each(srv, add_held, h);
-    rb_pgreq_post(srv, rb_pgreq_new_call(h, held_free, held_call, held_done));
+    h->wids = rb_xcalloc(rb_eng_workers_count(eng), sizeof *h->wids);
+    rb_eng_workers_each(eng, add_held, h);
+    rb_pgreq_post(eng, rb_pgreq_new_call(h, held_free, held_call, held_done));
 }

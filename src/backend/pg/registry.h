@@ -27,19 +27,19 @@
  * once the database has it. A database error is logged as other commands
  * log it and HELLO still succeeds: the worker's next BEAT on this node or
  * the node's refresh records it. */
-void rb_pgworkers_hello(rb_srv *srv, rb_eng_op *op);
+void rb_pgworkers_hello(rb_eng *eng, rb_eng_op *op);
 /* The engine's BEAT (rb_backend.beat) in distributed mode: records the
  * beat; the stored signal, RB_UNKNOWN_WORKER when no node knows the wid as
  * a live worker, or the storage error (none for a worker connected here:
  * it is told 0). */
-void rb_pgworkers_beat(rb_srv *srv, rb_eng_op *op);
+void rb_pgworkers_beat(rb_eng *eng, rb_eng_op *op);
 
 /* On a database thread: one rb_pg_workers_seen for the n RB_PGR_SEEN
  * requests v (or their error in each). */
 void rb_pgworkers_run_seen(rb_pg *pg, rb_pgreq **v, size_t n);
 /* This node's name ("host:pid"), in rb_workers and rb_parked. Any thread. */
 const char *rb_pgworkers_node(void);
-/* The refresh timer's callback (arg: the rb_srv): marks every worker
+/* The refresh timer's callback (arg: the rb_eng): marks every worker
  * connected to this node as seen, in one request. */
 void rb_pgworkers_refresh(evutil_socket_t fd, short what, void *arg);
 

@@ -92,33 +92,33 @@ void mode_observed_release(mode_observed *o)
 }
 
 /* Counts what the threads saw into this node's /metrics (loop thread). */
-void mode_observed_count(rb_srv *srv, const mode_observed *o)
+void mode_observed_count(rb_eng *eng, const mode_observed *o)
 {
     for (size_t i = 0; i < o->n_reaped; i++)
-        rb_pgmode_count_failure(srv, &o->reaped[i]);
+        rb_pgmode_count_failure(eng, &o->reaped[i]);
     for (size_t i = 0; i < o->n_late; i++)
-        rb_metrics_lateness(srv->metrics, o->late[i]);
+        rb_metrics_lateness(eng->metrics, o->late[i]);
     for (size_t i = 0; i < o->n_commits; i++)
-        rb_metrics_commit(srv->metrics, o->commits[i].n_ops, o->commits[i].us);
+        rb_metrics_commit(eng->metrics, o->commits[i].n_ops, o->commits[i].us);
     for (int w = 0; w < 2; w++)
         if (o->claims[w])
-            rb_metrics_claims(srv->metrics, w, o->claims[w], o->claims_empty[w]);
+            rb_metrics_claims(eng->metrics, w, o->claims[w], o->claims_empty[w]);
     for (size_t i = 0; i < o->n_expired; i++)
-        rb_metrics_event_labels(srv->metrics, RB_M_EXPIRED, o->expired[i].queue,
+        rb_metrics_event_labels(eng->metrics, RB_M_EXPIRED, o->expired[i].queue,
                                 o->expired[i].jobtype);
 }
 
-void rb_pgmode_count_failure(rb_srv *srv, const rb_pg_fail_result *res)
+void rb_pgmode_count_failure(rb_eng *eng, const rb_pg_fail_result *res)
 {
     const rb_pg_labels *l = &res->labels;
-    rb_metrics_event_labels(srv->metrics, RB_M_FAILED, l->queue, l->jobtype);
-    rb_metrics_event_labels(srv->metrics,
+    rb_metrics_event_labels(eng->metrics, RB_M_FAILED, l->queue, l->jobtype);
+    rb_metrics_event_labels(eng->metrics,
                             res->outcome == RB_OUTCOME_RETRY     ? RB_M_RETRIED
                             : res->outcome == RB_OUTCOME_DISCARD ? RB_M_DISCARDED
                                                                  : RB_M_DEAD,
                             l->queue, l->jobtype);
     if (res->outcome == RB_OUTCOME_RETRY)
-        rb_metrics_retry_delay(srv->metrics, res->delay_ms);
+        rb_metrics_retry_delay(eng->metrics, res->delay_ms);
 }
 
 rb_pgreq *rb_pgreq_new(rb_pgreq_kind kind)
@@ -130,7 +130,7 @@ rb_pgreq *rb_pgreq_new(rb_pgreq_kind kind)
 
 rb_pgreq *rb_pgreq_new_call(void *data, void (*data_free)(void *),
                             void (*call)(rb_pg *, rb_pgreq *),
-                            void (*done)(rb_srv *, rb_pgreq *))
+                            void (*done)(rb_eng *, rb_pgreq *))
 {
     rb_pgreq *r = rb_pgreq_new(RB_PGR_CALL);
     r->data = data;
@@ -140,10 +140,10 @@ rb_pgreq *rb_pgreq_new_call(void *data, void (*data_free)(void *),
     return r;
 }
 
-static void hand_over(const rb_srv *srv, rb_pgreq *r)
+static void hand_over(const rb_eng *eng, rb_pgreq *r)
 {
     r->now = rb_now_ms();
-    r->deadline_ms = rb_mono_ms() + srv->cfg.storage.request_timeout_s * 1000;
+    r->deadline_ms = rb_mono_ms() + eng->cfg->storage.request_timeout_s * 1000;
     r->next = NULL;
 }
 
@@ -160,14 +160,14 @@ static void append_todo_locked(rb_pgmode *pm, rb_pgreq *head, rb_pgreq **tail)
         pthread_cond_signal(&pm->cv);
 }
 
-void rb_pgreq_post_with(rb_srv *srv, rb_pgreq *r, rb_pgreq *then)
+void rb_pgreq_post_with(rb_eng *eng, rb_pgreq *r, rb_pgreq *then)
 {
-    rb_pgmode *pm = rb_pgm_of(srv);
-    hand_over(srv, r);
+    rb_pgmode *pm = rb_pgm_of(eng);
+    hand_over(eng, r);
     rb_pgreq **tail = &r->next;
     while (then) {
         rb_pgreq *next = then->next;
-        hand_over(srv, then);
+        hand_over(eng, then);
         *tail = then;
         tail = &then->next;
         then = next;
@@ -179,14 +179,14 @@ void rb_pgreq_post_with(rb_srv *srv, rb_pgreq *r, rb_pgreq *then)
     }
     pthread_mutex_lock(&pm->mu);
     if (r->slow && !pm->link.down) /* else request_timeout: the database is away */
-        r->deadline_ms = rb_mono_ms() + srv->cfg.storage.admin_timeout_s * 1000;
+        r->deadline_ms = rb_mono_ms() + eng->cfg->storage.admin_timeout_s * 1000;
     append_todo_locked(pm, r, tail);
     pthread_mutex_unlock(&pm->mu);
 }
 
-void rb_pgreq_post(rb_srv *srv, rb_pgreq *r)
+void rb_pgreq_post(rb_eng *eng, rb_pgreq *r)
 {
-    rb_pgreq_post_with(srv, r, NULL);
+    rb_pgreq_post_with(eng, r, NULL);
 }
 
 void mode_post_held(rb_pgmode *pm)
@@ -233,22 +233,22 @@ void mode_req_free(rb_pgreq *r)
     free(r);
 }
 
-void rb_pgreq_finish(rb_srv *srv, rb_pgreq *r)
+void rb_pgreq_finish(rb_eng *eng, rb_pgreq *r)
 {
-    (void)srv;
+    (void)eng;
     mode_req_free(r);
 }
 
-void rb_pgmode_storage_error(rb_srv *srv, rb_pgreq *r)
+void rb_pgmode_storage_error(rb_eng *eng, rb_pgreq *r)
 {
-    (void)srv;
+    (void)eng;
     /* a lost connection is the link's to log (link.c), once per outage;
      * so is a request that waited out its deadline meanwhile */
     if (!rb_pg_lost(r->rc) && r->rc != RB_ETIMEDOUT)
         rb_log(RB_LOG_WARN, "storage error: %s", rb_err_msg(&r->err));
 }
 
-void rb_pgmode_retry_due(rb_srv *srv, int64_t due_ms)
+void rb_pgmode_retry_due(rb_eng *eng, int64_t due_ms)
 {
-    mode_maint_due(rb_pgm_of(srv), due_ms);
+    mode_maint_due(rb_pgm_of(eng), due_ms);
 }

@@ -12,7 +12,7 @@
 
 #include "backend/pg/sql.h"
 #include "engine/engine.h"
-#include "server/srv.h"
+#include "engine/engine.h"
 
 typedef enum rb_pgreq_kind {
     RB_PGR_PUSH,  /* batched: one rb_pg_push for every push request taken */
@@ -33,7 +33,7 @@ struct rb_pgreq {
     rb_pgreq_kind kind;
     rb_eng_op *op; /* a worker's HELLO or BEAT it serves (registry.c), or NULL */
     void (*call)(rb_pg *pg, rb_pgreq *r);    /* RB_PGR_CALL: on a database thread */
-    void (*done)(rb_srv *srv, rb_pgreq *r); /* on the loop thread */
+    void (*done)(rb_eng *eng, rb_pgreq *r); /* on the loop thread */
     int rc;                                  /* 0 or the engine's RB_E* code */
     rb_err err;
     int64_t now; /* wall-clock ms when posted */
@@ -108,17 +108,17 @@ rb_pgreq *rb_pgreq_new(rb_pgreq_kind kind);
  * data_free with the request); not posted yet. */
 rb_pgreq *rb_pgreq_new_call(void *data, void (*data_free)(void *),
                             void (*call)(rb_pg *, rb_pgreq *),
-                            void (*done)(rb_srv *, rb_pgreq *));
+                            void (*done)(rb_eng *, rb_pgreq *));
 /* Hands r to the database threads. */
-void rb_pgreq_post(rb_srv *srv, rb_pgreq *r);
+void rb_pgreq_post(rb_eng *eng, rb_pgreq *r);
 /* As rb_pgreq_post, with the chain then (linked by next; NULL: none)
  * right behind r, so that a database thread takes them in one batch. */
-void rb_pgreq_post_with(rb_srv *srv, rb_pgreq *r, rb_pgreq *then);
+void rb_pgreq_post_with(rb_eng *eng, rb_pgreq *r, rb_pgreq *then);
 /* The end of a done handler: r is freed. */
-void rb_pgreq_finish(rb_srv *srv, rb_pgreq *r);
+void rb_pgreq_finish(rb_eng *eng, rb_pgreq *r);
 /* Logs a failed request's database error; a lost connection is logged by
  * the link once per outage (mode_link_report). */
-void rb_pgmode_storage_error(rb_srv *srv, rb_pgreq *r);
+void rb_pgmode_storage_error(rb_eng *eng, rb_pgreq *r);
 /* Ends op->err's message (op failed with rc, a store error) with what a
  * client needs to know of a change it asked for: "outcome unknown"
  * (RB_EDOUBT: the commit was sent, its reply lost) when the database may
@@ -130,27 +130,29 @@ void rb_pgmode_doubt_text(rb_eng_op *op, int rc);
  * reaped) in this node's /metrics: failed and its outcome (retried, dead
  * or discarded) under the job's queue and job type, and the retry delay.
  * Loop thread only. */
-void rb_pgmode_count_failure(rb_srv *srv, const rb_pg_fail_result *res);
+void rb_pgmode_count_failure(rb_eng *eng, const rb_pg_fail_result *res);
 
 /* FETCH (the job engine's op, backend.c): claims for op at once and
  * completes op with the job or none; the engine then parks op, and
  * rb_pgmode_refetch claims again for it on a notification, a local push
  * or the poll (rb_eng_wake) until its 2 s end. A job claimed for a FETCH
  * nobody waits for any more is released at once. */
-void rb_pgmode_fetch(rb_srv *srv, rb_eng_op *op);
+void rb_pgmode_fetch(rb_eng *eng, rb_eng_op *op);
 /* The claim to post with an ACK of wid (prefetch.c), or NULL (prefetch
  * off, no FETCH seen from wid, enough held for it, stopping). */
-rb_pgreq *rb_pgmode_prefetch_claim(rb_srv *srv, const char *wid);
+rb_pgreq *rb_pgmode_prefetch_claim(rb_eng *eng, const char *wid);
 /* A FAIL scheduled its job's retry at due_ms: promoted then, not at the
  * maintenance thread's next tick (mode_maint_due). */
-void rb_pgmode_retry_due(rb_srv *srv, int64_t due_ms);
+void rb_pgmode_retry_due(rb_eng *eng, int64_t due_ms);
 /* INFO's rebound.prefetch of this node: {"enabled", "held", "hits",
  * "expired"} (a new reference). */
-json_t *rb_pgmode_prefetch_json(rb_srv *srv);
+json_t *rb_pgmode_prefetch_json(rb_eng *eng);
 /* The database link (link.c's mode_link) as the engine reports it: up or
  * down since when, the last successful round trip, what began an outage.
  * rb_backend.health. */
-void rb_pgmode_health(rb_srv *srv, rb_eng_health *h);
+void rb_pgmode_health(rb_eng *eng, rb_eng_health *h);
+/* rb_backend.cron_ticks: the "cron:NAME" rows read at open (mode.c). */
+json_t *rb_pgmode_cron_ticks(rb_eng *eng);
 /* Jobs became ready in queues (NULL: anywhere, n 0): the FETCHes parked
  * on those queues claim again, one statement per queue list (their claims
  * posted to one database thread together). While the claims of a queue
@@ -161,15 +163,15 @@ void rb_pgmode_health(rb_srv *srv, rb_eng_health *h);
  * has at most one claim statement in flight per queue list for its parked
  * FETCHes, and no wake is lost. Every wake of a parked FETCH goes through
  * here. */
-void rb_pgmode_wake(rb_srv *srv, const char *const *queues, size_t n);
+void rb_pgmode_wake(rb_eng *eng, const char *const *queues, size_t n);
 /* Distributed mode's rb_backend.refetch: claims again for c, parked in a
  * FETCH, within what is left of its wait (false while the node stops). */
-rb_eng_try rb_pgmode_refetch(rb_srv *srv, rb_eng_op *op);
+rb_eng_try rb_pgmode_refetch(rb_eng *eng, rb_eng_op *op);
 /* The FETCHes parked on this node that can take jobs of push r at once
  * (plain, ready, unthrottled): each job so matched is marked for its
  * hand-off claim, returned as a chain to post right behind r (NULL:
  * none); the push inserts the job claimed for that FETCH's worker and the
  * claim answers it, in the push's transaction (db_thread.c). Loop thread. */
-rb_pgreq *rb_pgmode_hand_off(rb_srv *srv, rb_pgreq *r);
+rb_pgreq *rb_pgmode_hand_off(rb_eng *eng, rb_pgreq *r);
 
 #endif

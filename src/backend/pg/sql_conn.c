@@ -26,7 +26,7 @@ static const char *const sql_stmt_text[SQL_STMT_COUNT] = {
                  " ORDER BY slot",
     /* rb_claim_unexpired for one queue (the usual FETCH), as one
      * statement: the function's loop, its paused check and its result set
-     * cost more than the claim (schema 13, issue 29) */
+     * cost more than the claim (schema 14, issue 29) */
     [SQL_CLAIM1] = "/* rb_claim, one queue */ WITH picked AS MATERIALIZED (SELECT r.jid, r.priority, r.seq,"
                   " coalesce(r.expires_ms <= $3::bigint, false) AS gone FROM rb_jobs r"
                   " WHERE r.state = 2 AND r.queue = $1 AND NOT EXISTS (SELECT 1 FROM rb_queues qq"

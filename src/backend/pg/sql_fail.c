@@ -181,7 +181,9 @@ static int batch_write(rb_pg *pg, batch *b, int64_t now, rb_err *err)
 
 /* Holder check as docs/protocol.md: a working job belongs to the wid that
  * claimed it; a request from another wid is refused, one without a wid is
- * not checked (rb_held and rb_ack_labels in sql_schema.c say the same). */
+ * not checked. FAIL decides in C on the locked rows (rb_job_outcome); the
+ * SQL functions of ACK, SNOOZE and EXTEND call rb_holder_status (schema
+ * version 13), which test_pg_rules compares with it. */
 int rb_pg_fail(rb_pg *pg, const rb_pg_failure *f, size_t n, int64_t now,
                rb_pg_fail_result *res, rb_err *err)
 {

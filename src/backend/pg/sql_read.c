@@ -154,7 +154,7 @@ int rb_pg_jobs(rb_pg *pg, const rb_pg_filter *f, rb_pg_job **out, size_t *n, int
     snprintf(st, sizeof st, "%d", f->state);
     snprintf(off, sizeof off, "%lld", (long long)(f->offset > 0 ? f->offset : 0));
     snprintf(lim, sizeof lim, "%lld", (long long)(f->limit > 0 ? f->limit : 0));
-    const char *params[6] = {st, f->queue, f->jobtype, f->errtype, off, lim};
+    const char *params[7] = {st, f->queue, f->jobtype, f->errtype, off, lim, f->group};
     PGresult *r = sql_query(
         pg,
         "SELECT jid, queue, json, history, wid, state, priority, attempts, reserve_s, flags,"
@@ -162,11 +162,12 @@ int rb_pg_jobs(rb_pg *pg, const rb_pg_filter *f, rb_pg_job **out, size_t *n, int
         " WHERE state = $1::int AND ($2::text IS NULL OR queue = $2)"
         " AND ($3::text IS NULL OR json::jsonb ->> 'jobtype' = $3)"
         " AND ($4::text IS NULL OR json::jsonb #>> '{failure,errtype}' = $4)"
+        " AND ($7::text IS NULL OR json::jsonb #>> '{custom,group}' = $7)"
         " ORDER BY CASE WHEN state = 2 THEN queue END COLLATE \"C\","
         "   CASE WHEN state = 2 THEN priority END DESC,"
         "   CASE WHEN state = 2 THEN seq ELSE due_ms END, seq"
         " OFFSET $5::bigint LIMIT $6::bigint",
-        6, params, err);
+        7, params, err);
     if (!r)
         return err ? err->code : RB_ESTORE;
     int rows = PQntuples(r);
@@ -188,13 +189,14 @@ int rb_pg_jobs(rb_pg *pg, const rb_pg_filter *f, rb_pg_job **out, size_t *n, int
         *total = sql_int(r, 0, 13);
     } else { /* none on this page (past the end, or limit 0): count alone */
         PQclear(r);
-        const char *cp[4] = {st, f->queue, f->jobtype, f->errtype};
+        const char *cp[5] = {st, f->queue, f->jobtype, f->errtype, f->group};
         r = sql_query(pg,
                       "SELECT count(*) FROM rb_jobs WHERE state = $1::int"
                       " AND ($2::text IS NULL OR queue = $2)"
                       " AND ($3::text IS NULL OR json::jsonb ->> 'jobtype' = $3)"
-                      " AND ($4::text IS NULL OR json::jsonb #>> '{failure,errtype}' = $4)",
-                      4, cp, err);
+                      " AND ($4::text IS NULL OR json::jsonb #>> '{failure,errtype}' = $4)"
+                      " AND ($5::text IS NULL OR json::jsonb #>> '{custom,group}' = $5)",
+                      5, cp, err);
         if (!r) {
             free(jobs);
             return err ? err->code : RB_ESTORE;

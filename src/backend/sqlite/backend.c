@@ -12,25 +12,24 @@
 #include <sys/stat.h>
 
 #include "backend/sqlite/batch.h"
+#include "backend/sqlite/groups.h"
 #include "backend/sqlite/throttle.h"
 #include "backend/sqlite/track.h"
 #include "backend/sqlite/unique.h"
 #include "common/buf.h"
 #include "common/timeutil.h"
-#include "server/cron.h"
+#include "engine/cron.h"
 #include "common/log.h"
 #include "common/json.h"
 #include "engine/metrics.h"
 #include "backend/sqlite/sq.h"
-#include "server/srv.h"
+#include "engine/engine.h"
 
 /* The writer's completion: the op's changes are on disk, or the commit
  * failed (then memory is ahead of the disk, as for any failed commit:
  * applied is unknown). */
-static void committed(void *arg, int status, const rb_err *err)
+static void commit_status(rb_eng_op *op, int status, const rb_err *err)
 {
-    rb_eng_op *op = arg;
-    rb_sq *sq = rb_sq_of(op->srv);
     if (status) {
         op->rc = status;
         op->err = *err;
@@ -39,8 +38,15 @@ static void committed(void *arg, int status, const rb_err *err)
     } else {
         op->applied = RB_ENG_APPLIED;
     }
-    rb_eng_complete(sq->srv, op);
-    rb_eng_wake(sq->srv, NULL, 0);
+}
+
+static void committed(void *arg, int status, const rb_err *err)
+{
+    rb_eng_op *op = arg;
+    rb_sq *sq = rb_sq_of(op->eng);
+    commit_status(op, status, err);
+    rb_eng_complete(sq->eng, op);
+    rb_eng_wake(sq->eng, NULL, 0);
     rb_sq_arm(sq);
 }
 
@@ -57,7 +63,7 @@ void rb_sq_after_commit(rb_sq *sq, rb_eng_op *op)
 static void push_committed(void *arg, int status, const rb_err *err)
 {
     rb_eng_op *op = arg;
-    rb_sq *sq = rb_sq_of(op->srv);
+    rb_sq *sq = rb_sq_of(op->eng);
     int64_t now = rb_now_ms();
     if (!status && op->u.push.meta_key) /* the tick is stored: the mirror follows */
         json_object_set_new(sq->cron_ticks, op->u.push.meta_key, json_integer(op->u.push.tick_s));
@@ -101,12 +107,12 @@ static bool cron_stale(rb_sq *sq, rb_eng_op *op)
     return true;
 }
 
-static void mem_push(rb_srv *srv, rb_eng_op *op)
+static void mem_push(rb_eng *eng, rb_eng_op *op)
 {
-    rb_sq *sq = rb_sq_of(srv);
+    rb_sq *sq = rb_sq_of(eng);
     if (cron_stale(sq, op)) {
         op->applied = RB_ENG_NOT_APPLIED;
-        rb_eng_complete(sq->srv, op);
+        rb_eng_complete(sq->eng, op);
         return;
     }
     /* a push naming parents is checked as one unit, and refused whole */
@@ -114,7 +120,7 @@ static void mem_push(rb_srv *srv, rb_eng_op *op)
         (op->rc = rb_sq_unique_check_push(sq, op->u.push.jobs, op->u.push.n, op->now,
                                            &op->err))) {
         op->applied = RB_ENG_NOT_APPLIED;
-        rb_eng_complete(sq->srv, op);
+        rb_eng_complete(sq->eng, op);
         return;
     }
     size_t made = 0;
@@ -135,7 +141,7 @@ static void mem_push(rb_srv *srv, rb_eng_op *op)
     }
     if (!made && !op->u.push.meta_key) { /* every jid was taken: nothing to commit */
         op->applied = RB_ENG_NOT_APPLIED;
-        rb_eng_complete(sq->srv, op);
+        rb_eng_complete(sq->eng, op);
         return;
     }
     if (op->u.push.meta_key) { /* in the same commit as the jobs (cron's last tick) */
@@ -148,38 +154,25 @@ static void mem_push(rb_srv *srv, rb_eng_op *op)
 
 /* --- FETCH --- */
 
-/* A FETCH's commit is over: a commit that failed puts the job back. */
-static void fetch_commit_status(rb_eng_op *op, int status, const rb_err *err)
-{
-    rb_sq *sq = rb_sq_of(op->srv);
-    if (status) {
-        rb_sq_unreserve(sq, op->u.fetch.jid);
-        op->rc = status;
-        op->err = *err;
-        op->applied = RB_ENG_UNKNOWN;
-        rb_log(RB_LOG_ERROR, "commit failed: %s", rb_err_msg(err));
-    } else {
-        op->applied = RB_ENG_APPLIED;
-    }
-}
-
 /* The first try's commit: as for any op. */
 static void fetch_committed(void *arg, int status, const rb_err *err)
 {
     rb_eng_op *op = arg;
     if (status)
-        rb_sq_unreserve(rb_sq_of(op->srv), op->u.fetch.jid);
+        rb_sq_unreserve(rb_sq_of(op->eng), op->u.fetch.jid);
     committed(arg, status, err);
 }
 
-/* A parked FETCH's try committed (rb_sq_refetch). */
+/* A parked FETCH's try committed (mem_refetch). */
 static void refetch_committed(void *arg, int status, const rb_err *err)
 {
     rb_eng_op *op = arg;
-    rb_sq *sq = rb_sq_of(op->srv);
-    fetch_commit_status(op, status, err);
-    rb_eng_fetch_tried(sq->srv, op);
-    rb_eng_wake(sq->srv, NULL, 0);
+    rb_sq *sq = rb_sq_of(op->eng);
+    if (status) /* the job goes back */
+        rb_sq_unreserve(sq, op->u.fetch.jid);
+    commit_status(op, status, err);
+    rb_eng_fetch_tried(sq->eng, op);
+    rb_eng_wake(sq->eng, NULL, 0);
     rb_sq_arm(sq);
 }
 
@@ -196,16 +189,16 @@ static bool fetch_reserve(rb_sq *sq, rb_eng_op *op, void (*then)(void *, int, co
     return true;
 }
 
-static void mem_fetch(rb_srv *srv, rb_eng_op *op)
+static void mem_fetch(rb_eng *eng, rb_eng_op *op)
 {
-    rb_sq *sq = rb_sq_of(srv);
+    rb_sq *sq = rb_sq_of(eng);
     if (!fetch_reserve(sq, op, fetch_committed))
-        rb_eng_complete(sq->srv, op); /* none ready: nothing changed */
+        rb_eng_complete(sq->eng, op); /* none ready: nothing changed */
 }
 
-static rb_eng_try mem_refetch(rb_srv *srv, rb_eng_op *op)
+static rb_eng_try mem_refetch(rb_eng *eng, rb_eng_op *op)
 {
-    rb_sq *sq = rb_sq_of(srv);
+    rb_sq *sq = rb_sq_of(eng);
     if (sq->jobs.enqueued == 0)
         return RB_ENG_TRY_NONE;
     return fetch_reserve(sq, op, refetch_committed) ? RB_ENG_TRY_STARTED : RB_ENG_TRY_MISS;
@@ -219,7 +212,7 @@ static void decided(rb_sq *sq, rb_eng_op *op, rb_job_status status)
 {
     op->u.job.status = status;
     op->applied = RB_ENG_NOT_APPLIED;
-    rb_eng_complete(sq->srv, op);
+    rb_eng_complete(sq->eng, op);
 }
 
 /* A job op's change is made: completes it once it is durable. */
@@ -245,9 +238,9 @@ static rb_job *job_for(rb_sq *sq, rb_eng_op *op, rb_job_verb verb)
     return NULL;
 }
 
-static void mem_ack(rb_srv *srv, rb_eng_op *op)
+static void mem_ack(rb_eng *eng, rb_eng_op *op)
 {
-    rb_sq *sq = rb_sq_of(srv);
+    rb_sq *sq = rb_sq_of(eng);
     rb_job *j = job_for(sq, op, RB_VERB_ACK);
     if (!j)
         return;
@@ -262,24 +255,24 @@ static void mem_ack(rb_srv *srv, rb_eng_op *op)
     changed(sq, op);
 }
 
-static void mem_fail(rb_srv *srv, rb_eng_op *op)
+static void mem_fail(rb_eng *eng, rb_eng_op *op)
 {
-    rb_sq *sq = rb_sq_of(srv);
+    rb_sq *sq = rb_sq_of(eng);
     rb_job *j = job_for(sq, op, RB_VERB_FAIL);
     if (!j)
         return;
     j->flags = 0;
     op->rc = rb_sq_fail_job(sq, j, &op->u.job.fail, op->now, &op->err);
     if (op->rc) { /* the job's JSON is unreadable: nothing changed */
-        rb_eng_complete(sq->srv, op);
+        rb_eng_complete(sq->eng, op);
         return;
     }
     changed(sq, op);
 }
 
-static void mem_snooze(rb_srv *srv, rb_eng_op *op)
+static void mem_snooze(rb_eng *eng, rb_eng_op *op)
 {
-    rb_sq *sq = rb_sq_of(srv);
+    rb_sq *sq = rb_sq_of(eng);
     rb_job *j = job_for(sq, op, RB_VERB_SNOOZE);
     if (!j)
         return;
@@ -290,12 +283,12 @@ static void mem_snooze(rb_srv *srv, rb_eng_op *op)
     rb_sq_enqueue(sq, j, op->now + op->u.job.seconds * 1000, op->now);
     rb_sq_persist(sq, j);
     changed(sq, op);
-    rb_eng_wake(sq->srv, NULL, 0);
+    rb_eng_wake(sq->eng, NULL, 0);
 }
 
-static void mem_extend(rb_srv *srv, rb_eng_op *op)
+static void mem_extend(rb_eng *eng, rb_eng_op *op)
 {
-    rb_sq *sq = rb_sq_of(srv);
+    rb_sq *sq = rb_sq_of(eng);
     rb_job *j = job_for(sq, op, RB_VERB_EXTEND);
     if (!j)
         return;
@@ -306,12 +299,13 @@ static void mem_extend(rb_srv *srv, rb_eng_op *op)
 
 /* --- FLUSH, MUTATE --- */
 
-static void mem_flush(rb_srv *srv, rb_eng_op *op)
+static void mem_flush(rb_eng *eng, rb_eng_op *op)
 {
-    rb_sq *sq = rb_sq_of(srv);
+    rb_sq *sq = rb_sq_of(eng);
     uint64_t seq = sq->jobs.next_seq;
     rb_jobs_release(&sq->jobs);
     rb_jobs_init(&sq->jobs);
+    rb_sq_groups_flush(sq); /* holds and buckets: everything goes (docs/protocol.md, FLUSH) */
     rb_deps_release(&sq->deps);
     rb_deps_init(&sq->deps);
     sq->jobs.next_seq = seq;
@@ -353,9 +347,9 @@ static void mutate_one(rb_sq *sq, const char *cmd, rb_job *j, int64_t now)
         rb_deps_requeued(sq, j, now);
 }
 
-static void mem_mutate(rb_srv *srv, rb_eng_op *op)
+static void mem_mutate(rb_eng *eng, rb_eng_op *op)
 {
-    rb_sq *sq = rb_sq_of(srv);
+    rb_sq *sq = rb_sq_of(eng);
     const rb_mutation *m = &op->u.mutate.m;
     size_t changed = 0;
     if (m->jids) {
@@ -379,7 +373,7 @@ static void mem_mutate(rb_srv *srv, rb_eng_op *op)
     }
     op->u.mutate.changed = changed;
     rb_sq_after_commit(sq, op);
-    rb_eng_wake(sq->srv, NULL, 0);
+    rb_eng_wake(sq->eng, NULL, 0);
 }
 
 /* --- the administration and inspection commands --- */
@@ -413,9 +407,9 @@ static json_t *group_commit_info(const rb_sq *sq)
                      "commit_us_max", (json_int_t)st.commit_us_max);
 }
 
-static void mem_info(rb_srv *srv, rb_eng_op *op)
+static void mem_info(rb_eng *eng, rb_eng_op *op)
 {
-    rb_sq *sq = rb_sq_of(srv);
+    rb_sq *sq = rb_sq_of(eng);
     rb_eng_info *f = &op->u.info;
     size_t nq = sq->jobs.queues.size + 1;
     *f = (rb_eng_info){
@@ -431,7 +425,7 @@ static void mem_info(rb_srv *srv, rb_eng_op *op)
         .working = (int64_t)sq->jobs.working.size,
         .waiting = (int64_t)sq->jobs.waiting.size,
         .blocked = (int64_t)sq->jobs.blocked.size,
-        .workers = (int64_t)rb_eng_workers_count(sq->srv),
+        .workers = (int64_t)rb_eng_workers_count(sq->eng),
         .queues = rb_xcalloc(nq, sizeof(rb_queue_size)),
         .rebound = group_commit_info(sq),
     };
@@ -439,7 +433,7 @@ static void mem_info(rb_srv *srv, rb_eng_op *op)
     rb_sq_unique_info(sq, f->rebound);
     rb_sq_throttle_info(sq, f->rebound, op->now);
     rb_table_each(&sq->jobs.queues, info_queue, op);
-    rb_eng_complete(sq->srv, op);
+    rb_eng_complete(sq->eng, op);
 }
 
 /* Pauses or resumes q, persistently. */
@@ -452,32 +446,54 @@ static void queue_pause(rb_sq *sq, rb_queue *q, bool paused)
 }
 
 /* QUEUE's change to q (the op is the arg of rb_table_each for "*"). */
+typedef struct job_list {
+    rb_job **v;
+    size_t n;
+} job_list;
+
+static void list_ready(rb_group *g, void *arg)
+{
+    job_list *l = arg;
+    for (int p = 0; p < RB_PRIORITIES; p++)
+        for (rb_link *e = g->ready[p].head; e; e = e->next)
+            l->v[l->n++] = rb_job_of_link(e);
+}
+
+/* Deletes every ready job of q, whatever its group's turn or hold (a
+ * group goes with its last job). */
+static void forget_ready(rb_sq *sq, rb_queue *q)
+{
+    job_list l = {rb_xcalloc(q->size + 1, sizeof *l.v), 0};
+    rb_queue_each_group(q, list_ready, &l);
+    for (size_t i = 0; i < l.n; i++)
+        rb_sq_forget(sq, l.v[i]);
+    free(l.v);
+}
+
 static void queue_apply(void *e, void *arg)
 {
     rb_queue *q = e;
     rb_eng_op *op = arg;
     switch (op->u.queue.verb) {
     case RB_ENG_QUEUE_PAUSE:
-        queue_pause(rb_sq_of(op->srv), q, true);
-        rb_sq_queue_known(rb_sq_of(op->srv), q, true); /* as Faktory's PauseQueue */
+        queue_pause(rb_sq_of(op->eng), q, true);
+        rb_sq_queue_known(rb_sq_of(op->eng), q, true); /* as Faktory's PauseQueue */
         break;
     case RB_ENG_QUEUE_RESUME:
-        queue_pause(rb_sq_of(op->srv), q, false);
+        queue_pause(rb_sq_of(op->eng), q, false);
         break;
     case RB_ENG_QUEUE_REMOVE:
-        for (int p = 0; p < RB_PRIORITIES; p++)
-            while (q->ready[p].head)
-                rb_sq_forget(rb_sq_of(op->srv), rb_job_of_link(q->ready[p].head));
+        forget_ready(rb_sq_of(op->eng), q); /* held groups' jobs too */
         if (q->paused)
-            queue_pause(rb_sq_of(op->srv), q, false);
-        rb_sq_queue_known(rb_sq_of(op->srv), q, false);
+            queue_pause(rb_sq_of(op->eng), q, false);
+        rb_sq_queue_known(rb_sq_of(op->eng), q, false);
         break;
     }
 }
 
-static void mem_queue(rb_srv *srv, rb_eng_op *op)
+static void mem_queue(rb_eng *eng, rb_eng_op *op)
 {
-    rb_sq *sq = rb_sq_of(srv);
+    rb_sq *sq = rb_sq_of(eng);
     for (int i = 0; i < op->u.queue.n; i++) {
         const char *name = op->u.queue.names[i];
         if (!strcmp(name, "*")) {
@@ -502,19 +518,19 @@ static void mem_queue(rb_srv *srv, rb_eng_op *op)
         }
     }
     rb_sq_after_commit(sq, op);
-    rb_eng_wake(sq->srv, NULL, 0);
+    rb_eng_wake(sq->eng, NULL, 0);
 }
 
-static void mem_latency(rb_srv *srv, rb_eng_op *op)
+static void mem_latency(rb_eng *eng, rb_eng_op *op)
 {
-    rb_sq *sq = rb_sq_of(srv);
+    rb_sq *sq = rb_sq_of(eng);
     int n = op->u.queue.n;
     op->u.queue.latency = rb_xcalloc((size_t)n + 1, sizeof *op->u.queue.latency);
     for (int i = 0; i < n; i++) {
         rb_queue *q = rb_jobs_queue(&sq->jobs, op->u.queue.names[i], false);
         op->u.queue.latency[i] = q ? rb_queue_latency_s(q, op->now) : 0.0;
     }
-    rb_eng_complete(sq->srv, op);
+    rb_eng_complete(sq->eng, op);
 }
 
 /* j as the engine's reads show it. */
@@ -522,7 +538,7 @@ static void view_of(const rb_sq *sq, const rb_job *j, rb_job_view *v)
 {
     *v = (rb_job_view){
         .jid = rb_xstrdup(j->jid),
-        .queue = rb_xstrdup(j->queue->name),
+        .queue = rb_xstrdup(rb_job_queue(j)->name),
         .json = rb_job_json_out(j, j->state == RB_JOB_ENQUEUED ? rb_job_enqueued_us(j) : 0),
         .history = j->history ? rb_xstrdup(j->history) : NULL,
         .wid = j->wid ? rb_xstrdup(j->wid) : NULL,
@@ -542,16 +558,16 @@ static void view_of(const rb_sq *sq, const rb_job *j, rb_job_view *v)
     }
 }
 
-static void mem_job(rb_srv *srv, rb_eng_op *op)
+static void mem_job(rb_eng *eng, rb_eng_op *op)
 {
-    rb_sq *sq = rb_sq_of(srv);
+    rb_sq *sq = rb_sq_of(eng);
     rb_job *j = rb_jobs_find(&sq->jobs, op->u.lookup.jid);
     op->u.lookup.found = j && j->state != RB_JOB_PENDING;
     if (op->u.lookup.found) {
         view_of(sq, j, &op->u.lookup.view);
         op->u.lookup.view.lock_until_ms = rb_sq_unique_lock_until(sq, j->jid);
     }
-    rb_eng_complete(sq->srv, op);
+    rb_eng_complete(sq->eng, op);
 }
 
 /* A listing's page being filled: every match is counted, those from the
@@ -575,15 +591,54 @@ static void page_add(page *pg, const rb_job *j)
     view_of(pg->sq, j, &pg->views[pg->n++]);
 }
 
-/* q's matching jobs in claim order: priority high first, FIFO. */
-static void page_queue(page *pg, const rb_queue *q)
+/* g's matching jobs in claim order: priority high first, FIFO. */
+static void page_group(page *pg, const rb_group *g)
 {
     for (int p = RB_PRIORITIES - 1; p >= 0; p--)
-        for (rb_link *e = q->ready[p].head; e; e = e->next) {
+        for (rb_link *e = g->ready[p].head; e; e = e->next) {
             rb_job *j = rb_job_of_link(e);
-            if (rb_job_filter_matches(pg->f, q->name, j->json))
+            if (rb_job_filter_matches(pg->f, g->queue->name, j->json))
                 page_add(pg, j);
         }
+}
+
+typedef struct group_list {
+    const rb_group **v;
+    size_t n;
+} group_list;
+
+static void list_group(rb_group *g, void *arg)
+{
+    group_list *l = arg;
+    if (g->size)
+        l->v[l->n++] = g;
+}
+
+static int group_by_name(const void *a, const void *b)
+{
+    return strcmp((*(const rb_group *const *)a)->name, (*(const rb_group *const *)b)->name);
+}
+
+/* q's matching jobs by group (the ungrouped jobs first, then by name),
+ * then in claim order inside a group (docs/protocol.md, JOBS). */
+static void page_queue(page *pg, const rb_queue *q)
+{
+    if (pg->f->group) { /* one group's */
+        const rb_group *g = rb_queue_group(q, pg->f->group);
+        if (g)
+            page_group(pg, g);
+        return;
+    }
+    if (!q->groups.size) { /* a queue without groups */
+        page_group(pg, q->none);
+        return;
+    }
+    group_list l = {rb_xcalloc(q->groups.size + 1, sizeof *l.v), 0};
+    rb_queue_each_group(q, list_group, &l); /* held groups too: not only the turns */
+    qsort(l.v, l.n, sizeof *l.v, group_by_name);
+    for (size_t i = 0; i < l.n; i++)
+        page_group(pg, l.v[i]);
+    free(l.v);
 }
 
 typedef struct queue_list {
@@ -613,9 +668,9 @@ static int by_deadline(const void *a, const void *b)
     return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-static void mem_jobs(rb_srv *srv, rb_eng_op *op)
+static void mem_jobs(rb_eng *eng, rb_eng_op *op)
 {
-    rb_sq *sq = rb_sq_of(srv);
+    rb_sq *sq = rb_sq_of(eng);
     const rb_job_filter *f = &op->u.jobs.f;
     page pg = {.sq = sq, .f = f};
     if (f->state == RB_JOB_ENQUEUED && f->queue) {
@@ -635,7 +690,7 @@ static void mem_jobs(rb_srv *srv, rb_eng_op *op)
         size_t n = 0;
         for (rb_link *e = l->head; e; e = e->next) {
             const rb_job *j = rb_job_of_link(e);
-            if (rb_job_filter_matches(f, j->queue->name, j->json))
+            if (rb_job_filter_matches(f, rb_job_queue(j)->name, j->json))
                 v[n++] = j;
         }
         qsort(v, n, sizeof *v, by_deadline);
@@ -646,7 +701,7 @@ static void mem_jobs(rb_srv *srv, rb_eng_op *op)
     op->u.jobs.views = pg.views;
     op->u.jobs.n = pg.n;
     op->u.jobs.total = pg.total;
-    rb_eng_complete(sq->srv, op);
+    rb_eng_complete(sq->eng, op);
 }
 
 /* Signals live in memory only: nothing to commit. */
@@ -657,52 +712,57 @@ static void set_signal(rb_worker *w, void *arg)
     op->u.workers.changed++;
 }
 
-static void mem_workers(rb_srv *srv, rb_eng_op *op)
+static void mem_workers(rb_eng *eng, rb_eng_op *op)
 {
-    rb_sq *sq = rb_sq_of(srv);
+    rb_sq *sq = rb_sq_of(eng);
     op->u.workers.changed = 0;
     if (op->u.workers.wid) {
-        rb_worker *w = rb_eng_worker_get(sq->srv, op->u.workers.wid, false);
+        rb_worker *w = rb_eng_worker_get(sq->eng, op->u.workers.wid, false);
         if (w)
             set_signal(w, op);
     } else {
-        rb_eng_workers_each(sq->srv, set_signal, op);
+        rb_eng_workers_each(sq->eng, set_signal, op);
     }
-    rb_eng_complete(sq->srv, op);
+    rb_eng_complete(sq->eng, op);
+}
+
+static json_t *mem_cron_ticks(rb_eng *eng)
+{
+    return json_deep_copy(rb_sq_of(eng)->cron_ticks);
 }
 
 /* A single node keeps its workers' beats and signals in the engine's
  * table (engine/workers.h): HELLO has nothing to store. */
-static void mem_hello(rb_srv *srv, rb_eng_op *op)
+static void mem_hello(rb_eng *eng, rb_eng_op *op)
 {
-    rb_eng_complete(srv, op);
+    rb_eng_complete(eng, op);
 }
 
-static void mem_beat(rb_srv *srv, rb_eng_op *op)
+static void mem_beat(rb_eng *eng, rb_eng_op *op)
 {
-    rb_worker *w = rb_eng_worker_get(srv, op->u.worker.wid, false);
+    rb_worker *w = rb_eng_worker_get(eng, op->u.worker.wid, false);
     if (!w) {
         op->rc = rb_err_set(&op->err, RB_ENOENT, RB_UNKNOWN_WORKER, op->u.worker.wid);
     } else {
         w->last_beat_ms = op->now;
         op->u.worker.signal = w->signal;
     }
-    rb_eng_complete(srv, op);
+    rb_eng_complete(eng, op);
 }
 
 /* --- the HTTP API's own --- */
 
 /* Checks, changes and reads back at once; answered after the commit. */
-static void mem_job_action(rb_srv *srv, rb_eng_op *op)
+static void mem_job_action(rb_eng *eng, rb_eng_op *op)
 {
-    rb_sq *sq = rb_sq_of(srv);
+    rb_sq *sq = rb_sq_of(eng);
     const char *jid = op->u.job_action.jid;
     rb_job *j = rb_jobs_find(&sq->jobs, jid);
     op->u.job_action.found = j && j->state != RB_JOB_PENDING;
     if (!op->u.job_action.found || !rb_job_state_mutable(j->state)) {
         if (op->u.job_action.found)
             op->u.job_action.prev_state = (int)j->state;
-        rb_eng_complete(sq->srv, op); /* refused: nothing to commit */
+        rb_eng_complete(sq->eng, op); /* refused: nothing to commit */
         return;
     }
     op->u.job_action.prev_state = (int)j->state;
@@ -710,21 +770,21 @@ static void mem_job_action(rb_srv *srv, rb_eng_op *op)
     j = rb_jobs_find(&sq->jobs, jid);
     op->u.job_action.state = j ? (int)j->state : 0;
     rb_sq_after_commit(sq, op);
-    rb_eng_wake(sq->srv, NULL, 0);
+    rb_eng_wake(sq->eng, NULL, 0);
 }
 
 static void bulk_one(rb_sq *sq, rb_eng_op *op, rb_job *j)
 {
     const rb_job_filter *f = &op->u.bulk.f;
-    if ((int)j->state != f->state || !rb_job_filter_matches(f, j->queue->name, j->json))
+    if ((int)j->state != f->state || !rb_job_filter_matches(f, rb_job_queue(j)->name, j->json))
         return;
     mutate_one(sq, op->u.bulk.cmd, j, op->now);
     op->u.bulk.changed++;
 }
 
-static void mem_bulk(rb_srv *srv, rb_eng_op *op)
+static void mem_bulk(rb_eng *eng, rb_eng_op *op)
 {
-    rb_sq *sq = rb_sq_of(srv);
+    rb_sq *sq = rb_sq_of(eng);
     if (op->u.bulk.jids) {
         for (size_t i = 0; i < op->u.bulk.n_jids; i++) {
             rb_job *j = rb_jobs_find(&sq->jobs, op->u.bulk.jids[i]);
@@ -740,7 +800,7 @@ static void mem_bulk(rb_srv *srv, rb_eng_op *op)
         }
     }
     rb_sq_after_commit(sq, op);
-    rb_eng_wake(sq->srv, NULL, 0);
+    rb_eng_wake(sq->eng, NULL, 0);
 }
 
 /* This node's workers, in memory only. */
@@ -751,12 +811,12 @@ static void list_worker(rb_worker *w, void *arg)
         (rb_eng_worker){.wid = rb_xstrdup(w->wid), .beat_ms = w->last_beat_ms, .signal = w->signal};
 }
 
-static void mem_worker_list(rb_srv *srv, rb_eng_op *op)
+static void mem_worker_list(rb_eng *eng, rb_eng_op *op)
 {
-    op->u.worker_list.v = rb_xcalloc(rb_eng_workers_count(srv) + 1, sizeof *op->u.worker_list.v);
+    op->u.worker_list.v = rb_xcalloc(rb_eng_workers_count(eng) + 1, sizeof *op->u.worker_list.v);
     op->u.worker_list.n = 0;
-    rb_eng_workers_each(srv, list_worker, op);
-    rb_eng_complete(srv, op);
+    rb_eng_workers_each(eng, list_worker, op);
+    rb_eng_complete(eng, op);
 }
 
 /* --- workflows --- */
@@ -784,15 +844,15 @@ static int mem_probe(void *arg, const char *const *jids, size_t n, rb_wf_probe *
 }
 
 /* From the side table and the jobs, at once. */
-static void mem_workflow(rb_srv *srv, rb_eng_op *op)
+static void mem_workflow(rb_eng *eng, rb_eng_op *op)
 {
-    rb_sq *sq = rb_sq_of(srv);
+    rb_sq *sq = rb_sq_of(eng);
     op->rc = rb_workflow_build(op->u.workflow.jid, op->u.workflow.max_nodes, mem_probe, sq,
                                &op->u.workflow.g, &op->err);
     op->u.workflow.found = op->rc == 0;
     if (op->rc == RB_ENOENT)
         op->rc = 0;
-    rb_eng_complete(sq->srv, op);
+    rb_eng_complete(sq->eng, op);
 }
 
 /* --- BACKUP --- */
@@ -809,19 +869,19 @@ static void backup_written(void *arg, int status, const rb_err *err)
     } else if (stat(op->u.backup.path, &st) == 0) {
         op->u.backup.bytes = (int64_t)st.st_size;
     }
-    rb_eng_complete(op->srv, op);
+    rb_eng_complete(op->eng, op);
 }
 
 /* The copy is made on the writer thread, between its batches
  * (rb_writer_backup): every request answered before BACKUP arrived is in
  * it, and requests keep being answered while it is made. */
-static void mem_backup(rb_srv *srv, rb_eng_op *op)
+static void mem_backup(rb_eng *eng, rb_eng_op *op)
 {
-    rb_sq *sq = rb_sq_of(srv);
+    rb_sq *sq = rb_sq_of(eng);
     int rc = rb_writer_backup(sq->writer, op->u.backup.path, backup_written, op, &op->err);
     if (rc) {
         op->rc = rc;
-        rb_eng_complete(sq->srv, op);
+        rb_eng_complete(sq->eng, op);
     }
 }
 
@@ -829,10 +889,10 @@ static void mem_backup(rb_srv *srv, rb_eng_op *op)
  * job, a succeeded record's expiry): the timer is re-armed after every op
  * that changes jobs. */
 #define ARMED(fn)                                                                            \
-    static void fn##_armed(rb_srv *srv, rb_eng_op *op)                                      \
+    static void fn##_armed(rb_eng *eng, rb_eng_op *op)                                      \
     {                                                                                        \
-        rb_sq *sq = rb_sq_of(srv); /* op may be freed by fn */                               \
-        fn(srv, op);                                                                         \
+        rb_sq *sq = rb_sq_of(eng); /* op may be freed by fn */                               \
+        fn(eng, op);                                                                         \
         rb_sq_arm(sq);                                                                       \
     }
 ARMED(mem_push)
@@ -875,10 +935,13 @@ const rb_backend rb_backend_sqlite = {
     .worker_list = mem_worker_list,
     .batch = rb_sq_batch_armed,
     .unique_jobs = true,
+    .groups = true,      /* groups in turn at FETCH (groups.c) */
+    .flow_limits = true, /* [groups] limits and [throttles] rates (groups.c) */
     .throttles = true,
     .refetch = mem_refetch,
     .workflow = mem_workflow,
     .backup = mem_backup,
+    .cron_ticks = mem_cron_ticks,
     .hello = mem_hello,
     .beat = mem_beat,
 };

@@ -13,10 +13,10 @@
 extern const rb_backend rb_backend_sqlite;
 
 /* rb_backend_sqlite's open on store instead of the configuration's file
- * (the null store, a store that fails on purpose): sets srv's backend,
+ * (the null store, a store that fails on purpose): sets eng's backend,
  * takes over store (closed by the backend's release even on failure),
  * loads its jobs, counters and meta rows and starts the writer thread.
- * srv->cfg must be filled before. 0 or the load's / writer's error. */
-int rb_sq_open_store(rb_srv *srv, rb_store *store, rb_err *err);
+ * eng->cfg must be filled before. 0 or the load's / writer's error. */
+int rb_sq_open_store(rb_eng *eng, rb_store *store, rb_err *err);
 
 #endif

@@ -2,7 +2,9 @@
  * store's meta table, BATCH's op, and the hooks PUSH, ACK and FAIL call.
  * The rules themselves are engine/batch.c's. */
 #include "backend/sqlite/batch.h"
+#include "backend/sqlite/groups.h"
 
+#include <event2/event.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,7 +15,7 @@
 #include "engine/jobdef.h"
 #include "engine/metrics.h"
 #include "backend/sqlite/sq.h"
-#include "server/srv.h"
+#include "engine/engine.h"
 
 /* How often the expiry sweep runs. */
 #define SWEEP_MS 10000
@@ -285,6 +287,7 @@ static void enqueue_callback(rb_sq *sq, rb_batch *b, int k, int64_t now)
     rb_queue *q = rb_jobs_queue(&sq->jobs, nj.queue, true);
     rb_sq_queue_known(sq, q, true);
     rb_job *c = rb_job_new(jid, json_dumps(job, JSON_COMPACT), q, nj.priority);
+    rb_sq_group_of_json(sq, c, job);
     c->reserve_s = nj.reserve_s;
     rb_jobs_add(&sq->jobs, c);
     rb_sq_enqueue(sq, c, now, now);
@@ -475,7 +478,7 @@ static void view_batch(rb_sq *sq, const rb_batch *b, rb_batch_view *v)
         if (bid && !strcmp(bid, b->bid)) {
             m->jids[k++] = m->jids[i];
             rb_batch_view_add_member(v, j->jid, json_string_value(json_object_get(o, "jobtype")),
-                                     j->queue->name, (int)j->state, (int)j->attempts);
+                                     rb_job_queue(j)->name, (int)j->state, (int)j->attempts);
         } else { /* the jid is another job's now */
             free(m->jids[i]);
         }
@@ -548,9 +551,9 @@ static void no_such(rb_eng_op *op, const char *bid)
     op->applied = RB_ENG_NOT_APPLIED;
 }
 
-void rb_sq_batch(rb_srv *srv, rb_eng_op *op)
+void rb_sq_batch(rb_eng *eng, rb_eng_op *op)
 {
-    rb_sq *sq = rb_sq_of(srv);
+    rb_sq *sq = rb_sq_of(eng);
     arm_sweep(sq);
     int64_t now = op->now;
     rb_batch *b = NULL;
@@ -560,7 +563,7 @@ void rb_sq_batch(rb_srv *srv, rb_eng_op *op)
         if (def->parent_bid && !p) {
             no_such(op, def->parent_bid);
             rb_sq_commit_then_wake(sq); /* an expired parent's row goes */
-            rb_eng_complete(sq->srv, op);
+            rb_eng_complete(sq->eng, op);
             return;
         }
         char *bid = new_bid(sq);
@@ -575,30 +578,30 @@ void rb_sq_batch(rb_srv *srv, rb_eng_op *op)
     }
     if (op->u.batch.verb == RB_ENG_BATCH_LIST) {
         list_batches(sq, op);
-        rb_eng_complete(sq->srv, op);
+        rb_eng_complete(sq->eng, op);
         return;
     }
     b = find_live(sq, op->u.batch.bid, now);
     if (!b && op->u.batch.verb == RB_ENG_BATCH_VIEW) {
         op->u.batch.found = false;
-        rb_eng_complete(sq->srv, op);
+        rb_eng_complete(sq->eng, op);
         return;
     }
     if (!b) {
         no_such(op, op->u.batch.bid);
-        rb_eng_complete(sq->srv, op);
+        rb_eng_complete(sq->eng, op);
         return;
     }
     switch (op->u.batch.verb) {
     case RB_ENG_BATCH_OPEN:
         op->u.batch.out = rb_xstrdup(b->bid);
-        rb_eng_complete(sq->srv, op);
+        rb_eng_complete(sq->eng, op);
         return;
     case RB_ENG_BATCH_STATUS: {
         json_t *st = rb_batch_status_json(b);
         op->u.batch.out = json_dumps(st, JSON_COMPACT);
         json_decref(st);
-        rb_eng_complete(sq->srv, op);
+        rb_eng_complete(sq->eng, op);
         return;
     }
     case RB_ENG_BATCH_COMMIT:
@@ -608,7 +611,7 @@ void rb_sq_batch(rb_srv *srv, rb_eng_op *op)
     case RB_ENG_BATCH_VIEW:
         view_batch(sq, b, &op->u.batch.view);
         op->u.batch.found = true;
-        rb_eng_complete(sq->srv, op);
+        rb_eng_complete(sq->eng, op);
         return;
     case RB_ENG_BATCH_NEW:
     case RB_ENG_BATCH_LIST:

@@ -13,7 +13,7 @@
 #include <jansson.h>
 
 typedef struct rb_sq rb_sq;
-typedef struct rb_srv rb_srv;
+typedef struct rb_eng rb_eng;
 typedef struct rb_eng_op rb_eng_op;
 struct rb_job;
 
@@ -44,7 +44,7 @@ void rb_sq_batch_failed(rb_sq *sq, const struct rb_job *j, bool first_failure, b
                          int64_t now);
 
 /* The backend's RB_ENG_BATCH (rb_backend_mem.batch). */
-void rb_sq_batch(rb_srv *srv, rb_eng_op *op);
+void rb_sq_batch(rb_eng *eng, rb_eng_op *op);
 
 /* INFO's "batches" object under "rebound": open (not finished) and
  * callbacks (enqueued, all time). New reference. */

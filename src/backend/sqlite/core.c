@@ -3,12 +3,14 @@
  * the completions that send replies once a commit is on disk, and the
  * creation of a pushed job (rb_sq_push, at the end). */
 #include "backend/sqlite/sq.h"
-#include "server/srv.h"
+#include "engine/engine.h"
 
+#include "backend/sqlite/groups.h"
 #include "backend/sqlite/throttle.h"
 #include "backend/sqlite/track.h"
 #include "backend/sqlite/unique.h"
 
+#include <event2/event.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,7 +39,7 @@ void rb_sq_persist(rb_sq *sq, const rb_job *j)
         .id = j->row_id,
         .jid = j->jid,
         .state = stored_state(sq, j),
-        .queue = j->queue->name,
+        .queue = rb_job_queue(j)->name,
         .priority = j->priority,
         .seq = j->timer.seq,
         .due_ms = j->timer.at_ms,
@@ -48,6 +50,7 @@ void rb_sq_persist(rb_sq *sq, const rb_job *j)
         .wid = j->wid,
         .json = json ? json : j->json,
         .history = j->history,
+        .grp = rb_job_group_name(j),
     };
     rb_writer_put(sq->writer, &row);
     free(json);
@@ -122,7 +125,7 @@ static void on_commit(void *arg, int status, const rb_err *err)
     rb_sq *sq = arg;
     if (status)
         rb_log(RB_LOG_ERROR, "commit failed: %s", rb_err_msg(err));
-    rb_eng_wake(sq->srv, NULL, 0);
+    rb_eng_wake(sq->eng, NULL, 0);
     rb_sq_arm(sq);
 }
 
@@ -138,9 +141,7 @@ rb_job *rb_sq_reserve(rb_sq *sq, const char *wid, char **queues, int n)
         int64_t now = rb_now_ms();
         if (!q || q->paused || rb_sq_throttle_full(sq, q, now))
             continue; /* a throttled queue at its limit is as if empty */
-        rb_job *j;
-        while ((j = rb_queue_first(q)) && rb_sq_unique_expire(sq, j, now))
-            ; /* an expired job is dropped, never handed out: the next one */
+        rb_job *j = rb_sq_group_take(sq, q, now); /* its groups in turn (groups.h) */
         if (!j)
             continue;
         /* From now on the text carries both times, as clients see it. */
@@ -184,7 +185,7 @@ static void fire(rb_sq *sq, rb_job *j, int64_t now)
         rb_sq_enqueue(sq, j, now, now);
         break;
     case RB_JOB_WORKING: {
-        rb_log_kv(RB_LOG_INFO, RB_LOG_KV("jid", j->jid, "queue", j->queue ? j->queue->name : NULL, "wid", j->wid),
+        rb_log_kv(RB_LOG_INFO, RB_LOG_KV("jid", j->jid, "queue", rb_job_queue(j)->name, "wid", j->wid),
                   "reservation of job %s expired", j->jid);
         rb_fail_input in = {.errtype = "ReservationExpired",
                             .message = "the job's reservation expired before ACK or FAIL"};
@@ -195,7 +196,7 @@ static void fire(rb_sq *sq, rb_job *j, int64_t now)
         break;
     }
     case RB_JOB_DEAD:
-        rb_log_kv(RB_LOG_DEBUG, RB_LOG_KV("jid", j->jid, "queue", j->queue ? j->queue->name : NULL),
+        rb_log_kv(RB_LOG_DEBUG, RB_LOG_KV("jid", j->jid, "queue", rb_job_queue(j)->name),
                   "dead job %s reached its retention", j->jid);
         rb_sq_forget(sq, j);
         break;
@@ -216,7 +217,7 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
     while ((j = rb_jobs_next_timer(&sq->jobs)) && j->timer.at_ms <= now)
         fire(sq, j, now);
     rb_deps_expire(sq, now);
-    rb_eng_wake(sq->srv, NULL, 0);
+    rb_eng_wake(sq->eng, NULL, 0);
     rb_sq_arm(sq);
 }
 
@@ -261,6 +262,7 @@ int rb_sq_push(rb_sq *sq, json_t *job)
     rb_queue *q = rb_jobs_queue(&sq->jobs, nj.queue, true);
     rb_sq_queue_known(sq, q, true);
     rb_job *j = rb_job_new(jid, text, q, nj.priority);
+    rb_sq_group_of_json(sq, j, job);
     j->reserve_s = nj.reserve_s;
     j->timer.at_ms = at_ms > now ? at_ms : now;
     j->enq_frac_us = at_ms > now ? 0 : (uint64_t)(now_us % 1000); /* if enqueued at once */

@@ -9,10 +9,11 @@
 #include <string.h>
 
 #include "common/buf.h"
+#include "common/check.h"
 #include "common/timeutil.h"
 #include "common/log.h"
 #include "backend/sqlite/sq.h"
-#include "server/srv.h"
+#include "engine/engine.h"
 
 #define DONE_PREFIX RB_DEPS_DONE_KEY
 
@@ -93,6 +94,20 @@ void rb_deps_release(rb_deps *d)
 static rb_dep_node *node_get(const rb_sq *sq, const char *jid)
 {
     return sq->deps.nodes.size ? rb_table_get(&sq->deps.nodes, jid) : NULL;
+}
+
+/* A job held by its parents (WAITING or BLOCKED) has a node with parents
+ * left to hear from (remaining > 0), no more of them dead than left, and
+ * is BLOCKED exactly when one is dead (rb_dep_state_of). Checked each
+ * time a job is put under its parents. */
+static void check_held(const rb_job *j, const rb_dep_node *n)
+{
+    rb_dep_counts c = n ? n->counts : (rb_dep_counts){0, 0};
+    rb_assert(c.remaining > 0 && c.dead <= c.remaining,
+              "job %s (state %s) is held with %u parents left, %u of them dead", j->jid,
+              rb_job_state_name(j->state), c.remaining, c.dead);
+    rb_assert((j->state == RB_JOB_BLOCKED) == (c.dead > 0),
+              "job %s is %s with %u dead parents", j->jid, rb_job_state_name(j->state), c.dead);
 }
 
 static rb_dep_node *node_make(rb_sq *sq, const char *jid)
@@ -239,8 +254,10 @@ void rb_deps_pending_commit(rb_sq *sq, rb_job *j, int64_t now)
         free_parents(n);
         n->counts = (rb_dep_counts){0, 0};
         rb_sq_dep_kill(sq, j, NULL, now);
-    } else if (next == RB_DEP_NEXT_BLOCK) {
-        rb_sq_persist(sq, j);
+    } else {
+        check_held(j, n);
+        if (next == RB_DEP_NEXT_BLOCK)
+            rb_sq_persist(sq, j);
     }
 }
 
@@ -338,6 +355,7 @@ static void apply(rb_sq *sq, rb_job *c, rb_dep_node *n, rb_dep_next next, const 
             rb_jobs_set_state(&sq->jobs, c, st, c->timer.at_ms);
             rb_sq_persist(sq, c);
         }
+        check_held(c, n);
         break;
     }
     case RB_DEP_NEXT_RELEASE:
@@ -639,6 +657,7 @@ bool rb_deps_retried(rb_sq *sq, rb_job *j, int64_t now)
         hold(sq, j, &spec); /* the same rule: the edges rb_dep_on_retry counted */
         rb_jobs_set_state(&sq->jobs, j, next == RB_DEP_NEXT_BLOCK ? RB_JOB_BLOCKED
                                                                     : RB_JOB_WAITING, now);
+        check_held(j, node_get(sq, j->jid));
         rb_sq_persist(sq, j);
         rb_log_kv(RB_LOG_INFO, RB_LOG_KV("jid", j->jid),
                   "job %s retried: held by its parents again (%s)", j->jid,

@@ -2,12 +2,13 @@
  * policy: the attempt history, Faktory's `failure` hash, and the outcome:
  * retry, dead, discard, or catch (the original dead, a catch job enqueued). */
 #include "backend/sqlite/sq.h"
-#include "server/srv.h"
+#include "engine/engine.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend/sqlite/batch.h"
+#include "backend/sqlite/groups.h"
 #include "backend/sqlite/unique.h"
 #include "common/buf.h"
 #include "common/timeutil.h"
@@ -39,15 +40,16 @@ static void spawn_catch(rb_sq *sq, const rb_job *j, const json_t *job, const rb_
                         const rb_failrec *r, int64_t now)
 {
     char *jid = rb_jid_random(&sq->rng);
-    json_t *cj = rb_failrec_catch_job(r, job, j->jid, jid, j->queue->name, j->priority, pol, now);
+    json_t *cj = rb_failrec_catch_job(r, job, j->jid, jid, rb_job_queue(j)->name, j->priority, pol, now);
     char *text = json_dumps(cj, JSON_COMPACT);
+    rb_job *c = rb_job_new(jid, text, rb_job_queue(j), j->priority);
+    rb_sq_group_of_json(sq, c, cj);
     json_decref(cj);
-    rb_job *c = rb_job_new(jid, text, j->queue, j->priority);
     c->reserve_s = (int32_t)sq->cfg->server.reserve_for_s;
     rb_jobs_add(&sq->jobs, c);
     rb_sq_enqueue(sq, c, now, now);
     rb_sq_persist(sq, c);
-    rb_log_kv(RB_LOG_INFO, RB_LOG_KV("jid", j->jid, "queue", j->queue ? j->queue->name : NULL, "catch_jid", jid),
+    rb_log_kv(RB_LOG_INFO, RB_LOG_KV("jid", j->jid, "queue", rb_job_queue(j)->name, "catch_jid", jid),
               "job %s exhausted its retries: catch job %s (%s) enqueued", j->jid, jid,
               pol->catch_jobtype);
     free(jid);
@@ -83,7 +85,7 @@ int rb_sq_fail_job(rb_sq *sq, rb_job *j, const rb_fail_input *in, int64_t now, r
     free(j->wid);
     j->wid = NULL;
     if (d.outcome == RB_OUTCOME_DISCARD) {
-        rb_log_kv(RB_LOG_INFO, RB_LOG_KV("jid", j->jid, "queue", j->queue ? j->queue->name : NULL,
+        rb_log_kv(RB_LOG_INFO, RB_LOG_KV("jid", j->jid, "queue", rb_job_queue(j)->name,
                                          "jobtype", rb_json_str(job, "jobtype")),
                   "job %s discarded after a failure", j->jid);
         rb_sq_forget(sq, j);
@@ -96,7 +98,7 @@ int rb_sq_fail_job(rb_sq *sq, rb_job *j, const rb_fail_input *in, int64_t now, r
                 spawn_catch(sq, j, job, &pol, &rec, now);
             else
                 rb_log_kv(RB_LOG_INFO,
-                          RB_LOG_KV("jid", j->jid, "queue", j->queue ? j->queue->name : NULL,
+                          RB_LOG_KV("jid", j->jid, "queue", rb_job_queue(j)->name,
                                     "jobtype", rb_json_str(job, "jobtype")),
                           "job %s (%s) is dead: %s", j->jid, rb_json_str(job, "jobtype"),
                           rb_reason_name(d.reason));
@@ -134,7 +136,7 @@ void rb_sq_dep_kill(rb_sq *sq, rb_job *j, const char *parent, int64_t now)
     rb_job_metric(sq->metrics, RB_M_DEAD, j);
     if (d.outcome == RB_OUTCOME_CATCH)
         spawn_catch(sq, j, job, &pol, &rec, now);
-    rb_log_kv(RB_LOG_INFO, RB_LOG_KV("jid", j->jid, "queue", j->queue ? j->queue->name : NULL, "parent", parent),
+    rb_log_kv(RB_LOG_INFO, RB_LOG_KV("jid", j->jid, "queue", rb_job_queue(j)->name, "parent", parent),
               "job %s is dead: dependency (job %s it depends on failed)", j->jid,
               parent ? parent : "?");
     rb_jobs_set_state(&sq->jobs, j, RB_JOB_DEAD, now + sq->cfg->server.dead_retention_s * 1000);

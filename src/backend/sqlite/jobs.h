@@ -1,6 +1,7 @@
-/* The job model and the in-memory indexes: a jid table, ready queues (one
- * FIFO per queue and priority), one list per other state, and one timer heap
- * for every deadline (scheduled time, retry time, reservation end, dead-job
+/* The job model and the in-memory indexes: a jid table, ready queues (per
+ * queue its groups, each one FIFO per priority, and the turn order of the
+ * groups with ready jobs), one list per other state, and one timer heap for
+ * every deadline (scheduled time, retry time, reservation end, dead-job
  * expiry). Pure data structures: no I/O, no clocks. */
 #ifndef RB_BACKEND_MEM_JOBS_H
 #define RB_BACKEND_MEM_JOBS_H
@@ -11,18 +12,21 @@
 #include "backend/sqlite/heap.h"
 #include "common/list.h"
 #include "common/table.h"
+#include "engine/gcra.h"
+#include "engine/group.h"
 #include "engine/job_state.h"
 
 #define RB_PRIORITIES 9
 
 typedef struct rb_queue rb_queue;
+typedef struct rb_group rb_group;
 
 /* A known queue (INFO lists it until QUEUE REMOVE) is stored as the meta
  * row RB_QUEUE_META_KEY + its name, value "1". */
 #define RB_QUEUE_META_KEY "queue:"
 
 /* One job, compact: the job's JSON is one string, everything the indexes
- * need is a field. Invariants: `link` is in queue->ready[priority-1] when
+ * need is a field. Invariants: `link` is in group->ready[priority-1] when
  * ENQUEUED, in the state list when SCHEDULED/WORKING/RETRIES/DEAD/WAITING/
  * BLOCKED, in no list when PENDING; `timer` is in the heap exactly when
  * SCHEDULED, WORKING, RETRIES or DEAD (at_ms = run/lease-end/expiry); when
@@ -31,15 +35,17 @@ typedef struct rb_queue rb_queue;
  * the row's seq). To keep waiting jobs small, the JSON text of a PENDING or
  * ENQUEUED job has no enqueued_at (it is timer.at_ms and enq_frac_us, added
  * on output: rb_job_enqueued_us), and no server-made created_at
- * (created_us). Job timestamps keep microseconds (docs/protocol.md). */
+ * (created_us). Job timestamps keep microseconds (docs/protocol.md).
+ * Only a WORKING job has a holder (wid). jobs.c checks these (rb_assert)
+ * each time a job changes state. */
 typedef struct rb_job {
     rb_link link;
     rb_heap_node timer;
     void *hnext;      /* jid table chain */
-    rb_queue *queue;
+    rb_group *group;  /* its group (its queue: rb_job_queue), in every state */
     char *json;       /* compact Faktory job JSON; owned */
     char *history;    /* JSON array of failed attempts, or NULL; owned */
-    char *wid;        /* reservation holder (WORKING), or NULL; owned */
+    char *wid;        /* reservation holder (WORKING only), or NULL; owned */
     int64_t first_ms; /* first enqueue (policy deadline) */
     /* When the server made created_at: its time in microseconds, and the
      * JSON text leaves it out (added on output); 0 when created_at is in
@@ -72,19 +78,62 @@ static inline int64_t rb_job_enqueued_us(const rb_job *j)
     return j->timer.at_ms * 1000 + (int64_t)j->enq_frac_us;
 }
 
+/* A group of a queue's jobs (custom.group, docs/configuration.md
+ * "Groups"; name "" for the queue's ungrouped jobs, its `none` group): its
+ * ENQUEUED jobs in priority lists, its WORKING count, its limits and hold.
+ * Invariants: `turn` is in queue->turns exactly when in_turns, which holds
+ * exactly when size > 0 and hold is RB_HOLD_NONE (FETCH takes the head's
+ * first job, then moves the head to the back); hold is RB_HOLD_CONCURRENCY
+ * only while working >= concurrency > 0 (left as soon as a job stops
+ * working); `wake` is in the backend's heap of held groups exactly when
+ * hold is RB_HOLD_RATE (groups.c); size == its ENQUEUED jobs, working ==
+ * its WORKING jobs, refs == the jobs whose `group` it is. A named group is
+ * freed when refs drops to 0 (rb_jobs.group_freed told first); the none
+ * group lives with its queue and has no limits. */
+struct rb_group {
+    void *hnext;                  /* queue->groups chain, keyed by name */
+    rb_queue *queue;
+    rb_list ready[RB_PRIORITIES]; /* index priority-1; higher runs first */
+    rb_link turn;                 /* queue->turns while in_turns */
+    rb_heap_node wake;            /* held by rate: at_ms = when it may start again */
+    rb_gcra gcra;                 /* its rate (t_us 0: none), set by groups.c */
+    int64_t tat_us;               /* its rate bucket (engine/gcra.h), 0: full */
+    uint32_t size, working, refs;
+    uint32_t concurrency;         /* its limit, 0: none, set by groups.c */
+    uint16_t ready_mask;          /* bit p: ready[p] is not empty */
+    uint8_t hold;                 /* rb_group_hold */
+    bool in_turns;
+    bool limits_set;              /* concurrency and gcra resolved (groups.c) */
+    char name[];
+};
+
 /* A named queue. Queues are created on first use and live until FLUSH
- * (a job of any state points at its queue). */
+ * (a job of any state points at a group of its queue). */
 struct rb_queue {
     void *hnext;
     char *name;
-    rb_list ready[RB_PRIORITIES]; /* index priority-1; higher runs first */
-    size_t size;
+    rb_table groups;  /* its named groups, by name */
+    rb_group *none;   /* its ungrouped jobs' group */
+    rb_list turns;    /* groups with ready jobs, in turn order: the head goes next */
+    size_t size;      /* ENQUEUED jobs, every group */
+    int64_t tat_us;   /* [throttles] rate bucket (groups.c), 0: full */
     bool paused;
     /* INFO lists it (Faktory's known queues): a job was pushed into it or
      * it was paused, and no QUEUE REMOVE since; kept as the "queue:NAME"
      * meta row (backend/sqlite/core.c, rb_sq_queue_known). */
     bool known;
 };
+
+static inline rb_queue *rb_job_queue(const rb_job *j)
+{
+    return j->group->queue;
+}
+
+/* The name of j's group as stored and shown: NULL for an ungrouped job. */
+static inline const char *rb_job_group_name(const rb_job *j)
+{
+    return j->group->name[0] ? j->group->name : NULL;
+}
 
 typedef struct rb_jobs {
     rb_table by_jid;
@@ -95,14 +144,24 @@ typedef struct rb_jobs {
     uint64_t next_seq; /* FIFO rank of the next enqueued job */
     int64_t last_row_id; /* the highest row id given or loaded */
     size_t enqueued;   /* jobs in all ready queues */
+    /* Told before a named group is freed (its last job gone), or NULL. */
+    void (*group_freed)(void *arg, rb_group *g);
+    void *group_freed_arg;
 } rb_jobs;
 
 void rb_jobs_init(rb_jobs *js);
 /* Frees every job and queue. */
 void rb_jobs_release(rb_jobs *js);
 
-/* A new PENDING job (not yet in the table): json is taken over. */
+/* A new PENDING job (not yet in the table) of q's ungrouped jobs
+ * (rb_jobs_set_group names another): json is taken over. */
 rb_job *rb_job_new(const char *jid, char *json, rb_queue *q, int priority);
+/* Moves j, which must not be ENQUEUED, into the group named name of its
+ * queue (NULL or "": the ungrouped jobs), created when new. */
+void rb_jobs_set_group(rb_jobs *js, rb_job *j, const char *name);
+/* q's group named name (NULL or "": its ungrouped jobs), or NULL when it
+ * has none. */
+rb_group *rb_queue_group(const rb_queue *q, const char *name);
 /* Unlinks j from every index and frees it. */
 void rb_jobs_delete(rb_jobs *js, rb_job *j);
 
@@ -129,8 +188,16 @@ void rb_jobs_enqueue_us(rb_jobs *js, rb_job *j, int64_t us);
  * with microseconds. Returns a new string (free it). */
 char *rb_job_json_out(const rb_job *j, int64_t enqueued_us);
 
-/* The first ready job of q in priority order, or NULL. */
-rb_job *rb_queue_first(const rb_queue *q);
+/* The first ready job of g in priority order, or NULL: O(1). */
+rb_job *rb_group_first(const rb_group *g);
+/* Moves g, which is in its queue's turns, to their back. */
+void rb_group_next_turn(rb_group *g);
+/* Holds g back for reason h (not RB_HOLD_NONE): out of the turns. */
+void rb_group_hold_back(rb_group *g, rb_group_hold h);
+/* Ends g's hold: into the turns (at the back) when it has ready jobs. */
+void rb_group_release(rb_group *g);
+/* Calls fn for q's none group and each named one. */
+void rb_queue_each_group(const rb_queue *q, void (*fn)(rb_group *g, void *arg), void *arg);
 
 /* The job whose deadline is earliest, or NULL. */
 rb_job *rb_jobs_next_timer(const rb_jobs *js);
@@ -139,7 +206,8 @@ rb_job *rb_jobs_next_timer(const rb_jobs *js);
  * BLOCKED), else NULL. */
 rb_list *rb_jobs_state_list(rb_jobs *js, rb_job_state st);
 
-/* Seconds since the oldest job waiting in q was enqueued (0 when empty). */
+/* Seconds since the oldest job waiting in q was enqueued (0 when empty):
+ * walks q's groups. */
 double rb_queue_latency_s(const rb_queue *q, int64_t now_ms);
 
 struct rb_metrics;

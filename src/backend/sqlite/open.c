@@ -12,6 +12,7 @@
 #include <event2/event.h>
 
 #include "backend/sqlite/batch.h"
+#include "backend/sqlite/groups.h"
 #include "backend/sqlite/sq.h"
 #include "backend/sqlite/throttle.h"
 #include "backend/sqlite/track.h"
@@ -20,12 +21,11 @@
 #include "common/log.h"
 #include "common/timeutil.h"
 #include "engine/cron.h"
-#include "server/cron.h"
-#include "server/srv.h"
+#include "engine/engine.h"
 
-rb_sq *rb_sq_of(const rb_srv *srv)
+rb_sq *rb_sq_of(const rb_eng *eng)
 {
-    return srv->be;
+    return eng->be;
 }
 
 /* --- recovery --- */
@@ -41,8 +41,13 @@ static int load_job(void *arg, const rb_job_row *r)
     rb_queue *q = rb_jobs_queue(&sq->jobs, r->queue, true);
     int prio = r->priority >= 1 && r->priority <= RB_PRIORITIES ? r->priority : 5;
     rb_job *j = rb_job_new(r->jid, rb_xstrdup(r->json), q, prio);
+    if (r->grp)
+        rb_sq_group_set(sq, j, r->grp);
+    else
+        rb_sq_group_of_text(sq, j); /* a row from before the column, or imported */
     j->history = r->history ? rb_xstrdup(r->history) : NULL;
-    j->wid = r->wid ? rb_xstrdup(r->wid) : NULL;
+    /* a holder only while working (jobs.c checks it) */
+    j->wid = r->wid && r->state == RB_JOB_WORKING ? rb_xstrdup(r->wid) : NULL;
     j->attempts = r->attempts;
     j->reserve_s = r->reserve_s > 0 ? r->reserve_s : (int32_t)sq->cfg->server.reserve_for_s;
     j->first_ms = r->first_ms;
@@ -80,10 +85,10 @@ static int load_meta(void *arg, const char *key, const char *value)
         rb_deps_load_meta(sq, key, value);
     rb_sq_batch_load(sq, key, value);
     rb_sq_unique_load(sq, key, value);
-    rb_cron_load(sq->srv, key, value);
     if (!strncmp(key, RB_CRON_META_KEY, strlen(RB_CRON_META_KEY))) /* mem_push's condition */
         json_object_set_new(sq->cron_ticks, key, json_integer(strtoll(value, NULL, 10)));
     rb_sq_track_load(sq, key, value);
+    rb_sq_groups_load(sq, key, value);
     return 0;
 }
 
@@ -125,12 +130,12 @@ static void free_event(struct event **ev)
     *ev = NULL;
 }
 
-int rb_sq_open_store(rb_srv *srv, rb_store *store, rb_err *err)
+int rb_sq_open_store(rb_eng *eng, rb_store *store, rb_err *err)
 {
     rb_sq *sq = rb_xcalloc(1, sizeof *sq);
-    sq->srv = srv;
-    sq->cfg = &srv->cfg;
-    sq->metrics = srv->metrics;
+    sq->eng = eng;
+    sq->cfg = eng->cfg;
+    sq->metrics = eng->metrics;
     sq->armed_ms = INT64_MAX;
     sq->store = store;
     sq->cron_ticks = json_object();
@@ -139,9 +144,10 @@ int rb_sq_open_store(rb_srv *srv, rb_store *store, rb_err *err)
     rb_sq_unique_init(sq);
     rb_sq_track_init(sq);
     rb_deps_init(&sq->deps);
+    rb_sq_groups_init(sq);
     rb_rng_seed_os(&sq->rng);
-    srv->backend = &rb_backend_sqlite;
-    srv->be = sq;
+    eng->backend = &rb_backend_sqlite;
+    eng->be = sq;
     rb_store_loader loader = {sq, load_job, load_counter, load_meta};
     int64_t t0 = rb_mono_ms();
     int rc = store->ops->load(store, &loader, err);
@@ -156,33 +162,35 @@ int rb_sq_open_store(rb_srv *srv, rb_store *store, rb_err *err)
     rb_deps_rebuild(sq);       /* the waiting and blocked jobs' edges */
     rb_sq_unique_rebuild(sq); /* unique locks whose holder is gone, expiring jobs */
     rb_sq_track_rebuild(sq);  /* progress records past their retention */
+    rb_sq_groups_loaded(sq);  /* buckets to their groups, holds recomputed */
     return 0;
 }
 
-int rb_sq_open(rb_srv *srv, rb_err *err)
+int rb_sq_open(rb_eng *eng, rb_err *err)
 {
     rb_store *store;
-    int rc = rb_store_open(srv->cfg.storage.url, &store, err);
-    return rc ? rc : rb_sq_open_store(srv, store, err);
+    int rc = rb_store_open(eng->cfg->storage.url, &store, err);
+    return rc ? rc : rb_sq_open_store(eng, store, err);
 }
 
-void rb_sq_attach(rb_srv *srv)
+void rb_sq_attach(rb_eng *eng)
 {
-    rb_sq *sq = rb_sq_of(srv);
-    sq->base = srv->base;
+    rb_sq *sq = rb_sq_of(eng);
+    sq->base = eng->base;
     sq->writer_ev = event_new(sq->base, rb_writer_fd(sq->writer), EV_READ | EV_PERSIST,
                               on_writer, sq);
     event_add(sq->writer_ev, NULL);
     sq->flush_ev = event_new(sq->base, -1, 0, on_flush, sq);
     rb_writer_defer(sq->writer, flush_soon, sq);
     rb_sq_arm(sq);
+    rb_sq_groups_attach(sq);
 }
 
 /* The loop is over: the commit in progress finishes (its completions
  * run), then the loop's events go. */
-void rb_sq_close(rb_srv *srv)
+void rb_sq_close(rb_eng *eng)
 {
-    rb_sq *sq = rb_sq_of(srv);
+    rb_sq *sq = rb_sq_of(eng);
     if (!sq)
         return;
     if (sq->writer)
@@ -195,12 +203,12 @@ void rb_sq_close(rb_srv *srv)
     free_event(&sq->batch_ev);
 }
 
-void rb_sq_release(rb_srv *srv)
+void rb_sq_release(rb_eng *eng)
 {
-    rb_sq *sq = rb_sq_of(srv);
+    rb_sq *sq = rb_sq_of(eng);
     if (!sq)
         return;
-    rb_sq_close(srv);
+    rb_sq_close(eng);
     if (sq->store)
         sq->store->ops->close(sq->store);
     json_decref(sq->cron_ticks);
@@ -209,7 +217,8 @@ void rb_sq_release(rb_srv *srv)
     rb_sq_unique_release(sq);
     rb_sq_track_release(sq);
     rb_sq_throttle_release(sq);
+    rb_sq_groups_release(sq);
     rb_deps_release(&sq->deps);
     free(sq);
-    srv->be = NULL;
+    eng->be = NULL;
 }

@@ -23,13 +23,14 @@
 #include "engine/engine.h"
 #include "policy/rng.h"
 
-typedef struct rb_srv rb_srv;
+typedef struct rb_eng rb_eng;
 typedef struct rb_sq_unique rb_sq_unique;     /* unique.h */
 typedef struct rb_sq_track rb_sq_track;       /* track.h */
 typedef struct rb_sq_throttle rb_sq_throttle; /* throttle.h */
+typedef struct rb_sq_groups rb_sq_groups;     /* groups.h */
 
 typedef struct rb_sq {
-    rb_srv *srv;              /* the engine's context this backend serves */
+    rb_eng *eng;              /* the engine's context this backend serves */
     const rb_config *cfg;     /* the server's configuration */
     rb_metrics *metrics;      /* the engine's counters */
     struct event_base *base;  /* the loop, from rb_sq_attach on */
@@ -58,16 +59,17 @@ typedef struct rb_sq {
                                  a cron push's condition (backend.c) */
     rb_sq_track *track;       /* progress records (track.h) */
     rb_sq_throttle *throttle; /* throttles' fetch times (throttle.h) */
+    rb_sq_groups *groups;     /* flow control's holds and buckets (groups.h) */
 } rb_sq;
 
-/* The backend's state of the server srv (its engine handle). */
-rb_sq *rb_sq_of(const rb_srv *srv);
+/* The backend's state of the server eng (its engine handle). */
+rb_sq *rb_sq_of(const rb_eng *eng);
 
 /* --- open.c: rb_backend's life cycle (engine.h) --- */
-int rb_sq_open(rb_srv *srv, rb_err *err);
-void rb_sq_attach(rb_srv *srv);
-void rb_sq_close(rb_srv *srv);
-void rb_sq_release(rb_srv *srv);
+int rb_sq_open(rb_eng *eng, rb_err *err);
+void rb_sq_attach(rb_eng *eng);
+void rb_sq_close(rb_eng *eng);
+void rb_sq_release(rb_eng *eng);
 
 /* --- core.c: the state machine over jobs + store --- */
 /* The job's row to the current batch. */

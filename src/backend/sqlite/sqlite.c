@@ -14,6 +14,7 @@
 #include <sqlite3.h>
 
 #include "common/buf.h"
+#include "common/fault.h"
 
 enum { ST_PUT, ST_DEL, ST_COUNTER, ST_META_SET, ST_META_DEL, ST_BEGIN, ST_COMMIT, ST_N };
 
@@ -22,8 +23,8 @@ typedef struct sqlite_store {
     sqlite3 *db;
     sqlite3_stmt *st[ST_N];
     char *path;
-    /* Test seam: while the file named by $REBOUND_FAULT_FILE exists, every
-     * commit fails as a full disk would. */
+    /* Test seam (common/fault.h): while the file named by the fault
+     * sqlite.fault_file exists, every commit fails as a full disk would. */
     const char *fault_file;
     int wal_pages;  /* WAL size after the last commit (writer thread only) */
 } sqlite_store;
@@ -37,7 +38,8 @@ typedef struct sqlite_store {
 
 static const char *const stmt_sql[ST_N] = {
     [ST_PUT] = "INSERT OR REPLACE INTO jobs(id,jid,state,queue,priority,seq,due_ms,first_ms,"
-               "attempts,wid,json,history,reserve_s,due_us) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+               "attempts,wid,json,history,reserve_s,due_us,grp)"
+               " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
     [ST_DEL] = "DELETE FROM jobs WHERE id=?",
     [ST_COUNTER] = "INSERT OR REPLACE INTO counters(name,value) VALUES(?,?)",
     [ST_META_SET] = "INSERT OR REPLACE INTO meta(key,value) VALUES(?,?)",
@@ -57,7 +59,7 @@ static const char schema[] =
     " queue TEXT NOT NULL, priority INTEGER NOT NULL, seq INTEGER NOT NULL,"
     " due_ms INTEGER NOT NULL, first_ms INTEGER NOT NULL, attempts INTEGER NOT NULL,"
     " wid TEXT, json TEXT NOT NULL, history TEXT, reserve_s INTEGER NOT NULL,"
-    " due_us INTEGER NOT NULL DEFAULT 0);"
+    " due_us INTEGER NOT NULL DEFAULT 0, grp TEXT);"
     "CREATE TABLE IF NOT EXISTS counters(name TEXT PRIMARY KEY, value INTEGER NOT NULL)"
     " WITHOUT ROWID;"
     "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);";
@@ -140,6 +142,7 @@ static int sq_put_job(rb_store *base, const rb_job_row *r, rb_err *err)
     bind_text(st, 12, r->history);
     sqlite3_bind_int(st, 13, r->reserve_s);
     sqlite3_bind_int(st, 14, r->due_us);
+    bind_text(st, 15, r->grp);
     return step(s, st, err);
 }
 
@@ -208,7 +211,7 @@ static int sq_load(rb_store *base, const rb_store_loader *l, rb_err *err)
     int rc = 0;
     if (sqlite3_prepare_v2(s->db,
                            "SELECT jid,state,queue,priority,seq,due_ms,first_ms,attempts,wid,json,"
-                           "history,reserve_s,id,due_us FROM jobs ORDER BY due_ms, seq",
+                           "history,reserve_s,id,due_us,grp FROM jobs ORDER BY due_ms, seq",
                            -1, &st, NULL) != SQLITE_OK)
         return db_error(s, err, "read");
     int sr;
@@ -228,6 +231,7 @@ static int sq_load(rb_store *base, const rb_store_loader *l, rb_err *err)
             .reserve_s = sqlite3_column_int(st, 11),
             .id = sqlite3_column_int64(st, 12),
             .due_us = sqlite3_column_int(st, 13),
+            .grp = col_text(st, 14),
         };
         rc = l->job(l->arg, &r);
     }
@@ -285,6 +289,14 @@ static int add_due_us(sqlite_store *s, rb_err *err)
 {
     return migrate_if(s, "SELECT count(*) = 0 FROM pragma_table_info('jobs') WHERE name='due_us'",
                       "ALTER TABLE jobs ADD COLUMN due_us INTEGER NOT NULL DEFAULT 0;", err);
+}
+
+/* A job's group (issue 30): the column a database written before lacks,
+ * added in place (NULL for each row: its text is read at load). */
+static int add_grp(sqlite_store *s, rb_err *err)
+{
+    return migrate_if(s, "SELECT count(*) = 0 FROM pragma_table_info('jobs') WHERE name='grp'",
+                      "ALTER TABLE jobs ADD COLUMN grp TEXT;", err);
 }
 
 /* Converts a counters table with a rowid (written before) in place. */
@@ -460,7 +472,7 @@ int rb_store_sqlite_open(const char *path, rb_store **out, rb_err *err)
     sqlite_store *s = rb_xcalloc(1, sizeof *s);
     s->base.ops = &sqlite_ops;
     s->path = rb_xstrdup(path);
-    s->fault_file = getenv("REBOUND_FAULT_FILE");
+    s->fault_file = rb_fault_get("sqlite.fault_file");
     int rc;
     if (sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
                         NULL) != SQLITE_OK) {
@@ -476,7 +488,8 @@ int rb_store_sqlite_open(const char *path, rb_store **out, rb_err *err)
                       " PRAGMA synchronous=FULL; PRAGMA journal_size_limit=67108864;", err)) ||
         (rc = set_application_id(s, err)) ||
         (rc = migrate(s, err)) || (rc = migrate_counters_table(s, err)) ||
-        (rc = exec(s, schema, err)) || (rc = add_due_us(s, err)))
+        (rc = exec(s, schema, err)) || (rc = add_due_us(s, err)) ||
+        (rc = add_grp(s, err)))
         goto fail;
     for (int i = 0; i < ST_N; i++)
         if (sqlite3_prepare_v2(s->db, stmt_sql[i], -1, &s->st[i], NULL) != SQLITE_OK) {

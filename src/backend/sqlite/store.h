@@ -31,6 +31,8 @@ typedef struct rb_job_row {
     const char *wid;    /* reservation holder, NULL unless working */
     const char *json;
     const char *history; /* NULL = no failures yet */
+    const char *grp;    /* its custom.group, NULL = ungrouped (a row written before
+                         * the column: NULL, read from the text at load) */
 } rb_job_row;
 
 typedef struct rb_store rb_store;

@@ -1,17 +1,19 @@
 /* The single-node backend's queue throttles (backend/sqlite/throttle.h). */
 #include "backend/sqlite/throttle.h"
 
+#include <event2/event.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/sqlite/groups.h"
 #include "backend/sqlite/jobs.h"
 #include "common/buf.h"
 #include "common/list.h"
 #include "common/timeutil.h"
 #include "engine/engine.h"
 #include "backend/sqlite/sq.h"
-#include "server/srv.h"
+#include "engine/engine.h"
 
 /* A fetch's time, by jid: kept for jobs of throttled queues with a
  * timeout, from their fetch until they leave the server (overwritten at
@@ -76,7 +78,7 @@ static void on_timeout(evutil_socket_t fd, short what, void *arg)
     (void)what;
     rb_sq *sq = arg;
     sq->throttle->armed_ms = INT64_MAX;
-    rb_eng_wake(sq->srv, NULL, 0); /* a slot freed by its timeout: another try */
+    rb_eng_wake(sq->eng, NULL, 0); /* a slot freed by its timeout: another try */
 }
 
 static void arm(rb_sq *sq, rb_sq_throttle *t, int64_t at, int64_t now)
@@ -103,7 +105,7 @@ static int64_t held_slots(rb_sq *sq, const rb_throttle *cfg, const rb_queue *q, 
      * as large as the workers' concurrency, for a throttled queue only). */
     for (rb_link *l = sq->jobs.working.head; l; l = l->next) {
         const rb_job *j = rb_container_of(l, rb_job, link);
-        if (j->queue != q)
+        if (rb_job_queue(j) != q)
             continue;
         int64_t at = rb_throttle_frees_at(fetch_ms(t, j), cfg->timeout_s);
         if (!rb_throttle_holds(fetch_ms(t, j), cfg->timeout_s, now))
@@ -115,15 +117,17 @@ static int64_t held_slots(rb_sq *sq, const rb_throttle *cfg, const rb_queue *q, 
     return held;
 }
 
-bool rb_sq_throttle_full(rb_sq *sq, const rb_queue *q, int64_t now)
+bool rb_sq_throttle_full(rb_sq *sq, rb_queue *q, int64_t now)
 {
     if (!sq->cfg->n_throttles)
         return false;
     const rb_throttle *cfg = rb_config_throttle(sq->cfg, q->name);
     if (!cfg)
         return false;
+    if (cfg->rate && rb_sq_queue_rate_full(sq, cfg, q, now))
+        return true;
     int64_t frees;
-    if (held_slots(sq, cfg, q, now, &frees) < cfg->concurrency)
+    if (!cfg->concurrency || held_slots(sq, cfg, q, now, &frees) < cfg->concurrency)
         return false;
     if (frees != INT64_MAX)
         arm(sq, state(sq), frees, now);
@@ -148,7 +152,9 @@ void rb_sq_throttle_started(rb_sq *sq, const rb_job *j, int64_t now)
 {
     if (!sq->cfg->n_throttles)
         return;
-    const rb_throttle *cfg = rb_config_throttle(sq->cfg, j->queue->name);
+    const rb_throttle *cfg = rb_config_throttle(sq->cfg, rb_job_queue(j)->name);
+    if (cfg && cfg->rate)
+        rb_sq_queue_rate_started(sq, cfg, rb_job_queue(j), now);
     if (!cfg || !cfg->timeout_s)
         return;
     rb_sq_throttle *t = state(sq);

@@ -20,11 +20,13 @@ struct rb_queue;
 /* Frees sq->throttle (rb_srv_free); it is made on first use. */
 void rb_sq_throttle_release(rb_sq *sq);
 
-/* Whether q is throttled and at its limit at now: a FETCH then treats it
- * as empty. When it is, and a held slot frees by its timeout, the timer is
+/* Whether q is throttled and at its limit at now (its concurrency, or its
+ * rate: groups.c): a FETCH then treats it as empty. When it is, and a held
+ * slot frees by its timeout or its bucket has room at a time, a timer is
  * armed for then. */
-bool rb_sq_throttle_full(rb_sq *sq, const struct rb_queue *q, int64_t now);
-/* j of a throttled queue was fetched at now (its slot's start). */
+bool rb_sq_throttle_full(rb_sq *sq, struct rb_queue *q, int64_t now);
+/* j of a throttled queue was fetched at now (its slot's start; its rate's
+ * bucket advanced). */
 void rb_sq_throttle_started(rb_sq *sq, const struct rb_job *j, int64_t now);
 /* INFO's "throttles" under "rebound" (set into rebound when any is
  * configured): {QUEUE: {"concurrency", "timeout", "in_use"}}, in_use the

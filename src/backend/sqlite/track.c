@@ -13,7 +13,7 @@
 #include "engine/engine.h"
 #include "common/log.h"
 #include "backend/sqlite/sq.h"
-#include "server/srv.h"
+#include "engine/engine.h"
 
 /* One record. Invariant: in the table; in the ended list iff ended_ms > 0
  * (ordered by ended_ms, as records end in time order); its meta row says
@@ -246,7 +246,7 @@ static void track_get(rb_sq *sq, rb_eng_op *op)
     rb_track_seen v = seen_of(rb_jobs_find(&sq->jobs, jid), r);
     /* a read sweeps nothing: a later end or SET will */
     op->u.track.reply = rb_track_get(jid, &v, op->now);
-    rb_eng_complete(sq->srv, op);
+    rb_eng_complete(sq->eng, op);
 }
 
 static void track_set(rb_sq *sq, rb_eng_op *op)
@@ -259,7 +259,7 @@ static void track_set(rb_sq *sq, rb_eng_op *op)
     rec *r = rb_table_get(&t->by_jid, in->jid); /* after the sweep, which may drop it */
     rb_track_seen v = seen_of(j, r);
     if (!rb_track_set_stores(&v, op->now)) {
-        rb_eng_complete(sq->srv, op); /* untracked or unknown: +OK, nothing kept */
+        rb_eng_complete(sq->eng, op); /* untracked or unknown: +OK, nothing kept */
         return;
     }
     if (!r)
@@ -287,9 +287,9 @@ static void track_set(rb_sq *sq, rb_eng_op *op)
     rb_sq_after_commit(sq, op);
 }
 
-void rb_sq_track_op(rb_srv *srv, rb_eng_op *op)
+void rb_sq_track_op(rb_eng *eng, rb_eng_op *op)
 {
-    rb_sq *sq = rb_sq_of(srv);
+    rb_sq *sq = rb_sq_of(eng);
     if (op->u.track.get)
         track_get(sq, op);
     else

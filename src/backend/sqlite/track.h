@@ -16,7 +16,7 @@
 #include "engine/track.h"
 
 typedef struct rb_sq rb_sq;
-typedef struct rb_srv rb_srv;
+typedef struct rb_eng rb_eng;
 typedef struct rb_eng_op rb_eng_op;
 struct rb_job;
 
@@ -44,6 +44,6 @@ void rb_sq_track_rebuild(rb_sq *sq);
 void rb_sq_track_ended(rb_sq *sq, const struct rb_job *j, rb_track_state s, int64_t now);
 
 /* RB_ENG_TRACK (rb_backend_mem.track). */
-void rb_sq_track_op(rb_srv *srv, rb_eng_op *op);
+void rb_sq_track_op(rb_eng *eng, rb_eng_op *op);
 
 #endif

@@ -15,7 +15,7 @@
 #include "common/log.h"
 #include "engine/metrics.h"
 #include "backend/sqlite/sq.h"
-#include "server/srv.h"
+#include "engine/engine.h"
 
 /* One lock. Invariant: in both tables, or in neither (freed); while it is
  * in them its holder is a live job (not dead), and its meta row says so. */
@@ -354,7 +354,7 @@ bool rb_sq_unique_expire(rb_sq *sq, rb_job *j, int64_t now)
     expiry *e = rb_table_get(&u->expiring, j->jid);
     if (!e || e->ms > now)
         return false;
-    rb_log_kv(RB_LOG_INFO, RB_LOG_KV("jid", j->jid, "queue", j->queue ? j->queue->name : NULL), "JID %s: Halt: job expired",
+    rb_log_kv(RB_LOG_INFO, RB_LOG_KV("jid", j->jid, "queue", rb_job_queue(j)->name), "JID %s: Halt: job expired",
               j->jid);
     u->expired++;
     rb_writer_counter(sq->writer, "total_expired", u->expired);

@@ -87,12 +87,21 @@ static void batch_free(batch *b)
     free(b);
 }
 
-/* Marks every counter write that a later one in the same batch overwrites
- * (ACK and FAIL write both counters each time: only the last values matter).
- * One pass from the end over a handful of distinct names. */
+/* Whether o is a write only the last of its key in a batch matters for:
+ * a counter (ACK and FAIL write both counters each time), or a rate
+ * bucket's row ("gcra:", backend/sqlite/groups.h: each start of a
+ * rate-limited group writes it). */
+static bool foldable(const op *o)
+{
+    return o->kind == OP_COUNTER || (o->kind == OP_META && !strncmp(o->key, "gcra:", 5));
+}
+
+/* Marks every foldable write that a later one of the same kind and key in
+ * the same batch overwrites: one row per key per commit. One pass from the
+ * end over a handful of distinct keys. */
 static void mark_superseded(batch *b)
 {
-    const char *seen[8];
+    const op *seen[16];
     int n = 0;
     for (size_t i = b->n_ops; i-- > 0;) {
         op *o = &b->ops[i];
@@ -100,15 +109,15 @@ static void mark_superseded(batch *b)
             n = 0;
             continue;
         }
-        if (o->kind != OP_COUNTER)
+        if (!foldable(o))
             continue;
         int dup = 0;
         for (int k = 0; k < n && !dup; k++)
-            dup = !strcmp(seen[k], o->key);
+            dup = seen[k]->kind == o->kind && !strcmp(seen[k]->key, o->key);
         if (dup)
             o->skip = 1;
-        else if (n < 8)
-            seen[n++] = o->key;
+        else if (n < 16)
+            seen[n++] = o;
     }
 }
 
@@ -473,13 +482,15 @@ static char *pack(const char **in, const char **out, int n)
 void rb_writer_put(rb_writer *w, const rb_job_row *row)
 {
     op o = {.kind = OP_PUT, .row = *row};
-    const char *in[5] = {row->jid, row->queue, row->wid, row->json, row->history}, *out[5];
-    o.blob = pack(in, out, 5);
+    const char *in[6] = {row->jid, row->queue, row->wid, row->json, row->history, row->grp},
+               *out[6];
+    o.blob = pack(in, out, 6);
     o.row.jid = out[0];
     o.row.queue = out[1];
     o.row.wid = out[2];
     o.row.json = out[3];
     o.row.history = out[4];
+    o.row.grp = out[5];
     push_op(w, &o);
 }
 

@@ -1,4 +1,4 @@
--- Version 13: less database work per job (issue 29).
+-- Version 14: less database work per job (issue 29).
 --
 -- rb_parked: the nodes that have a FETCH parked (waiting for a job), each
 -- with when that stops counting (until_ms, wall ms: the node refreshes it
@@ -62,34 +62,35 @@ BEGIN
   SELECT i.jid, i.state FROM ins i WHERE (SELECT count(*) FROM woke) >= 0;
 END $$;
 
--- rb_ack_batch, same signature, rules and outcome: the counter's upsert
+-- rb_ack_batch, same signature, rules and outcome (version 13's, holder
+-- rule rb_holder_status included): the counter's upsert
 -- inline. rb_count, a SQL function, was planned again on every call. A
 -- set-based version (one locking read of every job of the batch, one
 -- DELETE) was measured and not kept: per call of 2 jobs (the batches'
 -- usual size) 162-172 us of the backend's CPU against 137-152 for this
 -- loop as it was and 97-112 with the counter inline; at 8 jobs 210-220
 -- against 220 (bench/RESULTS.md, issue 29).
-CREATE OR REPLACE FUNCTION rb_ack_batch(p_jids text[], p_wids text[], p_shard integer, p_now bigint, p_ttl_ms bigint, p_batch boolean) RETURNS TABLE(status integer, queue text, jobtype text)
- LANGUAGE plpgsql AS $$
+CREATE OR REPLACE FUNCTION rb_ack_batch(p_jids text[], p_wids text[], p_shard int,
+  p_now bigint, p_ttl_ms bigint, p_batch boolean)
+RETURNS TABLE (status int, queue text, jobtype text)
+LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE n int := coalesce(array_length(p_jids, 1), 0);
   st int[] := array_fill(0, ARRAY[n]);
   qs text[] := array_fill(NULL::text, ARRAY[n]);
   ts text[] := array_fill(NULL::text, ARRAY[n]);
-  i int; r record; jt json; done int := 0;
+  i int; r record; h int; jt json; done int := 0;
 BEGIN
   FOR i IN SELECT u.ord FROM unnest(p_jids) WITH ORDINALITY AS u(jid, ord)
            ORDER BY u.jid, u.ord LOOP
     SELECT j.state, j.flags, j.wid, j.queue, j.json, j.wf, j.bid, j.trk INTO r
       FROM rb_jobs j WHERE j.jid = p_jids[i] FOR UPDATE;
-    IF NOT FOUND THEN
-      st[i] := 1;
-    ELSIF r.state = 3 AND r.wid IS NOT NULL AND p_wids[i] IS NOT NULL
-          AND r.wid <> p_wids[i] THEN
-      st[i] := 2;
-    ELSIF (r.state = 3 OR r.flags & 1 <> 0) AND r.bid IS NOT NULL AND NOT p_batch THEN
+    h := rb_holder_status(r.state, r.wid, p_wids[i]);
+    IF h IN (1, 2) THEN
+      st[i] := h;
+    ELSIF (h = 0 OR r.flags & 1 <> 0) AND r.bid IS NOT NULL AND NOT p_batch THEN
       st[i] := 5;
-    ELSIF r.state = 3 OR r.flags & 1 <> 0 THEN
+    ELSIF h = 0 OR r.flags & 1 <> 0 THEN
       IF r.trk THEN
         UPDATE rb_track t SET ended_ms = p_now, state = 3 WHERE t.jid = p_jids[i];
       END IF;
@@ -132,4 +133,4 @@ BEGIN
   END IF;
 END $$;
 
-UPDATE rb_meta SET value = '13' WHERE key = 'schema_version';
+UPDATE rb_meta SET value = '14' WHERE key = 'schema_version';
