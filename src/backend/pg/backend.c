@@ -36,8 +36,8 @@ static void push_results(rb_eng *eng, rb_eng_op *op, rb_pgreq *r)
             continue;
         made++;
         rb_metrics_event(eng->metrics, RB_M_PUSHED, j->queue, j->json);
-        if (j->at_ms <= r->now)
-            ready[n_ready++] = j->queue;
+        if (j->at_ms <= r->now && !(r->u.push.handed && r->u.push.handed[i]))
+            ready[n_ready++] = j->queue; /* (a job handed off went to its FETCH) */
     }
     if (!made)
         op->applied = RB_ENG_NOT_APPLIED; /* every jid was taken (or batch unknown) */
@@ -220,7 +220,8 @@ static void dist_push(rb_eng *eng, rb_eng_op *op)
     r->u.push.tick_s = op->u.push.tick_s;
     r->data = op;
     r->done = req_done;
-    rb_pgreq_post(eng, r);
+    /* with the claims of the FETCHes parked here that take its jobs */
+    rb_pgreq_post_with(eng, r, rb_pgmode_hand_off(eng, r));
 }
 
 /* --- FETCH: the first claim; fetch.c keeps a waiting FETCH --- */
