@@ -681,6 +681,8 @@ void *mode_db_thread(void *arg)
     for (;;) {
         bool probe, slow;
         rb_pgreq *list = next_batch(pm, self, &probe, &slow);
+        if (!rb_pg_connected(ta.pg) && mode_link_other_back(pm, self))
+            rb_pg_retry_now(ta.pg); /* a request right after an outage does not fail */
         if (probe) { /* an outage: is this connection through again? */
             rb_err err = {0};
             rb_pg_set_deadline(ta.pg, rb_mono_ms() + bound_ms);

@@ -26,6 +26,14 @@ bool mode_link_probe_due_locked(const rb_pgmode *pm, int member)
     return pm->link.down && !(pm->link.ok & (1u << member));
 }
 
+bool mode_link_other_back(rb_pgmode *pm, int member)
+{
+    pthread_mutex_lock(&pm->mu);
+    bool back = pm->link.down && (pm->link.ok & ~(1u << member));
+    pthread_mutex_unlock(&pm->mu);
+    return back;
+}
+
 void mode_link_report(rb_pgmode *pm, int member, int rc, const rb_err *err)
 {
     if (rc && !rb_pg_lost(rc))

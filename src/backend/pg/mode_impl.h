@@ -236,6 +236,10 @@ void mode_link_report(rb_pgmode *pm, int member, int rc, const rb_err *err);
 /* Whether member should check its connection (an outage lasts and it has
  * not reached the database since it began). mu held. */
 bool mode_link_probe_due_locked(const rb_pgmode *pm, int member);
+/* During an outage, whether a member other than member got through again:
+ * the database is back, so member's connection need not wait out its
+ * reconnect backoff (up to 5 s) to try. Takes mu. */
+bool mode_link_other_back(rb_pgmode *pm, int member);
 /* The link's members: every database thread and the maintenance thread.
  * Before the threads start. */
 void mode_link_init(rb_pgmode *pm);

@@ -125,6 +125,9 @@ bool rb_pg_connected(const rb_pg *pg);
 /* Reconnects now if disconnected and the backoff has passed. 0 when
  * connected afterwards, else RB_ECONN. */
 int rb_pg_reconnect(rb_pg *pg, rb_err *err);
+/* Ends the reconnect backoff: the next call tries at once (another
+ * connection just got through: the database is back). */
+void rb_pg_retry_now(rb_pg *pg);
 /* The connection's socket to wait on for notifications, or -1 when
  * disconnected. It changes on reconnect: compare rb_pg_generation(). */
 int rb_pg_socket(const rb_pg *pg);

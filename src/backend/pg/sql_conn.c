@@ -584,6 +584,12 @@ int rb_pg_reconnect(rb_pg *pg, rb_err *err)
     return sql_ensure(pg, err);
 }
 
+void rb_pg_retry_now(rb_pg *pg)
+{
+    pg->next_try_ms = rb_mono_ms();
+    pg->backoff_ms = SQL_BACKOFF_FIRST_MS;
+}
+
 int rb_pg_socket(const rb_pg *pg)
 {
     return rb_pg_connected(pg) ? PQsocket(pg->conn) : -1;
