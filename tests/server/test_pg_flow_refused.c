@@ -39,3 +39,22 @@ Test(pg_flow_refused, limits_refuse_to_start, .timeout = 60)
                  "a [groups] table setting no limit refused (see %s)", s.log);
     cr_assert_eq(rbh_stop(&s), 0);
 }
+
+/* GROUP and GROUPS are refused, before their argument is read, while
+ * distributed mode keeps no groups (engine/flow.h's capability: the
+ * backend has no group hook). */
+Test(pg_flow_refused, group_commands_refused, .timeout = 60)
+{
+    rbh_server s;
+    cr_assert_eq(rbh_start(&s, NULL, NULL), 0, "server did not start (see %s)", s.log);
+    rbh_conn *c = rbh_connect(&s, "w0");
+    cr_assert_not_null(c);
+    cr_assert(rbh_expect(c, "-ERR GROUP: groups are not supported in distributed mode yet",
+                         "GROUP SET q g {\"concurrency\": 1}"));
+    cr_assert(rbh_expect(c, "-ERR GROUP: groups are not supported in distributed mode yet",
+                         "GROUP PAUSE q g 60 upstream"));
+    cr_assert(rbh_expect(c, "-ERR GROUPS: groups are not supported in distributed mode yet",
+                         "GROUPS"));
+    rbh_close(c);
+    cr_assert_eq(rbh_stop(&s), 0);
+}

@@ -937,6 +937,7 @@ const rb_backend rb_backend_sqlite = {
     .unique_jobs = true,
     .groups = true,      /* groups in turn at FETCH (groups.c) */
     .flow_limits = true, /* [groups] limits and [throttles] rates (groups.c) */
+    .group = rb_sq_group_op, /* overrides and pauses (group_conf.c) */
     .throttles = true,
     .refetch = mem_refetch,
     .workflow = mem_workflow,
