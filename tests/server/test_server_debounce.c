@@ -359,3 +359,89 @@ SERVER_TEST(flush_forgets_keys_and_aliases)
     push_ok(C, "fl-000003", "fq", 3, "\"key\":\"f\",\"for\":60", NULL);
     cr_assert_eq(job_int(C, "fl-000003", "debounce.merged"), 0);
 }
+
+#ifdef RBH_PG
+#include <pthread.h>
+
+typedef struct pusher {
+    rbh_conn *c;
+    int from, n;
+    int failed;
+} pusher;
+
+static void *push_many(void *arg)
+{
+    pusher *p = arg;
+    for (int i = p->from; i < p->from + p->n; i++) {
+        char jid[32];
+        snprintf(jid, sizeof jid, "two-%05d", i);
+        char *r = push(p->c, jid, "tq", i, "\"key\":\"shared\",\"for\":60", NULL);
+        p->failed += !r || strcmp(r, "+OK");
+        free(r);
+    }
+    return NULL;
+}
+
+/* Two nodes on one database: pushes of one key through both merge into
+ * one job, one after the other (the last one's args) and at once (two
+ * pushers racing: still one job, every jid the job or an alias of it). */
+SERVER_TEST(two_nodes_merge_one_key)
+{
+    static rbh_server S2; /* a second node on S's database */
+    rbh_init(&S2);
+    snprintf(S2.db, sizeof S2.db, "%s", S.db);
+    cr_assert_eq(rbh_launch(&S2, NULL), 0, "the second node did not start (see %s)", S2.log);
+    rbh_conn *c2 = rbh_connect(&S2, "w2");
+    cr_assert_not_null(c2);
+    for (int i = 0; i < 20; i++) { /* alternating nodes */
+        char jid[32];
+        snprintf(jid, sizeof jid, "alt-%05d", i);
+        push_ok(i % 2 ? c2 : C, jid, "aq", i, "\"key\":\"both\",\"for\":60", NULL);
+    }
+    cr_assert_eq(job_int(c2, "alt-00000", "debounce.merged"), 19);
+    cr_assert_eq(job_int(C, "alt-00000", "job.args.0"), 19);
+    expect_alias(c2, "alt-00010", "alt-00000", "both");
+
+    rbh_conn *c3 = rbh_connect(&S, "w3"), *c4 = rbh_connect(&S2, "w4");
+    pusher p[2] = {{c3, 0, 50, 0}, {c4, 50, 50, 0}};
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++)
+        pthread_create(&th[i], NULL, push_many, &p[i]);
+    for (int i = 0; i < 2; i++)
+        pthread_join(th[i], NULL);
+    rbh_close(c3);
+    rbh_close(c4);
+    long long pending = rbh_info_int(c2, "rebound.debounce.pending");
+    long long scheduled = rbh_info_int(C, "faktory.tasks.Scheduled.size");
+    json_t *first = NULL;
+    const char *into = NULL;
+    int jobs = 0, aliases = 0;
+    for (int i = 0; i < 100; i++) {
+        char jid[32];
+        snprintf(jid, sizeof jid, "two-%05d", i);
+        json_t *v = job(i % 2 ? c2 : C, jid);
+        const char *st = json_string_value(json_object_get(v, "state"));
+        if (st && !strcmp(st, "debounced")) {
+            aliases++;
+            json_decref(v);
+        } else if (st) {
+            jobs++;
+            json_decref(first);
+            first = v;
+        } else {
+            json_decref(v);
+        }
+    }
+    into = first ? json_string_value(rbh_get(first, "job.jid")) : NULL;
+    long long merged = into ? job_int(C, into, "debounce.merged") : -1;
+    json_decref(first);
+    rbh_close(c2);
+    cr_assert_eq(rbh_stop(&S2), 0, "the second node did not exit cleanly");
+    cr_assert_eq(p[0].failed + p[1].failed, 0, "pushes refused");
+    cr_assert_eq(jobs, 1, "%d jobs for one key", jobs);
+    cr_assert_eq(aliases, 99);
+    cr_assert_eq(merged, 99);
+    cr_assert_eq(pending, 2); /* "both" and "shared" */
+    cr_assert_eq(scheduled, 2);
+}
+#endif
