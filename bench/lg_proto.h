@@ -36,10 +36,22 @@ typedef struct lg_proto {
 
 /* The body of job seq: {"jid":"bench-RUN-SEQ","jobtype":"bench",...}.
  * `extra` is inserted before the closing brace (e.g. ,"at":"...") or "". */
+/* Groups (issue 30, --groups): 0 = jobs name no group. With
+ * lg_fair_split >= 0 (the fairness workload) seqs below it are the small
+ * tenant "b" and the rest the backlog tenant "a"; otherwise job seq is in
+ * group "g%03ld" of seq mod lg_groups. Set once before any thread starts. */
+static long lg_groups;
+static long lg_fair_split = -1;
+
 static void lg_body(rb_buf *b, unsigned run, long seq, const char *extra)
 {
     rb_buf_printf(b, "{\"jid\":\"bench-%08x-%ld\",\"jobtype\":\"bench\",\"queue\":\"bench\","
-                     "\"args\":[%ld]%s}", run, seq, seq, extra);
+                     "\"args\":[%ld]%s", run, seq, seq, extra);
+    if (lg_groups > 0 && lg_fair_split >= 0)
+        rb_buf_printf(b, ",\"custom\":{\"group\":\"%s\"}", seq < lg_fair_split ? "b" : "a");
+    else if (lg_groups > 0)
+        rb_buf_printf(b, ",\"custom\":{\"group\":\"g%03ld\"}", seq % lg_groups);
+    rb_buf_addc(b, '}');
 }
 
 /* Finds "jid" in a job's JSON text and fills j. Returns 0, or -1 when the

@@ -23,8 +23,9 @@
 #include "lg_proto.h"
 #include "lg_stats.h"
 
-typedef enum workload { WL_LIFECYCLE, WL_RETRIES, WL_DEPTH, WL_SCHED, WL_LATENCY } workload;
-static const char *const wl_names[] = {"lifecycle", "retries", "depth", "sched", "latency"};
+typedef enum workload { WL_LIFECYCLE, WL_RETRIES, WL_DEPTH, WL_SCHED, WL_LATENCY, WL_FAIRNESS } workload;
+static const char *const wl_names[] = {"lifecycle", "retries", "depth", "sched", "latency",
+                                       "fairness"};
 
 #define PREFILL_BATCH 1000
 
@@ -50,6 +51,7 @@ static struct opts {
     int push_batch;     /* jobs per PUSHB (1 = one PUSH per job) */
     int drain_ms;       /* after the last ACK, workers go on fetching this long */
     long dup_seq;       /* >= 0: push job dup_seq once more (checks the checker) */
+    const char *tag;    /* the figures' prefix (default: the workload's name) */
 } O = {
     .host = "127.0.0.1", .producers = 4, .workers = 8, .jobs = 100000,
     .delay_ms = 1000, .retry_ms = 1000, .fail_pct = 10, .timeout_s = 600,
@@ -106,6 +108,13 @@ static bool planned_failure(long seq)
     return false;
 }
 
+/* The acks that end the timed phase: the fairness run drains its backlog
+ * too (its end is the backlog's drain time), the others stop at --jobs. */
+static long done_target(void)
+{
+    return O.wl == WL_FAIRNESS ? S.nseq : O.jobs;
+}
+
 static void *worker_main(void *arg)
 {
     thread_arg *t = arg;
@@ -146,7 +155,7 @@ static void *worker_main(void *arg)
             fprintf(stderr, "loadgen: job %s completed again (duplicate)\n", j.id);
             continue;
         }
-        if (atomic_fetch_add(&S.acked, 1) + 1 == O.jobs) {
+        if (atomic_fetch_add(&S.acked, 1) + 1 == done_target()) {
             atomic_store(&S.t_end_us, lg_mono_us());
             signal_main();
         }
@@ -252,7 +261,7 @@ static void join_threads(thread_arg *ts, int n)
 
 static void print_ms(const char *metric, int64_t us)
 {
-    printf("%s.%s %.3f\n", wl_names[O.wl], metric, (double)us / 1000.0);
+    printf("%s.%s %.3f\n", O.tag, metric, (double)us / 1000.0);
 }
 
 /* Fills the job queue with O.prefill jobs and prints the footprint figures. */
@@ -295,11 +304,11 @@ static void report(long long cpu0)
     int64_t t_end = atomic_load(&S.t_end_us), t_push = atomic_load(&S.t_push_end_us);
     double secs = (double)((t_end > t_push ? t_end : t_push) - S.t0_us) / 1e6;
     double push_secs = (double)(atomic_load(&S.t_push_end_us) - S.t0_us) / 1e6;
-    const char *wl = wl_names[O.wl];
+    const char *wl = O.tag;
     long fails = atomic_load(&S.fails);
     printf("%s.jobs %ld\n", wl, O.jobs);
     printf("%s.secs %.3f\n", wl, secs);
-    printf("%s.jobs_per_s %.0f\n", wl, (double)O.jobs / secs);
+    printf("%s.jobs_per_s %.0f\n", wl, (double)done_target() / secs);
     printf("%s.push_per_s %.0f\n", wl, (double)O.jobs / push_secs);
     /* push + fetch + ack per job, fetch + fail per failure */
     printf("%s.ops_per_s %.0f\n", wl, (double)(3 * O.jobs + 2 * fails) / secs);
@@ -391,7 +400,7 @@ static void info_report(json_t *before, json_t *after)
         json_t *b = json_object_get(before, k);
         double d = json_real_value(v) - (b ? json_real_value(b) : 0);
         if (d != 0 && !strstr(k, "uptime") && !strstr(k, "used_memory"))
-            printf("%s.info.%s %.0f\n", wl_names[O.wl], k, d);
+            printf("%s.info.%s %.0f\n", O.tag, k, d);
     }
 }
 
@@ -400,7 +409,7 @@ static void usage(FILE *f)
     fprintf(f,
         "usage: loadgen --proto faktory|beanstalk --port P[,P2...] [options]\n"
         "  --host H          server address (127.0.0.1)\n"
-        "  --workload W      lifecycle|retries|depth|sched|latency (lifecycle)\n"
+        "  --workload W      lifecycle|retries|depth|sched|latency|fairness (lifecycle)\n"
         "  --producers N     producer connections (4)\n"
         "  --workers N       worker connections (8)\n"
         "  --jobs N          jobs pushed and acked in the timed phase (100000)\n"
@@ -416,6 +425,9 @@ static void usage(FILE *f)
         "  --worker-port P[,P2...]  workers connect here (default: --port)\n"
         "  --drain-ms MS     after the last ACK workers fetch MS longer: a job\n"
         "                    completed again counts as a duplicate (0)\n"
+        "  --groups N        jobs carry custom.group: g000..g(N-1) by seq; fairness:\n"
+        "                    any N > 0 puts the backlog in group a, the --jobs in b (0)\n"
+        "  --tag T           print figures as T.metric (default: the workload)\n"
         "  --dup-seq N       push job N a second time under another jid, as a\n"
         "                    server running a job twice would (checks the check)\n"
         "Prints 'workload.metric value' lines. Whole-second delays keep the\n"
@@ -442,7 +454,7 @@ static void parse_args(int argc, char **argv)
         {"delay", 1, 0, 'd'}, {"retry-delay", 1, 0, 'R'}, {"fail-pct", 1, 0, 'F'},
         {"server-pid", 1, 0, 's'}, {"data-dir", 1, 0, 'D'}, {"timeout", 1, 0, 't'},
         {"push-batch", 1, 0, 'B'}, {"worker-port", 1, 0, 'W'}, {"drain-ms", 1, 0, 'X'},
-        {"dup-seq", 1, 0, 'U'},
+        {"dup-seq", 1, 0, 'U'}, {"groups", 1, 0, 'G'}, {"tag", 1, 0, 'T'},
         {"help", 0, 0, 'h'}, {0, 0, 0, 0},
     };
     int ch;
@@ -473,6 +485,8 @@ static void parse_args(int argc, char **argv)
                 O.wports[O.n_wports++] = (int)parse_num("--worker-port", t, 1, 65535);
             break;
         case 'B': O.push_batch = (int)parse_num("--push-batch", optarg, 1, 100000); break;
+        case 'G': lg_groups = parse_num("--groups", optarg, 0, 1000000); break;
+        case 'T': O.tag = optarg; break;
         case 'U': O.dup_seq = parse_num("--dup-seq", optarg, 0, 100000000); break;
         case 'X': O.drain_ms = (int)parse_num("--drain-ms", optarg, 0, 600000); break;
         case 'w':
@@ -510,6 +524,14 @@ static void parse_args(int argc, char **argv)
         fprintf(stderr, "loadgen: --push-batch: only for lifecycle, retries and latency\n");
         exit(2);
     }
+    if (O.wl == WL_FAIRNESS && (O.prefill == 0 || O.push_batch > 1)) {
+        fprintf(stderr, "loadgen: fairness: needs --prefill (the backlog), one PUSH per job\n");
+        exit(2);
+    }
+    if (O.wl == WL_FAIRNESS)
+        lg_fair_split = O.jobs;
+    if (!O.tag)
+        O.tag = wl_names[O.wl];
     if (O.dup_seq >= O.jobs) {
         fprintf(stderr, "loadgen: --dup-seq: %ld is not below --jobs %ld\n", O.dup_seq, O.jobs);
         exit(2);
@@ -564,7 +586,7 @@ int main(int argc, char **argv)
 
     int64_t deadline = S.t0_us + (int64_t)O.timeout_s * 1000000;
     pthread_mutex_lock(&S.mu);
-    while ((atomic_load(&S.acked) < O.jobs || atomic_load(&S.producers_left) > 0) &&
+    while ((atomic_load(&S.acked) < done_target() || atomic_load(&S.producers_left) > 0) &&
            !atomic_load(&S.errors) && lg_mono_us() < deadline) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
@@ -572,7 +594,7 @@ int main(int argc, char **argv)
         pthread_cond_timedwait(&S.cv, &S.mu, &ts);
     }
     pthread_mutex_unlock(&S.mu);
-    bool ok = atomic_load(&S.acked) >= O.jobs && atomic_load(&S.producers_left) == 0;
+    bool ok = atomic_load(&S.acked) >= done_target() && atomic_load(&S.producers_left) == 0;
     if (ok && O.drain_ms > 0) /* a job delivered again now is a duplicate */
         lg_sleep_until(lg_mono_us() + (int64_t)O.drain_ms * 1000);
     atomic_store(&S.done, 1);
@@ -586,7 +608,7 @@ int main(int argc, char **argv)
     join_threads(prods, O.producers);
     if (!ok) {
         fprintf(stderr, "loadgen: %s: %ld of %ld jobs done (%s)\n", wl_names[O.wl],
-                atomic_load(&S.acked), O.jobs,
+                atomic_load(&S.acked), done_target(),
                 atomic_load(&S.errors) ? "errors above" : "timed out");
         return 1;
     }

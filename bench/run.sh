@@ -7,6 +7,9 @@
 # rebound-pg and rebound-pg2 (not in the default list) run Rebound in
 # distributed mode on a throwaway PostgreSQL cluster with one and two nodes
 # (the load generator spreads its connections over the nodes).
+# Issue 30's rows (Rebound only): fairness with groups off (FIFO) and on — a
+# tenant's backlog, then a second tenant's few jobs; their push-to-fetch wait
+# — and lifecycle with its jobs over 1,000 groups beside the plain lifecycle.
 # Usage: O=build bench/run.sh [--quick] [--servers "rebound bs-mem bs-binlog bs-fsync"]
 #        [--jobs N] [--prefill N] [--raw FILE]
 set -u
@@ -34,9 +37,11 @@ done
 if [ $quick = 1 ]; then
   : "${jobs:=2000}" "${prefill:=5000}"
   fsync_jobs=400; sched_jobs=1000; sched_rate=2000; lat_secs=1; timeout=60
+  backlog=2000; small=20
 else
   : "${jobs:=200000}" "${prefill:=1000000}"
   fsync_jobs=10000; sched_jobs=20000; sched_rate=2000; lat_secs=5; timeout=600
+  backlog=20000; small=100
 fi
 
 need="$LG $MICRO"
@@ -147,22 +152,24 @@ stop_server() {
   pid=""; extra_pids=""
 }
 
-# run SERVER WORKLOAD loadgen-options...: one workload on a fresh server;
-# appends "SERVER metric value" lines to $tmp/results.
+# run SERVER WORKLOAD[:TAG] loadgen-options...: one workload on a fresh
+# server; appends "SERVER metric value" lines to $tmp/results (the metrics
+# named TAG.x when a tag is given, else WORKLOAD.x).
 run() {
-  s=$1; wl=$2; shift 2
-  dir="$tmp/$s-$wl"
+  s=$1; wl=${2%%:*}; tag=${2#*:}; shift 2
+  if [ "$tag" = "$wl" ]; then tag=""; else set -- --tag "$tag" "$@"; fi
+  dir="$tmp/$s-${tag:-$wl}"
   mkdir -p "$dir"
   if ! start_server "$s" "$dir"; then
     failures=$((failures + 1)); return 1
   fi
   case "$s" in rebound*) proto=faktory ;; *) proto=beanstalk ;; esac
-  printf '  %-10s %-10s' "$s" "$wl" >&2
+  printf '  %-10s %-10s' "$s" "${tag:-$wl}" >&2
   # Group commit: count the server's fsyncs during the lifecycle run (perf
   # tracepoints, when perf works here; beanstalkd does not report them,
   # Rebound's own count is in INFO, read below).
   perfpid=""
-  if [ "$wl" = lifecycle ] && [ -n "$perf" ]; then
+  if [ "$wl" = lifecycle ] && [ -z "$tag" ] && [ -n "$perf" ]; then
     perf stat -x, -e syscalls:sys_enter_fdatasync,syscalls:sys_enter_fsync -p "$pid" \
       -o "$dir/perf" >/dev/null 2>&1 &
     perfpid=$!
@@ -189,7 +196,7 @@ run() {
                  printf "%s.commit_ms_avg %.3f\n", k, v[k, "commit_us_total"] / v[k, "commits"] / 1000 } }' \
       "$dir/out" >"$dir/out3" && cat "$dir/out3" >>"$dir/out"
     awk -v s="$s" '{ print s, $1, $2 }' "$dir/out" >>"$tmp/results"
-    awk '/jobs_per_s|late_p99/ { printf " %s=%s", $1, $2 }' "$dir/out" >&2
+    awk '/jobs_per_s|late_p99|fair_o.*lat_p99/ { printf " %s=%s", $1, $2 }' "$dir/out" >&2
     echo >&2
   else
     [ -n "$perfpid" ] && { kill -INT "$perfpid" 2>/dev/null; wait "$perfpid" 2>/dev/null; }
@@ -229,6 +236,11 @@ for s in $servers; do
   # depth and footprint: -f 0 fsyncs every put, so a million-job prefill
   # would take minutes; its footprint equals bs-binlog's.
   [ "$p" -gt 0 ] && run "$s" depth --jobs "$n" --prefill "$p"
+  case "$s" in rebound*)
+    run "$s" fairness:fair_off --jobs "$small" --prefill "$backlog" --producers 1 --groups 0
+    run "$s" fairness:fair_on --jobs "$small" --prefill "$backlog" --producers 1 --groups 1
+    run "$s" lifecycle:groups1000 --jobs "$n" --groups 1000 ;;
+  esac
 done
 
 # The table: one row per figure, one column per server, then Rebound's ratios.
@@ -253,7 +265,9 @@ awk -v servers="$servers" '
           "lifecycle.commits lifecycle.requests_per_commit lifecycle.commit_ms_avg retries.jobs_per_s retries.server_cpu_us_per_job " \
           "depth.jobs_per_s depth.server_cpu_us_per_job sched.late_p50_ms sched.late_p99_ms sched.late_max_ms " \
           "footprint.rss_bytes_per_job footprint.disk_bytes_per_job footprint.prefill_jobs_per_s " \
-          "latency.rate_asked latency.lat_p50_ms latency.lat_p99_ms latency.lat_max_ms", M, " ")
+          "latency.rate_asked latency.lat_p50_ms latency.lat_p99_ms latency.lat_max_ms " \
+          "fair_off.lat_p50_ms fair_off.lat_p99_ms fair_off.secs fair_on.lat_p50_ms fair_on.lat_p99_ms fair_on.secs " \
+          "groups1000.jobs_per_s groups1000.server_cpu_us_per_job", M, " ")
     for (s = 1; s <= n; s++) v[S[s], "depth.vs_empty"] = ratio(v[S[s], "depth.jobs_per_s"], v[S[s], "lifecycle.jobs_per_s"])
     printf "| figure |"; for (s = 1; s <= n; s++) printf " %s |", S[s]
     printf " rebound / bs-mem | rebound / bs-fsync |\n|---|"
@@ -290,6 +304,15 @@ if case " $servers " in *" rebound "*) true ;; *) false ;; esac; then
   check "scheduler lateness p99 <= 10 ms ($rs ms)" "$(judge 'a <= 10' "$rs" 0)"
   check "server RSS <= 300 bytes per waiting job ($rr)" "$(judge 'a <= 300' "$rr" 0)"
 fi
+# Issue 30: with groups on, a second tenant's jobs wait for a turn, not for
+# the first tenant's backlog; 1,000 groups cost at most a fifth of lifecycle.
+for s in $servers; do
+  case "$s" in rebound*) ;; *) continue ;; esac
+  fo=$(val "$s" fair_off.lat_p99_ms); fn=$(val "$s" fair_on.lat_p99_ms)
+  gl=$(val "$s" groups1000.jobs_per_s); pl=$(val "$s" lifecycle.jobs_per_s)
+  check "$s: second tenant's wait p99 with groups ($fn ms) <= 1/10 FIFO's (${fo:-–} ms)" "$(judge 'a * 10 <= b' "$fn" "$fo")"
+  check "$s: lifecycle with 1,000 groups >= 0.8 x without ($gl vs ${pl:-–})" "$(judge 'a >= 0.8 * b' "$gl" "$pl")"
+done
 echo
 cat "$tmp/micro"
 echo "bench: done in $(( $(date +%s) - start )) s, $failures failure(s)" >&2

@@ -9,7 +9,8 @@
 #             over A and B, without and with prefetch; then the probe: one
 #             worker on B waiting in FETCH, one producer on A at 50 jobs/s,
 #             push -> fetch p50/p99
-#   graphile  graphile-worker: addJobs(500) and addJob (bench/pg/peer.js)
+#   graphile  graphile-worker: addJobs(500) and addJob (bench/pg/peer.js);
+#             graphile500: addJobs(500) alone (its best setup)
 #   pgboss    pg-boss: send + work(batch 100) (bench/pg/peer.js)
 #   ceiling   what the cluster can commit, for the lifecycle target: pgbench
 #             (the server package's, -M prepared), one-row INSERT per
@@ -77,7 +78,7 @@ case " $systems " in *" ceiling "*)
   [ -x "$pg_cluster_bin/pgbench" ] ||
     { echo "bench-pg: $pg_cluster_bin/pgbench is missing (scripts/deps.sh bench-pg)" >&2; exit 1; } ;;
 esac
-case " $systems " in *" graphile "*|*" pgboss "*)
+case " $systems " in *" graphile "*|*" graphile500 "*|*" pgboss "*)
   command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 ||
     { echo "bench-pg: node and npm are needed for the peers (scripts/deps.sh bench-pg)" >&2; exit 1; }
   # The pinned packages, installed once (again when the lock file changes).
@@ -322,9 +323,10 @@ for s in $systems; do
       rebound rebound2-prefetch 2 retries --port @A --worker-port @AB
       rebound rebound2-probe 2 latency --port @A --worker-port @B --producers 1 --workers 1 \
         --rate 50 --jobs "$probe" ;;
-    graphile)
+    graphile|graphile500)
       peer graphile-addJobs500 graphile lifecycle --batch 500
       peer graphile-addJobs500 graphile retries --batch 500
+      [ "$s" = graphile500 ] && continue # its best setup only
       peer graphile-addJob graphile lifecycle --batch 1
       peer graphile-addJob graphile retries --batch 1 ;;
     pgboss)
@@ -356,6 +358,12 @@ awk '
       f(v[name, "lifecycle.pg_commits_per_job"]), f(v[name, "lifecycle.pg_wal_flushes_per_job"]), f(v[name, "lifecycle.pg_wal_bytes_per_job"]),
       f(v[name, "retries.pg_commits_per_job"]), f(v[name, "retries.pg_wal_flushes_per_job"]), f(v[name, "retries.pg_wal_bytes_per_job"])
   }
+  function ceil(name, sys, mode,   l, t) {
+    l = v[name, "lifecycle.cpu_pg_us_per_job"]; t = v[name, "retries.cpu_pg_us_per_job"]
+    if (l == "" && t == "") return
+    printf "cluster ceiling: %s, %s: %s jobs/s per PostgreSQL core (lifecycle), %s (retries)\n", sys, mode,
+      (l + 0 > 0 ? sprintf("%.0f", 1e6 / l) : "–"), (t + 0 > 0 ? sprintf("%.0f", 1e6 / t) : "–")
+  }
   function cpu(name, sys, mode,   i, w, m, line) {
     if (v[name, "lifecycle.cpu_pg_us_per_job"] == "" && v[name, "retries.cpu_pg_us_per_job"] == "") return
     split("pg nodes clients rest", m, " "); line = "| " sys " | " mode " |"
@@ -385,6 +393,8 @@ awk '
     print "| system | mode | PostgreSQL | Rebound | clients | rest | retries: PostgreSQL | Rebound | clients | rest |"
     print "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
     for (i = 1; i <= ns; i++) cpu(id[i], sys[i], mode[i])
+    print "\nCluster ceiling: jobs per second per PostgreSQL core (1 s ÷ PostgreSQL CPU per job above; a database host of C cores serves C times this, however many nodes stand in front of it):\n"
+    for (i = 1; i <= ns; i++) ceil(id[i], sys[i], mode[i])
     if (v["rebound2-probe", "latency.lat_p50_ms"] != "")
       printf "\nprobe (push on node A, FETCH waiting on node B, %s jobs): p50 %s ms, p99 %s ms, max %s ms\n",
         v["rebound2-probe", "latency.jobs"], v["rebound2-probe", "latency.lat_p50_ms"],

@@ -449,6 +449,18 @@ void rb_eng_wake(rb_eng *eng, const char *const *queues, size_t n)
     }
 }
 
+rb_eng_op *rb_eng_waiter_take(rb_eng *eng, const char *queue)
+{
+    for (rb_link *l = eng->waiters.head; l; l = l->next) {
+        rb_eng_op *op = rb_container_of(l, rb_eng_op, wlink);
+        if (!op->u.fetch.trying && !op->u.fetch.cancelled && waits_for(op, &queue, 1)) {
+            op->u.fetch.trying = true;
+            return op;
+        }
+    }
+    return NULL;
+}
+
 const rb_backend *rb_backend_for_url(const char *url)
 {
     return rb_pg_is_url(url) ? &rb_backend_pg : &rb_backend_sqlite;

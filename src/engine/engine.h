@@ -544,6 +544,10 @@ json_t *rb_eng_health_json(const rb_eng_health *h, bool detail);
  * order they started waiting. The one place a waiting FETCH is woken,
  * whichever backend holds the jobs. */
 void rb_eng_wake(rb_eng *eng, const char *const *queues, size_t n);
+/* For backends: the FETCH parked longest on queue with no try in flight,
+ * its try started (as rb_eng_wake starts one: the backend ends it with
+ * rb_eng_fetch_tried), or NULL. A backend hands it a job it is pushing. */
+rb_eng_op *rb_eng_waiter_take(rb_eng *eng, const char *queue);
 
 /* For backends: a parked FETCH's try (RB_ENG_TRY_STARTED) is over. With a
  * job, a store failure, its 2 s up or nobody waiting any more, op is done

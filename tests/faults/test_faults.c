@@ -835,7 +835,8 @@ static bool no_claim_left_open(const char *what)
 }
 
 /* The outage begins right after a claim statement of A's was sent (a
- * FETCH's rb_claim_unexpired, statement rb_s2). SKIP LOCKED leaves rows it
+ * FETCH's rb_claim_unexpired, statement rb_s2, or its one-queue form
+ * rb_s23: the proxy's patterns match substrings). SKIP LOCKED leaves rows it
  * re-checked and did not take locked until the transaction ends, and a
  * node cut off before its COMMIT kept them: B's ACK of its own job waited
  * on A's idle claim transaction (issue 27). A claim now goes out alone or

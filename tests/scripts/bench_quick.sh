@@ -46,6 +46,15 @@ for s in $servers; do
   k=$(awk -v s="$s" '$1 == s && $2 == "sched.samples" { print $3 }' "$raw")
   [ -n "$n" ] && [ "$n" = "$k" ] || { echo "bench_quick: $s: $k lateness samples for $n jobs"; fail=1; }
 done
+# Issue 30's rows: both fairness runs drained backlog and small tenant
+# alike, and the 1,000-group lifecycle ran (Rebound only).
+for m in fair_off.lat_p99_ms fair_on.lat_p99_ms fair_off.duplicates groups1000.jobs_per_s; do
+  v=$(awk -v m="$m" '$1 == "rebound" && $2 == m { print $3 }' "$raw")
+  case "$v" in
+    ''|*[!0-9.-]*) echo "bench_quick: rebound: no figure for $m ('$v')"; fail=1 ;;
+  esac
+done
+grep -q 'lifecycle with 1,000 groups' "$out" || { echo "bench_quick: no groups target"; fail=1; }
 # The table, the targets and the micro-benchmarks were printed.
 grep -q '^| lifecycle.jobs_per_s |' "$out" || { echo "bench_quick: no table"; fail=1; }
 grep -q 'scheduler lateness p99' "$out" || { echo "bench_quick: no targets"; fail=1; }

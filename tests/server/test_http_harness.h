@@ -160,4 +160,23 @@ static inline char *rbh_header(const rbh_resp *r, const char *name)
     return NULL;
 }
 
+/* The value of the /metrics exposition line of the node on http_port that
+ * starts with prefix (a metric's name and labels, then a space); fails the
+ * test when there is none. */
+static inline double rbh_metric(int http_port, const char *prefix)
+{
+    rbh_resp *r = rbh_http(http_port, "GET", "/metrics", NULL, NULL);
+    cr_assert(r && r->status == 200, "GET /metrics failed");
+    double v = -1;
+    for (const char *p = r->body; (p = strstr(p, prefix)); p++) {
+        if (p == r->body || p[-1] == '\n') {
+            v = strtod(p + strlen(prefix), NULL);
+            break;
+        }
+    }
+    rbh_resp_free(r);
+    cr_assert(v >= 0, "/metrics lacks %s", prefix);
+    return v;
+}
+
 #endif

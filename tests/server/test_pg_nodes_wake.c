@@ -35,23 +35,6 @@ static void fini(void)
 
 TestSuite(wake, .fini = fini, .timeout = 120);
 
-/* The value of the exposition line starting with prefix (-1: none). */
-static double metric(int http_port, const char *prefix)
-{
-    rbh_resp *r = rbh_http(http_port, "GET", "/metrics", NULL, NULL);
-    cr_assert(r && r->status == 200, "GET /metrics failed");
-    double v = -1;
-    for (const char *p = r->body; (p = strstr(p, prefix)); p++) {
-        if (p == r->body || p[-1] == '\n') {
-            v = strtod(p + strlen(prefix), NULL);
-            break;
-        }
-    }
-    rbh_resp_free(r);
-    cr_assert(v >= 0, "/metrics lacks %s", prefix);
-    return v;
-}
-
 #define WAKE_CLAIMS "rebound_fetch_claims_total{trigger=\"wake\"} "
 #define FETCH_EMPTY "rebound_fetch_claims_empty_total{trigger=\"fetch\"} "
 
@@ -96,12 +79,12 @@ Test(wake, parked_fetches_claim_once_per_round_and_miss_no_wake)
         snprintf(wid, sizeof wid, "w%d", i);
         w[i] = rbh_connect(&b, wid);
         cr_assert_not_null(w[i]);
-        double before = metric(http, FETCH_EMPTY);
+        double before = rbh_metric(http, FETCH_EMPTY);
         cr_assert_eq(rbh_send(w[i], "FETCH wq\r\n", 10), 0);
         int64_t until = rbh_now_ms() + 10000;
-        while (metric(http, FETCH_EMPTY) < before + 1 && rbh_now_ms() < until)
+        while (rbh_metric(http, FETCH_EMPTY) < before + 1 && rbh_now_ms() < until)
             rbh_sleep_ms(10);
-        cr_assert(metric(http, FETCH_EMPTY) >= before + 1, "FETCH %d did not park", i);
+        cr_assert(rbh_metric(http, FETCH_EMPTY) >= before + 1, "FETCH %d did not park", i);
     }
 
     lock = PQconnectdb(a.db);
@@ -110,7 +93,7 @@ Test(wake, parked_fetches_claim_once_per_round_and_miss_no_wake)
               PQerrorMessage(lock));
     exec_ok(lock, "BEGIN");
     exec_ok(lock, "LOCK TABLE rb_jobs IN EXCLUSIVE MODE");
-    double wake0 = metric(http, WAKE_CLAIMS);
+    double wake0 = rbh_metric(http, WAKE_CLAIMS);
     exec_ok(ctl, "SELECT pg_notify(rb_channel(), 'wq')");
     int64_t until = rbh_now_ms() + 10000;
     while (blocked_claims(ctl) < 1 && rbh_now_ms() < until)
@@ -121,7 +104,7 @@ Test(wake, parked_fetches_claim_once_per_round_and_miss_no_wake)
     rbh_sleep_ms(300); /* (lets B take them: a claim they started would show below) */
     cr_assert_eq(blocked_claims(ctl), 1,
                  "wakes while the claim was in flight started more claim statements");
-    cr_assert_eq(metric(http, WAKE_CLAIMS), wake0, "a wake claim finished under the lock");
+    cr_assert_eq(rbh_metric(http, WAKE_CLAIMS), wake0, "a wake claim finished under the lock");
     /* a FETCH for the same queue arriving now still claims at once (it
      * does not wait behind the parked FETCHes' claim) */
     w[PARKED] = rbh_connect(&b, "newcomer");
@@ -136,14 +119,14 @@ Test(wake, parked_fetches_claim_once_per_round_and_miss_no_wake)
 
     /* the held claim comes back empty; the wakes noted meanwhile claim again */
     until = rbh_now_ms() + 10000;
-    while (metric(http, WAKE_CLAIMS) < wake0 + 2 && rbh_now_ms() < until)
+    while (rbh_metric(http, WAKE_CLAIMS) < wake0 + 2 && rbh_now_ms() < until)
         rbh_sleep_ms(10);
-    double wake1 = metric(http, WAKE_CLAIMS);
+    double wake1 = rbh_metric(http, WAKE_CLAIMS);
     cr_assert_geq(wake1, wake0 + 2, "no claim after the wakes that came during the first");
     int64_t settled = rbh_now_ms();
     rbh_sleep_ms(300);
     /* at most one claim round more: the poll timer's (once a second) */
-    double wake2 = metric(http, WAKE_CLAIMS);
+    double wake2 = rbh_metric(http, WAKE_CLAIMS);
     cr_assert_leq(wake2, wake1 + 1 + (double)(rbh_now_ms() - settled) / 1000,
                   "%g claim statements after the lock went, want 2 (and a poll's)",
                   wake2 - wake0);

@@ -37,10 +37,10 @@ static void push_results(rb_eng *eng, rb_eng_op *op, rb_pgreq *r)
         made++;
         bool merged = r->u.push.deb && r->u.push.deb[i].merged;
         rb_metrics_event(eng->metrics, merged ? RB_M_DEBOUNCED : RB_M_PUSHED, j->queue, j->json);
-        if (j->at_ms <= r->now)
-            ready[n_ready++] = j->queue;
-        else if (r->u.push.deb && r->u.push.deb[i].on) /* promoted at its run time */
-            rb_pgmode_retry_due(eng, j->at_ms);
+        if (j->at_ms <= r->now && !(r->u.push.handed && r->u.push.handed[i]))
+            ready[n_ready++] = j->queue; /* (a job handed off went to its FETCH) */
+        else if (j->at_ms > r->now && r->u.push.deb && r->u.push.deb[i].on)
+            rb_pgmode_retry_due(eng, j->at_ms); /* promoted at its run time */
     }
     if (!made)
         op->applied = RB_ENG_NOT_APPLIED; /* every jid was taken (or batch unknown) */
@@ -233,7 +233,8 @@ static void dist_push(rb_eng *eng, rb_eng_op *op)
     r->u.push.tick_s = op->u.push.tick_s;
     r->data = op;
     r->done = req_done;
-    rb_pgreq_post(eng, r);
+    /* with the claims of the FETCHes parked here that take its jobs */
+    rb_pgreq_post_with(eng, r, rb_pgmode_hand_off(eng, r));
 }
 
 /* --- FETCH: the first claim; fetch.c keeps a waiting FETCH --- */

@@ -109,25 +109,39 @@ static void run_pushes(rb_pg *pg, rb_pgreq **v, size_t n, batch_commits *bc)
         total += v[i]->u.push.n;
     rb_pg_new_job *jobs = rb_xcalloc(total ? total : 1, sizeof *jobs);
     int *status = rb_xcalloc(total ? total : 1, sizeof *status);
+    char **handed = rb_xcalloc(total ? total : 1, sizeof *handed);
     size_t k = 0;
-    for (size_t i = 0; i < n; i++)
-        for (size_t j = 0; j < v[i]->u.push.n; j++)
+    for (size_t i = 0; i < n; i++) {
+        for (size_t j = 0; j < v[i]->u.push.n; j++) {
+            if (v[i]->u.push.handed) { /* a run before (a send, a rolled-back try) */
+                free(v[i]->u.push.handed[j]);
+                v[i]->u.push.handed[j] = NULL;
+            }
             jobs[k++] = v[i]->u.push.jobs[j];
+        }
+    }
     rb_err err = {0};
     int64_t t0 = mono_us();
-    int rc = total ? rb_pg_push(pg, jobs, total, rb_now_ms(), status, &err) : 0;
+    int rc = total ? rb_pg_push_hand(pg, jobs, total, rb_now_ms(), status, handed, &err) : 0;
     if (!rc && total)
         commit_seen(bc, total, t0);
     if (rc) {
         fail_all(v, n, rc, &err);
     } else {
         k = 0;
-        for (size_t i = 0; i < n; i++)
-            for (size_t j = 0; j < v[i]->u.push.n; j++)
-                v[i]->u.push.status[j] = status[k++];
+        for (size_t i = 0; i < n; i++) {
+            for (size_t j = 0; j < v[i]->u.push.n; j++, k++) {
+                v[i]->u.push.status[j] = status[k];
+                if (v[i]->u.push.handed)
+                    v[i]->u.push.handed[j] = handed[k];
+                else
+                    free(handed[k]); /* none asked: none made */
+            }
+        }
     }
     free(jobs);
     free(status);
+    free(handed);
 }
 
 /* Throttle slots of the jobs with status done came back: NOTIFY for
@@ -215,11 +229,40 @@ static bool same_queues(const rb_pgreq *a, const rb_pgreq *b)
     return true;
 }
 
+/* The hand-off claims among v whose job the batch's pushes (p, np of
+ * them) inserted claimed for them: got it, and marked taken; the others
+ * claim as any claim. */
+static void take_handed(rb_pgreq **v, size_t n, rb_pgreq **p, size_t np, bool *taken)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint64_t tok = v[i]->u.claim.hand_tok;
+        for (size_t a = 0; tok && a < np && !taken[i]; a++) {
+            if (!p[a]->u.push.hand_tok || p[a]->rc)
+                continue;
+            for (size_t j = 0; j < p[a]->u.push.n; j++) {
+                if (p[a]->u.push.hand_tok[j] != tok)
+                    continue;
+                if (p[a]->u.push.status[j] == 0 && p[a]->u.push.handed[j]) {
+                    v[i]->u.claim.job.jid = rb_xstrdup(p[a]->u.push.jobs[j].jid);
+                    v[i]->u.claim.job.json = rb_xstrdup(p[a]->u.push.handed[j]);
+                    v[i]->u.claim.got = true;
+                    v[i]->u.claim.wake_at = INT64_MAX;
+                    taken[i] = true;
+                }
+                break;
+            }
+        }
+    }
+}
+
 /* One rb_pg_claim per distinct queue list (a statement for parked
- * FETCHes when any of its group is one: no op). */
-static void run_claims(rb_pg *pg, rb_pgreq **v, size_t n, claim_counts *cc)
+ * FETCHes when any of its group is one: no op), but for the hand-offs
+ * the pushes p (np of them) satisfied (take_handed). */
+static void run_claims(rb_pg *pg, rb_pgreq **v, size_t n, rb_pgreq **p, size_t np,
+                       claim_counts *cc)
 {
     bool *taken = rb_xcalloc(n, sizeof *taken);
+    take_handed(v, n, p, np, taken);
     rb_pgreq **group = rb_xcalloc(n, sizeof *group);
     const char **wids = rb_xcalloc(n, sizeof *wids);
     for (size_t i = 0; i < n; i++) {
@@ -304,7 +347,8 @@ static void run_units(rb_pg *pg, rb_pgreq **by[], const size_t cnt[], batch_comm
     if (cnt[RB_PGR_FAIL])
         run_fails(pg, by[RB_PGR_FAIL], cnt[RB_PGR_FAIL], bc);
     if (cnt[RB_PGR_CLAIM])
-        run_claims(pg, by[RB_PGR_CLAIM], cnt[RB_PGR_CLAIM], cc);
+        run_claims(pg, by[RB_PGR_CLAIM], cnt[RB_PGR_CLAIM], by[RB_PGR_PUSH], cnt[RB_PGR_PUSH],
+                   cc);
 }
 
 /* Whether the batch's units are claims of one queue list: one rb_pg_claim. */
@@ -381,14 +425,15 @@ static void run_wrapped(rb_pg *pg, rb_pgreq **by[], size_t cnt[], batch_commits 
         size_t only[RB_PGR_KINDS] = {0}; /* the others keep their results */
         only[RB_PGR_CLAIM] = claims;
         if (claims) /* sent: each fails at once */
-            run_claims(pg, by[RB_PGR_CLAIM], claims, &sent_cc);
+            run_claims(pg, by[RB_PGR_CLAIM], claims, by[RB_PGR_PUSH], cnt[RB_PGR_PUSH],
+                       &sent_cc);
         reset_wrapped(by, only);
         rc = rb_pg_tx_commit_read(pg, &err);
     }
     if (!rc) {
         commit_seen(bc, n_ops, t0);
         if (claims) /* their results, and what they do next on their own */
-            run_claims(pg, by[RB_PGR_CLAIM], claims, cc);
+            run_claims(pg, by[RB_PGR_CLAIM], claims, by[RB_PGR_PUSH], cnt[RB_PGR_PUSH], cc);
         rb_pg_tx_taken(pg);
         return;
     }
@@ -445,8 +490,10 @@ static bool batch_takes(const rb_pgmode *pm, int self, const rb_pgreq *r)
 {
     if (r->slow)
         return false;
-    /* while the other side's thread runs a slow request, both sides */
-    return !pm->split || pm->slow_busy || (r->kind == RB_PGR_PUSH) == (self == 0);
+    /* while the other side's thread runs a slow request, both sides; a
+     * hand-off claim goes with its push */
+    bool push_side = r->kind == RB_PGR_PUSH || (r->kind == RB_PGR_CLAIM && r->u.claim.hand_tok);
+    return !pm->split || pm->slow_busy || push_side == (self == 0);
 }
 
 /* Takes the requests of pm->todo that batch_takes (every one when all), in
@@ -564,8 +611,10 @@ static rb_pgreq *take_late(rb_pgreq **list, int64_t *earliest)
     *earliest = 0;
     while (*pp) {
         rb_pgreq *r = *pp;
-        if (r->deadline_ms > now) {
-            if (!*earliest || r->deadline_ms < *earliest)
+        /* a hand-off claim stays with its push (claiming as any claim
+         * when the push was late) */
+        if (r->deadline_ms > now || (r->kind == RB_PGR_CLAIM && r->u.claim.hand_tok)) {
+            if (r->deadline_ms > now && (!*earliest || r->deadline_ms < *earliest))
                 *earliest = r->deadline_ms;
             pp = &r->next;
             continue;

@@ -140,8 +140,9 @@ static void round_back(rb_eng *eng, mode_round *w)
         round_free(rb_pgm_of(eng), w);
 }
 
-/* Claims again for op, a FETCH parked waiting (its queue list borrowed). */
-static void post_claim(rb_eng *eng, rb_eng_op *op)
+/* A claim again for op, a FETCH parked waiting (its queue list
+ * borrowed); not posted yet. */
+static rb_pgreq *claim_for(rb_eng *eng, rb_eng_op *op)
 {
     rb_pgreq *r = rb_pgreq_new(RB_PGR_CLAIM);
     r->u.claim.queues = op->u.fetch.queues;
@@ -152,7 +153,81 @@ static void post_claim(rb_eng *eng, rb_eng_op *op)
     r->done = fetch_done;
     r->u.claim.round = round_of(rb_pgm_of(eng), op->u.fetch.queues, op->u.fetch.n, true);
     r->u.claim.round->out++;
-    rb_pgreq_post(eng, r);
+    return r;
+}
+
+rb_pgreq *rb_pgmode_hand_off(rb_eng *eng, rb_pgreq *r)
+{
+    rb_pgmode *pm = rb_pgm_of(eng);
+    if (r->u.push.deps || r->u.push.bids || r->u.push.meta_key || r->u.push.deb || !eng->base ||
+        eng->stopping || !rb_eng_fetches_waiting(eng))
+        return NULL;
+    rb_pgreq *list = NULL, **tail = &list;
+    for (size_t i = 0; i < r->u.push.n; i++) {
+        rb_pg_new_job *j = &r->u.push.jobs[i];
+        if (j->ukey[0] || j->expires_ms || j->at_ms > rb_now_ms() ||
+            (eng->cfg->n_throttles && rb_config_throttle(eng->cfg, j->queue)))
+            continue;
+        rb_eng_op *op = rb_eng_waiter_take(eng, j->queue);
+        if (!op)
+            continue;
+        if (!r->u.push.hand_tok) {
+            r->u.push.hand_tok = rb_xcalloc(r->u.push.n, sizeof *r->u.push.hand_tok);
+            r->u.push.hand_wids = rb_xcalloc(r->u.push.n, sizeof *r->u.push.hand_wids);
+            r->u.push.handed = rb_xcalloc(r->u.push.n, sizeof *r->u.push.handed);
+        }
+        rb_pgreq *cl = claim_for(eng, op);
+        cl->u.claim.hand_tok = r->u.push.hand_tok[i] = ++pm->hand_seq;
+        r->u.push.hand_wids[i] = cl->wid ? rb_xstrdup(cl->wid) : NULL;
+        j->hand = true;
+        j->hand_wid = r->u.push.hand_wids[i];
+        *tail = cl;
+        tail = &cl->next;
+    }
+    return list;
+}
+
+/* --- this node in rb_parked: the other nodes' pushes notify it --- */
+
+static void parked_call(rb_pg *pg, rb_pgreq *r)
+{
+    r->rc = rb_pg_parked(pg, r->now + RB_PGMODE_PARKED_MS, &r->err);
+}
+
+static void parked_done(rb_eng *eng, rb_pgreq *r)
+{
+    rb_pgmode *pm = rb_pgm_of(eng);
+    pm->parked_posting = false;
+    if (!r->rc) {
+        /* listed anew: a push that committed before it was seen notified
+         * nobody, so the parked FETCHes claim once more */
+        bool fresh = pm->parked_until <= r->now;
+        pm->parked_until = r->now + RB_PGMODE_PARKED_MS;
+        if (fresh && eng->base && !eng->stopping)
+            rb_pgmode_wake(eng, NULL, 0);
+    }
+    mode_req_free(r);
+}
+
+/* A FETCH parks on this node: lists the node in rb_parked when its row
+ * is gone or half used up. */
+static void parked_note(rb_eng *eng)
+{
+    rb_pgmode *pm = rb_pgm_of(eng);
+    if (pm->parked_posting || !eng->base || eng->stopping ||
+        pm->parked_until - rb_now_ms() > RB_PGMODE_PARKED_MS / 2)
+        return;
+    pm->parked_posting = true;
+    rb_pgreq_post(eng, rb_pgreq_new_call(NULL, NULL, parked_call, parked_done));
+}
+
+void mode_parked_clear(rb_eng *eng, rb_pg *pg)
+{
+    rb_pgmode *pm = rb_pgm_of(eng);
+    rb_err err = {0};
+    if (pm->parked_until > rb_now_ms() && pg)
+        (void)rb_pg_parked(pg, 0, &err); /* else it lapses by itself */
+    pm->parked_until = 0;
 }
 
 void rb_pgmode_fetch(rb_eng *eng, rb_eng_op *op)
@@ -230,8 +305,10 @@ static void op_claim_done(rb_eng *eng, rb_pgreq *r)
     }
     op->applied = RB_ENG_APPLIED;
     bool got = r->u.claim.got;
-    if (!got)
+    if (!got) {
         arm_throttle_wake(eng, r->u.claim.wake_at);
+        parked_note(eng); /* the op parks */
+    }
     if (got && !rb_eng_fetch_wanted(op)) {
         release_job(eng, r);
     } else if (got) {
@@ -255,6 +332,7 @@ static void parked_claim_done(rb_eng *eng, rb_pgreq *r)
     rb_eng_op *op = r->data;
     r->u.claim.queues = NULL; /* the op's */
     r->u.claim.nq = 0;
+    bool parks = false;
     if (r->rc) /* logged; the op stays parked: the next wake claims again */
         rb_pgmode_storage_error(eng, r);
     else if (r->u.claim.got && !rb_eng_fetch_wanted(op))
@@ -263,10 +341,14 @@ static void parked_claim_done(rb_eng *eng, rb_pgreq *r)
         op->u.fetch.jid = r->u.claim.job.jid;
         op->u.fetch.job = r->u.claim.job.json;
         r->u.claim.job.jid = r->u.claim.job.json = NULL;
-    } else
+    } else {
         arm_throttle_wake(eng, r->u.claim.wake_at);
+        parks = true;
+    }
     mode_req_free(r);
     rb_eng_fetch_tried(eng, op);
+    if (parks)
+        parked_note(eng);
 }
 
 /* A claim is done: a FETCH's first (op_claim_done), or a parked FETCH's. */
@@ -288,6 +370,6 @@ rb_eng_try rb_pgmode_refetch(rb_eng *eng, rb_eng_op *op)
     mode_round *w = round_of(rb_pgm_of(eng), op->u.fetch.queues, op->u.fetch.n, false);
     if (w && w->out > 0)
         return RB_ENG_TRY_MISS; /* its list's claims are in flight: w->again claims after */
-    post_claim(eng, op);
+    rb_pgreq_post(eng, claim_for(eng, op));
     return RB_ENG_TRY_STARTED;
 }

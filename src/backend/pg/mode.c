@@ -149,6 +149,8 @@ int rb_pgmode_open(rb_eng *eng, rb_err *err)
         rc = open_engine(eng, false, &pm->work[i], err);
     if (!rc)
         rc = open_engine(eng, false, &pm->maint, err);
+    for (int i = 0; !rc && i < RB_PGMODE_THREADS; i++) /* named in rb_parked (fetch.c) */
+        rb_pg_set_node(pm->work[i], rb_pgworkers_node());
     if (!rc)
         rc = open_engine(eng, true, &pm->listen, err);
     if (!rc && ((pm->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0 ||
@@ -224,6 +226,7 @@ void rb_pgmode_free(rb_eng *eng)
     }
     /* prefetched jobs back to their queues while a connection is open */
     mode_prefetch_release_all(eng, pm->work[0]);
+    mode_parked_clear(eng, pm->work[0]);
     while (pm->todo) { /* none without threads; freed unanswered */
         rb_pgreq *r = pm->todo;
         pm->todo = r->next;

@@ -30,6 +30,10 @@
 #define RB_PGMODE_PREFETCH_PER_WID 8
 #define RB_PGMODE_PREFETCH_WIDS 4096
 #define RB_PGMODE_TICK_MS 250
+/* How long this node's rb_parked row lasts (fetch.c: written again when
+ * less than half is left and a FETCH parks; a node that died drops out
+ * after it). */
+#define RB_PGMODE_PARKED_MS 10000
 #define RB_PGMODE_BATCH 1000
 
 /* A write transaction a database thread ran for a PUSH, ACK or FAIL batch:
@@ -143,6 +147,9 @@ struct rb_pgmode {
     rb_table last;       /* prefetch.c: each worker id's last FETCH queues, by wid */
     struct event *pre_ev; /* puts back jobs held too long */
     uint64_t prefetch_hits, prefetch_expired; /* INFO's distributed.prefetch */
+    uint64_t hand_seq;     /* fetch.c: the last hand-off token */
+    int64_t parked_until;  /* fetch.c: this node's rb_parked row lasts until (wall ms) */
+    bool parked_posting;   /* fetch.c: its refresh is in flight */
 };
 
 /* The wake round of one queue list (fetch.c): the claims of parked
@@ -192,6 +199,8 @@ void mode_observed_count(rb_eng *eng, const mode_observed *o);
 /* Posts the requests rb_pgreq_post held back (pm->holding) at once, so
  * that one database thread takes them in one batch. Loop thread. */
 void mode_post_held(rb_pgmode *pm);
+/* Removes this node from rb_parked (stopping; pg: an open engine). */
+void mode_parked_clear(rb_eng *eng, rb_pg *pg);
 /* Frees what wake rounds left pending (rb_pgmode_free). */
 void mode_rounds_free(rb_pgmode *pm);
 /* Frees r (its kind's fields, data, copies). */

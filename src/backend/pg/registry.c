@@ -28,7 +28,7 @@ static void node_init(void)
     snprintf(node_name, sizeof node_name, "%s:%ld", host, (long)getpid());
 }
 
-static const char *node(void)
+const char *rb_pgworkers_node(void)
 {
     pthread_once(&node_once, node_init);
     return node_name;
@@ -43,7 +43,7 @@ void rb_pgworkers_run_seen(rb_pg *pg, rb_pgreq **v, size_t n)
     for (size_t i = 0; i < n; i++)
         s[i] = (rb_pg_sighting){v[i]->wid, v[i]->u.seen.kind, v[i]->data};
     rb_err err = {0};
-    int rc = rb_pg_workers_seen(pg, s, n, node(), rb_now_ms(), sig, &err);
+    int rc = rb_pg_workers_seen(pg, s, n, rb_pgworkers_node(), rb_now_ms(), sig, &err);
     for (size_t i = 0; i < n; i++) {
         v[i]->rc = rc;
         if (rc)
@@ -139,7 +139,7 @@ static void held_call(rb_pg *pg, rb_pgreq *r)
     rb_pg_sighting *s = rb_xcalloc(h->n, sizeof *s);
     for (size_t i = 0; i < h->n; i++)
         s[i] = (rb_pg_sighting){h->wids[i], RB_PG_SEEN_HELD, NULL};
-    r->rc = rb_pg_workers_seen(pg, s, h->n, node(), rb_now_ms(), NULL, &r->err);
+    r->rc = rb_pg_workers_seen(pg, s, h->n, rb_pgworkers_node(), rb_now_ms(), NULL, &r->err);
     free(s);
 }
 

@@ -37,6 +37,8 @@ void rb_pgworkers_beat(rb_eng *eng, rb_eng_op *op);
 /* On a database thread: one rb_pg_workers_seen for the n RB_PGR_SEEN
  * requests v (or their error in each). */
 void rb_pgworkers_run_seen(rb_pg *pg, rb_pgreq **v, size_t n);
+/* This node's name ("host:pid"), in rb_workers and rb_parked. Any thread. */
+const char *rb_pgworkers_node(void);
 /* The refresh timer's callback (arg: the rb_eng): marks every worker
  * connected to this node as seen, in one request. */
 void rb_pgworkers_refresh(evutil_socket_t fd, short what, void *arg);

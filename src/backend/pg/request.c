@@ -164,11 +164,14 @@ void rb_pgreq_post_with(rb_eng *eng, rb_pgreq *r, rb_pgreq *then)
 {
     rb_pgmode *pm = rb_pgm_of(eng);
     hand_over(eng, r);
-    if (then) {
+    rb_pgreq **tail = &r->next;
+    while (then) {
+        rb_pgreq *next = then->next;
         hand_over(eng, then);
-        r->next = then;
+        *tail = then;
+        tail = &then->next;
+        then = next;
     }
-    rb_pgreq **tail = then ? &then->next : &r->next;
     if (pm->holding) { /* a wake round's claims: never slow */
         *pm->held_tail = r;
         pm->held_tail = tail;
@@ -209,6 +212,13 @@ void mode_req_free(rb_pgreq *r)
         free(r->u.push.deb);
         free(r->u.push.jobs);
         free(r->u.push.status);
+        for (size_t i = 0; r->u.push.hand_tok && i < r->u.push.n; i++) {
+            free(r->u.push.hand_wids[i]);
+            free(r->u.push.handed[i]);
+        }
+        free(r->u.push.hand_tok);
+        free(r->u.push.hand_wids);
+        free(r->u.push.handed);
     }
     if (r->kind == RB_PGR_CLAIM) {
         for (int i = 0; i < r->u.claim.nq; i++)

@@ -59,6 +59,13 @@ struct rb_pgreq {
             /* owned: each job's custom.debounce, NULL when no job has one
              * (else its own transaction, rb_pg_push_debounce) */
             rb_pg_debounce *deb;
+            /* hand-offs (fetch.c's mode_hand_off): NULL when none, else
+             * owned, per job: its claim's token (0: none), the wid
+             * jobs[i].hand_wid points to, and (db_thread.c) the job as its
+             * FETCH gets it when the push inserted it claimed */
+            uint64_t *hand_tok;
+            char **hand_wids;
+            char **handed;
         } push;
         struct {
             rb_pg_ref ref;
@@ -78,6 +85,11 @@ struct rb_pgreq {
             int64_t wake_at; /* none got: when a full throttled queue's slot times out
                                 (INT64_MAX: never by itself) */
             struct mode_round *round; /* a parked FETCH's: its wake round (fetch.c) */
+            /* a hand-off (fetch.c's mode_hand_off), posted with its push:
+             * the job of that push with the same token is this claim's
+             * when the push inserted it claimed (in the same transaction),
+             * else the claim runs as any other. 0: not a hand-off. */
+            uint64_t hand_tok;
         } claim;
         struct {
             int status, state;
@@ -102,8 +114,8 @@ rb_pgreq *rb_pgreq_new_call(void *data, void (*data_free)(void *),
                             void (*done)(rb_eng *, rb_pgreq *));
 /* Hands r to the database threads. */
 void rb_pgreq_post(rb_eng *eng, rb_pgreq *r);
-/* As rb_pgreq_post, with then (NULL: none) right behind r, so that a
- * database thread takes both in one batch. */
+/* As rb_pgreq_post, with the chain then (linked by next; NULL: none)
+ * right behind r, so that a database thread takes them in one batch. */
 void rb_pgreq_post_with(rb_eng *eng, rb_pgreq *r, rb_pgreq *then);
 /* The end of a done handler: r is freed. */
 void rb_pgreq_finish(rb_eng *eng, rb_pgreq *r);
@@ -158,5 +170,11 @@ void rb_pgmode_wake(rb_eng *eng, const char *const *queues, size_t n);
 /* Distributed mode's rb_backend.refetch: claims again for c, parked in a
  * FETCH, within what is left of its wait (false while the node stops). */
 rb_eng_try rb_pgmode_refetch(rb_eng *eng, rb_eng_op *op);
+/* The FETCHes parked on this node that can take jobs of push r at once
+ * (plain, ready, unthrottled): each job so matched is marked for its
+ * hand-off claim, returned as a chain to post right behind r (NULL:
+ * none); the push inserts the job claimed for that FETCH's worker and the
+ * claim answers it, in the push's transaction (db_thread.c). Loop thread. */
+rb_pgreq *rb_pgmode_hand_off(rb_eng *eng, rb_pgreq *r);
 
 #endif

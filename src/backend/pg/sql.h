@@ -57,7 +57,7 @@ bool rb_pg_is_url(const char *url);
 /* The schema version this build creates and requires (rb_pg_migrate): the
  * number of the last migration in src/backend/pg/schema/ (the build checks
  * they agree). */
-#define RB_PG_SCHEMA_VERSION 14
+#define RB_PG_SCHEMA_VERSION 15
 
 /* Job states, flags and per-job outcomes are the engine's
  * (engine/job_state.h), stored as the same numbers (sql_numbers.h lists
@@ -172,6 +172,12 @@ typedef struct rb_pg_new_job {
     int64_t until_ms; /* when the lock runs out */
     bool until_start; /* unique_until "start" */
     int64_t expires_ms;
+    /* hand-off (rb_pg_push_hand): when set, the job is inserted already
+     * claimed for hand_wid (NULL: a worker without a wid), as a claim
+     * would leave it, unless its queue is paused; only for a plain job
+     * ready at once (no unique lock, no expiry) */
+    bool hand;
+    const char *hand_wid;
 } rb_pg_new_job;
 
 /* Fills *out from a validated job object (rb_job_validate's rules): queue
@@ -186,11 +192,25 @@ void rb_pg_job_from_json(json_t *job, int64_t now, int default_reserve_s, rb_pg_
  * RB_EEXIST when jid i is taken (by a stored job or an earlier element of
  * the same batch), or RB_ENOTUNIQUE when job i's unique lock is held by
  * another job (its own jid again included) or by an earlier element.
- * Enqueued jobs notify their queues' listeners. A push holding a unique
- * or expiring job runs rb_push_unique (the locks taken in the statement),
- * any other the plain rb_push. */
+ * Enqueued jobs notify their queues' listeners (the plain push: only when
+ * a node other than this engine's has a FETCH parked, rb_parked). A push
+ * holding a unique or expiring job runs rb_push_unique (the locks taken
+ * in the statement), any other the plain statement SQL_PUSH. */
 int rb_pg_push(rb_pg *pg, const rb_pg_new_job *jobs, size_t n, int64_t now, int *status,
                rb_err *err);
+/* rb_pg_push, and when handed is not NULL, handed[i] receives for job i,
+ * marked hand and inserted claimed for its hand_wid, the job as a FETCH
+ * answers it (with enqueued_at; the caller frees it), else NULL (ready as
+ * any push, or not inserted: status says). */
+int rb_pg_push_hand(rb_pg *pg, const rb_pg_new_job *jobs, size_t n, int64_t now, int *status,
+                    char **handed, rb_err *err);
+/* This engine's node, named in rb_parked (rb_pg_parked) and left out of
+ * the nodes its pushes notify; copied. NULL: none (pushes notify every
+ * node with a parked FETCH). */
+void rb_pg_set_node(rb_pg *pg, const char *node);
+/* Lists this engine's node in rb_parked until until_ms (wall ms): a FETCH
+ * waits there, the other nodes' pushes notify it. until_ms 0: removes it. */
+int rb_pg_parked(rb_pg *pg, int64_t until_ms, rb_err *err);
 
 /* The same for a push where some job names parents (docs/workflows.md),
  * in one transaction: the parents outside the push read (`FOR SHARE`,

@@ -16,14 +16,33 @@
 /* The SQL of each sql_stmt. The functions called here are created by the
  * migrations in sql_schema.c. */
 static const char *const sql_stmt_text[SQL_STMT_COUNT] = {
-    [SQL_PUSH] = "SELECT unnest(rb_push($1::text[], $2::text[], $3::int[], $4::bigint[], $5::int[],"
-                " $6::text[], $7::bigint))",
+    [SQL_PUSH] = "SELECT o_jid, o_state FROM rb_push_hand($1::text[], $2::text[], $3::int[],"
+                " $4::bigint[], $5::int[], $6::text[], $7::bigint, $8::text[], $9::boolean[], $10)",
     [SQL_PUSH_UNIQUE] = "SELECT o_jid, o_st, o_holder FROM rb_push_unique($1::text[], $2::text[], $3::int[],"
                        " $4::bigint[], $5::int[], $6::text[], $7::bigint, $8::text[], $9::bigint[],"
                        " $10::boolean[], $11::bigint[], $12::int)",
     [SQL_CLAIM] = "SELECT slot, jid, json, enq_ms FROM rb_claim_unexpired($1::text[], $2::text[],"
                  " $3::bigint)"
                  " ORDER BY slot",
+    /* rb_claim_unexpired for one queue (the usual FETCH), as one
+     * statement: the function's loop, its paused check and its result set
+     * cost more than the claim (schema 14, issue 29) */
+    [SQL_CLAIM1] = "/* rb_claim, one queue */ WITH picked AS MATERIALIZED (SELECT r.jid, r.priority, r.seq,"
+                  " coalesce(r.expires_ms <= $3::bigint, false) AS gone FROM rb_jobs r"
+                  " WHERE r.state = 2 AND r.queue = $1 AND NOT EXISTS (SELECT 1 FROM rb_queues qq"
+                  " WHERE qq.name = $1 AND qq.paused) ORDER BY r.priority DESC, r.seq"
+                  " LIMIT cardinality($2::text[]) FOR UPDATE SKIP LOCKED),"
+                  " numbered AS (SELECT p.jid, p.gone, row_number() OVER (ORDER BY p.priority DESC,"
+                  " p.seq)::int AS rn FROM picked p)"
+                  " UPDATE rb_jobs j SET state = CASE WHEN nb.gone THEN j.state ELSE 3 END,"
+                  " attempts = CASE WHEN nb.gone THEN j.attempts ELSE j.attempts + 1 END,"
+                  " wid = CASE WHEN nb.gone THEN j.wid ELSE ($2::text[])[nb.rn] END,"
+                  " due_ms = CASE WHEN nb.gone THEN j.due_ms"
+                  " ELSE $3::bigint + j.reserve_s * 1000::bigint END,"
+                  " flags = CASE WHEN nb.gone THEN j.flags WHEN j.flags & 1 <> 0 THEN 2 ELSE 0 END"
+                  " FROM numbered nb WHERE j.jid = nb.jid"
+                  " RETURNING CASE WHEN nb.gone THEN -1 ELSE nb.rn - 1 END, j.jid,"
+                  " CASE WHEN nb.gone THEN NULL ELSE j.json END, j.enq_ms",
     [SQL_ACK] = "SELECT status, queue, jobtype FROM rb_ack_batch($1::text[], $2::text[], $3::int,"
                 " $4::bigint, $5::bigint, false)",
     [SQL_LOCK_JOBS] = "SELECT jid, queue, wid, json, history, state, priority, attempts, flags,"
@@ -551,6 +570,7 @@ void rb_pg_close(rb_pg *pg)
     rb_config_release(&pg->defaults);
     free(pg->url);
     free(pg->channel);
+    free(pg->node);
     free(pg);
 }
 

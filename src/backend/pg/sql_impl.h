@@ -36,6 +36,7 @@ typedef enum sql_stmt {
     SQL_WORKERS_LIST,
     SQL_WORKERS_COUNT,
     SQL_WORKERS_CLEANUP,
+    SQL_CLAIM1, /* last: the statements' numbers name them (rb_sN), tests arm on them */
     SQL_STMT_COUNT
 } sql_stmt;
 
@@ -53,6 +54,7 @@ struct rb_pg {
     rb_config defaults; /* used when cfg is NULL */
     bool listen;
     char *channel;      /* "rebound:<schema>", the NOTIFY channel */
+    char *node;         /* rb_pg_set_node's, or NULL */
     int shard;          /* counter row this engine adds to: its own (16 and up, from
                            rb_counter_shard, schema 10), else one of 0..15 */
     rb_rng rng;

@@ -52,6 +52,37 @@ static void arr_opt_int(rb_buf *b, int64_t v)
 int rb_pg_push(rb_pg *pg, const rb_pg_new_job *jobs, size_t n, int64_t now, int *status,
                rb_err *err)
 {
+    return rb_pg_push_hand(pg, jobs, n, now, status, NULL, err);
+}
+
+void rb_pg_set_node(rb_pg *pg, const char *node)
+{
+    free(pg->node);
+    pg->node = node ? rb_xstrdup(node) : NULL;
+}
+
+int rb_pg_parked(rb_pg *pg, int64_t until_ms, rb_err *err)
+{
+    int rc = sql_ensure(pg, err);
+    if (rc)
+        return rc;
+    char until[24];
+    snprintf(until, sizeof until, "%lld", (long long)until_ms);
+    const char *params[2] = {pg->node ? pg->node : "", until};
+    PGresult *r = sql_query(pg, until_ms ? "INSERT INTO rb_parked (node, until_ms)"
+                                           " VALUES ($1, $2::bigint) ON CONFLICT (node)"
+                                           " DO UPDATE SET until_ms = excluded.until_ms"
+                                         : "DELETE FROM rb_parked WHERE node = $1",
+                            until_ms ? 2 : 1, params, err);
+    if (!r)
+        return err ? err->code : RB_ESTORE;
+    PQclear(r);
+    return 0;
+}
+
+int rb_pg_push_hand(rb_pg *pg, const rb_pg_new_job *jobs, size_t n, int64_t now, int *status,
+                    char **handed, rb_err *err)
+{
     int rc = sql_ensure(pg, err);
     if (rc)
         return rc;
@@ -59,7 +90,7 @@ int rb_pg_push(rb_pg *pg, const rb_pg_new_job *jobs, size_t n, int64_t now, int 
     bool unique = false;
     for (size_t i = 0; i < n && !unique; i++)
         unique = jobs[i].ukey[0] || jobs[i].expires_ms;
-    int na = unique ? 10 : 6;
+    int na = unique ? 10 : 8; /* plain: a[6], a[7] the hand-off's wid and mark */
     rb_buf a[10];
     for (int k = 0; k < 10; k++)
         rb_buf_init(&a[k]);
@@ -68,6 +99,8 @@ int rb_pg_push(rb_pg *pg, const rb_pg_new_job *jobs, size_t n, int64_t now, int 
     size_t sent = 0;
     for (size_t i = 0; i < n; i++) {
         status[i] = 0;
+        if (handed)
+            handed[i] = NULL;
         for (size_t k = 0; k < i && !status[i]; k++) /* a jid twice in one batch */
             if (!status[k] && !strcmp(jobs[k].jid, jobs[i].jid))
                 status[i] = RB_EEXIST;
@@ -84,6 +117,9 @@ int rb_pg_push(rb_pg *pg, const rb_pg_new_job *jobs, size_t n, int64_t now, int 
             sql_arr_int(&a[7], jobs[i].until_ms);
             sql_arr_str(&a[8], jobs[i].until_start ? "t" : "f");
             arr_opt_int(&a[9], jobs[i].expires_ms);
+        } else {
+            sql_arr_str(&a[6], jobs[i].hand ? jobs[i].hand_wid : NULL);
+            sql_arr_str(&a[7], jobs[i].hand ? "t" : "f");
         }
         sent++;
     }
@@ -94,9 +130,11 @@ int rb_pg_push(rb_pg *pg, const rb_pg_new_job *jobs, size_t n, int64_t now, int 
     snprintf(shard, sizeof shard, "%d", pg->shard);
     const char *params[12] = {a[0].data, a[1].data, a[2].data, a[3].data, a[4].data, a[5].data,
                               nowtxt,    a[6].data, a[7].data, a[8].data, a[9].data, shard};
+    if (!unique) /* $8, $9: the hand-off; $10: this node */
+        params[9] = pg->node;
     PGresult *r = !sent    ? NULL
                   : unique ? sql_run(pg, SQL_PUSH_UNIQUE, 12, params, err)
-                           : sql_run(pg, SQL_PUSH, 7, params, err);
+                           : sql_run(pg, SQL_PUSH, 10, params, err);
     for (int k = 0; k < 10; k++)
         rb_buf_release(&a[k]);
     if (!sent)
@@ -115,6 +153,8 @@ int rb_pg_push(rb_pg *pg, const rb_pg_new_job *jobs, size_t n, int64_t now, int 
             int k = (pos + t) % n_ok;
             if ((found = !strcmp(PQgetvalue(r, k, 0), jobs[i].jid))) {
                 pos = k + 1;
+                if (!unique && handed && jobs[i].hand && sql_int(r, k, 1) == RB_JOB_WORKING)
+                    handed[i] = sql_json_with_enqueued(jobs[i].json, now);
                 if (unique && sql_int(r, k, 1) == 1) {
                     status[i] = RB_ENOTUNIQUE;
                     rb_log(RB_LOG_INFO, "JID %s: " RB_NOTUNIQUE_CODE " " RB_NOTUNIQUE_MSG
@@ -129,12 +169,13 @@ int rb_pg_push(rb_pg *pg, const rb_pg_new_job *jobs, size_t n, int64_t now, int 
     return 0;
 }
 
-/* One rb_claim_unexpired for the slots of wids; the jobs claimed into
+/* One rb_claim_unexpired (one1: its one queue's statement, SQL_CLAIM1,
+ * given the queue's name) for the slots of wids; the jobs claimed into
  * c[*got..] (their slots as given), the expired jobs it picked into the
  * array literal expired (*n_expired of them). */
-static int claim_once(rb_pg *pg, const char *queues, const char *const *wids, const int *slots,
-                      int n, int64_t now, rb_pg_claimed *c, int *got, rb_buf *expired,
-                      int *n_expired, rb_err *err)
+static int claim_once(rb_pg *pg, const char *queues, const char *one1, const char *const *wids,
+                      const int *slots, int n, int64_t now, rb_pg_claimed *c, int *got,
+                      rb_buf *expired, int *n_expired, rb_err *err)
 {
     rb_buf w = RB_BUF_INIT;
     sql_arr_begin(&w);
@@ -143,8 +184,8 @@ static int claim_once(rb_pg *pg, const char *queues, const char *const *wids, co
     sql_arr_end(&w);
     char nowtxt[24];
     snprintf(nowtxt, sizeof nowtxt, "%lld", (long long)now);
-    const char *params[3] = {queues, w.data, nowtxt};
-    PGresult *r = sql_run(pg, SQL_CLAIM, 3, params, err);
+    const char *params[3] = {one1 ? one1 : queues, w.data, nowtxt};
+    PGresult *r = sql_run(pg, one1 ? SQL_CLAIM1 : SQL_CLAIM, 3, params, err);
     rb_buf_release(&w);
     if (!r)
         return err ? err->code : RB_ESTORE;
@@ -181,13 +222,14 @@ static void drop_claims(rb_pg_claimed *c, int from, int to)
     }
 }
 
-/* Claims from the queues of array literal q for the slots of wids not
- * filled yet (filled[], n of them), into c[*got..]; under throttle t's
+/* Claims from the queues of array literal q (one1: its only queue, else
+ * NULL) for the slots of wids not filled yet (filled[], n of them), into
+ * c[*got..]; under throttle t's
  * lock and for at most its free slots when t is not NULL (one queue, a
  * unit: sql_begin), a full queue's next free slot into *wake_at. first:
  * the claim's first run of queues (its statement may be pipelined). */
-static int claim_rounds(rb_pg *pg, const char *q, const rb_throttle *t, bool first,
-                        const char *const *wids, int n, bool *filled, int64_t now,
+static int claim_rounds(rb_pg *pg, const char *q, const char *one1, const rb_throttle *t,
+                        bool first, const char *const *wids, int n, bool *filled, int64_t now,
                         rb_pg_claimed *c, int *got, int64_t *wake_at, rb_err *err)
 {
     int *slots = rb_xcalloc((size_t)n, sizeof *slots);
@@ -223,7 +265,7 @@ static int claim_rounds(rb_pg *pg, const char *q, const rb_throttle *t, bool fir
         /* in a pipeline only the first statement of a claim is sent: the
          * first run's first round when it is not throttled */
         rb_pg_tx_pipe_skip(pg, !(first && round == 0 && !t));
-        rc = claim_once(pg, q, wids, slots, want, now, c, got, &expired, &n_expired, err);
+        rc = claim_once(pg, q, one1, wids, slots, want, now, c, got, &expired, &n_expired, err);
         rb_pg_tx_pipe_skip(pg, false);
         sql_arr_end(&expired);
         if (t && rc) {
@@ -284,7 +326,8 @@ int rb_pg_claim(rb_pg *pg, const char *const *queues, int nq, const char *const 
         for (int k = i; k < next; k++)
             sql_arr_str(&q, queues[k]);
         sql_arr_end(&q);
-        rc = claim_rounds(pg, q.data, t, i == 0, wids, n, filled, now, c, &got, &wake, err);
+        rc = claim_rounds(pg, q.data, next == i + 1 ? queues[i] : NULL, t, i == 0, wids, n,
+                          filled, now, c, &got, &wake, err);
         rb_buf_release(&q);
     }
     free(filled);
