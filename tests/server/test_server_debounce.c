@@ -301,6 +301,23 @@ SERVER_TEST(bad_input_changes_nothing)
     cr_assert_eq(rbh_info_int(C, "faktory.tasks.Scheduled.size"), 1);
 }
 
+/* A FETCH already waiting on the queue does not get a debounced job
+ * before its time (distributed mode hands plain pushes straight to a
+ * parked FETCH: never a debounced one). */
+SERVER_TEST(parked_fetch_waits_for_the_run_time)
+{
+    rbh_conn *w = rbh_connect(&S, "w2");
+    cr_assert(rbh_send_parked(&S, w, "FETCH pq\r\n"));
+    push_ok(C, "park-0001", "pq", 1, "\"key\":\"p\",\"for\":30", NULL);
+    char *r = rbh_reply(w); /* null after its 2 s */
+    cr_assert(r && !strcmp(r, "$-1"), "the parked FETCH got '%s'", r ? r : "(closed)");
+    free(r);
+    rbh_close(w);
+    char *st = rbh_job_state(C, "park-0001");
+    cr_assert_str_eq(st, "scheduled");
+    free(st);
+}
+
 /* Restarts S on its database with SIGKILL. */
 static void kill_restart(void)
 {
