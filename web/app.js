@@ -642,6 +642,13 @@ async function jobPage(jid) {
   let job;
   try { job = await api('GET', 'job/' + encodeURIComponent(jid)); }
   catch (e) { show(h('h1', {}, 'Job ', h('span', {class: 'mono'}, jid)), h('div', {class: 'panel error-box', 'data-testid': 'job-error'}, e.message)); return; }
+  if (job.state === 'debounced') { // a push merged into its key's pending job
+    show(h('h1', {}, 'Job ', h('span', {class: 'mono'}, jid), ' ', pill('debounced')),
+      h('div', {class: 'panel', 'data-testid': 'job-debounced'}, 'Merged into ',
+        h('a', {class: 'mono', href: '#/job/' + encodeURIComponent(job.debounced_into)}, job.debounced_into),
+        ` (debounce key ${job.key}) at ${fmtTime(job.merged_at)}: that job runs with the last push's arguments.`));
+    return;
+  }
   const mutable = ['scheduled', 'retries', 'dead'].includes(job.state);
   const action = (name, cls) => h('button', {class: cls || '', 'data-testid': 'job-' + name, onclick: async () => {
     if (name !== 'retry' && !confirm(`${name} job ${jid}?`)) return;
@@ -682,6 +689,8 @@ async function jobPage(jid) {
         h('dt', {}, 'priority'), h('dd', {}, job.priority),
         h('dt', {}, 'created'), h('dd', {}, fmtTime(job.created_at)),
         job.unique ? [h('dt', {}, 'unique'), h('dd', {'data-testid': 'job-unique'}, uniqueText(job.unique))] : null,
+        job.debounce ? [h('dt', {}, 'debounce'), h('dd', {'data-testid': 'job-debounce'}, `key ${job.debounce.key}: ${job.debounce.merged} pushes merged since `,
+          fmtTime(job.debounce.first_at), ', runs ', fmtTime(job.debounce.runs_at))] : null,
         job.expiry ? [h('dt', {}, 'expires'), h('dd', {'data-testid': 'job-expiry'}, fmtTime(job.expiry), ' (', rel(job.expiry), ')')] : null,
         job.next_at ? [h('dt', {}, 'next attempt'), h('dd', {}, fmtTime(job.next_at), ' (', rel(job.next_at), ')')] : null,
         job.reserved_until ? [h('dt', {}, 'reserved until'), h('dd', {}, fmtTime(job.reserved_until), job.wid ? ' by ' + job.wid : '')] : null,

@@ -138,6 +138,9 @@ int cmd_export(int argc, char **argv)
                     " queues and the counters (processed %lld, failures %lld) from %s '%s'\n",
             st.jobs ? "" : "none", st.deps, st.done, st.batches, st.paused,
             (long long)st.processed, (long long)st.failures, p->ops->name, url);
+    if (st.debounce || st.aliases)
+        fprintf(stderr, "with %zu pending debounce keys and %zu aliases of debounced pushes\n",
+                st.debounce, st.aliases);
 done:
     p->ops->close(p);
     free(url);
@@ -196,6 +199,9 @@ int cmd_import(int argc, char **argv)
         printf("workflows and batches: %zu dependency lines, %zu succeeded records, %zu batches"
                " imported; %zu identical skipped\n", rep.deps, rep.done, rep.batches,
                rep.graph_same);
+    if (rep.debounce || rep.aliases)
+        printf("debounced jobs: %zu pending keys, %zu aliases imported\n", rep.debounce,
+               rep.aliases);
     if (rep.paused_set || rep.paused_same)
         printf("paused queues: %zu paused, %zu already paused\n", rep.paused_set,
                rep.paused_same);

@@ -211,6 +211,7 @@ static void admin_release(rb_eng_op *op)
         break;
     case RB_ENG_JOB:
         rb_job_view_release(&op->u.lookup.view);
+        rb_debounce_alias_release(&op->u.lookup.alias);
         break;
     case RB_ENG_WORKFLOW:
         rb_workflow_release(&op->u.workflow.g);

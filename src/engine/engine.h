@@ -35,6 +35,7 @@
 #include "config/config.h"
 #include "engine/batch.h"
 #include "engine/batch_view.h"
+#include "engine/debounce.h"
 #include "engine/failure.h"
 #include "engine/group_cmd.h"
 #include "engine/job_state.h"
@@ -266,6 +267,10 @@ struct rb_eng_op {
             const char *jid;  /* borrowed (op->json) */
             bool found;       /* result: false for no such job */
             rb_job_view view; /* result when found; released with the op */
+            /* result when not found: jid is a push merged into another
+             * job (engine/debounce.h); released with the op */
+            bool aliased;
+            rb_debounce_alias alias;
         } lookup;
         struct {
             rb_job_filter f;    /* strings borrowed (op->json or op->arg) */
@@ -501,6 +506,9 @@ typedef struct rb_backend {
      * rb_group_no_queue's RB_ENOENT. Overrides and pauses survive a
      * restart; FLUSH clears them. */
     void (*group)(rb_eng *eng, rb_eng_op *op);
+    /* Whether the backend keeps debounced jobs (engine/debounce.h; false:
+     * a PUSH naming custom.debounce is refused, rb_eng_flow_check). */
+    bool debounce;
 } rb_backend;
 
 /* What the engine asks of the connections it serves (the server's): an

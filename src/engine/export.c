@@ -11,6 +11,7 @@
 
 #include "common/timeutil.h"
 #include "engine/batch.h"
+#include "engine/debounce.h"
 #include "engine/depend.h"
 #include "engine/job_state.h"
 
@@ -36,7 +37,35 @@ void rb_port_graph_release(rb_port_graph *g)
         free(g->batches[i].body);
     }
     free(g->batches);
+    for (size_t i = 0; i < g->n_debounce; i++) {
+        free(g->debounce[i].jid);
+        free(g->debounce[i].hash);
+        free(g->debounce[i].key);
+    }
+    free(g->debounce);
+    for (size_t i = 0; i < g->n_aliases; i++) {
+        free(g->aliases[i].jid);
+        free(g->aliases[i].into);
+        free(g->aliases[i].key);
+    }
+    free(g->aliases);
     memset(g, 0, sizeof *g);
+}
+
+void rb_port_graph_add_debounce(rb_port_graph *g, const char *jid, const char *hash,
+                                const char *key, int64_t first_ms, int64_t merged)
+{
+    g->debounce = rb_xrealloc(g->debounce, (g->n_debounce + 1) * sizeof *g->debounce);
+    g->debounce[g->n_debounce++] =
+        (rb_port_debounce){rb_xstrdup(jid), rb_xstrdup(hash), rb_xstrdup(key), first_ms, merged};
+}
+
+void rb_port_graph_add_alias(rb_port_graph *g, const char *jid, const char *into,
+                             const char *key, int64_t merged_ms)
+{
+    g->aliases = rb_xrealloc(g->aliases, (g->n_aliases + 1) * sizeof *g->aliases);
+    g->aliases[g->n_aliases++] =
+        (rb_port_alias){rb_xstrdup(jid), rb_xstrdup(into), rb_xstrdup(key), merged_ms};
 }
 
 void rb_port_graph_add_dep(rb_port_graph *g, const char *child, const char *const *parents,
@@ -68,6 +97,14 @@ void rb_port_graph_append(rb_port_graph *to, const rb_port_graph *from)
         rb_port_graph_add_done(to, from->done[i].jid, from->done[i].until_ms);
     for (size_t i = 0; i < from->n_batches; i++)
         rb_port_graph_add_batch(to, from->batches[i].body);
+    for (size_t i = 0; i < from->n_debounce; i++) {
+        const rb_port_debounce *d = &from->debounce[i];
+        rb_port_graph_add_debounce(to, d->jid, d->hash, d->key, d->first_ms, d->merged);
+    }
+    for (size_t i = 0; i < from->n_aliases; i++) {
+        const rb_port_alias *a = &from->aliases[i];
+        rb_port_graph_add_alias(to, a->jid, a->into, a->key, a->merged_ms);
+    }
 }
 
 bool rb_port_graph_add_batch(rb_port_graph *g, const char *body)
@@ -167,9 +204,25 @@ int rb_export_run(rb_port *p, FILE *out, rb_export_stats *st, rb_err *err)
                                      "batch", body ? body : json_null()),
                       err);
     }
+    for (size_t i = 0; rc == 0 && i < g.n_debounce; i++) {
+        const rb_port_debounce *d = &g.debounce[i];
+        rc = put_line(out, json_pack("{s:s, s:s, s:s, s:s, s:I, s:I}", "type", "debounce", "jid",
+                                     d->jid, "hash", d->hash, "key", d->key, "first_ms",
+                                     (json_int_t)d->first_ms, "merged", (json_int_t)d->merged),
+                      err);
+    }
+    for (size_t i = 0; rc == 0 && i < g.n_aliases; i++) {
+        const rb_port_alias *a = &g.aliases[i];
+        rc = put_line(out, json_pack("{s:s, s:s, s:s, s:s, s:I}", "type", "debounced", "jid",
+                                     a->jid, "into", a->into, "key", a->key, "merged_ms",
+                                     (json_int_t)a->merged_ms),
+                      err);
+    }
     st->deps = g.n_deps;
     st->done = g.n_done;
     st->batches = g.n_batches;
+    st->debounce = g.n_debounce;
+    st->aliases = g.n_aliases;
     rb_port_graph_release(&g);
     if (rc)
         return rc;
@@ -215,6 +268,9 @@ static const char *const dep_keys[] = {"type", "child", "mode", "parents", "rema
                                        NULL};
 static const char *const done_keys[] = {"type", "jid", "until_ms", NULL};
 static const char *const batch_keys[] = {"type", "bid", "batch", NULL};
+static const char *const debounce_keys[] = {"type", "jid", "hash", "key", "first_ms", "merged",
+                                            NULL};
+static const char *const alias_keys[] = {"type", "jid", "into", "key", "merged_ms", NULL};
 
 static int only_keys(json_t *o, const char *const *keys, rb_err *err)
 {
@@ -372,6 +428,38 @@ static int parse_batch(json_t *o, rb_port_graph *g, rb_err *err)
     return 0;
 }
 
+/* A debounce or debounced line (type) into g; seen: the lines so far, to
+ * refuse a second one for the same jid. */
+static int parse_debounce(json_t *o, const char *type, json_t *seen, size_t lineno,
+                          rb_port_graph *g, rb_err *err)
+{
+    bool alias = !strcmp(type, "debounced");
+    const char *jid, *key, *hash = NULL, *into = NULL;
+    int64_t ms, merged = 0;
+    int rc;
+    if ((rc = only_keys(o, alias ? alias_keys : debounce_keys, err)) ||
+        (rc = need_str(o, "jid", false, &jid, err)) || (rc = need_str(o, "key", false, &key, err)))
+        return rc;
+    if (alias)
+        rc = need_str(o, "into", false, &into, err);
+    else if (!(rc = need_str(o, "hash", false, &hash, err)) &&
+             !(rc = need_int(o, "merged", 0, INT64_MAX, &merged, err)) &&
+             strlen(hash) != RB_DEBOUNCE_HASH_LEN - 1)
+        rc = rb_err_set(err, RB_EINVAL, "field 'hash' must be 64 hex digits");
+    if (rc || (rc = need_int(o, alias ? "merged_ms" : "first_ms", 0, INT64_MAX, &ms, err)))
+        return rc;
+    char k[16 + 1024];
+    snprintf(k, sizeof k, "\001%s %.1000s", type, jid);
+    if (json_object_get(seen, k))
+        return rb_err_set(err, RB_EINVAL, "a second %s line for '%s'", type, jid);
+    json_object_set_new(seen, k, json_integer((json_int_t)lineno));
+    if (alias)
+        rb_port_graph_add_alias(g, jid, into, key, ms);
+    else
+        rb_port_graph_add_debounce(g, jid, hash, key, ms, merged);
+    return 0;
+}
+
 /* The file's contents once checked. */
 typedef struct parsed {
     rb_job_view *jobs;
@@ -441,10 +529,12 @@ static int read_all(FILE *in, const char *name, parsed *p, rb_err *err)
             const char *type = json_string_value(json_object_get(o, "type"));
             if (!type) {
                 rc = rb_err_set(err, RB_EINVAL, "field 'type' must be \"job\", \"dep\","
-                                                " \"done\", \"batch\", \"queue\","
+                                                " \"done\", \"batch\", \"debounce\","
+                                                " \"debounced\", \"queue\","
                                                 " \"counters\" or \"end\"");
             } else if (counters && (!strcmp(type, "dep") || !strcmp(type, "done") ||
-                                    !strcmp(type, "batch"))) {
+                                    !strcmp(type, "batch") || !strcmp(type, "debounce") ||
+                                    !strcmp(type, "debounced"))) {
                 rc = rb_err_set(err, RB_EINVAL, "a %s line after the counters line", type);
             } else if (!strcmp(type, "dep")) {
                 if ((rc = parse_dep(o, &p->g, err)) == 0) {
@@ -478,6 +568,8 @@ static int read_all(FILE *in, const char *name, parsed *p, rb_err *err)
                         rc = rb_err_set(err, RB_EINVAL, "a second batch line for '%s'", b);
                     json_object_set_new(seen, key, json_integer((json_int_t)lineno));
                 }
+            } else if (!strcmp(type, "debounce") || !strcmp(type, "debounced")) {
+                rc = parse_debounce(o, type, seen, lineno, &p->g, err);
             } else if (!strcmp(type, "job")) {
                 if (counters)
                     rc = rb_err_set(err, RB_EINVAL, "a job line after the counters line");
@@ -549,6 +641,19 @@ static int read_all(FILE *in, const char *name, parsed *p, rb_err *err)
         json_decref(seen);
         return rc;
     }
+    for (size_t i = 0; rc == 0 && i < p->g.n_debounce; i++) {
+        const char *j = p->g.debounce[i].jid;
+        json_t *at = json_object_get(p->ix, j);
+        const rb_job_view *v = at ? &p->jobs[json_integer_value(at)] : NULL;
+        if (!v || (v->state != RB_JOB_SCHEDULED && v->state != RB_JOB_ENQUEUED))
+            rc = rb_err_set(err, RB_EINVAL, "%s: the debounce line of '%s' has no scheduled or"
+                                            " enqueued job line", name, j);
+    }
+    for (size_t i = 0; rc == 0 && i < p->g.n_aliases; i++)
+        if (!json_object_get(p->ix, p->g.aliases[i].into))
+            rc = rb_err_set(err, RB_EINVAL, "%s: the debounced line of '%s' names '%s', which"
+                                            " has no job line", name, p->g.aliases[i].jid,
+                            p->g.aliases[i].into);
     for (size_t i = 0; i < p->g.n_deps; i++) {
         const char *c = p->g.deps[i].child;
         json_t *at = json_object_get(p->ix, c);
@@ -879,6 +984,14 @@ int rb_import_run(rb_port *p, FILE *in, const char *name, rb_import_report *rep,
     }
     if (rc == 0)
         graph_lines(&db, &f.g, &gtodo, rep);
+    gtodo.debounce = rb_xcalloc(f.g.n_debounce + 1, sizeof *gtodo.debounce);
+    gtodo.aliases = rb_xcalloc(f.g.n_aliases + 1, sizeof *gtodo.aliases);
+    for (size_t i = 0; rc == 0 && i < f.g.n_debounce; i++) /* with their new jobs only */
+        if (fate[json_integer_value(json_object_get(f.ix, f.g.debounce[i].jid))] == FATE_NEW)
+            gtodo.debounce[gtodo.n_debounce++] = f.g.debounce[i];
+    for (size_t i = 0; rc == 0 && i < f.g.n_aliases; i++)
+        if (fate[json_integer_value(json_object_get(f.ix, f.g.aliases[i].into))] == FATE_NEW)
+            gtodo.aliases[gtodo.n_aliases++] = f.g.aliases[i];
     bool set_counters = false;
     if (rc == 0) {
         int64_t proc, fail;
@@ -918,7 +1031,8 @@ int rb_import_run(rb_port *p, FILE *in, const char *name, rb_import_report *rep,
             free(names[i]);
         free(names);
     }
-    bool graph = gtodo.n_deps || gtodo.n_done || gtodo.n_batches;
+    bool graph = gtodo.n_deps || gtodo.n_done || gtodo.n_batches || gtodo.n_debounce ||
+                 gtodo.n_aliases;
     if (rc == 0 && (n_todo || n_pause || set_counters || graph))
         rc = p->ops->write(p, todo, n_todo, pause, n_pause, set_counters, f.processed,
                            f.failures, &gtodo, err);
@@ -928,6 +1042,8 @@ int rb_import_run(rb_port *p, FILE *in, const char *name, rb_import_report *rep,
         rep->deps = gtodo.n_deps;
         rep->done = gtodo.n_done;
         rep->batches = gtodo.n_batches;
+        rep->debounce = gtodo.n_debounce;
+        rep->aliases = gtodo.n_aliases;
     } else {
         memset(rep->by_state, 0, sizeof rep->by_state);
     }
@@ -935,6 +1051,8 @@ int rb_import_run(rb_port *p, FILE *in, const char *name, rb_import_report *rep,
     free(gtodo.deps); /* the entries are f's */
     free(gtodo.done);
     free(gtodo.batches);
+    free(gtodo.debounce);
+    free(gtodo.aliases);
     free(todo);
     free(fate);
     rb_port_graph_release(&db);

@@ -16,6 +16,10 @@
  *                                            one per waiting or blocked job
  *   {"type":"done","jid":J,"until_ms":T}     one per succeeded record
  *   {"type":"batch","bid":B,"batch":{...}}   one per batch (rb_batch_dump's form)
+ *   {"type":"debounce","jid":J,"hash":H,"key":K,"first_ms":F,"merged":M}
+ *                                            one per debounce key with a pending job
+ *   {"type":"debounced","jid":A,"into":J,"key":K,"merged_ms":T}
+ *                                            one per alias of a stored job
  *   {"type":"queue","name":Q,"paused":true}  one per paused queue
  *   {"type":"counters","processed":N,"failures":N}
  *   {"type":"end","jobs":N}                   the job lines' count
@@ -29,7 +33,14 @@
  * until_ms for later pushes naming it. A batch's members and callback jobs
  * are job lines: their custom.bid / custom._bid name it. The dep, done and
  * batch lines came after version 1's first release: a file without them
- * reads as before (a held job without its dep line is then not carried). */
+ * reads as before (a held job without its dep line is then not carried).
+ * A debounce line is a pending debounced job's key (engine/debounce.h: H
+ * its hash, K as pushed, the first push's time, the pushes merged into
+ * it): its job line is scheduled or enqueued. A debounced line is the jid
+ * of a push merged into the stored job J (an alias JOB and TRACK GET
+ * answer for); aliases of jobs already gone are not carried. Both came
+ * with issue 30 and are written by an import only with their job (a job
+ * already stored keeps its own). */
 #ifndef RB_ENGINE_EXPORT_H
 #define RB_ENGINE_EXPORT_H
 
@@ -70,6 +81,18 @@ typedef struct rb_port_batch {
     int64_t created_ms, finished_ms;
 } rb_port_batch;
 
+/* A debounce key's pending job (a debounce line). */
+typedef struct rb_port_debounce {
+    char *jid, *hash, *key;
+    int64_t first_ms, merged;
+} rb_port_debounce;
+
+/* An alias of a stored job (a debounced line). */
+typedef struct rb_port_alias {
+    char *jid, *into, *key;
+    int64_t merged_ms;
+} rb_port_alias;
+
 typedef struct rb_port_graph {
     rb_port_dep *deps;
     size_t n_deps;
@@ -77,6 +100,10 @@ typedef struct rb_port_graph {
     size_t n_done;
     rb_port_batch *batches; /* a parent before its children */
     size_t n_batches;
+    rb_port_debounce *debounce;
+    size_t n_debounce;
+    rb_port_alias *aliases;
+    size_t n_aliases;
 } rb_port_graph;
 
 void rb_port_graph_release(rb_port_graph *g);
@@ -86,6 +113,10 @@ void rb_port_graph_add_dep(rb_port_graph *g, const char *child, const char *cons
                            size_t n, int mode, int64_t remaining, int64_t dead);
 void rb_port_graph_add_done(rb_port_graph *g, const char *jid, int64_t until_ms);
 bool rb_port_graph_add_batch(rb_port_graph *g, const char *body);
+void rb_port_graph_add_debounce(rb_port_graph *g, const char *jid, const char *hash,
+                                const char *key, int64_t first_ms, int64_t merged);
+void rb_port_graph_add_alias(rb_port_graph *g, const char *jid, const char *into,
+                             const char *key, int64_t merged_ms);
 /* Appends copies of every line of from to to. */
 void rb_port_graph_append(rb_port_graph *to, const rb_port_graph *from);
 
@@ -138,6 +169,7 @@ typedef struct rb_export_stats {
     size_t by_state[8]; /* index: rb_job_state */
     size_t paused;      /* paused queues */
     size_t deps, done, batches; /* dep, done and batch lines */
+    size_t debounce, aliases;   /* debounce and debounced lines */
     int64_t processed, failures;
 } rb_export_stats;
 
@@ -154,6 +186,7 @@ typedef struct rb_import_report {
     size_t conflicts;           /* same jid, other content: refused */
     size_t not_carried;         /* held jobs of a partial graph: left out */
     size_t deps, done, batches; /* dep, done, batch lines written */
+    size_t debounce, aliases;   /* debounce, debounced lines written (with their jobs) */
     size_t graph_same;          /* done, batch lines identical to the stored: skipped (a dep
                                  * line is compared with its job) */
     size_t unique_dropped;      /* imported jobs whose unique lock is not carried */

@@ -1,6 +1,7 @@
 /* Flow control's backend-dependent checks (engine/flow.h). */
 #include "engine/flow.h"
 
+#include "engine/debounce.h"
 #include "engine/group.h"
 #include "engine/engine.h"
 
@@ -15,7 +16,9 @@ int rb_eng_flow_check(const rb_eng *eng, const json_t *job, int64_t now, rb_err 
     int rc = rb_group_of_job(job, &group, err);
     if (rc == 0 && group && !eng->backend->groups)
         rc = rb_err_set(err, RB_EINVAL, "%s", RB_GROUP_UNSUPPORTED);
-    if (rc == 0 && json_object_get(custom, "debounce"))
+    rb_debounce_spec ds;
+    if (rc == 0 && json_object_get(custom, "debounce") &&
+        (rc = rb_debounce_parse(job, &ds, err)) == 0 && ds.on && !eng->backend->debounce)
         rc = rb_err_set(err, RB_EINVAL, "%s", RB_DEBOUNCE_UNSUPPORTED);
     if (rc)
         rb_err_prefix(err, "job %s", jid ? jid : "?");

@@ -20,6 +20,7 @@ typedef enum rb_metric_event {
     RB_M_DEAD,      /* ... and the job is dead (exhausted, non-retryable, caught) */
     RB_M_DISCARDED, /* ... and the job was discarded */
     RB_M_EXPIRED,   /* dropped unrun: its custom.expires_at passed (engine/unique.h) */
+    RB_M_DEBOUNCED, /* a push merged into its key's pending job (engine/debounce.h) */
     RB_M_EVENTS
 } rb_metric_event;
 

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common/timeutil.h"
+#include "engine/debounce.h"
 #include "engine/job_state.h"
 
 void rb_job_view_release(rb_job_view *j)
@@ -16,6 +17,7 @@ void rb_job_view_release(rb_job_view *j)
     free(j->wid);
     free(j->waits_for);
     free(j->blocked_by);
+    rb_debounce_view_free(j->debounce);
     memset(j, 0, sizeof *j);
 }
 
@@ -52,6 +54,8 @@ json_t *rb_job_view_detail(const rb_job_view *j)
         json_object_set_new(v, "blocked_by",
                             j->blocked_by ? json_string(j->blocked_by) : json_null());
     }
+    if (j->debounce)
+        json_object_set_new(v, "debounce", rb_debounce_view_json(j->debounce));
     return v;
 }
 

@@ -28,6 +28,9 @@ typedef struct rb_job_view {
     int64_t lock_until_ms; /* JOB: when the unique lock it holds runs out
                               (engine/unique.h; may have passed), 0 when it
                               holds none; 0 in listings */
+    struct rb_debounce_view *debounce; /* JOB: a pending debounced job's
+                                          (engine/debounce.h), else NULL;
+                                          owned */
 } rb_job_view;
 
 /* Frees j's strings and zeroes it. */

@@ -90,6 +90,24 @@ static json_t *canonical(json_t *v)
     return json_incref(v);
 }
 
+char *rb_key_hash(const char *a, const char *b, const char *c, char out[RB_UNIQUE_KEY_LEN])
+{
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int n = 0;
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    EVP_DigestInit_ex(ctx, EVP_sha256(), NULL);
+    EVP_DigestUpdate(ctx, a, strlen(a) + 1); /* with its NUL */
+    EVP_DigestUpdate(ctx, b, strlen(b) + 1);
+    if (c)
+        EVP_DigestUpdate(ctx, c, strlen(c));
+    EVP_DigestFinal_ex(ctx, md, &n);
+    EVP_MD_CTX_free(ctx);
+    for (unsigned int i = 0; i < n && i < 32; i++)
+        snprintf(out + 2 * i, 3, "%02x", md[i]);
+    out[64] = '\0';
+    return out;
+}
+
 char *rb_unique_key(const json_t *job, char out[RB_UNIQUE_KEY_LEN])
 {
     const char *type = json_string_value(json_object_get(job, "jobtype"));
@@ -98,22 +116,8 @@ char *rb_unique_key(const json_t *job, char out[RB_UNIQUE_KEY_LEN])
     json_t *c = canonical(args ? args : json_null());
     char *text = json_dumps(c, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
     json_decref(c);
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int n = 0;
-    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-    EVP_DigestInit_ex(ctx, EVP_sha256(), NULL);
-    type = type ? type : "";
-    queue = queue ? queue : "default";
-    EVP_DigestUpdate(ctx, type, strlen(type) + 1);   /* with its NUL */
-    EVP_DigestUpdate(ctx, queue, strlen(queue) + 1);
-    if (text)
-        EVP_DigestUpdate(ctx, text, strlen(text));
-    EVP_DigestFinal_ex(ctx, md, &n);
-    EVP_MD_CTX_free(ctx);
+    rb_key_hash(type ? type : "", queue ? queue : "default", text, out);
     free(text);
-    for (unsigned int i = 0; i < n && i < 32; i++)
-        snprintf(out + 2 * i, 3, "%02x", md[i]);
-    out[64] = '\0';
     return out;
 }
 

@@ -55,6 +55,10 @@ bool rb_unique_or_expiring(const json_t *job);
  * and {"b":2,"a":1}, 1 and 1.0 are the same job. Returns out. */
 char *rb_unique_key(const json_t *job, char out[RB_UNIQUE_KEY_LEN]);
 
+/* The hex SHA-256 of a, NUL, b, NUL and c (NULL: nothing) into out (a
+ * lock's key here, a debounce key in engine/debounce.h). Returns out. */
+char *rb_key_hash(const char *a, const char *b, const char *c, char out[RB_UNIQUE_KEY_LEN]);
+
 /* When a lock taken at now ends by time: max(now, at_ms) + for_s. */
 int64_t rb_unique_until_ms(const rb_unique_spec *s, int64_t now, int64_t at_ms);
 

@@ -214,6 +214,8 @@ static void job_done(rb_srv *srv, rb_eng_op *op)
         return;
     if (op->u.lookup.found)
         rb_reply_json(op->c, rb_job_view_detail(&op->u.lookup.view));
+    else if (op->u.lookup.aliased) /* a push merged into another job */
+        rb_reply_json(op->c, rb_debounce_alias_json(&op->u.lookup.alias));
     else
         rb_reply_null(op->c);
     rb_eng_op_finish(srv->eng, op);

@@ -243,6 +243,10 @@ static void metrics_done(rb_srv *srv, rb_eng_op *op)
         st.unique_locks = json_integer_value(json_object_get(unique, "locks"));
         st.unique_rejected = json_integer_value(json_object_get(unique, "rejected"));
     }
+    json_t *debounce = json_object_get(f->rebound, "debounce");
+    st.debounce_pending = json_is_object(debounce)
+                              ? json_integer_value(json_object_get(debounce, "pending"))
+                              : -1;
     json_t *expired = json_object_get(f->rebound, "expired");
     if (json_is_integer(expired)) {
         st.has_expired = true;

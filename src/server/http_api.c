@@ -291,6 +291,11 @@ static void job_done(rb_srv *srv, rb_eng_op *op)
         return;
     struct evhttp_request *req = rb_api_call_of(op)->req;
     const rb_job_view *j = &op->u.lookup.view;
+    if (!op->u.lookup.found && op->u.lookup.aliased) { /* merged into another job */
+        rb_http_reply_json(req, 200, rb_debounce_alias_json(&op->u.lookup.alias));
+        rb_eng_op_finish(srv->eng, op);
+        return;
+    }
     if (!op->u.lookup.found) {
         rb_http_reply_error(req, 404, "no job '%s'", op->u.lookup.jid);
         rb_eng_op_finish(srv->eng, op);
@@ -304,6 +309,8 @@ static void job_done(rb_srv *srv, rb_eng_op *op)
         json_decref(h);
     json_object_set_new(v, "schedule", job ? rb_api_schedule(srv, j->first_ms, job) : json_null());
     rb_api_job_unique(j, job, op->now, v);
+    if (j->debounce)
+        json_object_set_new(v, "debounce", rb_debounce_view_json(j->debounce));
     json_object_set_new(v, "job", job ? job : json_null());
     rb_http_reply_json(req, 200, v);
     rb_eng_op_finish(srv->eng, op);

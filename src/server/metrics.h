@@ -40,6 +40,9 @@ typedef struct rb_metrics_state {
     /* unique jobs (docs/enterprise.md): false where the backend keeps none */
     bool has_unique;
     int64_t unique_locks, unique_rejected;
+    /* debounced jobs (docs/flow-control.md): keys with a pending job, -1
+     * where the backend keeps none */
+    int64_t debounce_pending;
     /* expiring jobs dropped, all time (the store's counter): false where
      * the backend keeps none */
     bool has_expired;

@@ -60,6 +60,7 @@ static void counters(const rb_metrics *m, rb_buf *out)
         {"rebound_jobs_dead_total", "failures after which the job is dead"},
         {"rebound_jobs_discarded_total", "failures after which the job was discarded"},
         {"rebound_jobs_expired_total", "jobs dropped unrun because their expires_at passed"},
+        {"rebound_debounce_merged_total", "pushes merged into their debounce key's pending job"},
     };
     collect c = {rb_xcalloc(m->series.size + 1, sizeof *c.v), 0};
     rb_table_each(&m->series, collect_series, &c);
@@ -190,6 +191,11 @@ void rb_metrics_render_state(const rb_metrics *m, const rb_srv *srv, const rb_me
         head(out, "rebound_unique_rejected_total", "counter",
              "pushes refused NOTUNIQUE since the server started");
         rb_buf_printf(out, "rebound_unique_rejected_total %lld\n", (long long)st->unique_rejected);
+    }
+    if (st->debounce_pending >= 0) {
+        head(out, "rebound_debounce_pending", "gauge",
+             "debounce keys with a pending job (pushed, not fetched yet)");
+        rb_buf_printf(out, "rebound_debounce_pending %lld\n", (long long)st->debounce_pending);
     }
     if (st->has_expired) {
         head(out, "rebound_jobs_expired_stored_total", "counter",

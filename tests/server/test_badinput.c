@@ -316,7 +316,7 @@ static void build_table(void)
                                "{\"group\":\"tab\\tg\"}", "{\"group\":\"nl\\ng\"}",
                                "{\"group\":[]}", "{\"group\":{}}", "{\"group\":true}",
                                "{\"group\":\"\\u007f\"}", long_group,
-                               "{\"debounce\":{\"key\":\"k\",\"for\":1}}"};
+                               "{\"debounce\":{\"key\":\"\",\"for\":1}}"};
     for (size_t i = 0; i < sizeof bad_group / sizeof *bad_group; i++)
         bad_push("custom", bad_group[i]);
     const char *bad_policy[] = {
@@ -666,9 +666,10 @@ Test(badinput, custom_group_errors_name_the_rule)
                             "spaces or control characters, got 'Acme Inc'",
                          "PUSH {\"jid\":\"grp-bad-00001\",\"jobtype\":\"t\",\"args\":[],"
                          "\"custom\":{\"group\":\"Acme Inc\"}}"));
-    cr_assert(rbh_expect(C, "-ERR job grp-bad-00001: custom.debounce is not supported yet",
+    cr_assert(rbh_expect(C, "-ERR job grp-bad-00001: custom.debounce.for must be a number of "
+                            "seconds from 0.001 to 604800, got -1",
                          "PUSH {\"jid\":\"grp-bad-00001\",\"jobtype\":\"t\",\"args\":[],"
-                         "\"custom\":{\"debounce\":{\"key\":\"k\",\"for\":1}}}"));
+                         "\"custom\":{\"debounce\":{\"key\":\"k\",\"for\":-1}}}"));
 #ifdef RBH_PG
     cr_assert(rbh_expect(C, "-ERR job grp-bad-00001: custom.group is not supported in "
                             "distributed mode yet",

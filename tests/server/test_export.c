@@ -516,3 +516,95 @@ Test(export, single_node_to_postgresql_and_back, .timeout = 240)
     cr_assert_eq(rbh_stop(&s2), 0);
     cr_assert_eq(rbh_stop(&s), 0);
 }
+
+/* A debounced push of jid on key (jobtype "D", queue "dq"), for seconds. */
+static void push_debounced(rbh_conn *c, const char *jid, const char *key, int arg, double for_s)
+{
+    cr_assert(rbh_expect(c, "+OK", "PUSH {\"jid\":\"%s\",\"jobtype\":\"D\",\"queue\":\"dq\","
+                                   "\"args\":[%d],\"custom\":{\"debounce\":{\"key\":\"%s\","
+                                   "\"for\":%g}}}",
+                         jid, arg, key, for_s));
+}
+
+/* On a node after an import: the pending job still holds its key (a push
+ * merges into it, the merges counted on), the aliases answer JOB. */
+static void debounce_works(rbh_conn *c, const char *next, int merged, const char *what)
+{
+    cr_assert_eq(rbh_info_int(c, "rebound.debounce.pending"), 1, "%s: pending keys", what);
+    json_t *v = rbh_json(rbh_cmd(c, "JOB {\"jid\":\"dx-00002\"}"));
+    cr_assert_str_eq(json_string_value(json_object_get(v, "debounced_into")), "dx-00001",
+                     "%s: an alias of the pending job", what);
+    json_decref(v);
+    v = rbh_json(rbh_cmd(c, "JOB {\"jid\":\"dy-00002\"}"));
+    cr_assert_str_eq(json_string_value(json_object_get(v, "debounced_into")), "dy-00001",
+                     "%s: an alias of the fetched job", what);
+    json_decref(v);
+    push_debounced(c, next, "dk", merged, 3600);
+    v = rbh_json(rbh_cmd(c, "JOB {\"jid\":\"dx-00001\"}"));
+    cr_assert_eq(json_integer_value(rbh_get(v, "debounce.merged")), merged, "%s: merged", what);
+    cr_assert_eq(json_integer_value(rbh_get(v, "job.args.0")), merged, "%s: the last args", what);
+    json_decref(v);
+}
+
+/* Debounced jobs (docs/flow-control.md) both ways: the pending job's key
+ * (a debounce line) and the aliases of stored jobs (debounced lines),
+ * pending or fetched, still working after each import. */
+Test(export, debounce_state_both_ways, .timeout = 240)
+{
+    rbh_server s;
+    cr_assert_eq(rbh_start(&s, NULL, NULL), 0);
+    rbh_conn *c = rbh_connect(&s, "exp-worker");
+    cr_assert_not_null(c);
+    push_debounced(c, "dx-00001", "dk", 0, 3600);
+    push_debounced(c, "dx-00002", "dk", 1, 3600);
+    push_debounced(c, "dx-00003", "dk", 2, 3600);
+    push_debounced(c, "dy-00001", "dk2", 0, 0.01);
+    push_debounced(c, "dy-00002", "dk2", 1, 0.01);
+    cr_assert(rbh_wait_state(c, "dy-00001", "enqueued", 10000));
+    fetch(c, "dq", "dy-00001"); /* a working job with an alias, its key free */
+    rbh_close(c);
+    cr_assert_eq(rbh_kill(&s, SIGTERM), 0);
+
+    char file[400];
+    snprintf(file, sizeof file, "%s/jobs.jsonl", s.dir);
+    const char *exp_args[] = {"export", "--db", s.db, "--output", file, NULL};
+    cr_assert_eq(run(s.dir, exp_args), 0);
+    cr_assert(contains(s.dir, "err", "with 1 pending debounce keys and 3 aliases"));
+    cr_assert(contains(s.dir, "jobs.jsonl", "{\"type\":\"debounce\",\"jid\":\"dx-00001\",\"hash\":"));
+    cr_assert(contains(s.dir, "jobs.jsonl", "\"key\":\"dk\",\"first_ms\":"));
+    cr_assert(contains(s.dir, "jobs.jsonl", "{\"type\":\"debounced\",\"jid\":\"dy-00002\","
+                                            "\"into\":\"dy-00001\",\"key\":\"dk2\",\"merged_ms\":"));
+
+    char url[1024];
+    pg_schema(s.dir, url, sizeof url);
+    const char *imp_args[] = {"import", "--db", url, file, NULL};
+    cr_assert_eq(run(s.dir, imp_args), 0);
+    cr_assert(contains(s.dir, "out", "debounced jobs: 1 pending keys, 3 aliases imported"));
+    rbh_server p;
+    rbh_init(&p);
+    snprintf(p.db, sizeof p.db, "%s", url);
+    cr_assert_eq(rbh_launch(&p, NULL), 0, "the PostgreSQL node did not start (%s)", p.log);
+    rbh_conn *pc = rbh_connect(&p, "exp-worker");
+    cr_assert_not_null(pc);
+    debounce_works(pc, "dx-00004", 3, "sqlite -> postgresql");
+    rbh_close(pc);
+    cr_assert_eq(rbh_stop(&p), 0);
+
+    char back[400];
+    snprintf(back, sizeof back, "%s/back.jsonl", s.dir);
+    const char *exp2[] = {"export", "--db", url, "--output", back, NULL};
+    cr_assert_eq(run(s.dir, exp2), 0);
+    cr_assert(contains(s.dir, "err", "with 1 pending debounce keys and 4 aliases"));
+    rbh_server s2;
+    rbh_init(&s2);
+    const char *imp2[] = {"import", "--db", s2.db, back, NULL};
+    cr_assert_eq(run(s2.dir, imp2), 0);
+    cr_assert(contains(s2.dir, "out", "debounced jobs: 1 pending keys, 4 aliases imported"));
+    cr_assert_eq(rbh_launch(&s2, NULL), 0);
+    c = rbh_connect(&s2, "exp-worker");
+    cr_assert_not_null(c);
+    debounce_works(c, "dx-00005", 4, "postgresql -> sqlite");
+    rbh_close(c);
+    cr_assert_eq(rbh_stop(&s2), 0);
+    cr_assert_eq(rbh_stop(&s), 0);
+}

@@ -35,9 +35,12 @@ static void push_results(rb_eng *eng, rb_eng_op *op, rb_pgreq *r)
         if (r->u.push.status[i]) /* the jid taken, no such batch, or not unique */
             continue;
         made++;
-        rb_metrics_event(eng->metrics, RB_M_PUSHED, j->queue, j->json);
+        bool merged = r->u.push.deb && r->u.push.deb[i].merged;
+        rb_metrics_event(eng->metrics, merged ? RB_M_DEBOUNCED : RB_M_PUSHED, j->queue, j->json);
         if (j->at_ms <= r->now && !(r->u.push.handed && r->u.push.handed[i]))
             ready[n_ready++] = j->queue; /* (a job handed off went to its FETCH) */
+        else if (j->at_ms > r->now && r->u.push.deb && r->u.push.deb[i].on)
+            rb_pgmode_retry_due(eng, j->at_ms); /* promoted at its run time */
     }
     if (!made)
         op->applied = RB_ENG_NOT_APPLIED; /* every jid was taken (or batch unknown) */
@@ -208,6 +211,16 @@ static void dist_push(rb_eng *eng, rb_eng_op *op)
         r->u.push.deps = r->u.push.deps || rb_dep_has(op->u.push.jobs[i]);
         rb_pg_job_from_json(op->u.push.jobs[i], op->now, (int)eng->cfg->server.reserve_for_s,
                             &r->u.push.jobs[i], &r->u.push.texts[i]);
+        rb_debounce_spec ds; /* checked by rb_eng_flow_check */
+        if (!op->u.push.meta_key && rb_debounce_has(op->u.push.jobs[i]) &&
+            !rb_debounce_parse(op->u.push.jobs[i], &ds, NULL) && ds.on) {
+            if (!r->u.push.deb)
+                r->u.push.deb = rb_xcalloc(n, sizeof *r->u.push.deb);
+            rb_pg_debounce *d = &r->u.push.deb[i];
+            *d = (rb_pg_debounce){.on = true, .key = ds.key, .for_ms = ds.for_ms,
+                                  .max_ms = ds.max_ms};
+            rb_debounce_hash(op->u.push.jobs[i], ds.key, d->hash);
+        }
         const char *bid = NULL;
         rb_err berr = {0};
         if (rb_batch_member_bid(op->u.push.jobs[i], &bid, &berr) || !bid)
@@ -349,6 +362,12 @@ static void info_call(rb_pg *pg, rb_pgreq *r)
     if ((r->rc = rb_pg_batch_info(pg, &open, &stored, &callbacks, &r->err)) ||
         (r->rc = rb_pg_unique_info(pg, &locks, &rejected, &expired, &r->err)))
         return;
+    int64_t pending = 0, merged = 0;
+    if ((r->rc = rb_pg_debounce_info(pg, &pending, &merged, &r->err)))
+        return;
+    json_object_set_new(op->u.info.rebound, "debounce",
+                        json_pack("{s:I, s:I}", "pending", (json_int_t)pending, "merged",
+                                  (json_int_t)merged));
     json_object_set_new(op->u.info.rebound, "expired", json_integer(expired));
     json_object_set_new(op->u.info.rebound, "unique",
                         json_pack("{s:I, s:I}", "locks", (json_int_t)locks, "rejected",
@@ -442,8 +461,12 @@ static void job_call(rb_pg *pg, rb_pgreq *r)
     rb_eng_op *op = r->data;
     r->rc = rb_pg_job_get(pg, op->u.lookup.jid, &op->u.lookup.view, &r->err);
     op->u.lookup.found = r->rc == 0;
-    if (r->rc == RB_ENOENT)
-        r->rc = 0;
+    if (r->rc == RB_ENOENT) /* a push merged into another job? */
+        r->rc = rb_pg_debounce_alias(pg, op->u.lookup.jid, rb_now_ms(), &op->u.lookup.alias,
+                                     &op->u.lookup.aliased, &r->err);
+    else if (!r->rc && op->u.lookup.view.state <= RB_JOB_ENQUEUED)
+        r->rc = rb_pg_debounce_view(pg, op->u.lookup.jid, op->u.lookup.view.due_ms,
+                                    &op->u.lookup.view.debounce, &r->err);
 }
 
 static void dist_job(rb_eng *eng, rb_eng_op *op)
@@ -682,6 +705,7 @@ const rb_backend rb_backend_pg = {
     .attach = rb_pgmode_attach,
     .close = rb_pgmode_free,
     .push = dist_push,
+    .debounce = true, /* custom.debounce (sql_debounce.c) */
     .fetch = dist_fetch,
     .throttles = true, /* claimed under a lock per throttled queue (sql_throttle.c) */
     .ack = dist_ack,

@@ -159,8 +159,8 @@ static rb_pgreq *claim_for(rb_eng *eng, rb_eng_op *op)
 rb_pgreq *rb_pgmode_hand_off(rb_eng *eng, rb_pgreq *r)
 {
     rb_pgmode *pm = rb_pgm_of(eng);
-    if (r->u.push.deps || r->u.push.bids || r->u.push.meta_key || !eng->base || eng->stopping ||
-        !rb_eng_fetches_waiting(eng))
+    if (r->u.push.deps || r->u.push.bids || r->u.push.meta_key || r->u.push.deb || !eng->base ||
+        eng->stopping || !rb_eng_fetches_waiting(eng))
         return NULL;
     rb_pgreq *list = NULL, **tail = &list;
     for (size_t i = 0; i < r->u.push.n; i++) {

@@ -95,7 +95,7 @@ void *mode_maint_thread(void *arg)
     for (;;) {
         rb_err err = {0};
         int promoted = 0, reaped = 0, dropped = 0, forgotten = 0, expired = 0, batches_gone = 0;
-        int dropped_expired = 0, tracks_gone = 0;
+        int dropped_expired = 0, tracks_gone = 0, aliases_gone = 0;
         int64_t due = INT64_MAX;
         int rc = promote_all(pm, mb, &promoted, &err);
         if (!rc)
@@ -120,6 +120,8 @@ void *mode_maint_thread(void *arg)
             rc = batches(pm, rb_pg_batches_expire, &batches_gone, &err);
         if (!rc && housekeeping) /* progress records past their retention after the job's end */
             rc = batches(pm, rb_pg_track_expire, &tracks_gone, &err);
+        if (!rc && housekeeping) /* debounce aliases past their retention */
+            rc = batches(pm, rb_pg_debounce_expire, &aliases_gone, &err);
         if (!rc && housekeeping && rb_now_ms() >= workers_due) {
             int folded = 0; /* the engines' counter rows, into one per counter */
             rc = batches(pm, rb_pg_workers_cleanup, &forgotten, &err);
@@ -143,6 +145,8 @@ void *mode_maint_thread(void *arg)
             rb_log(RB_LOG_DEBUG, "%d succeeded workflow records expired", expired);
         if (tracks_gone)
             rb_log(RB_LOG_DEBUG, "%d ended progress records forgotten", tracks_gone);
+        if (aliases_gone)
+            rb_log(RB_LOG_DEBUG, "%d debounce aliases forgotten", aliases_gone);
         if (batches_gone)
             rb_log(RB_LOG_INFO, "%d expired batches forgotten", batches_gone);
         if (promoted || reaped || dropped || dropped_expired) /* a discard may release children */

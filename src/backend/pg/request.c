@@ -209,6 +209,7 @@ void mode_req_free(rb_pgreq *r)
         for (size_t i = 0; r->u.push.bids && i < r->u.push.n; i++)
             free(r->u.push.bids[i]);
         free(r->u.push.bids);
+        free(r->u.push.deb);
         free(r->u.push.jobs);
         free(r->u.push.status);
         for (size_t i = 0; r->u.push.hand_tok && i < r->u.push.n; i++) {

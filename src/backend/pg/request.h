@@ -56,6 +56,9 @@ struct rb_pgreq {
             const char *meta_key;
             int64_t tick_s;
             bool stale; /* result */
+            /* owned: each job's custom.debounce, NULL when no job has one
+             * (else its own transaction, rb_pg_push_debounce) */
+            rb_pg_debounce *deb;
             /* hand-offs (fetch.c's mode_hand_off): NULL when none, else
              * owned, per job: its claim's token (0: none), the wid
              * jobs[i].hand_wid points to, and (db_thread.c) the job as its

@@ -40,6 +40,7 @@
 #include "config/config.h"
 #include "engine/batch.h"
 #include "engine/batch_view.h"
+#include "engine/debounce.h"
 #include "engine/failure.h"
 #include "engine/job_state.h"
 #include "engine/mutation.h"
@@ -56,7 +57,7 @@ bool rb_pg_is_url(const char *url);
 /* The schema version this build creates and requires (rb_pg_migrate): the
  * number of the last migration in src/backend/pg/schema/ (the build checks
  * they agree). */
-#define RB_PG_SCHEMA_VERSION 14
+#define RB_PG_SCHEMA_VERSION 15
 
 /* Job states, flags and per-job outcomes are the engine's
  * (engine/job_state.h), stored as the same numbers (sql_numbers.h lists
@@ -606,6 +607,45 @@ int rb_pg_track_set(rb_pg *pg, const rb_track_set *in, int64_t now, rb_err *err)
 /* Drops up to limit ended records past RB_TRACK_RETENTION_MS (rows locked
  * SKIP LOCKED: nodes run it at once). *n (may be NULL) = records dropped. */
 int rb_pg_track_expire(rb_pg *pg, int64_t now, int limit, int *n, rb_err *err);
+
+/* --- debounced jobs (sql_debounce.c; engine/debounce.h) --- */
+
+/* A push's custom.debounce for one job: on false for a plain job. */
+typedef struct rb_pg_debounce {
+    bool on;
+    char hash[RB_DEBOUNCE_HASH_LEN]; /* rb_debounce_hash */
+    const char *key;                 /* as pushed; borrowed */
+    int64_t for_ms, max_ms;
+    size_t index;                    /* private to rb_pg_push_debounce */
+    bool merged;                     /* result: merged into its key's pending job */
+} rb_pg_debounce;
+
+/* A push where some jobs are debounced (deb[i].on), in one transaction:
+ * the plain ones inserted as rb_pg_push does, then each debounced one, in
+ * key order, merged into its key's pending job (scheduled or enqueued, not
+ * fetched: engine/debounce.h's rb_debounce_merge and run time; its jid
+ * recorded as an alias; deb[i].merged) or, when the key has none, pushed
+ * as its new pending job, scheduled at now + for. jobs[i].at_ms is set to
+ * the job's run time either way. status[i] as rb_pg_push's (RB_EEXIST: the
+ * jid is another job's). Two nodes pushing one key serialize on the
+ * pending job's row; a claim of that row and a merge never both happen.
+ * 0 only after COMMIT (deb[].merged all false otherwise). */
+int rb_pg_push_debounce(rb_pg *pg, rb_pg_new_job *jobs, rb_pg_debounce *deb, size_t n,
+                        int64_t now, int *status, rb_err *err);
+/* JOB: *out a new view (the caller frees it) of jid's debounce while it is
+ * its key's pending job, its run time due_ms; else NULL. */
+int rb_pg_debounce_view(rb_pg *pg, const char *jid, int64_t due_ms, rb_debounce_view **out,
+                        rb_err *err);
+/* Whether jid is an alias still kept at now (its job alive or ended less
+ * than RB_DEBOUNCE_RETENTION_MS ago): *found, and *out filled (strings
+ * owned by the caller). */
+int rb_pg_debounce_alias(rb_pg *pg, const char *jid, int64_t now, rb_debounce_alias *out,
+                         bool *found, rb_err *err);
+/* Drops up to limit aliases past their retention (SKIP LOCKED); *n (may
+ * be NULL) = dropped. */
+int rb_pg_debounce_expire(rb_pg *pg, int64_t now, int limit, int *n, rb_err *err);
+/* INFO's rebound.debounce: keys with a pending job, merges all time. */
+int rb_pg_debounce_info(rb_pg *pg, int64_t *pending, int64_t *merged, rb_err *err);
 
 /* --- queue throttles (sql_throttle.c) --- */
 

@@ -229,7 +229,8 @@ int rb_pg_flush(rb_pg *pg, rb_err *err)
     for (int tries = 1;; tries++) {
         rc = sql_exec(pg,
                       "TRUNCATE rb_jobs, rb_counters, rb_queues, rb_edges, rb_edges_used, rb_wait,"
-                      " rb_dep_done, rb_batches, rb_unique, rb_track",
+                      " rb_dep_done, rb_batches, rb_unique, rb_track,"
+                      " rb_debounce, rb_debounced",
                       err);
         if (!rc || tries == 5 || strcmp(pg->last_sqlstate, "40P01") != 0)
             return rc;

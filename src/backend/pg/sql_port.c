@@ -68,6 +68,23 @@ static int read_graph(rb_pg *pg, rb_port_graph *g, rb_err *err)
     for (int i = 0; i < PQntuples(r); i++)
         rb_port_graph_add_batch(g, PQgetvalue(r, i, 0)); /* an unreadable one: skipped */
     PQclear(r);
+    /* debounce keys with their pending job, and the aliases of live jobs */
+    if (!(r = sql_query(pg, "SELECT jid, key, k, first_ms, merged FROM rb_debounce"
+                            " ORDER BY jid COLLATE \"C\"", 0, NULL, err)))
+        return query_rc(err);
+    for (int i = 0; i < PQntuples(r); i++)
+        rb_port_graph_add_debounce(g, PQgetvalue(r, i, 0), PQgetvalue(r, i, 1),
+                                   PQgetvalue(r, i, 2), sql_int(r, i, 3), sql_int(r, i, 4));
+    PQclear(r);
+    if (!(r = sql_query(pg, "SELECT a.jid, a.into_jid, a.k, a.merged_ms FROM rb_debounced a"
+                            " WHERE a.ended_ms = 0 AND EXISTS (SELECT 1 FROM rb_jobs j"
+                            " WHERE j.jid = a.into_jid) ORDER BY a.jid COLLATE \"C\"",
+                        0, NULL, err)))
+        return query_rc(err);
+    for (int i = 0; i < PQntuples(r); i++)
+        rb_port_graph_add_alias(g, PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), PQgetvalue(r, i, 2),
+                                sql_int(r, i, 3));
+    PQclear(r);
     return 0;
 }
 
@@ -166,15 +183,7 @@ static int pp_graph(rb_port *base, rb_port_graph *g, rb_err *err)
     if (!p->snap)
         return read_graph(p->pg, g, err);
     memset(g, 0, sizeof *g);
-    for (size_t i = 0; i < p->g.n_deps; i++) {
-        const rb_port_dep *d = &p->g.deps[i];
-        rb_port_graph_add_dep(g, d->child, (const char *const *)d->parents, d->n, d->mode,
-                              d->remaining, d->dead);
-    }
-    for (size_t i = 0; i < p->g.n_done; i++)
-        rb_port_graph_add_done(g, p->g.done[i].jid, p->g.done[i].until_ms);
-    for (size_t i = 0; i < p->g.n_batches; i++)
-        rb_port_graph_add_batch(g, p->g.batches[i].body);
+    rb_port_graph_append(g, &p->g);
     return 0;
 }
 
@@ -305,6 +314,33 @@ static int insert_graph(rb_pg *pg, const rb_port_graph *g, rb_err *err)
                     " rb_batches p WHERE p.bid = $2), 0), $3::boolean, $4::bigint, $5::bigint,"
                     " $6)",
                     6, pb, err);
+    }
+    /* debounced jobs: a key to its pending job (named by its dkey), an
+     * alias to its job (a fetched one's dkey '' holds no key: its
+     * deletion still ends the aliases, rb_debounce_release) */
+    for (size_t i = 0; rc == 0 && i < g->n_debounce; i++) {
+        const rb_port_debounce *d = &g->debounce[i];
+        char first[24], merged[24];
+        snprintf(first, sizeof first, "%lld", (long long)d->first_ms);
+        snprintf(merged, sizeof merged, "%lld", (long long)d->merged);
+        const char *pd[5] = {d->hash, d->jid, d->key, first, merged};
+        if (!(rc = exec_n(pg,
+                          "INSERT INTO rb_debounce (key, jid, k, first_ms, merged)"
+                          " VALUES ($1, $2, $3, $4::bigint, $5::bigint)",
+                          5, pd, err)))
+            rc = exec_n(pg, "UPDATE rb_jobs SET dkey = $1 WHERE jid = $2", 2, pd, err);
+    }
+    for (size_t i = 0; rc == 0 && i < g->n_aliases; i++) {
+        const rb_port_alias *a = &g->aliases[i];
+        char ms[24];
+        snprintf(ms, sizeof ms, "%lld", (long long)a->merged_ms);
+        const char *pa[4] = {a->jid, a->into, a->key, ms};
+        if (!(rc = exec_n(pg,
+                          "INSERT INTO rb_debounced (jid, into_jid, k, merged_ms)"
+                          " VALUES ($1, $2, $3, $4::bigint)",
+                          4, pa, err)))
+            rc = exec_n(pg, "UPDATE rb_jobs SET dkey = '' WHERE jid = $1 AND dkey IS NULL", 1,
+                        pa + 1, err);
     }
     return rc;
 }

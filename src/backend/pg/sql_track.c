@@ -66,12 +66,18 @@ int rb_pg_track_get(rb_pg *pg, const char *jid, int64_t now, json_t **reply, rb_
     int rc = sql_ensure(pg, err);
     if (rc)
         return rc;
-    const char *params[1] = {jid};
+    char cut[24];
+    snprintf(cut, sizeof cut, "%lld", (long long)(now - RB_DEBOUNCE_RETENTION_MS));
+    const char *params[2] = {jid, cut};
     PGresult *r = sql_query(pg,
-                            "SELECT " JOB_COLS ", " REC_COLS " FROM (SELECT $1::text AS jid) k"
+                            "SELECT " JOB_COLS ", " REC_COLS " FROM (SELECT CASE WHEN"
+                            " EXISTS (SELECT 1 FROM rb_jobs WHERE jid = $1) OR EXISTS (SELECT 1"
+                            " FROM rb_track WHERE jid = $1) THEN $1 ELSE coalesce((SELECT"
+                            " a.into_jid FROM rb_debounced a WHERE a.jid = $1 AND (a.ended_ms = 0"
+                            " OR a.ended_ms > $2::bigint)), $1) END AS jid) k" /* an alias: its job's */
                             " LEFT JOIN rb_jobs j ON j.jid = k.jid"
                             " LEFT JOIN rb_track t ON t.jid = k.jid",
-                            1, params, err);
+                            2, params, err);
     if (!r)
         return fail_rc(err);
     rb_track_seen v = seen_of(r, true, 6);

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "backend/sqlite/batch.h"
+#include "backend/sqlite/debounce.h"
 #include "backend/sqlite/groups.h"
 #include "backend/sqlite/throttle.h"
 #include "backend/sqlite/track.h"
@@ -77,6 +78,7 @@ static void push_committed(void *arg, int status, const rb_err *err)
             if (sq->deps.nodes.size)
                 rb_deps_drop(sq, j->jid);
             rb_sq_unique_gone(sq, j);
+            rb_sq_debounce_unpushed(sq, j);
             rb_jobs_delete(&sq->jobs, j);
         } else if (sq->deps.nodes.size && rb_deps_pending_waits(sq, j)) {
             rb_deps_pending_commit(sq, j, now); /* waiting for its parents */
@@ -131,10 +133,19 @@ static void mem_push(rb_eng *eng, rb_eng_op *op)
             continue;
         if ((op->u.push.status[i] = rb_sq_batch_check_push(sq, op->u.push.jobs[i], &bid)))
             continue; /* no such batch */
+        rb_debounce_spec ds = {0}; /* checked by rb_eng_flow_check */
+        if (rb_debounce_has(op->u.push.jobs[i]) &&
+            !rb_debounce_parse(op->u.push.jobs[i], &ds, NULL) && ds.on &&
+            rb_sq_debounce_merge(sq, op->u.push.jobs[i], &ds, op->now)) {
+            made++; /* merged into its key's pending job */
+            continue;
+        }
         if (!(op->u.push.status[i] = rb_sq_push(sq, op->u.push.jobs[i]))) {
             made++;
-            rb_sq_unique_pushed(sq, rb_jobs_find(&sq->jobs, rb_json_str(op->u.push.jobs[i], "jid")),
-                                 op->u.push.jobs[i], op->now);
+            rb_job *j = rb_jobs_find(&sq->jobs, rb_json_str(op->u.push.jobs[i], "jid"));
+            rb_sq_unique_pushed(sq, j, op->u.push.jobs[i], op->now);
+            if (ds.on)
+                rb_sq_debounce_pushed(sq, j, op->u.push.jobs[i], &ds, op->now);
             if (bid)
                 rb_sq_batch_pushed(sq, bid, op->now);
         }
@@ -312,6 +323,7 @@ static void mem_flush(rb_eng *eng, rb_eng_op *op)
     sq->total_processed = sq->total_failures = 0;
     rb_sq_batches_flush(sq);
     rb_sq_unique_flush(sq);
+    rb_sq_debounce_flush(sq);
     rb_sq_track_flush(sq);
     rb_writer_clear(sq->writer);
     json_object_clear(sq->cron_ticks); /* the meta rows go too */
@@ -332,6 +344,7 @@ static void mutate_one(rb_sq *sq, const char *cmd, rb_job *j, int64_t now)
                           now + sq->cfg->server.dead_retention_s * 1000);
         rb_sq_persist(sq, j);
         rb_sq_unique_died(sq, j);
+        rb_sq_debounce_started(sq, j); /* no longer pending */
         rb_deps_died(sq, j, now);
         return;
     }
@@ -431,6 +444,7 @@ static void mem_info(rb_eng *eng, rb_eng_op *op)
     };
     json_object_set_new(f->rebound, "batches", rb_sq_batch_info(sq));
     rb_sq_unique_info(sq, f->rebound);
+    rb_sq_debounce_info(sq, f->rebound);
     rb_sq_throttle_info(sq, f->rebound, op->now);
     rb_table_each(&sq->jobs.queues, info_queue, op);
     rb_eng_complete(sq->eng, op);
@@ -566,6 +580,10 @@ static void mem_job(rb_eng *eng, rb_eng_op *op)
     if (op->u.lookup.found) {
         view_of(sq, j, &op->u.lookup.view);
         op->u.lookup.view.lock_until_ms = rb_sq_unique_lock_until(sq, j->jid);
+        op->u.lookup.view.debounce = rb_sq_debounce_view(sq, j);
+    } else {
+        op->u.lookup.aliased =
+            rb_sq_debounce_alias(sq, op->u.lookup.jid, op->now, &op->u.lookup.alias);
     }
     rb_eng_complete(sq->eng, op);
 }
@@ -936,6 +954,7 @@ const rb_backend rb_backend_sqlite = {
     .batch = rb_sq_batch_armed,
     .unique_jobs = true,
     .groups = true,      /* groups in turn at FETCH (groups.c) */
+    .debounce = true,    /* custom.debounce (debounce.c) */
     .flow_limits = true, /* [groups] limits and [throttles] rates (groups.c) */
     .group = rb_sq_group_op, /* overrides and pauses (group_conf.c) */
     .throttles = true,

@@ -5,6 +5,7 @@
 #include "backend/sqlite/sq.h"
 #include "engine/engine.h"
 
+#include "backend/sqlite/debounce.h"
 #include "backend/sqlite/groups.h"
 #include "backend/sqlite/throttle.h"
 #include "backend/sqlite/track.h"
@@ -61,6 +62,7 @@ void rb_sq_forget(rb_sq *sq, rb_job *j)
     if (sq->deps.nodes.size) /* deleted without succeeding (an ACK told its children first) */
         rb_deps_discarded(sq, j, rb_now_ms());
     rb_sq_unique_gone(sq, j); /* its unique lock and expiry (an ACK's too) */
+    rb_sq_debounce_gone(sq, j, rb_now_ms()); /* its key, its aliases' retention */
     rb_sq_track_ended(sq, j, RB_TRACK_DEAD, rb_now_ms()); /* an ACK's stays success */
     rb_sq_throttle_gone(sq, j);
     rb_writer_del(sq->writer, j->row_id, j->jid);
@@ -156,6 +158,7 @@ rb_job *rb_sq_reserve(rb_sq *sq, const char *wid, char **queues, int n)
         rb_jobs_set_state(&sq->jobs, j, RB_JOB_WORKING, now + (int64_t)j->reserve_s * 1000);
         rb_sq_persist(sq, j);
         rb_sq_unique_started(sq, j); /* unique_until "start" */
+        rb_sq_debounce_started(sq, j); /* a later push of its key starts a new job */
         rb_sq_throttle_started(sq, j, now); /* a throttle's timeout counts from here */
         return j;
     }

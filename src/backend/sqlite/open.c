@@ -12,6 +12,7 @@
 #include <event2/event.h>
 
 #include "backend/sqlite/batch.h"
+#include "backend/sqlite/debounce.h"
 #include "backend/sqlite/groups.h"
 #include "backend/sqlite/sq.h"
 #include "backend/sqlite/throttle.h"
@@ -71,6 +72,7 @@ static int load_counter(void *arg, const char *name, int64_t value)
         sq->batch_callbacks = value;
     else
         rb_sq_unique_load_counter(sq, name, value);
+    rb_sq_debounce_load_counter(sq, name, value);
     return 0;
 }
 
@@ -89,6 +91,7 @@ static int load_meta(void *arg, const char *key, const char *value)
         json_object_set_new(sq->cron_ticks, key, json_integer(strtoll(value, NULL, 10)));
     rb_sq_track_load(sq, key, value);
     rb_sq_groups_load(sq, key, value);
+    rb_sq_debounce_load(sq, key, value);
     return 0;
 }
 
@@ -145,6 +148,7 @@ int rb_sq_open_store(rb_eng *eng, rb_store *store, rb_err *err)
     rb_sq_track_init(sq);
     rb_deps_init(&sq->deps);
     rb_sq_groups_init(sq);
+    rb_sq_debounce_init(sq);
     rb_rng_seed_os(&sq->rng);
     eng->backend = &rb_backend_sqlite;
     eng->be = sq;
@@ -163,6 +167,7 @@ int rb_sq_open_store(rb_eng *eng, rb_store *store, rb_err *err)
     rb_sq_unique_rebuild(sq); /* unique locks whose holder is gone, expiring jobs */
     rb_sq_track_rebuild(sq);  /* progress records past their retention */
     rb_sq_groups_loaded(sq);  /* buckets to their groups, holds recomputed */
+    rb_sq_debounce_rebuild(sq, rb_now_ms()); /* pending keys back to their jobs */
     return 0;
 }
 
@@ -218,6 +223,7 @@ void rb_sq_release(rb_eng *eng)
     rb_sq_track_release(sq);
     rb_sq_throttle_release(sq);
     rb_sq_groups_release(sq);
+    rb_sq_debounce_release(sq);
     rb_deps_release(&sq->deps);
     free(sq);
     eng->be = NULL;

@@ -11,6 +11,7 @@
 
 #include "backend/sqlite/batch.h"
 #include "backend/sqlite/deps.h"
+#include "backend/sqlite/debounce.h"
 #include "backend/sqlite/jobs.h"
 #include "backend/sqlite/store.h"
 #include "common/buf.h"
@@ -28,6 +29,7 @@ typedef struct sqlite_port {
     char **paused; /* the paused queues (meta keys "paused:Q") */
     size_t n_paused;
     rb_port_graph g; /* succeeded records and batches (meta keys); deps derived at open */
+    json_t *deb_recs, *deb_aliases; /* the debounce meta rows: jid -> record, alias -> value */
 } sqlite_port;
 
 /* A row's text as clients see it: an enqueued job's enqueued_at added. */
@@ -101,6 +103,14 @@ static int on_meta(void *arg, const char *key, const char *value)
         rb_port_graph_add_done(&p->g, key + nd, strtoll(value, NULL, 10));
     } else if (!strncmp(key, RB_MEM_BATCH_KEY, nb)) { /* rb_sq_batch_load's; unreadable skipped */
         rb_port_graph_add_batch(&p->g, value);
+    } else if (!strncmp(key, RB_SQ_DEBOUNCED_KEY, strlen(RB_SQ_DEBOUNCED_KEY)) && value) {
+        json_object_set_new(p->deb_aliases, key + strlen(RB_SQ_DEBOUNCED_KEY), json_string(value));
+    } else if (!strncmp(key, RB_SQ_DEBOUNCE_KEY, strlen(RB_SQ_DEBOUNCE_KEY)) && value) {
+        json_t *o = json_loads(value, 0, NULL);
+        if (json_is_object(o))
+            json_object_set_new(p->deb_recs, key + strlen(RB_SQ_DEBOUNCE_KEY), o);
+        else
+            json_decref(o);
     }
     return 0;
 }
@@ -132,6 +142,86 @@ static void derive_dep(sqlite_port *p, const rb_job_view *v)
     free(ps);
     rb_dep_spec_release(&spec);
     json_decref(job);
+}
+
+/* The debounce rows as rb_sq_debounce_rebuild reads them: a record that
+ * still holds its key and whose job waits (scheduled or enqueued) is a
+ * debounce line; an alias of a stored job, a debounced line. */
+static void derive_debounce(sqlite_port *p)
+{
+    const char *jid;
+    json_t *r;
+    json_object_foreach(p->deb_recs, jid, r) {
+        json_t *ix = json_object_get(p->by_jid, jid);
+        const rb_job_view *v = ix ? &p->jobs[json_integer_value(ix)] : NULL;
+        const char *h = json_string_value(json_object_get(r, "h"));
+        const char *k = json_string_value(json_object_get(r, "k"));
+        if (v && h && k && json_is_true(json_object_get(r, "p")) &&
+            (v->state == RB_JOB_SCHEDULED || v->state == RB_JOB_ENQUEUED))
+            rb_port_graph_add_debounce(&p->g, jid, h, k,
+                                       json_integer_value(json_object_get(r, "f")),
+                                       json_integer_value(json_object_get(r, "m")));
+    }
+    json_t *a;
+    json_object_foreach(p->deb_aliases, jid, a) {
+        long long ms;
+        int used = 0;
+        const char *val = json_string_value(a);
+        if (sscanf(val, "%lld %n", &ms, &used) != 1 || !val[used])
+            continue;
+        const char *into = val + used;
+        const char *k = json_string_value(json_object_get(json_object_get(p->deb_recs, into), "k"));
+        if (k && json_object_get(p->by_jid, into))
+            rb_port_graph_add_alias(&p->g, jid, into, k, ms);
+    }
+}
+
+/* g's debounce and debounced lines as the meta rows debounce.c writes:
+ * a debounced line whose job has no debounce line (fetched) gets a record
+ * that holds no key, which its aliases need. */
+static int write_debounce(rb_store *s, const rb_port_graph *g, rb_err *err)
+{
+    int rc = 0;
+    rb_buf key = RB_BUF_INIT, val = RB_BUF_INIT;
+    json_t *recs = json_object();
+    for (size_t i = 0; i < g->n_debounce; i++) {
+        const rb_port_debounce *d = &g->debounce[i];
+        json_object_set_new(recs, d->jid,
+                            json_pack("{s:s, s:s, s:I, s:I, s:b, s:I}", "h", d->hash, "k", d->key,
+                                      "f", (json_int_t)d->first_ms, "m", (json_int_t)d->merged,
+                                      "p", 1, "e", (json_int_t)0));
+    }
+    for (size_t i = 0; i < g->n_aliases; i++) {
+        const rb_port_alias *a = &g->aliases[i];
+        if (!json_object_get(recs, a->into))
+            json_object_set_new(recs, a->into,
+                                json_pack("{s:s, s:s, s:I, s:I, s:b, s:I}", "h",
+                                          "0000000000000000000000000000000000000000000000000000"
+                                          "000000000000",
+                                          "k", a->key, "f", (json_int_t)a->merged_ms, "m",
+                                          (json_int_t)0, "p", 0, "e", (json_int_t)0));
+        rb_buf_reset(&key);
+        rb_buf_reset(&val);
+        rb_buf_printf(&key, RB_SQ_DEBOUNCED_KEY "%s", a->jid);
+        rb_buf_printf(&val, "%lld %s", (long long)a->merged_ms, a->into);
+        if ((rc = s->ops->set_meta(s, rb_buf_str(&key), rb_buf_str(&val), err)))
+            break;
+    }
+    const char *jid;
+    json_t *r;
+    json_object_foreach(recs, jid, r) {
+        if (rc)
+            break;
+        char *text = json_dumps(r, JSON_COMPACT);
+        rb_buf_reset(&key);
+        rb_buf_printf(&key, RB_SQ_DEBOUNCE_KEY "%s", jid);
+        rc = s->ops->set_meta(s, rb_buf_str(&key), text, err);
+        free(text);
+    }
+    json_decref(recs);
+    rb_buf_release(&key);
+    rb_buf_release(&val);
+    return rc;
 }
 
 static int sp_graph(rb_port *base, rb_port_graph *g, rb_err *err)
@@ -271,6 +361,8 @@ static int sp_write(rb_port *base, const rb_job_view *jobs, size_t n, const char
         rc = s->ops->set_meta(s, rb_buf_str(&key), g->batches[i].body, err);
     }
     rb_buf_release(&key);
+    if (rc == 0)
+        rc = write_debounce(s, g, err);
     if (rc == 0 && set_counters &&
         (rc = s->ops->set_counter(s, "total_processed", processed, err)) == 0)
         rc = s->ops->set_counter(s, "total_failures", failures, err);
@@ -294,6 +386,8 @@ static void sp_close(rb_port *base)
     free(p->paused);
     rb_port_graph_release(&p->g);
     json_decref(p->by_jid);
+    json_decref(p->deb_recs);
+    json_decref(p->deb_aliases);
     free(p);
 }
 
@@ -317,6 +411,8 @@ int rb_port_sqlite_open(const char *path, bool create, rb_port **out, rb_err *er
     sqlite_port *p = rb_xcalloc(1, sizeof *p);
     p->base.ops = &sqlite_port_ops;
     p->by_jid = json_object();
+    p->deb_recs = json_object();
+    p->deb_aliases = json_object();
     int rc = rb_store_sqlite_open(path, &p->store, err);
     if (rc == 0) {
         rb_store_loader l = {p, on_row, on_counter, on_meta};
@@ -325,6 +421,8 @@ int rb_port_sqlite_open(const char *path, bool create, rb_port **out, rb_err *er
     for (size_t i = 0; rc == 0 && i < p->n; i++)
         if (p->jobs[i].state == RB_JOB_WAITING || p->jobs[i].state == RB_JOB_BLOCKED)
             derive_dep(p, &p->jobs[i]);
+    if (rc == 0)
+        derive_debounce(p);
     if (rc) {
         if (strstr(rb_err_msg(err), "locked"))
             rb_err_prefix(err, "is the server running on it? stop it first");

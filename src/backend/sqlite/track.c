@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/sqlite/debounce.h"
 #include "backend/sqlite/jobs.h"
 #include "backend/sqlite/writer.h"
 #include "common/buf.h"
@@ -243,7 +244,15 @@ static void track_get(rb_sq *sq, rb_eng_op *op)
 {
     const char *jid = op->u.track.jid;
     rec *r = rb_table_get(&sq->track->by_jid, jid);
-    rb_track_seen v = seen_of(rb_jobs_find(&sq->jobs, jid), r);
+    rb_job *j = rb_jobs_find(&sq->jobs, jid);
+    rb_debounce_alias a;
+    if (!j && !r && rb_sq_debounce_alias(sq, jid, op->now, &a)) {
+        /* a push merged into another job: that job's progress, under jid */
+        r = rb_table_get(&sq->track->by_jid, a.into);
+        j = rb_jobs_find(&sq->jobs, a.into);
+        rb_debounce_alias_release(&a);
+    }
+    rb_track_seen v = seen_of(j, r);
     /* a read sweeps nothing: a later end or SET will */
     op->u.track.reply = rb_track_get(jid, &v, op->now);
     rb_eng_complete(sq->eng, op);
