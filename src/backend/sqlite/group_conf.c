@@ -60,13 +60,21 @@ void rb_sq_group_confs_init(rb_sq *sq)
     sq->group_confs = s;
 }
 
+void rb_sq_group_confs_close(rb_sq *sq)
+{
+    rb_sq_group_confs *s = sq->group_confs;
+    if (s && s->pause_ev) {
+        event_free(s->pause_ev);
+        s->pause_ev = NULL;
+    }
+}
+
 void rb_sq_group_confs_release(rb_sq *sq)
 {
     rb_sq_group_confs *s = sq->group_confs;
     if (!s)
         return;
-    if (s->pause_ev)
-        event_free(s->pause_ev);
+    rb_sq_group_confs_close(sq);
     rb_heap_release(&s->pauses);
     rb_table_each(&s->by_key, conf_free, NULL);
     rb_table_release(&s->by_key);

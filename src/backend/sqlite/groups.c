@@ -70,15 +70,25 @@ static void free_event(struct event **ev)
     *ev = NULL;
 }
 
+void rb_sq_groups_close(rb_sq *sq)
+{
+    rb_sq_groups *s = sq->groups;
+    if (!s)
+        return;
+    rb_sq_group_confs_close(sq);
+    free_event(&s->held_ev);
+    free_event(&s->queue_ev);
+    free_event(&s->sweep_ev);
+    s->held_armed_ms = s->queue_armed_ms = INT64_MAX;
+}
+
 void rb_sq_groups_release(rb_sq *sq)
 {
     rb_sq_groups *s = sq->groups;
     if (!s)
         return;
+    rb_sq_groups_close(sq);
     rb_sq_group_confs_release(sq);
-    free_event(&s->held_ev);
-    free_event(&s->queue_ev);
-    free_event(&s->sweep_ev);
     rb_heap_release(&s->held);
     rb_table_each(&s->buckets, free_bucket, NULL);
     rb_table_release(&s->buckets);

@@ -27,6 +27,9 @@
  * frees it. */
 void rb_sq_groups_init(rb_sq *sq);
 void rb_sq_groups_release(rb_sq *sq);
+/* The loop is over (rb_sq_close, before the event base is freed): the
+ * timers of holds, buckets and pauses go. */
+void rb_sq_groups_close(rb_sq *sq);
 /* FLUSH: every hold, bucket and timer forgotten (the jobs are gone). After
  * rb_jobs_init. */
 void rb_sq_groups_flush(rb_sq *sq);
@@ -93,6 +96,8 @@ void rb_sq_group_apply(rb_sq *sq, rb_group *g, int64_t now);
 
 void rb_sq_group_confs_init(rb_sq *sq);
 void rb_sq_group_confs_release(rb_sq *sq);
+/* rb_sq_groups_close's part: the pauses' timer freed. */
+void rb_sq_group_confs_close(rb_sq *sq);
 /* FLUSH: every override and pause forgotten (their rows go with the
  * store's clear). */
 void rb_sq_group_confs_flush(rb_sq *sq);

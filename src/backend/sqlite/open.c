@@ -206,6 +206,8 @@ void rb_sq_close(rb_eng *eng)
     free_event(&sq->writer_ev);
     free_event(&sq->flush_ev);
     free_event(&sq->batch_ev);
+    rb_sq_throttle_close(sq);
+    rb_sq_groups_close(sq);
 }
 
 void rb_sq_release(rb_eng *eng)

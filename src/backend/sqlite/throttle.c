@@ -51,13 +51,21 @@ static rb_sq_throttle *state(rb_sq *sq)
     return sq->throttle;
 }
 
+void rb_sq_throttle_close(rb_sq *sq)
+{
+    rb_sq_throttle *t = sq->throttle;
+    if (t && t->ev) {
+        event_free(t->ev);
+        t->ev = NULL;
+    }
+}
+
 void rb_sq_throttle_release(rb_sq *sq)
 {
     rb_sq_throttle *t = sq->throttle;
     if (!t)
         return;
-    if (t->ev)
-        event_free(t->ev);
+    rb_sq_throttle_close(sq);
     rb_table_each(&t->fetched, free_fetched, NULL);
     rb_table_release(&t->fetched);
     free(t);

@@ -19,6 +19,9 @@ struct rb_queue;
 
 /* Frees sq->throttle (rb_srv_free); it is made on first use. */
 void rb_sq_throttle_release(rb_sq *sq);
+/* The loop is over (rb_sq_close, before the event base is freed): the
+ * wake timer goes. */
+void rb_sq_throttle_close(rb_sq *sq);
 
 /* Whether q is throttled and at its limit at now (its concurrency, or its
  * rate: groups.c): a FETCH then treats it as empty. When it is, and a held
