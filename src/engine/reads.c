@@ -6,6 +6,7 @@
 
 #include "common/timeutil.h"
 #include "engine/debounce.h"
+#include "engine/group.h"
 #include "engine/job_state.h"
 
 void rb_job_view_release(rb_job_view *j)
@@ -18,6 +19,7 @@ void rb_job_view_release(rb_job_view *j)
     free(j->waits_for);
     free(j->blocked_by);
     rb_debounce_view_free(j->debounce);
+    free(j->hold_detail);
     memset(j, 0, sizeof *j);
 }
 
@@ -56,6 +58,19 @@ json_t *rb_job_view_detail(const rb_job_view *j)
     }
     if (j->debounce)
         json_object_set_new(v, "debounce", rb_debounce_view_json(j->debounce));
+    const char *group = NULL;
+    json_t *job = json_object_get(v, "job");
+    if (rb_group_of_job(job, &group, NULL))
+        group = NULL;
+    json_object_set_new(v, "group", group ? json_string(group) : json_null());
+    json_object_set_new(
+        v, "held",
+        j->hold_by ? json_pack("{s:s, s:s, s:s, s:o}", "by", j->hold_by, "reason", j->hold,
+                               "detail", j->hold_detail ? j->hold_detail : "", "until",
+                               j->hold_until_ms > 0
+                                   ? json_string(rb_time_format(j->hold_until_ms, ts))
+                                   : json_null())
+                   : json_null());
     return v;
 }
 

@@ -101,6 +101,13 @@ SERVER_TEST(set_changes_limits_at_once)
     cr_assert_str_eq(str(v, "held"), "concurrency");
     cr_assert_eq(num(v, "working"), 1);
     json_decref(v);
+    json_t *job = rbh_json(rbh_cmd(C, "JOB {\"jid\":\"a-2------\"}"));
+    cr_assert_str_eq(str(job, "group"), "a");
+    cr_assert_str_eq(str(job, "held.by"), "group");
+    cr_assert_str_eq(str(job, "held.reason"), "concurrency");
+    cr_assert_str_eq(str(job, "held.detail"), "group a runs 1 of 1");
+    json_decref(job);
+    cr_assert_eq(rbh_info_int(C, "rebound.groups.held.concurrency"), 1);
     rbh_conn *w = rbh_connect(&S, "w1");
     cr_assert(rbh_send_parked(&S, w, "FETCH sq\r\n"));
     cr_assert(rbh_expect(C, "+OK", "GROUP SET sq a {\"concurrency\": 2}"));
@@ -137,6 +144,10 @@ SERVER_TEST(pause_holds_then_resumes_at_its_time)
     json_t *job = rbh_json(rbh_cmd(C, "JOB {\"jid\":\"p-1------\"}"));
     cr_assert_str_eq(str(job, "state"), "enqueued");
     cr_assert_eq(num(job, "attempts"), 0, "a paused job used an attempt");
+    cr_assert_str_eq(str(job, "held.reason"), "paused");
+    cr_assert_eq(time_of(job, "held.until"), until);
+    cr_assert(strstr(str(job, "held.detail"), "upstream said 429"));
+    cr_assert_eq(rbh_info_int(C, "rebound.groups.paused"), 1);
     json_decref(job);
     jid = rbh_fetch_jid(C, "pq"); /* parked until the pause ends (1.5 s < FETCH's 2 s) */
     cr_assert_str_eq(jid ? jid : "(none)", "p-1------", "the paused group did not resume");

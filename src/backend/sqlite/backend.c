@@ -446,6 +446,7 @@ static void mem_info(rb_eng *eng, rb_eng_op *op)
     rb_sq_unique_info(sq, f->rebound);
     rb_sq_debounce_info(sq, f->rebound);
     rb_sq_throttle_info(sq, f->rebound, op->now);
+    rb_sq_groups_info(sq, f->rebound, op->now);
     rb_table_each(&sq->jobs.queues, info_queue, op);
     rb_eng_complete(sq->eng, op);
 }
@@ -581,6 +582,7 @@ static void mem_job(rb_eng *eng, rb_eng_op *op)
         view_of(sq, j, &op->u.lookup.view);
         op->u.lookup.view.lock_until_ms = rb_sq_unique_lock_until(sq, j->jid);
         op->u.lookup.view.debounce = rb_sq_debounce_view(sq, j);
+        rb_sq_job_hold(sq, j, op->now, &op->u.lookup.view);
     } else {
         op->u.lookup.aliased =
             rb_sq_debounce_alias(sq, op->u.lookup.jid, op->now, &op->u.lookup.alias);

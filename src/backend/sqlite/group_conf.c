@@ -426,8 +426,8 @@ static int name_cmp(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* GROUPS without a queue: each queue's summary, by name. */
-static void list_queues(rb_sq *sq, rb_eng_op *op)
+/* Each queue's summary, by name, into *sums (n returned). */
+static size_t summaries(rb_sq *sq, int64_t now, rb_group_sum **sums)
 {
     json_t *set = json_object();
     rb_table_each(&sq->jobs.queues, queue_with_groups, set);
@@ -441,15 +441,93 @@ static void list_queues(rb_sq *sq, rb_eng_op *op)
     json_t *v;
     json_object_foreach(set, key, v) names[k++] = key;
     qsort(names, n, sizeof *names, name_cmp);
-    op->u.group.sums = rb_xcalloc(n + 1, sizeof *op->u.group.sums);
+    *sums = rb_xcalloc(n + 1, sizeof **sums);
     for (size_t i = 0; i < n; i++) {
         vlist l;
-        collect(sq, names[i], op->now, &l);
-        sum_of(names[i], &l, &op->u.group.sums[op->u.group.n_sums++]);
+        collect(sq, names[i], now, &l);
+        sum_of(names[i], &l, &(*sums)[i]);
         vlist_release(&l);
     }
     free(names);
     json_decref(set);
+    return n;
+}
+
+void rb_sq_groups_info(rb_sq *sq, json_t *rebound, int64_t now)
+{
+    rb_group_sum *sums;
+    size_t n = summaries(sq, now, &sums);
+    rb_group_sum all = {0};
+    json_t *by = json_object();
+    for (size_t i = 0; i < n; i++) {
+        all.active += sums[i].active;
+        all.held_concurrency += sums[i].held_concurrency;
+        all.held_rate += sums[i].held_rate;
+        all.paused += sums[i].paused;
+        const rb_queue *q = rb_jobs_queue(&sq->jobs, sums[i].queue, false);
+        json_object_set_new(
+            by, sums[i].queue,
+            json_pack("{s:I, s:{s:I, s:I}, s:I, s:{s:I, s:I, s:I, s:I}}", "active",
+                      (json_int_t)sums[i].active, "held", "concurrency",
+                      (json_int_t)sums[i].held_concurrency, "rate",
+                      (json_int_t)sums[i].held_rate, "paused", (json_int_t)sums[i].paused,
+                      "holds", "concurrency",
+                      (json_int_t)(q ? q->holds[RB_HOLD_CONCURRENCY] : 0), "rate",
+                      (json_int_t)(q ? q->holds[RB_HOLD_RATE] : 0), "paused",
+                      (json_int_t)(q ? q->holds[RB_HOLD_PAUSED] : 0), "queue_rate",
+                      (json_int_t)(q ? q->rate_passes : 0)));
+        free(sums[i].queue);
+    }
+    free(sums);
+    json_object_set_new(rebound, "groups",
+                        json_pack("{s:I, s:I, s:{s:I, s:I}, s:I, s:o}", "queues", (json_int_t)n,
+                                  "active", (json_int_t)all.active, "held", "concurrency",
+                                  (json_int_t)all.held_concurrency, "rate",
+                                  (json_int_t)all.held_rate, "paused", (json_int_t)all.paused,
+                                  "by_queue", by));
+}
+
+/* GROUPS without a queue: each queue's summary, by name. */
+static void list_queues(rb_sq *sq, rb_eng_op *op)
+{
+    op->u.group.n_sums = summaries(sq, op->now, &op->u.group.sums);
+}
+
+/* --- JOB --- */
+
+void rb_sq_job_hold(const rb_sq *sq, const rb_job *j, int64_t now, rb_job_view *v)
+{
+    const rb_group *g = j->group;
+    const rb_queue *q = g->queue;
+    char t[RB_TIME_STRLEN];
+    rb_buf d = RB_BUF_INIT;
+    if (j->state != RB_JOB_ENQUEUED)
+        return;
+    if (q->paused) {
+        v->hold_by = "queue";
+        v->hold = "paused";
+        rb_buf_printf(&d, "queue %s is paused (QUEUE RESUME %s)", q->name, q->name);
+    } else if (g->hold != RB_HOLD_NONE && g->name[0]) {
+        v->hold_by = "group";
+        v->hold = rb_group_hold_name((rb_group_hold)g->hold);
+        if (g->hold == RB_HOLD_CONCURRENCY) {
+            rb_buf_printf(&d, "group %s runs %u of %u", g->name, g->working, g->concurrency);
+        } else if (g->hold == RB_HOLD_RATE) {
+            v->hold_until_ms = g->wake.at_ms;
+            rb_buf_printf(&d, "group %s is over its rate: next start at %s", g->name,
+                          rb_time_format(g->wake.at_ms, t));
+        } else {
+            const conf *c = conf_get(sq, q->name, g->name, false);
+            v->hold_until_ms = c ? c->paused_until_ms : 0;
+            rb_buf_printf(&d, "group %s is paused until %s%s%s", g->name,
+                          rb_time_format(v->hold_until_ms, t), c && c->reason ? ": " : "",
+                          c && c->reason ? c->reason : "");
+        }
+    } else {
+        return;
+    }
+    (void)now;
+    v->hold_detail = rb_buf_detach(&d, NULL);
 }
 
 /* --- RB_ENG_GROUP --- */

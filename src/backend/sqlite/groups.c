@@ -412,6 +412,8 @@ bool rb_sq_queue_rate_full(rb_sq *sq, const rb_throttle *cfg, rb_queue *q, int64
     rb_gcra_init(&b, cfg->rate, cfg->period_ms, cfg->burst);
     if (rb_gcra_conforms(&b, q->tat_us, now * 1000))
         return false;
+    if (q->size)
+        q->rate_passes++;
     rb_sq_groups *s = sq->groups;
     arm_at(sq, &s->queue_ev, &s->queue_armed_ms, (rb_gcra_next_us(&b, q->tat_us) + 999) / 1000,
            on_queue_rate);

@@ -115,6 +115,15 @@ const rb_flow_override *rb_sq_group_override(const rb_sq *sq, const rb_group *g)
 /* The end of named group g's pause (wall ms), 0 when it is not paused. */
 int64_t rb_sq_group_paused_until(const rb_sq *sq, const rb_group *g);
 
+/* INFO's rebound.groups into rebound: every queue's groups counted
+ * (rb_group_sum) and its held-back starts (docs/protocol.md, INFO). */
+void rb_sq_groups_info(rb_sq *sq, json_t *rebound, int64_t now);
+
+/* JOB's hold of enqueued job j at now into v (hold_by, hold,
+ * hold_until_ms, hold_detail; reads.h): its queue paused, else its named
+ * group held (concurrency, rate, paused); nothing for a job not held. */
+void rb_sq_job_hold(const rb_sq *sq, const rb_job *j, int64_t now, rb_job_view *v);
+
 /* RB_ENG_GROUP (rb_backend.group, engine/engine.h). */
 void rb_sq_group_op(rb_eng *eng, rb_eng_op *op);
 
