@@ -56,20 +56,20 @@ static void send_line(rbh_conn *c, const char *line)
     cr_assert_eq(rbh_send(c, buf, (size_t)n), 0);
 }
 
-/* PUSH, FETCH, ACK of one job on c; every reply within request_timeout. */
+/* PUSH, FETCH, ACK of one job on c, each answered as done: a request
+ * queued behind the administration's past its own request_timeout would
+ * have been answered "-ERR storage error" (no wall-clock assertion: a
+ * loaded machine is slow, not wrong). */
 static void work_once(rbh_conn *c, int i)
 {
     char jid[32];
     snprintf(jid, sizeof jid, "bound-%04d", i);
-    int64_t t0 = rbh_now_ms();
     cr_assert(rbh_expect(c, "+OK", "PUSH {\"jid\":\"%s\",\"jobtype\":\"w\",\"args\":[],\"queue\":\"wq\"}",
                          jid));
     char *got = rbh_fetch_jid(c, "wq");
     cr_assert(got && !strcmp(got, jid), "FETCH wq: %s", got ? got : "none");
     free(got);
     cr_assert(rbh_expect(c, "+OK", "ACK {\"jid\":\"%s\"}", jid));
-    int64_t took = rbh_now_ms() - t0;
-    cr_assert_lt(took, REQUEST_TIMEOUT_S * 1000, "PUSH, FETCH and ACK took %lld ms", (long long)took);
 }
 
 Test(bounds, administration_waits_up_to_its_own_bound_while_work_goes_on)
