@@ -1088,7 +1088,6 @@ HTTP_TEST(cron_lists_entries_as_the_cli_does_with_the_stored_last_tick)
     rbh_resp_free(r);
 }
 
-#ifndef RBH_PG /* distributed mode refuses a rate at start (test_pg_flow_refused.c) */
 /* A throttle with a rate shows it (concurrency 0: a rate alone). */
 HTTP_TEST(throttles_show_their_rate)
 {
@@ -1102,7 +1101,6 @@ HTTP_TEST(throttles_show_their_rate)
     json_decref(want);
     rbh_resp_free(r);
 }
-#endif
 
 /* GET /api/throttles: each throttled queue by name with its limit and
  * timeout and the slots the engine counts in use; /api/info and /metrics

@@ -258,9 +258,9 @@ Test(pg, migrate_is_idempotent_and_checked)
     cr_assert_eq(v, RB_PG_SCHEMA_VERSION);
     char *t = sql1("SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()"
                    " AND tablename LIKE 'rb\\_%'");
-    cr_assert_str_eq(t, "13"); /* rb_jobs, rb_queues, rb_counters, rb_meta, rb_workers,
+    cr_assert_str_eq(t, "14"); /* rb_jobs, rb_queues, rb_counters, rb_meta, rb_workers,
                                   rb_edges, rb_wait, rb_dep_done, rb_batches, rb_unique,
-                                  rb_track, rb_edges_used, rb_parked */
+                                  rb_track, rb_edges_used, rb_parked, rb_groups */
     free(t);
 }
 
@@ -2366,6 +2366,58 @@ Test(pg, version_12_database_upgrades_to_one_holder_check)
     cr_assert_not(job_exists("v12hold01"));
     free(a);
     rb_pg_close(pg);
+}
+
+/* The 14 -> 15 upgrade (groups, issue 30): jobs stored before it, naming
+ * custom.group, get their group (rb_jobs.grp from the text) and take
+ * turns; a job claimed before it is ACKed after it; a push through the
+ * previous release's statement (rb_push_hand, unchanged) is grouped by
+ * the trigger and makes its group ready again after a claim found it
+ * empty. */
+Test(pg, version_14_database_upgrades_to_groups)
+{
+    rb_pg *pg = schema_at_version(14, 19);
+    int64_t now = rb_now_ms();
+    static const char *const jobs[] = {"a1", "a2", "a3", "b1", "n1"};
+    for (size_t i = 0; i < sizeof jobs / sizeof *jobs; i++) {
+        char text[256];
+        snprintf(text, sizeof text,
+                 "{\"jid\":\"v14grp-%s\",\"jobtype\":\"t\",\"queue\":\"up\",\"args\":[]%s%c%s}",
+                 jobs[i], jobs[i][0] == 'n' ? "" : ",\"custom\":{\"group\":\"",
+                 jobs[i][0] == 'n' ? ' ' : jobs[i][0], jobs[i][0] == 'n' ? "" : "\"}");
+        cr_assert_eq(push_at(pg, text, now + (int64_t)i), 0, "%s", text);
+    }
+    char *held = claim_before_upgrade("up", "w1", now);
+    cr_assert_str_eq(held, "v14grp-a1");
+    upgrade_with_cli(pg, 14);
+    char *t = sql1("SELECT string_agg(jid || '=' || grp, ',' ORDER BY jid) FROM rb_jobs");
+    cr_assert_str_eq(t, "v14grp-a1=a,v14grp-a2=a,v14grp-a3=a,v14grp-b1=b,v14grp-n1=");
+    free(t);
+    /* turns by name: the ungrouped jobs (""), a, b, then a again */
+    rb_pg_close(pg);
+    static const char *const order[] = {"v14grp-n1", "v14grp-a2", "v14grp-b1", "v14grp-a3"};
+    for (size_t i = 0; i < 4; i++) {
+        char *jid = claim("up", "w2");
+        cr_assert_str_eq(jid, order[i], "claim %zu: %s", i, jid ? jid : "none");
+        cr_assert_eq(ack(jid, "w2"), RB_JOB_DONE);
+        free(jid);
+    }
+    cr_assert_null(claim("up", "w2"));
+    t = sql1("SELECT string_agg(grp || ':' || ready, ',' ORDER BY grp) FROM rb_groups");
+    cr_assert_str_eq(t, ":true,a:false,b:false", "groups found empty are idle: %s", t);
+    free(t);
+    cr_assert_eq(ack(held, "w1"), RB_JOB_DONE); /* claimed before the upgrade */
+    free(held);
+    /* pushed as a node of the previous release pushes: its group is ready again */
+    cr_assert_eq(push("{\"jid\":\"v14grp-b2\",\"jobtype\":\"t\",\"queue\":\"up\",\"args\":[],"
+                      "\"custom\":{\"group\":\"b\"}}"),
+                 0);
+    t = sql1("SELECT grp || ':' || ready FROM rb_groups WHERE grp = 'b'");
+    cr_assert_str_eq(t, "b:true");
+    free(t);
+    char *jid = claim("up", "w2");
+    cr_assert_str_eq(jid, "v14grp-b2");
+    free(jid);
 }
 
 /* A bounded engine (issue 27; rb_pg_options.io_timeout_ms): a statement
