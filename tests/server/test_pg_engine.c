@@ -2420,6 +2420,100 @@ Test(pg, version_14_database_upgrades_to_groups)
     free(jid);
 }
 
+/* Runs sql on c, which must succeed; its first value (caller frees) or NULL. */
+static char *run_on(PGconn *c, const char *sql)
+{
+    PGresult *r = PQexec(c, sql);
+    cr_assert(PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK,
+              "%s: %s", sql, PQerrorMessage(c));
+    char *v = PQntuples(r) > 0 && PQnfields(r) > 0 ? strdup(PQgetvalue(r, 0, 0)) : NULL;
+    PQclear(r);
+    return v;
+}
+
+/* A grouped job inserted by c (as a push does) into queue rq, group g. */
+static void insert_grouped(PGconn *c, const char *jid, const char *g)
+{
+    char sql[400];
+    snprintf(sql, sizeof sql,
+             "INSERT INTO rb_jobs (jid, state, queue, priority, due_ms, enq_ms, reserve_s, json)"
+             " VALUES ('%s', 2, 'rq', 5, 0, 0, 60, '{\"jid\":\"%s\",\"custom\":{\"group\":\"%s\"}}')",
+             jid, jid, g);
+    free(run_on(c, sql));
+}
+
+/* The readiness protocol of schema 15 (docs/distributed.md, "Groups and
+ * limits"), its races forced with explicit transactions: (1) a push not yet
+ * committed while a claim finds its group empty: the claim cannot mark the
+ * group idle (the push holds the shared lock), so the job is claimable once
+ * committed; (2) a claim that marked the group idle, not yet committed,
+ * while a push of that group arrives: the push waits for the claim's
+ * commit and then sets the group ready again. Either way the job is not
+ * stranded in an idle group. */
+Test(pg, a_group_is_never_left_idle_with_a_job)
+{
+    PGconn *a = PQconnectdb(url), *b = PQconnectdb(url);
+    cr_assert_eq(PQstatus(a), CONNECTION_OK, "%s", PQerrorMessage(a));
+    cr_assert_eq(PQstatus(b), CONNECTION_OK, "%s", PQerrorMessage(b));
+    const char *ready = "SELECT ready::text FROM rb_groups WHERE queue = 'rq' AND grp = 'g'";
+    /* (1) */
+    insert_grouped(a, "race-job-1", "g");
+    free(run_on(a, "BEGIN"));
+    insert_grouped(a, "race-job-2", "g"); /* uncommitted: its shared lock held */
+    char *jid = claim("rq", "w1");
+    cr_assert_str_eq(jid, "race-job-1");
+    free(jid);
+    cr_assert_null(claim("rq", "w1")); /* finds g empty, cannot idle it */
+    char *v = sql1(ready);
+    cr_assert_str_eq(v, "true", "the group was idled under an uncommitted push");
+    free(v);
+    free(run_on(a, "COMMIT"));
+    jid = claim("rq", "w1");
+    cr_assert_str_eq(jid, "race-job-2");
+    free(jid);
+    /* (2) */
+    cr_assert_null(claim("rq", "w1")); /* empty now: idled */
+    v = sql1(ready);
+    cr_assert_str_eq(v, "false");
+    free(v);
+    insert_grouped(a, "race-job-3", "g"); /* ready again, then claimed by b below */
+    free(run_on(b, "BEGIN"));
+    free(run_on(b, "SELECT count(*) FROM rb_claim_groups('{rq}', '{w2}', 0, '{g}', '{0}', '{0}',"
+                   " '{0}', '{0}', '{0}')")); /* takes race-job-3 from g (after the cursor: '') */
+    v = run_on(b, "SELECT count(*) FROM rb_claim_groups('{rq}', '{w2}', 0, NULL, '{0}', '{0}',"
+                  " '{0}', '{0}', '{0}')"); /* g empty: idled under b's exclusive lock */
+    free(v);
+    v = run_on(b, ready);
+    cr_assert_str_eq(v, "false");
+    free(v);
+    /* a push of g now waits for b's lock */
+    cr_assert(PQsendQuery(a, "INSERT INTO rb_jobs (jid, state, queue, priority, due_ms, enq_ms,"
+                             " reserve_s, json) VALUES ('race-job-4', 2, 'rq', 5, 0, 0, 60,"
+                             " '{\"custom\":{\"group\":\"g\"}}')"));
+    bool waits = false; /* seen waiting for the advisory lock, in pg_locks */
+    for (int i = 0; i < 500 && !waits; i++) {
+        v = sql1("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted");
+        waits = atoi(v) > 0;
+        free(v);
+    }
+    cr_assert(waits, "the push did not wait for the claim's lock");
+    cr_assert(PQconsumeInput(a) && PQisBusy(a));
+    free(run_on(b, "COMMIT"));
+    PGresult *r;
+    while ((r = PQgetResult(a))) {
+        cr_assert_eq(PQresultStatus(r), PGRES_COMMAND_OK, "%s", PQerrorMessage(a));
+        PQclear(r);
+    }
+    v = sql1(ready);
+    cr_assert_str_eq(v, "true", "the push left its group idle");
+    free(v);
+    jid = claim("rq", "w1");
+    cr_assert_str_eq(jid, "race-job-4");
+    free(jid);
+    PQfinish(a);
+    PQfinish(b);
+}
+
 /* A bounded engine (issue 27; rb_pg_options.io_timeout_ms): a statement
  * waiting for a lock another transaction holds fails with PostgreSQL's
  * statement_timeout or lock_timeout (both 80 % of the bound, whichever
