@@ -335,6 +335,7 @@ function jobList(state, params) {
   const held = HELD.includes(state);
   const f = {queue: params.get('queue') || '', jobtype: params.get('jobtype') || ''};
   if (!held) f.errtype = params.get('errtype') || ''; // a held job has not run
+  if (state === 'enqueued') f.group = params.get('group') || ''; // custom.group (the Groups page links here)
   const page = Math.max(parseInt(params.get('page') || '1', 10), 1);
   const selected = new Set();
   const inputs = {};
@@ -677,7 +678,10 @@ async function jobPage(jid) {
     h('div', {class: 'row'},
       h('div', {class: 'panel grow'}, h('h2', {}, 'Job'), h('dl', {class: 'kv'},
         h('dt', {}, 'queue'), h('dd', {}, job.queue),
+        job.group ? [h('dt', {}, 'group'), h('dd', {'data-testid': 'job-group'}, h('a', {href: `#/groups?queue=${encodeURIComponent(job.queue)}`}, job.group))] : null,
         h('dt', {}, 'state'), h('dd', {'data-testid': 'job-state'}, job.state),
+        job.held ? [h('dt', {}, 'held back'), h('dd', {'data-testid': 'job-held'}, job.held.detail,
+          job.held.until ? [' (', rel(job.held.until), ')'] : null)] : null,
         h('dt', {}, 'attempts'), h('dd', {'data-testid': 'job-attempts'}, job.attempts),
         h('dt', {}, 'priority'), h('dd', {}, job.priority),
         h('dt', {}, 'created'), h('dd', {}, fmtTime(job.created_at)),
@@ -975,6 +979,118 @@ function throttlesPage() {
   });
 }
 
+// --- groups (flow control) -------------------------------------------------
+
+// A group's or a queue's limits in words: "2 at once · 100 per 1m +10".
+function limitsText(l) {
+  const parts = [];
+  if (l.concurrency) parts.push(`${fmtN(l.concurrency)} at once`);
+  if (l.rate) parts.push(`${fmtN(l.rate)} per ${fmtDur(l.period * 1000)}${l.burst ? ' +' + fmtN(l.burst) : ''}`);
+  return parts.length ? parts.join(' · ') : 'no limit';
+}
+
+// Where each limit comes from, for a tooltip.
+const limitsFrom = (l) => Object.entries(l.from || {}).map(([k, v]) => `${k}: ${v}`).join(', ');
+
+// A group's state as a pill and a sentence (who holds it back, until when).
+function groupState(g) {
+  if (g.held === 'paused') return [pill('paused', 'dead'), ' until ', fmtTime(g.paused_until), ' (', rel(g.paused_until), ')', g.reason ? h('div', {class: 'muted', 'data-testid': 'group-reason'}, g.reason) : null];
+  if (g.held === 'concurrency') return [pill('held', 'retries'), ` runs ${fmtN(g.working)} of ${fmtN(g.limits.concurrency)}`];
+  if (g.held === 'rate') return [pill('held', 'retries'), ' rate: next start ', rel(g.held_until)];
+  return g.ready || g.working ? pill('active', 'ok') : h('span', {class: 'muted'}, 'idle');
+}
+
+// GET /api/groups and /api/groups/Q: every queue's groups counted, then a
+// queue's groups with Set / Pause / Resume.
+function groupsPage(params) {
+  const queue = params.get('queue'), state = params.get('state') || 'all';
+  const box = h('div', {class: 'panel'}, h('div', {class: 'muted'}, 'Loading…'));
+  const sums = h('div', {class: 'panel'});
+  show(h('h1', {}, 'Groups', queue ? [' · ', h('span', {class: 'mono'}, queue)] : null), sums, queue ? box : null);
+  const open = {}; // group -> 'set' | 'pause' while its form is open
+  const act = async (g, action, body) => {
+    try {
+      await api('POST', `groups/${encodeURIComponent(queue)}/${encodeURIComponent(g)}/${action}`, body || {});
+      toast(`group ${g}: ${action === 'set' ? 'limits set' : action === 'pause' ? 'paused' : 'resumed'}`);
+      delete open[g];
+      load();
+    } catch (e) { toast(e.message, true); }
+  };
+  const num = (name, v) => h('input', {type: 'number', min: 0, name, placeholder: name, value: v === undefined ? '' : v, style: 'width:7em'});
+  function form(g) {
+    if (open[g.group] === 'set') {
+      const o = g.override || {};
+      const f = h('form', {class: 'toolbar', 'data-testid': 'group-set-form'},
+        num('concurrency', o.concurrency), num('rate', o.rate),
+        h('input', {name: 'period', placeholder: 'period (1m)', value: o.period ? o.period + 's' : '', style: 'width:8em'}),
+        num('burst', o.burst),
+        h('button', {class: 'primary', type: 'submit'}, 'Save'),
+        h('button', {type: 'button', onclick: () => act(g.group, 'set', {})}, 'Clear override'));
+      f.addEventListener('submit', (ev) => {
+        ev.preventDefault();
+        const body = {};
+        for (const k of ['concurrency', 'rate', 'burst']) if (f.elements[k].value !== '') body[k] = Number(f.elements[k].value);
+        if (f.elements.period.value) body.period = f.elements.period.value;
+        act(g.group, 'set', body);
+      });
+      return f;
+    }
+    if (open[g.group] === 'pause') {
+      const f = h('form', {class: 'toolbar', 'data-testid': 'group-pause-form'},
+        h('input', {name: 'until', placeholder: 'seconds or RFC 3339', value: '300', style: 'width:12em'}),
+        h('input', {name: 'reason', placeholder: 'reason (upstream 429)', style: 'width:16em'}),
+        h('button', {class: 'primary', type: 'submit'}, 'Pause'));
+      f.addEventListener('submit', (ev) => {
+        ev.preventDefault();
+        const u = f.elements.until.value.trim();
+        act(g.group, 'pause', {until: /^[0-9.]+$/.test(u) ? Number(u) : u, reason: f.elements.reason.value || undefined});
+      });
+      return f;
+    }
+    return null;
+  }
+  const toggle = (g, what) => { open[g] = open[g] === what ? undefined : what; load(); };
+  async function load() {
+    let r;
+    try { r = await api('GET', 'groups'); }
+    catch (e) { fill(sums, h('div', {class: 'error-box'}, e.message)); return; }
+    fill(sums, r.queues.length ? h('table', {'data-testid': 'group-queues'},
+      h('thead', {}, h('tr', {}, h('th', {}, 'queue'), h('th', {class: 'num'}, 'groups'), h('th', {class: 'num'}, 'active'),
+        h('th', {class: 'num'}, 'held: concurrency'), h('th', {class: 'num'}, 'held: rate'), h('th', {class: 'num'}, 'paused'), h('th', {}, 'limits per group'))),
+      h('tbody', {}, r.queues.map((q) => h('tr', {'data-queue': q.queue, 'data-testid': 'group-queue-row', class: q.queue === queue ? 'selected' : ''},
+        h('td', {}, h('a', {href: '#/groups?queue=' + encodeURIComponent(q.queue)}, q.queue)),
+        h('td', {class: 'num'}, fmtN(q.total)), h('td', {class: 'num'}, fmtN(q.active)),
+        h('td', {class: 'num'}, fmtN(q.held.concurrency)), h('td', {class: 'num'}, fmtN(q.held.rate)),
+        h('td', {class: 'num'}, fmtN(q.paused)),
+        h('td', {title: limitsFrom(q.limits)}, limitsText(q.limits))))))
+      : h('div', {class: 'empty', 'data-testid': 'groups-empty'}, 'No groups yet: jobs name theirs in custom.group, limits come from [groups] (docs/configuration.md).'));
+    if (!queue) return;
+    let g;
+    try { g = await api('GET', `groups/${encodeURIComponent(queue)}?state=${state}&limit=200`); }
+    catch (e) { fill(box, h('div', {class: 'error-box'}, e.message)); return; }
+    const filter = h('select', {'data-testid': 'group-state', onchange: (ev) => { location.hash = `#/groups?queue=${encodeURIComponent(queue)}&state=${ev.target.value}`; }},
+      ['all', 'active', 'held', 'paused'].map((k) => h('option', {value: k, selected: k === state}, k)));
+    fill(box,
+      h('div', {class: 'toolbar'}, 'show', filter, h('span', {class: 'muted'}, `${fmtN(g.total)} group(s)`)),
+      g.groups.length ? h('table', {'data-testid': 'groups'},
+        h('thead', {}, h('tr', {}, h('th', {}, 'group'), h('th', {class: 'num'}, 'ready'), h('th', {class: 'num'}, 'working'),
+          h('th', {}, 'limits'), h('th', {}, 'state'), h('th', {}, ''))),
+        h('tbody', {}, g.groups.map((x) => [h('tr', {'data-group': x.group, 'data-testid': 'group-row'},
+          h('td', {}, h('a', {href: `#/enqueued?queue=${encodeURIComponent(queue)}&group=${encodeURIComponent(x.group)}`}, h('b', {}, x.group))),
+          h('td', {class: 'num'}, fmtN(x.ready)),
+          h('td', {class: 'num'}, x.limits.concurrency ? `${fmtN(x.working)} / ${fmtN(x.limits.concurrency)}` : fmtN(x.working)),
+          h('td', {title: limitsFrom(x.limits), 'data-testid': 'group-limits'}, limitsText(x.limits), x.override ? h('div', {class: 'muted'}, 'override') : null,
+            x.next_start_at && x.held !== 'rate' ? h('div', {class: 'muted'}, 'next start ', rel(x.next_start_at)) : null),
+          h('td', {'data-testid': 'group-state'}, groupState(x)),
+          h('td', {}, h('button', {class: 'small', 'data-testid': 'group-set', onclick: () => toggle(x.group, 'set')}, 'Set'), ' ',
+            x.held === 'paused' ? h('button', {class: 'small', 'data-testid': 'group-resume', onclick: () => act(x.group, 'resume')}, 'Resume')
+              : h('button', {class: 'small', 'data-testid': 'group-pause', onclick: () => toggle(x.group, 'pause')}, 'Pause'))),
+          open[x.group] ? h('tr', {class: 'form-row'}, h('td', {colspan: 6}, form(x))) : null])))
+        : h('div', {class: 'empty'}, 'No group in this state.'));
+  }
+  every(3000, () => { if (!Object.keys(open).some((k) => open[k])) load(); });
+}
+
 // --- workers ---------------------------------------------------------------
 
 function workers() {
@@ -1084,6 +1200,7 @@ function route() {
   else if ((m = path.match(/^\/batch\/(.+)$/))) { page = 'batches'; batchPage(decodeURIComponent(m[1])); }
   else if (path === '/cron') { page = 'cron'; cronPage(); }
   else if (path === '/throttles') { page = 'throttles'; throttlesPage(); }
+  else if (path === '/groups') { page = 'groups'; groupsPage(params); }
   else if (path === '/workers') { page = 'workers'; workers(); }
   else if (path === '/simulate') { page = 'simulate'; simulator(); }
   else show(h('h1', {}, 'Not found'), h('p', {}, h('a', {href: '#/'}, 'Back to the overview')));

@@ -27,6 +27,8 @@ int cmd_retry(int argc, char **argv);
 int cmd_kill(int argc, char **argv);
 int cmd_discard(int argc, char **argv);
 int cmd_queue(int argc, char **argv);
+int cmd_groups(int argc, char **argv); /* cmd_group.c */
+int cmd_group(int argc, char **argv);
 /* Distributed mode's PostgreSQL schema (cmd_migrate.c). */
 int cmd_migrate(int, char **);
 /* Moving jobs between databases (cmd_export.c). */

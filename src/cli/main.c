@@ -38,6 +38,8 @@ static const struct command {
     {"kill", cmd_kill, "move a scheduled or retrying job to dead"},
     {"discard", cmd_discard, "delete a scheduled, retrying or dead job"},
     {"queue", cmd_queue, "pause, resume or remove queues; show latency"},
+    {"groups", cmd_groups, "list a queue's groups (or count every queue's): limits, holds, pauses"},
+    {"group", cmd_group, "show a group, set its limits, pause or resume it"},
     {"serve", cmd_serve, "run the job server"},
     {"migrate", cmd_migrate, "create or upgrade the PostgreSQL schema (distributed mode)"},
     {"backup", cmd_backup, "copy a running single node's database into a new file"},

@@ -139,6 +139,17 @@ void rb_eng_submit(rb_eng *eng, rb_eng_op *op)
         }
         fn = b->backup;
         break;
+    case RB_ENG_GROUP:
+        if (!b->group) { /* refused: nothing to do */
+            op->submitting = true;
+            op->rc = rb_eng_group_check(eng, rb_group_verb_name(op->u.group.req.verb),
+                                        &op->err);
+            rb_eng_complete(eng, op);
+            op->submitting = false;
+            goto submitted;
+        }
+        fn = b->group;
+        break;
     case RB_ENG_HELLO:
         fn = b->hello;
         break;
@@ -256,6 +267,16 @@ static void op_free(rb_eng_op *op)
     case RB_ENG_TRACK:
         json_decref(op->u.track.reply);
         break;
+    case RB_ENG_GROUP:
+        rb_group_req_release(&op->u.group.req);
+        rb_group_view_release(&op->u.group.view);
+        for (size_t i = 0; i < op->u.group.n; i++)
+            rb_group_view_release(&op->u.group.views[i]);
+        free(op->u.group.views);
+        for (size_t i = 0; i < op->u.group.n_sums; i++)
+            free(op->u.group.sums[i].queue);
+        free(op->u.group.sums);
+        break;
     default:
         break;
     }
@@ -280,6 +301,13 @@ int rb_eng_track_check(const rb_eng *eng, rb_err *err)
     if (eng->backend->track)
         return 0;
     return rb_err_set(err, RB_EINVAL, "%s", RB_TRACK_UNSUPPORTED);
+}
+
+int rb_eng_group_check(const rb_eng *eng, const char *cmd, rb_err *err)
+{
+    if (eng->backend->group)
+        return 0;
+    return rb_err_set(err, RB_EINVAL, "%s: %s", cmd, RB_GROUP_CMD_UNSUPPORTED);
 }
 
 int rb_eng_throttle_check(const rb_eng *eng, rb_err *err)

@@ -36,6 +36,7 @@
 #include "engine/batch.h"
 #include "engine/batch_view.h"
 #include "engine/failure.h"
+#include "engine/group_cmd.h"
 #include "engine/job_state.h"
 #include "engine/jobdef.h"
 #include "engine/mutation.h"
@@ -88,6 +89,7 @@ typedef enum rb_eng_kind {
     RB_ENG_WORKFLOW,    /* read, u.workflow: a job's workflow graph (engine/workflow.h) */
     RB_ENG_TRACK,       /* u.track: TRACK SET or GET (engine/track.h) */
     RB_ENG_BACKUP,      /* u.backup: BACKUP, a copy of a single node's database */
+    RB_ENG_GROUP,       /* u.group: GROUP SET/PAUSE/RESUME/GET, GROUPS (engine/group_cmd.h) */
     /* a worker's own (engine/workers.h) */
     RB_ENG_HELLO, /* u.worker: a worker with a wid said HELLO */
     RB_ENG_BEAT,  /* u.worker: BEAT; the signal it is told in u.worker.signal */
@@ -335,6 +337,17 @@ struct rb_eng_op {
                                  borrowed (op->json) */
             int64_t bytes;    /* result: the copy's size */
         } backup;
+        /* GROUP SET, PAUSE, RESUME, GET and GROUPS (engine/group_cmd.h);
+         * results as rb_backend.group says; released with the op. */
+        struct {
+            rb_group_req req;       /* checked by rb_group_cmd_parse & co. */
+            rb_group_view view;     /* GET */
+            rb_group_view *views;   /* LIST with a queue: the page, by name */
+            size_t n;
+            int64_t total;          /* LIST with a queue: the groups req.state selects */
+            rb_group_sum *sums;     /* LIST: per queue, by name (with a queue: its own) */
+            size_t n_sums;
+        } group;
         /* HELLO, BEAT. A BEAT of a wid no live worker has fails with
          * RB_ENOENT and RB_UNKNOWN_WORKER's text. */
         struct {
@@ -460,6 +473,34 @@ typedef struct rb_backend {
      * to start). */
     bool groups;
     bool flow_limits;
+    /* Flow control's operator side (RB_ENG_GROUP, engine/group_cmd.h);
+     * NULL where the backend keeps no groups (GROUP and GROUPS are then
+     * refused before their argument is read, and the op fails, with
+     * "GROUP: groups are not supported in distributed mode yet",
+     * rb_eng_group_check). For op->u.group.req, whose checks are done:
+     * - SET: the group's override becomes req.over (none set: removed);
+     *   its effective limits change at once (the next FETCH honours them;
+     *   a hold is re-decided: a raised limit releases, a lowered one
+     *   holds); durable before op completes (with a store error: applied
+     *   unknown, as for any change).
+     * - PAUSE: the group is held (paused) until req.until_ms, with
+     *   req.reason, durably: its jobs stay enqueued without using
+     *   attempts, and it resumes by itself at until (the backend's timer
+     *   or claim), then waiting FETCHes are woken (rb_eng_wake). A group
+     *   with no job yet may be paused or set.
+     * - RESUME: the pause ends now, durably; a group not paused completes
+     *   at once, nothing written.
+     * - GET: u.group.view (a group never seen: known false, counts 0).
+     * - LIST: with req.queue, u.group.views: the groups req.state selects
+     *   (rb_group_view_matches), by name, the page [offset, offset +
+     *   limit), their count in total, and u.group.sums[0] the queue's
+     *   counts over every group; without, u.group.sums: one per queue with
+     *   groups, settings or a [groups] table, by name.
+     * A queue the backend has never seen (no job, no setting) and that
+     * cfg does not name (rb_group_queue_configured) fails the op with
+     * rb_group_no_queue's RB_ENOENT. Overrides and pauses survive a
+     * restart; FLUSH clears them. */
+    void (*group)(rb_eng *eng, rb_eng_op *op);
 } rb_backend;
 
 /* What the engine asks of the connections it serves (the server's): an
@@ -568,6 +609,12 @@ int rb_eng_batch_check(const rb_eng *eng, rb_err *err);
  * srv's backend keeps it, else RB_EINVAL with err set to
  * RB_TRACK_UNSUPPORTED. */
 int rb_eng_track_check(const rb_eng *eng, rb_err *err);
+
+/* The one place GROUP and GROUPS are refused where a backend keeps no
+ * groups, before their argument is read: 0, or RB_EINVAL with err
+ * "CMD: " RB_GROUP_CMD_UNSUPPORTED (cmd: "GROUP", "GROUPS", or an HTTP
+ * action's verb name, rb_group_verb_name). */
+int rb_eng_group_check(const rb_eng *eng, const char *cmd, rb_err *err);
 
 /* The one place throttles are refused where a backend has none: 0 when
  * srv's configuration has no [throttles] or its backend applies them,

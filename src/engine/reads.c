@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common/timeutil.h"
+#include "engine/group.h"
 #include "engine/job_state.h"
 
 void rb_job_view_release(rb_job_view *j)
@@ -16,6 +17,7 @@ void rb_job_view_release(rb_job_view *j)
     free(j->wid);
     free(j->waits_for);
     free(j->blocked_by);
+    free(j->hold_detail);
     memset(j, 0, sizeof *j);
 }
 
@@ -52,6 +54,19 @@ json_t *rb_job_view_detail(const rb_job_view *j)
         json_object_set_new(v, "blocked_by",
                             j->blocked_by ? json_string(j->blocked_by) : json_null());
     }
+    const char *group = NULL;
+    json_t *job = json_object_get(v, "job");
+    if (rb_group_of_job(job, &group, NULL))
+        group = NULL;
+    json_object_set_new(v, "group", group ? json_string(group) : json_null());
+    json_object_set_new(
+        v, "held",
+        j->hold_by ? json_pack("{s:s, s:s, s:s, s:o}", "by", j->hold_by, "reason", j->hold,
+                               "detail", j->hold_detail ? j->hold_detail : "", "until",
+                               j->hold_until_ms > 0
+                                   ? json_string(rb_time_format(j->hold_until_ms, ts))
+                                   : json_null())
+                   : json_null());
     return v;
 }
 

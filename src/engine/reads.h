@@ -28,6 +28,15 @@ typedef struct rb_job_view {
     int64_t lock_until_ms; /* JOB: when the unique lock it holds runs out
                               (engine/unique.h; may have passed), 0 when it
                               holds none; 0 in listings */
+    /* JOB: why an enqueued job is held back now (flow control, computed at
+     * read time, never stored; 0 in listings): hold_by "group" or "queue"
+     * (NULL: nothing holds it), hold the reason ("concurrency", "rate",
+     * "paused"), hold_until_ms its end when known (0: none), hold_detail a
+     * sentence for people ("group acme runs 2 of 2"); static names, the
+     * detail owned. */
+    const char *hold_by, *hold;
+    int64_t hold_until_ms;
+    char *hold_detail;
 } rb_job_view;
 
 /* Frees j's strings and zeroes it. */
@@ -41,7 +50,9 @@ json_t *rb_job_view_json(const rb_job_view *j);
 /* JOB's reply for j: JOBS's entry plus "history", "next_at", for a
  * working job "reserved_until" and "wid", and for a waiting or blocked one
  * "waits_for" (the parents not done) and "blocked_by" (a dead parent, or
- * null). The caller owns the result. */
+ * null); "group" (its custom.group, null when ungrouped) and "held" (null,
+ * or {"by", "reason", "detail", "until"} from the view's hold). The
+ * caller owns the result. */
 json_t *rb_job_view_detail(const rb_job_view *j);
 
 /* A listing's request (JOBS, GET /api/jobs). Strings borrowed. Order, in

@@ -33,6 +33,11 @@ void rb_cmd_batches(rb_conn *c, char *arg);
  * tracking (engine/track.h; docs/enterprise.md), one handler for both
  * modes; refused where the backend keeps none. */
 void rb_cmd_track(rb_conn *c, char *arg);
+/* cmd_group.c: GROUP SET|PAUSE|RESUME|GET QUEUE GROUP ... and GROUPS
+ * [JSON] (engine/group_cmd.h; docs/protocol.md), one handler each for
+ * both modes; refused where the backend keeps no groups. */
+void rb_cmd_group(rb_conn *c, char *arg);
+void rb_cmd_groups(rb_conn *c, char *arg);
 /* cmd_backup.c */
 void rb_cmd_backup(rb_conn *c, char *arg);
 

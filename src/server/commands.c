@@ -46,6 +46,8 @@ static const struct command {
     {"BATCHES", ARG_REQUIRED, rb_cmd_batches},
     {"TRACK", ARG_REQUIRED, rb_cmd_track},
     {"BACKUP", ARG_REQUIRED, rb_cmd_backup},
+    {"GROUP", ARG_REQUIRED, rb_cmd_group},
+    {"GROUPS", ARG_OPTIONAL, rb_cmd_groups},
 };
 
 json_t *rb_cmd_json_arg(rb_conn *c, const char *verb, const char *arg, int want_type)

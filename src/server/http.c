@@ -31,7 +31,7 @@
 typedef struct route {
     enum evhttp_cmd_type method;
     int n;                  /* segments after /api/ */
-    const char *pattern[3]; /* literal, or "*" for any one segment */
+    const char *pattern[4]; /* literal, or "*" for any one segment */
     rb_http_handler fn;
 } route;
 
@@ -53,6 +53,10 @@ static const route routes[] = {
     {EVHTTP_REQ_POST, 2, {"policy", "simulate"}, rb_api_simulate},
     {EVHTTP_REQ_GET, 1, {"cron"}, rb_api_cron},
     {EVHTTP_REQ_GET, 1, {"throttles"}, rb_api_throttles},
+    {EVHTTP_REQ_GET, 1, {"groups"}, rb_api_groups},
+    {EVHTTP_REQ_GET, 2, {"groups", "*"}, rb_api_groups},
+    {EVHTTP_REQ_GET, 3, {"groups", "*", "*"}, rb_api_group},
+    {EVHTTP_REQ_POST, 4, {"groups", "*", "*", "*"}, rb_api_group_action},
 };
 
 static bool route_matches(const route *rt, char **seg, int nseg)
@@ -253,11 +257,14 @@ static void metrics_done(rb_srv *srv, rb_eng_op *op)
     for (size_t i = 0; i < srv->cfg.n_throttles; i++) {
         const rb_throttle *t = &srv->cfg.throttles[i];
         json_t *in_use = json_object_get(json_object_get(reported, t->queue), "in_use");
-        ts[i] = (rb_metrics_throttle){t->queue, t->concurrency, t->timeout_s,
-                                      json_is_integer(in_use) ? json_integer_value(in_use) : -1};
+        ts[i] = (rb_metrics_throttle){t->queue,     t->concurrency,
+                                      t->timeout_s, json_is_integer(in_use) ? json_integer_value(in_use) : -1,
+                                      t->rate,      t->period_ms,
+                                      t->burst};
     }
     st.throttles = ts;
     st.n_throttles = srv->cfg.n_throttles;
+    st.groups = json_object_get(f->rebound, "groups");
     st.jobs_unknown = op->rc != 0;
     st.has_link = h.known;
     st.link_up = h.up;

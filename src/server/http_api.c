@@ -304,6 +304,10 @@ static void job_done(rb_srv *srv, rb_eng_op *op)
         json_decref(h);
     json_object_set_new(v, "schedule", job ? rb_api_schedule(srv, j->first_ms, job) : json_null());
     rb_api_job_unique(j, job, op->now, v);
+    json_t *d = rb_job_view_detail(j); /* group and held: as JOB gives them */
+    json_object_set(v, "group", json_object_get(d, "group"));
+    json_object_set(v, "held", json_object_get(d, "held"));
+    json_decref(d);
     json_object_set_new(v, "job", job ? job : json_null());
     rb_http_reply_json(req, 200, v);
     rb_eng_op_finish(srv->eng, op);

@@ -37,6 +37,10 @@ void rb_api_enterprise_info(rb_srv *srv, const rb_eng_info *f, json_t *info)
     json_object_set_new(info, "throttles",
                         json_pack("{s:I, s:I}", "queues", (json_int_t)srv->cfg.n_throttles,
                                   "in_use", in_use));
+    json_t *g = json_object_get(f->rebound, "groups"); /* INFO's, without its per-queue part */
+    json_t *groups = json_is_object(g) ? json_deep_copy(g) : json_null();
+    json_object_del(groups, "by_queue");
+    json_object_set_new(info, "groups", groups);
 }
 
 /* --- GET /api/cron --- */

@@ -111,6 +111,11 @@ rb_api_call *rb_api_call_of(rb_eng_op *op);
  * finishing op. */
 bool rb_api_failed(rb_srv *srv, rb_eng_op *op);
 
+/* --- http_groups.c: /api/groups (GROUP and GROUPS) --- */
+void rb_api_groups(rb_http_req *r);
+void rb_api_group(rb_http_req *r);
+void rb_api_group_action(rb_http_req *r);
+
 /* --- http_api.c: read endpoints --- */
 void rb_api_info(rb_http_req *r);
 void rb_api_stats(rb_http_req *r);

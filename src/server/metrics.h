@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "common/buf.h"
 #include "engine/metrics.h"
 
@@ -28,6 +30,7 @@ typedef struct rb_metrics_queue {
 typedef struct rb_metrics_throttle {
     const char *queue;
     int64_t concurrency, timeout_s, in_use;
+    int64_t rate, period_ms, burst; /* its rate (rate 0: none) */
 } rb_metrics_throttle;
 typedef struct rb_metrics_state {
     const rb_metrics_queue *queues;
@@ -46,6 +49,9 @@ typedef struct rb_metrics_state {
     int64_t expired;
     const rb_metrics_throttle *throttles; /* every configured one */
     size_t n_throttles;
+    /* INFO's rebound.groups (docs/protocol.md), NULL where the backend
+     * keeps no groups: borrowed */
+    const json_t *groups;
     /* the store could not be read (distributed mode, its database
      * unreachable): the queue and job figures above are unknown and left
      * out; the node's own are rendered */

@@ -137,6 +137,68 @@ static void throttle_lines(rb_buf *out, const rb_metrics_state *st)
     }
 }
 
+/* A throttle's rate, and per queue its groups (active, held, paused) and
+ * held-back starts by reason (INFO's rebound.groups; no per-group labels:
+ * their number is unbounded). */
+static void flow_lines(rb_buf *out, const rb_metrics_state *st)
+{
+    static const char *const rate_names[3][2] = {
+        {"rebound_throttle_rate", "a throttled queue's rate: starts per period ([throttles.QUEUE] rate)"},
+        {"rebound_throttle_period_seconds", "a throttled queue's rate period"},
+        {"rebound_throttle_burst", "a throttled queue's burst beyond its rate"},
+    };
+    bool rates = false;
+    for (size_t i = 0; i < st->n_throttles; i++)
+        rates |= st->throttles[i].rate > 0;
+    for (int k = 0; rates && k < 3; k++) {
+        head(out, rate_names[k][0], "gauge", rate_names[k][1]);
+        for (size_t i = 0; i < st->n_throttles; i++) {
+            const rb_metrics_throttle *t = &st->throttles[i];
+            if (!t->rate)
+                continue;
+            rb_buf_printf(out, "%s{queue=\"", rate_names[k][0]);
+            add_label(out, t->queue, strlen(t->queue));
+            if (k == 1)
+                rb_buf_printf(out, "\"} %.3f\n", (double)t->period_ms / 1000.0);
+            else
+                rb_buf_printf(out, "\"} %lld\n", (long long)(k == 0 ? t->rate : t->burst));
+        }
+    }
+    const json_t *by = json_object_get(st->groups, "by_queue");
+    if (!json_is_object(by))
+        return;
+    static const char *const reasons[] = {"concurrency", "rate", "paused", "queue_rate"};
+    static const struct {
+        const char *name, *type, *help;
+    } g[] = {
+        {"rebound_group_holds_total", "counter",
+         "held-back starts: a group entered a hold (concurrency, rate, paused) or a FETCH passed "
+         "the queue over for its [throttles] rate (queue_rate)"},
+        {"rebound_groups_active", "gauge", "named groups with jobs and no hold"},
+        {"rebound_groups_held", "gauge", "named groups held by their concurrency or rate"},
+        {"rebound_groups_paused", "gauge", "named groups paused (GROUP PAUSE)"},
+    };
+    for (int k = 0; k < 4; k++) {
+        head(out, g[k].name, g[k].type, g[k].help);
+        const char *q;
+        const json_t *v;
+        json_object_foreach((json_t *)by, q, v) {
+            int n = k == 0 ? 4 : k == 2 ? 2 : 1;
+            for (int r = 0; r < n; r++) {
+                const json_t *x = k == 0   ? json_object_get(json_object_get(v, "holds"), reasons[r])
+                                  : k == 1 ? json_object_get(v, "active")
+                                  : k == 2 ? json_object_get(json_object_get(v, "held"), reasons[r])
+                                           : json_object_get(v, "paused");
+                rb_buf_printf(out, "%s{queue=\"", g[k].name);
+                add_label(out, q, strlen(q));
+                if (k == 0 || k == 2)
+                    rb_buf_printf(out, "\",reason=\"%s", reasons[r]);
+                rb_buf_printf(out, "\"} %lld\n", (long long)json_integer_value(x));
+            }
+        }
+    }
+}
+
 void rb_metrics_render_state(const rb_metrics *m, const rb_srv *srv, const rb_metrics_state *st,
                              rb_buf *out)
 {
@@ -198,6 +260,7 @@ void rb_metrics_render_state(const rb_metrics *m, const rb_srv *srv, const rb_me
         rb_buf_printf(out, "rebound_jobs_expired_stored_total %lld\n", (long long)st->expired);
     }
     throttle_lines(out, st);
+    flow_lines(out, st);
     if (srv->cfg.n_cron) {
         head(out, "rebound_cron_fired_total", "counter",
              "jobs [[cron]] entries enqueued since the server started");

@@ -6,7 +6,8 @@
 // page's attempt timeline stays legible (no label overlaps another or
 // leaves the chart) for 1 to 120 attempts however close in time; the Cron
 // and Throttles pages and a unique job's lock show the server's data
-// (issue 16); a page on another origin, served here, tries a form post and
+// (issue 16); the Groups page lists a queue's groups and sets, pauses and
+// resumes them, and a held job's page says why (issue 30); a page on another origin, served here, tries a form post and
 // no-cors fetches against the dashboard (cross-site, then same-site) and
 // fails, cannot frame it, and a name resolving to the server is refused;
 // the dashboard raises no Content-Security-Policy violation (issue 26).
@@ -779,6 +780,56 @@ test('the throttles page shows each throttled queue\'s slots in use and limit', 
   await client.ack(a.jid);
   await client.ack(b.jid);
   await until('the slots back', async () => (await page.getAttribute(row + ' [data-testid=throttle-slots]', 'data-in-use')) === '0');
+});
+
+test('the groups page shows each queue\'s groups, sets, pauses and resumes them; the job page says why a job is held', async () => {
+  const groups = {acme: 4, globex: 2, initech: 1, umbrella: 3};
+  for (const [g, n] of Object.entries(groups))
+    for (let i = 0; i < n; i++) await client.push({jid: `out-${g}-${i}`.padEnd(16, '0'), jobtype: 'SendNewsletter', args: [g, i], queue: 'outbox', custom: {group: g}});
+  const fetched = [];
+  for (let i = 0; i < 4; i++) fetched.push(await client.fetch('outbox')); // one per group: acme, globex, initech, umbrella
+  fetched.push(await client.fetch('outbox')); // acme's second: acme at its concurrency (2)
+  await page.goto(BASE + '/#/groups');
+  await page.waitForSelector('tr[data-queue=outbox][data-testid=group-queue-row]');
+  assert.match(await page.textContent('tr[data-queue=outbox]'), /2 at once/);
+  await page.click('tr[data-queue=outbox] a');
+  const row = (g) => `tr[data-testid=group-row][data-group=${g}]`;
+  await page.waitForSelector(row('acme'));
+  await until('acme held by its concurrency', async () => /held/.test(await page.textContent(row('acme') + ' [data-testid=group-state]')));
+  assert.match(await page.textContent(row('acme')), /runs 2 of 2/);
+  // pause globex with a reason through the page
+  await page.click(row('globex') + ' [data-testid=group-pause]');
+  await page.fill('[data-testid=group-pause-form] input[name=until]', '600');
+  await page.fill('[data-testid=group-pause-form] input[name=reason]', 'upstream said 429');
+  await page.click('[data-testid=group-pause-form] button[type=submit]');
+  await until('globex paused on the server', async () => (await apiGet('groups/outbox/globex')).held === 'paused');
+  assert.equal((await apiGet('groups/outbox/globex')).reason, 'upstream said 429');
+  await until('the page shows the pause', async () => /upstream said 429/.test(await page.textContent(row('globex'))));
+  // set initech's concurrency to 1 through the page
+  await page.click(row('initech') + ' [data-testid=group-set]');
+  await page.fill('[data-testid=group-set-form] input[name=concurrency]', '1');
+  await page.click('[data-testid=group-set-form] button[type=submit]');
+  await until('initech overridden on the server', async () => {
+    const g = await apiGet('groups/outbox/initech');
+    return g.override && g.override.concurrency === 1 && g.limits.from.concurrency === 'override';
+  });
+  await until('the page shows the override', async () => /override/.test(await page.textContent(row('initech') + ' [data-testid=group-limits]')));
+  await shot('groups');
+  if (process.env.GROUPS_PNG) await page.screenshot({path: process.env.GROUPS_PNG, fullPage: true});
+  // the job page of a held job says why and of which group
+  await page.goto(BASE + '/#/job/' + 'out-acme-2'.padEnd(16, '0'));
+  await page.waitForSelector('[data-testid=job-held]');
+  assert.equal(await page.textContent('[data-testid=job-group]'), 'acme');
+  assert.match(await page.textContent('[data-testid=job-held]'), /group acme runs 2 of 2/);
+  await page.goto(BASE + '/#/job/' + 'out-globex-1'.padEnd(16, '0'));
+  await page.waitForSelector('[data-testid=job-held]');
+  assert.match(await page.textContent('[data-testid=job-held]'), /group globex is paused until .*: upstream said 429/);
+  // resume globex from the page
+  await page.goto(BASE + '/#/groups?queue=outbox&state=paused');
+  await page.waitForSelector(row('globex') + ' [data-testid=group-resume]');
+  await page.click(row('globex') + ' [data-testid=group-resume]');
+  await until('globex resumed on the server', async () => (await apiGet('groups/outbox/globex')).held === null);
+  for (const j of fetched) await client.ack(j.jid);
 });
 
 test('the job page shows a unique job\'s lock and expiry; the overview counts expired jobs', async () => {

@@ -8,6 +8,8 @@
 #   REBOUND_BIN   the binary (default build/rebound)
 #   REBOUND_TOP   the checkout (default: this script's ../..)
 #   DASHBOARD_PNG when set, also writes the README screenshot there
+#   GROUPS_PNG    when set, also writes the Groups page's screenshot there
+#                 (docs/groups.png)
 set -eu
 top=${REBOUND_TOP:-$(cd "$(dirname "$0")/../.." && pwd)}
 bin=${REBOUND_BIN:-$top/build/rebound}
@@ -59,6 +61,9 @@ queue = "maintenance"
 [throttles.images]
 concurrency = 2
 timeout = 60
+
+[groups.outbox]
+concurrency = 2
 EOF_CONFIG
 
 start_server() { # $1: database name

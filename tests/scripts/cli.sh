@@ -1,7 +1,7 @@
 #!/bin/sh
 # tier: check
 # CLI suite: the client commands (version, push, push --file, info, jobs, job,
-# retry, kill, discard, queue, workflow, batch, batches) end to end against a real `rebound serve` on a free
+# retry, kill, discard, queue, groups, group, workflow, batch, batches) end to end against a real `rebound serve` on a free
 # port in a temp dir: human and --json output, and the exit codes.
 # Env: REBOUND_BIN (the binary). Exit 0 = pass.
 set -u
@@ -273,6 +273,34 @@ json1 0 queue resume bulk --json
 json1 0 queue latency bulk --json
 json1 0 queue remove bulk --json
 json1 0 backup --json "$tmp/backup-json.db"
+
+# --- groups, group (flow control: GROUP and GROUPS)
+run 0 push g '[]' --queue gq --jid cligroup-01 --custom '{"group":"acme"}'
+run 0 push g '[]' --queue gq --jid cligroup-02 --custom '{"group":"acme"}'
+run 0 groups;                        has out "QUEUE"; has out "gq"
+run 0 groups gq;                     has out "GROUP"; has out "acme"; has out "active"
+run 0 group set gq acme --concurrency 1 --rate 10 --period 1m; has out "group gq acme set"
+run 0 group show gq acme;            has out "c=1 r=10/60s"; has out 'override: {"concurrency":1,"rate":10,"period":60}'
+run 0 group pause gq acme --until 600 --reason "upstream 429"; has out "group gq acme paused"
+run 0 groups gq --state paused;      has out "paused until"; has out "(upstream 429)"
+run 0 job cligroup-01 --json;        has out '"held":{"by":"group","reason":"paused"'
+run 0 group resume gq acme;          has out "group gq acme resumed"
+run 0 group set gq acme --clear;     has out "override cleared"
+run 2 group set gq acme --concurrency -1; has err "GROUP SET: concurrency must be an integer from 0 to 1000000 (0: no limit), got -1"
+run 2 group set emials acme --clear; has err "GROUP SET: no queue 'emials'"
+run 2 group pause gq acme --until soon; has err "GROUP PAUSE: until must be an RFC 3339 time or seconds from now, got 'soon'"
+run 2 group pause gq acme;           has err "--until TIME|SECONDS is required"
+run 2 group set gq acme;             has err "give limits"
+run 2 group frob gq acme;            has err "unknown action 'frob'"
+run 2 group show gq;                 has err "want QUEUE GROUP"
+run 2 groups gq --state x;           has err "GROUPS: state must be all, active, held or paused, got 'x'"
+run 1 groups --url "tcp://$nobody";  has err "$nobody"
+json1 0 groups --json
+json1 0 groups gq --json
+json1 0 group show gq acme --json
+json1 0 group set gq acme --concurrency 2 --json
+json1 0 group pause gq acme --until 60 --json
+json1 0 group resume gq acme --json
 
 echo "cli: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

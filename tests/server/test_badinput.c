@@ -225,7 +225,7 @@ static void build_table(void)
     /* Arity: every verb without its argument, and argument-less verbs with one. */
     const char *need_arg[] = {"HELLO", "BEAT", "PUSH", "PUSHB", "ACK", "FAIL", "SNOOZE",
                               "EXTEND", "MUTATE", "QUEUE", "JOB", "JOBS", "WORKERS",
-                              "WORKFLOW", "BATCHES", "TRACK"};
+                              "WORKFLOW", "BATCHES", "TRACK", "GROUP"};
     for (size_t i = 0; i < sizeof need_arg / sizeof *need_arg; i++) {
         add("-ERR", 0, "%s", need_arg[i]);
         add("-ERR", 0, "%s   ", need_arg[i]);
@@ -393,6 +393,30 @@ static void build_table(void)
     add("{\"jid\":\"no-such-job-1\",\"state\":\"unknown\",\"updated_at\":\"\"}", EXACT,
         "TRACK GET no-such-job-1");
     add("+OK", EXACT, "TRACK SET {\"jid\":\"no-such-job-1\",\"percent\":5}");
+    /* GROUP and GROUPS (flow control's operator side): each refusal of
+     * docs/protocol.md's table (the exact texts: test_server_group_cmds;
+     * distributed mode refuses every GROUP for now, before reading it). */
+    const char *group_forms[] = {
+        "X", "SET", "SET eq", "SET eq g", "SET eq g [1]", "SET eq g nope",
+        "SET eq g {\"concurrency\":-1}", "SET eq g {\"concurrency\":1.5}",
+        "SET eq g {\"concurrency\":1000001}", "SET eq g {\"rate\":5}",
+        "SET eq g {\"rate\":5,\"period\":\"1ms\"}", "SET eq g {\"burst\":\"1\"}",
+        "SET eq g {\"concurency\":1}", "SET no-such-queue g {}", "PAUSE eq g",
+        "PAUSE eq g soon", "PAUSE eq g -5", "PAUSE eq g 0",
+        "PAUSE eq g 2020-01-01T00:00:00Z", "PAUSE eq g 99999999",
+        "PAUSE no-such-queue g 60", "RESUME eq", "RESUME eq g x", "GET eq",
+        "GET eq g h", "GET no-such-queue g", "SET eq g\x01 {}"};
+    for (size_t i = 0; i < sizeof group_forms / sizeof *group_forms; i++)
+        add("-ERR GROUP", 0, "GROUP %s", group_forms[i]);
+    char long_reason[256];
+    memset(long_reason, 'r', 201);
+    long_reason[201] = '\0';
+    add("-ERR GROUP", 0, "GROUP PAUSE eq g 60 %s", long_reason);
+    const char *groups_forms[] = {"[]", "nope", "{\"state\":\"x\"}", "{\"limit\":0}",
+                                  "{\"limit\":1001}", "{\"offset\":-1}", "{\"queue\":5}",
+                                  "{\"queue\":\"a b\"}", "{\"x\":1}"};
+    for (size_t i = 0; i < sizeof groups_forms / sizeof *groups_forms; i++)
+        add("-ERR GROUPS", 0, "GROUPS %s", groups_forms[i]);
 
     /* FAIL: unknown or not working; bad fields on the working job. */
     add("-ERR Job not found no-such-job-1", EXACT, "FAIL {\"jid\":\"no-such-job-1\"}");

@@ -99,7 +99,7 @@ Test(http_metrics, expired_jobs_and_throttles_render_with_help_and_type)
     cr_assert_null(strstr(rb_buf_str(&out), "expired_stored"), "%s", rb_buf_str(&out));
     cr_assert_null(strstr(rb_buf_str(&out), "rebound_throttle"), "%s", rb_buf_str(&out));
     rb_buf_release(&out);
-    const rb_metrics_throttle ts[] = {{"img\"s", 4, 60, 3}, {"bulk", 1, 0, -1}};
+    const rb_metrics_throttle ts[] = {{"img\"s", 4, 60, 3, 0, 0, 0}, {"bulk", 1, 0, -1, 0, 0, 0}};
     rb_metrics_state st = {.has_expired = true, .expired = 7, .throttles = ts, .n_throttles = 2};
     rb_metrics_render_state(NULL, srv, &st, &out);
     const char *t = rb_buf_str(&out);

@@ -432,6 +432,7 @@ static void mem_info(rb_eng *eng, rb_eng_op *op)
     json_object_set_new(f->rebound, "batches", rb_sq_batch_info(sq));
     rb_sq_unique_info(sq, f->rebound);
     rb_sq_throttle_info(sq, f->rebound, op->now);
+    rb_sq_groups_info(sq, f->rebound, op->now);
     rb_table_each(&sq->jobs.queues, info_queue, op);
     rb_eng_complete(sq->eng, op);
 }
@@ -566,6 +567,7 @@ static void mem_job(rb_eng *eng, rb_eng_op *op)
     if (op->u.lookup.found) {
         view_of(sq, j, &op->u.lookup.view);
         op->u.lookup.view.lock_until_ms = rb_sq_unique_lock_until(sq, j->jid);
+        rb_sq_job_hold(sq, j, op->now, &op->u.lookup.view);
     }
     rb_eng_complete(sq->eng, op);
 }
@@ -937,6 +939,7 @@ const rb_backend rb_backend_sqlite = {
     .unique_jobs = true,
     .groups = true,      /* groups in turn at FETCH (groups.c) */
     .flow_limits = true, /* [groups] limits and [throttles] rates (groups.c) */
+    .group = rb_sq_group_op, /* overrides and pauses (group_conf.c) */
     .throttles = true,
     .refetch = mem_refetch,
     .workflow = mem_workflow,

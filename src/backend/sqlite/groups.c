@@ -58,6 +58,7 @@ void rb_sq_groups_init(rb_sq *sq)
     rb_table_init(&s->buckets, offsetof(bucket, hnext), bucket_key);
     s->held_armed_ms = s->queue_armed_ms = INT64_MAX;
     sq->groups = s;
+    rb_sq_group_confs_init(sq);
     sq->jobs.group_freed = group_freed;
     sq->jobs.group_freed_arg = sq;
 }
@@ -74,6 +75,7 @@ void rb_sq_groups_release(rb_sq *sq)
     rb_sq_groups *s = sq->groups;
     if (!s)
         return;
+    rb_sq_group_confs_release(sq);
     free_event(&s->held_ev);
     free_event(&s->queue_ev);
     free_event(&s->sweep_ev);
@@ -94,6 +96,7 @@ void rb_sq_groups_flush(rb_sq *sq)
     rb_table_init(&s->buckets, offsetof(bucket, hnext), bucket_key);
     sq->jobs.group_freed = group_freed;
     sq->jobs.group_freed_arg = sq;
+    rb_sq_group_confs_flush(sq);
 }
 
 /* "gcra:QUEUE GROUP" (group NULL or "": the queue's own) into b. */
@@ -140,15 +143,7 @@ static void arm_held(rb_sq *sq)
         arm_at(sq, &s->held_ev, &s->held_armed_ms, top->at_ms, on_held);
 }
 
-/* The end of g's rate hold: its turn again, unless it is at its
- * concurrency meanwhile. */
-static void rate_hold_ends(rb_group *g)
-{
-    if (g->concurrency && g->working >= g->concurrency)
-        rb_group_hold_back(g, RB_HOLD_CONCURRENCY);
-    else
-        rb_group_release(g);
-}
+static void decide_hold(rb_sq *sq, rb_group *g, int64_t now);
 
 static void on_held(evutil_socket_t fd, short what, void *arg)
 {
@@ -162,7 +157,7 @@ static void on_held(evutil_socket_t fd, short what, void *arg)
     while ((top = rb_heap_top(&s->held)) && top->at_ms <= now) {
         rb_group *g = rb_container_of(top, rb_group, wake);
         rb_heap_remove(&s->held, top);
-        rate_hold_ends(g);
+        decide_hold(sq, g, now); /* its turn again, unless at a limit meanwhile */
     }
     arm_held(sq);
     rb_eng_wake(sq->eng, NULL, 0); /* groups may start again */
@@ -289,18 +284,29 @@ static void restore_bucket(rb_sq *sq, rb_group *g)
     rb_buf_release(&k);
 }
 
-/* A new group's limits: [groups.QUEUE] then [groups."*"]; its bucket from
- * a kept one. The none group has none (docs/configuration.md). */
-static void limits_of(rb_sq *sq, rb_group *g)
+/* g's limits: its GROUP SET override (group_conf.c), then [groups.QUEUE],
+ * then [groups."*"]. The none group has none (docs/configuration.md). */
+static void resolve_limits(rb_sq *sq, rb_group *g)
 {
     g->limits_set = true;
-    if (!g->name[0] || !sq->cfg->n_groups)
+    g->concurrency = 0;
+    g->gcra = (rb_gcra){0};
+    const rb_flow_override *over = g->name[0] ? rb_sq_group_override(sq, g) : NULL;
+    if (!g->name[0] || (!over && !sq->cfg->n_groups))
         return;
     rb_flow_limits l;
-    rb_config_group_limits(sq->cfg, g->queue->name, NULL, &l, NULL);
+    rb_config_group_limits(sq->cfg, g->queue->name, over, &l, NULL);
     g->concurrency = (uint32_t)l.concurrency;
     rb_gcra_init(&g->gcra, l.rate, l.period_ms, l.burst);
+}
+
+/* A new group's limits, its bucket from a kept one, and its pause. */
+static void limits_of(rb_sq *sq, rb_group *g)
+{
+    resolve_limits(sq, g);
     restore_bucket(sq, g);
+    if (g->name[0] && rb_sq_group_paused_until(sq, g))
+        rb_group_hold_back(g, RB_HOLD_PAUSED);
 }
 
 void rb_sq_group_set(rb_sq *sq, rb_job *j, const char *name)
@@ -318,6 +324,29 @@ static void hold_for_rate(rb_sq *sq, rb_group *g)
     rb_heap_remove(&sq->groups->held, &g->wake);
     rb_heap_push(&sq->groups->held, &g->wake, (next_us + 999) / 1000);
     arm_held(sq);
+}
+
+/* g's hold decided afresh at now, by precedence: paused (GROUP PAUSE),
+ * at its concurrency, out of its rate; else its turn (at the back of the
+ * turns, or where it is when it already has one). */
+static void decide_hold(rb_sq *sq, rb_group *g, int64_t now)
+{
+    rb_heap_remove(&sq->groups->held, &g->wake);
+    if (g->name[0] && rb_sq_group_paused_until(sq, g))
+        rb_group_hold_back(g, RB_HOLD_PAUSED);
+    else if (g->concurrency && g->working >= g->concurrency)
+        rb_group_hold_back(g, RB_HOLD_CONCURRENCY);
+    else if (g->gcra.t_us && !rb_gcra_conforms(&g->gcra, g->tat_us, now * 1000))
+        hold_for_rate(sq, g);
+    else
+        rb_group_release(g);
+}
+
+void rb_sq_group_apply(rb_sq *sq, rb_group *g, int64_t now)
+{
+    resolve_limits(sq, g);
+    restore_bucket(sq, g);
+    decide_hold(sq, g, now);
 }
 
 /* g is about to start a job at now: its bucket advanced (and written), and
@@ -373,6 +402,8 @@ bool rb_sq_queue_rate_full(rb_sq *sq, const rb_throttle *cfg, rb_queue *q, int64
     rb_gcra_init(&b, cfg->rate, cfg->period_ms, cfg->burst);
     if (rb_gcra_conforms(&b, q->tat_us, now * 1000))
         return false;
+    if (q->size)
+        q->rate_passes++;
     rb_sq_groups *s = sq->groups;
     arm_at(sq, &s->queue_ev, &s->queue_armed_ms, (rb_gcra_next_us(&b, q->tat_us) + 999) / 1000,
            on_queue_rate);
@@ -396,6 +427,7 @@ void rb_sq_queue_rate_started(rb_sq *sq, const rb_throttle *cfg, rb_queue *q, in
 
 void rb_sq_groups_load(rb_sq *sq, const char *key, const char *value)
 {
+    rb_sq_group_confs_load(sq, key, value);
     size_t n = strlen(RB_GCRA_META_KEY);
     if (strncmp(key, RB_GCRA_META_KEY, n))
         return;
@@ -423,18 +455,15 @@ typedef struct loaded_arg {
 static void group_loaded(rb_group *g, void *arg)
 {
     loaded_arg *a = arg;
-    if (!g->limits_set)
-        limits_of(a->sq, g);
-    restore_bucket(a->sq, g); /* its row came after its jobs */
+    resolve_limits(a->sq, g); /* its override's row may have come after its jobs */
+    restore_bucket(a->sq, g); /* so may its bucket's */
     if (g->tat_us == UNREADABLE) {
         rb_flow_limits l;
-        rb_config_group_limits(a->sq->cfg, g->queue->name, NULL, &l, NULL);
+        rb_config_group_limits(a->sq->cfg, g->queue->name,
+                               g->name[0] ? rb_sq_group_override(a->sq, g) : NULL, &l, NULL);
         g->tat_us = loaded_tat(g->tat_us, &g->gcra, l.period_ms, a->now_us);
     }
-    if (g->concurrency && g->working >= g->concurrency)
-        rb_group_hold_back(g, RB_HOLD_CONCURRENCY);
-    else if (g->gcra.t_us && !rb_gcra_conforms(&g->gcra, g->tat_us, a->now_us))
-        hold_for_rate(a->sq, g);
+    decide_hold(a->sq, g, a->now_us / 1000);
 }
 
 static void queue_loaded(void *e, void *arg)
@@ -454,6 +483,7 @@ static void queue_loaded(void *e, void *arg)
 
 void rb_sq_groups_loaded(rb_sq *sq)
 {
+    rb_sq_group_confs_loaded(sq); /* before the groups: their overrides and pauses */
     loaded_arg a = {sq, rb_now_us()};
     rb_table_each(&sq->jobs.queues, queue_loaded, &a);
     /* a queue's unreadable row whose queue has no job yet: used up too */
@@ -471,6 +501,7 @@ void rb_sq_groups_loaded(rb_sq *sq)
 
 void rb_sq_groups_attach(rb_sq *sq)
 {
+    rb_sq_group_confs_attach(sq);
     arm_held(sq); /* holds recomputed at load */
     if (sq->groups->buckets.size)
         arm_sweep(sq);

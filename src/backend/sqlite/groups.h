@@ -74,4 +74,52 @@ void rb_sq_group_of_json(rb_sq *sq, rb_job *j, const json_t *job);
  * text names "group". */
 void rb_sq_group_of_text(rb_sq *sq, rb_job *j);
 
+/* g's limits resolved again (an override changed: GROUP SET) and its hold
+ * decided afresh at now: paused, at its concurrency, out of its rate, or
+ * its turn (a raised limit releases it, a lowered one holds it). */
+void rb_sq_group_apply(rb_sq *sq, rb_group *g, int64_t now);
+
+/* --- group_conf.c: the operator's settings of named groups (GROUP SET's
+ * overrides, GROUP PAUSE's pauses), kept by queue and group name whether
+ * or not the group has jobs, each the meta row "group:QUEUE GROUP" =
+ * {"over": {...}, "paused_until": ms, "reason": "..."} written in the
+ * command's commit (deleted when neither remains), read back at start; a
+ * pause ends by itself at its time (a timer). Every function is called by
+ * groups.c's own life cycle (init, release, flush, load, loaded, attach),
+ * except the op. --- */
+
+/* The meta rows of overrides and pauses. */
+#define RB_GROUP_CONF_META_KEY "group:"
+
+void rb_sq_group_confs_init(rb_sq *sq);
+void rb_sq_group_confs_release(rb_sq *sq);
+/* FLUSH: every override and pause forgotten (their rows go with the
+ * store's clear). */
+void rb_sq_group_confs_flush(rb_sq *sq);
+/* A stored meta row at load: the "group:" ones kept. */
+void rb_sq_group_confs_load(rb_sq *sq, const char *key, const char *value);
+/* After load, before the groups' holds: pauses that ended while the
+ * server was down dropped (their rows rewritten). */
+void rb_sq_group_confs_loaded(rb_sq *sq);
+/* Once the loop runs: the timer of the earliest pause's end. */
+void rb_sq_group_confs_attach(rb_sq *sq);
+
+/* Named group g's GROUP SET override, or NULL (borrowed: valid until the
+ * next change of g's settings). */
+const rb_flow_override *rb_sq_group_override(const rb_sq *sq, const rb_group *g);
+/* The end of named group g's pause (wall ms), 0 when it is not paused. */
+int64_t rb_sq_group_paused_until(const rb_sq *sq, const rb_group *g);
+
+/* INFO's rebound.groups into rebound: every queue's groups counted
+ * (rb_group_sum) and its held-back starts (docs/protocol.md, INFO). */
+void rb_sq_groups_info(rb_sq *sq, json_t *rebound, int64_t now);
+
+/* JOB's hold of enqueued job j at now into v (hold_by, hold,
+ * hold_until_ms, hold_detail; reads.h): its queue paused, else its named
+ * group held (concurrency, rate, paused); nothing for a job not held. */
+void rb_sq_job_hold(const rb_sq *sq, const rb_job *j, int64_t now, rb_job_view *v);
+
+/* RB_ENG_GROUP (rb_backend.group, engine/engine.h). */
+void rb_sq_group_op(rb_eng *eng, rb_eng_op *op);
+
 #endif

@@ -139,6 +139,8 @@ static void group_unref(rb_jobs *js, rb_group *g)
 
 void rb_group_hold_back(rb_group *g, rb_group_hold h)
 {
+    if (g->hold != h)
+        g->queue->holds[h & 3]++;
     g->hold = (uint8_t)h;
     if (g->in_turns) {
         rb_list_remove(&g->queue->turns, &g->turn);

@@ -117,6 +117,11 @@ struct rb_queue {
     rb_list turns;    /* groups with ready jobs, in turn order: the head goes next */
     size_t size;      /* ENQUEUED jobs, every group */
     int64_t tat_us;   /* [throttles] rate bucket (groups.c), 0: full */
+    /* Held-back starts since the queue was made (INFO, /metrics'
+     * rebound_group_holds_total): holds[h] groups that entered hold h
+     * (rb_group_hold), rate_passes FETCHes that passed the queue over
+     * for its [throttles] rate while it had ready jobs. */
+    uint64_t holds[4], rate_passes;
     bool paused;
     /* INFO lists it (Faktory's known queues): a job was pushed into it or
      * it was paused, and no QUEUE REMOVE since; kept as the "queue:NAME"

@@ -28,6 +28,7 @@ typedef struct rb_sq_unique rb_sq_unique;     /* unique.h */
 typedef struct rb_sq_track rb_sq_track;       /* track.h */
 typedef struct rb_sq_throttle rb_sq_throttle; /* throttle.h */
 typedef struct rb_sq_groups rb_sq_groups;     /* groups.h */
+typedef struct rb_sq_group_confs rb_sq_group_confs; /* groups.h, group_conf.c */
 
 typedef struct rb_sq {
     rb_eng *eng;              /* the engine's context this backend serves */
@@ -60,6 +61,7 @@ typedef struct rb_sq {
     rb_sq_track *track;       /* progress records (track.h) */
     rb_sq_throttle *throttle; /* throttles' fetch times (throttle.h) */
     rb_sq_groups *groups;     /* flow control's holds and buckets (groups.h) */
+    rb_sq_group_confs *group_confs; /* groups' overrides and pauses (group_conf.c) */
 } rb_sq;
 
 /* The backend's state of the server eng (its engine handle). */
