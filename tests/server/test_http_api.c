@@ -1151,7 +1151,6 @@ HTTP_TEST(throttles_show_limits_and_slots_in_use)
     rbh_resp_free(r);
 }
 
-#ifndef RBH_PG /* distributed mode refuses groups for now (test_pg_flow_refused.c) */
 /* /api/groups: the summary, a queue's groups, one group; set, pause and
  * resume answered after their commit and read back after a restart; 400
  * with GROUP's message for bad input, 404 for an unknown queue or action;
@@ -1191,8 +1190,10 @@ HTTP_TEST(groups_read_act_and_say_why_a_job_is_held)
     r = expect(200, "GET", "/metrics", NULL);
     const char *lines[] = {
         "\n# TYPE rebound_group_holds_total counter\n",
+#ifndef RBH_PG /* held-back starts are counted by a single node only (docs/http.md) */
         "\nrebound_group_holds_total{queue=\"gq\",reason=\"concurrency\"} 1\n",
         "\nrebound_group_holds_total{queue=\"gq\",reason=\"paused\"} 1\n",
+#endif
         "\nrebound_groups_paused{queue=\"gq\"} 1\n",
         "\nrebound_groups_active{queue=\"gq\"} 0\n",
         "\nrebound_throttle_rate{queue=\"rq\"} 100\n",
@@ -1239,4 +1240,3 @@ HTTP_TEST(groups_read_act_and_say_why_a_job_is_held)
     cr_assert(json_is_null(rbh_get(r->json, "paused_until")));
     rbh_resp_free(r);
 }
-#endif

@@ -2479,9 +2479,9 @@ Test(pg, a_group_is_never_left_idle_with_a_job)
     insert_grouped(a, "race-job-3", "g"); /* ready again, then claimed by b below */
     free(run_on(b, "BEGIN"));
     free(run_on(b, "SELECT count(*) FROM rb_claim_groups('{rq}', '{w2}', 0, '{g}', '{0}', '{0}',"
-                   " '{0}', '{0}', '{0}')")); /* takes race-job-3 from g (after the cursor: '') */
+                   " '{0}', '{0}', '{0}', '{0}')")); /* takes race-job-3 from g (after '') */
     v = run_on(b, "SELECT count(*) FROM rb_claim_groups('{rq}', '{w2}', 0, NULL, '{0}', '{0}',"
-                  " '{0}', '{0}', '{0}')"); /* g empty: idled under b's exclusive lock */
+                  " '{0}', '{0}', '{0}', '{0}')"); /* g empty: idled under b's exclusive lock */
     free(v);
     v = run_on(b, ready);
     cr_assert_str_eq(v, "false");

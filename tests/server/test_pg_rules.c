@@ -24,6 +24,7 @@
 #include "common/timeutil.h"
 #include "engine/depend.h"
 #include "engine/gcra.h"
+#include "engine/group.h"
 #include "engine/job_state.h"
 #include "pg_harness.h"
 
@@ -435,5 +436,41 @@ Test(rules, gcra_in_sql_is_the_engines_rule)
                          (long long)r[0], (long long)r[1], (long long)r[2], (long long)tat,
                          (long long)now);
         free(c);
+    }
+}
+
+/* A group's limits as the claim resolves them (rb_group_limits, schema
+ * 15: its GROUP SET field by field before the queue's [groups], then the
+ * bucket's interval and tolerance) against engine/group.h's
+ * rb_flow_limits_resolve and rb_gcra_init: every subset of override
+ * fields over queue limits with and without a rate. */
+Test(rules, group_limits_in_sql_are_the_engines_rule)
+{
+    static const rb_flow_limits queues[] = {
+        {0, 0, 0, 0}, {5, 0, 0, 0}, {2, 100, 60000, 10}, {0, 50, 1000, 0},
+    };
+    const rb_flow_limits over_v = {3, 7, 2000, 4};
+    for (size_t qi = 0; qi < sizeof queues / sizeof *queues; qi++) {
+        for (unsigned set = 0; set < 16; set++) {
+            rb_flow_override qo = {.set = 15, .v = queues[qi]}, o = {.set = set, .v = over_v};
+            rb_flow_limits lim;
+            rb_flow_limits_resolve(set ? &o : NULL, &qo, NULL, &lim, NULL);
+            rb_gcra g;
+            rb_gcra_init(&g, lim.rate, lim.period_ms, lim.burst);
+            char ov[4][24];
+            const int64_t vals[4] = {o.v.concurrency, o.v.rate, o.v.period_ms, o.v.burst};
+            for (int k = 0; k < 4; k++)
+                snprintf(ov[k], sizeof ov[k], set & (1u << k) ? "%lld" : "NULL",
+                         (long long)vals[k]);
+            char *c = q("SELECT conc || ' ' || t || ' ' || tau FROM rb_group_limits(%s, %s, %s, %s,"
+                        " %lld, %lld, %lld, %lld)",
+                        ov[0], ov[1], ov[2], ov[3], (long long)qo.v.concurrency,
+                        (long long)qo.v.rate, (long long)qo.v.period_ms, (long long)qo.v.burst);
+            char want[96];
+            snprintf(want, sizeof want, "%lld %lld %lld", (long long)lim.concurrency,
+                     (long long)g.t_us, (long long)g.tau_us);
+            cr_assert_str_eq(c, want, "queue limits %zu, override fields %u: %s, want %s", qi, set, c, want);
+            free(c);
+        }
     }
 }

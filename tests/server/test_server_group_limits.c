@@ -77,13 +77,9 @@ static void push_many(const char *q, const char *prefix, const char *g, int n)
  * minus its reserve_for (600 s), from JOB while it works. */
 static int64_t started_ms(rbh_conn *c, const char *jid)
 {
-    json_t *v = rbh_json(rbh_cmd(c, "JOB {\"jid\":\"%s\"}", jid));
-    const char *until = json_string_value(json_object_get(v, "reserved_until"));
-    cr_assert_not_null(until, "job %s is not working", jid);
-    int64_t ms;
-    cr_assert_eq(rb_time_parse_rfc3339(until, &ms), 0);
-    json_decref(v);
-    return ms - 600 * 1000;
+    int64_t end = rbh_lease_end_ms(c, jid);
+    cr_assert_gt(end, 0, "job %s is not working", jid);
+    return end - 600 * 1000;
 }
 
 /* A group at its concurrency is passed over at once for another group's
@@ -188,10 +184,7 @@ SERVER_TEST(concurrency_never_exceeded_with_16_workers)
     }
 #ifdef RBH_PG
     static rbh_server S2; /* a second node on S's database */
-    rbh_init(&S2);
-    snprintf(S2.db, sizeof S2.db, "%s", S.db);
-    rbh_write_file(&S2, "rebound.toml", CONFIG, S2.config, sizeof S2.config);
-    cr_assert_eq(rbh_launch(&S2, NULL), 0, "the second node did not start (see %s)", S2.log);
+    rbh_launch_second(&S2, &S, CONFIG);
     worker_node[1] = &S2;
 #endif
     pthread_t t[WORKERS];

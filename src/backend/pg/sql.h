@@ -41,6 +41,7 @@
 #include "engine/batch.h"
 #include "engine/batch_view.h"
 #include "engine/failure.h"
+#include "engine/group_cmd.h"
 #include "engine/job_state.h"
 #include "engine/mutation.h"
 #include "engine/reads.h"
@@ -221,6 +222,29 @@ int rb_pg_groups_maint(rb_pg *pg, int64_t now, int limit, int *released, rb_err 
 /* At a node's start: every concurrency hold released, so that the next
  * claim re-counts it with this node's [groups]. */
 int rb_pg_groups_start(rb_pg *pg, rb_err *err);
+/* GROUP SET/PAUSE/RESUME/GET and GROUPS (engine/group_cmd.h), for r
+ * (checked) at now: SET's override and PAUSE's pause upserted on the
+ * group's rb_groups row (with the queue's '' row: its claims then take
+ * turns), a changed limit's hold lifted and the queue notified so the
+ * next claim decides afresh; RESUME ends a pause; one statement each,
+ * durable when it returns 0. GET fills out->view, LIST out->views (the
+ * page), out->total and out->sums as rb_backend.group says. A queue with
+ * no rb_queues or rb_groups row that the configuration does not name:
+ * rb_group_no_queue's RB_ENOENT. Results owned by the caller. */
+typedef struct rb_pg_group_out {
+    rb_group_view view;
+    rb_group_view *views;
+    size_t n;
+    int64_t total;
+    rb_group_sum *sums;
+    size_t n_sums;
+} rb_pg_group_out;
+int rb_pg_group(rb_pg *pg, const rb_group_req *r, int64_t now, rb_pg_group_out *out,
+                rb_err *err);
+/* JOB's hold of job (an enqueued job of a held group: hold_by, hold,
+ * hold_until_ms, hold_detail, as reads.h says) at now; nothing when it is
+ * not held or its group cannot be read. */
+void rb_pg_job_hold(rb_pg *pg, rb_job_view *job, int64_t now);
 /* Lists this engine's node in rb_parked until until_ms (wall ms): a FETCH
  * waits there, the other nodes' pushes notify it. until_ms 0: removes it. */
 int rb_pg_parked(rb_pg *pg, int64_t until_ms, rb_err *err);

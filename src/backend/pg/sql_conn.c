@@ -23,8 +23,8 @@ static const char *const sql_stmt_text[SQL_STMT_COUNT] = {
                        " $10::boolean[], $11::bigint[], $12::int)",
     /* groups in turn and their limits (sql_groups.c's arguments, schema 15) */
     [SQL_CLAIM] = "SELECT slot, jid, json, enq_ms, q, g FROM rb_claim_groups($1::text[], $2::text[],"
-                 " $3::bigint, $4::text[], $5::int[], $6::bigint[], $7::bigint[], $8::bigint[],"
-                 " $9::bigint[])",
+                 " $3::bigint, $4::text[], $5::int[], $6::int[], $7::bigint[], $8::int[],"
+                 " $9::bigint[], $10::bigint[])",
     /* rb_claim_unexpired for one queue (the usual FETCH), as one
      * statement: the function's loop, its paused check and its result set
      * cost more than the claim (schema 14, issue 29). A queue with groups

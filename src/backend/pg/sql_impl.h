@@ -112,9 +112,9 @@ void sql_groups_served(rb_pg *pg, const char *queue, const char *grp);
  * [throttles] rate to apply. */
 bool sql_groups_claim_needed(rb_pg *pg, const char *queue);
 /* rb_claim_groups' per-queue arrays for queues: cursors, [groups]
- * concurrency, rate T and tau (engine/gcra.h), [throttles] rate T and
- * tau; a[] initialised here, released by the caller. */
-#define SQL_GROUP_ARGS 6
+ * concurrency, rate, period and burst, [throttles] rate's T and tau
+ * (engine/gcra.h); a[] initialised here, released by the caller. */
+#define SQL_GROUP_ARGS 7
 void sql_groups_args(rb_pg *pg, const char *const *queues, int nq, rb_buf a[SQL_GROUP_ARGS]);
 
 /* The config in force (never NULL). */

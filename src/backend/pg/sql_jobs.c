@@ -237,9 +237,9 @@ static int claim_once(rb_pg *pg, const char *const *qv, int nq, const char *cons
             for (int k = 0; k < SQL_GROUP_ARGS; k++)
                 rb_buf_init(&a[k]);
             sql_groups_args(pg, qv, nq, a);
-            const char *params[9] = {q.data,    w.data,    nowtxt,    a[0].data, a[1].data,
-                                     a[2].data, a[3].data, a[4].data, a[5].data};
-            r = sql_run(pg, SQL_CLAIM, 9, params, err);
+            const char *params[10] = {q.data,    w.data,    nowtxt,    a[0].data, a[1].data,
+                                      a[2].data, a[3].data, a[4].data, a[5].data, a[6].data};
+            r = sql_run(pg, SQL_CLAIM, 10, params, err);
             rb_buf_release(&q);
             for (int k = 0; k < SQL_GROUP_ARGS; k++)
                 rb_buf_release(&a[k]);

@@ -57,11 +57,36 @@ $$ SELECT p_t = 0 OR p_now >= p_tat - p_tau $$;
 CREATE FUNCTION rb_gcra_start(p_tat bigint, p_now bigint, p_t bigint)
 RETURNS bigint LANGUAGE sql IMMUTABLE AS
 $$ SELECT CASE WHEN p_t = 0 THEN p_tat ELSE greatest(p_tat, p_now) + p_t END $$;
+-- rb_gcra_init's emission interval of p_rate starts per p_period_ms (µs,
+-- rounded up, at least 1).
+CREATE FUNCTION rb_gcra_interval(p_rate bigint, p_period_ms bigint)
+RETURNS bigint LANGUAGE sql IMMUTABLE AS
+$$ SELECT greatest(1, (p_period_ms * 1000 + p_rate - 1) / p_rate) $$;
 CREATE FUNCTION rb_gcra_available(p_tat bigint, p_now bigint, p_t bigint, p_tau bigint)
 RETURNS bigint LANGUAGE sql IMMUTABLE AS
 $$ SELECT CASE WHEN p_t = 0 THEN 9223372036854775807
                WHEN p_now < p_tat - p_tau THEN 0
                ELSE (p_now + p_tau - greatest(p_tat, p_now)) / p_t + 1 END $$;
+
+-- A named group's limits, field by field its GROUP SET's (o_*) else its
+-- queue's [groups] (q_*, resolved by the node: engine/group.h's
+-- rb_flow_limits_resolve without an override); a rate of 0 clears period
+-- and burst, a period under 1 s counts as 1 s. Returns the concurrency (0: none) and the bucket's interval
+-- and tolerance (0: no rate). test_pg_rules checks it against C.
+CREATE FUNCTION rb_group_limits(o_conc int, o_rate int, o_period_ms bigint, o_burst int,
+                                q_conc int, q_rate int, q_period_ms bigint, q_burst int,
+                                OUT conc int, OUT t bigint, OUT tau bigint)
+LANGUAGE plpgsql IMMUTABLE AS $$
+DECLARE rate int := coalesce(o_rate, q_rate, 0);
+BEGIN
+  conc := coalesce(o_conc, q_conc, 0);
+  t := 0;
+  tau := 0;
+  IF rate > 0 THEN
+    t := rb_gcra_interval(rate, greatest(coalesce(o_period_ms, q_period_ms, 0), 1000));
+    tau := greatest(coalesce(o_burst, q_burst, 0), 0) * t;
+  END IF;
+END $$;
 
 -- The advisory lock that orders a group's enqueuers (shared) against a
 -- claim marking it idle (exclusive, only ever tried).
@@ -165,9 +190,10 @@ END $$;
 
 -- The claim, per queue of p_queues in order (paused ones skipped), for the
 -- FETCHes of p_wids. Per queue i: p_cursor[i] the group this node served
--- last (NULL: from the start), p_conc[i] the [groups] concurrency of its
--- named groups (0: none), p_t[i]/p_tau[i] their GCRA rate (0: none),
--- p_qt[i]/p_qtau[i] the queue's [throttles] rate. A queue without groups
+-- last (NULL: from the start), p_conc[i], p_rate[i], p_period[i],
+-- p_burst[i] the [groups] limits of its named groups (rb_group_limits
+-- with each group's GROUP SET), p_qt[i]/p_qtau[i] the queue's [throttles]
+-- rate (its bucket's interval and tolerance). A queue without groups
 -- is claimed by rb_claim_unexpired. Otherwise its runnable groups
 -- give one job each in name order after the cursor, wrapping; a group
 -- with limits is locked (SKIP LOCKED: one claimer serves it at a time),
@@ -180,8 +206,8 @@ END $$;
 -- claim again (enq_ms, wall ms: a hold's end, or a group another claim
 -- was serving; q: the queue).
 CREATE FUNCTION rb_claim_groups(p_queues text[], p_wids text[], p_now bigint,
-                                p_cursor text[], p_conc int[], p_t bigint[], p_tau bigint[],
-                                p_qt bigint[], p_qtau bigint[])
+                                p_cursor text[], p_conc int[], p_rate int[], p_period bigint[],
+                                p_burst int[], p_qt bigint[], p_qtau bigint[])
 RETURNS TABLE (slot int, jid text, json text, enq_ms bigint, q text, g text)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
@@ -222,7 +248,9 @@ BEGIN
       got := got + n;
     ELSE
       -- holds whose time has come, released (never waiting for a row)
-      UPDATE rb_groups gg SET hold = 0, hold_until = 0
+      UPDATE rb_groups gg SET hold = 0, hold_until = 0,
+          paused_until = CASE WHEN gg.hold = 3 THEN 0 ELSE gg.paused_until END,
+          reason = CASE WHEN gg.hold = 3 THEN NULL ELSE gg.reason END
         FROM (SELECT h.grp FROM rb_groups h WHERE h.queue = qn AND h.hold <> 0
               AND h.hold_until <= p_now FOR UPDATE SKIP LOCKED) d
         WHERE gg.queue = qn AND gg.grp = d.grp;
@@ -231,7 +259,7 @@ BEGIN
       misses := 0;
       wrapped := false;
       WHILE got - before < lim AND misses < want + 16 LOOP
-        SELECT gg.grp, gg.o_conc INTO gr FROM rb_groups gg
+        SELECT gg.grp, gg.o_conc, gg.o_rate, gg.o_period_ms, gg.o_burst INTO gr FROM rb_groups gg
           WHERE gg.queue = qn AND gg.ready AND gg.hold = 0 AND (cur IS NULL OR gg.grp > cur)
             AND gg.grp <> ALL (skip)
           ORDER BY gg.grp LIMIT 1;
@@ -244,9 +272,9 @@ BEGIN
         IF gr.grp = '' THEN
           conc := 0; t := 0; tau := 0;
         ELSE
-          conc := coalesce(gr.o_conc, p_conc[i], 0);
-          t := coalesce(p_t[i], 0);
-          tau := coalesce(p_tau[i], 0);
+          SELECT l.conc, l.t, l.tau INTO conc, t, tau
+            FROM rb_group_limits(gr.o_conc, gr.o_rate, gr.o_period_ms, gr.o_burst, p_conc[i],
+                                 p_rate[i], p_period[i], p_burst[i]) l;
         END IF;
         limited := conc > 0 OR t > 0;
         IF limited THEN
@@ -349,7 +377,9 @@ BEGIN
   WITH d AS (SELECT h.queue, h.grp FROM rb_groups h WHERE h.hold <> 0
              AND h.hold_until <= p_now ORDER BY h.hold_until LIMIT p_limit
              FOR UPDATE SKIP LOCKED),
-  u AS (UPDATE rb_groups g SET hold = 0, hold_until = 0 FROM d
+  u AS (UPDATE rb_groups g SET hold = 0, hold_until = 0,
+          paused_until = CASE WHEN g.hold = 3 THEN 0 ELSE g.paused_until END,
+          reason = CASE WHEN g.hold = 3 THEN NULL ELSE g.reason END FROM d
         WHERE g.queue = d.queue AND g.grp = d.grp RETURNING g.queue)
   SELECT count(pg_notify(rb_channel(), x.queue)) INTO n FROM (SELECT DISTINCT u.queue FROM u) x;
   DELETE FROM rb_groups g USING (

@@ -341,8 +341,8 @@ CREATE FUNCTION rb_claim(p_queues text[], p_wids text[], p_now bigint) RETURNS T
   SELECT * FROM rb_claim_unexpired(p_queues, p_wids, p_now) c WHERE c.slot >= 0
 $$;
 
--- rb_claim_groups(text[], text[], bigint, text[], integer[], bigint[], bigint[], bigint[], bigint[]) (function)
-CREATE FUNCTION rb_claim_groups(p_queues text[], p_wids text[], p_now bigint, p_cursor text[], p_conc integer[], p_t bigint[], p_tau bigint[], p_qt bigint[], p_qtau bigint[]) RETURNS TABLE(slot integer, jid text, json text, enq_ms bigint, q text, g text)
+-- rb_claim_groups(text[], text[], bigint, text[], integer[], integer[], bigint[], integer[], bigint[], bigint[]) (function)
+CREATE FUNCTION rb_claim_groups(p_queues text[], p_wids text[], p_now bigint, p_cursor text[], p_conc integer[], p_rate integer[], p_period bigint[], p_burst integer[], p_qt bigint[], p_qtau bigint[]) RETURNS TABLE(slot integer, jid text, json text, enq_ms bigint, q text, g text)
     LANGUAGE plpgsql
     AS $$
 #variable_conflict use_column
@@ -383,7 +383,9 @@ BEGIN
       got := got + n;
     ELSE
       -- holds whose time has come, released (never waiting for a row)
-      UPDATE rb_groups gg SET hold = 0, hold_until = 0
+      UPDATE rb_groups gg SET hold = 0, hold_until = 0,
+          paused_until = CASE WHEN gg.hold = 3 THEN 0 ELSE gg.paused_until END,
+          reason = CASE WHEN gg.hold = 3 THEN NULL ELSE gg.reason END
         FROM (SELECT h.grp FROM rb_groups h WHERE h.queue = qn AND h.hold <> 0
               AND h.hold_until <= p_now FOR UPDATE SKIP LOCKED) d
         WHERE gg.queue = qn AND gg.grp = d.grp;
@@ -392,7 +394,7 @@ BEGIN
       misses := 0;
       wrapped := false;
       WHILE got - before < lim AND misses < want + 16 LOOP
-        SELECT gg.grp, gg.o_conc INTO gr FROM rb_groups gg
+        SELECT gg.grp, gg.o_conc, gg.o_rate, gg.o_period_ms, gg.o_burst INTO gr FROM rb_groups gg
           WHERE gg.queue = qn AND gg.ready AND gg.hold = 0 AND (cur IS NULL OR gg.grp > cur)
             AND gg.grp <> ALL (skip)
           ORDER BY gg.grp LIMIT 1;
@@ -405,9 +407,9 @@ BEGIN
         IF gr.grp = '' THEN
           conc := 0; t := 0; tau := 0;
         ELSE
-          conc := coalesce(gr.o_conc, p_conc[i], 0);
-          t := coalesce(p_t[i], 0);
-          tau := coalesce(p_tau[i], 0);
+          SELECT l.conc, l.t, l.tau INTO conc, t, tau
+            FROM rb_group_limits(gr.o_conc, gr.o_rate, gr.o_period_ms, gr.o_burst, p_conc[i],
+                                 p_rate[i], p_period[i], p_burst[i]) l;
         END IF;
         limited := conc > 0 OR t > 0;
         IF limited THEN
@@ -644,6 +646,11 @@ CREATE FUNCTION rb_gcra_conforms(p_tat bigint, p_now bigint, p_t bigint, p_tau b
     LANGUAGE sql IMMUTABLE
     AS $$ SELECT p_t = 0 OR p_now >= p_tat - p_tau $$;
 
+-- rb_gcra_interval(bigint, bigint) (function)
+CREATE FUNCTION rb_gcra_interval(p_rate bigint, p_period_ms bigint) RETURNS bigint
+    LANGUAGE sql IMMUTABLE
+    AS $$ SELECT greatest(1, (p_period_ms * 1000 + p_rate - 1) / p_rate) $$;
+
 -- rb_gcra_start(bigint, bigint, bigint) (function)
 CREATE FUNCTION rb_gcra_start(p_tat bigint, p_now bigint, p_t bigint) RETURNS bigint
     LANGUAGE sql IMMUTABLE
@@ -664,6 +671,21 @@ BEGIN
     END IF;
   END IF;
   RETURN NULL;
+END $$;
+
+-- rb_group_limits(integer, integer, bigint, integer, integer, integer, bigint, integer) (function)
+CREATE FUNCTION rb_group_limits(o_conc integer, o_rate integer, o_period_ms bigint, o_burst integer, q_conc integer, q_rate integer, q_period_ms bigint, q_burst integer, OUT conc integer, OUT t bigint, OUT tau bigint) RETURNS record
+    LANGUAGE plpgsql IMMUTABLE
+    AS $$
+DECLARE rate int := coalesce(o_rate, q_rate, 0);
+BEGIN
+  conc := coalesce(o_conc, q_conc, 0);
+  t := 0;
+  tau := 0;
+  IF rate > 0 THEN
+    t := rb_gcra_interval(rate, greatest(coalesce(o_period_ms, q_period_ms, 0), 1000));
+    tau := greatest(coalesce(o_burst, q_burst, 0), 0) * t;
+  END IF;
 END $$;
 
 -- rb_group_lock(text, text) (function)
@@ -708,7 +730,9 @@ BEGIN
   WITH d AS (SELECT h.queue, h.grp FROM rb_groups h WHERE h.hold <> 0
              AND h.hold_until <= p_now ORDER BY h.hold_until LIMIT p_limit
              FOR UPDATE SKIP LOCKED),
-  u AS (UPDATE rb_groups g SET hold = 0, hold_until = 0 FROM d
+  u AS (UPDATE rb_groups g SET hold = 0, hold_until = 0,
+          paused_until = CASE WHEN g.hold = 3 THEN 0 ELSE g.paused_until END,
+          reason = CASE WHEN g.hold = 3 THEN NULL ELSE g.reason END FROM d
         WHERE g.queue = d.queue AND g.grp = d.grp RETURNING g.queue)
   SELECT count(pg_notify(rb_channel(), x.queue)) INTO n FROM (SELECT DISTINCT u.queue FROM u) x;
   DELETE FROM rb_groups g USING (
