@@ -428,3 +428,46 @@ void rb_group_log_change(const rb_group_req *r, const char *who)
         break;
     }
 }
+
+char *rb_group_hold_detail(const char *group, rb_group_hold h, int64_t working, int64_t limit,
+                           int64_t until_ms, const char *reason)
+{
+    char t[RB_TIME_STRLEN];
+    rb_buf d = RB_BUF_INIT;
+    if (h == RB_HOLD_CONCURRENCY)
+        rb_buf_printf(&d, "group %s runs %lld of %lld", group, (long long)working,
+                      (long long)limit);
+    else if (h == RB_HOLD_RATE)
+        rb_buf_printf(&d, "group %s is over its rate: next start at %s", group,
+                      rb_time_format(until_ms, t));
+    else
+        rb_buf_printf(&d, "group %s is paused until %s%s%s", group, rb_time_format(until_ms, t),
+                      reason ? ": " : "", reason ? reason : "");
+    return rb_buf_detach(&d, NULL);
+}
+
+json_t *rb_groups_info_json(const rb_group_sum *sums, size_t n, const rb_group_holds *holds)
+{
+    rb_group_sum all = {0};
+    json_t *by = json_object();
+    for (size_t i = 0; i < n; i++) {
+        all.active += sums[i].active;
+        all.held_concurrency += sums[i].held_concurrency;
+        all.held_rate += sums[i].held_rate;
+        all.paused += sums[i].paused;
+        rb_group_holds h = holds ? holds[i] : (rb_group_holds){0};
+        json_object_set_new(
+            by, sums[i].queue,
+            json_pack("{s:I, s:{s:I, s:I}, s:I, s:{s:I, s:I, s:I, s:I}}", "active",
+                      (json_int_t)sums[i].active, "held", "concurrency",
+                      (json_int_t)sums[i].held_concurrency, "rate",
+                      (json_int_t)sums[i].held_rate, "paused", (json_int_t)sums[i].paused,
+                      "holds", "concurrency", (json_int_t)h.concurrency, "rate",
+                      (json_int_t)h.rate, "paused", (json_int_t)h.paused, "queue_rate",
+                      (json_int_t)h.queue_rate));
+    }
+    return json_pack("{s:I, s:I, s:{s:I, s:I}, s:I, s:o}", "queues", (json_int_t)n, "active",
+                     (json_int_t)all.active, "held", "concurrency",
+                     (json_int_t)all.held_concurrency, "rate", (json_int_t)all.held_rate,
+                     "paused", (json_int_t)all.paused, "by_queue", by);
+}

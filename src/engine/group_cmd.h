@@ -153,6 +153,26 @@ json_t *rb_groups_reply_json(const struct rb_config *cfg, const rb_group_req *r,
 json_t *rb_group_limits_json(const struct rb_config *cfg, const char *queue,
                              const rb_flow_override *over);
 
+/* A queue's held-back starts as a backend counts them (INFO): a group
+ * entering each hold, a FETCH passing the queue over for its rate. */
+typedef struct rb_group_holds {
+    int64_t concurrency, rate, paused, queue_rate;
+} rb_group_holds;
+
+/* INFO's rebound.groups (a new object) from each queue's counts (sums, n,
+ * by name) and held-back starts (holds[i] for sums[i]; NULL: none
+ * counted): {"queues", "active", "held": {"concurrency", "rate"},
+ * "paused", "by_queue": {Q: {"active", "held", "paused", "holds":
+ * {"concurrency", "rate", "paused", "queue_rate"}}}}. */
+json_t *rb_groups_info_json(const rb_group_sum *sums, size_t n, const rb_group_holds *holds);
+
+/* The sentence JOB shows for an enqueued job of group held by h (not
+ * RB_HOLD_NONE): "group acme runs 2 of 2" (working of limit), "group acme
+ * is over its rate: next start at T", "group acme is paused until T[:
+ * reason]" (T: until_ms). Caller frees. */
+char *rb_group_hold_detail(const char *group, rb_group_hold h, int64_t working, int64_t limit,
+                           int64_t until_ms, const char *reason);
+
 /* The log line of a change ("GROUP PAUSE emails acme until ...Z (upstream
  * 429) by a client"), at INFO; who: "a client", "the HTTP API". */
 void rb_group_log_change(const rb_group_req *r, const char *who);

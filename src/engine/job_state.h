@@ -27,6 +27,8 @@ enum {
                              (recorded; nothing reads it since PostgreSQL
                              schema 4: the holder check covers every working
                              job, and schema 3's FAIL read it) */
+    RB_JOB_GROUP_SLOT = 4, /* PostgreSQL: claimed in a group with a concurrency
+                              limit; leaving working frees its slot (schema 16) */
 };
 
 /* The outcome of ACK, FAIL, SNOOZE or EXTEND on one job (docs/protocol.md,

@@ -50,6 +50,8 @@
 #include <jansson.h>
 #include <openssl/evp.h>
 
+#include "common/timeutil.h"
+
 #ifdef RBH_PG
 #include <criterion/criterion.h>
 #include <criterion/hooks.h>
@@ -618,6 +620,31 @@ static inline char *rbh_job_state(rbh_conn *c, const char *jid)
     json_decref(v);
     return out;
 }
+
+/* A working job's lease end on the server's clock (wall ms), from JOB's
+ * "reserved_until"; 0 when jid is not working. */
+static inline int64_t rbh_lease_end_ms(rbh_conn *c, const char *jid)
+{
+    json_t *v = rbh_json(rbh_cmd(c, "JOB {\"jid\":\"%s\"}", jid));
+    const char *until = json_string_value(json_object_get(v, "reserved_until"));
+    int64_t ms = 0;
+    if (!until || rb_time_parse_rfc3339(until, &ms))
+        ms = 0;
+    json_decref(v);
+    return ms;
+}
+
+#ifdef RBH_PG
+/* Starts s2, a second node on s's database with config (its own schema
+ * left unused); the test fails when it does not start. */
+static inline void rbh_launch_second(rbh_server *s2, const rbh_server *s, const char *config)
+{
+    rbh_init(s2);
+    snprintf(s2->db, sizeof s2->db, "%s", s->db);
+    rbh_write_file(s2, "rebound.toml", config, s2->config, sizeof s2->config);
+    cr_assert_eq(rbh_launch(s2, NULL), 0, "the second node did not start (see %s)", s2->log);
+}
+#endif
 
 /* Polls until the job's state equals want (NULL = gone) or timeout_ms
  * passes. Returns true when reached. */

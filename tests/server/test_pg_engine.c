@@ -258,10 +258,10 @@ Test(pg, migrate_is_idempotent_and_checked)
     cr_assert_eq(v, RB_PG_SCHEMA_VERSION);
     char *t = sql1("SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()"
                    " AND tablename LIKE 'rb\\_%'");
-    cr_assert_str_eq(t, "15"); /* rb_jobs, rb_queues, rb_counters, rb_meta, rb_workers,
+    cr_assert_str_eq(t, "16"); /* rb_jobs, rb_queues, rb_counters, rb_meta, rb_workers,
                                   rb_edges, rb_wait, rb_dep_done, rb_batches, rb_unique,
                                   rb_track, rb_edges_used, rb_parked, rb_debounce,
-                                  rb_debounced */
+                                  rb_debounced, rb_groups */
     free(t);
 }
 
@@ -2367,6 +2367,152 @@ Test(pg, version_12_database_upgrades_to_one_holder_check)
     cr_assert_not(job_exists("v12hold01"));
     free(a);
     rb_pg_close(pg);
+}
+
+/* The 15 -> 16 upgrade (groups, issue 30): jobs stored before it, naming
+ * custom.group, get their group (rb_jobs.grp from the text) and take
+ * turns; a job claimed before it is ACKed after it; a push through the
+ * previous release's statement (rb_push_hand, unchanged) is grouped by
+ * the trigger and makes its group ready again after a claim found it
+ * empty. */
+Test(pg, version_15_database_upgrades_to_groups)
+{
+    rb_pg *pg = schema_at_version(15, 19);
+    int64_t now = rb_now_ms();
+    static const char *const jobs[] = {"a1", "a2", "a3", "b1", "n1"};
+    for (size_t i = 0; i < sizeof jobs / sizeof *jobs; i++) {
+        char text[256];
+        snprintf(text, sizeof text,
+                 "{\"jid\":\"v14grp-%s\",\"jobtype\":\"t\",\"queue\":\"up\",\"args\":[]%s%c%s}",
+                 jobs[i], jobs[i][0] == 'n' ? "" : ",\"custom\":{\"group\":\"",
+                 jobs[i][0] == 'n' ? ' ' : jobs[i][0], jobs[i][0] == 'n' ? "" : "\"}");
+        cr_assert_eq(push_at(pg, text, now + (int64_t)i), 0, "%s", text);
+    }
+    char *held = claim_before_upgrade("up", "w1", now);
+    cr_assert_str_eq(held, "v14grp-a1");
+    upgrade_with_cli(pg, 15);
+    char *t = sql1("SELECT string_agg(jid || '=' || grp, ',' ORDER BY jid) FROM rb_jobs");
+    cr_assert_str_eq(t, "v14grp-a1=a,v14grp-a2=a,v14grp-a3=a,v14grp-b1=b,v14grp-n1=");
+    free(t);
+    /* turns by name: the ungrouped jobs (""), a, b, then a again */
+    rb_pg_close(pg);
+    static const char *const order[] = {"v14grp-n1", "v14grp-a2", "v14grp-b1", "v14grp-a3"};
+    for (size_t i = 0; i < 4; i++) {
+        char *jid = claim("up", "w2");
+        cr_assert_str_eq(jid, order[i], "claim %zu: %s", i, jid ? jid : "none");
+        cr_assert_eq(ack(jid, "w2"), RB_JOB_DONE);
+        free(jid);
+    }
+    cr_assert_null(claim("up", "w2"));
+    t = sql1("SELECT string_agg(grp || ':' || ready, ',' ORDER BY grp) FROM rb_groups");
+    cr_assert_str_eq(t, ":true,a:false,b:false", "groups found empty are idle: %s", t);
+    free(t);
+    cr_assert_eq(ack(held, "w1"), RB_JOB_DONE); /* claimed before the upgrade */
+    free(held);
+    /* pushed as a node of the previous release pushes: its group is ready again */
+    cr_assert_eq(push("{\"jid\":\"v14grp-b2\",\"jobtype\":\"t\",\"queue\":\"up\",\"args\":[],"
+                      "\"custom\":{\"group\":\"b\"}}"),
+                 0);
+    t = sql1("SELECT grp || ':' || ready FROM rb_groups WHERE grp = 'b'");
+    cr_assert_str_eq(t, "b:true");
+    free(t);
+    char *jid = claim("up", "w2");
+    cr_assert_str_eq(jid, "v14grp-b2");
+    free(jid);
+}
+
+/* Runs sql on c, which must succeed; its first value (caller frees) or NULL. */
+static char *run_on(PGconn *c, const char *sql)
+{
+    PGresult *r = PQexec(c, sql);
+    cr_assert(PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK,
+              "%s: %s", sql, PQerrorMessage(c));
+    char *v = PQntuples(r) > 0 && PQnfields(r) > 0 ? strdup(PQgetvalue(r, 0, 0)) : NULL;
+    PQclear(r);
+    return v;
+}
+
+/* A grouped job inserted by c (as a push does) into queue rq, group g. */
+static void insert_grouped(PGconn *c, const char *jid, const char *g)
+{
+    char sql[400];
+    snprintf(sql, sizeof sql,
+             "INSERT INTO rb_jobs (jid, state, queue, priority, due_ms, enq_ms, reserve_s, json)"
+             " VALUES ('%s', 2, 'rq', 5, 0, 0, 60, '{\"jid\":\"%s\",\"custom\":{\"group\":\"%s\"}}')",
+             jid, jid, g);
+    free(run_on(c, sql));
+}
+
+/* The readiness protocol of schema 16 (docs/distributed.md, "Groups and
+ * limits"), its races forced with explicit transactions: (1) a push not yet
+ * committed while a claim finds its group empty: the claim cannot mark the
+ * group idle (the push holds the shared lock), so the job is claimable once
+ * committed; (2) a claim that marked the group idle, not yet committed,
+ * while a push of that group arrives: the push waits for the claim's
+ * commit and then sets the group ready again. Either way the job is not
+ * stranded in an idle group. */
+Test(pg, a_group_is_never_left_idle_with_a_job)
+{
+    PGconn *a = PQconnectdb(url), *b = PQconnectdb(url);
+    cr_assert_eq(PQstatus(a), CONNECTION_OK, "%s", PQerrorMessage(a));
+    cr_assert_eq(PQstatus(b), CONNECTION_OK, "%s", PQerrorMessage(b));
+    const char *ready = "SELECT ready::text FROM rb_groups WHERE queue = 'rq' AND grp = 'g'";
+    /* (1) */
+    insert_grouped(a, "race-job-1", "g");
+    free(run_on(a, "BEGIN"));
+    insert_grouped(a, "race-job-2", "g"); /* uncommitted: its shared lock held */
+    char *jid = claim("rq", "w1");
+    cr_assert_str_eq(jid, "race-job-1");
+    free(jid);
+    cr_assert_null(claim("rq", "w1")); /* finds g empty, cannot idle it */
+    char *v = sql1(ready);
+    cr_assert_str_eq(v, "true", "the group was idled under an uncommitted push");
+    free(v);
+    free(run_on(a, "COMMIT"));
+    jid = claim("rq", "w1");
+    cr_assert_str_eq(jid, "race-job-2");
+    free(jid);
+    /* (2) */
+    cr_assert_null(claim("rq", "w1")); /* empty now: idled */
+    v = sql1(ready);
+    cr_assert_str_eq(v, "false");
+    free(v);
+    insert_grouped(a, "race-job-3", "g"); /* ready again, then claimed by b below */
+    free(run_on(b, "BEGIN"));
+    free(run_on(b, "SELECT count(*) FROM rb_claim_groups('{rq}', '{w2}', 0, '{g}', '{0}', '{0}',"
+                   " '{0}', '{0}', '{0}', '{0}')")); /* takes race-job-3 from g (after '') */
+    v = run_on(b, "SELECT count(*) FROM rb_claim_groups('{rq}', '{w2}', 0, NULL, '{0}', '{0}',"
+                  " '{0}', '{0}', '{0}', '{0}')"); /* g empty: idled under b's exclusive lock */
+    free(v);
+    v = run_on(b, ready);
+    cr_assert_str_eq(v, "false");
+    free(v);
+    /* a push of g now waits for b's lock */
+    cr_assert(PQsendQuery(a, "INSERT INTO rb_jobs (jid, state, queue, priority, due_ms, enq_ms,"
+                             " reserve_s, json) VALUES ('race-job-4', 2, 'rq', 5, 0, 0, 60,"
+                             " '{\"custom\":{\"group\":\"g\"}}')"));
+    bool waits = false; /* seen waiting for the advisory lock, in pg_locks */
+    for (int i = 0; i < 500 && !waits; i++) {
+        v = sql1("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted");
+        waits = atoi(v) > 0;
+        free(v);
+    }
+    cr_assert(waits, "the push did not wait for the claim's lock");
+    cr_assert(PQconsumeInput(a) && PQisBusy(a));
+    free(run_on(b, "COMMIT"));
+    PGresult *r;
+    while ((r = PQgetResult(a))) {
+        cr_assert_eq(PQresultStatus(r), PGRES_COMMAND_OK, "%s", PQerrorMessage(a));
+        PQclear(r);
+    }
+    v = sql1(ready);
+    cr_assert_str_eq(v, "true", "the push left its group idle");
+    free(v);
+    jid = claim("rq", "w1");
+    cr_assert_str_eq(jid, "race-job-4");
+    free(jid);
+    PQfinish(a);
+    PQfinish(b);
 }
 
 /* A bounded engine (issue 27; rb_pg_options.io_timeout_ms): a statement

@@ -8,7 +8,8 @@
  * success as rb_ack_batch applies it in SQL (rb_dep_succeeded) against the
  * engine's dependency rule (rb_dep_on_parent, engine/depend.h) over every
  * child's counts and mode, with a parent's death (decided in C through
- * rb_dep_on_parent) on the same grid. A schema of the run's shared cluster
+ * rb_dep_on_parent) on the same grid; and the GCRA arithmetic of the group
+ * claim (schema 16) against engine/gcra.c. A schema of the run's shared cluster
  * per test (tests/server/pg_harness.h). */
 #include <criterion/criterion.h>
 #include <criterion/hooks.h>
@@ -22,6 +23,8 @@
 #include "backend/pg/sql.h"
 #include "common/timeutil.h"
 #include "engine/depend.h"
+#include "engine/gcra.h"
+#include "engine/group.h"
 #include "engine/job_state.h"
 #include "pg_harness.h"
 
@@ -399,4 +402,75 @@ Test(rules, a_parents_event_is_the_engines_dependency_rule)
                     checked++;
                 }
     cr_assert_eq(checked, 3 * (9 + 6 + 6));
+}
+
+/* GCRA (engine/gcra.h) as the claim applies it in SQL (rb_gcra_conforms,
+ * rb_gcra_start, rb_gcra_available, schema 16), against the C rules over
+ * buckets of every shape (no rate, rates with and without burst, across
+ * the period bounds) and states around now (full, just used, behind, far
+ * ahead), 2,000 random cases in one statement's worth of round trips. */
+Test(rules, gcra_in_sql_is_the_engines_rule)
+{
+    static const int64_t rates[][3] = {
+        {0, 0, 0},   {1, 1000, 0},    {50, 1000, 0},     {2, 1000, 4},
+        {100, 60000, 10}, {1000000, 1000, 0}, {7, 86400000, 3}, {3, 7LL * 86400 * 1000, 1000000},
+    };
+    unsigned seed = 30;
+    int64_t now = rb_now_ms() * 1000;
+    for (int k = 0; k < 2000; k++) {
+        const int64_t *r = rates[k % (int)(sizeof rates / sizeof *rates)];
+        rb_gcra g;
+        rb_gcra_init(&g, r[0], r[1], r[2]);
+        int64_t span = g.t_us * 4 + g.tau_us + 1000;
+        int64_t tat = k % 5 == 0 ? 0 : now - span + (int64_t)(rand_r(&seed) % (unsigned)(3 * span));
+        char *c = q("SELECT rb_gcra_conforms(%lld, %lld, %lld, %lld)::text || ' ' ||"
+                    " rb_gcra_start(%lld, %lld, %lld) || ' ' ||"
+                    " rb_gcra_available(%lld, %lld, %lld, %lld)",
+                    (long long)tat, (long long)now, (long long)g.t_us, (long long)g.tau_us,
+                    (long long)tat, (long long)now, (long long)g.t_us, (long long)tat,
+                    (long long)now, (long long)g.t_us, (long long)g.tau_us);
+        char want[96];
+        snprintf(want, sizeof want, "%s %lld %lld", rb_gcra_conforms(&g, tat, now) ? "true" : "false",
+                 (long long)rb_gcra_start(&g, tat, now), (long long)rb_gcra_available(&g, tat, now));
+        cr_assert_str_eq(c, want, "rate %lld/%lld ms burst %lld, tat %lld, now %lld",
+                         (long long)r[0], (long long)r[1], (long long)r[2], (long long)tat,
+                         (long long)now);
+        free(c);
+    }
+}
+
+/* A group's limits as the claim resolves them (rb_group_limits, schema
+ * 15: its GROUP SET field by field before the queue's [groups], then the
+ * bucket's interval and tolerance) against engine/group.h's
+ * rb_flow_limits_resolve and rb_gcra_init: every subset of override
+ * fields over queue limits with and without a rate. */
+Test(rules, group_limits_in_sql_are_the_engines_rule)
+{
+    static const rb_flow_limits queues[] = {
+        {0, 0, 0, 0}, {5, 0, 0, 0}, {2, 100, 60000, 10}, {0, 50, 1000, 0},
+    };
+    const rb_flow_limits over_v = {3, 7, 2000, 4};
+    for (size_t qi = 0; qi < sizeof queues / sizeof *queues; qi++) {
+        for (unsigned set = 0; set < 16; set++) {
+            rb_flow_override qo = {.set = 15, .v = queues[qi]}, o = {.set = set, .v = over_v};
+            rb_flow_limits lim;
+            rb_flow_limits_resolve(set ? &o : NULL, &qo, NULL, &lim, NULL);
+            rb_gcra g;
+            rb_gcra_init(&g, lim.rate, lim.period_ms, lim.burst);
+            char ov[4][24];
+            const int64_t vals[4] = {o.v.concurrency, o.v.rate, o.v.period_ms, o.v.burst};
+            for (int k = 0; k < 4; k++)
+                snprintf(ov[k], sizeof ov[k], set & (1u << k) ? "%lld" : "NULL",
+                         (long long)vals[k]);
+            char *c = q("SELECT conc || ' ' || t || ' ' || tau FROM rb_group_limits(%s, %s, %s, %s,"
+                        " %lld, %lld, %lld, %lld)",
+                        ov[0], ov[1], ov[2], ov[3], (long long)qo.v.concurrency,
+                        (long long)qo.v.rate, (long long)qo.v.period_ms, (long long)qo.v.burst);
+            char want[96];
+            snprintf(want, sizeof want, "%lld %lld %lld", (long long)lim.concurrency,
+                     (long long)g.t_us, (long long)g.tau_us);
+            cr_assert_str_eq(c, want, "queue limits %zu, override fields %u: %s, want %s", qi, set, c, want);
+            free(c);
+        }
+    }
 }

@@ -7,9 +7,9 @@
  * of the design's table changes nothing; FLUSH clears overrides and
  * pauses; overrides and pauses survive kill -9 (a pause resumes at its
  * time after the restart, one that ended while the server was down is
- * gone). One source for both backends: a PostgreSQL twin includes it with
- * RBH_PG once distributed mode keeps groups (until then it refuses GROUP:
- * test_pg_flow_refused.c). */
+ * gone). One source for both backends: test_pg_server_group_cmds.c
+ * includes it with RBH_PG (overrides and pauses on rb_groups' rows; kill -9
+ * is the node's, the database stays). */
 #include <criterion/criterion.h>
 
 #include "common/timeutil.h"

@@ -6,8 +6,9 @@
  * group rate of 50 per second and a [throttles.Q] rate hold in every window
  * of one second (start times read back from the server); a rate bucket
  * survives kill -9 (no window across the crash exceeds rate + burst).
- * Single node: distributed mode refuses these limits at start
- * (test_pg_flow_refused.c) until it applies them. */
+ * Both backends (test_pg_server_group_limits.c includes it with RBH_PG:
+ * then the 16 workers are on two nodes; test_pg_groups_nodes.c kills a
+ * node holding a group's slots). */
 #include <criterion/criterion.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -76,13 +77,9 @@ static void push_many(const char *q, const char *prefix, const char *g, int n)
  * minus its reserve_for (600 s), from JOB while it works. */
 static int64_t started_ms(rbh_conn *c, const char *jid)
 {
-    json_t *v = rbh_json(rbh_cmd(c, "JOB {\"jid\":\"%s\"}", jid));
-    const char *until = json_string_value(json_object_get(v, "reserved_until"));
-    cr_assert_not_null(until, "job %s is not working", jid);
-    int64_t ms;
-    cr_assert_eq(rb_time_parse_rfc3339(until, &ms), 0);
-    json_decref(v);
-    return ms - 600 * 1000;
+    int64_t end = rbh_lease_end_ms(c, jid);
+    cr_assert_gt(end, 0, "job %s is not working", jid);
+    return end - 600 * 1000;
 }
 
 /* A group at its concurrency is passed over at once for another group's
@@ -136,9 +133,12 @@ SERVER_TEST(concurrency_holds_the_group_not_the_queue)
 static atomic_int in_flight[GROUPS], max_seen[GROUPS], done_jobs;
 static atomic_int seen[GROUPS * PER_GROUP];
 
+static const rbh_server *worker_node[2] = {&S, &S}; /* worker i's: worker_node[i % 2] */
+
 static void *worker(void *arg)
 {
-    rbh_conn *c = rbh_connect(&S, (const char *)arg);
+    const char *wid = arg;
+    rbh_conn *c = rbh_connect(worker_node[(wid[2] - '0') % 2], wid);
     cr_assert_not_null(c);
     unsigned seed = (unsigned)(uintptr_t)arg;
     while (atomic_load(&done_jobs) < GROUPS * PER_GROUP) {
@@ -171,7 +171,9 @@ static void *worker(void *arg)
 /* 16 workers over 5 groups of 20 jobs with concurrency 2: no group ever
  * has more than 2 jobs in the workers' hands (a job is counted from its
  * FETCH's reply to before its ACK, inside the server's own working time),
- * every job runs exactly once. */
+ * every job runs exactly once. In distributed mode half the workers are
+ * on a second node on the same database (test_pg_groups_nodes.c has a
+ * node killed). */
 SERVER_TEST(concurrency_never_exceeded_with_16_workers)
 {
     for (int g = 0; g < GROUPS; g++) {
@@ -180,6 +182,11 @@ SERVER_TEST(concurrency_never_exceeded_with_16_workers)
         snprintf(name, sizeof name, "tenant%d", g);
         push_many("lim", prefix, name, PER_GROUP);
     }
+#ifdef RBH_PG
+    static rbh_server S2; /* a second node on S's database */
+    rbh_launch_second(&S2, &S, CONFIG);
+    worker_node[1] = &S2;
+#endif
     pthread_t t[WORKERS];
     static char wids[WORKERS][16];
     for (int i = 0; i < WORKERS; i++) {
@@ -188,6 +195,9 @@ SERVER_TEST(concurrency_never_exceeded_with_16_workers)
     }
     for (int i = 0; i < WORKERS; i++)
         pthread_join(t[i], NULL);
+#ifdef RBH_PG
+    cr_assert_eq(rbh_stop(&S2), 0, "the second node did not exit cleanly");
+#endif
     for (int g = 0; g < GROUPS; g++) {
         cr_assert_leq(atomic_load(&max_seen[g]), 2, "group %d had %d jobs working", g,
                       atomic_load(&max_seen[g]));

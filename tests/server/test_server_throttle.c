@@ -405,10 +405,7 @@ SERVER_TEST(workers_fetching_at_once_never_hold_more_than_the_limit)
     rbh_server *at[2] = {&S, &S};
 #ifdef RBH_PG
     static rbh_server S2; /* a second node on S's database */
-    rbh_init(&S2);
-    snprintf(S2.db, sizeof S2.db, "%s", S.db);
-    rbh_write_file(&S2, "rebound.toml", CONFIG, S2.config, sizeof S2.config);
-    cr_assert_eq(rbh_launch(&S2, NULL), 0, "the second node did not start (see %s)", S2.log);
+    rbh_launch_second(&S2, &S, CONFIG);
     at[1] = &S2;
 #endif
     rbh_conn *cs[HAMMERS];

@@ -380,6 +380,14 @@ static void info_call(rb_pg *pg, rb_pgreq *r)
         return;
     if (throttles)
         json_object_set_new(op->u.info.rebound, "throttles", throttles);
+    rb_group_req all = {.verb = RB_GROUP_LIST}; /* every queue's groups counted */
+    rb_pg_group_out g;
+    if ((r->rc = rb_pg_group(pg, &all, op->now, &g, &r->err)))
+        return;
+    json_object_set_new(op->u.info.rebound, "groups", rb_groups_info_json(g.sums, g.n_sums, NULL));
+    for (size_t i = 0; i < g.n_sums; i++)
+        free(g.sums[i].queue);
+    free(g.sums);
     if (!latency)
         return;
     size_t n = in.n_queues;
@@ -467,6 +475,8 @@ static void job_call(rb_pg *pg, rb_pgreq *r)
     else if (!r->rc && op->u.lookup.view.state <= RB_JOB_ENQUEUED)
         r->rc = rb_pg_debounce_view(pg, op->u.lookup.jid, op->u.lookup.view.due_ms,
                                     &op->u.lookup.view.debounce, &r->err);
+    if (op->u.lookup.found) /* why it waits, when its group is held */
+        rb_pg_job_hold(pg, &op->u.lookup.view, op->now);
 }
 
 static void dist_job(rb_eng *eng, rb_eng_op *op)
@@ -699,6 +709,26 @@ static void dist_track(rb_eng *eng, rb_eng_op *op)
     post(eng, op, track_call);
 }
 
+/* --- GROUP SET/PAUSE/RESUME/GET, GROUPS (sql_groups.c) --- */
+
+static void group_call(rb_pg *pg, rb_pgreq *r)
+{
+    rb_eng_op *op = r->data;
+    rb_pg_group_out out;
+    r->rc = rb_pg_group(pg, &op->u.group.req, op->now, &out, &r->err);
+    op->u.group.view = out.view;
+    op->u.group.views = out.views;
+    op->u.group.n = out.n;
+    op->u.group.total = out.total;
+    op->u.group.sums = out.sums;
+    op->u.group.n_sums = out.n_sums;
+}
+
+static void dist_group(rb_eng *eng, rb_eng_op *op)
+{
+    post(eng, op, group_call);
+}
+
 const rb_backend rb_backend_pg = {
     .name = "postgresql",
     .open = rb_pgmode_open,
@@ -728,6 +758,9 @@ const rb_backend rb_backend_pg = {
     .workflow = dist_workflow,
     .track = dist_track,
     .unique_jobs = true,
+    .groups = true,      /* in turn per queue: rb_claim_groups (sql_groups.c) */
+    .flow_limits = true, /* [groups] limits and [throttles] rate in the same claim */
+    .group = dist_group, /* overrides and pauses on rb_groups' rows */
     .health = rb_pgmode_health,
     .cron_ticks = rb_pgmode_cron_ticks,
     .hello = rb_pgworkers_hello,

@@ -44,7 +44,10 @@ static void arm_throttle_wake(rb_eng *eng, int64_t at)
     if (!pm->throttle_ev)
         pm->throttle_ev = evtimer_new(eng->base, on_throttle_wake, eng);
     int64_t delay = at - rb_now_ms();
-    delay = delay > 0 ? delay + 5 : 5; /* just past it, by the claim's clock */
+    /* just past it: the claim's clock (read on the database thread, later)
+     * is then at or after it; a group's rate hold wakes a claim per emission
+     * interval, so each ms here is a start lost per interval */
+    delay = delay > 0 ? delay + 1 : 1;
     struct timeval tv = {delay / 1000, (delay % 1000) * 1000};
     evtimer_add(pm->throttle_ev, &tv);
     pm->throttle_at = at;
@@ -165,7 +168,8 @@ rb_pgreq *rb_pgmode_hand_off(rb_eng *eng, rb_pgreq *r)
     rb_pgreq *list = NULL, **tail = &list;
     for (size_t i = 0; i < r->u.push.n; i++) {
         rb_pg_new_job *j = &r->u.push.jobs[i];
-        if (j->ukey[0] || j->expires_ms || j->at_ms > rb_now_ms() ||
+        /* a grouped job waits its group's turn (and its limits): claimed */
+        if (j->ukey[0] || j->expires_ms || j->grouped || j->at_ms > rb_now_ms() ||
             (eng->cfg->n_throttles && rb_config_throttle(eng->cfg, j->queue)))
             continue;
         rb_eng_op *op = rb_eng_waiter_take(eng, j->queue);

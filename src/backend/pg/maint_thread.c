@@ -92,10 +92,11 @@ void *mode_maint_thread(void *arg)
     maint_bufs *mb = rb_xmalloc(sizeof *mb);
     int64_t workers_due = 0; /* next removal of stale worker rows */
     int64_t housekeeping_due = 0; /* next run of everything but promote and reap */
+    bool groups_started = false;
     for (;;) {
         rb_err err = {0};
         int promoted = 0, reaped = 0, dropped = 0, forgotten = 0, expired = 0, batches_gone = 0;
-        int dropped_expired = 0, tracks_gone = 0, aliases_gone = 0;
+        int dropped_expired = 0, tracks_gone = 0, aliases_gone = 0, holds_ended = 0;
         int64_t due = INT64_MAX;
         int rc = promote_all(pm, mb, &promoted, &err);
         if (!rc)
@@ -122,6 +123,10 @@ void *mode_maint_thread(void *arg)
             rc = batches(pm, rb_pg_track_expire, &tracks_gone, &err);
         if (!rc && housekeeping) /* debounce aliases past their retention */
             rc = batches(pm, rb_pg_debounce_expire, &aliases_gone, &err);
+        if (!rc && !groups_started && !(rc = rb_pg_groups_start(pm->maint, &err)))
+            groups_started = true; /* concurrency holds re-counted with this node's [groups] */
+        if (!rc && housekeeping) /* groups' holds that ended (queues notified), idle rows */
+            rc = batches(pm, rb_pg_groups_maint, &holds_ended, &err);
         if (!rc && housekeeping && rb_now_ms() >= workers_due) {
             int folded = 0; /* the engines' counter rows, into one per counter */
             rc = batches(pm, rb_pg_workers_cleanup, &forgotten, &err);
@@ -149,7 +154,8 @@ void *mode_maint_thread(void *arg)
             rb_log(RB_LOG_DEBUG, "%d debounce aliases forgotten", aliases_gone);
         if (batches_gone)
             rb_log(RB_LOG_INFO, "%d expired batches forgotten", batches_gone);
-        if (promoted || reaped || dropped || dropped_expired) /* a discard may release children */
+        if (promoted || reaped || dropped || dropped_expired || holds_ended)
+            /* a discard may release children; a hold's end lets its group run */
             mode_note_ready(pm, NULL, 0); /* notifications are a hint: wake locally too */
         int64_t wait = tick_ms() * 4 / 5 + rand_r(&seed) % (tick_ms() * 2 / 5 + 1);
         pthread_mutex_lock(&pm->mu);

@@ -149,8 +149,11 @@ int rb_pgmode_open(rb_eng *eng, rb_err *err)
         rc = open_engine(eng, false, &pm->work[i], err);
     if (!rc)
         rc = open_engine(eng, false, &pm->maint, err);
-    for (int i = 0; !rc && i < RB_PGMODE_THREADS; i++) /* named in rb_parked (fetch.c) */
+    for (int i = 0; !rc && i < RB_PGMODE_THREADS; i++) { /* named in rb_parked (fetch.c) */
         rb_pg_set_node(pm->work[i], rb_pgworkers_node());
+        if (i > 0) /* one turn cursor per queue for the node */
+            rb_pg_share_turns(pm->work[i], pm->work[0]);
+    }
     if (!rc)
         rc = open_engine(eng, true, &pm->listen, err);
     if (!rc && ((pm->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0 ||

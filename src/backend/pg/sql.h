@@ -42,6 +42,7 @@
 #include "engine/batch_view.h"
 #include "engine/debounce.h"
 #include "engine/failure.h"
+#include "engine/group_cmd.h"
 #include "engine/job_state.h"
 #include "engine/mutation.h"
 #include "engine/reads.h"
@@ -57,7 +58,7 @@ bool rb_pg_is_url(const char *url);
 /* The schema version this build creates and requires (rb_pg_migrate): the
  * number of the last migration in src/backend/pg/schema/ (the build checks
  * they agree). */
-#define RB_PG_SCHEMA_VERSION 15
+#define RB_PG_SCHEMA_VERSION 16
 
 /* Job states, flags and per-job outcomes are the engine's
  * (engine/job_state.h), stored as the same numbers (sql_numbers.h lists
@@ -181,6 +182,7 @@ typedef struct rb_pg_new_job {
      * ready at once (no unique lock, no expiry) */
     bool hand;
     const char *hand_wid;
+    bool grouped; /* names custom.group (never handed off: it waits its turn) */
 } rb_pg_new_job;
 
 /* Fills *out from a validated job object (rb_job_validate's rules): queue
@@ -211,6 +213,42 @@ int rb_pg_push_hand(rb_pg *pg, const rb_pg_new_job *jobs, size_t n, int64_t now,
  * the nodes its pushes notify; copied. NULL: none (pushes notify every
  * node with a parked FETCH). */
 void rb_pg_set_node(rb_pg *pg, const char *node);
+/* Groups in turn (sql_groups.c): pg takes its turn cursors (the group
+ * each queue's claim served last) from from's table, so that the
+ * database threads of one node rotate together. Both must stay open
+ * while either claims; call before either is used by another thread. */
+typedef struct rb_pg_turns rb_pg_turns;
+void rb_pg_share_turns(rb_pg *pg, rb_pg *from);
+/* Maintenance of rb_groups: holds whose time has come released (their
+ * queues notified; *released: how many queues) and up to limit idle
+ * groups' rows deleted. */
+int rb_pg_groups_maint(rb_pg *pg, int64_t now, int limit, int *released, rb_err *err);
+/* At a node's start: every concurrency hold released, so that the next
+ * claim re-counts it with this node's [groups]. */
+int rb_pg_groups_start(rb_pg *pg, rb_err *err);
+/* GROUP SET/PAUSE/RESUME/GET and GROUPS (engine/group_cmd.h), for r
+ * (checked) at now: SET's override and PAUSE's pause upserted on the
+ * group's rb_groups row (with the queue's '' row: its claims then take
+ * turns), a changed limit's hold lifted and the queue notified so the
+ * next claim decides afresh; RESUME ends a pause; one statement each,
+ * durable when it returns 0. GET fills out->view, LIST out->views (the
+ * page), out->total and out->sums as rb_backend.group says. A queue with
+ * no rb_queues or rb_groups row that the configuration does not name:
+ * rb_group_no_queue's RB_ENOENT. Results owned by the caller. */
+typedef struct rb_pg_group_out {
+    rb_group_view view;
+    rb_group_view *views;
+    size_t n;
+    int64_t total;
+    rb_group_sum *sums;
+    size_t n_sums;
+} rb_pg_group_out;
+int rb_pg_group(rb_pg *pg, const rb_group_req *r, int64_t now, rb_pg_group_out *out,
+                rb_err *err);
+/* JOB's hold of job (an enqueued job of a held group: hold_by, hold,
+ * hold_until_ms, hold_detail, as reads.h says) at now; nothing when it is
+ * not held or its group cannot be read. */
+void rb_pg_job_hold(rb_pg *pg, rb_job_view *job, int64_t now);
 /* Lists this engine's node in rb_parked until until_ms (wall ms): a FETCH
  * waits there, the other nodes' pushes notify it. until_ms 0: removes it. */
 int rb_pg_parked(rb_pg *pg, int64_t until_ms, rb_err *err);

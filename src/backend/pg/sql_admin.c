@@ -166,7 +166,10 @@ int rb_pg_queue_remove(rb_pg *pg, const char *const *names, int n, int64_t *remo
                              * pause with it; rows in name order (the lock order) */
                             " u AS (DELETE FROM rb_queues WHERE name IN (SELECT name FROM rb_queues"
                             "   WHERE $2::boolean OR name = ANY($1::text[])"
-                            "   ORDER BY name FOR UPDATE) RETURNING 1)"
+                            "   ORDER BY name FOR UPDATE) RETURNING 1),"
+                            /* its groups' rows (turns, holds, buckets) */
+                            " g AS (DELETE FROM rb_groups WHERE $2::boolean"
+                            "   OR queue = ANY($1::text[]))"
                             " SELECT (SELECT count(*) FROM d), (SELECT count(*) FROM u),"
                             " (SELECT coalesce(array_agg(d.jid), '{}') FROM d WHERE d.wf"
                             "   OR EXISTS (SELECT 1 FROM rb_edges e WHERE e.parent = d.jid))::text",
@@ -230,7 +233,7 @@ int rb_pg_flush(rb_pg *pg, rb_err *err)
         rc = sql_exec(pg,
                       "TRUNCATE rb_jobs, rb_counters, rb_queues, rb_edges, rb_edges_used, rb_wait,"
                       " rb_dep_done, rb_batches, rb_unique, rb_track,"
-                      " rb_debounce, rb_debounced",
+                      " rb_debounce, rb_debounced, rb_groups",
                       err);
         if (!rc || tries == 5 || strcmp(pg->last_sqlstate, "40P01") != 0)
             return rc;

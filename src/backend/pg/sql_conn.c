@@ -21,28 +21,35 @@ static const char *const sql_stmt_text[SQL_STMT_COUNT] = {
     [SQL_PUSH_UNIQUE] = "SELECT o_jid, o_st, o_holder FROM rb_push_unique($1::text[], $2::text[], $3::int[],"
                        " $4::bigint[], $5::int[], $6::text[], $7::bigint, $8::text[], $9::bigint[],"
                        " $10::boolean[], $11::bigint[], $12::int)",
-    [SQL_CLAIM] = "SELECT slot, jid, json, enq_ms FROM rb_claim_unexpired($1::text[], $2::text[],"
-                 " $3::bigint)"
-                 " ORDER BY slot",
+    /* groups in turn and their limits (sql_groups.c's arguments, schema 16) */
+    [SQL_CLAIM] = "SELECT slot, jid, json, enq_ms, q, g FROM rb_claim_groups($1::text[], $2::text[],"
+                 " $3::bigint, $4::text[], $5::int[], $6::int[], $7::bigint[], $8::int[],"
+                 " $9::bigint[], $10::bigint[])",
     /* rb_claim_unexpired for one queue (the usual FETCH), as one
      * statement: the function's loop, its paused check and its result set
-     * cost more than the claim (schema 14, issue 29) */
+     * cost more than the claim (schema 14, issue 29). A queue with groups
+     * (schema 16) is not claimed here: one row with slot -4 says so, and
+     * rb_claim_groups claims it */
     [SQL_CLAIM1] = "/* rb_claim, one queue */ WITH picked AS MATERIALIZED (SELECT r.jid, r.priority, r.seq,"
                   " coalesce(r.expires_ms <= $3::bigint, false) AS gone FROM rb_jobs r"
-                  " WHERE r.state = 2 AND r.queue = $1 AND NOT EXISTS (SELECT 1 FROM rb_queues qq"
-                  " WHERE qq.name = $1 AND qq.paused) ORDER BY r.priority DESC, r.seq"
+                  " WHERE r.state = 2 AND r.queue = $1 AND r.grp = '' AND NOT EXISTS (SELECT 1"
+                  " FROM rb_queues qq WHERE qq.name = $1 AND qq.paused) AND NOT EXISTS (SELECT 1"
+                  " FROM rb_groups gg WHERE gg.queue = $1) ORDER BY r.priority DESC, r.seq"
                   " LIMIT cardinality($2::text[]) FOR UPDATE SKIP LOCKED),"
                   " numbered AS (SELECT p.jid, p.gone, row_number() OVER (ORDER BY p.priority DESC,"
-                  " p.seq)::int AS rn FROM picked p)"
-                  " UPDATE rb_jobs j SET state = CASE WHEN nb.gone THEN j.state ELSE 3 END,"
+                  " p.seq)::int AS rn FROM picked p),"
+                  " upd AS (UPDATE rb_jobs j SET state = CASE WHEN nb.gone THEN j.state ELSE 3 END,"
                   " attempts = CASE WHEN nb.gone THEN j.attempts ELSE j.attempts + 1 END,"
                   " wid = CASE WHEN nb.gone THEN j.wid ELSE ($2::text[])[nb.rn] END,"
                   " due_ms = CASE WHEN nb.gone THEN j.due_ms"
                   " ELSE $3::bigint + j.reserve_s * 1000::bigint END,"
                   " flags = CASE WHEN nb.gone THEN j.flags WHEN j.flags & 1 <> 0 THEN 2 ELSE 0 END"
                   " FROM numbered nb WHERE j.jid = nb.jid"
-                  " RETURNING CASE WHEN nb.gone THEN -1 ELSE nb.rn - 1 END, j.jid,"
-                  " CASE WHEN nb.gone THEN NULL ELSE j.json END, j.enq_ms",
+                  " RETURNING CASE WHEN nb.gone THEN -1 ELSE nb.rn - 1 END AS slot, j.jid,"
+                  " CASE WHEN nb.gone THEN NULL ELSE j.json END AS json, j.enq_ms)"
+                  " SELECT * FROM upd UNION ALL"
+                  " SELECT -4, NULL, NULL, NULL WHERE EXISTS (SELECT 1 FROM rb_groups gg"
+                  " WHERE gg.queue = $1)",
     [SQL_ACK] = "SELECT status, queue, jobtype FROM rb_ack_batch($1::text[], $2::text[], $3::int,"
                 " $4::bigint, $5::bigint, false)",
     [SQL_LOCK_JOBS] = "SELECT jid, queue, wid, json, history, state, priority, attempts, flags,"
@@ -536,6 +543,8 @@ int rb_pg_open(const rb_pg_options *o, rb_pg **out, rb_err *err)
     }
     PQconninfoFree(opts);
     rb_pg *pg = rb_xcalloc(1, sizeof *pg);
+    pg->turns = sql_turns_new();
+    pg->own_turns = true;
     pg->url = rb_xstrdup(o->url);
     pg->cfg = o->cfg;
     rb_config_init(&pg->defaults);
@@ -571,6 +580,8 @@ void rb_pg_close(rb_pg *pg)
     free(pg->url);
     free(pg->channel);
     free(pg->node);
+    if (pg->own_turns)
+        sql_turns_free(pg->turns);
     free(pg);
 }
 

@@ -92,9 +92,30 @@ struct rb_pg {
     } *sent;
     size_t n_sent, cap_sent, next_sent;
     bool pipe_skip; /* SQL_PIPE_TAKE: run the next statements as usual */
+    rb_pg_turns *turns; /* the turn cursors (sql_groups.c); never NULL */
+    bool own_turns;     /* turns is this engine's (else shared: rb_pg_share_turns) */
 };
 
 enum { SQL_PIPE_OFF, SQL_PIPE_SEND, SQL_PIPE_TAKE };
+
+/* Groups (sql_groups.c). A node's turn table: made with the engine,
+ * freed with it when it owns it. */
+rb_pg_turns *sql_turns_new(void);
+void sql_turns_free(rb_pg_turns *t);
+/* Whether queue's claims are known to need rb_claim_groups (a claim met
+ * its groups). */
+bool sql_groups_known(rb_pg *pg, const char *queue);
+/* A claim of queue served group grp (NULL: met its groups, served none):
+ * the queue's cursor moves to it, and the queue is known grouped. */
+void sql_groups_served(rb_pg *pg, const char *queue, const char *grp);
+/* Whether a claim of queue must be rb_claim_groups: known grouped, or a
+ * [throttles] rate to apply. */
+bool sql_groups_claim_needed(rb_pg *pg, const char *queue);
+/* rb_claim_groups' per-queue arrays for queues: cursors, [groups]
+ * concurrency, rate, period and burst, [throttles] rate's T and tau
+ * (engine/gcra.h); a[] initialised here, released by the caller. */
+#define SQL_GROUP_ARGS 7
+void sql_groups_args(rb_pg *pg, const char *const *queues, int nq, rb_buf a[SQL_GROUP_ARGS]);
 
 /* The config in force (never NULL). */
 const rb_config *sql_cfg(const rb_pg *pg);

@@ -8,6 +8,7 @@
 
 #include "common/timeutil.h"
 #include "engine/depend.h"
+#include "engine/group.h"
 #include "engine/jobdef.h"
 #include "engine/unique.h"
 #include "common/log.h"
@@ -28,6 +29,8 @@ void rb_pg_job_from_json(json_t *job, int64_t now, int default_reserve_s, rb_pg_
     out->priority = nj.priority;
     out->reserve_s = nj.reserve_s;
     out->at_ms = nj.at_ms;
+    const char *grp = NULL; /* the row's grp comes from the text (schema 16's trigger) */
+    out->grouped = !rb_group_of_job(job, &grp, NULL) && grp;
     if (rb_unique_or_expiring(job)) { /* engine/unique.h's rules; validated at PUSH */
         rb_unique_spec u;
         if (!rb_unique_parse(job, &u, NULL) && u.on) {
@@ -169,13 +172,44 @@ int rb_pg_push_hand(rb_pg *pg, const rb_pg_new_job *jobs, size_t n, int64_t now,
     return 0;
 }
 
-/* One rb_claim_unexpired (one1: its one queue's statement, SQL_CLAIM1,
- * given the queue's name) for the slots of wids; the jobs claimed into
- * c[*got..] (their slots as given), the expired jobs it picked into the
- * array literal expired (*n_expired of them). */
-static int claim_once(rb_pg *pg, const char *queues, const char *one1, const char *const *wids,
+/* The rows of a claim statement: claimed jobs into c[*got..] (their
+ * slots as given), expired ones into the array literal expired, the
+ * times to claim again (rb_claim_groups' -2 rows) into *wake_at, the
+ * groups served into the node's turn cursors. Whether a one-queue claim
+ * met a queue with groups (its -4 row). */
+static bool claim_rows(rb_pg *pg, PGresult *r, const int *slots, int n, rb_pg_claimed *c,
+                       int *got, rb_buf *expired, int *n_expired, int64_t *wake_at)
+{
+    bool grouped = false, groups = PQnfields(r) >= 6;
+    for (int i = 0; i < PQntuples(r); i++) {
+        int64_t slot = sql_int(r, i, 0);
+        if (slot == -4) {
+            grouped = true;
+        } else if (slot == -2) {
+            if (sql_int(r, i, 3) < *wake_at)
+                *wake_at = sql_int(r, i, 3);
+        } else if (slot < 0 || slot >= n) { /* an expired job, left for the caller */
+            sql_arr_str(expired, PQgetvalue(r, i, 1));
+            (*n_expired)++;
+        } else {
+            rb_pg_claimed *one = &c[(*got)++];
+            one->slot = slots[slot];
+            one->jid = sql_dup(r, i, 1);
+            one->json = sql_json_with_enqueued(PQgetvalue(r, i, 2), sql_int(r, i, 3));
+            if (groups)
+                sql_groups_served(pg, PQgetvalue(r, i, 4), PQgetvalue(r, i, 5));
+        }
+    }
+    return grouped;
+}
+
+/* One claim statement for the slots of wids, over queues qv (nq of them):
+ * one queue's plain statement (SQL_CLAIM1) unless it is known to need
+ * rb_claim_groups (SQL_CLAIM), which also claims when SQL_CLAIM1 finds
+ * that the queue has groups. Rows as claim_rows. */
+static int claim_once(rb_pg *pg, const char *const *qv, int nq, const char *const *wids,
                       const int *slots, int n, int64_t now, rb_pg_claimed *c, int *got,
-                      rb_buf *expired, int *n_expired, rb_err *err)
+                      rb_buf *expired, int *n_expired, int64_t *wake_at, rb_err *err)
 {
     rb_buf w = RB_BUF_INIT;
     sql_arr_begin(&w);
@@ -184,25 +218,48 @@ static int claim_once(rb_pg *pg, const char *queues, const char *one1, const cha
     sql_arr_end(&w);
     char nowtxt[24];
     snprintf(nowtxt, sizeof nowtxt, "%lld", (long long)now);
-    const char *params[3] = {one1 ? one1 : queues, w.data, nowtxt};
-    PGresult *r = sql_run(pg, one1 ? SQL_CLAIM1 : SQL_CLAIM, 3, params, err);
-    rb_buf_release(&w);
-    if (!r)
-        return err ? err->code : RB_ESTORE;
-    for (int i = 0; i < PQntuples(r); i++) {
-        int64_t slot = sql_int(r, i, 0);
-        if (slot < 0 || slot >= n) { /* an expired job, left for the caller */
-            sql_arr_str(expired, PQgetvalue(r, i, 1));
-            (*n_expired)++;
-            continue;
+    bool groups = nq > 1 || sql_groups_claim_needed(pg, qv[0]);
+    if (pg->pipe == SQL_PIPE_TAKE && !pg->pipe_skip && pg->next_sent < pg->n_sent)
+        groups = pg->sent[pg->next_sent].s == SQL_CLAIM; /* the statement sent, whatever
+                                                            the turn table said since */
+    int rc = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        PGresult *r;
+        if (!groups) {
+            const char *params[3] = {qv[0], w.data, nowtxt};
+            r = sql_run(pg, SQL_CLAIM1, 3, params, err);
+        } else {
+            rb_buf q = RB_BUF_INIT, a[SQL_GROUP_ARGS];
+            sql_arr_begin(&q);
+            for (int k = 0; k < nq; k++)
+                sql_arr_str(&q, qv[k]);
+            sql_arr_end(&q);
+            for (int k = 0; k < SQL_GROUP_ARGS; k++)
+                rb_buf_init(&a[k]);
+            sql_groups_args(pg, qv, nq, a);
+            const char *params[10] = {q.data,    w.data,    nowtxt,    a[0].data, a[1].data,
+                                      a[2].data, a[3].data, a[4].data, a[5].data, a[6].data};
+            r = sql_run(pg, SQL_CLAIM, 10, params, err);
+            rb_buf_release(&q);
+            for (int k = 0; k < SQL_GROUP_ARGS; k++)
+                rb_buf_release(&a[k]);
         }
-        rb_pg_claimed *one = &c[(*got)++];
-        one->slot = slots[slot];
-        one->jid = sql_dup(r, i, 1);
-        one->json = sql_json_with_enqueued(PQgetvalue(r, i, 2), sql_int(r, i, 3));
+        if (!r) {
+            rc = err ? err->code : RB_ESTORE;
+            break;
+        }
+        bool grouped = claim_rows(pg, r, slots, n, c, got, expired, n_expired, wake_at);
+        PQclear(r);
+        if (groups || !grouped)
+            break;
+        /* the queue has groups (known from now on): claimed through them,
+         * outside a pipeline */
+        sql_groups_served(pg, qv[0], NULL);
+        groups = true;
+        rb_pg_tx_pipe_skip(pg, true);
     }
-    PQclear(r);
-    return 0;
+    rb_buf_release(&w);
+    return rc;
 }
 
 static int by_slot(const void *a, const void *b)
@@ -222,13 +279,13 @@ static void drop_claims(rb_pg_claimed *c, int from, int to)
     }
 }
 
-/* Claims from the queues of array literal q (one1: its only queue, else
- * NULL) for the slots of wids not filled yet (filled[], n of them), into
- * c[*got..]; under throttle t's
- * lock and for at most its free slots when t is not NULL (one queue, a
- * unit: sql_begin), a full queue's next free slot into *wake_at. first:
- * the claim's first run of queues (its statement may be pipelined). */
-static int claim_rounds(rb_pg *pg, const char *q, const char *one1, const rb_throttle *t,
+/* Claims from queues qv (nq of them) for the slots of wids not filled
+ * yet (filled[], n of them), into c[*got..]; under throttle t's lock and
+ * for at most its free slots when t is not NULL (one queue, a unit:
+ * sql_begin). The earliest time to claim again (a full queue's next free
+ * slot, a group's or the queue's rate) into *wake_at. first: the claim's
+ * first run of queues (its statement may be pipelined). */
+static int claim_rounds(rb_pg *pg, const char *const *qv, int nq, const rb_throttle *t,
                         bool first, const char *const *wids, int n, bool *filled, int64_t now,
                         rb_pg_claimed *c, int *got, int64_t *wake_at, rb_err *err)
 {
@@ -262,10 +319,12 @@ static int claim_rounds(rb_pg *pg, const char *q, const char *one1, const rb_thr
         rb_buf expired = RB_BUF_INIT;
         sql_arr_begin(&expired);
         int n_expired = 0, before = *got;
+        int64_t wake = INT64_MAX;
         /* in a pipeline only the first statement of a claim is sent: the
          * first run's first round when it is not throttled */
         rb_pg_tx_pipe_skip(pg, !(first && round == 0 && !t));
-        rc = claim_once(pg, q, one1, wids, slots, want, now, c, got, &expired, &n_expired, err);
+        rc = claim_once(pg, qv, nq, wids, slots, want, now, c, got, &expired, &n_expired, &wake,
+                        err);
         rb_pg_tx_pipe_skip(pg, false);
         sql_arr_end(&expired);
         if (t && rc) {
@@ -276,6 +335,8 @@ static int claim_rounds(rb_pg *pg, const char *q, const char *one1, const rb_thr
             *got = before;
             n_expired = 0;
         }
+        if (!rc && wake < *wake_at)
+            *wake_at = wake;
         /* the claims are committed; an error dropping the expired jobs is
          * logged and leaves them to the maintenance sweep */
         rb_err xerr = {0};
@@ -297,6 +358,13 @@ static int claim_rounds(rb_pg *pg, const char *q, const char *one1, const rb_thr
     return rc;
 }
 
+/* The [throttles] concurrency of queue (claimed under its lock), or NULL. */
+static const rb_throttle *slots_throttle(const rb_config *cfg, const char *queue)
+{
+    const rb_throttle *t = cfg->n_throttles ? rb_config_throttle(cfg, queue) : NULL;
+    return t && t->concurrency > 0 ? t : NULL;
+}
+
 int rb_pg_claim(rb_pg *pg, const char *const *queues, int nq, const char *const *wids, int n,
                 int64_t now, rb_pg_claimed **out, int *nout, int64_t *wake_at, rb_err *err)
 {
@@ -314,21 +382,16 @@ int rb_pg_claim(rb_pg *pg, const char *const *queues, int nq, const char *const 
     rb_pg_claimed *c = rb_xcalloc((size_t)n, sizeof *c);
     bool *filled = rb_xcalloc((size_t)n, sizeof *filled);
     int got = 0;
-    /* in the FETCH's order: a throttled queue alone, each run of other
-     * queues in one statement (all of them when nothing is throttled) */
+    /* in the FETCH's order: a queue with a [throttles] concurrency alone,
+     * each run of other queues in one statement (all of them when none
+     * has one) */
     for (int i = 0, next; i < nq && got < n && !rc; i = next) {
-        const rb_throttle *t = cfg->n_throttles ? rb_config_throttle(cfg, queues[i]) : NULL;
+        const rb_throttle *t = slots_throttle(cfg, queues[i]);
         next = i + 1;
-        while (!t && next < nq && !(cfg->n_throttles && rb_config_throttle(cfg, queues[next])))
+        while (!t && next < nq && !slots_throttle(cfg, queues[next]))
             next++;
-        rb_buf q = RB_BUF_INIT;
-        sql_arr_begin(&q);
-        for (int k = i; k < next; k++)
-            sql_arr_str(&q, queues[k]);
-        sql_arr_end(&q);
-        rc = claim_rounds(pg, q.data, next == i + 1 ? queues[i] : NULL, t, i == 0, wids, n,
-                          filled, now, c, &got, &wake, err);
-        rb_buf_release(&q);
+        rc = claim_rounds(pg, queues + i, next - i, t, i == 0, wids, n, filled, now, c, &got,
+                          &wake, err);
     }
     free(filled);
     if (rc && got == 0) {

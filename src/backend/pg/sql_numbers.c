@@ -6,6 +6,7 @@
 
 #include "backend/pg/sql_impl.h"
 #include "engine/depend.h"
+#include "engine/group.h"
 #include "engine/job_state.h"
 #include "engine/track.h"
 
@@ -22,6 +23,7 @@
     X("rb_jobs.flags", 0, 0) /* no flag */       \
     X("rb_jobs.flags", RB_JOB_EXPIRED, 1)        \
     X("rb_jobs.flags", RB_JOB_REFETCHED, 2)      \
+    X("rb_jobs.flags", RB_JOB_GROUP_SLOT, 4)     \
     X("status", RB_JOB_DONE, 0)                  \
     X("status", RB_JOB_MISSING, 1)               \
     X("status", RB_JOB_OTHER_HOLDER, 2)          \
@@ -37,7 +39,11 @@
     X("kind", RB_PG_SEEN_BEAT, 0)                \
     X("kind", RB_PG_SEEN_BEAT_HELD, 1)           \
     X("kind", RB_PG_SEEN_HELLO, 2)               \
-    X("kind", RB_PG_SEEN_HELD, 3)
+    X("kind", RB_PG_SEEN_HELD, 3)                \
+    X("rb_groups.hold", RB_HOLD_NONE, 0)         \
+    X("rb_groups.hold", RB_HOLD_CONCURRENCY, 1)  \
+    X("rb_groups.hold", RB_HOLD_RATE, 2)         \
+    X("rb_groups.hold", RB_HOLD_PAUSED, 3)
 
 #define CHECK(column, c, v)                                                             \
     _Static_assert((c) == (v), #c " is " #v " in the SQL of src/backend/pg/schema/ ("  \

@@ -1,7 +1,7 @@
 /* Every number the PostgreSQL schema's SQL stores or returns for a C
  * constant: job states and flags, the outcomes the functions return,
  * progress records' states, on_dep_failure modes, the worker registry's
- * sighting kinds. The SQL (src/backend/pg/schema/NNNN.sql and the
+ * sighting kinds, groups' holds. The SQL (src/backend/pg/schema/NNNN.sql and the
  * statements in sql_*.c) writes them as literals, and a released migration
  * is never edited: a database migrated by an earlier release keeps its
  * functions' numbers and its rows', so these numbers are a storage format,
@@ -18,7 +18,8 @@
 typedef struct rb_pg_sql_number {
     const char *column; /* "rb_jobs.state", "rb_jobs.flags", "status" (what the
                            functions return), "rb_track.state", "rb_wait.mode",
-                           "kind" (rb_worker_seen's p_kinds) */
+                           "kind" (rb_worker_seen's p_kinds), "rb_groups.hold"
+                           (engine/group.h's holds, schema 16) */
     const char *name;   /* the C constant it stands for */
     int value;          /* the number in the SQL */
 } rb_pg_sql_number;

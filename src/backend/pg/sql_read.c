@@ -162,8 +162,9 @@ int rb_pg_jobs(rb_pg *pg, const rb_pg_filter *f, rb_pg_job **out, size_t *n, int
         " WHERE state = $1::int AND ($2::text IS NULL OR queue = $2)"
         " AND ($3::text IS NULL OR json::jsonb ->> 'jobtype' = $3)"
         " AND ($4::text IS NULL OR json::jsonb #>> '{failure,errtype}' = $4)"
-        " AND ($7::text IS NULL OR json::jsonb #>> '{custom,group}' = $7)"
+        " AND ($7::text IS NULL OR grp = $7)"
         " ORDER BY CASE WHEN state = 2 THEN queue END COLLATE \"C\","
+        "   CASE WHEN state = 2 THEN grp END COLLATE \"C\","
         "   CASE WHEN state = 2 THEN priority END DESC,"
         "   CASE WHEN state = 2 THEN seq ELSE due_ms END, seq"
         " OFFSET $5::bigint LIMIT $6::bigint",
@@ -195,7 +196,7 @@ int rb_pg_jobs(rb_pg *pg, const rb_pg_filter *f, rb_pg_job **out, size_t *n, int
                       " AND ($2::text IS NULL OR queue = $2)"
                       " AND ($3::text IS NULL OR json::jsonb ->> 'jobtype' = $3)"
                       " AND ($4::text IS NULL OR json::jsonb #>> '{failure,errtype}' = $4)"
-                      " AND ($5::text IS NULL OR json::jsonb #>> '{custom,group}' = $5)",
+                      " AND ($5::text IS NULL OR grp = $5)",
                       5, cp, err);
         if (!r) {
             free(jobs);

@@ -457,34 +457,18 @@ void rb_sq_groups_info(rb_sq *sq, json_t *rebound, int64_t now)
 {
     rb_group_sum *sums;
     size_t n = summaries(sq, now, &sums);
-    rb_group_sum all = {0};
-    json_t *by = json_object();
+    rb_group_holds *holds = rb_xcalloc(n + 1, sizeof *holds);
     for (size_t i = 0; i < n; i++) {
-        all.active += sums[i].active;
-        all.held_concurrency += sums[i].held_concurrency;
-        all.held_rate += sums[i].held_rate;
-        all.paused += sums[i].paused;
         const rb_queue *q = rb_jobs_queue(&sq->jobs, sums[i].queue, false);
-        json_object_set_new(
-            by, sums[i].queue,
-            json_pack("{s:I, s:{s:I, s:I}, s:I, s:{s:I, s:I, s:I, s:I}}", "active",
-                      (json_int_t)sums[i].active, "held", "concurrency",
-                      (json_int_t)sums[i].held_concurrency, "rate",
-                      (json_int_t)sums[i].held_rate, "paused", (json_int_t)sums[i].paused,
-                      "holds", "concurrency",
-                      (json_int_t)(q ? q->holds[RB_HOLD_CONCURRENCY] : 0), "rate",
-                      (json_int_t)(q ? q->holds[RB_HOLD_RATE] : 0), "paused",
-                      (json_int_t)(q ? q->holds[RB_HOLD_PAUSED] : 0), "queue_rate",
-                      (json_int_t)(q ? q->rate_passes : 0)));
-        free(sums[i].queue);
+        if (q)
+            holds[i] = (rb_group_holds){q->holds[RB_HOLD_CONCURRENCY], q->holds[RB_HOLD_RATE],
+                                        q->holds[RB_HOLD_PAUSED], q->rate_passes};
     }
+    json_object_set_new(rebound, "groups", rb_groups_info_json(sums, n, holds));
+    for (size_t i = 0; i < n; i++)
+        free(sums[i].queue);
     free(sums);
-    json_object_set_new(rebound, "groups",
-                        json_pack("{s:I, s:I, s:{s:I, s:I}, s:I, s:o}", "queues", (json_int_t)n,
-                                  "active", (json_int_t)all.active, "held", "concurrency",
-                                  (json_int_t)all.held_concurrency, "rate",
-                                  (json_int_t)all.held_rate, "paused", (json_int_t)all.paused,
-                                  "by_queue", by));
+    free(holds);
 }
 
 /* GROUPS without a queue: each queue's summary, by name. */
@@ -499,7 +483,6 @@ void rb_sq_job_hold(const rb_sq *sq, const rb_job *j, int64_t now, rb_job_view *
 {
     const rb_group *g = j->group;
     const rb_queue *q = g->queue;
-    char t[RB_TIME_STRLEN];
     rb_buf d = RB_BUF_INIT;
     if (j->state != RB_JOB_ENQUEUED)
         return;
@@ -510,19 +493,15 @@ void rb_sq_job_hold(const rb_sq *sq, const rb_job *j, int64_t now, rb_job_view *
     } else if (g->hold != RB_HOLD_NONE && g->name[0]) {
         v->hold_by = "group";
         v->hold = rb_group_hold_name((rb_group_hold)g->hold);
-        if (g->hold == RB_HOLD_CONCURRENCY) {
-            rb_buf_printf(&d, "group %s runs %u of %u", g->name, g->working, g->concurrency);
-        } else if (g->hold == RB_HOLD_RATE) {
+        const conf *c = g->hold == RB_HOLD_PAUSED ? conf_get(sq, q->name, g->name, false) : NULL;
+        if (g->hold == RB_HOLD_RATE)
             v->hold_until_ms = g->wake.at_ms;
-            rb_buf_printf(&d, "group %s is over its rate: next start at %s", g->name,
-                          rb_time_format(g->wake.at_ms, t));
-        } else {
-            const conf *c = conf_get(sq, q->name, g->name, false);
+        else if (g->hold == RB_HOLD_PAUSED)
             v->hold_until_ms = c ? c->paused_until_ms : 0;
-            rb_buf_printf(&d, "group %s is paused until %s%s%s", g->name,
-                          rb_time_format(v->hold_until_ms, t), c && c->reason ? ": " : "",
-                          c && c->reason ? c->reason : "");
-        }
+        v->hold_detail = rb_group_hold_detail(g->name, (rb_group_hold)g->hold, g->working,
+                                              g->concurrency, v->hold_until_ms,
+                                              c ? c->reason : NULL);
+        return;
     } else {
         return;
     }
