@@ -669,12 +669,6 @@ Test(badinput, custom_group_errors_name_the_rule)
     cr_assert(rbh_expect(C, "-ERR job grp-bad-00001: custom.debounce is not supported yet",
                          "PUSH {\"jid\":\"grp-bad-00001\",\"jobtype\":\"t\",\"args\":[],"
                          "\"custom\":{\"debounce\":{\"key\":\"k\",\"for\":1}}}"));
-#ifdef RBH_PG
-    cr_assert(rbh_expect(C, "-ERR job grp-bad-00001: custom.group is not supported in "
-                            "distributed mode yet",
-                         "PUSH {\"jid\":\"grp-bad-00001\",\"jobtype\":\"t\",\"args\":[],"
-                         "\"custom\":{\"group\":\"acme\"}}"));
-#endif
     json_t *errors = rbh_json(rbh_cmd(
         C, "PUSHB [{\"jid\":\"grp-bad-00002\",\"jobtype\":\"t\",\"args\":[],\"queue\":\"grpq\","
            "\"custom\":{\"group\":\"\"}},{\"jid\":\"grp-ok-000003\",\"jobtype\":\"t\","
