@@ -653,9 +653,7 @@ Test(badinput, pipelined_bad_lines_each_get_a_reply)
 }
 
 /* custom.group's refusals say the rule and quote the value, for PUSH and
- * in PUSHB's per-job map (the other jobs of the batch pushed); in
- * distributed mode, which does not take groups in turn yet, a valid group
- * is refused rather than ignored. */
+ * in PUSHB's per-job map (the other jobs of the batch pushed). */
 Test(badinput, custom_group_errors_name_the_rule)
 {
     cr_assert(rbh_expect(C, "-ERR job grp-bad-00001: custom.group must be a string (a tenant, "
@@ -670,12 +668,6 @@ Test(badinput, custom_group_errors_name_the_rule)
                             "seconds from 0.001 to 604800, got -1",
                          "PUSH {\"jid\":\"grp-bad-00001\",\"jobtype\":\"t\",\"args\":[],"
                          "\"custom\":{\"debounce\":{\"key\":\"k\",\"for\":-1}}}"));
-#ifdef RBH_PG
-    cr_assert(rbh_expect(C, "-ERR job grp-bad-00001: custom.group is not supported in "
-                            "distributed mode yet",
-                         "PUSH {\"jid\":\"grp-bad-00001\",\"jobtype\":\"t\",\"args\":[],"
-                         "\"custom\":{\"group\":\"acme\"}}"));
-#endif
     json_t *errors = rbh_json(rbh_cmd(
         C, "PUSHB [{\"jid\":\"grp-bad-00002\",\"jobtype\":\"t\",\"args\":[],\"queue\":\"grpq\","
            "\"custom\":{\"group\":\"\"}},{\"jid\":\"grp-ok-000003\",\"jobtype\":\"t\","
