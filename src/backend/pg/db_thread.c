@@ -516,12 +516,77 @@ static rb_pgreq *take_batch(rb_pgmode *pm, int self, bool all)
     return mine;
 }
 
+/* How many requests queued thread self would take into a batch. mu held. */
+static size_t batch_count(const rb_pgmode *pm, int self)
+{
+    size_t n = 0;
+    for (const rb_pgreq *r = pm->todo; r; r = r->next)
+        n += batch_takes(pm, self, r);
+    return n;
+}
+
 static bool has_batch(const rb_pgmode *pm, int self)
 {
     for (const rb_pgreq *r = pm->todo; r; r = r->next)
         if (batch_takes(pm, self, r))
             return true;
     return false;
+}
+
+/* The collection window (as the single node's writer's, docs/design.md
+ * "Group commit"): under load (the last batch handed back carried two
+ * requests or more, whose clients send their next ones as soon as they
+ * are answered) a thread that finds fewer requests queued than that waits
+ * for them, until *until_us (monotonic us, set at the first wait: half
+ * the batches' average time in the database, at most
+ * RB_PGMODE_WINDOW_MAX_US). One batch then carries what two or three did:
+ * fewer statements and transactions per job. True when it should wait
+ * (now); mu held. */
+static bool window_open(const rb_pgmode *pm, int self, int64_t *until_us)
+{
+    if (pm->stop || pm->window_want < 2 || batch_count(pm, self) >= pm->window_want)
+        return false;
+    int64_t now = mono_us();
+    if (!*until_us) {
+        int64_t w = pm->window_avg_us / 2;
+        *until_us = now + (w < RB_PGMODE_WINDOW_MAX_US ? w : RB_PGMODE_WINDOW_MAX_US);
+    }
+    return now < *until_us;
+}
+
+/* While another thread runs a batch, the requests queued wait for it
+ * (its next batch carries them all: one transaction instead of two) until
+ * the oldest has waited RB_PGMODE_WINDOW_MAX_US; then this thread takes
+ * them, so that a slow transaction delays nobody by more than that. The
+ * time (monotonic us) until then into *until_us; true when it should
+ * wait. Without prefetch (pm->split: each thread has its side). mu held. */
+static bool second_waits(const rb_pgmode *pm, int self, int64_t *until_us)
+{
+    if (pm->split || pm->stop || pm->batch_busy == 0)
+        return false;
+    int64_t posted = INT64_MAX;
+    for (const rb_pgreq *r = pm->todo; r; r = r->next)
+        if (batch_takes(pm, self, r) && r->posted_us < posted)
+            posted = r->posted_us;
+    *until_us = posted + RB_PGMODE_WINDOW_MAX_US;
+    return mono_us() < *until_us;
+}
+
+/* Waits on pm->cv (mu held) until a request is posted or until_us. */
+static void wait_until(rb_pgmode *pm, int64_t until_us)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    int64_t left = until_us - mono_us();
+    if (left <= 0)
+        return;
+    ts.tv_sec += left / 1000000;
+    ts.tv_nsec += (left % 1000000) * 1000;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(&pm->cv, &pm->mu, &ts);
 }
 
 /* The first slow request queued, taken alone, when thread self may run
@@ -575,11 +640,22 @@ static bool wait_or_probe(rb_pgmode *pm, int self)
 static rb_pgreq *next_batch(rb_pgmode *pm, int self, bool *probe, bool *slow)
 {
     rb_pgreq *list = NULL;
+    int64_t window_until = 0;
     *probe = *slow = false;
     pthread_mutex_lock(&pm->mu);
     for (;;) {
         if (has_batch(pm, self)) {
+            int64_t until;
+            if (second_waits(pm, self, &until)) {
+                wait_until(pm, until);
+                continue;
+            }
+            if (window_open(pm, self, &window_until)) {
+                wait_until(pm, window_until);
+                continue;
+            }
             list = take_batch(pm, self, false);
+            pm->batch_busy++;
             break;
         }
         if ((list = take_slow(pm, self))) {
@@ -588,6 +664,7 @@ static rb_pgreq *next_batch(rb_pgmode *pm, int self, bool *probe, bool *slow)
         }
         if (pm->stop) {
             list = take_batch(pm, self, true);
+            pm->batch_busy += list != NULL;
             break;
         }
         if (*probe)
@@ -659,12 +736,21 @@ static void report_batch(rb_pgmode *pm, int self, rb_pg *pg, const rb_pgreq *lis
 
 /* Hands a finished list back to the loop, with what the thread saw. */
 static void hand_back(rb_pgmode *pm, rb_pg *pg, rb_pgreq *list, const batch_commits *bc,
-                      const claim_counts *cc)
+                      const claim_counts *cc, int64_t took_us)
 {
     rb_pgreq **last = &list;
-    while (*last)
+    size_t n = 0;
+    while (*last) {
         last = &(*last)->next;
+        n++;
+    }
     pthread_mutex_lock(&pm->mu);
+    if (took_us >= 0) { /* a batch (not the late ones, not a slow request) */
+        pm->batch_busy--;
+        pthread_cond_broadcast(&pm->cv); /* a thread waiting for it (second_waits) */
+        pm->window_want = n;
+        pm->window_avg_us = pm->window_avg_us ? (pm->window_avg_us * 7 + took_us) / 8 : took_us;
+    }
     *pm->done_tail = list;
     pm->done_tail = last;
     pm->seen.commits = mode_append(pm->seen.commits, &pm->seen.n_commits, bc->c, bc->n,
@@ -707,10 +793,13 @@ void *mode_db_thread(void *arg)
         int64_t earliest;
         rb_pgreq *late = take_late(&list, &earliest);
         if (late)
-            hand_back(pm, ta.pg, late, &bc, &cc);
-        if (!list && slow) {
+            hand_back(pm, ta.pg, late, &bc, &cc, -1);
+        if (!list) { /* every request late: no batch runs */
             pthread_mutex_lock(&pm->mu);
-            pm->slow_busy = false;
+            if (slow)
+                pm->slow_busy = false;
+            else
+                pm->batch_busy--;
             pthread_cond_broadcast(&pm->cv);
             pthread_mutex_unlock(&pm->mu);
         }
@@ -720,13 +809,14 @@ void *mode_db_thread(void *arg)
          * deadline: past it the connection is dropped and the requests
          * answered (db_thread.c's callers see RB_ECONN or RB_EDOUBT) */
         rb_pg_set_deadline(ta.pg, earliest);
+        int64_t t0 = mono_us();
         if (slow)
             run_slow(ta.pg, list, earliest);
         else
             run_batch(ta.pg, list, &bc, &cc);
         rb_pg_set_deadline(ta.pg, 0);
         report_batch(pm, self, ta.pg, list);
-        hand_back(pm, ta.pg, list, &bc, &cc);
+        hand_back(pm, ta.pg, list, &bc, &cc, slow ? -1 : mono_us() - t0);
         if (slow) { /* another may run now */
             pthread_mutex_lock(&pm->mu);
             pm->slow_busy = false;

@@ -35,6 +35,11 @@
  * after it). */
 #define RB_PGMODE_PARKED_MS 10000
 #define RB_PGMODE_BATCH 1000
+/* The database threads' collection window (db_thread.c): under load a
+ * thread with requests queued waits for as many as the last batch
+ * carried, for at most half the batches' average time in the database
+ * and never more than this (us). */
+#define RB_PGMODE_WINDOW_MAX_US 2000
 
 /* A write transaction a database thread ran for a PUSH, ACK or FAIL batch:
  * its rows and how long it took, for rb_metrics_commit. */
@@ -117,6 +122,12 @@ struct rb_pgmode {
                               since the thread planned its sleep (INT64_MAX: none) */
     mode_link link; /* link.c */
     bool slow_busy; /* a database thread runs a slow request (db_thread.c) */
+    /* The collection window (db_thread.c): the size of the last batch
+     * handed back (the requests whose clients come back next; < 2: idle,
+     * no wait) and the batches' average time in the database (us). */
+    size_t window_want;
+    int64_t window_avg_us;
+    int batch_busy; /* database threads running a batch (not a slow request) */
     bool split;     /* set before the threads start: prefetch on, the first
                        database thread runs the pushes (db_thread.c) */
     bool stop;

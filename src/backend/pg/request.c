@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/buf.h"
@@ -144,20 +145,21 @@ static void hand_over(const rb_eng *eng, rb_pgreq *r)
 {
     r->now = rb_now_ms();
     r->deadline_ms = rb_mono_ms() + eng->cfg->storage.request_timeout_s * 1000;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    r->posted_us = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
     r->next = NULL;
 }
 
-/* Appends the chain head..*tail to pm->todo and wakes a database thread
- * (every one when each takes its own side: the one woken might not be
- * the one for these). mu held. */
+/* Appends the chain head..*tail to pm->todo and wakes the database
+ * threads (every one: with prefetch each takes its own side, and a thread
+ * in its collection window counts what came). mu held. */
 static void append_todo_locked(rb_pgmode *pm, rb_pgreq *head, rb_pgreq **tail)
 {
     *pm->todo_tail = head;
     pm->todo_tail = tail;
-    if (pm->split)
-        pthread_cond_broadcast(&pm->cv);
-    else
-        pthread_cond_signal(&pm->cv);
+    /* every one: a thread in its collection window counts what came */
+    pthread_cond_broadcast(&pm->cv);
 }
 
 void rb_pgreq_post_with(rb_eng *eng, rb_pgreq *r, rb_pgreq *then)
