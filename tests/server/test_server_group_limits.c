@@ -198,11 +198,16 @@ SERVER_TEST(concurrency_never_exceeded_with_16_workers)
 #ifdef RBH_PG
     cr_assert_eq(rbh_stop(&S2), 0, "the second node did not exit cleanly");
 #endif
+    int full = 0; /* groups seen using both slots: the limit is 2, not 1 */
     for (int g = 0; g < GROUPS; g++) {
         cr_assert_leq(atomic_load(&max_seen[g]), 2, "group %d had %d jobs working", g,
                       atomic_load(&max_seen[g]));
-        cr_assert_eq(atomic_load(&max_seen[g]), 2, "group %d never used its 2 slots", g);
+        full += atomic_load(&max_seen[g]) == 2;
     }
+    /* not every group: which group's jobs overlap in the workers' hands is
+     * the scheduler's (on two nodes a loaded run left one group at one at a
+     * time) */
+    cr_assert_gt(full, 0, "no group ever used its 2 slots");
     for (int i = 0; i < GROUPS * PER_GROUP; i++)
         cr_assert_eq(atomic_load(&seen[i]), 1, "job %d ran %d times", i, atomic_load(&seen[i]));
 }
