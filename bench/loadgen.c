@@ -264,9 +264,17 @@ static void print_ms(const char *metric, int64_t us)
     printf("%s.%s %.3f\n", O.tag, metric, (double)us / 1000.0);
 }
 
-/* Fills the job queue with O.prefill jobs and prints the footprint figures. */
+/* Fills the job queue with O.prefill jobs and prints the footprint figures:
+ * footprint.x for the depth workload (bench/run.sh's table), TAG.footprint.x
+ * for another workload's backlog (the fairness runs), so that a run of
+ * several workloads has each figure once. */
 static void prefill(thread_arg *prods)
 {
+    char fp[64];
+    if (O.wl == WL_DEPTH)
+        snprintf(fp, sizeof fp, "footprint");
+    else
+        snprintf(fp, sizeof fp, "%.40s.footprint", O.tag);
     long long rss0 = O.server_pid ? lg_rss_bytes(O.server_pid) : -1;
     long long disk0 = lg_dir_bytes(O.data_dir);
     int64_t t0 = lg_mono_us();
@@ -277,19 +285,19 @@ static void prefill(thread_arg *prods)
         exit(1);
     }
     double secs = (double)(lg_mono_us() - t0) / 1e6;
-    printf("footprint.jobs %ld\n", O.prefill);
-    printf("footprint.prefill_jobs_per_s %.0f\n", (double)O.prefill / secs);
+    printf("%s.jobs %ld\n", fp, O.prefill);
+    printf("%s.prefill_jobs_per_s %.0f\n", fp, (double)O.prefill / secs);
     rb_buf body = RB_BUF_INIT;
     lg_body(&body, S.run, O.jobs, "");
-    printf("footprint.body_bytes %zu\n", body.len);
+    printf("%s.body_bytes %zu\n", fp, body.len);
     rb_buf_release(&body);
     if (rss0 >= 0) {
         long long rss1 = lg_rss_bytes(O.server_pid);
-        printf("footprint.rss_mb %.1f\n", (double)rss1 / 1048576.0);
-        printf("footprint.rss_bytes_per_job %.0f\n", (double)(rss1 - rss0) / (double)O.prefill);
+        printf("%s.rss_mb %.1f\n", fp, (double)rss1 / 1048576.0);
+        printf("%s.rss_bytes_per_job %.0f\n", fp, (double)(rss1 - rss0) / (double)O.prefill);
     }
     if (O.data_dir)
-        printf("footprint.disk_bytes_per_job %.0f\n",
+        printf("%s.disk_bytes_per_job %.0f\n", fp,
                (double)(lg_dir_bytes(O.data_dir) - disk0) / (double)O.prefill);
     fflush(stdout);
 }
