@@ -148,18 +148,44 @@ SERVER_TEST(until_start_releases_at_fetch)
     expect_push(C, NOTUNIQUE, "start-004", "tq", "[1]", U60 ",\"unique_until\":\"start\"");
 }
 
+/* PUSHes jid until the reply is +OK (each refusal must be NOTUNIQUE), for
+ * at most 15 s. *sent: the time (ms) just before the push that got +OK;
+ * returns the time just after its reply. */
+static int64_t push_when_unlocked(rbh_conn *c, const char *jid, const char *custom,
+                                  int64_t *sent)
+{
+    for (int64_t end = rbh_now_ms() + 15000;; rbh_sleep_ms(20)) {
+        *sent = rbh_now_ms();
+        char *r = push(c, jid, "xq", "[1]", custom);
+        cr_assert(r && (!strcmp(r, "+OK") || !strcmp(r, NOTUNIQUE)), "PUSH %s: '%s'", jid,
+                  r ? r : "(closed)");
+        bool ok = !strcmp(r, "+OK");
+        free(r);
+        if (ok)
+            return rbh_now_ms();
+        cr_assert(*sent < end, "PUSH %s still refused after 15 s", jid);
+    }
+}
+
+/* A lock taken by a push made after `before` runs out at `before` +
+ * unique_for at the earliest: a push accepted in its place got its reply
+ * at or after that. */
 SERVER_TEST(lock_runs_out_after_unique_for)
 {
-    expect_push(C, "+OK", "ttl-00001", "xq", "[1]", "\"unique_for\":1");
-    expect_push(C, NOTUNIQUE, "ttl-00002", "xq", "[1]", "\"unique_for\":1");
-    rbh_sleep_ms(1100);
-    /* B takes the lock that ran out; A's ACK must not free B's */
-    expect_push(C, "+OK", "ttl-00003", "xq", "[1]", "\"unique_for\":0.5");
+    int64_t t1 = rbh_now_ms(), t3, t5;
+    expect_push(C, "+OK", "ttl-00001", "xq", "[1]", "\"unique_for\":2");
+    expect_push(C, NOTUNIQUE, "ttl-00002", "xq", "[1]", "\"unique_for\":2");
+    /* B takes the lock once A's ran out (not before) */
+    int64_t got3 = push_when_unlocked(C, "ttl-00003", "\"unique_for\":3", &t3);
+    cr_assert_geq(got3, t1 + 2000, "A's 2 s lock ran out after %lld ms",
+                  (long long)(got3 - t1));
+    /* A's ACK must not free B's lock: B's push is refused until B's own
+     * 3 s ran out */
     fetch_expect(C, "xq", "ttl-00001");
     ack(C, "ttl-00001");
-    expect_push(C, NOTUNIQUE, "ttl-00004", "xq", "[1]", "\"unique_for\":0.5");
-    rbh_sleep_ms(600);
-    expect_push(C, "+OK", "ttl-00005", "xq", "[1]", "\"unique_for\":0.5");
+    int64_t got5 = push_when_unlocked(C, "ttl-00005", "\"unique_for\":3", &t5);
+    cr_assert_geq(got5, t3 + 3000, "B's 3 s lock ran out after %lld ms (A's ACK freed it?)",
+                  (long long)(got5 - t3));
 }
 
 SERVER_TEST(scheduled_lock_lasts_from_at)
