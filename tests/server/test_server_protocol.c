@@ -18,7 +18,7 @@ static void stop(void)
     rbh_stop(&S); /* after finish() this only removes what is left */
 }
 
-TestSuite(protocol, .init = start, .fini = stop, .timeout = 30);
+TestSuite(protocol, .init = start, .fini = stop, .timeout = 90);
 
 /* Criterion ignores assertion failures in .fini, so every test ends by
  * stopping the server and asserting that it exited cleanly (status 0, no
