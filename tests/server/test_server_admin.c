@@ -13,7 +13,7 @@ static void start(void)
     rbh_suite_start("adm");
 }
 
-TestSuite(admin, .init = start, .fini = rbh_suite_stop, .timeout = 30);
+TestSuite(admin, .init = start, .fini = rbh_suite_stop, .timeout = 90);
 
 #define SERVER_TEST(name) RBH_SERVER_TEST(admin, name)
 

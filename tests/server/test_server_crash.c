@@ -18,7 +18,7 @@ enum { PUSH_OK = 1, ACK_OK = 2, ACK_SENT = 4, FAILED_ONCE = 8 };
 
 static rbh_server S;
 static _Atomic unsigned char flags[MAX_JOBS];
-static atomic_int next_id, violations;
+static atomic_int next_id, violations, pushes_ok;
 static atomic_bool stop_workers;
 
 static void start(void)
@@ -65,8 +65,10 @@ static void *pusher(void *arg)
                           id, id);
         if (!r)
             break; /* the server died: this push may or may not have happened */
-        if (!strcmp(r, "+OK"))
+        if (!strcmp(r, "+OK")) {
             atomic_fetch_or(&flags[id], PUSH_OK);
+            atomic_fetch_add(&pushes_ok, 1);
+        }
         free(r);
     }
     rbh_close(c);
@@ -126,6 +128,14 @@ SERVER_TEST(kill_9_under_load_loses_nothing_and_reruns_nothing_acked)
         pthread_create(&p, NULL, pusher, NULL);
         pthread_create(&w1, NULL, worker, "cw1");
         pthread_create(&w2, NULL, worker, "cw2");
+        /* the kill comes at a random moment after the round's first +OK
+         * (a loaded machine may take longer than the random delay to
+         * connect and commit one push) */
+        int before = atomic_load(&pushes_ok);
+        for (int64_t until = rbh_now_ms() + 30000;
+             atomic_load(&pushes_ok) == before && rbh_now_ms() < until;)
+            rbh_sleep_ms(5);
+        cr_assert_gt(atomic_load(&pushes_ok), before, "round %d: no push got +OK in 30 s", round);
         rbh_sleep_ms(50 + rand() % 400);
         rbh_kill(&S, SIGKILL);
         pthread_join(p, NULL);

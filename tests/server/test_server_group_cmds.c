@@ -331,8 +331,8 @@ SERVER_TEST(overrides_and_pauses_survive_kill_9)
     push("kq", "k-b1-----", "b");
     push("kq", "k-c1-----", "c");
     cr_assert(rbh_expect(C, "+OK", "GROUP SET kq a {\"concurrency\": 1}"));
-    cr_assert(rbh_expect(C, "+OK", "GROUP PAUSE kq b 4 retry-after"));
-    cr_assert(rbh_expect(C, "+OK", "GROUP PAUSE kq c 0.5"));
+    cr_assert(rbh_expect(C, "+OK", "GROUP PAUSE kq b 6 retry-after"));
+    cr_assert(rbh_expect(C, "+OK", "GROUP PAUSE kq c 2"));
     json_t *v = get("kq", "b");
     int64_t until_b = time_of(v, "paused_until");
     json_decref(v);

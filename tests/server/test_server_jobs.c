@@ -12,7 +12,7 @@ static void start(void)
     rbh_suite_start("w1");
 }
 
-TestSuite(jobs, .init = start, .fini = rbh_suite_stop, .timeout = 30);
+TestSuite(jobs, .init = start, .fini = rbh_suite_stop, .timeout = 90);
 
 #define SERVER_TEST(name) RBH_SERVER_TEST(jobs, name)
 

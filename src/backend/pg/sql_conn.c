@@ -236,9 +236,15 @@ static int round_failed(rb_pg *pg, int io, int64_t t0, rb_err *err)
 {
     if (io != IO_LATE)
         return conn_failed(pg, NULL, err);
-    char why[96];
-    snprintf(why, sizeof why, "no reply from the database within %lld ms",
-             (long long)(rb_mono_ms() - t0));
+    char why[160];
+    if (pg->deadline_ms > 0) /* the request's own deadline, from when it was posted */
+        snprintf(why, sizeof why,
+                 "no reply from the database by the request's deadline"
+                 " (storage.request_timeout; its last statement waited %lld ms)",
+                 (long long)(rb_mono_ms() - t0));
+    else
+        snprintf(why, sizeof why, "no reply from the database within %lld ms",
+                 (long long)(rb_mono_ms() - t0));
     return conn_failed(pg, why, err);
 }
 
