@@ -173,12 +173,10 @@ static int by_hash(const void *a, const void *b)
     return strcmp(x->hash, y->hash);
 }
 
-int rb_pg_push_debounce(rb_pg *pg, rb_pg_new_job *jobs, rb_pg_debounce *deb, size_t n,
-                        int64_t now, int *status, rb_err *err)
+int sql_push_debounce_tx(rb_pg *pg, rb_pg_new_job *jobs, rb_pg_debounce *deb, size_t n,
+                         int64_t now, int *status, rb_err *err)
 {
-    int rc = sql_ensure(pg, err);
-    if (rc || (rc = sql_begin(pg, err)))
-        return rc;
+    int rc = 0;
     /* the plain jobs of the push first, in one statement */
     rb_pg_new_job *plain = rb_xcalloc(n + 1, sizeof *plain);
     int *pst = rb_xcalloc(n + 1, sizeof *pst);
@@ -213,7 +211,17 @@ int rb_pg_push_debounce(rb_pg *pg, rb_pg_new_job *jobs, rb_pg_debounce *deb, siz
     free(order);
     free(plain);
     free(pst);
-    if (rc || (rc = sql_commit(pg, err))) {
+    return rc;
+}
+
+int rb_pg_push_debounce(rb_pg *pg, rb_pg_new_job *jobs, rb_pg_debounce *deb, size_t n,
+                        int64_t now, int *status, rb_err *err)
+{
+    int rc = sql_ensure(pg, err);
+    if (rc || (rc = sql_begin(pg, err)))
+        return rc;
+    if ((rc = sql_push_debounce_tx(pg, jobs, deb, n, now, status, err)) ||
+        (rc = sql_commit(pg, err))) {
         sql_rollback(pg);
         for (size_t i = 0; i < n; i++)
             deb[i].merged = false;
