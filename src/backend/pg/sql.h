@@ -245,9 +245,9 @@ typedef struct rb_pg_group_out {
 } rb_pg_group_out;
 int rb_pg_group(rb_pg *pg, const rb_group_req *r, int64_t now, rb_pg_group_out *out,
                 rb_err *err);
-/* JOB's hold of job (an enqueued job of a held group: hold_by, hold,
- * hold_until_ms, hold_detail, as reads.h says) at now; nothing when it is
- * not held or its group cannot be read. */
+/* JOB's hold of job (an enqueued job of a paused or throttled queue, or
+ * of a held group: hold_by, hold, hold_until_ms, hold_detail, as reads.h
+ * says) at now; nothing when it is not held or its rows cannot be read. */
 void rb_pg_job_hold(rb_pg *pg, rb_job_view *job, int64_t now);
 /* Lists this engine's node in rb_parked until until_ms (wall ms): a FETCH
  * waits there, the other nodes' pushes notify it. until_ms 0: removes it. */

@@ -13,6 +13,7 @@
 #include <event2/event.h>
 
 #include "backend/sqlite/heap.h"
+#include "backend/sqlite/throttle.h"
 #include "common/buf.h"
 #include "common/log.h"
 #include "common/timeutil.h"
@@ -479,34 +480,23 @@ static void list_queues(rb_sq *sq, rb_eng_op *op)
 
 /* --- JOB --- */
 
-void rb_sq_job_hold(const rb_sq *sq, const rb_job *j, int64_t now, rb_job_view *v)
+void rb_sq_job_hold(rb_sq *sq, const rb_job *j, int64_t now, rb_job_view *v)
 {
     const rb_group *g = j->group;
-    const rb_queue *q = g->queue;
-    rb_buf d = RB_BUF_INIT;
-    if (j->state != RB_JOB_ENQUEUED)
+    if (j->state != RB_JOB_ENQUEUED || rb_sq_throttle_job_hold(sq, g->queue, now, v))
         return;
-    if (q->paused) {
-        v->hold_by = "queue";
-        v->hold = "paused";
-        rb_buf_printf(&d, "queue %s is paused (QUEUE RESUME %s)", q->name, q->name);
-    } else if (g->hold != RB_HOLD_NONE && g->name[0]) {
-        v->hold_by = "group";
-        v->hold = rb_group_hold_name((rb_group_hold)g->hold);
-        const conf *c = g->hold == RB_HOLD_PAUSED ? conf_get(sq, q->name, g->name, false) : NULL;
-        if (g->hold == RB_HOLD_RATE)
-            v->hold_until_ms = g->wake.at_ms;
-        else if (g->hold == RB_HOLD_PAUSED)
-            v->hold_until_ms = c ? c->paused_until_ms : 0;
-        v->hold_detail = rb_group_hold_detail(g->name, (rb_group_hold)g->hold, g->working,
-                                              g->concurrency, v->hold_until_ms,
-                                              c ? c->reason : NULL);
+    if (g->hold == RB_HOLD_NONE || !g->name[0])
         return;
-    } else {
-        return;
-    }
-    (void)now;
-    v->hold_detail = rb_buf_detach(&d, NULL);
+    v->hold_by = "group";
+    v->hold = rb_group_hold_name((rb_group_hold)g->hold);
+    const conf *c =
+        g->hold == RB_HOLD_PAUSED ? conf_get(sq, g->queue->name, g->name, false) : NULL;
+    if (g->hold == RB_HOLD_RATE)
+        v->hold_until_ms = g->wake.at_ms;
+    else if (g->hold == RB_HOLD_PAUSED)
+        v->hold_until_ms = c ? c->paused_until_ms : 0;
+    v->hold_detail = rb_group_hold_detail(g->name, (rb_group_hold)g->hold, g->working,
+                                          g->concurrency, v->hold_until_ms, c ? c->reason : NULL);
 }
 
 /* --- RB_ENG_GROUP --- */

@@ -59,6 +59,9 @@ rb_job *rb_sq_group_take(rb_sq *sq, rb_queue *q, int64_t now);
  * job at now; when it does, the timer wakes waiting FETCHes at its next
  * conforming time. */
 bool rb_sq_queue_rate_full(rb_sq *sq, const struct rb_throttle *cfg, rb_queue *q, int64_t now);
+/* q's [throttles] rate bucket (its GCRA time, loaded on first use), for
+ * reads. */
+int64_t rb_sq_queue_tat(rb_sq *sq, rb_queue *q);
 /* A job of q was started at now: q's [throttles] rate bucket advanced (its
  * row written into the open batch). */
 void rb_sq_queue_rate_started(rb_sq *sq, const struct rb_throttle *cfg, rb_queue *q, int64_t now);
@@ -120,9 +123,10 @@ int64_t rb_sq_group_paused_until(const rb_sq *sq, const rb_group *g);
 void rb_sq_groups_info(rb_sq *sq, json_t *rebound, int64_t now);
 
 /* JOB's hold of enqueued job j at now into v (hold_by, hold,
- * hold_until_ms, hold_detail; reads.h): its queue paused, else its named
- * group held (concurrency, rate, paused); nothing for a job not held. */
-void rb_sq_job_hold(const rb_sq *sq, const rb_job *j, int64_t now, rb_job_view *v);
+ * hold_until_ms, hold_detail; reads.h): its queue paused or at a
+ * [throttles] limit (rb_sq_throttle_job_hold), else its named group held
+ * (concurrency, rate, paused); nothing for a job not held. */
+void rb_sq_job_hold(rb_sq *sq, const rb_job *j, int64_t now, rb_job_view *v);
 
 /* RB_ENG_GROUP (rb_backend.group, engine/engine.h). */
 void rb_sq_group_op(rb_eng *eng, rb_eng_op *op);
