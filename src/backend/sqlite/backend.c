@@ -118,7 +118,7 @@ static void mem_push(rb_eng *eng, rb_eng_op *op)
         return;
     }
     /* a push naming parents is checked as one unit, and refused whole */
-    if ((op->rc = rb_deps_check_push(sq, op->u.push.jobs, op->u.push.n, &op->err)) ||
+    if ((op->rc = rb_deps_check_push(sq, op->u.push.jobs, op->u.push.n, op->now, &op->err)) ||
         (op->rc = rb_sq_unique_check_push(sq, op->u.push.jobs, op->u.push.n, op->now,
                                            &op->err))) {
         op->applied = RB_ENG_NOT_APPLIED;
