@@ -499,6 +499,7 @@ static void queue_apply(void *e, void *arg)
         break;
     case RB_ENG_QUEUE_REMOVE:
         forget_ready(rb_sq_of(op->eng), q); /* held groups' jobs too */
+        rb_sq_group_confs_queue_removed(rb_sq_of(op->eng), q->name, op->now);
         if (q->paused)
             queue_pause(rb_sq_of(op->eng), q, false);
         rb_sq_queue_known(rb_sq_of(op->eng), q, false);

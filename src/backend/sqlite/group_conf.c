@@ -235,6 +235,39 @@ static void on_pause_end(evutil_socket_t fd, short what, void *arg)
     rb_eng_wake(sq->eng, NULL, 0); /* its jobs may start */
 }
 
+/* --- QUEUE REMOVE --- */
+
+typedef struct conf_list {
+    const char *queue;
+    size_t qlen;
+    conf **v;
+    size_t n;
+} conf_list;
+
+static void collect_queue(void *e, void *arg)
+{
+    conf *c = e;
+    conf_list *l = arg;
+    if (c->qlen == l->qlen && !memcmp(c->key, l->queue, l->qlen))
+        l->v[l->n++] = c;
+}
+
+void rb_sq_group_confs_queue_removed(rb_sq *sq, const char *queue, int64_t now)
+{
+    rb_sq_group_confs *s = sq->group_confs;
+    if (!s->by_key.size)
+        return;
+    conf_list l = {queue, strlen(queue), rb_xcalloc(s->by_key.size + 1, sizeof *l.v), 0};
+    rb_table_each(&s->by_key, collect_queue, &l);
+    for (size_t i = 0; i < l.n; i++) {
+        conf *c = l.v[i];
+        c->has_over = false;
+        set_pause(sq, c, 0, NULL);
+        conf_changed(sq, c, now); /* its row deleted, c freed */
+    }
+    free(l.v);
+}
+
 /* --- recovery --- */
 
 void rb_sq_group_confs_load(rb_sq *sq, const char *key, const char *value)

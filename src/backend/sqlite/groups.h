@@ -104,6 +104,10 @@ void rb_sq_group_confs_close(rb_sq *sq);
 /* FLUSH: every override and pause forgotten (their rows go with the
  * store's clear). */
 void rb_sq_group_confs_flush(rb_sq *sq);
+/* QUEUE REMOVE of queue: its groups' overrides and pauses forgotten, their
+ * rows deleted in the open batch; its groups with jobs left (working,
+ * scheduled) take the configured limits at once. */
+void rb_sq_group_confs_queue_removed(rb_sq *sq, const char *queue, int64_t now);
 /* A stored meta row at load: the "group:" ones kept. */
 void rb_sq_group_confs_load(rb_sq *sq, const char *key, const char *value);
 /* After load, before the groups' holds: pauses that ended while the
