@@ -320,6 +320,20 @@ SERVER_TEST(flush_clears_overrides_and_pauses)
     json_decref(v);
 }
 
+/* S killed with SIGKILL and started again on its store once the wall
+ * clock passed down_until_ms (0: at once); C reconnected. */
+static void kill_restart(int64_t down_until_ms)
+{
+    rbh_close(C);
+    C = NULL;
+    rbh_kill(&S, SIGKILL);
+    while (rb_now_ms() <= down_until_ms)
+        rbh_sleep_ms(20);
+    cr_assert_eq(rbh_launch(&S, NULL), 0, "restart failed (see %s)", S.log);
+    C = rbh_connect(&S, "w0");
+    cr_assert_not_null(C);
+}
+
 /* Overrides and pauses are durable: after kill -9 the override holds, the
  * pause holds with its reason and resumes at its time (the job's start on
  * the server's clock not before it), and a pause that ended while the
@@ -339,14 +353,7 @@ SERVER_TEST(overrides_and_pauses_survive_kill_9)
     v = get("kq", "c");
     int64_t until_c = time_of(v, "paused_until");
     json_decref(v);
-    rbh_close(C);
-    C = NULL;
-    rbh_kill(&S, SIGKILL);
-    while (rb_now_ms() <= until_c + 20) /* c's pause ends while the server is down */
-        rbh_sleep_ms(20);
-    cr_assert_eq(rbh_launch(&S, NULL), 0, "restart failed (see %s)", S.log);
-    C = rbh_connect(&S, "w0");
-    cr_assert_not_null(C);
+    kill_restart(until_c + 20); /* c's pause ends while the server is down */
     v = get("kq", "a");
     cr_assert_eq(num(v, "override.concurrency"), 1, "the override was lost");
     json_decref(v);
@@ -424,12 +431,7 @@ SERVER_TEST(queue_remove_forgets_overrides_and_pauses)
     json_decref(v);
     no_settings("xq", "g");
     no_settings("xq", "h");
-    rbh_close(C);
-    C = NULL;
-    rbh_kill(&S, SIGKILL);
-    cr_assert_eq(rbh_launch(&S, NULL), 0, "restart failed (see %s)", S.log);
-    C = rbh_connect(&S, "w0");
-    cr_assert_not_null(C);
+    kill_restart(0);
     no_settings("xq", "g");
     no_settings("xq", "h");
     push("xq", "x-2------", "g");
