@@ -41,10 +41,37 @@ int rb_config_load_throttles(rb_config *cfg, const rb_config_files *f, const rb_
  * (config/groups.c). */
 int rb_config_load_groups(rb_config *cfg, const rb_config_files *f, const rb_toml_kv *sec,
                           rb_err *err);
-/* One limits key (concurrency, rate, period, burst: engine/group.h) of the
- * table named tkey into o; 0, RB_ENOENT for another key (nothing said), or
- * RB_EINVAL with err "FILE:LINE: key 'TKEY.KEY': rule". */
-int rb_config_flow_key(const rb_config_files *f, const char *tkey, const rb_toml_kv *kv,
-                       rb_flow_override *o, rb_err *err);
+
+/* A section of tables keyed by queue that hold flow limits ([groups],
+ * [throttles]), as rb_config_queue_tables reads it. */
+typedef struct rb_queue_tables {
+    const char *section;       /* "groups", "throttles" */
+    bool star;                 /* "*" names every queue */
+    const char *const *known;  /* the tables' keys, for "did you mean" */
+    size_t n_known;
+    /* A key of the current table, asked before the limits' keys (full:
+     * "SECTION.QUEUE.KEY"): 0 read, RB_ENOENT not the section's own, or
+     * RB_EINVAL with err set (rb_config_fail). NULL: none. */
+    int (*key)(void *arg, const rb_config_files *f, const char *full, const rb_toml_kv *kv,
+               rb_err *err);
+    /* The current table q read, with its limits (checked together): 0, or
+     * RB_EINVAL with err set, which stops the reading. */
+    int (*add)(void *arg, const rb_config_files *f, const rb_toml_kv *q,
+               const rb_flow_override *limits, rb_err *err);
+    void *arg;
+} rb_queue_tables;
+
+/* Reads each table of section sec (its key a queue): a table, its key a
+ * queue name (engine/group.h's rule: the rule of queue names; or "*" when
+ * s->star), each key s->key's or a limit's (concurrency, rate, period,
+ * burst: engine/group.h) and the limits checked together, then s->add.
+ * Returns 0, or RB_EINVAL with err "FILE:LINE: key 'SECTION.QUEUE[.KEY]':
+ * rule": "must be a table ([SECTION.Q] or Q = {concurrency = N}), got T",
+ * "a queue name must be a non-empty string without spaces" (with
+ * ' (or "*": every queue)' when s->star), "unknown key (did you mean
+ * 'K'?)", a limit's rule (rb_flow_key_parse, rb_flow_override_check) or
+ * s->key's or s->add's. */
+int rb_config_queue_tables(const rb_config_files *f, const rb_toml_kv *sec,
+                           const rb_queue_tables *s, rb_err *err);
 
 #endif

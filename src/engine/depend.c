@@ -143,14 +143,20 @@ int rb_dep_check_push(json_t *const *jobs, size_t n, rb_dep_lookup_fn lookup, vo
                 indeg[i]++;
                 continue;
             }
-            rb_dep_known known = lookup ? lookup(arg, specs[i].parents[k]) : RB_DEP_UNKNOWN;
-            if (known == RB_DEP_UNKNOWN || known == RB_DEP_DEAD) {
-                const char *pj = specs[i].parents[k];
-                rc = known == RB_DEP_DEAD
-                         ? rb_err_set(err, RB_EINVAL, RB_DEP_DEAD_FMT, pj, pj)
-                         : rb_err_set(err, RB_EINVAL, "depends_on: unknown job %s", pj);
+            char *into = NULL;
+            rb_dep_known known =
+                lookup ? lookup(arg, specs[i].parents[k], &into) : RB_DEP_UNKNOWN;
+            const char *pj = specs[i].parents[k];
+            if (known == RB_DEP_DEBOUNCED)
+                rc = rb_err_set(err, RB_EINVAL, "depends_on: job %s was debounced into %s; name %s",
+                                pj, into ? into : "?", into ? into : "it");
+            else if (known == RB_DEP_DEAD)
+                rc = rb_err_set(err, RB_EINVAL, RB_DEP_DEAD_FMT, pj, pj);
+            else if (known == RB_DEP_UNKNOWN)
+                rc = rb_err_set(err, RB_EINVAL, "depends_on: unknown job %s", pj);
+            free(into);
+            if (rc)
                 goto out;
-            }
         }
     }
     /* Kahn's algorithm over the push's own edges: what is left has a cycle. */

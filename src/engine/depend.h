@@ -58,15 +58,23 @@ typedef enum rb_dep_known {
     RB_DEP_LIVE = 1,      /* scheduled, enqueued, working, retries, waiting or blocked */
     RB_DEP_SUCCEEDED = 2, /* ACKed recently (the workflow retention) */
     RB_DEP_DEAD = 3,      /* in the dead set: refused until it is retried */
+    RB_DEP_DEBOUNCED = 4, /* a debounced push's jid merged into another job
+                           * (an alias, engine/debounce.h): refused, naming
+                           * the job it runs as */
 } rb_dep_known;
-typedef rb_dep_known (*rb_dep_lookup_fn)(void *arg, const char *jid);
+/* For RB_DEP_DEBOUNCED the lookup sets *into to the jid the alias was
+ * merged into (a new string: rb_dep_check_push frees it); otherwise it
+ * leaves *into alone. */
+typedef rb_dep_known (*rb_dep_lookup_fn)(void *arg, const char *jid, char **into);
 
 /* Checks a push of n validated jobs (PUSH: 1; PUSHB: the batch) as one
  * unit: every parent is in the push or known to lookup as live or
  * succeeded, and the push's own edges have no cycle. Returns 0, or
  * RB_EINVAL with err "depends_on: unknown job J", "depends_on: job J is
- * dead ..." (with what to do: RB_DEP_DEAD_FMT), or "depends_on: cycle
- * through J" (J on the cycle), or a job's rb_dep_parse error. */
+ * dead ..." (with what to do: RB_DEP_DEAD_FMT), "depends_on: job A was
+ * debounced into J; name J" (A an alias: docs/flow-control.md, "Debounce"),
+ * or "depends_on: cycle through J" (J on the cycle), or a job's
+ * rb_dep_parse error. */
 int rb_dep_check_push(json_t *const *jobs, size_t n, rb_dep_lookup_fn lookup, void *arg,
                       rb_err *err);
 

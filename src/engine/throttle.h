@@ -38,6 +38,22 @@ int64_t rb_throttle_frees_at(int64_t fetched_ms, int64_t timeout_s);
  * reserve_for. An EXTEND moves it later. */
 int64_t rb_throttle_fetched_from_lease(int64_t lease_end_ms, int64_t reserve_s);
 
+struct rb_job_view;
+/* JOB's hold of an enqueued job of queue by the queue itself, at now (the
+ * job page's "held back because"): paused (QUEUE PAUSE), else its
+ * [throttles] t (NULL: none) at its concurrency with held slots in use
+ * (frees_ms: when the first frees by its timeout, INT64_MAX: none), else
+ * over its rate (tat_us: its GCRA bucket). Sets v's hold_by "queue", hold
+ * ("paused", "concurrency", "rate"), hold_until_ms (the next start it
+ * allows; 0: none known) and hold_detail ("queue tc runs 1 of 1
+ * ([throttles.tc] concurrency)", "queue tr is over its rate
+ * ([throttles.tr]): next start at T", "queue tp is paused (QUEUE RESUME
+ * tp)"), and returns true; false with v untouched when the queue lets it
+ * start. The caller frees v's strings (rb_job_view_release). */
+bool rb_throttle_job_hold(const char *queue, bool paused, const struct rb_throttle *t,
+                          int64_t held, int64_t frees_ms, int64_t tat_us, int64_t now,
+                          struct rb_job_view *v);
+
 /* INFO's entry for throttle t with in_use slots held: {"concurrency",
  * "timeout", "in_use"}, and "rate", "period" (seconds), "burst" when it has
  * a rate, set into o (INFO's rebound.throttles) under its queue. */

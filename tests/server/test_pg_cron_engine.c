@@ -103,7 +103,7 @@ static int push_tick(rb_pg *pg, long long tick, bool *stale)
     rb_pg_job_from_json(job, 1000, 1800, &nj, &text);
     int status = -1;
     rb_err err = {0};
-    int rc = rb_pg_push_tick(pg, &nj, 1, false, KEY, tick, 1000, &status, stale, &err);
+    int rc = rb_pg_push_tick(pg, &nj, NULL, 1, false, KEY, tick, 1000, &status, stale, &err);
     cr_assert_eq(rc, 0, "push_tick: %s", rb_err_msg(&err));
     free(text);
     json_decref(job);

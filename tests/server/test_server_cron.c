@@ -49,6 +49,10 @@ static void set_offset(long long ms)
     clock_offset = ms;
 }
 
+/* More of the entry's [cron.job.custom] section, appended by config() (a
+ * test that sets it resets it). */
+static const char *custom_more = "";
+
 static char *config(const char *missed)
 {
     static char text[1024];
@@ -63,8 +67,9 @@ static char *config(const char *missed)
              "args = [1, \"a\"]\n"
              "retry = 3\n"
              "[cron.job.custom]\n"
-             "k = \"v\"\n",
-             missed);
+             "k = \"v\"\n"
+             "%s",
+             missed, custom_more);
     return text;
 }
 
@@ -307,6 +312,46 @@ RBH_SERVER_TEST(cron, kill_9_then_downtime_run_once_enqueues_exactly_one_catch_u
     rbh_sleep_ms(1500);
     cr_assert_eq(queue_size(C), 2);
     cr_assert_eq(rbh_info_int(C, "rebound.cron.fired"), 0);
+}
+
+/* A tick's job goes through debounce like any push (docs/flow-control.md
+ * "Debounce"), in both modes: it is stored as its key's pending job,
+ * scheduled "for" seconds on, and a later PUSH of the key merges into it
+ * (the tick's jid runs, with the last push's args; the pusher's jid is an
+ * alias). */
+RBH_SERVER_TEST(cron, a_tick_job_is_debounced)
+{
+    custom_more = "[cron.job.custom.debounce]\nkey = \"ck\"\nfor = 600\n";
+    long long tick;
+    launch_before_tick("skip", &tick, NULL);
+    custom_more = "";
+    C = rbh_connect(&S, "w1");
+    cr_assert_not_null(C);
+    for (int64_t end = rbh_now_ms() + 5000;
+         rbh_now_ms() < end && rbh_info_int(C, "rebound.cron.fired") < 1;)
+        rbh_sleep_ms(20);
+    cr_assert_eq(rbh_info_int(C, "rebound.cron.fired"), 1, "the tick did not fire");
+    char want[48];
+    expected_jid("minutely", tick, want);
+    json_t *v = rbh_json(rbh_cmd(C, "JOB {\"jid\":\"%s\"}", want));
+    cr_assert_str_eq(json_string_value(json_object_get(v, "state")), "scheduled",
+                     "the tick's job was not debounced");
+    cr_assert_str_eq(json_string_value(rbh_get(v, "debounce.key")), "ck");
+    json_decref(v);
+    cr_assert_eq(queue_size(C), 0);
+    cr_assert_eq(rbh_info_int(C, "rebound.debounce.pending"), 1);
+    cr_assert(rbh_expect(C, "+OK",
+                         "PUSH {\"jid\":\"later-0001\",\"jobtype\":\"Tick\",\"queue\":\"cq\","
+                         "\"args\":[2],\"custom\":{\"debounce\":{\"key\":\"ck\",\"for\":600}}}"));
+    v = rbh_json(rbh_cmd(C, "JOB {\"jid\":\"later-0001\"}"));
+    cr_assert_str_eq(json_string_value(json_object_get(v, "state")), "debounced");
+    cr_assert_str_eq(json_string_value(json_object_get(v, "debounced_into")), want);
+    json_decref(v);
+    v = rbh_json(rbh_cmd(C, "JOB {\"jid\":\"%s\"}", want));
+    cr_assert_eq(json_integer_value(rbh_get(v, "job.args.0")), 2);
+    cr_assert_eq(json_integer_value(rbh_get(v, "debounce.merged")), 1);
+    json_decref(v);
+    cr_assert_eq(rbh_info_int(C, "rebound.debounce.pending"), 1);
 }
 
 /* `rebound cron` lists entries and their next run times from the file alone. */

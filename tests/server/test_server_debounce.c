@@ -318,6 +318,46 @@ SERVER_TEST(parked_fetch_waits_for_the_run_time)
     free(st);
 }
 
+/* A merge moves the job to the last push's group (docs/flow-control.md
+ * "Debounce"), in both backends: a job first pushed in group "first" and
+ * merged with custom.group "second" (its max passed: ready at once) is
+ * counted in "second" and runs while "first" is paused; one merged into a
+ * paused group waits there. */
+SERVER_TEST(merge_moves_the_job_to_the_last_push_group)
+{
+    push_ok(C, "grp-00001", "gq", 1, "\"key\":\"g\",\"for\":30", "\"group\":\"first\"");
+    push_ok(C, "grp-00003", "gq", 3, "\"key\":\"h\",\"for\":30", "\"group\":\"first\"");
+    rbh_sleep_ms(100); /* past the next pushes' max: they make the jobs ready */
+    push_ok(C, "grp-00002", "gq", 2, "\"key\":\"g\",\"for\":0.05,\"max\":0.05",
+            "\"group\":\"second\"");
+    cr_assert(rbh_expect(C, "+OK", "GROUP PAUSE gq first 600"));
+    cr_assert(rbh_expect(C, "+OK", "GROUP PAUSE gq third 600"));
+    push_ok(C, "grp-00004", "gq", 4, "\"key\":\"h\",\"for\":0.05,\"max\":0.05",
+            "\"group\":\"third\"");
+    json_t *v = job(C, "grp-00001");
+    cr_assert_str_eq(json_string_value(rbh_get(v, "state")), "enqueued");
+    cr_assert_str_eq(json_string_value(rbh_get(v, "job.custom.group")), "second");
+    json_decref(v);
+    v = rbh_json(rbh_cmd(C, "GROUP GET gq second"));
+    cr_assert_eq(json_integer_value(rbh_get(v, "ready")), 1, "not counted in its new group");
+    json_decref(v);
+    v = rbh_json(rbh_cmd(C, "GROUP GET gq first"));
+    cr_assert_eq(json_integer_value(rbh_get(v, "ready")), 0, "still counted in its old group");
+    json_decref(v);
+    char *jid = rbh_fetch_jid(C, "gq");
+    cr_assert_str_eq(jid ? jid : "(none)", "grp-00001", "the moved job was not handed out");
+    free(jid);
+    jid = rbh_fetch_jid(C, "gq"); /* grp-00004 waits in the paused "third" */
+    cr_assert_null(jid, "a job merged into a paused group was handed out: %s", jid);
+    v = job(C, "grp-00003");
+    cr_assert_str_eq(json_string_value(rbh_get(v, "held.reason")), "paused");
+    json_decref(v);
+    cr_assert(rbh_expect(C, "+OK", "GROUP RESUME gq third"));
+    jid = rbh_fetch_jid(C, "gq");
+    cr_assert_str_eq(jid ? jid : "(none)", "grp-00003");
+    free(jid);
+}
+
 /* Restarts S on its database with SIGKILL. */
 static void kill_restart(void)
 {

@@ -277,6 +277,30 @@ SERVER_TEST(dead_parent_is_refused_as_dead_with_what_to_do)
     expect_state("ddp-kid0", "waiting");
 }
 
+/* A debounced push's jid merged into another job (an alias,
+ * docs/flow-control.md "Debounce") is refused as a parent with the job it
+ * runs as, in PUSH and in a workflow PUSHB, changing nothing; the
+ * surviving jid is accepted. */
+SERVER_TEST(a_debounce_alias_is_refused_as_a_parent_naming_its_job)
+{
+    OK("PUSH {\"jid\":\"dal-kept\",\"jobtype\":\"d\",\"args\":[1],\"queue\":\"aq\","
+       "\"custom\":{\"debounce\":{\"key\":\"k\",\"for\":60}}}");
+    OK("PUSH {\"jid\":\"dal-alias\",\"jobtype\":\"d\",\"args\":[2],\"queue\":\"aq\","
+       "\"custom\":{\"debounce\":{\"key\":\"k\",\"for\":60}}}");
+    const char *want = "-ERR depends_on: job dal-alias was debounced into dal-kept; name dal-kept";
+    cr_assert(rbh_expect(C, want, "PUSH {\"jid\":\"dal-kid0\",\"jobtype\":\"k\",\"args\":[],"
+                                  "\"custom\":{\"depends_on\":[\"dal-alias\"]}}"));
+    cr_assert(rbh_expect(C, want, "PUSHB [{\"jid\":\"dal-kid1\",\"jobtype\":\"k\",\"args\":[]},"
+                                  "{\"jid\":\"dal-kid0\",\"jobtype\":\"k\",\"args\":[],"
+                                  "\"custom\":{\"depends_on\":[\"dal-kid1\",\"dal-alias\"]}}]"));
+    expect_state("dal-kid0", NULL);
+    expect_state("dal-kid1", NULL);
+    cr_assert_eq(rbh_info_int(C, "rebound.waiting"), 0);
+    OK("PUSH {\"jid\":\"dal-kid0\",\"jobtype\":\"k\",\"args\":[],"
+       "\"custom\":{\"depends_on\":[\"dal-kept\"]}}");
+    expect_state("dal-kid0", "waiting");
+}
+
 /* Stops the server with sig, starts it again on the same database and
  * reconnects C. */
 static void restart(int sig)

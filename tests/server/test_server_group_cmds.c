@@ -320,6 +320,20 @@ SERVER_TEST(flush_clears_overrides_and_pauses)
     json_decref(v);
 }
 
+/* S killed with SIGKILL and started again on its store once the wall
+ * clock passed down_until_ms (0: at once); C reconnected. */
+static void kill_restart(int64_t down_until_ms)
+{
+    rbh_close(C);
+    C = NULL;
+    rbh_kill(&S, SIGKILL);
+    while (rb_now_ms() <= down_until_ms)
+        rbh_sleep_ms(20);
+    cr_assert_eq(rbh_launch(&S, NULL), 0, "restart failed (see %s)", S.log);
+    C = rbh_connect(&S, "w0");
+    cr_assert_not_null(C);
+}
+
 /* Overrides and pauses are durable: after kill -9 the override holds, the
  * pause holds with its reason and resumes at its time (the job's start on
  * the server's clock not before it), and a pause that ended while the
@@ -339,14 +353,7 @@ SERVER_TEST(overrides_and_pauses_survive_kill_9)
     v = get("kq", "c");
     int64_t until_c = time_of(v, "paused_until");
     json_decref(v);
-    rbh_close(C);
-    C = NULL;
-    rbh_kill(&S, SIGKILL);
-    while (rb_now_ms() <= until_c + 20) /* c's pause ends while the server is down */
-        rbh_sleep_ms(20);
-    cr_assert_eq(rbh_launch(&S, NULL), 0, "restart failed (see %s)", S.log);
-    C = rbh_connect(&S, "w0");
-    cr_assert_not_null(C);
+    kill_restart(until_c + 20); /* c's pause ends while the server is down */
     v = get("kq", "a");
     cr_assert_eq(num(v, "override.concurrency"), 1, "the override was lost");
     json_decref(v);
@@ -381,4 +388,66 @@ SERVER_TEST(overrides_and_pauses_survive_kill_9)
         free(seen[i]);
     }
     cr_assert(b && c, "a job never started");
+}
+
+/* GROUP GET q g shows no override and no pause: q unknown (distributed
+ * mode, once QUEUE REMOVE deleted its rows) or g without settings (a
+ * single node keeps the queue while it has jobs in memory). */
+static void no_settings(const char *q, const char *g)
+{
+    char *r = rbh_cmd(C, "GROUP GET %s %s", q, g);
+    cr_assert_not_null(r);
+    char want[128];
+    snprintf(want, sizeof want, "-ERR GROUP GET: no queue '%s'", q);
+    if (strcmp(r, want)) {
+        json_t *v = rbh_json(r);
+        r = NULL;
+        cr_assert(json_is_object(v), "GROUP GET %s %s answered no view", q, g);
+        cr_assert(rbh_get(v, "override") == json_null(), "%s %s kept its override", q, g);
+        cr_assert(rbh_get(v, "paused_until") == json_null(), "%s %s kept its pause", q, g);
+        json_decref(v);
+    }
+    free(r);
+}
+
+/* QUEUE REMOVE forgets the queue's group overrides and pauses with its
+ * jobs (stored rows too: not back after kill -9); another queue's stay. A
+ * new push to the queue's group is not paused and takes the configured
+ * limits. */
+SERVER_TEST(queue_remove_forgets_overrides_and_pauses)
+{
+    push("xq", "x-1------", "g");
+    push("yq", "y-1------", "g");
+    cr_assert(rbh_expect(C, "+OK", "GROUP SET xq g {\"concurrency\": 1}"));
+    cr_assert(rbh_expect(C, "+OK", "GROUP PAUSE xq g 600 upstream 429"));
+    cr_assert(rbh_expect(C, "+OK", "GROUP PAUSE xq h 600"));
+    cr_assert(rbh_expect(C, "+OK", "GROUP PAUSE yq g 600 kept"));
+    cr_assert(rbh_expect(C, "+OK", "QUEUE REMOVE xq"));
+    json_t *v = rbh_json(rbh_cmd(C, "GROUPS"));
+    json_t *qs = json_object_get(v, "queues");
+    for (size_t i = 0; i < json_array_size(qs); i++)
+        cr_assert_str_neq(json_string_value(json_object_get(json_array_get(qs, i), "queue")),
+                          "xq", "GROUPS still lists the removed queue");
+    json_decref(v);
+    no_settings("xq", "g");
+    no_settings("xq", "h");
+    kill_restart(0);
+    no_settings("xq", "g");
+    no_settings("xq", "h");
+    push("xq", "x-2------", "g");
+    v = get("xq", "g");
+    cr_assert(rbh_get(v, "override") == json_null(), "the override outlived QUEUE REMOVE");
+    cr_assert(rbh_get(v, "paused_until") == json_null(), "the pause outlived QUEUE REMOVE");
+    cr_assert(rbh_get(v, "held") == json_null());
+    json_decref(v);
+    v = get("xq", "h");
+    cr_assert(rbh_get(v, "known") == json_false(), "a paused group without jobs stayed");
+    json_decref(v);
+    char *jid = rbh_fetch_jid(C, "xq");
+    cr_assert_str_eq(jid ? jid : "(none)", "x-2------", "the new push was held");
+    free(jid);
+    v = get("yq", "g"); /* another queue's pause stays */
+    cr_assert_str_eq(str(v, "held"), "paused");
+    cr_assert_str_eq(str(v, "reason"), "kept");
+    json_decref(v);
 }

@@ -14,11 +14,12 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "common/timeutil.h"
 #include "common_helpers.h"
 
 #define CONFIG                                                                                     \
     "[throttles]\nt = { concurrency = 2 }\ntc = { concurrency = 1 }\n[throttles.tt]\n"             \
-    "concurrency = 1\ntimeout = 1\n"
+    "concurrency = 1\ntimeout = 1\n[throttles.tr]\nrate = 1\nperiod = \"1m\"\n"
 
 static void start(void)
 {
@@ -128,6 +129,82 @@ SERVER_TEST(never_more_than_concurrency_working)
     cr_assert_eq(working("t"), 2);
     for (int i = 0; i < WORKERS; i++)
         rbh_close(workers[i]);
+}
+
+/* JOB's "held" of job jid: {by, reason, detail, until} as strings ("" for
+ * a null until); asserts it is an object. Caller frees the copies. */
+static void held_of(const char *jid, char *by, char *reason, char *detail, char *until)
+{
+    json_t *v = rbh_json(rbh_cmd(C, "JOB {\"jid\":\"%s\"}", jid));
+    json_t *h = json_object_get(v, "held");
+    cr_assert(json_is_object(h), "JOB %s: held is not an object", jid);
+    snprintf(by, 32, "%s", json_string_value(json_object_get(h, "by")));
+    snprintf(reason, 32, "%s", json_string_value(json_object_get(h, "reason")));
+    snprintf(detail, 200, "%s", json_string_value(json_object_get(h, "detail")));
+    const char *u = json_string_value(json_object_get(h, "until"));
+    snprintf(until, 40, "%s", u ? u : "");
+    json_decref(v);
+}
+
+/* JOB says why an enqueued job of a throttled queue waits (issue 30, "a
+ * job page says when and why a job is held back"): its queue's
+ * concurrency (until the first slot's timeout, when it has one), its rate
+ * (until the next start it allows) or its pause; nothing once a start is
+ * allowed again. */
+SERVER_TEST(job_says_a_throttle_holds_it)
+{
+    char by[32], reason[32], detail[200], until[40];
+    push("hc-000001", "tc", "");
+    push("hc-000002", "tc", "");
+    json_t *v = rbh_json(rbh_cmd(C, "JOB {\"jid\":\"hc-000002\"}"));
+    cr_assert(json_is_null(json_object_get(v, "held")), "held before the queue is full");
+    json_decref(v);
+    char *j = fetch(C, "tc");
+    cr_assert_str_eq(j, "hc-000001");
+    free(j);
+    held_of("hc-000002", by, reason, detail, until);
+    cr_assert_str_eq(by, "queue");
+    cr_assert_str_eq(reason, "concurrency");
+    cr_assert_str_eq(detail, "queue tc runs 1 of 1 ([throttles.tc] concurrency)");
+    cr_assert_str_eq(until, "", "a slot without a timeout has no end");
+    /* a slot with a timeout: held until it passes */
+    push("ht-000001", "tt", "");
+    push("ht-000002", "tt", "");
+    j = fetch(C, "tt");
+    cr_assert_str_eq(j, "ht-000001");
+    free(j);
+    int64_t lease = rbh_lease_end_ms(C, "ht-000001"), at = 0;
+    held_of("ht-000002", by, reason, detail, until);
+    cr_assert_str_eq(reason, "concurrency");
+    cr_assert_eq(rb_time_parse_rfc3339(until, &at), 0, "until '%s'", until);
+    /* the fetch's time (the lease's end less reserve_for 1800 s) + 1 s */
+    cr_assert_eq(at, lease - 1800 * 1000 + 1000, "until %s", until);
+    /* a rate of 1 a minute: the second job waits for the next start */
+    push("hr-000001", "tr", "");
+    push("hr-000002", "tr", "");
+    int64_t t0 = rb_now_ms(); /* the wall clock, as the server's */
+    j = fetch(C, "tr");
+    cr_assert_str_eq(j, "hr-000001");
+    free(j);
+    held_of("hr-000002", by, reason, detail, until);
+    cr_assert_str_eq(by, "queue");
+    cr_assert_str_eq(reason, "rate");
+    cr_assert(!strncmp(detail, "queue tr is over its rate ([throttles.tr]): next start at ", 58),
+              "detail '%s'", detail);
+    cr_assert_eq(rb_time_parse_rfc3339(until, &at), 0, "until '%s'", until);
+    cr_assert(at >= t0 + 59000 && at <= rb_now_ms() + 60000, "until %s", until);
+    cr_assert(strstr(detail, until), "detail '%s' names no '%s'", detail, until);
+    /* a paused queue */
+    push("hp-000001", "tp", "");
+    cr_assert(rbh_expect(C, "+OK", "QUEUE PAUSE tp"));
+    held_of("hp-000001", by, reason, detail, until);
+    cr_assert_str_eq(by, "queue");
+    cr_assert_str_eq(reason, "paused");
+    cr_assert_str_eq(detail, "queue tp is paused (QUEUE RESUME tp)");
+    cr_assert(rbh_expect(C, "+OK", "QUEUE RESUME tp"));
+    v = rbh_json(rbh_cmd(C, "JOB {\"jid\":\"hp-000001\"}"));
+    cr_assert(json_is_null(json_object_get(v, "held")), "held after QUEUE RESUME");
+    json_decref(v);
 }
 
 SERVER_TEST(ack_fail_snooze_free_a_slot_and_wake_a_waiting_fetch)

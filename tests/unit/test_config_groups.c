@@ -9,22 +9,7 @@
 
 #include "common/buf.h"
 #include "config/config.h"
-
-static void in_tmpdir(void)
-{
-    char tmpl[] = "/tmp/rebound-config-XXXXXX";
-    cr_assert_not_null(mkdtemp(tmpl));
-    cr_assert_eq(chdir(tmpl), 0);
-}
-
-static int load(rb_config *cfg, const char *text, rb_err *err)
-{
-    FILE *f = fopen("c.toml", "w");
-    cr_assert_not_null(f);
-    fputs(text, f);
-    fclose(f);
-    return rb_config_load(cfg, "c.toml", NULL, err);
-}
+#include "config_helpers.h"
 
 Test(config_groups, tables_and_resolution, .init = in_tmpdir)
 {

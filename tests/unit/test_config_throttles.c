@@ -9,23 +9,8 @@
 
 #include "common/buf.h"
 #include "config/config.h"
+#include "config_helpers.h"
 #include "engine/throttle.h"
-
-static void in_tmpdir(void)
-{
-    char tmpl[] = "/tmp/rebound-config-XXXXXX";
-    cr_assert_not_null(mkdtemp(tmpl));
-    cr_assert_eq(chdir(tmpl), 0);
-}
-
-static int load(rb_config *cfg, const char *text, rb_err *err)
-{
-    FILE *f = fopen("c.toml", "w");
-    cr_assert_not_null(f);
-    fputs(text, f);
-    fclose(f);
-    return rb_config_load(cfg, "c.toml", NULL, err);
-}
 
 Test(config_throttles, both_forms_read_alike, .init = in_tmpdir)
 {

@@ -83,9 +83,13 @@ Test(engine_depend, parse_refuses_bad_values)
 
 /* The lookup of the check: "live-*" jobs exist, "done-*" succeeded,
  * "dead-*" are in the dead set. */
-static rb_dep_known lookup(void *arg, const char *jid)
+static rb_dep_known lookup(void *arg, const char *jid, char **into)
 {
     (*(int *)arg)++;
+    if (!strncmp(jid, "alias-", 6)) {
+        *into = strdup("kept-1");
+        return RB_DEP_DEBOUNCED;
+    }
     if (!strncmp(jid, "live-", 5))
         return RB_DEP_LIVE;
     if (!strncmp(jid, "dead-", 5))
@@ -122,6 +126,9 @@ Test(engine_depend, check_push_finds_unknown_parents_and_cycles)
                      "depends_on: job dead-1 is dead, and a dead job is not accepted as a "
                      "parent: retry it first (rebound retry dead-1, or MUTATE requeue), or "
                      "push without it");
+    /* a debounced push's jid names the job it was merged into */
+    cr_assert_str_eq(check("[{\"jid\":\"b\",\"depends_on\":[\"live-1\",\"alias-1\"]}]", &err),
+                     "depends_on: job alias-1 was debounced into kept-1; name kept-1");
     cr_assert_str_eq(check("[{\"jid\":\"a\",\"depends_on\":[\"b\"]},"
                            "{\"jid\":\"b\",\"depends_on\":[\"a\"]}]", &err),
                      "depends_on: cycle through a");

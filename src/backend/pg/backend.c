@@ -212,7 +212,7 @@ static void dist_push(rb_eng *eng, rb_eng_op *op)
         rb_pg_job_from_json(op->u.push.jobs[i], op->now, (int)eng->cfg->server.reserve_for_s,
                             &r->u.push.jobs[i], &r->u.push.texts[i]);
         rb_debounce_spec ds; /* checked by rb_eng_flow_check */
-        if (!op->u.push.meta_key && rb_debounce_has(op->u.push.jobs[i]) &&
+        if (rb_debounce_has(op->u.push.jobs[i]) &&
             !rb_debounce_parse(op->u.push.jobs[i], &ds, NULL) && ds.on) {
             if (!r->u.push.deb)
                 r->u.push.deb = rb_xcalloc(n, sizeof *r->u.push.deb);

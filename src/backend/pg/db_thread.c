@@ -77,14 +77,15 @@ static size_t run_own_pushes(rb_pg *pg, rb_pgreq **v, size_t n, batch_commits *b
             v[i]->rc = rb_err_set(&derr, RB_EINVAL,
                                   "a PUSHB of debounced jobs cannot also hold batch members or "
                                   "jobs naming parents in distributed mode: push them apart");
+        else if (v[i]->u.push.meta_key) /* its debounce too, in the tick's transaction */
+            v[i]->rc = rb_pg_push_tick(pg, v[i]->u.push.jobs, v[i]->u.push.deb, v[i]->u.push.n,
+                                       v[i]->u.push.deps, v[i]->u.push.meta_key,
+                                       v[i]->u.push.tick_s, rb_now_ms(), v[i]->u.push.status,
+                                       &v[i]->u.push.stale, &derr);
         else if (v[i]->u.push.deb)
             v[i]->rc = rb_pg_push_debounce(pg, v[i]->u.push.jobs, v[i]->u.push.deb,
                                            v[i]->u.push.n, rb_now_ms(), v[i]->u.push.status,
                                            &derr);
-        else if (v[i]->u.push.meta_key)
-            v[i]->rc = rb_pg_push_tick(pg, v[i]->u.push.jobs, v[i]->u.push.n, v[i]->u.push.deps,
-                                       v[i]->u.push.meta_key, v[i]->u.push.tick_s, rb_now_ms(),
-                                       v[i]->u.push.status, &v[i]->u.push.stale, &derr);
         else if (v[i]->u.push.bids)
             v[i]->rc = rb_pg_push_batch(pg, v[i]->u.push.jobs,
                                         (const char *const *)v[i]->u.push.bids, v[i]->u.push.n,

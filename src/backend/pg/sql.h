@@ -245,9 +245,9 @@ typedef struct rb_pg_group_out {
 } rb_pg_group_out;
 int rb_pg_group(rb_pg *pg, const rb_group_req *r, int64_t now, rb_pg_group_out *out,
                 rb_err *err);
-/* JOB's hold of job (an enqueued job of a held group: hold_by, hold,
- * hold_until_ms, hold_detail, as reads.h says) at now; nothing when it is
- * not held or its group cannot be read. */
+/* JOB's hold of job (an enqueued job of a paused or throttled queue, or
+ * of a held group: hold_by, hold, hold_until_ms, hold_detail, as reads.h
+ * says) at now; nothing when it is not held or its rows cannot be read. */
 void rb_pg_job_hold(rb_pg *pg, rb_job_view *job, int64_t now);
 /* Lists this engine's node in rb_parked until until_ms (wall ms): a FETCH
  * waits there, the other nodes' pushes notify it. until_ms 0: removes it. */
@@ -274,11 +274,14 @@ int rb_pg_push_batch(rb_pg *pg, const rb_pg_new_job *jobs, const char *const *bi
 
 /* A cron tick's push, in one transaction: the meta row key set to tick_s
  * when it holds no tick or an older one, then the jobs pushed (as
- * rb_pg_push, or as rb_pg_push_deps when deps). When the row holds tick_s
- * or a later tick, nothing is written: *stale set, each status RB_EEXIST.
- * Of nodes racing for one tick exactly one pushes (the row's lock). */
-int rb_pg_push_tick(rb_pg *pg, const rb_pg_new_job *jobs, size_t n, bool deps, const char *key,
-                    int64_t tick_s, int64_t now, int *status, bool *stale, rb_err *err);
+ * rb_pg_push_debounce when deb is not NULL, as rb_pg_push_deps when deps,
+ * else as rb_pg_push). When the row holds tick_s or a later tick, nothing
+ * is written: *stale set, each status RB_EEXIST. Of nodes racing for one
+ * tick exactly one pushes (the row's lock). */
+struct rb_pg_debounce;
+int rb_pg_push_tick(rb_pg *pg, rb_pg_new_job *jobs, struct rb_pg_debounce *deb, size_t n,
+                    bool deps, const char *key, int64_t tick_s, int64_t now, int *status,
+                    bool *stale, rb_err *err);
 
 /* Calls fn for each rb_meta row whose key starts with prefix, in key
  * order (the cron entries' last ticks at start). */

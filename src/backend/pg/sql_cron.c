@@ -19,8 +19,9 @@ static const char claim_sql[] =
     "THEN rb_meta.value::bigint < $2::bigint ELSE true END "
     "RETURNING 1";
 
-int rb_pg_push_tick(rb_pg *pg, const rb_pg_new_job *jobs, size_t n, bool deps, const char *key,
-                    int64_t tick_s, int64_t now, int *status, bool *stale, rb_err *err)
+int rb_pg_push_tick(rb_pg *pg, rb_pg_new_job *jobs, rb_pg_debounce *deb, size_t n, bool deps,
+                    const char *key, int64_t tick_s, int64_t now, int *status, bool *stale,
+                    rb_err *err)
 {
     *stale = false;
     int rc = sql_ensure(pg, err);
@@ -42,13 +43,16 @@ int rb_pg_push_tick(rb_pg *pg, const rb_pg_new_job *jobs, size_t n, bool deps, c
         sql_rollback(pg);
         return 0;
     }
-    if ((rc = deps ? sql_push_deps_tx(pg, jobs, n, now, status, err)
-                   : rb_pg_push(pg, jobs, n, now, status, err)) ||
+    if ((rc = deb    ? sql_push_debounce_tx(pg, jobs, deb, n, now, status, err)
+              : deps ? sql_push_deps_tx(pg, jobs, n, now, status, err)
+                     : rb_pg_push(pg, jobs, n, now, status, err)) ||
         (rc = sql_exec(pg, "COMMIT", err)))
         goto fail;
     return 0;
 fail:
     sql_rollback(pg);
+    for (size_t i = 0; deb && i < n; i++)
+        deb[i].merged = false;
     return rc;
 }
 

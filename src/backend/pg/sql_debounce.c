@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "engine/group.h"
 
 /* A statement's result, or NULL after setting rc from err. */
 #define RUN(res, sql, n, params)                                                               \
@@ -96,11 +97,18 @@ static int push_one(rb_pg *pg, rb_pg_new_job *job, rb_pg_debounce *d, int64_t no
         char attxt[24], exptxt[24];
         i64(attxt, sizeof attxt, at);
         i64(exptxt, sizeof exptxt, job->expires_ms);
-        const char *pu[5] = {holder, merged, attxt, nowtxt, job->expires_ms ? exptxt : NULL};
+        const char *grp = NULL; /* the push was validated: a string or none */
+        rb_group_of_job(push, &grp, NULL);
+        const char *pu[6] = {holder, merged, attxt, nowtxt, job->expires_ms ? exptxt : NULL,
+                             grp ? grp : ""};
         /* scheduled for its run time, or enqueued now (one already
-         * enqueued keeps its place) */
+         * enqueued keeps its place); in the last push's group. state is
+         * always in the SET list, so rb_jobs_group_enqueued (AFTER UPDATE
+         * OF state) fires for an enqueued job and makes its new group's
+         * rb_groups row ready; the old group's row, if left ready with no
+         * job, is marked idle by the next claim that finds it empty. */
         w = sql_query(pg,
-                      "UPDATE rb_jobs SET json = $2, expires_ms = $5::bigint,"
+                      "UPDATE rb_jobs SET json = $2, expires_ms = $5::bigint, grp = $6,"
                       " state = CASE WHEN $3::bigint > $4::bigint THEN 1 ELSE 2 END,"
                       " due_ms = CASE WHEN $3::bigint > $4::bigint THEN $3::bigint"
                       "  WHEN state = 2 THEN due_ms ELSE $4::bigint END,"
@@ -111,7 +119,7 @@ static int push_one(rb_pg *pg, rb_pg_new_job *job, rb_pg_debounce *d, int64_t no
                       " seq = CASE WHEN $3::bigint <= $4::bigint AND state <> 2"
                       "  THEN nextval('rb_job_seq') ELSE seq END"
                       " WHERE jid = $1",
-                      5, pu, err);
+                      6, pu, err);
         free(merged);
         if (!w) {
             rc = err ? err->code : RB_ESTORE;
@@ -165,12 +173,10 @@ static int by_hash(const void *a, const void *b)
     return strcmp(x->hash, y->hash);
 }
 
-int rb_pg_push_debounce(rb_pg *pg, rb_pg_new_job *jobs, rb_pg_debounce *deb, size_t n,
-                        int64_t now, int *status, rb_err *err)
+int sql_push_debounce_tx(rb_pg *pg, rb_pg_new_job *jobs, rb_pg_debounce *deb, size_t n,
+                         int64_t now, int *status, rb_err *err)
 {
-    int rc = sql_ensure(pg, err);
-    if (rc || (rc = sql_begin(pg, err)))
-        return rc;
+    int rc = 0;
     /* the plain jobs of the push first, in one statement */
     rb_pg_new_job *plain = rb_xcalloc(n + 1, sizeof *plain);
     int *pst = rb_xcalloc(n + 1, sizeof *pst);
@@ -205,7 +211,17 @@ int rb_pg_push_debounce(rb_pg *pg, rb_pg_new_job *jobs, rb_pg_debounce *deb, siz
     free(order);
     free(plain);
     free(pst);
-    if (rc || (rc = sql_commit(pg, err))) {
+    return rc;
+}
+
+int rb_pg_push_debounce(rb_pg *pg, rb_pg_new_job *jobs, rb_pg_debounce *deb, size_t n,
+                        int64_t now, int *status, rb_err *err)
+{
+    int rc = sql_ensure(pg, err);
+    if (rc || (rc = sql_begin(pg, err)))
+        return rc;
+    if ((rc = sql_push_debounce_tx(pg, jobs, deb, n, now, status, err)) ||
+        (rc = sql_commit(pg, err))) {
         sql_rollback(pg);
         for (size_t i = 0; i < n; i++)
             deb[i].merged = false;

@@ -7,12 +7,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/debounce.h"
 #include "engine/depend.h"
 
 /* What the push's transaction read of the parents outside the push. */
 typedef struct known_set {
     char **live, **done, **dead;
-    size_t n_live, n_done, n_dead;
+    char **alias, **into; /* debounce aliases named, each with its job */
+    size_t n_live, n_done, n_dead, n_alias;
 } known_set;
 
 static bool in_list(char *const *v, size_t n, const char *jid)
@@ -23,14 +25,21 @@ static bool in_list(char *const *v, size_t n, const char *jid)
     return false;
 }
 
-static rb_dep_known lookup(void *arg, const char *jid)
+static rb_dep_known lookup(void *arg, const char *jid, char **into)
 {
     const known_set *k = arg;
     if (in_list(k->live, k->n_live, jid))
         return RB_DEP_LIVE;
     if (in_list(k->dead, k->n_dead, jid))
         return RB_DEP_DEAD;
-    return in_list(k->done, k->n_done, jid) ? RB_DEP_SUCCEEDED : RB_DEP_UNKNOWN;
+    if (in_list(k->done, k->n_done, jid))
+        return RB_DEP_SUCCEEDED;
+    for (size_t i = 0; i < k->n_alias; i++)
+        if (!strcmp(k->alias[i], jid)) {
+            *into = rb_xstrdup(k->into[i]);
+            return RB_DEP_DEBOUNCED;
+        }
+    return RB_DEP_UNKNOWN;
 }
 
 static char **column(PGresult *r, size_t *n)
@@ -78,6 +87,19 @@ static int read_parents(rb_pg *pg, const char *arr, int64_t now, known_set *k, r
     if (!r)
         return err && err->code ? err->code : RB_ESTORE;
     k->done = column(r, &k->n_done);
+    PQclear(r);
+    char cut[24];
+    snprintf(cut, sizeof cut, "%lld", (long long)(now - RB_DEBOUNCE_RETENTION_MS));
+    const char *p3[2] = {arr, cut};
+    r = sql_query(pg, "SELECT jid, into_jid FROM rb_debounced WHERE jid = ANY($1::text[])"
+                      " AND (ended_ms = 0 OR ended_ms > $2::bigint)",
+                  2, p3, err);
+    if (!r)
+        return err && err->code ? err->code : RB_ESTORE;
+    k->alias = column(r, &k->n_alias);
+    k->into = rb_xcalloc(k->n_alias ? k->n_alias : 1, sizeof *k->into);
+    for (size_t i = 0; i < k->n_alias; i++)
+        k->into[i] = sql_dup(r, (int)i, 1);
     PQclear(r);
     return 0;
 }
@@ -193,6 +215,8 @@ out:
     free_column(k.live, k.n_live);
     free_column(k.dead, k.n_dead);
     free_column(k.done, k.n_done);
+    free_column(k.alias, k.n_alias);
+    free_column(k.into, k.n_alias);
     rb_buf_release(&arr);
     for (size_t i = 0; i < n; i++)
         json_decref(objs[i]);

@@ -14,6 +14,7 @@
 #include "engine/gcra.h"
 #include "engine/group.h"
 #include "engine/group_cmd.h"
+#include "engine/throttle.h"
 
 /* Per queue the group this node served last (its turn cursor) and whether
  * the queue is known to have groups (so that its claims go straight to
@@ -417,10 +418,36 @@ int rb_pg_group(rb_pg *pg, const rb_group_req *r, int64_t now, rb_pg_group_out *
     return rc;
 }
 
+/* JOB's hold of enqueued job by its queue (paused, or at a [throttles]
+ * limit: engine/throttle.h's rule on the queue's row and working jobs);
+ * false when the queue lets it start (or cannot be read). */
+static bool queue_hold(rb_pg *pg, rb_job_view *job, int64_t now)
+{
+    const rb_config *cfg = sql_cfg(pg);
+    const rb_throttle *t = cfg->n_throttles ? rb_config_throttle(cfg, job->queue) : NULL;
+    rb_err err = {0};
+    const char *p[1] = {job->queue};
+    PGresult *r = sql_query(pg, "SELECT paused, tat_us FROM rb_queues WHERE name = $1", 1, p,
+                            &err);
+    if (!r)
+        return false;
+    bool paused = PQntuples(r) && !strcmp(PQgetvalue(r, 0, 0), "t");
+    int64_t tat = PQntuples(r) ? sql_int(r, 0, 1) : 0;
+    PQclear(r);
+    if (!paused && !t)
+        return false;
+    int64_t held = 0, frees = INT64_MAX;
+    if (!paused && t && t->concurrency && sql_throttle_held(pg, t, now, &held, &frees, &err))
+        return false;
+    return rb_throttle_job_hold(job->queue, paused, t, held, frees, tat, now, job);
+}
+
 void rb_pg_job_hold(rb_pg *pg, rb_job_view *job, int64_t now)
 {
+    if (job->state != RB_JOB_ENQUEUED || queue_hold(pg, job, now))
+        return;
     const char *group = NULL;
-    json_t *o = job->state == RB_JOB_ENQUEUED ? json_loads(job->json, 0, NULL) : NULL;
+    json_t *o = json_loads(job->json, 0, NULL);
     if (!o || rb_group_of_job(o, &group, NULL) || !group) {
         json_decref(o);
         return;

@@ -251,6 +251,11 @@ int sql_dep_events(rb_pg *pg, const char *jids, int ev, int64_t now, rb_err *err
  * requeues it. Its own children are told by the caller (the requeue). */
 int sql_dep_retry(rb_pg *pg, const char *jid, const char *json, int64_t now, bool *held,
                   rb_err *err);
+/* rb_pg_push_debounce's work inside the caller's open transaction (a
+ * cron tick's, rb_pg_push_tick); deb[].merged is the caller's to clear
+ * when the transaction does not commit. */
+int sql_push_debounce_tx(rb_pg *pg, rb_pg_new_job *jobs, rb_pg_debounce *deb, size_t n,
+                         int64_t now, int *status, rb_err *err);
 /* rb_pg_push_deps's work inside the caller's open transaction. */
 int sql_push_deps_tx(rb_pg *pg, const rb_pg_new_job *jobs, size_t n, int64_t now, int *status,
                      rb_err *err);

@@ -118,7 +118,7 @@ static void mem_push(rb_eng *eng, rb_eng_op *op)
         return;
     }
     /* a push naming parents is checked as one unit, and refused whole */
-    if ((op->rc = rb_deps_check_push(sq, op->u.push.jobs, op->u.push.n, &op->err)) ||
+    if ((op->rc = rb_deps_check_push(sq, op->u.push.jobs, op->u.push.n, op->now, &op->err)) ||
         (op->rc = rb_sq_unique_check_push(sq, op->u.push.jobs, op->u.push.n, op->now,
                                            &op->err))) {
         op->applied = RB_ENG_NOT_APPLIED;
@@ -499,6 +499,7 @@ static void queue_apply(void *e, void *arg)
         break;
     case RB_ENG_QUEUE_REMOVE:
         forget_ready(rb_sq_of(op->eng), q); /* held groups' jobs too */
+        rb_sq_group_confs_queue_removed(rb_sq_of(op->eng), q->name, op->now);
         if (q->paused)
             queue_pause(rb_sq_of(op->eng), q, false);
         rb_sq_queue_known(rb_sq_of(op->eng), q, false);

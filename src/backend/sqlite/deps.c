@@ -12,7 +12,9 @@
 #include "common/check.h"
 #include "common/timeutil.h"
 #include "common/log.h"
+#include "backend/sqlite/debounce.h"
 #include "backend/sqlite/sq.h"
+#include "engine/debounce.h"
 #include "engine/engine.h"
 
 #define DONE_PREFIX RB_DEPS_DONE_KEY
@@ -192,24 +194,39 @@ static void named_from(rb_sq *sq, const json_t *job, const char *jid)
 
 /* --- the push --- */
 
-static rb_dep_known lookup(void *arg, const char *jid)
+typedef struct lookup_arg {
+    rb_sq *sq;
+    int64_t now;
+} lookup_arg;
+
+static rb_dep_known lookup(void *arg, const char *jid, char **into)
 {
-    rb_sq *sq = arg;
+    const lookup_arg *a = arg;
+    rb_sq *sq = a->sq;
     const rb_job *j = rb_jobs_find(&sq->jobs, jid);
     if (live(j))
         return RB_DEP_LIVE;
     if (j && j->state == RB_JOB_DEAD)
         return RB_DEP_DEAD;
     rb_dep_done *d = sq->deps.done.size ? rb_table_get(&sq->deps.done, jid) : NULL;
-    return d ? RB_DEP_SUCCEEDED : RB_DEP_UNKNOWN;
+    if (d)
+        return RB_DEP_SUCCEEDED;
+    rb_debounce_alias al;
+    if (!rb_sq_debounce_alias(sq, jid, a->now, &al))
+        return RB_DEP_UNKNOWN;
+    *into = al.into;
+    al.into = NULL;
+    rb_debounce_alias_release(&al);
+    return RB_DEP_DEBOUNCED;
 }
 
-int rb_deps_check_push(rb_sq *sq, json_t *const *jobs, size_t n, rb_err *err)
+int rb_deps_check_push(rb_sq *sq, json_t *const *jobs, size_t n, int64_t now, rb_err *err)
 {
     bool any = false;
     for (size_t i = 0; i < n && !any; i++)
         any = rb_dep_has(jobs[i]);
-    return any ? rb_dep_check_push(jobs, n, lookup, sq, err) : 0;
+    lookup_arg a = {sq, now};
+    return any ? rb_dep_check_push(jobs, n, lookup, &a, err) : 0;
 }
 
 bool rb_deps_add_child(rb_sq *sq, rb_job *j, const json_t *job)

@@ -81,9 +81,10 @@ void rb_deps_init(rb_deps *d);
 void rb_deps_release(rb_deps *d);
 
 /* PUSH/PUSHB on a single node: the push's dependency check (unknown
- * parents, cycles) against sq's jobs and records. 0 or RB_EINVAL, err
- * set; nothing changes either way. */
-int rb_deps_check_push(rb_sq *sq, json_t *const *jobs, size_t n, rb_err *err);
+ * parents, debounce aliases named as parents, cycles) against sq's jobs
+ * and records at now. 0 or RB_EINVAL, err set; nothing changes either
+ * way. */
+int rb_deps_check_push(rb_sq *sq, json_t *const *jobs, size_t n, int64_t now, rb_err *err);
 /* After rb_sq_push made the PENDING job j from job: records its edges to
  * the parents not yet done (the push's check passed). Returns true when j
  * waits (stored WAITING), false when every parent is done already (or it

@@ -13,6 +13,7 @@
 #include <event2/event.h>
 
 #include "backend/sqlite/heap.h"
+#include "backend/sqlite/throttle.h"
 #include "common/buf.h"
 #include "common/log.h"
 #include "common/timeutil.h"
@@ -232,6 +233,39 @@ static void on_pause_end(evutil_socket_t fd, short what, void *arg)
     }
     arm_pauses(sq);
     rb_eng_wake(sq->eng, NULL, 0); /* its jobs may start */
+}
+
+/* --- QUEUE REMOVE --- */
+
+typedef struct conf_list {
+    const char *queue;
+    size_t qlen;
+    conf **v;
+    size_t n;
+} conf_list;
+
+static void collect_queue(void *e, void *arg)
+{
+    conf *c = e;
+    conf_list *l = arg;
+    if (c->qlen == l->qlen && !memcmp(c->key, l->queue, l->qlen))
+        l->v[l->n++] = c;
+}
+
+void rb_sq_group_confs_queue_removed(rb_sq *sq, const char *queue, int64_t now)
+{
+    rb_sq_group_confs *s = sq->group_confs;
+    if (!s->by_key.size)
+        return;
+    conf_list l = {queue, strlen(queue), rb_xcalloc(s->by_key.size + 1, sizeof *l.v), 0};
+    rb_table_each(&s->by_key, collect_queue, &l);
+    for (size_t i = 0; i < l.n; i++) {
+        conf *c = l.v[i];
+        c->has_over = false;
+        set_pause(sq, c, 0, NULL);
+        conf_changed(sq, c, now); /* its row deleted, c freed */
+    }
+    free(l.v);
 }
 
 /* --- recovery --- */
@@ -479,34 +513,23 @@ static void list_queues(rb_sq *sq, rb_eng_op *op)
 
 /* --- JOB --- */
 
-void rb_sq_job_hold(const rb_sq *sq, const rb_job *j, int64_t now, rb_job_view *v)
+void rb_sq_job_hold(rb_sq *sq, const rb_job *j, int64_t now, rb_job_view *v)
 {
     const rb_group *g = j->group;
-    const rb_queue *q = g->queue;
-    rb_buf d = RB_BUF_INIT;
-    if (j->state != RB_JOB_ENQUEUED)
+    if (j->state != RB_JOB_ENQUEUED || rb_sq_throttle_job_hold(sq, g->queue, now, v))
         return;
-    if (q->paused) {
-        v->hold_by = "queue";
-        v->hold = "paused";
-        rb_buf_printf(&d, "queue %s is paused (QUEUE RESUME %s)", q->name, q->name);
-    } else if (g->hold != RB_HOLD_NONE && g->name[0]) {
-        v->hold_by = "group";
-        v->hold = rb_group_hold_name((rb_group_hold)g->hold);
-        const conf *c = g->hold == RB_HOLD_PAUSED ? conf_get(sq, q->name, g->name, false) : NULL;
-        if (g->hold == RB_HOLD_RATE)
-            v->hold_until_ms = g->wake.at_ms;
-        else if (g->hold == RB_HOLD_PAUSED)
-            v->hold_until_ms = c ? c->paused_until_ms : 0;
-        v->hold_detail = rb_group_hold_detail(g->name, (rb_group_hold)g->hold, g->working,
-                                              g->concurrency, v->hold_until_ms,
-                                              c ? c->reason : NULL);
+    if (g->hold == RB_HOLD_NONE || !g->name[0])
         return;
-    } else {
-        return;
-    }
-    (void)now;
-    v->hold_detail = rb_buf_detach(&d, NULL);
+    v->hold_by = "group";
+    v->hold = rb_group_hold_name((rb_group_hold)g->hold);
+    const conf *c =
+        g->hold == RB_HOLD_PAUSED ? conf_get(sq, g->queue->name, g->name, false) : NULL;
+    if (g->hold == RB_HOLD_RATE)
+        v->hold_until_ms = g->wake.at_ms;
+    else if (g->hold == RB_HOLD_PAUSED)
+        v->hold_until_ms = c ? c->paused_until_ms : 0;
+    v->hold_detail = rb_group_hold_detail(g->name, (rb_group_hold)g->hold, g->working,
+                                          g->concurrency, v->hold_until_ms, c ? c->reason : NULL);
 }
 
 /* --- RB_ENG_GROUP --- */

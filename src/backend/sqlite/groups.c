@@ -405,6 +405,12 @@ static void queue_bucket(rb_sq *sq, rb_queue *q)
         q->tat_us = bucket_take(sq, q->name);
 }
 
+int64_t rb_sq_queue_tat(rb_sq *sq, rb_queue *q)
+{
+    queue_bucket(sq, q);
+    return q->tat_us;
+}
+
 bool rb_sq_queue_rate_full(rb_sq *sq, const rb_throttle *cfg, rb_queue *q, int64_t now)
 {
     queue_bucket(sq, q);

@@ -59,6 +59,9 @@ rb_job *rb_sq_group_take(rb_sq *sq, rb_queue *q, int64_t now);
  * job at now; when it does, the timer wakes waiting FETCHes at its next
  * conforming time. */
 bool rb_sq_queue_rate_full(rb_sq *sq, const struct rb_throttle *cfg, rb_queue *q, int64_t now);
+/* q's [throttles] rate bucket (its GCRA time, loaded on first use), for
+ * reads. */
+int64_t rb_sq_queue_tat(rb_sq *sq, rb_queue *q);
 /* A job of q was started at now: q's [throttles] rate bucket advanced (its
  * row written into the open batch). */
 void rb_sq_queue_rate_started(rb_sq *sq, const struct rb_throttle *cfg, rb_queue *q, int64_t now);
@@ -101,6 +104,10 @@ void rb_sq_group_confs_close(rb_sq *sq);
 /* FLUSH: every override and pause forgotten (their rows go with the
  * store's clear). */
 void rb_sq_group_confs_flush(rb_sq *sq);
+/* QUEUE REMOVE of queue: its groups' overrides and pauses forgotten, their
+ * rows deleted in the open batch; its groups with jobs left (working,
+ * scheduled) take the configured limits at once. */
+void rb_sq_group_confs_queue_removed(rb_sq *sq, const char *queue, int64_t now);
 /* A stored meta row at load: the "group:" ones kept. */
 void rb_sq_group_confs_load(rb_sq *sq, const char *key, const char *value);
 /* After load, before the groups' holds: pauses that ended while the
@@ -120,9 +127,10 @@ int64_t rb_sq_group_paused_until(const rb_sq *sq, const rb_group *g);
 void rb_sq_groups_info(rb_sq *sq, json_t *rebound, int64_t now);
 
 /* JOB's hold of enqueued job j at now into v (hold_by, hold,
- * hold_until_ms, hold_detail; reads.h): its queue paused, else its named
- * group held (concurrency, rate, paused); nothing for a job not held. */
-void rb_sq_job_hold(const rb_sq *sq, const rb_job *j, int64_t now, rb_job_view *v);
+ * hold_until_ms, hold_detail; reads.h): its queue paused or at a
+ * [throttles] limit (rb_sq_throttle_job_hold), else its named group held
+ * (concurrency, rate, paused); nothing for a job not held. */
+void rb_sq_job_hold(rb_sq *sq, const rb_job *j, int64_t now, rb_job_view *v);
 
 /* RB_ENG_GROUP (rb_backend.group, engine/engine.h). */
 void rb_sq_group_op(rb_eng *eng, rb_eng_op *op);

@@ -13,7 +13,8 @@
 #include "common/timeutil.h"
 #include "engine/engine.h"
 #include "backend/sqlite/sq.h"
-#include "engine/engine.h"
+#include "engine/reads.h"
+#include "engine/throttle.h"
 
 /* A fetch's time, by jid: kept for jobs of throttled queues with a
  * timeout, from their fetch until they leave the server (overwritten at
@@ -140,6 +141,18 @@ bool rb_sq_throttle_full(rb_sq *sq, rb_queue *q, int64_t now)
     if (frees != INT64_MAX)
         arm(sq, state(sq), frees, now);
     return true;
+}
+
+bool rb_sq_throttle_job_hold(rb_sq *sq, rb_queue *q, int64_t now, rb_job_view *v)
+{
+    const rb_throttle *cfg = sq->cfg->n_throttles ? rb_config_throttle(sq->cfg, q->name) : NULL;
+    if (!q->paused && !cfg)
+        return false;
+    int64_t held = 0, frees = INT64_MAX;
+    if (cfg && cfg->concurrency)
+        held = held_slots(sq, cfg, q, now, &frees);
+    int64_t tat = cfg && cfg->rate ? rb_sq_queue_tat(sq, q) : 0;
+    return rb_throttle_job_hold(q->name, q->paused, cfg, held, frees, tat, now, v);
 }
 
 void rb_sq_throttle_info(rb_sq *sq, json_t *rebound, int64_t now)

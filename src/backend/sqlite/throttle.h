@@ -31,6 +31,12 @@ bool rb_sq_throttle_full(rb_sq *sq, struct rb_queue *q, int64_t now);
 /* j of a throttled queue was fetched at now (its slot's start; its rate's
  * bucket advanced). */
 void rb_sq_throttle_started(rb_sq *sq, const struct rb_job *j, int64_t now);
+struct rb_job_view;
+/* JOB's hold of an enqueued job of q by q itself at now into v
+ * (engine/throttle.h's rb_throttle_job_hold: paused, or its [throttles]
+ * concurrency or rate); false when q lets it start. No side effect on the
+ * throttle's timers or counters. */
+bool rb_sq_throttle_job_hold(rb_sq *sq, struct rb_queue *q, int64_t now, struct rb_job_view *v);
 /* INFO's "throttles" under "rebound" (set into rebound when any is
  * configured): {QUEUE: {"concurrency", "timeout", "in_use"}}, in_use the
  * slots held at now. */
