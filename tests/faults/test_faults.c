@@ -737,7 +737,7 @@ static long long locked_working_rows(void)
 }
 
 /* The outage begins right after A sent an ACK batch's transaction (BEGIN
- * and rb_ack_batch, pipelined: statement rb_s3): A's backend is left idle
+ * and the ACK statement, pipelined: statement rb_s3): A's backend is left idle
  * in that transaction, its rows locked, until the server's
  * idle_in_transaction_session_timeout ends the session; then no lock of
  * A's remains, and B's ACKs, FETCHes and reaper go on. */

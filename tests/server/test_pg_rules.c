@@ -2,7 +2,9 @@
  * engine's rules in C: the holder check (rb_holder_status, schema version
  * 13) and the outcome of the functions that apply it (rb_held behind
  * SNOOZE and EXTEND, rb_ack_batch and the previous releases' rb_ack_deps
- * and rb_ack_labels behind ACK) over every stored shape of a job — each
+ * and rb_ack_labels behind ACK, and the nodes' own ACK statement against
+ * rb_ack_batch, batches naming a job more than once included) over every
+ * stored shape of a job — each
  * state, flag set and holder, asked by its holder, another wid or none —
  * compared with rb_job_outcome (engine/job_state.h); and a parent's
  * success as rb_ack_batch applies it in SQL (rb_dep_succeeded) against the
@@ -234,6 +236,91 @@ Test(rules, every_holder_checking_function_is_the_engines_rule)
 {
     for (size_t i = 0; i < N_OF(fns); i++)
         each_shape(function_agrees, (void *)&fns[i]);
+    char *left = q("SELECT count(*) FROM rb_jobs");
+    cr_assert_str_eq(left, "0");
+    free(left);
+}
+
+/* The node's own ACK statement (SQL_ACK, issue 29: rb_ack_batch's rules
+ * without the function) through the backend, on one committed job row of
+ * each shape, asked by a sequence of wids in one batch (the same jid
+ * once, twice or three times): every element's status is rb_ack_batch's
+ * for the same batch (run first, rolled back), and a single element's is
+ * rb_job_outcome's. */
+typedef struct batch_case {
+    const char *wids[3];
+    size_t n;
+} batch_case;
+
+static void engine_ack_agrees(const shape *s, void *arg)
+{
+    const batch_case *b = arg;
+    char h[16], w[3][16], t[96];
+    if (s->state != NO_JOB && s->wid) /* the asking wid comes from the batch */
+        return;
+    char row[512] = "";
+    if (s->state != NO_JOB)
+        snprintf(row, sizeof row,
+                 "INSERT INTO rb_jobs (jid, state, queue, priority, due_ms, reserve_s, flags,"
+                 " wid, json) VALUES ('g1', %d, 'default', 5, 1000, 1800, %d, %s,"
+                 " '{\"jid\":\"g1\",\"jobtype\":\"t\",\"args\":[]}')",
+                 s->state, s->flags, lit(s->holder, h, sizeof h));
+    char jids[64] = "", wids[64] = "";
+    for (size_t i = 0; i < b->n; i++) {
+        snprintf(jids + strlen(jids), sizeof jids - strlen(jids), "%s'g1'", i ? "," : "");
+        snprintf(wids + strlen(wids), sizeof wids - strlen(wids), "%s%s", i ? "," : "",
+                 lit(b->wids[i], w[i], sizeof w[i]));
+    }
+    free(q("BEGIN"));
+    if (*row)
+        free(q("%s", row));
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "SELECT status FROM rb_ack_batch(ARRAY[%s], ARRAY[%s]::text[], 0, 1000, 3600000,"
+             " false)", jids, wids);
+    PGresult *r = PQexec(db, sql);
+    cr_assert_eq(PQresultStatus(r), PGRES_TUPLES_OK, "%s: %s", sql, PQresultErrorMessage(r));
+    cr_assert_eq((size_t)PQntuples(r), b->n);
+    int want[3];
+    for (size_t i = 0; i < b->n; i++)
+        want[i] = atoi(PQgetvalue(r, (int)i, 0));
+    PQclear(r);
+    free(q("ROLLBACK"));
+    if (*row)
+        free(q("%s", row));
+    rb_pg_ref refs[3];
+    int got[3];
+    for (size_t i = 0; i < b->n; i++)
+        refs[i] = (rb_pg_ref){"g1", b->wids[i]};
+    rb_err err = {0};
+    cr_assert_eq(rb_pg_ack(eng, refs, b->n, got, NULL, &err), 0, "%s", rb_err_msg(&err));
+    free(q("DELETE FROM rb_jobs"));
+    for (size_t i = 0; i < b->n; i++) {
+        shape one = *s;
+        one.wid = b->wids[i];
+        cr_expect_eq(got[i], want[i], "ACK %zu of %zu on %s: %d, rb_ack_batch: %d", i + 1, b->n,
+                     shape_text(&one, t, sizeof t), got[i], want[i]);
+        if (b->n == 1)
+            cr_expect_eq(got[i], c_rule(RB_VERB_ACK, &one), "ACK on %s: %d, rb_job_outcome: %d",
+                         shape_text(&one, t, sizeof t), got[i], c_rule(RB_VERB_ACK, &one));
+    }
+}
+
+Test(rules, the_nodes_ack_statement_is_rb_ack_batchs_rule)
+{
+    static const char *const ws[] = {NULL, "w1", "w2"};
+    for (size_t a = 0; a < 3; a++) {
+        batch_case one = {{ws[a]}, 1};
+        each_shape(engine_ack_agrees, &one);
+        for (size_t b = 0; b < 3; b++) {
+            batch_case two = {{ws[a], ws[b]}, 2};
+            each_shape(engine_ack_agrees, &two);
+        }
+    }
+    static const batch_case three[] = {{{"w2", "w1", "w1"}, 3}, {{"w2", NULL, "w2"}, 3},
+                                       {{"w1", "w2", "w1"}, 3}};
+    for (size_t i = 0; i < N_OF(three); i++)
+        each_shape(engine_ack_agrees, (void *)&three[i]);
     char *left = q("SELECT count(*) FROM rb_jobs");
     cr_assert_str_eq(left, "0");
     free(left);

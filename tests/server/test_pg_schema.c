@@ -629,7 +629,7 @@ Test(schema, a_number_outside_the_table_is_caught)
     scan_init(&sc);
     scan_sql(&sc,
              "UPDATE rb_jobs j SET state = 8, flags = CASE WHEN j.flags & 8 <> 0 THEN 2 ELSE 0"
-             " END WHERE j.state IN (2, 9) AND j.state <> 3; st[i] := 6;"
+             " END WHERE j.state IN (2, 9) AND j.state <> 3; st[i] := 7;"
              " INSERT INTO rb_jobs AS j (jid, state) SELECT x, 12 FROM y;"
              " CREATE TABLE t (mode smallint NOT NULL DEFAULT 3, k int);"
              " FOREACH st IN ARRAY ARRAY[4, 10] LOOP",

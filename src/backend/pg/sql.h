@@ -183,6 +183,8 @@ typedef struct rb_pg_new_job {
     bool hand;
     const char *hand_wid;
     bool grouped; /* names custom.group (never handed off: it waits its turn) */
+    const char *grp; /* that group (the row's grp), NULL when none or unknown: the
+                        row's is then read from json (schema 16's trigger) */
 } rb_pg_new_job;
 
 /* Fills *out from a validated job object (rb_job_validate's rules): queue

@@ -13,11 +13,56 @@
 
 #include "common/timeutil.h"
 
+/* An array parameter the planner does not see (a one-row subquery): a
+ * statement over arrays is otherwise planned again on every execution,
+ * since a plan made for the given arrays' lengths (a custom plan) looks
+ * cheaper than the plan made once for any (the generic plan, which
+ * guesses 10 elements) whenever fewer are given, and planning such a
+ * statement cost more than running it (issue 29: 246 us per job). With
+ * the array hidden a custom plan guesses at least as many rows as the
+ * generic one (a function scan over several arrays takes the largest
+ * guess), so it never looks cheaper and the generic plan is kept after
+ * PostgreSQL's first five executions of each prepared statement. (As the
+ * argument of ANY it needs a cast, else it reads as ANY (subquery).) */
+#define SQL_PLAN_GENERIC(param) "(SELECT " param ")"
+
 /* The SQL of each sql_stmt. The functions called here are created by the
  * migrations in sql_schema.c. */
 static const char *const sql_stmt_text[SQL_STMT_COUNT] = {
-    [SQL_PUSH] = "SELECT o_jid, o_state FROM rb_push_hand($1::text[], $2::text[], $3::int[],"
-                " $4::bigint[], $5::int[], $6::text[], $7::bigint, $8::text[], $9::boolean[], $10)",
+    /* The plain push (schema 14's rb_push_hand, as one statement: a
+     * function's entry, its GUC setting and its inner statement's start-up
+     * cost more than the insert; issue 29). $8, $9: the hand-off (a job
+     * marked in $9 goes straight to the FETCH parked for it on this node,
+     * inserted claimed for worker $8, attempt counted, lease running from
+     * now, as a claim leaves a job, unless its queue is paused); $10 this
+     * node: the queues that got ready jobs are notified only when another
+     * node has a FETCH parked (rb_parked); $11 the jobs' custom.group ('':
+     * none; schema 16's trigger then reads the text). Each job's row comes
+     * back with its state (3: handed off). SQL_PLAN_GENERIC hides the
+     * first array from the planner, see there. */
+    [SQL_PUSH] = "/* rb_push */ WITH u AS MATERIALIZED (SELECT u.jid, u.queue, u.prio, u.run_at,"
+                " u.reserve, u.body, u.wid, u.grp, u.ord, CASE WHEN u.run_at > $7::bigint THEN 1"
+                " WHEN u.hand AND NOT EXISTS (SELECT 1 FROM rb_queues q WHERE q.name = u.queue"
+                " AND q.paused) THEN 3 ELSE 2 END AS st"
+                " FROM unnest(" SQL_PLAN_GENERIC("$1::text[]") ", $2::text[], $3::int[], $4::bigint[],"
+                " $5::int[], $6::text[], $8::text[], $9::boolean[], $11::text[]) WITH ORDINALITY"
+                " AS u(jid, queue, prio, run_at, reserve, body, wid, hand, grp, ord)),"
+                " ins AS (INSERT INTO rb_jobs AS j (jid, state, queue, priority, due_ms, enq_ms,"
+                " first_ms, attempts, reserve_s, wid, json, grp)"
+                " SELECT u.jid, u.st, u.queue, u.prio, CASE WHEN u.st = 1 THEN u.run_at"
+                " WHEN u.st = 3 THEN $7::bigint + u.reserve * 1000::bigint ELSE $7::bigint END,"
+                " CASE WHEN u.st = 1 THEN 0 ELSE $7::bigint END,"
+                " CASE WHEN u.st = 1 THEN 0 ELSE $7::bigint END, CASE WHEN u.st = 3 THEN 1 ELSE 0 END,"
+                " u.reserve, CASE WHEN u.st = 3 THEN u.wid END, u.body, coalesce(u.grp, '')"
+                " FROM u ORDER BY u.ord ON CONFLICT (jid) DO NOTHING RETURNING j.jid, j.queue, j.state),"
+                " known AS (INSERT INTO rb_queues (name) SELECT DISTINCT i.queue FROM ins i"
+                " ORDER BY 1 ON CONFLICT DO NOTHING),"
+                " woke AS (SELECT pg_notify(rb_channel(), r.queue)"
+                " FROM (SELECT DISTINCT i.queue FROM ins i WHERE i.state = 2) r"
+                " WHERE EXISTS (SELECT 1 FROM rb_parked p WHERE p.node IS DISTINCT FROM $10::text"
+                " AND p.until_ms > $7::bigint))"
+                " SELECT i.jid AS o_jid, i.state AS o_state FROM ins i"
+                " WHERE (SELECT count(*) FROM woke) >= 0",
     [SQL_PUSH_UNIQUE] = "SELECT o_jid, o_st, o_holder FROM rb_push_unique($1::text[], $2::text[], $3::int[],"
                        " $4::bigint[], $5::int[], $6::text[], $7::bigint, $8::text[], $9::bigint[],"
                        " $10::boolean[], $11::bigint[], $12::int)",
@@ -50,16 +95,65 @@ static const char *const sql_stmt_text[SQL_STMT_COUNT] = {
                   " SELECT * FROM upd UNION ALL"
                   " SELECT -4, NULL, NULL, NULL WHERE EXISTS (SELECT 1 FROM rb_groups gg"
                   " WHERE gg.queue = $1)",
-    [SQL_ACK] = "SELECT status, queue, jobtype FROM rb_ack_batch($1::text[], $2::text[], $3::int,"
-                " $4::bigint, $5::bigint, false)",
+    /* ACK: schema 14's rb_ack_batch loop as one statement (issue 29), its
+     * rules the same: the rows locked in jid order; per element (in order)
+     * the holder rule (rb_holder_status) gives 1 missing, 2 another
+     * holder, 3 not working (no expired mark); a batch's job 5 (left to
+     * sql_batch_ack), a workflow job or a parent 6 (left to rb_ack_batch:
+     * its children are released there, RB_PG_ACK_DEPS); else the job is
+     * done (0): deleted, its progress record ended, the counter added to.
+     * A jid given twice is done once, by its first element that may, and
+     * missing (1) for the ones after. $1 jids, $2 wids, $3 the counter's
+     * shard, $4 now (wall ms). Rows: status, and for a job done its queue
+     * and job type (its first 127 bytes), one per element in order. */
+    [SQL_ACK] = "/* rb_ack */ WITH a AS (SELECT u.jid, u.wid, u.ord FROM unnest("
+                SQL_PLAN_GENERIC("$1::text[]") ", $2::text[]) WITH ORDINALITY AS u(jid, wid, ord)),"
+                " l AS MATERIALIZED (SELECT j.jid, j.state, j.flags, j.wid, j.queue, j.bid, j.trk,"
+                " j.wf OR EXISTS (SELECT 1 FROM rb_edges e WHERE e.parent = j.jid) AS deps,"
+                " j.json::json -> 'jobtype' AS jt FROM rb_jobs j"
+                " WHERE j.jid = ANY(" SQL_PLAN_GENERIC("$1::text[]") "::text[]) ORDER BY j.jid FOR UPDATE),"
+                " e AS (SELECT a.ord, a.jid, l.queue, l.jt, l.trk, l.deps, l.bid, x.h,"
+                " x.h NOT IN (1, 2) AND (x.h = 0 OR l.flags & 1 <> 0) AS may"
+                " FROM a LEFT JOIN l ON l.jid = a.jid"
+                " CROSS JOIN LATERAL (SELECT rb_holder_status(l.state, l.wid, a.wid) AS h) x),"
+                " s AS MATERIALIZED (SELECT e.ord, e.jid, e.queue, e.jt, e.trk,"
+                " CASE WHEN e.deps THEN 6"
+                " WHEN e.bid IS NULL AND e.ord > min(e.ord) FILTER (WHERE e.may)"
+                " OVER (PARTITION BY e.jid) THEN 1"
+                " WHEN e.h IN (1, 2) THEN e.h WHEN NOT e.may THEN 3"
+                " WHEN e.bid IS NOT NULL THEN 5 ELSE 0 END AS status FROM e),"
+                " d AS (DELETE FROM rb_jobs j USING s WHERE s.status = 0 AND j.jid = s.jid),"
+                " t AS (UPDATE rb_track t SET ended_ms = $4::bigint, state = 3 FROM s"
+                " WHERE s.status = 0 AND s.trk AND t.jid = s.jid),"
+                " c AS (INSERT INTO rb_counters AS k (name, shard, value)"
+                " SELECT 'processed', $3::int, count(*) FROM s WHERE s.status = 0"
+                " HAVING count(*) > 0 ON CONFLICT (name, shard)"
+                " DO UPDATE SET value = k.value + excluded.value)"
+                " SELECT s.status, CASE WHEN s.status = 0 THEN s.queue END AS queue,"
+                " CASE WHEN s.status = 0 AND json_typeof(s.jt) = 'string'"
+                " THEN left(s.jt #>> '{}', 127) END AS jobtype FROM s ORDER BY s.ord",
     [SQL_LOCK_JOBS] = "SELECT jid, queue, wid, json, history, state, priority, attempts, flags,"
                      " first_ms, bid, bcb FROM rb_jobs WHERE jid = ANY($1::text[]) ORDER BY jid"
                      " FOR UPDATE",
     [SQL_LOCK_EXPIRED] = "SELECT jid, queue, wid, json, history, state, priority, attempts, flags,"
                         " first_ms, bid, bcb FROM rb_jobs WHERE state = 3 AND due_ms <= $1::bigint"
                         " ORDER BY due_ms LIMIT $2::int FOR UPDATE SKIP LOCKED",
-    [SQL_FAIL_APPLY] = "SELECT rb_fail_apply($1::text[], $2::int[], $3::bigint[], $4::int[],"
-                      " $5::text[], $6::text[], $7::text[], $8::int, $9::int)",
+    /* FAIL's and the reaper's writes (schema 14's rb_fail_apply as one
+     * statement, issue 29): the rows of $1 (locked by SQL_LOCK_JOBS or
+     * SQL_LOCK_EXPIRED; none of them in $7) get their new state $2, due
+     * time $3, flags $4, text $5 and history $6 and lose their holder; the
+     * rows of $7 are deleted; $8 failures added to the counter of shard $9. */
+    [SQL_FAIL_APPLY] = "/* rb_fail_apply */ WITH up AS (UPDATE rb_jobs j SET state = u.st,"
+                      " due_ms = u.due, flags = u.fl, json = u.body, history = u.hist, wid = NULL"
+                      " FROM unnest(" SQL_PLAN_GENERIC("$1::text[]") ", $2::int[], $3::bigint[],"
+                      " $4::int[], $5::text[], $6::text[]) AS u(jid, st, due, fl, body, hist)"
+                      " WHERE j.jid = u.jid),"
+                      " del AS (DELETE FROM rb_jobs j WHERE j.jid = ANY("
+                      SQL_PLAN_GENERIC("$7::text[]") "::text[])),"
+                      " c AS (INSERT INTO rb_counters AS k (name, shard, value)"
+                      " SELECT 'failures', $9::int, $8::int WHERE $8::int > 0"
+                      " ON CONFLICT (name, shard) DO UPDATE SET value = k.value + excluded.value)"
+                      " SELECT 1",
     [SQL_SNOOZE] = "SELECT status, state FROM rb_snooze($1, $2, $3::bigint, $4::bigint)",
     [SQL_EXTEND] = "SELECT status, state FROM rb_extend($1, $2, $3::bigint, $4::bigint)",
     [SQL_PROMOTE] = "SELECT rb_promote_late($1::bigint, $2::int)",

@@ -196,9 +196,12 @@ int64_t sql_int(const PGresult *r, int row, int c);
  * max entries); returns the count. */
 size_t sql_parse_int_array(const char *s, int64_t *out, size_t max);
 
-/* rb_ack_batch's status for a batch member or callback it left to the
- * caller (sql_batch_ack). */
+/* rb_ack_batch's and SQL_ACK's status for a batch member or callback they
+ * left to the caller (sql_batch_ack). */
 #define RB_PG_ACK_BATCH 5
+/* SQL_ACK's status for a workflow job or a parent it left to rb_ack_batch
+ * (which releases its children). */
+#define RB_PG_ACK_DEPS 6
 
 /* The live workers at now (sql_registry.c), for INFO. */
 int sql_workers_count(rb_pg *pg, int64_t now, int64_t *n, rb_err *err);

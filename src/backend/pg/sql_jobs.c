@@ -29,8 +29,10 @@ void rb_pg_job_from_json(json_t *job, int64_t now, int default_reserve_s, rb_pg_
     out->priority = nj.priority;
     out->reserve_s = nj.reserve_s;
     out->at_ms = nj.at_ms;
-    const char *grp = NULL; /* the row's grp comes from the text (schema 16's trigger) */
+    const char *grp = NULL; /* the row's grp, given so that schema 16's trigger need
+                               not read it from the text */
     out->grouped = !rb_group_of_job(job, &grp, NULL) && grp;
+    out->grp = out->grouped ? grp : NULL;
     if (rb_unique_or_expiring(job)) { /* engine/unique.h's rules; validated at PUSH */
         rb_unique_spec u;
         if (!rb_unique_parse(job, &u, NULL) && u.on) {
@@ -93,7 +95,8 @@ int rb_pg_push_hand(rb_pg *pg, const rb_pg_new_job *jobs, size_t n, int64_t now,
     bool unique = false;
     for (size_t i = 0; i < n && !unique; i++)
         unique = jobs[i].ukey[0] || jobs[i].expires_ms;
-    int na = unique ? 10 : 8; /* plain: a[6], a[7] the hand-off's wid and mark */
+    int na = unique ? 10 : 9; /* plain: a[6], a[7] the hand-off's wid and mark, a[8]
+                                 the groups */
     rb_buf a[10];
     for (int k = 0; k < 10; k++)
         rb_buf_init(&a[k]);
@@ -123,6 +126,7 @@ int rb_pg_push_hand(rb_pg *pg, const rb_pg_new_job *jobs, size_t n, int64_t now,
         } else {
             sql_arr_str(&a[6], jobs[i].hand ? jobs[i].hand_wid : NULL);
             sql_arr_str(&a[7], jobs[i].hand ? "t" : "f");
+            sql_arr_str(&a[8], jobs[i].grp ? jobs[i].grp : "");
         }
         sent++;
     }
@@ -133,11 +137,13 @@ int rb_pg_push_hand(rb_pg *pg, const rb_pg_new_job *jobs, size_t n, int64_t now,
     snprintf(shard, sizeof shard, "%d", pg->shard);
     const char *params[12] = {a[0].data, a[1].data, a[2].data, a[3].data, a[4].data, a[5].data,
                               nowtxt,    a[6].data, a[7].data, a[8].data, a[9].data, shard};
-    if (!unique) /* $8, $9: the hand-off; $10: this node */
+    if (!unique) { /* $8, $9: the hand-off; $10: this node; $11: the groups */
         params[9] = pg->node;
+        params[10] = a[8].data;
+    }
     PGresult *r = !sent    ? NULL
                   : unique ? sql_run(pg, SQL_PUSH_UNIQUE, 12, params, err)
-                           : sql_run(pg, SQL_PUSH, 10, params, err);
+                           : sql_run(pg, SQL_PUSH, 11, params, err);
     for (int k = 0; k < 10; k++)
         rb_buf_release(&a[k]);
     if (!sent)
@@ -422,6 +428,70 @@ static void copy_field(const PGresult *r, int row, int c, char *out, size_t outl
     snprintf(out, outlen, "%s", PQgetisnull(r, row, c) ? "" : PQgetvalue(r, row, c));
 }
 
+/* The rows of an ACK statement (status, queue, job type; one per ref, in
+ * order: n of them) into status[] and labels[] (NULL: none wanted) at the
+ * positions at[] (NULL: 0..n-1); a row missing is a job missing. */
+static void ack_rows(const PGresult *r, size_t n, const size_t *at, int *status,
+                     rb_pg_labels *labels)
+{
+    size_t got = (size_t)PQntuples(r);
+    for (size_t k = 0; k < n; k++) {
+        size_t i = at ? at[k] : k;
+        status[i] = k < got ? (int)sql_int(r, (int)k, 0) : RB_JOB_MISSING;
+        if (status[i] == RB_PG_ACK_BATCH || status[i] == RB_PG_ACK_DEPS || !labels)
+            continue; /* a batch's job or a workflow's: after */
+        memset(&labels[i], 0, sizeof labels[i]);
+        if (k < got && status[i] == RB_JOB_DONE) {
+            copy_field(r, (int)k, 1, labels[i].queue, sizeof labels[i].queue);
+            copy_field(r, (int)k, 2, labels[i].jobtype, sizeof labels[i].jobtype);
+        }
+    }
+}
+
+/* The ACKs SQL_ACK left to rb_ack_batch (status RB_PG_ACK_DEPS: workflow
+ * jobs and parents, whose children it releases), in one call in the same
+ * transaction, in order; their statuses replace those (a batch's job among
+ * them comes back RB_PG_ACK_BATCH). */
+static int ack_deps(rb_pg *pg, const rb_pg_ref *refs, size_t n, const char *nowtxt, int *status,
+                    rb_pg_labels *labels, rb_err *err)
+{
+    size_t *at = rb_xcalloc(n, sizeof *at), k = 0;
+    rb_buf j = RB_BUF_INIT, w = RB_BUF_INIT;
+    sql_arr_begin(&j);
+    sql_arr_begin(&w);
+    for (size_t i = 0; i < n; i++) {
+        if (status[i] != RB_PG_ACK_DEPS)
+            continue;
+        at[k++] = i;
+        sql_arr_str(&j, refs[i].jid);
+        sql_arr_str(&w, refs[i].wid);
+    }
+    sql_arr_end(&j);
+    sql_arr_end(&w);
+    int rc = 0;
+    if (k) {
+        char shard[16], ttl[24];
+        snprintf(shard, sizeof shard, "%d", pg->shard);
+        snprintf(ttl, sizeof ttl, "%lld",
+                 (long long)sql_cfg(pg)->workflows.succeeded_ttl_s * 1000);
+        const char *params[5] = {j.data, w.data, shard, nowtxt, ttl};
+        PGresult *r = sql_query(pg,
+                                "SELECT status, queue, jobtype FROM rb_ack_batch($1::text[],"
+                                " $2::text[], $3::int, $4::bigint, $5::bigint, false)",
+                                5, params, err);
+        if (r) {
+            ack_rows(r, k, at, status, labels);
+            PQclear(r);
+        } else {
+            rc = err && err->code ? err->code : RB_ESTORE;
+        }
+    }
+    rb_buf_release(&j);
+    rb_buf_release(&w);
+    free(at);
+    return rc;
+}
+
 int rb_pg_ack(rb_pg *pg, const rb_pg_ref *refs, size_t n, int *status, rb_pg_labels *labels,
               rb_err *err)
 {
@@ -439,31 +509,20 @@ int rb_pg_ack(rb_pg *pg, const rb_pg_ref *refs, size_t n, int *status, rb_pg_lab
     }
     sql_arr_end(&j);
     sql_arr_end(&w);
-    char shard[16], nowtxt[24], ttl[24];
+    char shard[16], nowtxt[24];
     snprintf(shard, sizeof shard, "%d", pg->shard);
     snprintf(nowtxt, sizeof nowtxt, "%lld", (long long)rb_now_ms());
-    snprintf(ttl, sizeof ttl, "%lld", (long long)sql_cfg(pg)->workflows.succeeded_ttl_s * 1000);
-    /* one statement: a workflow job's children are released inside it */
-    const char *params[5] = {j.data, w.data, shard, nowtxt, ttl};
-    PGresult *r = sql_run(pg, SQL_ACK, 5, params, err);
+    /* one statement for the plain jobs; workflow jobs after it */
+    const char *params[4] = {j.data, w.data, shard, nowtxt};
+    PGresult *r = sql_run(pg, SQL_ACK, 4, params, err);
     rb_buf_release(&j);
     rb_buf_release(&w);
     if (!r)
         return err ? err->code : RB_ESTORE;
-    size_t got = (size_t)PQntuples(r); /* one row per ref, in order */
-    for (size_t i = 0; i < n; i++) {
-        status[i] = i < got ? (int)sql_int(r, (int)i, 0) : RB_JOB_MISSING;
-        if (status[i] == RB_PG_ACK_BATCH) /* a batch's job: below */
-            continue;
-        if (!labels)
-            continue;
-        memset(&labels[i], 0, sizeof labels[i]);
-        if (i < got && status[i] == RB_JOB_DONE) {
-            copy_field(r, (int)i, 1, labels[i].queue, sizeof labels[i].queue);
-            copy_field(r, (int)i, 2, labels[i].jobtype, sizeof labels[i].jobtype);
-        }
-    }
+    ack_rows(r, n, NULL, status, labels);
     PQclear(r);
+    if ((rc = ack_deps(pg, refs, n, nowtxt, status, labels, err)))
+        return rc;
     /* batch members and callbacks: each in a transaction with its batch */
     int64_t now = rb_now_ms();
     for (size_t i = 0; i < n; i++) {

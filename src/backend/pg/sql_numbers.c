@@ -30,6 +30,7 @@
     X("status", RB_JOB_NOOP, 3)                  \
     X("status", RB_JOB_NOT_WORKING, 4)           \
     X("status", RB_PG_ACK_BATCH, 5)              \
+    X("status", RB_PG_ACK_DEPS, 6)               \
     X("rb_track.state", RB_TRACK_UNKNOWN, 0)     \
     X("rb_track.state", RB_TRACK_SUCCESS, 3)     \
     X("rb_track.state", RB_TRACK_DEAD, 5)        \

@@ -1,7 +1,8 @@
 /* The PostgreSQL engine's progress tracking (docs/enterprise.md "Tracking"):
  * TRACK GET and SET on rb_track and the job's row, and the sweep of ended
  * records. The rules are engine/track.h's; the records' ends are written
- * by rb_ack_batch and a trigger on rb_jobs (sql_schema.c, version 9). */
+ * by the ACK statement (SQL_ACK; rb_ack_batch for nodes of earlier releases
+ * and workflow jobs) and a trigger on rb_jobs (sql_schema.c, version 9). */
 #include "backend/pg/sql_impl.h"
 
 #include <stdio.h>

@@ -1,0 +1,105 @@
+#!/bin/sh
+# Where PostgreSQL's time per job goes, statement by statement (issue 29):
+# one Rebound node on a throwaway cluster with pg_stat_statements
+# (track = all, so statements inside functions count too, and
+# track_planning = on), one loadgen run (4 producers, 8 workers), then per
+# job: each statement's calls, execution and planning time (µs), rows per
+# call; the database's commits; and the PostgreSQL processes' CPU (/proc,
+# as bench/pg/run.sh measures it). Nested statements are counted both in
+# their function's line and their own: the top level ones are marked "top".
+# Usage: O=build bench/pg/statements.sh [--jobs N] [--workload lifecycle|retries]
+#        [--push-batch N] [--nodes 1|2] [--rebound PATH] [--top N]
+set -u
+O=${O:-build}
+here=$(cd "$(dirname "$0")" && pwd)
+LG=$O/bench/loadgen
+REBOUND=$O/rebound
+jobs=5000
+wl=lifecycle
+pushb=""
+nodes=1
+top=25
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --jobs) jobs=$2; shift ;;
+    --workload) wl=$2; shift ;;
+    --push-batch) pushb=$2; shift ;;
+    --nodes) nodes=$2; shift ;;
+    --rebound) REBOUND=$2; shift ;;
+    --top) top=$2; shift ;;
+    -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0"; exit 0 ;;
+    *) echo "statements: unknown option '$1'" >&2; exit 2 ;;
+  esac
+  shift
+done
+case "$jobs$nodes$top${pushb}" in *[!0-9]*)
+  echo "statements: --jobs, --nodes, --top and --push-batch take numbers" >&2; exit 2 ;; esac
+
+. "$here/../../scripts/pg_cluster.sh"
+for bin in "$LG" "$REBOUND" "$pg_cluster_bin/initdb"; do
+  [ -x "$bin" ] || { echo "statements: $bin is missing (make O=$O bench-bin all)" >&2; exit 1; }
+done
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/rebound-statements.XXXXXX")
+[ "$(id -u)" = 0 ] && chmod 755 "$tmp" && chown postgres "$tmp"
+pids=""
+cleanup() {
+  for p in $pids; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+  pg_cluster_stop; rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+port=$(awk 'BEGIN { srand(); print 20000 + int(rand() * 40000) }')
+pg_cluster_as "$pg_cluster_bin/initdb" -D "$tmp/pg" -A trust -U rebound -E UTF8 --locale=C \
+  >"$tmp/pg.out" 2>&1 &&
+  pg_cluster_as "$pg_cluster_bin/pg_ctl" -D "$tmp/pg" -l "$tmp/pg.log" -w -o "-p $port -k $tmp \
+    -c listen_addresses='' -c shared_preload_libraries=pg_stat_statements \
+    -c pg_stat_statements.track=all -c pg_stat_statements.track_planning=on" \
+    start >>"$tmp/pg.out" 2>&1 || { cat "$tmp/pg.out" >&2; exit 1; }
+pg_cluster_dir=$tmp/pg
+psqlc() { pg_cluster_as "$pg_cluster_bin/psql" -X -q -At -h "$tmp" -p "$port" -U rebound -d "$1" -c "$2"; }
+psqlc postgres "CREATE DATABASE rebound" && psqlc rebound "CREATE EXTENSION pg_stat_statements" ||
+  exit 1
+url="postgresql://rebound@/rebound?host=$tmp&port=$port"
+"$REBOUND" migrate --url "$url" >"$tmp/server.log" 2>&1 || { cat "$tmp/server.log" >&2; exit 1; }
+ports=""
+for k in $(seq 1 "$nodes"); do
+  "$REBOUND" serve --listen 127.0.0.1:0 --http-listen off --db "$url" --port-file "$tmp/port$k" \
+    >>"$tmp/server.log" 2>&1 &
+  pids="$pids $!"
+  i=0
+  while [ ! -s "$tmp/port$k" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+  [ -s "$tmp/port$k" ] || { cat "$tmp/server.log" >&2; exit 1; }
+  ports="$ports $(cat "$tmp/port$k")"
+done
+a=$(echo $ports | awk '{ print $1 }')
+wports=$(echo $ports | tr ' ' ',')
+psqlc rebound "SELECT pg_stat_statements_reset()" >/dev/null
+c0=$(psqlc postgres "SELECT xact_commit FROM pg_stat_database WHERE datname = 'rebound'")
+pm=$(head -1 "$tmp/pg/postmaster.pid")
+pgcpu() { # PostgreSQL's clock ticks: the postmaster, its children and those reaped
+  cat /proc/[0-9]*/stat 2>/dev/null | awk -v pm="$pm" '{ pid = $1; st = $0; sub(/^.*\) /, "", st)
+    split(st, f, " "); if (pid == pm) t += f[12] + f[13] + f[14] + f[15]
+    else if (f[2] == pm) t += f[12] + f[13] } END { print t + 0 }'
+}
+t0=$(pgcpu)
+echo "statements: $jobs jobs, $wl, $nodes node(s)${pushb:+, PUSHB $pushb}, load $(cut -d' ' -f1-3 /proc/loadavg)"
+"$LG" --proto faktory --workload "$wl" --jobs "$jobs" --port "$a" --worker-port "$wports" \
+  --drain-ms 1000 --timeout 600 ${pushb:+--push-batch "$pushb"} >"$tmp/out" 2>"$tmp/err" ||
+  { cat "$tmp/err" >&2; exit 1; }
+for p in $pids; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+pids=""
+t1=$(pgcpu)
+c1=$(psqlc postgres "SELECT xact_commit FROM pg_stat_database WHERE datname = 'rebound'")
+grep -E "jobs_per_s|duplicates|missing" "$tmp/out" | tr '\n' ' '; echo
+hz=$(getconf CLK_TCK 2>/dev/null || echo 100)
+echo "$t0 $t1 $c0 $c1" | awk -v n="$jobs" -v hz="$hz" '{
+  printf "PostgreSQL CPU %.0f us per job; %.2f commits per job\n", ($2 - $1) * 1e6 / hz / n, ($4 - $3) / n }'
+echo "per job: calls, exec us, plan us; rows and plannings per call; top: the statement a client sent"
+psqlc rebound "SELECT to_char(calls::float8 / $jobs, 'FM990.000'), to_char(total_exec_time * 1000 / $jobs,
+    'FM99990.0'), to_char(total_plan_time * 1000 / $jobs, 'FM99990.0'),
+    to_char(rows::float8 / greatest(calls, 1), 'FM99990.00'),
+    to_char(plans::float8 / greatest(calls, 1), 'FM990.00'), CASE WHEN toplevel THEN 'top' ELSE '' END,
+    left(regexp_replace(query, '\\s+', ' ', 'g'), 110)
+  FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = 'rebound')
+  ORDER BY total_exec_time + total_plan_time DESC LIMIT $top" |
+  awk -F'|' '{ printf "%7s %8s %7s %8s %6s %-3s  %s\n", $1, $2, $3, $4, $5, $6, $7 }'
