@@ -57,7 +57,8 @@ static const char *const sql_stmt_text[SQL_STMT_COUNT] = {
      * rb_claim_groups itself claims when the queue has a [throttles] rate,
      * a hold due, a group with limits in the round, or fewer runnable
      * groups than FETCHes (later passes); a -2 row at now asks for another
-     * claim when the round stopped short */
+     * claim when the round stopped short of its FETCHes while a group it
+     * served has another job or it did not see every runnable group */
     [SQL_CLAIMG] = "/* rb_claim_groups, one queue */ WITH a AS MATERIALIZED (SELECT"
                   " ($1::text[])[1] AS q, ($4::text[])[1] AS cur, coalesce(($5::int[])[1], 0) AS"
                   " qc, coalesce(($6::int[])[1], 0) AS qr, cardinality($2::text[]) AS need, EXISTS"
@@ -98,13 +99,14 @@ static const char *const sql_stmt_text[SQL_STMT_COUNT] = {
                   " upd.ord) u UNION ALL SELECT -1, p.jid, NULL, 0, ($1::text[])[1], p.grp FROM"
                   " picked p WHERE p.gone UNION ALL SELECT -2, NULL, NULL, x.at, a.q, NULL FROM a,"
                   " LATERAL (SELECT least( CASE WHEN (SELECT count(*) FROM cand) >= 2 * a.need + 8"
-                  " OR EXISTS (SELECT 1 FROM picked) THEN $3::bigint END, (SELECT"
-                  " min(h.hold_until) FROM rb_groups h WHERE h.queue = a.q AND h.hold <> 0)) AS"
-                  " at) x WHERE NOT a.paused AND NOT (SELECT fb.v FROM fb) AND x.at IS NOT NULL"
-                  " AND (SELECT count(*) FROM picked p WHERE NOT p.gone) < a.need UNION ALL SELECT"
-                  " * FROM rb_claim_groups($1::text[], $2::text[], $3::bigint, $4::text[],"
-                  " $5::int[], $6::int[], $7::bigint[], $8::int[], $9::bigint[], $10::bigint[])"
-                  " WHERE (SELECT fb.v FROM fb)",
+                  " OR EXISTS (SELECT 1 FROM picked p WHERE NOT p.gone AND EXISTS (SELECT 1 FROM"
+                  " rb_jobs r WHERE r.queue = a.q AND r.grp = p.grp AND r.state = 2 AND r.jid <>"
+                  " p.jid)) THEN $3::bigint END, (SELECT min(h.hold_until) FROM rb_groups h WHERE"
+                  " h.queue = a.q AND h.hold <> 0)) AS at) x WHERE NOT a.paused AND NOT (SELECT"
+                  " fb.v FROM fb) AND x.at IS NOT NULL AND (SELECT count(*) FROM picked p WHERE"
+                  " NOT p.gone) < a.need UNION ALL SELECT * FROM rb_claim_groups($1::text[],"
+                  " $2::text[], $3::bigint, $4::text[], $5::int[], $6::int[], $7::bigint[],"
+                  " $8::int[], $9::bigint[], $10::bigint[]) WHERE (SELECT fb.v FROM fb)",
     [SQL_ACK] = "SELECT status, queue, jobtype FROM rb_ack_batch($1::text[], $2::text[], $3::int,"
                 " $4::bigint, $5::bigint, false)",
     [SQL_LOCK_JOBS] = "SELECT jid, queue, wid, json, history, state, priority, attempts, flags,"
