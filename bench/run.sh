@@ -11,7 +11,9 @@
 # tenant's backlog, then a second tenant's few jobs; their push-to-fetch wait
 # — and lifecycle with its jobs over 1,000 groups beside the plain lifecycle.
 # Usage: O=build bench/run.sh [--quick] [--servers "rebound bs-mem bs-binlog bs-fsync"]
-#        [--jobs N] [--prefill N] [--raw FILE]
+#        [--jobs N] [--prefill N] [--raw FILE] [--rows "lifecycle groups1000"]
+# --rows: only the rows named (a workload or its tag: lifecycle, retries,
+# latency, sched, depth, fair_off, fair_on, groups1000).
 set -u
 O=${O:-build}
 LG=$O/bench/loadgen
@@ -20,7 +22,7 @@ REBOUND=$O/rebound
 
 quick=0
 servers="rebound bs-mem bs-binlog bs-fsync"
-jobs=""; prefill=""; raw=""
+jobs=""; prefill=""; raw=""; rows=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1 ;;
@@ -28,7 +30,8 @@ while [ $# -gt 0 ]; do
     --jobs) jobs=$2; shift ;;
     --prefill) prefill=$2; shift ;;
     --raw) raw=$2; shift ;;
-    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+    --rows) rows=$2; shift ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown option '$1'" >&2; exit 2 ;;
   esac
   shift
@@ -158,6 +161,7 @@ stop_server() {
 run() {
   s=$1; wl=${2%%:*}; tag=${2#*:}; shift 2
   if [ "$tag" = "$wl" ]; then tag=""; else set -- --tag "$tag" "$@"; fi
+  [ -z "$rows" ] || case " $rows " in *" ${tag:-$wl} "*) ;; *) return 0 ;; esac
   dir="$tmp/$s-${tag:-$wl}"
   mkdir -p "$dir"
   if ! start_server "$s" "$dir"; then
@@ -244,11 +248,13 @@ for s in $servers; do
 done
 
 # The table: one row per figure, one column per server, then Rebound's ratios.
-"$MICRO" $([ $quick = 1 ] && echo --quick) >"$tmp/micro" 2>"$tmp/micro.err" || {
+# (--rows: without the micro-benchmarks and the fsync probe.)
+: >"$tmp/micro"
+[ -n "$rows" ] || "$MICRO" $([ $quick = 1 ] && echo --quick) >"$tmp/micro" 2>"$tmp/micro.err" || {
   echo "run.sh: micro failed:" >&2; cat "$tmp/micro.err" >&2; failures=$((failures + 1)); }
 # What the fsync-bound figures stood on: the disk's fdatasync now, alone
 # and four at a time, in the directory the servers used.
-for t in 1 4; do
+[ -n "$rows" ] || for t in 1 4; do
   "$O/bench/fsync_probe" --dir "$tmp" --threads $t --secs $([ $quick = 1 ] && echo 0.3 || echo 2) \
     >>"$tmp/micro" 2>"$tmp/fsync.err" || {
     echo "run.sh: fsync_probe failed:" >&2; cat "$tmp/fsync.err" >&2; failures=$((failures + 1)); }

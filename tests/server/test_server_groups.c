@@ -191,6 +191,59 @@ SERVER_TEST(ungrouped_jobs_are_one_group_in_turn)
     cr_assert_str_eq(order, "p-2,p-1,p-3");
 }
 
+/* More FETCHes waiting than groups have jobs: four FETCHes parked, then
+ * one PUSHB of four jobs in each of two groups; the claim goes round the
+ * two groups twice (one job per group per pass), so each FETCH gets a job
+ * and each group gives two. Then a group emptied and found empty by a
+ * claim (PostgreSQL: marked idle) is refilled by a push while a FETCH
+ * waits: that FETCH gets the job (no lost wakeup). */
+SERVER_TEST(more_fetches_than_groups_and_a_refilled_group)
+{
+    rbh_conn *w[4];
+    for (int i = 0; i < 4; i++) {
+        w[i] = rbh_connect(&S, NULL);
+        cr_assert_not_null(w[i]);
+        cr_assert(rbh_send_parked(&S, w[i], "FETCH mf\r\n"), "FETCH %d is not waiting", i);
+    }
+    rb_buf line = RB_BUF_INIT;
+    rb_buf_adds(&line, "PUSHB [");
+    for (int i = 0; i < 8; i++)
+        rb_buf_printf(&line,
+                      "%s{\"jid\":\"" PREFIX "%c-%d\",\"jobtype\":\"T\",\"queue\":\"mf\","
+                      "\"args\":[],\"custom\":{\"group\":\"%c\"}}",
+                      i ? "," : "", i < 4 ? 'a' : 'b', i % 4 + 1, i < 4 ? 'a' : 'b');
+    rb_buf_addc(&line, ']');
+    char *r = rbh_cmd(C, "%s", rb_buf_str(&line));
+    cr_assert(r && !strcmp(r, "{}"), "PUSHB answered '%s'", r ? r : "(closed)");
+    free(r);
+    rb_buf_release(&line);
+    int from[2] = {0, 0};
+    for (int i = 0; i < 4; i++) {
+        json_t *j = rbh_json(rbh_reply(w[i]));
+        const char *jid = json_string_value(json_object_get(j, "jid"));
+        cr_assert_not_null(jid, "waiting FETCH %d got no job", i);
+        cr_assert(!strncmp(jid, PREFIX, strlen(PREFIX)));
+        char g = jid[strlen(PREFIX)];
+        cr_assert(g == 'a' || g == 'b', "FETCH %d got '%s'", i, jid);
+        from[g - 'a']++;
+        cr_assert(rbh_expect(w[i], "+OK", "ACK {\"jid\":\"%s\"}", jid));
+        json_decref(j);
+    }
+    cr_assert_eq(from[0], 2, "group a gave %d of the 4 jobs", from[0]);
+    cr_assert_eq(from[1], 2, "group b gave %d of the 4 jobs", from[1]);
+    char order[512];
+    fetch_order("mf", 4, order, sizeof order); /* the rest; a and b now empty */
+    /* a FETCH finds both groups empty and waits; a push refills a */
+    cr_assert(rbh_send_parked(&S, w[0], "FETCH mf\r\n"));
+    push("mf", "a-5", "a", 5);
+    json_t *j = rbh_json(rbh_reply(w[0]));
+    cr_assert_str_eq(json_string_value(json_object_get(j, "jid")), PREFIX "a-5",
+                     "the waiting FETCH did not get the refilled group's job");
+    json_decref(j);
+    for (int i = 0; i < 4; i++)
+        rbh_close(w[i]);
+}
+
 /* Priority orders jobs inside a group only: a priority-9 job does not jump
  * ahead of another group's turn (docs/configuration.md "Groups"). */
 SERVER_TEST(priority_orders_inside_a_group_only)

@@ -122,6 +122,7 @@ void rb_pgmode_wake(rb_eng *eng, const char *const *queues, size_t n)
     for (mode_round *w = pm->rounds; w; w = w->next)
         if (w->out > 0 && touches(w, queues, n))
             w->again = true; /* rb_pgmode_refetch leaves its FETCHes parked */
+    pm->wake_serial++;
     pm->holding = true;
     rb_eng_wake(eng, queues, n);
     pm->holding = false;
@@ -156,6 +157,7 @@ static rb_pgreq *claim_for(rb_eng *eng, rb_eng_op *op)
     r->done = fetch_done;
     r->u.claim.round = round_of(rb_pgm_of(eng), op->u.fetch.queues, op->u.fetch.n, true);
     r->u.claim.round->out++;
+    r->u.claim.round->serial = rb_pgm_of(eng)->wake_serial;
     return r;
 }
 
@@ -371,9 +373,13 @@ rb_eng_try rb_pgmode_refetch(rb_eng *eng, rb_eng_op *op)
 {
     if (eng->stopping && !eng->base)
         return RB_ENG_TRY_NONE;
-    mode_round *w = round_of(rb_pgm_of(eng), op->u.fetch.queues, op->u.fetch.n, false);
-    if (w && w->out > 0)
-        return RB_ENG_TRY_MISS; /* its list's claims are in flight: w->again claims after */
+    rb_pgmode *pm = rb_pgm_of(eng);
+    mode_round *w = round_of(pm, op->u.fetch.queues, op->u.fetch.n, false);
+    /* its list's claims of an earlier wake are in flight: w->again claims
+     * after them; those of this wake (every parked FETCH of the list) are
+     * posted together */
+    if (w && w->out > 0 && w->serial != pm->wake_serial)
+        return RB_ENG_TRY_MISS;
     rb_pgreq_post(eng, claim_for(eng, op));
     return RB_ENG_TRY_STARTED;
 }

@@ -146,6 +146,7 @@ struct rb_pgmode {
     /* Wake rounds (fetch.c's rb_pgmode_wake): per queue list, the claims
      * of its parked FETCHes in flight and whether a wake came meanwhile. */
     struct mode_round *rounds;
+    uint64_t wake_serial; /* rb_pgmode_wake calls so far */
     /* While a round is posted: its claims, handed to one database thread
      * together (request.c's rb_pgreq_post and mode_post_held). */
     bool holding;
@@ -174,6 +175,8 @@ typedef struct mode_round {
     int nq;
     int out;
     bool again;
+    uint64_t serial; /* the wake (wake_serial) whose claims it took last: the
+                        list's other FETCHes of that wake join them */
 } mode_round;
 
 /* A database thread's argument: its mode and its own engine. */

@@ -95,6 +95,63 @@ static const char *const sql_stmt_text[SQL_STMT_COUNT] = {
                   " SELECT * FROM upd UNION ALL"
                   " SELECT -4, NULL, NULL, NULL WHERE EXISTS (SELECT 1 FROM rb_groups gg"
                   " WHERE gg.queue = $1)",
+    /* rb_claim_groups' common case for one queue as one statement
+     * (schema 17; same parameters, same rows): one round of the runnable
+     * groups after the cursor, the first ready job of each, the groups
+     * found empty marked idle (rb_group_empty looks after the try-lock).
+     * rb_claim_groups itself claims when the queue has a [throttles] rate,
+     * a hold due, a group with limits in the round, or fewer runnable
+     * groups than FETCHes (later passes); a -2 row at now asks for another
+     * claim when the round stopped short of its FETCHes while a group it
+     * served has another job or it did not see every runnable group */
+    [SQL_CLAIMG] = "/* rb_claim_groups, one queue */ WITH a AS MATERIALIZED (SELECT"
+                  " ($1::text[])[1] AS q, ($4::text[])[1] AS cur, coalesce(($5::int[])[1], 0) AS"
+                  " qc, coalesce(($6::int[])[1], 0) AS qr, cardinality($2::text[]) AS need, EXISTS"
+                  " (SELECT 1 FROM rb_queues qq WHERE qq.name = ($1::text[])[1] AND qq.paused) AS"
+                  " paused, coalesce(($9::bigint[])[1], 0) > 0 OR EXISTS (SELECT 1 FROM rb_groups"
+                  " h WHERE h.hold <> 0 AND h.hold_until <= $3::bigint AND h.queue ="
+                  " ($1::text[])[1]) AS busy), cand AS MATERIALIZED (SELECT c.grp, c.lmt,"
+                  " (row_number() OVER (ORDER BY c.wrap, c.grp))::int AS ord FROM a, LATERAL"
+                  " ((SELECT gg.grp, 0 AS wrap, gg.grp <> '' AND (coalesce(gg.o_conc, a.qc) > 0 OR"
+                  " coalesce(gg.o_rate, a.qr) > 0) AS lmt FROM rb_groups gg WHERE gg.queue = a.q"
+                  " AND gg.ready AND gg.hold = 0 AND gg.grp >= coalesce(a.cur, '') AND gg.grp IS"
+                  " DISTINCT FROM a.cur ORDER BY gg.grp LIMIT 2 * a.need + 8) UNION ALL (SELECT"
+                  " gg.grp, 1, gg.grp <> '' AND (coalesce(gg.o_conc, a.qc) > 0 OR"
+                  " coalesce(gg.o_rate, a.qr) > 0) FROM rb_groups gg WHERE gg.queue = a.q AND"
+                  " gg.ready AND gg.hold = 0 AND gg.grp <= a.cur ORDER BY gg.grp LIMIT 2 * a.need"
+                  " + 8)) c WHERE NOT a.paused AND NOT a.busy ORDER BY c.wrap, c.grp LIMIT 2 *"
+                  " cardinality($2::text[]) + 8), fb AS MATERIALIZED (SELECT NOT a.paused AND"
+                  " (a.busy OR EXISTS (SELECT 1 FROM cand c WHERE c.lmt) OR (SELECT count(*) FROM"
+                  " cand) < a.need) AS v FROM a), picked AS MATERIALIZED (SELECT c.ord, c.grp,"
+                  " f.jid, f.gone FROM cand c CROSS JOIN LATERAL ( SELECT r.jid,"
+                  " coalesce(r.expires_ms <= $3::bigint, false) AS gone FROM rb_jobs r WHERE"
+                  " r.queue = ($1::text[])[1] AND r.grp = c.grp AND r.state = 2 ORDER BY"
+                  " r.priority DESC, r.seq LIMIT 1 FOR UPDATE SKIP LOCKED) f WHERE NOT (SELECT"
+                  " fb.v FROM fb) LIMIT cardinality($2::text[])), numbered AS (SELECT p.ord,"
+                  " p.grp, p.jid, (row_number() OVER (ORDER BY p.ord))::int AS rn FROM picked p"
+                  " WHERE NOT p.gone), upd AS (UPDATE rb_jobs j SET state = 3, attempts ="
+                  " j.attempts + 1, wid = ($2::text[])[nb.rn], due_ms = $3::bigint + j.reserve_s *"
+                  " 1000::bigint, flags = CASE WHEN j.flags & 1 <> 0 THEN 2 ELSE 0 END FROM"
+                  " numbered nb WHERE j.jid = nb.jid RETURNING nb.ord, nb.rn - 1 AS slot, j.jid,"
+                  " j.json, j.enq_ms, nb.grp), idled AS (UPDATE rb_groups gg SET ready = false"
+                  " FROM cand c WHERE gg.queue = ($1::text[])[1] AND gg.grp = c.grp AND c.grp <>"
+                  " '' AND c.ord <= (SELECT CASE WHEN count(*) >= cardinality($2::text[]) THEN"
+                  " max(p.ord) ELSE 2147483647 END FROM picked p) AND NOT EXISTS (SELECT 1 FROM"
+                  " picked p WHERE p.ord = c.ord) AND NOT (SELECT fb.v FROM fb) AND CASE WHEN"
+                  " pg_try_advisory_xact_lock(rb_group_lock(gg.queue, gg.grp)) THEN"
+                  " rb_group_empty(gg.queue, gg.grp) ELSE false END) SELECT u.slot, u.jid, u.json,"
+                  " u.enq_ms, ($1::text[])[1] AS q, u.grp AS g FROM (SELECT * FROM upd ORDER BY"
+                  " upd.ord) u UNION ALL SELECT -1, p.jid, NULL, 0, ($1::text[])[1], p.grp FROM"
+                  " picked p WHERE p.gone UNION ALL SELECT -2, NULL, NULL, x.at, a.q, NULL FROM a,"
+                  " LATERAL (SELECT least( CASE WHEN (SELECT count(*) FROM cand) >= 2 * a.need + 8"
+                  " OR EXISTS (SELECT 1 FROM picked p WHERE NOT p.gone AND EXISTS (SELECT 1 FROM"
+                  " rb_jobs r WHERE r.queue = a.q AND r.grp = p.grp AND r.state = 2 AND r.jid <>"
+                  " p.jid)) THEN $3::bigint END, (SELECT min(h.hold_until) FROM rb_groups h WHERE"
+                  " h.queue = a.q AND h.hold <> 0)) AS at) x WHERE NOT a.paused AND NOT (SELECT"
+                  " fb.v FROM fb) AND x.at IS NOT NULL AND (SELECT count(*) FROM picked p WHERE"
+                  " NOT p.gone) < a.need UNION ALL SELECT * FROM rb_claim_groups($1::text[],"
+                  " $2::text[], $3::bigint, $4::text[], $5::int[], $6::int[], $7::bigint[],"
+                  " $8::int[], $9::bigint[], $10::bigint[]) WHERE (SELECT fb.v FROM fb)",
     /* ACK: schema 14's rb_ack_batch loop as one statement (issue 29), its
      * rules the same: the rows locked in jid order; per element (in order)
      * the holder rule (rb_holder_status) gives 1 missing, 2 another

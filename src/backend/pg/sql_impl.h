@@ -36,7 +36,8 @@ typedef enum sql_stmt {
     SQL_WORKERS_LIST,
     SQL_WORKERS_COUNT,
     SQL_WORKERS_CLEANUP,
-    SQL_CLAIM1, /* last: the statements' numbers name them (rb_sN), tests arm on them */
+    SQL_CLAIM1, /* the statements' numbers name them (rb_sN), tests arm on them: new ones last */
+    SQL_CLAIMG,
     SQL_STMT_COUNT
 } sql_stmt;
 

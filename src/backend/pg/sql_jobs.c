@@ -211,8 +211,9 @@ static bool claim_rows(rb_pg *pg, PGresult *r, const int *slots, int n, rb_pg_cl
 
 /* One claim statement for the slots of wids, over queues qv (nq of them):
  * one queue's plain statement (SQL_CLAIM1) unless it is known to need
- * rb_claim_groups (SQL_CLAIM), which also claims when SQL_CLAIM1 finds
- * that the queue has groups. Rows as claim_rows. */
+ * rb_claim_groups (SQL_CLAIM; for one queue SQL_CLAIMG, its common case
+ * as one statement), which also claims when SQL_CLAIM1 finds that the
+ * queue has groups. Rows as claim_rows. */
 static int claim_once(rb_pg *pg, const char *const *qv, int nq, const char *const *wids,
                       const int *slots, int n, int64_t now, rb_pg_claimed *c, int *got,
                       rb_buf *expired, int *n_expired, int64_t *wake_at, rb_err *err)
@@ -226,8 +227,8 @@ static int claim_once(rb_pg *pg, const char *const *qv, int nq, const char *cons
     snprintf(nowtxt, sizeof nowtxt, "%lld", (long long)now);
     bool groups = nq > 1 || sql_groups_claim_needed(pg, qv[0]);
     if (pg->pipe == SQL_PIPE_TAKE && !pg->pipe_skip && pg->next_sent < pg->n_sent)
-        groups = pg->sent[pg->next_sent].s == SQL_CLAIM; /* the statement sent, whatever
-                                                            the turn table said since */
+        groups = pg->sent[pg->next_sent].s == SQL_CLAIM || /* the statement sent, whatever */
+                 pg->sent[pg->next_sent].s == SQL_CLAIMG;  /* the turn table said since */
     int rc = 0;
     for (int pass = 0; pass < 2; pass++) {
         PGresult *r;
@@ -245,7 +246,7 @@ static int claim_once(rb_pg *pg, const char *const *qv, int nq, const char *cons
             sql_groups_args(pg, qv, nq, a);
             const char *params[10] = {q.data,    w.data,    nowtxt,    a[0].data, a[1].data,
                                       a[2].data, a[3].data, a[4].data, a[5].data, a[6].data};
-            r = sql_run(pg, SQL_CLAIM, 10, params, err);
+            r = sql_run(pg, nq == 1 ? SQL_CLAIMG : SQL_CLAIM, 10, params, err);
             rb_buf_release(&q);
             for (int k = 0; k < SQL_GROUP_ARGS; k++)
                 rb_buf_release(&a[k]);
