@@ -1162,6 +1162,9 @@ HTTP_TEST(groups_read_act_and_say_why_a_job_is_held)
     for (int i = 0; i < 3; i++)
         cr_assert(rbh_expect(C, "+OK", "PUSH {\"jid\":\"jobid-g%d\",\"jobtype\":\"T\",\"args\":[],"
                                        "\"queue\":\"gq\",\"custom\":{\"group\":\"acme\"}}", i));
+#ifdef RBH_PG
+    int64_t fetched = rbh_now_ms();
+#endif
     json_t *j = rbh_json(rbh_cmd(C, "FETCH gq"));
     cr_assert_str_eq(json_string_value(json_object_get(j, "jid")), "jobid-g0");
     json_decref(j);
@@ -1174,7 +1177,16 @@ HTTP_TEST(groups_read_act_and_say_why_a_job_is_held)
     r = expect(200, "GET", "/api/groups", NULL);
     json_t *q0 = json_array_get(rbh_get(r->json, "queues"), 0);
     cr_assert_str_eq(json_string_value(json_object_get(q0, "queue")), "gq", "%s", r->body);
-    cr_assert_eq(json_integer_value(rbh_get(q0, "held.concurrency")), 1);
+#ifdef RBH_PG
+    /* distributed mode's count is of holds a claim set: a concurrency hold
+     * is re-checked (released, set again by the next claim) after 1 s
+     * (docs/distributed.md, "Groups and limits"); a loaded machine may pass
+     * that before this read */
+    if (rbh_now_ms() - fetched >= 900)
+        cr_assert_leq(json_integer_value(rbh_get(q0, "held.concurrency")), 1, "%s", r->body);
+    else
+#endif
+        cr_assert_eq(json_integer_value(rbh_get(q0, "held.concurrency")), 1, "%s", r->body);
     rbh_resp_free(r);
     r = expect(200, "POST", "/api/groups/gq/acme/set", "{\"concurrency\": 2}");
     cr_assert_str_eq(jstr(r, "action"), "set");
