@@ -231,6 +231,16 @@ static void arr_one(rb_buf *a, const char *s)
     sql_arr_end(a);
 }
 
+/* bset_load of the one batch bid (with its family). */
+static int bset_load_one(rb_pg *pg, const char *bid, bool lock, bset *s, rb_err *err)
+{
+    rb_buf a;
+    arr_one(&a, bid);
+    int rc = bset_load(pg, a.data, lock, s, err);
+    rb_buf_release(&a);
+    return rc;
+}
+
 /* --- events noted inside a transaction, applied before its COMMIT --- */
 
 /* A callback job's ACK, resolved to its callback once the batch is
@@ -465,10 +475,7 @@ int rb_pg_batch_new(rb_pg *pg, const rb_batch_def *def, int64_t now, char **bid_
     rb_batch *p = NULL;
     int depth = 0;
     if (def->parent_bid) {
-        rb_buf a;
-        arr_one(&a, def->parent_bid);
-        rc = bset_load(pg, a.data, true, &s, err);
-        rb_buf_release(&a);
+        rc = bset_load_one(pg, def->parent_bid, true, &s, err);
         if (rc)
             goto fail;
         size_t at = 0;
@@ -528,10 +535,7 @@ int rb_pg_batch_commit(rb_pg *pg, const char *bid, int64_t now, rb_err *err)
     if (rc || (rc = sql_exec(pg, "BEGIN", err)))
         return rc;
     bset s = {0};
-    rb_buf a;
-    arr_one(&a, bid);
-    rc = bset_load(pg, a.data, true, &s, err);
-    rb_buf_release(&a);
+    rc = bset_load_one(pg, bid, true, &s, err);
     if (rc)
         goto fail;
     rb_batch *b = bset_find(&s, bid, NULL);
@@ -557,10 +561,7 @@ int rb_pg_batch_get(rb_pg *pg, const char *bid, int64_t now, rb_batch **out, rb_
     if (rc)
         return rc;
     bset s = {0};
-    rb_buf a;
-    arr_one(&a, bid);
-    rc = bset_load(pg, a.data, false, &s, err);
-    rb_buf_release(&a);
+    rc = bset_load_one(pg, bid, false, &s, err);
     if (rc)
         return rc;
     size_t at = 0;
@@ -587,10 +588,7 @@ static int drop_one(rb_pg *pg, const char *bid, int64_t now, bool *dropped, rb_e
     if (rc)
         return rc;
     bset s = {0};
-    rb_buf a;
-    arr_one(&a, bid);
-    rc = bset_load(pg, a.data, true, &s, err);
-    rb_buf_release(&a);
+    rc = bset_load_one(pg, bid, true, &s, err);
     if (rc)
         goto fail;
     size_t at = 0;
