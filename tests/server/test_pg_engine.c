@@ -2695,6 +2695,33 @@ Test(pg, held_back_starts_are_counted_once_per_hold)
     v = sql1("SELECT string_agg(grp || ':' || holds_c, ',') FROM rb_groups WHERE queue = 'rq'");
     cr_assert_str_eq(v, ":3", "deleted, its counts kept by the queue: %s", v);
     free(v);
+    /* a rate hold (one start a minute), then a FETCH passing the queue
+     * over for its [throttles] rate (one start a minute) while it has a
+     * ready job */
+    insert_grouped(a, "hold-job-4", "r");
+    insert_grouped(a, "hold-job-5", "r");
+    insert_grouped(a, "hold-job-6", "s");
+    free(run_on(a, "INSERT INTO rb_queues (name) VALUES ('rq') ON CONFLICT DO NOTHING"));
+    const char *rate = "SELECT min(jid) FROM rb_claim_groups('{rq}', '{w1}', %lld, NULL, '{0}',"
+                       " '{%d}', '{60000}', '{0}', '{%lld}', '{0}') WHERE slot >= 0";
+    char q[300];
+    snprintf(q, sizeof q, rate, (long long)(t + 70000), 1, 0LL);
+    v = run_on(a, q);
+    cr_assert_str_eq(v, "hold-job-4");
+    free(v);
+    v = sql1("SELECT hold || ':' || holds_r FROM rb_groups WHERE queue = 'rq' AND grp = 'r'");
+    cr_assert_str_eq(v, "2:1", "the start that emptied its bucket held it: %s", v);
+    free(v);
+    snprintf(q, sizeof q, rate, (long long)(t + 70000), 0, 60000000LL);
+    v = run_on(a, q);
+    cr_assert_str_eq(v, "hold-job-6");
+    free(v);
+    v = run_on(a, q);
+    cr_assert_str_eq(v, "", "the queue's rate let a second start through");
+    free(v);
+    v = sql1("SELECT rate_passes FROM rb_queues WHERE name = 'rq'");
+    cr_assert_str_eq(v, "1", "%s", v);
+    free(v);
     PQfinish(a);
 }
 
