@@ -1202,10 +1202,8 @@ HTTP_TEST(groups_read_act_and_say_why_a_job_is_held)
     r = expect(200, "GET", "/metrics", NULL);
     const char *lines[] = {
         "\n# TYPE rebound_group_holds_total counter\n",
-#ifndef RBH_PG /* held-back starts are counted by a single node only (docs/http.md) */
         "\nrebound_group_holds_total{queue=\"gq\",reason=\"concurrency\"} 1\n",
         "\nrebound_group_holds_total{queue=\"gq\",reason=\"paused\"} 1\n",
-#endif
         "\nrebound_groups_paused{queue=\"gq\"} 1\n",
         "\nrebound_groups_active{queue=\"gq\"} 0\n",
         "\nrebound_throttle_rate{queue=\"rq\"} 100\n",

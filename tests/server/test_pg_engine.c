@@ -2607,6 +2607,124 @@ Test(pg, a_group_is_never_left_idle_with_a_job)
     PQfinish(b);
 }
 
+/* rb_claim_groups at now for one FETCH of queue rq whose groups have
+ * concurrency 1: the job claimed, NULL when none. */
+static char *claim_conc1(PGconn *c, int64_t now)
+{
+    char sql[300];
+    snprintf(sql, sizeof sql,
+             "SELECT min(jid) FROM rb_claim_groups('{rq}', '{w1}', %lld, NULL, '{1}', '{0}',"
+             " '{0}', '{0}', '{0}', '{0}') WHERE slot >= 0",
+             (long long)now);
+    char *v = run_on(c, sql);
+    if (v && !*v) {
+        free(v);
+        v = NULL;
+    }
+    return v;
+}
+
+/* Held-back starts (schema 18; docs/distributed.md "Groups and limits"):
+ * the claim that holds a group counts it on the group's row; a
+ * concurrency hold released at its 1 s re-check (by a claim or by
+ * maintenance) and set again while the group is still at its limit is the
+ * same hold, not counted again; a freed slot filled again is a new hold;
+ * maintenance deletes a row idle for a minute (not before) and gives its
+ * counts to the queue's '' row. */
+Test(pg, held_back_starts_are_counted_once_per_hold)
+{
+    PGconn *a = PQconnectdb(url);
+    cr_assert_eq(PQstatus(a), CONNECTION_OK, "%s", PQerrorMessage(a));
+    const char *held = "SELECT hold || ':' || (SELECT sum(holds_c) FROM rb_groups"
+                       " WHERE queue = 'rq') FROM rb_groups WHERE queue = 'rq' AND grp = 'g'";
+    for (int i = 1; i <= 3; i++) {
+        char jid[32];
+        snprintf(jid, sizeof jid, "hold-job-%d", i);
+        insert_grouped(a, jid, "g");
+    }
+    int64_t t = rb_now_ms();
+    char *v = claim_conc1(a, t);
+    cr_assert_str_eq(v, "hold-job-1");
+    free(v);
+    v = sql1(held);
+    cr_assert_str_eq(v, "1:1", "the start that reached the limit held it: %s", v);
+    free(v);
+    /* its re-check, by a claim: still at the limit, held again, one hold */
+    cr_assert_null(claim_conc1(a, t + 2000));
+    v = sql1(held);
+    cr_assert_str_eq(v, "1:1", "%s", v);
+    free(v);
+    /* by maintenance, then a claim */
+    char sql[200];
+    snprintf(sql, sizeof sql, "SELECT rb_groups_maint(%lld, 100)", (long long)(t + 4000));
+    free(sql1(sql));
+    v = sql1(held);
+    cr_assert_str_eq(v, "0:1", "%s", v);
+    free(v);
+    cr_assert_null(claim_conc1(a, t + 4000));
+    v = sql1(held);
+    cr_assert_str_eq(v, "1:1", "%s", v);
+    free(v);
+    /* its slot freed (the ACK's trigger), filled again: a new hold */
+    cr_assert_eq(ack("hold-job-1", "w1"), RB_JOB_DONE);
+    v = claim_conc1(a, t + 5000);
+    cr_assert_str_eq(v, "hold-job-2");
+    free(v);
+    v = sql1(held);
+    cr_assert_str_eq(v, "1:2", "%s", v);
+    free(v);
+    cr_assert_eq(ack("hold-job-2", "w1"), RB_JOB_DONE);
+    v = claim_conc1(a, t + 6000);
+    cr_assert_str_eq(v, "hold-job-3");
+    free(v);
+    cr_assert_eq(ack("hold-job-3", "w1"), RB_JOB_DONE);
+    cr_assert_null(claim_conc1(a, t + 7000)); /* g found empty: idle since t + 7000 */
+    v = sql1("SELECT ready::text || ':' || idle_ms FROM rb_groups"
+             " WHERE queue = 'rq' AND grp = 'g'");
+    char want[64];
+    snprintf(want, sizeof want, "false:%lld", (long long)(t + 7000));
+    cr_assert_str_eq(v, want);
+    free(v);
+    snprintf(sql, sizeof sql, "SELECT rb_groups_maint(%lld, 100)", (long long)(t + 60000));
+    free(sql1(sql));
+    v = sql1(held);
+    cr_assert_str_eq(v, "0:3", "kept within its minute: %s", v);
+    free(v);
+    snprintf(sql, sizeof sql, "SELECT rb_groups_maint(%lld, 100)", (long long)(t + 67000));
+    free(sql1(sql));
+    v = sql1("SELECT string_agg(grp || ':' || holds_c, ',') FROM rb_groups WHERE queue = 'rq'");
+    cr_assert_str_eq(v, ":3", "deleted, its counts kept by the queue: %s", v);
+    free(v);
+    /* a rate hold (one start a minute), then a FETCH passing the queue
+     * over for its [throttles] rate (one start a minute) while it has a
+     * ready job */
+    insert_grouped(a, "hold-job-4", "r");
+    insert_grouped(a, "hold-job-5", "r");
+    insert_grouped(a, "hold-job-6", "s");
+    free(run_on(a, "INSERT INTO rb_queues (name) VALUES ('rq') ON CONFLICT DO NOTHING"));
+    const char *rate = "SELECT min(jid) FROM rb_claim_groups('{rq}', '{w1}', %lld, NULL, '{0}',"
+                       " '{%d}', '{60000}', '{0}', '{%lld}', '{0}') WHERE slot >= 0";
+    char q[300];
+    snprintf(q, sizeof q, rate, (long long)(t + 70000), 1, 0LL);
+    v = run_on(a, q);
+    cr_assert_str_eq(v, "hold-job-4");
+    free(v);
+    v = sql1("SELECT hold || ':' || holds_r FROM rb_groups WHERE queue = 'rq' AND grp = 'r'");
+    cr_assert_str_eq(v, "2:1", "the start that emptied its bucket held it: %s", v);
+    free(v);
+    snprintf(q, sizeof q, rate, (long long)(t + 70000), 0, 60000000LL);
+    v = run_on(a, q);
+    cr_assert_str_eq(v, "hold-job-6");
+    free(v);
+    v = run_on(a, q);
+    cr_assert_str_eq(v, "", "the queue's rate let a second start through");
+    free(v);
+    v = sql1("SELECT rate_passes FROM rb_queues WHERE name = 'rq'");
+    cr_assert_str_eq(v, "1", "%s", v);
+    free(v);
+    PQfinish(a);
+}
+
 /* A bounded engine (issue 27; rb_pg_options.io_timeout_ms): a statement
  * waiting for a lock another transaction holds fails with PostgreSQL's
  * statement_timeout or lock_timeout (both 80 % of the bound, whichever

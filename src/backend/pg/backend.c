@@ -384,10 +384,16 @@ static void info_call(rb_pg *pg, rb_pgreq *r)
     rb_pg_group_out g;
     if ((r->rc = rb_pg_group(pg, &all, op->now, &g, &r->err)))
         return;
-    json_object_set_new(op->u.info.rebound, "groups", rb_groups_info_json(g.sums, g.n_sums, NULL));
+    rb_group_holds *holds;
+    if (!(r->rc = rb_pg_group_holds(pg, g.sums, g.n_sums, &holds, &r->err)))
+        json_object_set_new(op->u.info.rebound, "groups",
+                            rb_groups_info_json(g.sums, g.n_sums, holds));
+    free(holds);
     for (size_t i = 0; i < g.n_sums; i++)
         free(g.sums[i].queue);
     free(g.sums);
+    if (r->rc)
+        return;
     if (!latency)
         return;
     size_t n = in.n_queues;

@@ -58,7 +58,7 @@ bool rb_pg_is_url(const char *url);
 /* The schema version this build creates and requires (rb_pg_migrate): the
  * number of the last migration in src/backend/pg/schema/ (the build checks
  * they agree). */
-#define RB_PG_SCHEMA_VERSION 17
+#define RB_PG_SCHEMA_VERSION 18
 
 /* Job states, flags and per-job outcomes are the engine's
  * (engine/job_state.h), stored as the same numbers (sql_numbers.h lists
@@ -247,6 +247,11 @@ typedef struct rb_pg_group_out {
 } rb_pg_group_out;
 int rb_pg_group(rb_pg *pg, const rb_group_req *r, int64_t now, rb_pg_group_out *out,
                 rb_err *err);
+/* INFO's held-back starts of the queues of sums (n of them), holds[i] for
+ * sums[i] (a new array, free it; allocated on error too): the cluster's,
+ * counted in the database by the claims and GROUP PAUSEs that set them. */
+int rb_pg_group_holds(rb_pg *pg, const rb_group_sum *sums, size_t n, rb_group_holds **holds,
+                      rb_err *err);
 /* JOB's hold of job (an enqueued job of a paused or throttled queue, or
  * of a held group: hold_by, hold, hold_until_ms, hold_detail, as reads.h
  * says) at now; nothing when it is not held or its rows cannot be read. */

@@ -96,7 +96,7 @@ static const char *const sql_stmt_text[SQL_STMT_COUNT] = {
                   " SELECT -4, NULL, NULL, NULL WHERE EXISTS (SELECT 1 FROM rb_groups gg"
                   " WHERE gg.queue = $1)",
     /* rb_claim_groups' common case for one queue as one statement
-     * (schema 17; same parameters, same rows): one round of the runnable
+     * (schema 17, idle_ms 18; same parameters, same rows): one round of the runnable
      * groups after the cursor, the first ready job of each, the groups
      * found empty marked idle (rb_group_empty looks after the try-lock).
      * rb_claim_groups itself claims when the queue has a [throttles] rate,
@@ -133,8 +133,8 @@ static const char *const sql_stmt_text[SQL_STMT_COUNT] = {
                   " j.attempts + 1, wid = ($2::text[])[nb.rn], due_ms = $3::bigint + j.reserve_s *"
                   " 1000::bigint, flags = CASE WHEN j.flags & 1 <> 0 THEN 2 ELSE 0 END FROM"
                   " numbered nb WHERE j.jid = nb.jid RETURNING nb.ord, nb.rn - 1 AS slot, j.jid,"
-                  " j.json, j.enq_ms, nb.grp), idled AS (UPDATE rb_groups gg SET ready = false"
-                  " FROM cand c WHERE gg.queue = ($1::text[])[1] AND gg.grp = c.grp AND c.grp <>"
+                  " j.json, j.enq_ms, nb.grp), idled AS (UPDATE rb_groups gg SET ready = false,"
+                  " idle_ms = $3::bigint FROM cand c WHERE gg.queue = ($1::text[])[1] AND gg.grp = c.grp AND c.grp <>"
                   " '' AND c.ord <= (SELECT CASE WHEN count(*) >= cardinality($2::text[]) THEN"
                   " max(p.ord) ELSE 2147483647 END FROM picked p) AND NOT EXISTS (SELECT 1 FROM"
                   " picked p WHERE p.ord = c.ord) AND NOT (SELECT fb.v FROM fb) AND CASE WHEN"

@@ -152,8 +152,9 @@ int rb_pg_groups_start(rb_pg *pg, rb_err *err)
     if (rc)
         return rc;
     /* this node's [groups] may differ from the one that set them: every
-     * concurrency hold is re-checked by the next claim */
-    return sql_exec(pg, "UPDATE rb_groups SET hold = 0, hold_until = 0 WHERE hold = 1", err);
+     * concurrency hold is re-checked by the next claim (hold_until -1: a
+     * re-check, not counted again when the group is still at its limit) */
+    return sql_exec(pg, "UPDATE rb_groups SET hold = 0, hold_until = -1 WHERE hold = 1", err);
 }
 
 /* --- GROUP SET/PAUSE/RESUME/GET and GROUPS (engine/group_cmd.h) --- */
@@ -290,14 +291,14 @@ static int group_change(rb_pg *pg, const rb_group_req *r, rb_err *err)
                     "   o_rate = excluded.o_rate, o_period_ms = excluded.o_period_ms,"
                     "   o_burst = excluded.o_burst,"
                     "   hold = CASE WHEN g.hold IN (1, 2) THEN 0 ELSE g.hold END,"
-                    "   hold_until = CASE WHEN g.hold IN (1, 2) THEN 0 ELSE g.hold_until END"
+                    "   hold_until = CASE WHEN g.hold = 3 THEN g.hold_until ELSE 0 END"
                     "   RETURNING 1)"
                     " SELECT pg_notify(rb_channel(), $1) FROM u"
                   /* {}: the override removed, no row made for it */
                   : "WITH u AS (UPDATE rb_groups g SET o_conc = NULL, o_rate = NULL,"
                     "   o_period_ms = NULL, o_burst = NULL,"
                     "   hold = CASE WHEN g.hold IN (1, 2) THEN 0 ELSE g.hold END,"
-                    "   hold_until = CASE WHEN g.hold IN (1, 2) THEN 0 ELSE g.hold_until END"
+                    "   hold_until = CASE WHEN g.hold = 3 THEN g.hold_until ELSE 0 END"
                     "   WHERE g.queue = $1 AND g.grp = $2 AND $3::int IS NULL AND $4::int IS NULL"
                     "   AND $5::bigint IS NULL AND $6::int IS NULL RETURNING 1)"
                     " SELECT pg_notify(rb_channel(), $1) FROM u";
@@ -310,10 +311,12 @@ static int group_change(rb_pg *pg, const rb_group_req *r, rb_err *err)
         sql = "WITH q AS (INSERT INTO rb_groups (queue, grp) VALUES ($1, '')"
               "   ON CONFLICT DO NOTHING),"
               " k AS (INSERT INTO rb_queues (name) VALUES ($1) ON CONFLICT DO NOTHING)"
-              " INSERT INTO rb_groups AS g (queue, grp, hold, hold_until, paused_until, reason)"
-              " VALUES ($1, $2, 3, $3::bigint, $3::bigint, $4)"
+              " INSERT INTO rb_groups AS g (queue, grp, hold, hold_until, paused_until, reason,"
+              " holds_p) VALUES ($1, $2, 3, $3::bigint, $3::bigint, $4, 1)"
               " ON CONFLICT (queue, grp) DO UPDATE SET hold = 3, hold_until = $3::bigint,"
-              " paused_until = $3::bigint, reason = $4";
+              " paused_until = $3::bigint, reason = $4,"
+              /* a held-back start when it was not paused (schema 18) */
+              " holds_p = g.holds_p + CASE WHEN g.hold = 3 THEN 0 ELSE 1 END";
         break;
     default: /* RESUME: a group not paused is left alone */
         sql = "WITH u AS (UPDATE rb_groups g SET hold = 0, hold_until = 0, paused_until = 0,"
@@ -471,4 +474,35 @@ void rb_pg_job_hold(rb_pg *pg, rb_job_view *job, int64_t now)
     }
     PQclear(r);
     json_decref(o);
+}
+
+int rb_pg_group_holds(rb_pg *pg, const rb_group_sum *sums, size_t n, rb_group_holds **holds,
+                      rb_err *err)
+{
+    *holds = rb_xcalloc(n + 1, sizeof **holds);
+    rb_buf q = RB_BUF_INIT;
+    sql_arr_begin(&q);
+    for (size_t i = 0; i < n; i++)
+        sql_arr_str(&q, sums[i].queue);
+    sql_arr_end(&q);
+    const char *params[1] = {q.data};
+    /* the claims' and GROUP PAUSE's counts on the groups' rows (a deleted
+     * group's in its queue's '' row), the rate passes on the queue's
+     * (schema 18) */
+    PGresult *r = sql_query(
+        pg,
+        "SELECT (SELECT coalesce(sum(g.holds_c), 0) FROM rb_groups g WHERE g.queue = x.q),"
+        " (SELECT coalesce(sum(g.holds_r), 0) FROM rb_groups g WHERE g.queue = x.q),"
+        " (SELECT coalesce(sum(g.holds_p), 0) FROM rb_groups g WHERE g.queue = x.q),"
+        " coalesce((SELECT k.rate_passes FROM rb_queues k WHERE k.name = x.q), 0)"
+        " FROM unnest($1::text[]) WITH ORDINALITY AS x(q, o) ORDER BY x.o",
+        1, params, err);
+    rb_buf_release(&q);
+    if (!r)
+        return err ? err->code : RB_ESTORE;
+    for (int i = 0; i < PQntuples(r) && (size_t)i < n; i++)
+        (*holds)[i] = (rb_group_holds){sql_int(r, i, 0), sql_int(r, i, 1), sql_int(r, i, 2),
+                                       sql_int(r, i, 3)};
+    PQclear(r);
+    return 0;
 }
