@@ -483,18 +483,29 @@ static void run_batch(rb_pg *pg, rb_pgreq *list, batch_commits *bc, claim_counts
  * in bench/RESULTS.md (issue 17); without prefetch, workers need two
  * requests per job and do better on both threads. */
 
+/* Without prefetch one database thread, the first, runs every batch, and
+ * the other only the slow requests: the requests that come while a batch
+ * runs wait for it and go in the next one, so a commit carries what two
+ * threads' commits carried, at about a third less database CPU per job
+ * and no less throughput (bench/RESULTS.md, issue 29, session 12: two
+ * threads taking batches in turn split the clients' requests between two
+ * transactions however long the second waited for the first). */
+
 /* Whether database thread self takes r into a batch: everything but the
  * slow requests (administration and inspection, which run alone:
- * take_slow), and with pm->split the first thread only the pushes, the
- * others only the rest (unless one of them runs a slow request). mu held. */
+ * take_slow); without pm->split only the first thread, with it the first
+ * thread only the pushes, the others only the rest (unless one of them
+ * runs a slow request). mu held. */
 static bool batch_takes(const rb_pgmode *pm, int self, const rb_pgreq *r)
 {
     if (r->slow)
         return false;
+    if (!pm->split)
+        return self == 0;
     /* while the other side's thread runs a slow request, both sides; a
      * hand-off claim goes with its push */
     bool push_side = r->kind == RB_PGR_PUSH || (r->kind == RB_PGR_CLAIM && r->u.claim.hand_tok);
-    return !pm->split || pm->slow_busy || push_side == (self == 0);
+    return pm->slow_busy || push_side == (self == 0);
 }
 
 /* Takes the requests of pm->todo that batch_takes (every one when all), in
@@ -555,24 +566,6 @@ static bool window_open(const rb_pgmode *pm, int self, int64_t *until_us)
     return now < *until_us;
 }
 
-/* While another thread runs a batch, the requests queued wait for it
- * (its next batch carries them all: one transaction instead of two) until
- * the oldest has waited RB_PGMODE_WINDOW_MAX_US; then this thread takes
- * them, so that a slow transaction delays nobody by more than that. The
- * time (monotonic us) until then into *until_us; true when it should
- * wait. Without prefetch (pm->split: each thread has its side). mu held. */
-static bool second_waits(const rb_pgmode *pm, int self, int64_t *until_us)
-{
-    if (pm->split || pm->stop || pm->batch_busy == 0)
-        return false;
-    int64_t posted = INT64_MAX;
-    for (const rb_pgreq *r = pm->todo; r; r = r->next)
-        if (batch_takes(pm, self, r) && r->posted_us < posted)
-            posted = r->posted_us;
-    *until_us = posted + RB_PGMODE_WINDOW_MAX_US;
-    return mono_us() < *until_us;
-}
-
 /* Waits on pm->cv (mu held) until a request is posted or until_us. */
 static void wait_until(rb_pgmode *pm, int64_t until_us)
 {
@@ -591,12 +584,12 @@ static void wait_until(rb_pgmode *pm, int64_t until_us)
 }
 
 /* The first slow request queued, taken alone, when thread self may run
- * one: no other thread runs one (so that a thread is left for the work
- * commands), and with pm->split not the pushes' thread; else NULL. Marks
- * pm->slow_busy. mu held. */
+ * one: no other thread runs one, and not the first thread (the batches'
+ * without prefetch, the pushes' with it) unless it is the only one; else
+ * NULL. Marks pm->slow_busy. mu held. */
 static rb_pgreq *take_slow(rb_pgmode *pm, int self)
 {
-    if (pm->slow_busy || (pm->split && self == 0))
+    if (pm->slow_busy || (self == 0 && RB_PGMODE_THREADS > 1))
         return NULL;
     for (rb_pgreq **pp = &pm->todo; *pp; pp = &(*pp)->next) {
         rb_pgreq *r = *pp;
@@ -646,17 +639,11 @@ static rb_pgreq *next_batch(rb_pgmode *pm, int self, bool *probe, bool *slow)
     pthread_mutex_lock(&pm->mu);
     for (;;) {
         if (has_batch(pm, self)) {
-            int64_t until;
-            if (second_waits(pm, self, &until)) {
-                wait_until(pm, until);
-                continue;
-            }
             if (window_open(pm, self, &window_until)) {
                 wait_until(pm, window_until);
                 continue;
             }
             list = take_batch(pm, self, false);
-            pm->batch_busy++;
             break;
         }
         if ((list = take_slow(pm, self))) {
@@ -665,7 +652,6 @@ static rb_pgreq *next_batch(rb_pgmode *pm, int self, bool *probe, bool *slow)
         }
         if (pm->stop) {
             list = take_batch(pm, self, true);
-            pm->batch_busy += list != NULL;
             break;
         }
         if (*probe)
@@ -747,8 +733,6 @@ static void hand_back(rb_pgmode *pm, rb_pg *pg, rb_pgreq *list, const batch_comm
     }
     pthread_mutex_lock(&pm->mu);
     if (took_us >= 0) { /* a batch (not the late ones, not a slow request) */
-        pm->batch_busy--;
-        pthread_cond_broadcast(&pm->cv); /* a thread waiting for it (second_waits) */
         pm->window_want = n;
         pm->window_avg_us = pm->window_avg_us ? (pm->window_avg_us * 7 + took_us) / 8 : took_us;
     }
@@ -799,8 +783,6 @@ void *mode_db_thread(void *arg)
             pthread_mutex_lock(&pm->mu);
             if (slow)
                 pm->slow_busy = false;
-            else
-                pm->batch_busy--;
             pthread_cond_broadcast(&pm->cv);
             pthread_mutex_unlock(&pm->mu);
         }
