@@ -609,22 +609,22 @@ static rb_pgreq *take_slow(rb_pgmode *pm, int self)
  * this often (mode_link: the outage ends once every member got through). */
 #define DB_PROBE_MS 250
 
-/* Waits on pm->cv (mu held) for a request, for at most DB_PROBE_MS while
- * this thread should probe the link; true when it should probe now. */
-static bool wait_or_probe(rb_pgmode *pm, int self)
+/* Waits on pm->cv (mu held) for a request, while this thread should probe
+ * the link until *probe_at (monotonic us; set DB_PROBE_MS ahead at the
+ * first such wait, kept across wake-ups: a thread that takes no batches,
+ * the slow requests' without prefetch, is woken by every request posted
+ * and must still probe); true when it should probe now. */
+static bool wait_or_probe(rb_pgmode *pm, int self, int64_t *probe_at)
 {
     if (!mode_link_probe_due_locked(pm, self)) {
+        *probe_at = 0;
         pthread_cond_wait(&pm->cv, &pm->mu);
         return false;
     }
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_nsec += DB_PROBE_MS * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
-    return pthread_cond_timedwait(&pm->cv, &pm->mu, &until) != 0;
+    if (!*probe_at)
+        *probe_at = mono_us() + DB_PROBE_MS * 1000;
+    wait_until(pm, *probe_at);
+    return mono_us() >= *probe_at;
 }
 
 /* The next batch for database thread self (batch_takes), or a slow request
@@ -634,7 +634,7 @@ static bool wait_or_probe(rb_pgmode *pm, int self)
 static rb_pgreq *next_batch(rb_pgmode *pm, int self, bool *probe, bool *slow)
 {
     rb_pgreq *list = NULL;
-    int64_t window_until = 0;
+    int64_t window_until = 0, probe_at = 0;
     *probe = *slow = false;
     pthread_mutex_lock(&pm->mu);
     for (;;) {
@@ -656,7 +656,7 @@ static rb_pgreq *next_batch(rb_pgmode *pm, int self, bool *probe, bool *slow)
         }
         if (*probe)
             break;
-        *probe = wait_or_probe(pm, self);
+        *probe = wait_or_probe(pm, self, &probe_at);
     }
     if (list)
         *probe = false;
