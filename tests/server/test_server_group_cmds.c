@@ -337,7 +337,9 @@ static void kill_restart(int64_t down_until_ms)
 /* Overrides and pauses are durable: after kill -9 the override holds, the
  * pause holds with its reason and resumes at its time (the job's start on
  * the server's clock not before it), and a pause that ended while the
- * server was down is gone. */
+ * server was down is gone. In distributed mode the held-back starts the
+ * pauses counted are the cluster's, stored with the holds (schema 18):
+ * the same after kill -9 (a single node's count the process's own). */
 SERVER_TEST(overrides_and_pauses_survive_kill_9)
 {
     push("kq", "k-a1-----", "a");
@@ -353,7 +355,15 @@ SERVER_TEST(overrides_and_pauses_survive_kill_9)
     v = get("kq", "c");
     int64_t until_c = time_of(v, "paused_until");
     json_decref(v);
+#ifdef RBH_PG
+    cr_assert_eq(rbh_info_int(C, "rebound.groups.by_queue.kq.holds.paused"), 2,
+                 "two pauses, two held-back starts");
+#endif
     kill_restart(until_c + 20); /* c's pause ends while the server is down */
+#ifdef RBH_PG
+    cr_assert_eq(rbh_info_int(C, "rebound.groups.by_queue.kq.holds.paused"), 2,
+                 "the held-back starts were lost with the node");
+#endif
     v = get("kq", "a");
     cr_assert_eq(num(v, "override.concurrency"), 1, "the override was lost");
     json_decref(v);
