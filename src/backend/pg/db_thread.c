@@ -480,10 +480,9 @@ static void run_batch(rb_pg *pg, rb_pgreq *list, batch_commits *bc, claim_counts
  * (its ACK carries the claim of its next job), and a PUSH no longer waits
  * behind a batch of ACKs and claims to be answered; each side commits on
  * its own (PostgreSQL's group commit shares their WAL flushes). Measured
- * in bench/RESULTS.md (issue 17); without prefetch, workers need two
- * requests per job and do better on both threads. */
-
-/* Without prefetch one database thread, the first, runs every batch, and
+ * in bench/RESULTS.md (issue 17).
+ *
+ * Without prefetch one database thread, the first, runs every batch, and
  * the other only the slow requests: the requests that come while a batch
  * runs wait for it and go in the next one, so a commit carries what two
  * threads' commits carried, at about a third less database CPU per job

@@ -11,7 +11,6 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "common/buf.h"
@@ -145,9 +144,6 @@ static void hand_over(const rb_eng *eng, rb_pgreq *r)
 {
     r->now = rb_now_ms();
     r->deadline_ms = rb_mono_ms() + eng->cfg->storage.request_timeout_s * 1000;
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    r->posted_us = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
     r->next = NULL;
 }
 

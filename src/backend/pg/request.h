@@ -37,7 +37,6 @@ struct rb_pgreq {
     int rc;                                  /* 0 or the engine's RB_E* code */
     rb_err err;
     int64_t now; /* wall-clock ms when posted */
-    int64_t posted_us;   /* monotonic us when posted (db_thread.c's windows) */
     int64_t deadline_ms; /* monotonic ms: answered by then ([storage] request_timeout
                             after it was posted, admin_timeout when slow and the
                             database reachable; db_thread.c) */
