@@ -573,6 +573,19 @@ static inline long long rbh_info_int(rbh_conn *c, const char *path)
     return n;
 }
 
+/* Polls INFO until its value at path equals want or timeout_ms passes;
+ * returns the last value read. For a count another transaction of the
+ * server may still be committing (distributed mode's maintenance sweep). */
+static inline long long rbh_wait_info_int(rbh_conn *c, const char *path, long long want,
+                                          int timeout_ms)
+{
+    int64_t deadline = rbh_now_ms() + timeout_ms;
+    long long n;
+    while ((n = rbh_info_int(c, path)) != want && rbh_now_ms() < deadline)
+        rbh_sleep_ms(10);
+    return n;
+}
+
 /* Sends data on c — commands ending in a FETCH that finds nothing and
  * waits — and returns once s's INFO shows one more waiting FETCH
  * (rebound.fetches_waiting), asked over a connection of its own: the
