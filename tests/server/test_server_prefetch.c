@@ -13,7 +13,10 @@
  * prefetch (its FETCH needs no round trip to a database): the setting is
  * accepted and changes nothing there, so the same sequences leave the job
  * in its queue, and every worker still gets every job once. States come
- * from JOB; in distributed mode holders and attempts from rb_jobs too. */
+ * from JOB; in distributed mode holders and attempts from rb_jobs too.
+ * In distributed mode one database thread runs a node's batches with
+ * prefetch too: a PUSH arriving while an ACK's batch is held up waits for
+ * it, with no statement of its own. */
 #include "harness.h"
 
 #include <criterion/criterion.h>
