@@ -7,6 +7,11 @@
 # call; the database's commits; and the PostgreSQL processes' CPU (/proc,
 # as bench/pg/run.sh measures it). Nested statements are counted both in
 # their function's line and their own: the top level ones are marked "top".
+# Then the PostgreSQL CPU per job by backend role (each node's connections
+# are named by application_name; the role from the last statement each
+# ran: batch, listen, maintenance, other) and each node's claim statements
+# (/metrics: a FETCH's first claim, a parked FETCH's after a wake, and how
+# many of each found no job).
 # Usage: O=build bench/pg/statements.sh [--jobs N] [--workload lifecycle|retries]
 #        [--push-batch N] [--nodes 1|2] [--rebound PATH] [--top N]
 set -u
@@ -63,7 +68,8 @@ url="postgresql://rebound@/rebound?host=$tmp&port=$port"
 "$REBOUND" migrate --url "$url" >"$tmp/server.log" 2>&1 || { cat "$tmp/server.log" >&2; exit 1; }
 ports=""
 for k in $(seq 1 "$nodes"); do
-  "$REBOUND" serve --listen 127.0.0.1:0 --http-listen off --db "$url" --port-file "$tmp/port$k" \
+  "$REBOUND" serve --listen 127.0.0.1:0 --http-listen 127.0.0.1:0 --http-port-file "$tmp/http$k" \
+    --db "$url&application_name=rebound-n$k" --port-file "$tmp/port$k" \
     >>"$tmp/server.log" 2>&1 &
   pids="$pids $!"
   i=0
@@ -82,10 +88,28 @@ pgcpu() { # PostgreSQL's clock ticks: the postmaster, its children and those rea
     else if (f[2] == pm) t += f[12] + f[13] } END { print t + 0 }'
 }
 t0=$(pgcpu)
+becpu() { # each backend's clock ticks: pid ticks
+  for f in /proc/[0-9]*/stat; do cat "$f" 2>/dev/null; done | awk -v pm="$pm" '{ pid = $1; st = $0
+    sub(/^.*\) /, "", st); split(st, f, " "); if (f[2] == pm) print pid, f[12] + f[13] }'
+}
+becpu >"$tmp/be0"
 echo "statements: $jobs jobs, $wl, $nodes node(s)${pushb:+, PUSHB $pushb}, load $(cut -d' ' -f1-3 /proc/loadavg)"
 "$LG" --proto faktory --workload "$wl" --jobs "$jobs" --port "$a" --worker-port "$wports" \
   --drain-ms 1000 --timeout 600 ${pushb:+--push-batch "$pushb"} >"$tmp/out" 2>"$tmp/err" ||
   { cat "$tmp/err" >&2; exit 1; }
+becpu >"$tmp/be1"
+psqlc rebound "SELECT pid, coalesce(nullif(application_name, ''), backend_type), CASE
+    WHEN query LIKE '/* rb\\_%' OR query IN ('BEGIN', 'COMMIT') OR query LIKE 'SELECT%rb\\_claim%'
+      OR query LIKE 'SELECT%rb\\_ack%' OR query LIKE 'SELECT%rb\\_fail%' THEN 'batch'
+    WHEN query LIKE '%LISTEN%' OR query = 'SELECT 1' THEN 'listen'
+    WHEN query LIKE '%rb\\_promote%' OR query LIKE '%rb\\_sweep%' OR query LIKE '%rb\\_reap%' OR query LIKE '%due%'
+      OR query LIKE '%rb\\_expire%' OR query LIKE '%rb\\_cron%' THEN 'maintenance'
+    ELSE 'other' END, left(regexp_replace(query, '\\s+', ' ', 'g'), 40)
+  FROM pg_stat_activity WHERE pid <> pg_backend_pid()" | tr '|' '\t' >"$tmp/roles"
+for k in $(seq 1 "$nodes"); do
+  curl -s "http://127.0.0.1:$(cat "$tmp/http$k")/metrics" | grep -E '^rebound_fetch_claims' |
+    sed "s/^/n$k /" >>"$tmp/claims"
+done
 for p in $pids; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
 pids=""
 t1=$(pgcpu)
@@ -103,3 +127,13 @@ psqlc rebound "SELECT to_char(calls::float8 / $jobs, 'FM990.000'), to_char(total
   FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = 'rebound')
   ORDER BY total_exec_time + total_plan_time DESC LIMIT $top" |
   awk -F'|' '{ printf "%7s %8s %7s %8s %6s %-3s  %s\n", $1, $2, $3, $4, $5, $6, $7 }'
+hzr=$(getconf CLK_TCK 2>/dev/null || echo 100)
+echo "PostgreSQL CPU per job by backend (us; application_name, role by its last statement; pid: ticks):"
+awk -v n="$jobs" -v hz="$hzr" -F'\t' 'FILENAME ~ /be0$/ { split($0, a, " "); t0[a[1]] = a[2]; next }
+  FILENAME ~ /be1$/ { split($0, a, " "); t1[a[1]] = a[2]; next }
+  { d = t1[$1] - t0[$1]; k = $2 " " $3; s[k] += d; all += d; w[k] = w[k] " " $1 ":" d " (" $4 ")" }
+  END { for (k in s) printf "  %-28s %7.0f us/job  %s\n", k, s[k] * 1e6 / hz / n, w[k]
+        printf "  %-28s %7.0f us/job\n", "all backends listed", all * 1e6 / hz / n }' \
+  "$tmp/be0" "$tmp/be1" "$tmp/roles"
+echo "claim statements per job (node, counter, trigger):"
+awk -v n="$jobs" '{ printf "  %s %-60s %.3f\n", $1, $2, $3 / n }' "$tmp/claims"

@@ -13,7 +13,10 @@
  * prefetch (its FETCH needs no round trip to a database): the setting is
  * accepted and changes nothing there, so the same sequences leave the job
  * in its queue, and every worker still gets every job once. States come
- * from JOB; in distributed mode holders and attempts from rb_jobs too. */
+ * from JOB; in distributed mode holders and attempts from rb_jobs too.
+ * In distributed mode one database thread runs a node's batches with
+ * prefetch too: a PUSH arriving while an ACK's batch is held up waits for
+ * it, with no statement of its own. */
 #include "harness.h"
 
 #include <criterion/criterion.h>
@@ -397,3 +400,89 @@ Test(prefetch, many_workers_every_job_once)
 #endif
     rbh_close(adm);
 }
+
+#ifdef RBH_PG
+/* The node's batch statements (push, ACK, claim: tagged so; not the
+ * maintenance thread's calls) waiting for a lock the session with pid
+ * holds. */
+static long blocked_by(PGconn *pc, int pid)
+{
+    char q[200];
+    snprintf(q, sizeof q, "SELECT count(*) FROM pg_stat_activity WHERE %d = ANY(pg_blocking_pids(pid))"
+             " AND query LIKE '/* rb\\_%%'",
+             pid);
+    PGresult *r = PQexec(pc, q);
+    cr_assert(r && PQresultStatus(r) == PGRES_TUPLES_OK, "%s", PQerrorMessage(pc));
+    long n = atol(PQgetvalue(r, 0, 0));
+    PQclear(r);
+    return n;
+}
+
+/* What they run (for a failure's message; leaked). */
+static char *blocked_list(PGconn *pc, int pid)
+{
+    char q[220];
+    snprintf(q, sizeof q, "SELECT string_agg(left(query, 60), ' | ') FROM pg_stat_activity"
+                          " WHERE %d = ANY(pg_blocking_pids(pid))", pid);
+    PGresult *r = PQexec(pc, q);
+    char *v = strdup(r && PQntuples(r) ? PQgetvalue(r, 0, 0) : "?");
+    PQclear(r);
+    return v;
+}
+
+static void exec_ok(PGconn *pc, const char *sql)
+{
+    PGresult *r = PQexec(pc, sql);
+    cr_assert(r && PQresultStatus(r) == PGRES_COMMAND_OK, "%s: %s", sql, PQerrorMessage(pc));
+    PQclear(r);
+}
+
+/* With prefetch too one database thread runs a node's batches (db_thread.c,
+ * issue 29 session 13): a PUSH arriving while a worker's ACK (and the
+ * claim of its next job) is held up in the database waits for that batch
+ * and goes in the next one, with no statement of its own meanwhile (the
+ * threads used to split pushes from the rest: two transactions where one
+ * would do). Both are answered once the lock goes, and the worker's next
+ * FETCH gets the job its ACK claimed. */
+Test(prefetch, a_push_waits_for_the_batch_in_flight)
+{
+    rbh_fault_set("pg.prefetch_hold_ms", hold_ms);
+    start(ON);
+    rbh_conn *w = rbh_connect(&srv, "pw-1"), *p = rbh_connect(&srv, NULL);
+    cr_assert(w && p);
+    push(p, "q", "pfjob-aa");
+    push(p, "q", "pfjob-bb");
+    fetch_is(w, "q", "pfjob-aa");
+    PGconn *lock = PQconnectdb(srv.db), *ctl = PQconnectdb(srv.db);
+    cr_assert(PQstatus(lock) == CONNECTION_OK && PQstatus(ctl) == CONNECTION_OK, "%s",
+              PQerrorMessage(lock));
+    int lpid = PQbackendPID(lock);
+    exec_ok(lock, "BEGIN");
+    exec_ok(lock, "LOCK TABLE rb_jobs IN EXCLUSIVE MODE");
+    const char ack[] = "ACK {\"jid\":\"pfjob-aa\"}\r\n";
+    cr_assert_eq(rbh_send(w, ack, sizeof ack - 1), 0);
+    int64_t until = rbh_now_ms() + 10000;
+    while (blocked_by(ctl, lpid) < 1 && rbh_now_ms() < until)
+        rbh_sleep_ms(10);
+    cr_assert_eq(blocked_by(ctl, lpid), 1, "the ACK's batch did not wait for the lock: %s",
+                 blocked_list(ctl, lpid));
+    const char pj[] = "PUSH {\"jid\":\"pfjob-cc\",\"jobtype\":\"t\",\"args\":[],\"queue\":\"q\"}\r\n";
+    cr_assert_eq(rbh_send(p, pj, sizeof pj - 1), 0);
+    rbh_sleep_ms(500); /* (lets the node take it: a statement it started would show below) */
+    cr_assert_eq(blocked_by(ctl, lpid), 1, "a PUSH arriving meanwhile started a statement of its own: %s",
+                 blocked_list(ctl, lpid));
+    exec_ok(lock, "COMMIT");
+    char *r1 = rbh_reply(w), *r2 = rbh_reply(p);
+    cr_assert(r1 && !strcmp(r1, "+OK"), "ACK: %s", r1 ? r1 : "(none)");
+    cr_assert(r2 && !strcmp(r2, "+OK"), "PUSH: %s", r2 ? r2 : "(none)");
+    free(r1);
+    free(r2);
+    fetch_is(w, "q", "pfjob-bb");
+    assert_working("pfjob-bb", "pw-1", "1");
+    assert_enqueued("pfjob-cc", "0");
+    PQfinish(lock);
+    PQfinish(ctl);
+    rbh_close(w);
+    rbh_close(p);
+}
+#endif

@@ -475,36 +475,24 @@ static void run_batch(rb_pg *pg, rb_pgreq *list, batch_commits *bc, claim_counts
         free(by[k]);
 }
 
-/* With prefetch (pm->split), the first database thread runs the pushes
- * and the others everything else: a worker then needs one request per job
- * (its ACK carries the claim of its next job), and a PUSH no longer waits
- * behind a batch of ACKs and claims to be answered; each side commits on
- * its own (PostgreSQL's group commit shares their WAL flushes). Measured
- * in bench/RESULTS.md (issue 17).
- *
- * Without prefetch one database thread, the first, runs every batch, and
- * the other only the slow requests: the requests that come while a batch
- * runs wait for it and go in the next one, so a commit carries what two
- * threads' commits carried, at about a third less database CPU per job
- * and no less throughput (bench/RESULTS.md, issue 29, session 12: two
- * threads taking batches in turn split the clients' requests between two
- * transactions however long the second waited for the first). */
+/* One database thread, the first, runs every batch, and the other only
+ * the slow requests: the requests that come while a batch runs wait for
+ * it and go in the next one, so a commit carries what two threads'
+ * commits carried, at about a third less database CPU per job and no less
+ * throughput (bench/RESULTS.md, issue 29, session 12: two threads taking
+ * batches in turn split the clients' requests between two transactions
+ * however long the second waited for the first). With prefetch too
+ * (session 13): the threads used to split the work there, pushes on the
+ * first and the rest (ACKs carrying the next claims) on the second, so
+ * that a PUSH never waited behind a batch of ACKs; that cost two commits
+ * where one would do, more database CPU per job than no prefetch at all. */
 
 /* Whether database thread self takes r into a batch: everything but the
  * slow requests (administration and inspection, which run alone:
- * take_slow); without pm->split only the first thread, with it the first
- * thread only the pushes, the others only the rest (unless one of them
- * runs a slow request). mu held. */
-static bool batch_takes(const rb_pgmode *pm, int self, const rb_pgreq *r)
+ * take_slow), and only the first thread. mu held. */
+static bool batch_takes(int self, const rb_pgreq *r)
 {
-    if (r->slow)
-        return false;
-    if (!pm->split)
-        return self == 0;
-    /* while the other side's thread runs a slow request, both sides; a
-     * hand-off claim goes with its push */
-    bool push_side = r->kind == RB_PGR_PUSH || (r->kind == RB_PGR_CLAIM && r->u.claim.hand_tok);
-    return pm->slow_busy || push_side == (self == 0);
+    return !r->slow && self == 0;
 }
 
 /* Takes the requests of pm->todo that batch_takes (every one when all), in
@@ -514,7 +502,7 @@ static rb_pgreq *take_batch(rb_pgmode *pm, int self, bool all)
     rb_pgreq *mine = NULL, **mt = &mine, **pp = &pm->todo;
     while (*pp) {
         rb_pgreq *r = *pp;
-        if (all || batch_takes(pm, self, r)) {
+        if (all || batch_takes(self, r)) {
             *pp = r->next;
             r->next = NULL;
             *mt = r;
@@ -532,14 +520,14 @@ static size_t batch_count(const rb_pgmode *pm, int self)
 {
     size_t n = 0;
     for (const rb_pgreq *r = pm->todo; r; r = r->next)
-        n += batch_takes(pm, self, r);
+        n += batch_takes(self, r);
     return n;
 }
 
 static bool has_batch(const rb_pgmode *pm, int self)
 {
     for (const rb_pgreq *r = pm->todo; r; r = r->next)
-        if (batch_takes(pm, self, r))
+        if (batch_takes(self, r))
             return true;
     return false;
 }
@@ -583,8 +571,8 @@ static void wait_until(rb_pgmode *pm, int64_t until_us)
 }
 
 /* The first slow request queued, taken alone, when thread self may run
- * one: no other thread runs one, and not the first thread (the batches'
- * without prefetch, the pushes' with it) unless it is the only one; else
+ * one: no other thread runs one, and not the first thread (the batches')
+ * unless it is the only one; else
  * NULL. Marks pm->slow_busy. mu held. */
 static rb_pgreq *take_slow(rb_pgmode *pm, int self)
 {
@@ -611,7 +599,7 @@ static rb_pgreq *take_slow(rb_pgmode *pm, int self)
 /* Waits on pm->cv (mu held) for a request, while this thread should probe
  * the link until *probe_at (monotonic us; set DB_PROBE_MS ahead at the
  * first such wait, kept across wake-ups: a thread that takes no batches,
- * the slow requests' without prefetch, is woken by every request posted
+ * the slow requests', is woken by every request posted
  * and must still probe); true when it should probe now. */
 static bool wait_or_probe(rb_pgmode *pm, int self, int64_t *probe_at)
 {

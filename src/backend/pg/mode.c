@@ -159,7 +159,6 @@ int rb_pgmode_open(rb_eng *eng, rb_err *err)
     if (!rc && ((pm->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0 ||
                 pipe(pm->stop_pipe) != 0))
         rc = rb_err_set(err, RB_EIO, "cannot make an eventfd: %s", strerror(errno));
-    pm->split = eng->cfg->storage.prefetch && RB_PGMODE_THREADS > 1;
     mode_link_init(pm);
     for (int i = 0; !rc && i < RB_PGMODE_THREADS; i++) {
         mode_thread_arg *ta = rb_xmalloc(sizeof *ta);

@@ -127,8 +127,6 @@ struct rb_pgmode {
      * no wait) and the batches' average time in the database (us). */
     size_t window_want;
     int64_t window_avg_us;
-    bool split;     /* set before the threads start: prefetch on, the first
-                       database thread runs the pushes (db_thread.c) */
     bool stop;
 
     int efd;
