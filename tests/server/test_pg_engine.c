@@ -2607,6 +2607,84 @@ Test(pg, a_group_is_never_left_idle_with_a_job)
     PQfinish(b);
 }
 
+/* Schema 19: jobs inserted by one statement make their groups ready once
+ * per statement (rb_groups_enqueued over the statement's rows): a group
+ * without a row gets one (with its queue's '' row), an idle one is set
+ * ready, a ready one stays so; a job inserted scheduled, and an ungrouped
+ * one, make no row. */
+Test(pg, one_insert_of_many_grouped_jobs_makes_each_group_ready)
+{
+    PGconn *a = PQconnectdb(url);
+    cr_assert_eq(PQstatus(a), CONNECTION_OK, "%s", PQerrorMessage(a));
+    free(run_on(a, "INSERT INTO rb_groups (queue, grp, ready) VALUES ('rq', '', true),"
+                   " ('rq', 'idle', false), ('rq', 'ready', true)"));
+    free(run_on(a, "INSERT INTO rb_jobs (jid, state, queue, priority, due_ms, enq_ms, reserve_s,"
+                   " json) SELECT 'many-' || i, CASE WHEN g = 'sched' THEN 1 ELSE 2 END, 'rq', 5,"
+                   " 0, 0, 60, CASE WHEN g = '' THEN '{}' ELSE '{\"custom\":{\"group\":\"' ||"
+                   " g || '\"}}' END FROM unnest('{new,idle,ready,new,sched,\"\",idle}'::text[])"
+                   " WITH ORDINALITY AS u(g, i)"));
+    char *v = sql1("SELECT string_agg(grp || ':' || ready, ',' ORDER BY grp) FROM rb_groups"
+                   " WHERE queue = 'rq'");
+    cr_assert_str_eq(v, ":true,idle:true,new:true,ready:true", "%s", v);
+    free(v);
+    /* a new queue's first grouped jobs: its '' row too */
+    free(run_on(a, "INSERT INTO rb_jobs (jid, state, queue, priority, due_ms, enq_ms, reserve_s,"
+                   " json) VALUES ('many-q2-1', 2, 'rq2', 5, 0, 0, 60,"
+                   " '{\"custom\":{\"group\":\"x\"}}'), ('many-q2-2', 2, 'rq2', 5, 0, 0, 60,"
+                   " '{\"custom\":{\"group\":\"y\"}}')"));
+    v = sql1("SELECT string_agg(grp || ':' || ready, ',' ORDER BY grp) FROM rb_groups"
+             " WHERE queue = 'rq2'");
+    cr_assert_str_eq(v, ":true,x:true,y:true", "%s", v);
+    free(v);
+    /* each claimed in turn, every group served */
+    v = run_on(a, "SELECT string_agg(jid, ',' ORDER BY jid) FROM rb_claim_groups('{rq}',"
+                  " '{w1,w2,w3,w4,w5,w6}', 0, NULL, '{0}', '{0}', '{0}', '{0}', '{0}', '{0}')"
+                  " WHERE slot >= 0");
+    cr_assert_str_eq(v, "many-1,many-2,many-3,many-4,many-6,many-7", "%s", v);
+    free(v);
+    PQfinish(a);
+}
+
+/* Schema 19: the claim's look for a hold that is due, and for its queue's
+ * next hold's end, is a probe of rb_groups_held_queue, not a walk of
+ * every group row of the queue (1,000 here): the statements as SQL_CLAIMG
+ * and rb_claim_groups write them, planned generically as the prepared
+ * claim is. */
+Test(pg, a_claim_finds_due_holds_without_walking_the_groups)
+{
+    PGconn *a = PQconnectdb(url);
+    cr_assert_eq(PQstatus(a), CONNECTION_OK, "%s", PQerrorMessage(a));
+    free(run_on(a, "INSERT INTO rb_groups (queue, grp) SELECT 'rq', 'g' || i"
+                   " FROM generate_series(0, 999) i"));
+    free(run_on(a, "INSERT INTO rb_groups (queue, grp, hold, hold_until) VALUES"
+                   " ('rq', 'held', 2, 5000)"));
+    free(run_on(a, "ANALYZE rb_groups"));
+    free(run_on(a, "SET plan_cache_mode = force_generic_plan"));
+    free(run_on(a, "PREPARE due(text[], bigint) AS SELECT EXISTS (SELECT 1 FROM rb_groups h"
+                   " WHERE h.hold <> 0 AND h.hold_until <= $2::bigint AND h.queue ="
+                   " ($1::text[])[1])"));
+    free(run_on(a, "PREPARE next(text) AS SELECT min(h.hold_until) FROM rb_groups h"
+                   " WHERE h.queue = $1 AND h.hold <> 0"));
+    char *v = run_on(a, "EXECUTE due('{rq}', 4999)");
+    cr_assert_str_eq(v, "f");
+    free(v);
+    v = run_on(a, "EXECUTE due('{rq}', 5000)");
+    cr_assert_str_eq(v, "t");
+    free(v);
+    v = run_on(a, "EXECUTE next('rq')");
+    cr_assert_str_eq(v, "5000");
+    free(v);
+    const char *plans[] = {"EXPLAIN (FORMAT JSON) EXECUTE due('{rq}', 5000)",
+                           "EXPLAIN (FORMAT JSON) EXECUTE next('rq')"};
+    for (int i = 0; i < 2; i++) {
+        v = run_on(a, plans[i]);
+        cr_assert(strstr(v, "\"rb_groups_held_queue\""), "%s", v);
+        cr_assert_null(strstr(v, "\"rb_groups_pkey\""), "%s", v);
+        free(v);
+    }
+    PQfinish(a);
+}
+
 /* rb_claim_groups at now for one FETCH of queue rq whose groups have
  * concurrency 1: the job claimed, NULL when none. */
 static char *claim_conc1(PGconn *c, int64_t now)
