@@ -875,18 +875,18 @@ BEGIN
   IF NOT FOUND THEN
     RETURN NULL;
   END IF;
-  UPDATE rb_groups g SET ready = true
-    FROM (SELECT h.queue, h.grp FROM rb_groups h
-          WHERE (h.queue, h.grp) IN (SELECT n.queue, n.grp FROM rb_new_jobs n
-                                     WHERE n.state = 2 AND n.grp <> '')
-            AND NOT h.ready ORDER BY h.queue, h.grp FOR UPDATE OF h) l
-    WHERE g.queue = l.queue AND g.grp = l.grp;
-  WITH m AS (SELECT DISTINCT n.queue, n.grp FROM rb_new_jobs n
-             WHERE n.state = 2 AND n.grp <> '' AND NOT EXISTS (SELECT 1 FROM rb_groups g
-               WHERE g.queue = n.queue AND g.grp = n.grp))
+  -- one probe of each group's row: an idle row set ready, a missing one
+  -- made (with its queue's '' row)
+  WITH s AS MATERIALIZED (SELECT d.queue, d.grp, g.ready
+                          FROM (SELECT DISTINCT n.queue, n.grp FROM rb_new_jobs n
+                                WHERE n.state = 2 AND n.grp <> '') d
+                          LEFT JOIN rb_groups g ON g.queue = d.queue AND g.grp = d.grp
+                          ORDER BY d.queue, d.grp),
+  u AS (UPDATE rb_groups g SET ready = true FROM s
+        WHERE NOT s.ready AND g.queue = s.queue AND g.grp = s.grp)
   INSERT INTO rb_groups (queue, grp)
-    SELECT x.queue, x.grp FROM (SELECT m.queue, '' AS grp FROM m
-                                UNION SELECT m.queue, m.grp FROM m) x
+    SELECT x.queue, x.grp FROM (SELECT s.queue, '' AS grp FROM s WHERE s.ready IS NULL
+                                UNION SELECT s.queue, s.grp FROM s WHERE s.ready IS NULL) x
     ORDER BY 1, 2 ON CONFLICT DO NOTHING;
   RETURN NULL;
 END $$;
