@@ -2607,8 +2607,8 @@ Test(pg, a_group_is_never_left_idle_with_a_job)
     PQfinish(b);
 }
 
-/* Schema 19: jobs inserted by one statement make their groups ready once
- * per statement (rb_groups_enqueued over the statement's rows): a group
+/* Jobs inserted by one statement (a PUSHB, or pushes a node sends
+ * together) make each of their groups ready (rb_group_enqueued): a group
  * without a row gets one (with its queue's '' row), an idle one is set
  * ready, a ready one stays so; a job inserted scheduled, and an ungrouped
  * one, make no row. */

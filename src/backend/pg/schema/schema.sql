@@ -864,33 +864,6 @@ BEGIN
   RETURN NULL;
 END $$;
 
--- rb_groups_enqueued() (function)
-CREATE FUNCTION rb_groups_enqueued() RETURNS trigger
-    LANGUAGE plpgsql
-    AS $$
-BEGIN
-  PERFORM pg_advisory_xact_lock_shared(rb_group_lock(d.queue, d.grp))
-    FROM (SELECT DISTINCT n.queue, n.grp FROM rb_new_jobs n
-          WHERE n.state = 2 AND n.grp <> '' ORDER BY 1, 2) d;
-  IF NOT FOUND THEN
-    RETURN NULL;
-  END IF;
-  -- one probe of each group's row: an idle row set ready, a missing one
-  -- made (with its queue's '' row)
-  WITH s AS MATERIALIZED (SELECT d.queue, d.grp, g.ready
-                          FROM (SELECT DISTINCT n.queue, n.grp FROM rb_new_jobs n
-                                WHERE n.state = 2 AND n.grp <> '') d
-                          LEFT JOIN rb_groups g ON g.queue = d.queue AND g.grp = d.grp
-                          ORDER BY d.queue, d.grp),
-  u AS (UPDATE rb_groups g SET ready = true FROM s
-        WHERE NOT s.ready AND g.queue = s.queue AND g.grp = s.grp)
-  INSERT INTO rb_groups (queue, grp)
-    SELECT x.queue, x.grp FROM (SELECT s.queue, '' AS grp FROM s WHERE s.ready IS NULL
-                                UNION SELECT s.queue, s.grp FROM s WHERE s.ready IS NULL) x
-    ORDER BY 1, 2 ON CONFLICT DO NOTHING;
-  RETURN NULL;
-END $$;
-
 -- rb_groups_maint(bigint, integer) (function)
 CREATE FUNCTION rb_groups_maint(p_now bigint, p_limit integer) RETURNS integer
     LANGUAGE plpgsql
@@ -1229,7 +1202,7 @@ CREATE TRIGGER rb_jobs_debounce_deleted AFTER DELETE ON rb_jobs FOR EACH ROW WHE
 CREATE TRIGGER rb_jobs_debounce_moved AFTER UPDATE OF state ON rb_jobs FOR EACH ROW WHEN (((old.dkey IS NOT NULL) AND (old.state = ANY (ARRAY[1, 2])) AND (new.state <> ALL (ARRAY[1, 2])))) EXECUTE FUNCTION rb_debounce_release();
 
 -- rb_jobs rb_jobs_group_enqueued (trigger)
-CREATE TRIGGER rb_jobs_group_enqueued AFTER UPDATE OF state ON rb_jobs FOR EACH ROW WHEN (((new.state = 2) AND (new.grp <> ''::text))) EXECUTE FUNCTION rb_group_enqueued();
+CREATE TRIGGER rb_jobs_group_enqueued AFTER INSERT OR UPDATE OF state ON rb_jobs FOR EACH ROW WHEN (((new.state = 2) AND (new.grp <> ''::text))) EXECUTE FUNCTION rb_group_enqueued();
 
 -- rb_jobs rb_jobs_group_of (trigger)
 CREATE TRIGGER rb_jobs_group_of BEFORE INSERT ON rb_jobs FOR EACH ROW WHEN (((new.grp = ''::text) AND (new.json ~~ '%"group"%'::text))) EXECUTE FUNCTION rb_group_of_job();
@@ -1239,9 +1212,6 @@ CREATE TRIGGER rb_jobs_group_slot_deleted AFTER DELETE ON rb_jobs FOR EACH ROW W
 
 -- rb_jobs rb_jobs_group_slot_moved (trigger)
 CREATE TRIGGER rb_jobs_group_slot_moved AFTER UPDATE OF state ON rb_jobs FOR EACH ROW WHEN (((old.state = 3) AND (new.state <> 3) AND (((old.flags)::integer & 4) <> 0))) EXECUTE FUNCTION rb_group_slot_freed();
-
--- rb_jobs rb_jobs_groups_inserted (trigger)
-CREATE TRIGGER rb_jobs_groups_inserted AFTER INSERT ON rb_jobs REFERENCING NEW TABLE AS rb_new_jobs FOR EACH STATEMENT EXECUTE FUNCTION rb_groups_enqueued();
 
 -- rb_jobs rb_jobs_track_deleted (trigger)
 CREATE TRIGGER rb_jobs_track_deleted AFTER DELETE ON rb_jobs FOR EACH ROW WHEN (old.trk) EXECUTE FUNCTION rb_track_gone();
