@@ -2649,7 +2649,7 @@ Test(pg, one_insert_of_many_grouped_jobs_makes_each_group_ready)
  * next hold's end, is a probe of rb_groups_held_queue, not a walk of
  * every group row of the queue (1,000 here): the statements as SQL_CLAIMG
  * and rb_claim_groups write them, planned generically as the prepared
- * claim is. */
+ * claim is, on a table not analyzed since its rows came. */
 Test(pg, a_claim_finds_due_holds_without_walking_the_groups)
 {
     PGconn *a = PQconnectdb(url);
@@ -2658,7 +2658,9 @@ Test(pg, a_claim_finds_due_holds_without_walking_the_groups)
                    " FROM generate_series(0, 999) i"));
     free(run_on(a, "INSERT INTO rb_groups (queue, grp, hold, hold_until) VALUES"
                    " ('rq', 'held', 2, 5000)"));
-    free(run_on(a, "ANALYZE rb_groups"));
+    /* not analyzed, as in a queue whose groups came since autovacuum last
+     * looked: without the index the planner walks the queue's primary key
+     * prefix (1,001 rows) */
     free(run_on(a, "SET plan_cache_mode = force_generic_plan"));
     free(run_on(a, "PREPARE due(text[], bigint) AS SELECT EXISTS (SELECT 1 FROM rb_groups h"
                    " WHERE h.hold <> 0 AND h.hold_until <= $2::bigint AND h.queue ="

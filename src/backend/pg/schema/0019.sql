@@ -3,8 +3,9 @@
 --
 -- A queue's holds by their end. The claim asks whether one of its queue's
 -- holds is due (before it takes a round) and when the next one ends (its
--- -2 row); both read rb_groups by the queue's prefix of the primary key,
--- every group row of the queue (1,001 rows, 19 pages per claim with 1,000
+-- -2 row); on a table not analyzed since its groups came (a new queue's)
+-- both read rb_groups by the queue's prefix of the primary key, every
+-- group row of the queue (1,001 rows, 19 pages per claim with 1,000
 -- groups). With this index each is one probe of the held rows.
 -- rb_groups_held (hold_until, every queue) stays for maintenance.
 CREATE INDEX rb_groups_held_queue ON rb_groups (queue, hold_until) WHERE hold <> 0;
