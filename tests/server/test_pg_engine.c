@@ -10,9 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
 #include <libpq-fe.h>
 
 #include "backend/pg/sql.h"
+#include "backend/pg/sql_impl.h"
 #include "common/buf.h"
 #include "common/timeutil.h"
 #include "pg_harness.h"
@@ -2605,6 +2607,169 @@ Test(pg, a_group_is_never_left_idle_with_a_job)
     free(jid);
     PQfinish(a);
     PQfinish(b);
+}
+
+/* Jobs inserted by one statement (a PUSHB, or pushes a node sends
+ * together) make each of their groups ready (rb_group_enqueued): a group
+ * without a row gets one (with its queue's '' row), an idle one is set
+ * ready, a ready one stays so; a job inserted scheduled, and an ungrouped
+ * one, make no row. */
+Test(pg, one_insert_of_many_grouped_jobs_makes_each_group_ready)
+{
+    PGconn *a = PQconnectdb(url);
+    cr_assert_eq(PQstatus(a), CONNECTION_OK, "%s", PQerrorMessage(a));
+    free(run_on(a, "INSERT INTO rb_groups (queue, grp, ready) VALUES ('rq', '', true),"
+                   " ('rq', 'idle', false), ('rq', 'ready', true)"));
+    free(run_on(a, "INSERT INTO rb_jobs (jid, state, queue, priority, due_ms, enq_ms, reserve_s,"
+                   " json) SELECT 'many-' || i, CASE WHEN g = 'sched' THEN 1 ELSE 2 END, 'rq', 5,"
+                   " 0, 0, 60, CASE WHEN g = '' THEN '{}' ELSE '{\"custom\":{\"group\":\"' ||"
+                   " g || '\"}}' END FROM unnest('{new,idle,ready,new,sched,\"\",idle}'::text[])"
+                   " WITH ORDINALITY AS u(g, i)"));
+    char *v = sql1("SELECT string_agg(grp || ':' || ready, ',' ORDER BY grp) FROM rb_groups"
+                   " WHERE queue = 'rq'");
+    cr_assert_str_eq(v, ":true,idle:true,new:true,ready:true", "%s", v);
+    free(v);
+    /* a new queue's first grouped jobs: its '' row too */
+    free(run_on(a, "INSERT INTO rb_jobs (jid, state, queue, priority, due_ms, enq_ms, reserve_s,"
+                   " json) VALUES ('many-q2-1', 2, 'rq2', 5, 0, 0, 60,"
+                   " '{\"custom\":{\"group\":\"x\"}}'), ('many-q2-2', 2, 'rq2', 5, 0, 0, 60,"
+                   " '{\"custom\":{\"group\":\"y\"}}')"));
+    v = sql1("SELECT string_agg(grp || ':' || ready, ',' ORDER BY grp) FROM rb_groups"
+             " WHERE queue = 'rq2'");
+    cr_assert_str_eq(v, ":true,x:true,y:true", "%s", v);
+    free(v);
+    /* each claimed in turn, every group served */
+    v = run_on(a, "SELECT string_agg(jid, ',' ORDER BY jid) FROM rb_claim_groups('{rq}',"
+                  " '{w1,w2,w3,w4,w5,w6}', 0, NULL, '{0}', '{0}', '{0}', '{0}', '{0}', '{0}')"
+                  " WHERE slot >= 0");
+    cr_assert_str_eq(v, "many-1,many-2,many-3,many-4,many-6,many-7", "%s", v);
+    free(v);
+    PQfinish(a);
+}
+
+/* Schema 19: the claim's look for a hold that is due, and for its queue's
+ * next hold's end, is a probe of rb_groups_held_queue, not a walk of
+ * every group row of the queue (1,000 here): the statements as SQL_CLAIMG
+ * and rb_claim_groups write them, planned generically as the prepared
+ * claim is, on a table not analyzed since its rows came. */
+Test(pg, a_claim_finds_due_holds_without_walking_the_groups)
+{
+    PGconn *a = PQconnectdb(url);
+    cr_assert_eq(PQstatus(a), CONNECTION_OK, "%s", PQerrorMessage(a));
+    free(run_on(a, "INSERT INTO rb_groups (queue, grp) SELECT 'rq', 'g' || i"
+                   " FROM generate_series(0, 999) i"));
+    free(run_on(a, "INSERT INTO rb_groups (queue, grp, hold, hold_until) VALUES"
+                   " ('rq', 'held', 2, 5000)"));
+    /* not analyzed, as in a queue whose groups came since autovacuum last
+     * looked: without the index the planner walks the queue's primary key
+     * prefix (1,001 rows) */
+    free(run_on(a, "SET plan_cache_mode = force_generic_plan"));
+    free(run_on(a, "PREPARE due(text[], bigint) AS SELECT EXISTS (SELECT 1 FROM rb_groups h"
+                   " WHERE h.hold <> 0 AND h.hold_until <= $2::bigint AND h.queue ="
+                   " ($1::text[])[1])"));
+    free(run_on(a, "PREPARE next(text) AS SELECT min(h.hold_until) FROM rb_groups h"
+                   " WHERE h.queue = $1 AND h.hold <> 0"));
+    char *v = run_on(a, "EXECUTE due('{rq}', 4999)");
+    cr_assert_str_eq(v, "f");
+    free(v);
+    v = run_on(a, "EXECUTE due('{rq}', 5000)");
+    cr_assert_str_eq(v, "t");
+    free(v);
+    v = run_on(a, "EXECUTE next('rq')");
+    cr_assert_str_eq(v, "5000");
+    free(v);
+    const char *plans[] = {"EXPLAIN (FORMAT JSON) EXECUTE due('{rq}', 5000)",
+                           "EXPLAIN (FORMAT JSON) EXECUTE next('rq')"};
+    for (int i = 0; i < 2; i++) {
+        v = run_on(a, plans[i]);
+        cr_assert(strstr(v, "\"rb_groups_held_queue\""), "%s", v);
+        cr_assert_null(strstr(v, "\"rb_groups_pkey\""), "%s", v);
+        free(v);
+    }
+    PQfinish(a);
+}
+
+/* The most rows one scan of index ix returned per loop in EXPLAIN (FORMAT
+ * JSON)'s plan node p and below. */
+static double max_rows_on(json_t *p, const char *ix)
+{
+    double m = 0;
+    json_t *name = json_object_get(p, "Index Name");
+    if (name && !strcmp(json_string_value(name), ix))
+        m = json_number_value(json_object_get(p, "Actual Rows"));
+    json_t *kids = json_object_get(p, "Plans"), *k;
+    size_t i;
+    json_array_foreach(kids, i, k)
+    {
+        double r = max_rows_on(k, ix);
+        m = r > m ? r : m;
+    }
+    return m;
+}
+
+/* SQL_CLAIMG's round that stops short of its FETCHes (fewer groups with
+ * jobs than FETCHes, enough runnable groups not to hand over to
+ * rb_claim_groups) asks whether a group it served has another job: one
+ * probe per served group, not a walk of the queue's ready index from its
+ * first group (the generic plan of a semi join did that, session 13: 900
+ * index entries here). 300 groups of 3 jobs, 150 ready groups without
+ * any, 360 FETCHes from the cursor g290: 300 claimed and a -2 row at now
+ * (claim again), in the generic plan the engine's prepared statement gets
+ * on tables not analyzed since their rows came. */
+Test(pg, a_short_round_probes_its_groups_for_more_jobs)
+{
+    PGconn *a = PQconnectdb(url);
+    cr_assert_eq(PQstatus(a), CONNECTION_OK, "%s", PQerrorMessage(a));
+    free(run_on(a, "INSERT INTO rb_jobs (jid, state, queue, priority, due_ms, enq_ms, reserve_s,"
+                   " json) SELECT 'short-' || i, 2, 'sq', 5, 0, 0, 60,"
+                   " '{\"custom\":{\"group\":\"g' || lpad((i % 300)::text, 3, '0') || '\"}}'"
+                   " FROM generate_series(0, 899) i"));
+    free(run_on(a, "INSERT INTO rb_groups (queue, grp) SELECT 'sq', 'a' || lpad(i::text, 3, '0')"
+                   " FROM generate_series(0, 149) i"));
+    free(run_on(a, "SET plan_cache_mode = force_generic_plan"));
+    rb_buf q = {0};
+    rb_buf_printf(&q, "PREPARE c(text[], text[], bigint, text[], int[], int[], bigint[], int[],"
+                      " bigint[], bigint[]) AS %s", sql_stmt_sql(SQL_CLAIMG));
+    free(run_on(a, q.data));
+    rb_buf_reset(&q);
+    rb_buf_printf(&q, "EXECUTE c('{sq}', '{");
+    for (int i = 0; i < 360; i++)
+        rb_buf_printf(&q, "%sw%d", i ? "," : "", i);
+    rb_buf_printf(&q, "}', 1000, '{g290}', '{0}', '{0}', '{0}', '{0}', '{0}', '{0}')");
+    char *exec = strdup(q.data);
+    rb_buf_reset(&q);
+    free(run_on(a, "BEGIN"));
+    rb_buf_printf(&q, "EXPLAIN (ANALYZE, FORMAT JSON) %s", exec);
+    char *plan = run_on(a, q.data);
+    free(run_on(a, "ROLLBACK"));
+    json_error_t je;
+    json_t *doc = json_loads(plan, 0, &je);
+    cr_assert_not_null(doc, "%s", je.text);
+    json_t *root = json_object_get(json_array_get(doc, 0), "Plan");
+    double walked = max_rows_on(root, "rb_jobs_group_ready");
+    cr_assert(walked < 10, "a scan of the ready index returned %.0f rows: %s", walked, plan);
+    json_decref(doc);
+    free(plan);
+    /* what it returns */
+    free(run_on(a, "BEGIN"));
+    PGresult *r = PQexec(a, exec);
+    cr_assert_eq(PQresultStatus(r), PGRES_TUPLES_OK, "%s", PQerrorMessage(a));
+    int claimed = 0, again = 0;
+    for (int i = 0; i < PQntuples(r); i++) {
+        int slot = atoi(PQgetvalue(r, i, 0));
+        claimed += slot >= 0;
+        if (slot == -2) {
+            again++;
+            cr_assert_str_eq(PQgetvalue(r, i, 3), "1000", "the -2 row's time");
+        }
+    }
+    PQclear(r);
+    free(run_on(a, "ROLLBACK"));
+    cr_assert_eq(claimed, 300);
+    cr_assert_eq(again, 1);
+    free(exec);
+    rb_buf_release(&q);
+    PQfinish(a);
 }
 
 /* rb_claim_groups at now for one FETCH of queue rq whose groups have

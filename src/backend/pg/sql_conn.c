@@ -103,7 +103,9 @@ static const char *const sql_stmt_text[SQL_STMT_COUNT] = {
      * a hold due, a group with limits in the round, or fewer runnable
      * groups than FETCHes (later passes); a -2 row at now asks for another
      * claim when the round stopped short of its FETCHes while a group it
-     * served has another job or it did not see every runnable group */
+     * served has another job or it did not see every runnable group (a
+     * probe per served group, LATERAL: as a semi join the generic plan
+     * walked the queue's ready index from its first group, session 13) */
     [SQL_CLAIMG] = "/* rb_claim_groups, one queue */ WITH a AS MATERIALIZED (SELECT"
                   " ($1::text[])[1] AS q, ($4::text[])[1] AS cur, coalesce(($5::int[])[1], 0) AS"
                   " qc, coalesce(($6::int[])[1], 0) AS qr, cardinality($2::text[]) AS need, EXISTS"
@@ -144,9 +146,9 @@ static const char *const sql_stmt_text[SQL_STMT_COUNT] = {
                   " upd.ord) u UNION ALL SELECT -1, p.jid, NULL, 0, ($1::text[])[1], p.grp FROM"
                   " picked p WHERE p.gone UNION ALL SELECT -2, NULL, NULL, x.at, a.q, NULL FROM a,"
                   " LATERAL (SELECT least( CASE WHEN (SELECT count(*) FROM cand) >= 2 * a.need + 8"
-                  " OR EXISTS (SELECT 1 FROM picked p WHERE NOT p.gone AND EXISTS (SELECT 1 FROM"
-                  " rb_jobs r WHERE r.queue = a.q AND r.grp = p.grp AND r.state = 2 AND r.jid <>"
-                  " p.jid)) THEN $3::bigint END, (SELECT min(h.hold_until) FROM rb_groups h WHERE"
+                  " OR EXISTS (SELECT 1 FROM picked p CROSS JOIN LATERAL (SELECT 1 FROM rb_jobs"
+                  " r WHERE r.queue = a.q AND r.grp = p.grp AND r.state = 2 AND r.jid <> p.jid"
+                  " LIMIT 1) o WHERE NOT p.gone) THEN $3::bigint END, (SELECT min(h.hold_until) FROM rb_groups h WHERE"
                   " h.queue = a.q AND h.hold <> 0)) AS at) x WHERE NOT a.paused AND NOT (SELECT"
                   " fb.v FROM fb) AND x.at IS NOT NULL AND (SELECT count(*) FROM picked p WHERE"
                   " NOT p.gone) < a.need UNION ALL SELECT * FROM rb_claim_groups($1::text[],"
@@ -244,6 +246,11 @@ static const char *const sql_stmt_text[SQL_STMT_COUNT] = {
                            " FOR UPDATE SKIP LOCKED)"
                            " DELETE FROM rb_workers w USING d WHERE w.wid = d.wid",
 };
+
+const char *sql_stmt_sql(sql_stmt s)
+{
+    return (unsigned)s < SQL_STMT_COUNT ? sql_stmt_text[s] : NULL;
+}
 
 #define SQL_BACKOFF_FIRST_MS 100
 #define SQL_BACKOFF_MAX_MS 5000

@@ -41,6 +41,10 @@ typedef enum sql_stmt {
     SQL_STMT_COUNT
 } sql_stmt;
 
+/* Statement s's SQL text (static storage; NULL for no statement), for
+ * tests that plan it as the engine prepares it. */
+const char *sql_stmt_sql(sql_stmt s);
+
 /* A batch event noted inside a transaction (sql_batch.c). */
 typedef struct sql_batch_ev {
     char *bid;
