@@ -8,8 +8,10 @@
 
 #include "common/check.h"
 
-static const char *const known[] = {"sqlite.fault_file", "pg.batch_fault", "pg.tick_ms", "pg.prefetch_hold_ms",
-                                    "cron.clock_offset_ms", "cron.clock_rate"};
+static const char *const known[] = {"sqlite.fault_file",    "pg.batch_fault",
+                                    "pg.tick_ms",           "pg.prefetch_hold_ms",
+                                    "pg.claim_pause_ms",    "cron.clock_offset_ms",
+                                    "cron.clock_rate"};
 #define N_KNOWN (sizeof known / sizeof *known)
 
 static char *values[N_KNOWN];

@@ -14,6 +14,9 @@
  *                         (backend/pg/maint_thread.c)
  *   pg.prefetch_hold_ms   how long a prefetched job waits for its worker's
  *                         FETCH (backend/pg/prefetch.c; 500 by default)
+ *   pg.claim_pause_ms     the loop thread stops that long before the reply
+ *                         of the first job a claim got, as a paused node
+ *                         (backend/pg/fetch.c)
  *   cron.clock_offset_ms  added to the cron clock (server/cron.c)
  *   cron.clock_rate       the cron clock runs this many times faster
  *

@@ -222,3 +222,35 @@ Test(handoff, a_push_notifies_only_when_another_node_has_a_fetch_parked)
     rbh_close(wa);
     rbh_close(p);
 }
+
+/* A node paused between a claim's COMMIT and its reply (SIGSTOP, a
+ * stalled VM) must not hand out a job whose lease ran out meanwhile: any
+ * node's reaper may have taken it and another worker run it. The fault
+ * pg.claim_pause_ms stops the node's loop thread 2.5 s before the reply
+ * of the first job a claim got; the job's lease is 1 s, so the node's own
+ * maintenance reaps it (retry 0: discarded) while the reply waits. The FETCH
+ * is not given the job: it claims again and finds nothing. */
+Test(handoff, a_claim_whose_lease_ran_out_before_its_reply_is_not_handed_out)
+{
+    rbh_fault_set("pg.claim_pause_ms", "2500");
+    launch(&a, NULL);
+    rbh_conn *w = rbh_connect(&a, "hw-late"), *p = rbh_connect(&a, NULL);
+    cr_assert(w && p);
+    cr_assert(rbh_expect(p, "+OK", "PUSH {\"jid\":\"late-00001\",\"jobtype\":\"h\",\"args\":[],"
+                                   "\"queue\":\"lq\",\"reserve_for\":1,\"retry\":0}"));
+    char *jid = rbh_fetch_jid(w, "lq");
+    cr_assert_null(jid, "the FETCH got %s after its lease ran out", jid);
+    /* the reaper's ReservationExpired, retry 0: discarded, not run */
+    cr_assert_eq(rbh_info_int(p, "faktory.total_failures"), 1, "the reaper did not take it");
+    cr_assert_eq(rbh_info_int(p, "faktory.total_processed"), 0);
+    bool logged = false;
+    FILE *f = fopen(a.log, "r");
+    cr_assert_not_null(f);
+    char line[1024];
+    while (fgets(line, sizeof line, f))
+        logged |= strstr(line, "late-00001: claimed") && strstr(line, "not handed out");
+    fclose(f);
+    cr_assert(logged, "no 'not handed out' line in %s", a.log);
+    rbh_close(w);
+    rbh_close(p);
+}

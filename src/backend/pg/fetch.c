@@ -10,13 +10,16 @@
 #include "backend/pg/mode_impl.h"
 
 #include "engine/engine.h"
+#include "engine/jobdef.h"
 
 #include <event2/event.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <time.h>
 
 #include "common/buf.h"
+#include "common/fault.h"
 #include "common/timeutil.h"
 #include "common/log.h"
 
@@ -291,6 +294,44 @@ static void release_job(rb_eng *eng, rb_pgreq *claim)
     mode_release_claimed(eng, claim->u.claim.job.jid, claim->wid);
 }
 
+/* Whether the job claim r got may have outlived its lease before its
+ * reply: the node was paused (SIGSTOP, a stalled VM or disk) between the
+ * claim's COMMIT and now. The lease began at or after r->now (the claim,
+ * or the push that handed the job, read the clock after the request was
+ * posted) and lasts the job's reserve_for, a second at the least; once it
+ * may have ended, any node's reaper may have taken the job and another
+ * worker run and acknowledged it, so the job is not handed out (its
+ * release, by holder, puts it back if nobody took it). */
+static bool claim_outlived(rb_eng *eng, const rb_pgreq *r)
+{
+    int64_t now = rb_now_ms(), late = now - r->now;
+    if (late < 1000 || !r->u.claim.job.json)
+        return false;
+    json_t *job = json_loads(r->u.claim.job.json, 0, NULL);
+    if (!job)
+        return false;
+    rb_job_fields f;
+    rb_job_fields_read(job, now, (int)eng->cfg->server.reserve_for_s, &f);
+    json_decref(job);
+    if (late < (int64_t)f.reserve_s * 1000)
+        return false;
+    rb_log(RB_LOG_WARN,
+           "job %s: claimed %lld ms ago, longer than its %d s lease (was this node paused?): "
+           "not handed out, left to its lease",
+           r->u.claim.job.jid, (long long)late, f.reserve_s);
+    return true;
+}
+
+/* A claim's job to drop rather than hand out (fetch_wanted false: no
+ * FETCH waits for it; or claim_outlived): released. Whether it was. */
+static bool claim_dropped(rb_eng *eng, rb_pgreq *r, bool wanted)
+{
+    if (wanted && !claim_outlived(eng, r))
+        return false;
+    release_job(eng, r);
+    return true;
+}
+
 /* The first claim of a FETCH (the job engine's op in r->data) is done:
  * its results to the op, which replies or parks the connection; a wake-up
  * that went by meanwhile claims again for it. */
@@ -310,19 +351,20 @@ static void op_claim_done(rb_eng *eng, rb_pgreq *r)
         return;
     }
     op->applied = RB_ENG_APPLIED;
-    bool got = r->u.claim.got;
-    if (!got) {
-        arm_throttle_wake(eng, r->u.claim.wake_at);
-        parked_note(eng); /* the op parks */
-    }
-    if (got && !rb_eng_fetch_wanted(op)) {
-        release_job(eng, r);
+    bool got = r->u.claim.got, wanted = rb_eng_fetch_wanted(op), stale = false;
+    if (got && claim_dropped(eng, r, wanted)) {
+        stale = wanted; /* the FETCH waits on: it claims again */
+        got = false;
     } else if (got) {
         op->u.fetch.jid = r->u.claim.job.jid;
         op->u.fetch.job = r->u.claim.job.json;
         r->u.claim.job.jid = r->u.claim.job.json = NULL;
     }
-    bool missed = r->u.claim.seq != rb_pgm_of(eng)->notify_seq; /* a wake-up went by */
+    if (!r->u.claim.got || stale) {
+        arm_throttle_wake(eng, r->u.claim.wake_at);
+        parked_note(eng); /* the op parks */
+    }
+    bool missed = stale || r->u.claim.seq != rb_pgm_of(eng)->notify_seq; /* a wake-up went by */
     mode_req_free(r);
     rb_eng_complete(eng, op);
     if (!got && missed)
@@ -338,11 +380,11 @@ static void parked_claim_done(rb_eng *eng, rb_pgreq *r)
     rb_eng_op *op = r->data;
     r->u.claim.queues = NULL; /* the op's */
     r->u.claim.nq = 0;
-    bool parks = false;
+    bool parks = false, stale = false, wanted = rb_eng_fetch_wanted(op);
     if (r->rc) /* logged; the op stays parked: the next wake claims again */
         rb_pgmode_storage_error(eng, r);
-    else if (r->u.claim.got && !rb_eng_fetch_wanted(op))
-        release_job(eng, r);
+    else if (r->u.claim.got && claim_dropped(eng, r, wanted))
+        parks = stale = wanted; /* the FETCH waits on: it claims again */
     else if (r->u.claim.got) {
         op->u.fetch.jid = r->u.claim.job.jid;
         op->u.fetch.job = r->u.claim.job.json;
@@ -355,11 +397,28 @@ static void parked_claim_done(rb_eng *eng, rb_pgreq *r)
     rb_eng_fetch_tried(eng, op);
     if (parks)
         parked_note(eng);
+    if (stale)
+        rb_pgmode_wake(eng, NULL, 0);
+}
+
+/* The fault pg.claim_pause_ms (common/fault.h): the loop thread stops
+ * that long before its first claimed job's reply, as a paused node does. */
+static void fault_pause(const rb_pgreq *r)
+{
+    static bool paused; /* the loop thread's */
+    long long ms = paused || !r->u.claim.got ? 0 : rb_fault_int("pg.claim_pause_ms", 0);
+    if (ms > 0) {
+        paused = true;
+        struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+        while (nanosleep(&ts, &ts) != 0)
+            ;
+    }
 }
 
 /* A claim is done: a FETCH's first (op_claim_done), or a parked FETCH's. */
 static void fetch_done(rb_eng *eng, rb_pgreq *r)
 {
+    fault_pause(r);
     mode_round *w = r->u.claim.round;
     if (!w) {
         op_claim_done(eng, r);
