@@ -70,7 +70,7 @@ typedef struct mode_pre {
     char **queues; /* the FETCH queue list it was claimed for */
     int nq;
     rb_pg_claimed job;
-    int64_t at_ms; /* when it came back */
+    int64_t at_ms; /* when its claim was posted (wall clock ms) */
 } mode_pre;
 
 /* A worker id's last FETCH queue list (prefetch.c). */

@@ -156,6 +156,11 @@ bool mode_prefetch_take(rb_eng *eng, const char *wid, char *const *queues, int n
             i++;
             continue;
         }
+        if (rb_now_ms() - p->at_ms >= hold_ms()) { /* held too long (a paused node): back */
+            if (!drop_held(eng, i))
+                i++;
+            continue;
+        }
         *jid = p->job.jid;
         *json = p->job.json;
         forget_held(pm, i, true);
@@ -219,7 +224,8 @@ static void claim_done(rb_eng *eng, rb_pgreq *r)
         r->u.claim.nq = 0;
         p->job = r->u.claim.job;
         memset(&r->u.claim.job, 0, sizeof r->u.claim.job);
-        p->at_ms = rb_now_ms();
+        p->at_ms = r->now; /* its lease began at or after this: a node paused
+                              meanwhile holds it no longer than from here */
         arm_expiry(eng);
     }
     mode_req_free(r);
