@@ -75,6 +75,13 @@ static int64_t hold_ms(void)
     return rb_fault_int("pg.prefetch_hold_ms", RB_PGMODE_PREFETCH_HOLD_MS);
 }
 
+/* Whether held job p waited its hold out at now (wall clock ms): it goes
+ * back rather than to its worker. */
+static bool held_out(const mode_pre *p, int64_t now)
+{
+    return now - p->at_ms >= hold_ms();
+}
+
 /* The entry of wid in pm->last, or NULL. */
 static mode_last *last_of(rb_pgmode *pm, const char *wid)
 {
@@ -156,7 +163,7 @@ bool mode_prefetch_take(rb_eng *eng, const char *wid, char *const *queues, int n
             i++;
             continue;
         }
-        if (rb_now_ms() - p->at_ms >= hold_ms()) { /* held too long (a paused node): back */
+        if (held_out(p, rb_now_ms())) { /* (a paused node): back */
             if (!drop_held(eng, i))
                 i++;
             continue;
@@ -181,7 +188,7 @@ static void on_expiry(evutil_socket_t fd, short what, void *arg)
     rb_pgmode *pm = rb_pgm_of(eng);
     int64_t now = rb_now_ms();
     for (size_t i = 0; i < pm->n_pre;) {
-        if (now - pm->pre[i].at_ms >= hold_ms() && drop_held(eng, i))
+        if (held_out(&pm->pre[i], now) && drop_held(eng, i))
             pm->prefetch_expired++;
         else
             i++;
