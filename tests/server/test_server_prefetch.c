@@ -300,6 +300,41 @@ Test(prefetch, kill_9_leaves_the_job_reserved_not_lost)
     rbh_close(w2);
 }
 
+/* A node paused (SIGSTOP, a stalled VM) after the ACK's transaction
+ * claimed the next job and before it held it, for longer than that job's
+ * lease: the maintenance thread's reaper takes the job meanwhile (1 s
+ * lease, retry 0: discarded). When the node runs again its hold counts
+ * from the claim's posting, so the worker's FETCH does not get the job the
+ * reaper took (it would run a job already failed and possibly run
+ * elsewhere). A single node holds nothing: the FETCH gets the job. */
+Test(prefetch, a_node_paused_past_the_lease_hands_out_no_held_job)
+{
+    /* the hold is its default 0.5 s, shorter than any lease: a hold as
+     * long as the lease (the other tests' 20 s) could outlast it */
+    rbh_fault_set("pg.prefetch_pause_ms", "2500");
+    start(ON);
+    rbh_conn *w = rbh_connect(&srv, "pw-p"), *adm = rbh_connect(&srv, NULL);
+    cr_assert(w && adm);
+    push(adm, "q", "pfjob-aa");
+    cr_assert(rbh_expect(adm, "+OK", "PUSH {\"jid\":\"pfjob-bb\",\"jobtype\":\"t\",\"args\":[],"
+                                     "\"queue\":\"q\",\"reserve_for\":1,\"retry\":0}"));
+    fetch_is(w, "q", "pfjob-aa");
+    cr_assert(rbh_expect(w, "+OK", "ACK {\"jid\":\"pfjob-aa\"}"));
+#ifdef RBH_PG
+    char *jid = rbh_fetch_jid(w, "q");
+    cr_assert_null(jid, "the FETCH got %s after its lease ran out", jid);
+    /* the reaper's ReservationExpired, retry 0: discarded, not run */
+    cr_assert_eq(rbh_info_int(adm, "faktory.total_failures"), 1, "the reaper did not take it");
+    cr_assert_eq(rbh_info_int(adm, "faktory.total_processed"), 1);
+    expect_prefetch(adm, "hits", 0);
+    expect_prefetch(adm, "held", 0);
+#else
+    fetch_is(w, "q", "pfjob-bb");
+#endif
+    rbh_close(w);
+    rbh_close(adm);
+}
+
 Test(prefetch, off_by_default_claims_nothing_ahead)
 {
     start(NULL); /* the default */

@@ -401,24 +401,26 @@ static void parked_claim_done(rb_eng *eng, rb_pgreq *r)
         rb_pgmode_wake(eng, NULL, 0);
 }
 
-/* The fault pg.claim_pause_ms (common/fault.h): the loop thread stops
- * that long before its first claimed job's reply, as a paused node does. */
-static void fault_pause(const rb_pgreq *r)
+/* The fault named (pg.claim_pause_ms, pg.prefetch_pause_ms; common/fault.h):
+ * the loop thread stops that long, once per fault and process, when the
+ * claim got a job, as a paused node does between its COMMIT and its reply. */
+void mode_fault_pause(const char *name, bool got)
 {
-    static bool paused; /* the loop thread's */
-    long long ms = paused || !r->u.claim.got ? 0 : rb_fault_int("pg.claim_pause_ms", 0);
-    if (ms > 0) {
-        paused = true;
-        struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
-        while (nanosleep(&ts, &ts) != 0)
-            ;
-    }
+    static bool paused[2]; /* the loop thread's: the faults spent */
+    bool *spent = &paused[strcmp(name, "pg.claim_pause_ms") != 0];
+    long long ms = got && !*spent ? rb_fault_int(name, 0) : 0;
+    if (ms <= 0)
+        return;
+    *spent = true;
+    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0)
+        ;
 }
 
 /* A claim is done: a FETCH's first (op_claim_done), or a parked FETCH's. */
 static void fetch_done(rb_eng *eng, rb_pgreq *r)
 {
-    fault_pause(r);
+    mode_fault_pause("pg.claim_pause_ms", r->u.claim.got);
     mode_round *w = r->u.claim.round;
     if (!w) {
         op_claim_done(eng, r);

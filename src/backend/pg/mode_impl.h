@@ -222,6 +222,9 @@ void mode_req_free(rb_pgreq *r);
 /* Puts back at once a job claimed for wid (NULL: none) that nobody will
  * get, without consuming its attempt (a request of its own). */
 void mode_release_claimed(rb_eng *eng, const char *jid, const char *wid);
+/* The test fault name (a constant: pg.claim_pause_ms or pg.prefetch_pause_ms)
+ * stops the loop thread once, when got (fetch.c). */
+void mode_fault_pause(const char *name, bool got);
 /* Whether [storage] prefetch is on. */
 bool mode_prefetch_on(const rb_eng *eng);
 /* A FETCH of wid (NULL: none) named queues: remembered for its ACKs. */

@@ -220,6 +220,7 @@ static void arm_expiry(rb_eng *eng)
 static void claim_done(rb_eng *eng, rb_pgreq *r)
 {
     rb_pgmode *pm = rb_pgm_of(eng);
+    mode_fault_pause("pg.prefetch_pause_ms", !r->rc && r->u.claim.got);
     if (!r->rc && r->u.claim.got) {
         pm->pre = rb_xrealloc(pm->pre, (pm->n_pre + 1) * sizeof *pm->pre);
         mode_pre *p = &pm->pre[pm->n_pre++];
