@@ -10,8 +10,8 @@
 
 static const char *const known[] = {"sqlite.fault_file",    "pg.batch_fault",
                                     "pg.tick_ms",           "pg.prefetch_hold_ms",
-                                    "pg.claim_pause_ms",    "cron.clock_offset_ms",
-                                    "cron.clock_rate"};
+                                    "pg.claim_pause_ms",    "pg.leader_lease_ms",
+                                    "cron.clock_offset_ms", "cron.clock_rate"};
 #define N_KNOWN (sizeof known / sizeof *known)
 
 static char *values[N_KNOWN];

@@ -17,6 +17,8 @@
  *   pg.claim_pause_ms     the loop thread stops that long before the reply
  *                         of the first job a claim got, as a paused node
  *                         (backend/pg/fetch.c)
+ *   pg.leader_lease_ms    the leader lease's length in ms (backend/pg/leader.c;
+ *                         5000 by default)
  *   cron.clock_offset_ms  added to the cron clock (server/cron.c)
  *   cron.clock_rate       the cron clock runs this many times faster
  *

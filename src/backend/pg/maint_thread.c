@@ -98,6 +98,7 @@ void *mode_maint_thread(void *arg)
         int promoted = 0, reaped = 0, dropped = 0, forgotten = 0, expired = 0, batches_gone = 0;
         int dropped_expired = 0, tracks_gone = 0, aliases_gone = 0, holds_ended = 0;
         int64_t due = INT64_MAX;
+        mode_leader_tick(pm); /* storage.forward's lease, about once a second */
         int rc = promote_all(pm, mb, &promoted, &err);
         if (!rc)
             rc = reap_all(pm, mb, &reaped, &err);
