@@ -208,7 +208,9 @@ static void on_write(struct bufferevent *bev, void *arg)
             relay_free(r);
         return;
     }
-    bufferevent_enable(other(r, bev), EV_READ);
+    struct bufferevent *from = other(r, bev);
+    if (!(bufferevent_get_enabled(from) & EV_READ))
+        bufferevent_enable(from, EV_READ);
 }
 
 static void on_event(struct bufferevent *bev, short what, void *arg)

@@ -4,8 +4,9 @@
  *   node A (the leader) runs every command: B's command counter stays
  *   still while A's moves, B counts the relay, INFO on B's port is A's;
  * - leader killed with SIGKILL: B's relayed connections close, a new
- *   client of B is served once the lease ends (B leads), and every job
- *   pushed is ACKed exactly once;
+ *   client of B is served once the lease ends (B leads), the job A's
+ *   worker held comes back after its lease (B's maintenance resumed), and
+ *   every job pushed is ACKed exactly once;
  * - a leader nobody answers for: B serves its clients itself at once
  *   (a refused port) or within the connect timeout (no answer), and
  *   counts the fallbacks;
@@ -167,7 +168,9 @@ Test(forward, leader_killed_b_takes_over_and_every_job_is_done_once)
     cr_assert_geq(rbh_metric(hb, "rebound_forward_relays "), 2);
     for (int i = 0; i < JOBS; i++)
         cr_assert(rbh_expect(c, "+OK",
-                             "PUSH {\"jid\":\"kjob-%04d\",\"jobtype\":\"t\",\"args\":[],\"queue\":\"kq\"}",
+                             "PUSH {\"jid\":\"kjob-%04d\",\"jobtype\":\"t\",\"args\":[],\"queue\":\"kq\","
+                             "\"reserve_for\":3,\"retry_policy\":{\"dialect\":\"temporal\","
+                             "\"initial_interval\":\"100ms\",\"backoff_coefficient\":1.0}}",
                              i));
     static int acks[JOBS];
     for (int i = 0; i < JOBS / 2; i++) {
@@ -177,6 +180,13 @@ Test(forward, leader_killed_b_takes_over_and_every_job_is_done_once)
         acks[atoi(jid + 5)]++;
         free(jid);
     }
+
+    /* one more fetched and never ACKed: held by A's worker when A dies,
+     * it comes back after its 3 s lease through B's maintenance (a
+     * follower leaves maintenance to the leader, and resumes it when the
+     * leader's lease ends) */
+    char *held = rbh_fetch_jid(c, "kq");
+    cr_assert_not_null(held);
 
     cr_assert_eq(rbh_kill(&a, SIGKILL) != -1, 1);
     /* B's relayed connections end with the leader's */
@@ -190,13 +200,19 @@ Test(forward, leader_killed_b_takes_over_and_every_job_is_done_once)
     cr_assert(wait_leader_answer(&b, 1), "B's clients are not served after A died");
     c = rbh_connect(&b, "fw3");
     cr_assert_not_null(c);
+    bool held_again = false;
     for (int i = JOBS / 2; i < JOBS; i++) {
-        char *jid = rbh_fetch_jid(c, "kq");
+        char *jid = NULL;
+        for (int64_t until = rbh_now_ms() + 15000; !jid && rbh_now_ms() < until;)
+            jid = rbh_fetch_jid(c, "kq"); /* (the held job waits for its lease to end) */
         cr_assert_not_null(jid, "job %d of %d not fetched after the takeover", i, JOBS);
+        held_again |= !strcmp(jid, held);
         cr_assert(rbh_expect(c, "+OK", "ACK {\"jid\":\"%s\"}", jid));
         acks[atoi(jid + 5)]++;
         free(jid);
     }
+    cr_assert(held_again, "the job A's worker held was not fetched again");
+    free(held);
     for (int i = 0; i < JOBS; i++)
         cr_assert_eq(acks[i], 1, "job kjob-%04d ACKed %d times", i, acks[i]);
     char *left = rbh_pg_value(b.db, "SELECT count(*) FROM rb_jobs");

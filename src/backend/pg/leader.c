@@ -53,6 +53,15 @@ void rb_pgmode_leader(rb_eng *eng, rb_eng_leader *out)
     pthread_mutex_unlock(&pm->mu);
 }
 
+bool mode_leader_follows(rb_pgmode *pm)
+{
+    pthread_mutex_lock(&pm->mu);
+    const mode_leader *l = &pm->leader;
+    bool follows = l->addr && l->view.found && !l->held && rb_now_ms() < l->view_until;
+    pthread_mutex_unlock(&pm->mu);
+    return follows;
+}
+
 void mode_leader_tick(rb_pgmode *pm)
 {
     pthread_mutex_lock(&pm->mu);

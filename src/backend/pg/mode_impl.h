@@ -282,6 +282,9 @@ void mode_link_init(rb_pgmode *pm);
  * second, only once the loop offered this node's address). Maintenance
  * thread, mu not held. */
 void mode_leader_tick(rb_pgmode *pm);
+/* Whether this node forwards and follows a leader whose lease, as last
+ * read, still runs: its maintenance is then the leader's. Takes mu. */
+bool mode_leader_follows(rb_pgmode *pm);
 /* Gives the lease up if this node holds it, and frees its state (the
  * threads joined; pg: an open engine, or NULL). */
 void mode_leader_release(rb_pgmode *pm, rb_pg *pg);
