@@ -296,8 +296,9 @@ static void job_json(char *out, size_t n, int id)
 
 /* Pushes jobs one by one to its node until stopped, as a client should
  * (docs/distributed.md): a PUSH answered "not applied" is sent again; one
- * answered "outcome unknown" is not (it is either stored, and runs, or
- * not: the checks count it by whether it ran). */
+ * answered "outcome unknown", or whose connection broke before the reply,
+ * is not (it is either stored, and runs, or not: the checks count it by
+ * whether it ran). */
 static void *producer(void *arg)
 {
     int i = (int)(intptr_t)arg;
@@ -315,7 +316,11 @@ static void *producer(void *arg)
         job_json(job, sizeof job, id);
         snprintf(line, sizeof line, "PUSH %s", job);
         char *r = timed(i, c, false, false, line);
-        if (!r) {
+        if (!r) { /* a broken connection (a node killed): outcome unknown, as a
+                     client must take it; sent again, a push already run and
+                     acknowledged would make a second job of the same jid */
+            atomic_fetch_or(&jobs[id], DOUBT);
+            id = -1;
             rbh_close(c);
             c = NULL;
             continue;
