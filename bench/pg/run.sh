@@ -9,6 +9,10 @@
 #             over A and B, without and with prefetch; then the probe: one
 #             worker on B waiting in FETCH, one producer on A at 50 jobs/s,
 #             push -> fetch p50/p99
+#   rebound2fwd  the same two nodes with [storage] forward = true: node B
+#             relays its clients to node A (the leader), so one node batches
+#             every request (docs/distributed.md, "Forwarding to a leader");
+#             lifecycle, retries and the probe (its FETCH relayed by B)
 #   graphile  graphile-worker: addJobs(500) and addJob (bench/pg/peer.js);
 #             graphile500: addJobs(500) alone (its best setup)
 #   pgboss    pg-boss: send + work(batch 100) (bench/pg/peer.js)
@@ -36,7 +40,7 @@
 # The npm packages (bench/pg/package-lock.json) are installed into
 # bench/pg/node_modules the first time.
 # Usage: O=build bench/pg/run.sh [--jobs N] [--probe N] [--ceiling-secs N]
-#        [--systems "rebound rebound2 graphile pgboss ceiling"]
+#        [--systems "rebound rebound2 rebound2fwd graphile pgboss ceiling"]
 #        [--raw FILE]      (BENCH_PG_JOBS sets the default job count, 10000)
 set -u
 O=${O:-build}
@@ -202,6 +206,7 @@ rebound() {
   dir="$tmp/$name-$wl"; rm -rf "$dir"; mkdir -p "$dir" # (a system listed twice runs twice)
   case "$name" in # the nodes' [storage] prefetch (docs/distributed.md)
     *-prefetch) nodecfg=$tmp/prefetch.toml; printf '[storage]\nprefetch = true\n' >"$nodecfg" ;;
+    *-fwd|*-fwd-probe) nodecfg=$tmp/forward.toml; printf '[storage]\nforward = true\n' >"$nodecfg" ;;
     *) nodecfg="" ;;
   esac
   if ! newdb || ! start_nodes "$nodes"; then
@@ -209,6 +214,14 @@ rebound() {
     stop_nodes; failures=$((failures + 1)); return 1
   fi
   a=$(echo $ports | awk '{ print $1 }'); b=$(echo $ports | awk '{ print $NF }')
+  case "$name" in *-fwd|*-fwd-probe) # node 2 relays once it has read node 1's lease
+    i=0
+    while ! grep -q "at 127.0.0.1:$a leads the cluster" "$dir/server.log" && [ $i -lt 200 ]; do
+      sleep 0.05; i=$((i + 1))
+    done
+    grep -q "at 127.0.0.1:$a leads the cluster" "$dir/server.log" ||
+      echo "bench-pg: $name: node B never saw node A lead (runs unforwarded)" >&2 ;;
+  esac
   args=""
   for x in "$@"; do
     case "$x" in @A) x=$a ;; @B) x=$b ;; @AB) x=$a,$b ;; esac
@@ -323,6 +336,11 @@ for s in $systems; do
       rebound rebound2-prefetch 2 retries --port @A --worker-port @AB
       rebound rebound2-probe 2 latency --port @A --worker-port @B --producers 1 --workers 1 \
         --rate 50 --jobs "$probe" ;;
+    rebound2fwd)
+      rebound rebound2-fwd 2 lifecycle --port @A --worker-port @AB
+      rebound rebound2-fwd 2 retries --port @A --worker-port @AB
+      rebound rebound2-fwd-probe 2 latency --port @A --worker-port @B --producers 1 --workers 1 \
+        --rate 50 --jobs "$probe" ;;
     graphile|graphile500)
       peer graphile-addJobs500 graphile lifecycle --batch 500
       peer graphile-addJobs500 graphile retries --batch 500
@@ -374,11 +392,13 @@ awk '
   }
   END {
     # the rows, in order: run name, system, mode
-    ns = split("rebound-push|rebound-pushb500|rebound2-push|rebound-prefetch|rebound2-prefetch|" \
+    ns = split("rebound-push|rebound-pushb500|rebound2-push|rebound2-fwd|rebound-prefetch|rebound2-prefetch|" \
                "graphile-addJobs500|graphile-addJob|pgboss-send", id, "|")
-    split("Rebound, one node|Rebound, one node|Rebound, two nodes|Rebound, one node, prefetch|" \
+    split("Rebound, one node|Rebound, one node|Rebound, two nodes|Rebound, two nodes, forwarding|" \
+          "Rebound, one node, prefetch|" \
           "Rebound, two nodes, prefetch|graphile-worker|graphile-worker|pg-boss", sys, "|")
-    split("PUSH one at a time|PUSHB 500|PUSH on A, workers on A and B|PUSH one at a time|" \
+    split("PUSH one at a time|PUSHB 500|PUSH on A, workers on A and B|PUSH on A, workers on A and B (B relays to A)|" \
+          "PUSH one at a time|" \
           "PUSH on A, workers on A and B|addJobs(500)|addJob|send + work(batch 100)", mode, "|")
     gl = v["graphile-addJobs500", "lifecycle.jobs_per_s"]; gt = v["graphile-addJobs500", "retries.jobs_per_s"]
     g1t = v["graphile-addJob", "retries.jobs_per_s"]; bt = v["pgboss-send", "retries.jobs_per_s"]
@@ -395,10 +415,23 @@ awk '
     for (i = 1; i <= ns; i++) cpu(id[i], sys[i], mode[i])
     print "\nCluster ceiling: jobs per second per PostgreSQL core (1 s ÷ PostgreSQL CPU per job above; a database host of C cores serves C times this, however many nodes stand in front of it):\n"
     for (i = 1; i <= ns; i++) ceil(id[i], sys[i], mode[i])
+    # two nodes against one node: the database CPU per job (issue 29:
+    # "second node neutral": <= 1.1)
+    one_l = v["rebound-push", "lifecycle.cpu_pg_us_per_job"]; one_t = v["rebound-push", "retries.cpu_pg_us_per_job"]
+    split("rebound2-push|rebound2-fwd", two, "|"); split("two nodes|two nodes, forwarding", twon, "|")
+    for (i = 1; i <= 2; i++)
+      if (v[two[i], "lifecycle.cpu_pg_us_per_job"] != "" || v[two[i], "retries.cpu_pg_us_per_job"] != "")
+        printf "%sPostgreSQL CPU per job, %s ÷ one node (PUSH one at a time): %s (lifecycle), %s (retries)\n",
+          (i == 1 ? "\n" : ""), twon[i], r(v[two[i], "lifecycle.cpu_pg_us_per_job"], one_l),
+          r(v[two[i], "retries.cpu_pg_us_per_job"], one_t)
     if (v["rebound2-probe", "latency.lat_p50_ms"] != "")
       printf "\nprobe (push on node A, FETCH waiting on node B, %s jobs): p50 %s ms, p99 %s ms, max %s ms\n",
         v["rebound2-probe", "latency.jobs"], v["rebound2-probe", "latency.lat_p50_ms"],
         v["rebound2-probe", "latency.lat_p99_ms"], v["rebound2-probe", "latency.lat_max_ms"]
+    if (v["rebound2-fwd-probe", "latency.lat_p50_ms"] != "")
+      printf "probe, forwarding (push on node A, the leader; FETCH waiting on node B, relayed to A, %s jobs): p50 %s ms, p99 %s ms, max %s ms\n",
+        v["rebound2-fwd-probe", "latency.jobs"], v["rebound2-fwd-probe", "latency.lat_p50_ms"],
+        v["rebound2-fwd-probe", "latency.lat_p99_ms"], v["rebound2-fwd-probe", "latency.lat_max_ms"]
     if (v["ceiling", "ceiling.pushes_per_s"] != "") {
       printf "\ncommits on this cluster (pgbench -M prepared, one-row INSERT per transaction, %s s each):", secs
       printf " 1 client %s ms (%s/s, %s WAL flushes and %s µs of PostgreSQL CPU each), 4 clients %s ms (%s/s, %s, %s µs), 12 clients %s ms (%s/s, %s, %s µs); SELECT 1, 1 client: %s ms; other processes meanwhile %s, %s, %s, %s cores\n",
@@ -455,5 +488,14 @@ check "retries >= 2 x graphile addJob retries ($rt vs ${g1t:-–})" "$(judge 'a 
 check "retries >= 2 x pg-boss retries ($rt vs ${bt:-–})" "$(judge 'a >= 2 * b' "$rt" "$bt")"
 check "two nodes >= one node, lifecycle ($r2n: $r2 vs ${rl:-–})" "$(judge 'a >= b' "$r2" "$rl")"
 check "push on A -> FETCH on B p99 <= 10 ms (${p99:-–} ms)" "$(judge 'a <= 10' "$p99" 0)"
+# Issue 29: a second node neutral for the database (forwarding on).
+o1=$(val rebound-push lifecycle.cpu_pg_us_per_job); f2=$(val rebound2-fwd lifecycle.cpu_pg_us_per_job)
+o1t=$(val rebound-push retries.cpu_pg_us_per_job); f2t=$(val rebound2-fwd retries.cpu_pg_us_per_job)
+fp99=$(val rebound2-fwd-probe latency.lat_p99_ms)
+if [ -n "$f2$f2t$fp99" ]; then
+  check "two nodes forwarding: PostgreSQL CPU/job <= 1.1 x one node ($f2 vs ${o1:-–} µs)" "$(judge 'a <= 1.1 * b' "$f2" "$o1")"
+  check "  retries ($f2t vs ${o1t:-–} µs)" "$(judge 'a <= 1.1 * b' "$f2t" "$o1t")"
+  check "  probe p99, forwarding <= 10 ms (${fp99:-–} ms)" "$(judge 'a <= 10' "$fp99" 0)"
+fi
 echo "bench-pg: done in $(( $(date +%s) - start )) s, $failures failure(s)" >&2
 [ "$failures" -eq 0 ]

@@ -13,7 +13,9 @@
 # (/metrics: a FETCH's first claim, a parked FETCH's after a wake, and how
 # many of each found no job).
 # Usage: O=build bench/pg/statements.sh [--jobs N] [--workload lifecycle|retries]
-#        [--push-batch N] [--nodes 1|2] [--rebound PATH] [--top N]
+#        [--push-batch N] [--nodes 1|2] [--forward] [--rebound PATH] [--top N]
+# --forward: the nodes run with [storage] forward = true (node 2 relays its
+# clients to node 1, the leader; docs/distributed.md).
 set -u
 O=${O:-build}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -24,6 +26,7 @@ wl=lifecycle
 pushb=""
 nodes=1
 top=25
+fwd=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --jobs) jobs=$2; shift ;;
@@ -32,6 +35,7 @@ while [ $# -gt 0 ]; do
     --nodes) nodes=$2; shift ;;
     --rebound) REBOUND=$2; shift ;;
     --top) top=$2; shift ;;
+    --forward) fwd=1 ;;
     -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0"; exit 0 ;;
     *) echo "statements: unknown option '$1'" >&2; exit 2 ;;
   esac
@@ -68,7 +72,8 @@ url="postgresql://rebound@/rebound?host=$tmp&port=$port"
 "$REBOUND" migrate --url "$url" >"$tmp/server.log" 2>&1 || { cat "$tmp/server.log" >&2; exit 1; }
 ports=""
 for k in $(seq 1 "$nodes"); do
-  "$REBOUND" serve --listen 127.0.0.1:0 --http-listen 127.0.0.1:0 --http-port-file "$tmp/http$k" \
+  [ -n "$fwd" ] && printf '[storage]\nforward = true\n' >"$tmp/forward.toml"
+  "$REBOUND" serve ${fwd:+--config "$tmp/forward.toml"} --listen 127.0.0.1:0 --http-listen 127.0.0.1:0 --http-port-file "$tmp/http$k" \
     --db "$url&application_name=rebound-n$k" --port-file "$tmp/port$k" \
     >>"$tmp/server.log" 2>&1 &
   pids="$pids $!"
@@ -78,6 +83,11 @@ for k in $(seq 1 "$nodes"); do
   ports="$ports $(cat "$tmp/port$k")"
 done
 a=$(echo $ports | awk '{ print $1 }')
+if [ -n "$fwd" ] && [ "$nodes" -gt 1 ]; then # the others relay once they have read node 1's lease
+  i=0
+  while [ "$(grep -c "at 127.0.0.1:$a leads the cluster" "$tmp/server.log")" -lt $((nodes - 1)) ] &&
+        [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+fi
 wports=$(echo $ports | tr ' ' ',')
 psqlc rebound "SELECT pg_stat_statements_reset()" >/dev/null
 c0=$(psqlc postgres "SELECT xact_commit FROM pg_stat_database WHERE datname = 'rebound'")

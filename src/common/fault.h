@@ -19,6 +19,8 @@
  *                         (backend/pg/fetch.c)
  *   pg.prefetch_pause_ms  the same before a prefetched job is held
  *                         (backend/pg/prefetch.c)
+ *   pg.leader_lease_ms    the leader lease's length in ms (backend/pg/leader.c;
+ *                         5000 by default)
  *   cron.clock_offset_ms  added to the cron clock (server/cron.c)
  *   cron.clock_rate       the cron clock runs this many times faster
  *

@@ -2,6 +2,7 @@
  * the environment overlay merged over it, and strict validation. */
 #include "config/config.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -55,6 +56,7 @@ void rb_config_release(rb_config *cfg)
     free(cfg->server.http_tls_key);
     rb_config_hosts_free(cfg->server.http_hosts);
     free(cfg->storage.url);
+    free(cfg->storage.advertise);
     rb_backoff_config_release(&cfg->backoff);
     if (cfg->has_retry_default)
         rb_policy_release(&cfg->retry_default);
@@ -251,6 +253,33 @@ static int check_metrics_auth(rb_config *cfg, const rb_config_files *f, const rb
     return 0;
 }
 
+/* storage.advertise is "ip:port" (the client listen address's form) or
+ * empty, and storage.forward is plain TCP only: a relay to the leader
+ * would otherwise carry a TLS client's traffic in clear text. Whether
+ * forward has a PostgreSQL storage and a listen address to advertise is
+ * checked at start (server/forward.c), after --db and --listen. */
+static int check_forward(const rb_config *cfg, const rb_config_files *f, const rb_toml_value *root,
+                         rb_err *err)
+{
+    const rb_toml_value *storage = rb_toml_get(root, "storage");
+    const char *adv = cfg->storage.advertise;
+    if (adv && !rb_config_ip_port_valid(adv, false)) {
+        const rb_toml_kv *kv = rb_toml_get_kv(storage, "advertise");
+        return rb_config_fail(f, kv ? kv->val->origin : RB_ORIGIN_BASE, kv ? kv->line : 0,
+                              "storage.advertise", err, RB_EINVAL,
+                              "'%s' is not \"ip:port\" (an IPv4 address or a bracketed IPv6 one, "
+                              "not every interface)", adv);
+    }
+    if (cfg->storage.forward && cfg->server.tls_cert) {
+        const rb_toml_kv *kv = rb_toml_get_kv(storage, "forward");
+        return rb_config_fail(f, kv ? kv->val->origin : RB_ORIGIN_BASE, kv ? kv->line : 0,
+                              "storage.forward", err, RB_EINVAL,
+                              "is plain TCP only: it cannot be set with 'server.tls_cert' (a "
+                              "relayed TLS client would cross to the leader in clear text)");
+    }
+    return 0;
+}
+
 static int apply(rb_config *cfg, const rb_config_files *f, const rb_toml_value *root, rb_err *err)
 {
     const char *const *secs = rb_config_sections;
@@ -290,6 +319,8 @@ static int apply(rb_config *cfg, const rb_config_files *f, const rb_toml_value *
     int rc = check_tls(cfg, f, root, err);
     if (rc == 0)
         rc = check_metrics_auth(cfg, f, root, err);
+    if (rc == 0)
+        rc = check_forward(cfg, f, root, err);
     if (rc == 0 && retry)
         rc = rb_config_load_retry(cfg, f, retry, err); /* after [backoff]: policies use it */
     if (rc == 0 && cron)
@@ -332,4 +363,34 @@ out:
     free(overlay);
     rb_toml_free(root);
     return rc;
+}
+
+bool rb_config_ip_port_valid(const char *addr, bool wildcard_ok)
+{
+    const char *colon = strrchr(addr, ':');
+    if (!colon || colon == addr || colon - addr >= 64 || !colon[1] || strlen(colon + 1) > 5)
+        return false;
+    long port = 0;
+    for (const char *p = colon + 1; *p; p++) {
+        if (*p < '0' || *p > '9')
+            return false;
+        port = port * 10 + (*p - '0');
+    }
+    if (port > 65535)
+        return false;
+    char host[64];
+    size_t n = (size_t)(colon - addr);
+    memcpy(host, addr, n);
+    host[n] = '\0';
+    unsigned char bin[16];
+    if (host[0] == '[' && n >= 2 && host[n - 1] == ']') {
+        host[n - 1] = '\0';
+        if (inet_pton(AF_INET6, host + 1, bin) != 1)
+            return false;
+        static const unsigned char any6[16];
+        return wildcard_ok || memcmp(bin, any6, 16) != 0;
+    }
+    if (inet_pton(AF_INET, host, bin) != 1)
+        return false;
+    return wildcard_ok || memcmp(bin, "\0\0\0\0", 4) != 0;
 }

@@ -23,7 +23,7 @@ typedef enum rb_config_from {
 } rb_config_from;
 
 /* Room for the schema's keys in rb_config.key_from (see config/schema.h). */
-#define RB_CONFIG_MAX_KEYS 32
+#define RB_CONFIG_MAX_KEYS 40
 
 /* A setting that is on, off, or decided from others (config/schema.h's
  * RB_CFG_SWITCH: true, false or "auto"). */
@@ -96,6 +96,10 @@ typedef struct rb_config {
     struct {
         char *url; /* SQLite path (default "./rebound.db") or postgres:// URL */
         bool prefetch; /* distributed mode: an ACK claims its worker's next job, default false */
+        bool forward;  /* distributed mode: client connections relayed to the leader
+                          (server/forward.h), default false */
+        char *advertise; /* with forward: "ip:port" of this node's client port for the
+                            other nodes; NULL: server.listen's */
         int64_t request_timeout_s; /* distributed mode: a request's bound, default 5 */
         int64_t admin_timeout_s;   /* distributed mode: administration's, default 60 */
         int64_t idle_in_transaction_timeout_s; /* the server ends idle transactions, default 5 */
@@ -161,6 +165,9 @@ void rb_config_hosts_free(char **list);
  * rb_config_release(). */
 void rb_config_init(rb_config *cfg);
 void rb_config_release(rb_config *cfg);
+/* Whether addr is "IPV4:PORT" or "[IPV6]:PORT" (port 0 to 65535), and
+ * with wildcard_ok false not every interface (0.0.0.0, [::]). */
+bool rb_config_ip_port_valid(const char *addr, bool wildcard_ok);
 
 /* Loads path (NULL: defaults only) and, when env is non-NULL and non-empty,
  * the overlay rebound.<env>.toml next to it, merged key by key (arrays replaced

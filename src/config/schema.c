@@ -79,6 +79,14 @@ const rb_config_key rb_config_schema[] = {
      "distributed mode: a worker's ACK also claims its next job, in the same transaction, so "
      "its next FETCH is answered at once (held 0.5 s at most, then put back); the job shows as "
      "working meanwhile", false},
+    {"storage.forward", RB_CFG_BOOL, "false", 0, 0, 0, 0, OFF(storage.forward),
+     "distributed mode: relay this node's client connections to the cluster's leader (the node "
+     "holding the leader lease among those with forward on), so that one node batches every "
+     "client's requests; served here when no leader is known or it cannot be reached; plain "
+     "TCP only (refused with tls_cert)", false},
+    {"storage.advertise", RB_CFG_STRING, "\"\"", 0, 0, 0, 0, OFF(storage.advertise),
+     "with forward: the \"ip:port\" other nodes reach this node's client port at; empty means "
+     "server.listen (then not every interface); port 0 means the port bound", false},
     {"storage.request_timeout", RB_CFG_DURATION, "\"5s\"", 1, 3600, 0, 0,
      OFF(storage.request_timeout_s),
      "distributed mode: a request the database has not committed this long after it arrived is "

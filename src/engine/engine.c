@@ -370,6 +370,24 @@ void rb_eng_health_of(rb_eng *eng, rb_eng_health *h)
         eng->backend->health(eng, h);
 }
 
+bool rb_eng_leader_supported(const rb_eng *eng)
+{
+    return eng->backend && eng->backend->leader;
+}
+
+void rb_eng_leader_offer(rb_eng *eng, const char *addr, bool tls)
+{
+    if (eng->backend && eng->backend->leader_offer)
+        eng->backend->leader_offer(eng, addr, tls);
+}
+
+void rb_eng_leader_of(rb_eng *eng, rb_eng_leader *out)
+{
+    memset(out, 0, sizeof *out);
+    if (eng->backend && eng->backend->leader)
+        eng->backend->leader(eng, out);
+}
+
 static json_t *time_or_null(int64_t ms)
 {
     char ts[RB_TIME_STRLEN];

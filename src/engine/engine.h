@@ -383,6 +383,17 @@ typedef struct rb_eng_health {
     char error[256];        /* while down: the failure that began it */
 } rb_eng_health;
 
+/* Distributed mode's leader (rb_backend.leader; docs/distributed.md
+ * "Forwarding to a leader"): the node that holds the cluster's leader
+ * lease, as this node last read it. */
+typedef struct rb_eng_leader {
+    bool known;     /* a holder whose lease has not ended (as far as this node knows) */
+    bool self;      /* the holder is this node */
+    bool tls;       /* its client port speaks TLS */
+    char addr[256]; /* its client port, "host:port" */
+    char node[256]; /* its name ("host:pid") */
+} rb_eng_leader;
+
 /* A backend's answer to a parked FETCH's try (rb_backend.refetch). */
 typedef enum rb_eng_try {
     RB_ENG_TRY_NONE,    /* no job for any waiter: rb_eng_wake stops there */
@@ -459,6 +470,16 @@ typedef struct rb_backend {
     void (*backup)(rb_eng *eng, rb_eng_op *op);
     /* The store's link, at once (no round trip); NULL: always up. */
     void (*health)(rb_eng *eng, rb_eng_health *h);
+    /* The leader lease (storage.forward); NULL where the backend has none
+     * (SQLite: no leader, every connection served here). leader_offer,
+     * once the client port is bound: this node competes for the lease,
+     * advertising addr ("host:port", copied) and tls, from its own thread
+     * about every second, and gives it up when it closes. leader: the
+     * holder as last read, at once (no round trip); known is false when
+     * this node has not read a holder whose lease is still running. Loop
+     * thread. */
+    void (*leader_offer)(rb_eng *eng, const char *addr, bool tls);
+    void (*leader)(rb_eng *eng, rb_eng_leader *out);
     /* A worker's HELLO and BEAT (engine/workers.h: the node's connected
      * workers are the engine's; where their beats and signals are kept is
      * the backend's). */
@@ -575,6 +596,13 @@ bool rb_eng_store_error(int rc);
 
 /* The store's link now (rb_backend.health; up and not known without one). */
 void rb_eng_health_of(rb_eng *eng, rb_eng_health *h);
+/* Whether the backend keeps a leader lease (rb_backend.leader). */
+bool rb_eng_leader_supported(const rb_eng *eng);
+/* rb_backend.leader_offer; a no-op without one. Loop thread. */
+void rb_eng_leader_offer(rb_eng *eng, const char *addr, bool tls);
+/* rb_backend.leader: the current holder, or known false (always without
+ * a lease). Loop thread. */
+void rb_eng_leader_of(rb_eng *eng, rb_eng_leader *out);
 /* h as JSON (a new reference): {"state": "up"|"down", "since", "last_commit"
  * (ISO 8601 or null)}, with "error" while down when detail is set (INFO;
  * GET /healthz, which needs no password, leaves it out). */

@@ -13,6 +13,7 @@
 #include "common/version.h"
 #include "engine/engine.h"
 #include "server/cron.h"
+#include "server/forward.h"
 #include "common/log.h"
 #include "common/json.h"
 
@@ -75,6 +76,14 @@ static json_t *info_json(const rb_srv *srv, rb_eng_info *f)
     if (f->rebound)
         json_object_update(json_object_get(info, "rebound"), f->rebound);
     rb_cron_info(srv, json_object_get(info, "rebound")); /* this node's timer, either mode */
+    rb_forward_stats fs; /* storage.forward: the node that answers (a relayed client: the leader) */
+    if (rb_forward_stats_of(srv, &fs))
+        json_object_set_new(json_object_get(info, "rebound"), "forward",
+                            json_pack("{s:b, s:s?, s:I, s:I, s:I}", "leader", fs.leader,
+                                      "leader_addr", fs.leader_addr[0] ? fs.leader_addr : NULL,
+                                      "relays_open", (json_int_t)fs.open, "relayed_total",
+                                      (json_int_t)fs.total, "fallbacks_total",
+                                      (json_int_t)fs.fallbacks));
     return info;
 }
 

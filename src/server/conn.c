@@ -15,6 +15,7 @@
 #include "common/buf.h"
 #include "common/log.h"
 #include "common/timeutil.h"
+#include "server/forward.h"
 #include "server/tls.h"
 
 static void process(rb_conn *c);
@@ -248,18 +249,26 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
 
 void rb_conn_accept(rb_srv *srv, evutil_socket_t fd)
 {
-    if (srv->eng->stopping || (int64_t)srv->conns.size >= srv->cfg.server.max_connections) {
+    size_t open = srv->conns.size + rb_forward_open(srv);
+    if (srv->eng->stopping || (int64_t)open >= srv->cfg.server.max_connections) {
         if (srv->tls) { /* no session yet to say why in */
             evutil_closesocket(fd);
             return;
         }
         char msg[64];
-        int n = snprintf(msg, sizeof msg, "-ERR too many connections: %zu\r\n", srv->conns.size);
+        int n = snprintf(msg, sizeof msg, "-ERR too many connections: %zu\r\n", open);
         ssize_t w = write(fd, msg, (size_t)n);
         (void)w;
         evutil_closesocket(fd);
         return;
     }
+    if (rb_forward_accept(srv, fd)) /* relayed to the leader (or served after it failed) */
+        return;
+    rb_conn_serve(srv, fd);
+}
+
+void rb_conn_serve(rb_srv *srv, evutil_socket_t fd)
+{
     /* Replies go out as soon as they are written: with clients in
      * request/reply lockstep, Nagle could hold one back behind an ACK. */
     int one = 1;

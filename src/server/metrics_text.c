@@ -10,6 +10,7 @@
 #include "common/timeutil.h"
 #include "common/version.h"
 #include "server/cron.h"
+#include "server/forward.h"
 #include "server/srv.h"
 
 /* A label value with \, " and newline escaped. */
@@ -284,6 +285,21 @@ void rb_metrics_render_state(const rb_metrics *m, const rb_srv *srv, const rb_me
 node:
     head(out, "rebound_connections", "gauge", "open work-protocol connections");
     rb_buf_printf(out, "rebound_connections %zu\n", srv->conns.size);
+    rb_forward_stats fs; /* storage.forward (server/forward.h) */
+    if (rb_forward_stats_of(srv, &fs)) {
+        head(out, "rebound_forward_leader", "gauge", "1 while this node holds the leader lease");
+        rb_buf_printf(out, "rebound_forward_leader %d\n", fs.leader ? 1 : 0);
+        head(out, "rebound_forward_relays", "gauge",
+             "client connections open that this node relays to the leader");
+        rb_buf_printf(out, "rebound_forward_relays %llu\n", (unsigned long long)fs.open);
+        head(out, "rebound_forward_relayed_total", "counter",
+             "client connections this node relayed to the leader");
+        rb_buf_printf(out, "rebound_forward_relayed_total %llu\n", (unsigned long long)fs.total);
+        head(out, "rebound_forward_fallbacks_total", "counter",
+             "client connections served here because the leader could not be reached");
+        rb_buf_printf(out, "rebound_forward_fallbacks_total %llu\n",
+                      (unsigned long long)fs.fallbacks);
+    }
     head(out, "rebound_workers", "gauge", "worker processes known by their HELLO wid");
     rb_buf_printf(out, "rebound_workers %zu\n", rb_eng_workers_count(srv->eng));
     head(out, "rebound_uptime_seconds", "gauge", "seconds since the server started");

@@ -19,6 +19,7 @@
 #include "engine/engine.h"
 #include "engine/flow.h"
 #include "server/cron.h"
+#include "server/forward.h"
 #include "server/http.h"
 #include "common/log.h"
 #include "server/metrics.h"
@@ -234,6 +235,7 @@ void rb_srv_free(rb_srv *srv)
     if (srv->listener)
         evconnlistener_free(srv->listener);
     close_conns(srv);
+    rb_forward_free(srv); /* relayed clients see their connection end */
     /* what was submitted finishes: its completions run */
     if (srv->eng->backend && srv->eng->backend->close)
         srv->eng->backend->close(srv->eng);
@@ -295,6 +297,8 @@ int rb_server_run(const rb_server_opts *o, rb_err *err)
         goto out;
     raise_fd_limit(srv);
     srv->eng->backend = rb_backend_for_url(srv->cfg.storage.url);
+    if ((rc = rb_forward_check(srv, err))) /* storage.forward: distributed, an address */
+        goto out;
     if ((rc = srv->eng->backend->open(srv->eng, err))) /* the storage, and what it holds */
         goto out;
     if ((rc = rb_eng_throttle_check(srv->eng, err))) /* [throttles] where the backend has none */
@@ -312,6 +316,7 @@ int rb_server_run(const rb_server_opts *o, rb_err *err)
         goto out;
     if ((rc = listen_on(srv, srv->cfg.server.listen, o->port_file, err)))
         goto out;
+    rb_forward_start(srv); /* storage.forward: compete for the leader lease */
     rb_cron_start(srv); /* [[cron]]: the timer (server/cron.h) */
     rb_log(RB_LOG_INFO, "rebound started (backend %s)", srv->eng->backend->name);
     /* systemd (Type=notify): ready once recovered and listening; keep-alives

@@ -63,6 +63,7 @@ struct rb_srv {
                                  * from http_tls_cert (freed when != tls); NULL: plain HTTP */
     struct event *accept_ev;    /* re-enables the listener after EMFILE (server.c) */
     struct rb_cron *cron;       /* the [[cron]] entries' timer (server/cron.h) */
+    struct rb_forward *fwd;     /* storage.forward's relays (server/forward.h), or NULL */
 };
 
 /* --- server.c: the in-memory server, without a listener or signals ---
@@ -105,7 +106,12 @@ void rb_reply_json(rb_conn *c, json_t *v);
 /* Replies a client has not read, above which (checked before each command)
  * it is disconnected: the larger of this and 2 x server.max_job_bytes. */
 #define RB_MAX_UNREAD_BYTES (4u << 20)
+/* A new client socket: refused over server.max_connections (this node's
+ * connections and its relays, server/forward.h), relayed to the leader
+ * when forwarding says so, else served here (rb_conn_serve). */
 void rb_conn_accept(rb_srv *srv, evutil_socket_t fd);
+/* Serves fd here: the greeting, then its commands (no limit check). */
+void rb_conn_serve(rb_srv *srv, evutil_socket_t fd);
 /* The current command is complete: read and run the next buffered line. */
 void rb_conn_done(rb_conn *c);
 /* Drops a reference taken for a pending completion; frees a closed conn. */

@@ -11,6 +11,9 @@
  * - blackholes at random moments;
  * - node A paused with SIGSTOP past its workers' leases;
  * - PostgreSQL restarted;
+ * - with storage.forward on (B relays its clients to A, the leader), A
+ *   killed with SIGKILL: B takes the lease and serves, A comes back as a
+ *   follower relaying to B;
  *
  * and checks: no acknowledged push lost, no job run again after its ACK
  * was answered +OK, the processed counter equal to the jobs done, node A
@@ -75,6 +78,7 @@ static pthread_mutex_t lat_mu = PTHREAD_MUTEX_INITIALIZER;
 static int64_t b_ack_ms[MAX_JOBS * 2]; /* B's ACK latencies sent during the outage */
 static size_t n_b_ack;
 static bool check_clients; /* A's clients must get answers in time (not with SIGSTOP) */
+static bool forwarding;    /* nodes started from now on run with storage.forward */
 
 static int64_t amax(_Atomic int64_t *v, int64_t x)
 {
@@ -173,8 +177,8 @@ static void start_node(int i, const char *url)
     snprintf(s.db, sizeof s.db, "%s", url);
     char cfg[512];
     snprintf(cfg, sizeof cfg,
-             "[storage]\nrequest_timeout = \"%ds\"\nidle_in_transaction_timeout = \"%ds\"\n",
-             REQUEST_TIMEOUT_MS / 1000, IDLE_TX_MS / 1000);
+             "[storage]\nrequest_timeout = \"%ds\"\nidle_in_transaction_timeout = \"%ds\"\n%s",
+             REQUEST_TIMEOUT_MS / 1000, IDLE_TX_MS / 1000, forwarding ? "forward = true\n" : "");
     rbh_write_file(&s, "rebound.toml", cfg, s.config, sizeof s.config);
     node[i] = s;
     cr_assert_eq(rbh_relaunch_http(&node[i], &http_port[i]), 0, "node %s did not start (see %s)",
@@ -198,6 +202,7 @@ static void setup(void)
 
 static void teardown(void)
 {
+    forwarding = false;
     atomic_store(&stop_push, true);
     atomic_store(&stop_work, true);
     if (node[A].pid > 0)
@@ -291,8 +296,9 @@ static void job_json(char *out, size_t n, int id)
 
 /* Pushes jobs one by one to its node until stopped, as a client should
  * (docs/distributed.md): a PUSH answered "not applied" is sent again; one
- * answered "outcome unknown" is not (it is either stored, and runs, or
- * not: the checks count it by whether it ran). */
+ * answered "outcome unknown", or whose connection broke before the reply,
+ * is not (it is either stored, and runs, or not: the checks count it by
+ * whether it ran). */
 static void *producer(void *arg)
 {
     int i = (int)(intptr_t)arg;
@@ -310,7 +316,11 @@ static void *producer(void *arg)
         job_json(job, sizeof job, id);
         snprintf(line, sizeof line, "PUSH %s", job);
         char *r = timed(i, c, false, false, line);
-        if (!r) {
+        if (!r) { /* a broken connection (a node killed): outcome unknown, as a
+                     client must take it; sent again, a push already run and
+                     acknowledged would make a second job of the same jid */
+            atomic_fetch_or(&jobs[id], DOUBT);
+            id = -1;
             rbh_close(c);
             c = NULL;
             continue;
@@ -957,4 +967,84 @@ Test(faults, database_restart)
     finish(&o);
     check_logged_once(A);
     check_logged_once(B);
+}
+
+/* --- forwarding (storage.forward, docs/distributed.md "Forwarding to a
+ * leader") --- */
+
+#define FWD_LEASE_MS 3000 /* the leader lease here (fault pg.leader_lease_ms) */
+
+/* Whether a new connection to node i is answered by a node that leads
+ * (INFO rebound.forward.leader). */
+static bool answered_by_leader(int i)
+{
+    rbh_conn *c = rbh_connect(&node[i], NULL);
+    if (!c)
+        return false;
+    json_t *v = rbh_json(rbh_cmd(c, "INFO"));
+    bool yes = json_is_true(rbh_get(v, "rebound.forward.leader"));
+    json_decref(v);
+    rbh_close(c);
+    return yes;
+}
+
+static bool b_relays(void)
+{
+    return answered_by_leader(B) && rbh_metric(http_port[B], "rebound_forward_leader ") == 0;
+}
+
+static bool b_leads(void)
+{
+    return rbh_metric(http_port[B], "rebound_forward_leader ") == 1;
+}
+
+static bool a_relays(void)
+{
+    return answered_by_leader(A) && rbh_metric(http_port[A], "rebound_forward_leader ") == 0;
+}
+
+/* Both nodes restarted with storage.forward on: A first, so it leads, and
+ * B relays its clients to A. */
+static void restart_forwarding(void)
+{
+    rbh_fault_set("pg.leader_lease_ms", "3000");
+    forwarding = true;
+    char url[2][1024];
+    for (int i = 0; i < 2; i++) {
+        snprintf(url[i], sizeof url[i], "%s", node[i].db);
+        cr_assert_eq(rbh_stop(&node[i]), 0);
+    }
+    start_node(A, url[A]);
+    for (int64_t end = rbh_now_ms() + 10000;
+         rbh_metric(http_port[A], "rebound_forward_leader ") < 1 && rbh_now_ms() < end;)
+        rbh_sleep_ms(20);
+    cr_assert_eq(rbh_metric(http_port[A], "rebound_forward_leader "), 1, "A does not lead");
+    start_node(B, url[B]);
+    cr_assert(wait_for(b_relays, 10000), "B does not relay its clients to A");
+}
+
+/* Forwarding on, under load with producers and workers on both nodes (B's
+ * relayed to A), the leader A killed with SIGKILL: B's relayed clients
+ * see their connections break and reconnect, B serves them itself and
+ * takes the lease once A's ends; A, started again, relays to B. Nothing
+ * acknowledged is lost, no job runs again after its ACK was answered +OK,
+ * and the processed counter equals the jobs done. */
+Test(faults, leader_killed_with_forwarding)
+{
+    check_clients = false; /* a killed node answers nobody */
+    restart_forwarding();
+    start_load();
+    cr_assert(wait_for(some_jobs_done, 30000), "no job done before the fault");
+    cr_assert_geq(rbh_metric(http_port[B], "rebound_forward_relayed_total "), 1,
+                  "B relayed no connection");
+    outage o = {.name = "leader_killed_with_forwarding"};
+    rbh_kill(&node[A], SIGKILL);
+    begin_fault();
+    cr_assert(wait_for(b_leads, FWD_LEASE_MS + 1000 + SLACK_MS), "B did not take the lease");
+    atomic_store(&t_heal, rbh_now_ms());
+    o.recovery = atomic_load(&t_heal) - atomic_load(&t_fault);
+    cr_assert_eq(rbh_relaunch_http(&node[A], &http_port[A]), 0, "A did not start again");
+    cr_assert(wait_for(a_relays, 10000), "A, started again, does not relay its clients to B");
+    finish(&o);
+    rbh_fault_set("pg.leader_lease_ms", NULL);
 }

@@ -261,10 +261,10 @@ Test(pg, migrate_is_idempotent_and_checked)
     cr_assert_eq(v, RB_PG_SCHEMA_VERSION);
     char *t = sql1("SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()"
                    " AND tablename LIKE 'rb\\_%'");
-    cr_assert_str_eq(t, "16"); /* rb_jobs, rb_queues, rb_counters, rb_meta, rb_workers,
+    cr_assert_str_eq(t, "17"); /* rb_jobs, rb_queues, rb_counters, rb_meta, rb_workers,
                                   rb_edges, rb_wait, rb_dep_done, rb_batches, rb_unique,
                                   rb_track, rb_edges_used, rb_parked, rb_debounce,
-                                  rb_debounced, rb_groups */
+                                  rb_debounced, rb_groups, rb_leader */
     free(t);
 }
 

@@ -121,6 +121,8 @@ Test(config, every_key_is_read_from_a_file, .init = in_tmpdir)
                   "[storage]\n"
                   "url = \"postgres://u@h/db\"\n"
                   "prefetch = true\n"
+                  "forward = false\n"
+                  "advertise = \"10.0.0.5:7419\"\n"
                   "request_timeout = \"3s\"\n"
                   "admin_timeout = \"2m\"\n"
                   "idle_in_transaction_timeout = 7\n"
@@ -161,6 +163,8 @@ Test(config, every_key_is_read_from_a_file, .init = in_tmpdir)
     cr_assert_eq(cfg.server.metrics_auth, RB_CFG_ON);
     cr_assert_str_eq(cfg.storage.url, "postgres://u@h/db");
     cr_assert(cfg.storage.prefetch);
+    cr_assert_not(cfg.storage.forward);
+    cr_assert_str_eq(cfg.storage.advertise, "10.0.0.5:7419");
     cr_assert_eq(cfg.storage.request_timeout_s, 3);
     cr_assert_eq(cfg.storage.admin_timeout_s, 120);
     cr_assert_eq(cfg.storage.idle_in_transaction_timeout_s, 7);
@@ -267,6 +271,16 @@ static const struct {
      "c.toml:2: key 'server.metrics_auth': must be true, false or \"auto\", got string \"yes\""},
     {"[server]\nmetrics_auth = 1\n", RB_EINVAL,
      "c.toml:2: key 'server.metrics_auth': must be true, false or \"auto\", got integer 1"},
+    /* storage.forward (server/forward.h): plain TCP only, advertise an ip:port */
+    {"[server]\ntls_cert = \"c.pem\"\ntls_key = \"k.pem\"\n[storage]\nforward = true\n", RB_EINVAL,
+     "c.toml:5: key 'storage.forward': is plain TCP only: it cannot be set with "
+     "'server.tls_cert' (a relayed TLS client would cross to the leader in clear text)"},
+    {"[storage]\nadvertise = \"node-a:7419\"\n", RB_EINVAL,
+     "c.toml:2: key 'storage.advertise': 'node-a:7419' is not \"ip:port\" (an IPv4 address or "
+     "a bracketed IPv6 one, not every interface)"},
+    {"[storage]\nadvertise = \"0.0.0.0:7419\"\n", RB_EINVAL,
+     "c.toml:2: key 'storage.advertise': '0.0.0.0:7419' is not \"ip:port\" (an IPv4 address or "
+     "a bracketed IPv6 one, not every interface)"},
     {"[server]\n\nmetrics_auth = true\n", RB_EINVAL,
      "c.toml:3: key 'server.metrics_auth': true needs 'server.password' (the password /metrics "
      "asks for)"},

@@ -5,7 +5,9 @@
  * progress records past their retention and stale workers, in batches of RB_PGMODE_BATCH on its own engine (pm->maint, the
  * thread's alone; the SKIP LOCKED batches make the nodes' concurrent runs
  * safe), handing what it saw to the loop's /metrics, then sleeps a
- * jittered tick or until the next due time. Maintenance thread only. */
+ * jittered tick or until the next due time. With storage.forward it also
+ * keeps the leader lease (leader.c), and a node that follows a live leader
+ * leaves the rest to the leader's thread. Maintenance thread only. */
 #include "backend/pg/mode_impl.h"
 
 #include <errno.h>
@@ -98,11 +100,16 @@ void *mode_maint_thread(void *arg)
         int promoted = 0, reaped = 0, dropped = 0, forgotten = 0, expired = 0, batches_gone = 0;
         int dropped_expired = 0, tracks_gone = 0, aliases_gone = 0, holds_ended = 0;
         int64_t due = INT64_MAX;
-        int rc = promote_all(pm, mb, &promoted, &err);
-        if (!rc)
+        mode_leader_tick(pm); /* storage.forward's lease, about once a second */
+        /* a forwarding node that follows a live leader leaves the
+         * cluster's maintenance to it (it runs every job's work anyway);
+         * it resumes when the lease it read ends (leader.c) */
+        bool follow = mode_leader_follows(pm);
+        int rc = follow ? 0 : promote_all(pm, mb, &promoted, &err);
+        if (!rc && !follow)
             rc = reap_all(pm, mb, &reaped, &err);
         /* the rest once a tick, not at every deadline a promotion wakes for */
-        bool housekeeping = rb_now_ms() >= housekeeping_due;
+        bool housekeeping = !follow && rb_now_ms() >= housekeeping_due;
         if (!rc && housekeeping)
             housekeeping_due = rb_now_ms() + tick_ms() * 4 / 5;
         if (!rc && housekeeping)
@@ -135,13 +142,14 @@ void *mode_maint_thread(void *arg)
             if (!rc)
                 workers_due = rb_now_ms() + RB_PGWORKERS_CLEANUP_MS;
         }
-        if (!rc)
+        if (!rc && !follow)
             rc = rb_pg_next_due(pm->maint, &due, &err);
         /* a lost connection is the link's to log, once per outage */
         if (rc && !down && !rb_pg_lost(rc))
             rb_log(RB_LOG_WARN, "maintenance: %s (retrying)", rb_err_msg(&err));
         down = rc != 0;
-        mode_link_report(pm, RB_PGMODE_THREADS, rc, &err);
+        if (!follow) /* (no round trip to report) */
+            mode_link_report(pm, RB_PGMODE_THREADS, rc, &err);
         if (reaped)
             rb_log(RB_LOG_INFO, "%d expired reservations failed", reaped);
         if (forgotten)

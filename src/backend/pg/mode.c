@@ -229,6 +229,7 @@ void rb_pgmode_free(rb_eng *eng)
     /* prefetched jobs back to their queues while a connection is open */
     mode_prefetch_release_all(eng, pm->work[0]);
     mode_parked_clear(eng, pm->work[0]);
+    mode_leader_release(pm, pm->maint); /* another node takes over at once */
     while (pm->todo) { /* none without threads; freed unanswered */
         rb_pgreq *r = pm->todo;
         pm->todo = r->next;

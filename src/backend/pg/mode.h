@@ -42,5 +42,9 @@ void rb_pgmode_attach(rb_eng *eng);
 /* Stops the threads after the requests already posted have run, completes
  * them (their connections are closed by then), frees everything. */
 void rb_pgmode_free(rb_eng *eng);
+/* The leader lease (leader.c; rb_backend.leader_offer and .leader). Loop
+ * thread. */
+void rb_pgmode_leader_offer(rb_eng *eng, const char *addr, bool tls);
+void rb_pgmode_leader(rb_eng *eng, rb_eng_leader *out);
 
 #endif

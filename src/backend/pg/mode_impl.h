@@ -41,6 +41,26 @@
  * and never more than this (us). */
 #define RB_PGMODE_WINDOW_MAX_US 2000
 
+/* The leader lease (leader.c): its length and how often a node takes or
+ * renews it; the lease length is test hook pg.leader_lease_ms. */
+#define RB_PGMODE_LEASE_MS 5000
+#define RB_PGMODE_LEASE_EVERY_MS 1000
+
+/* The leader lease as this node sees it (leader.c), guarded by rb_pgmode's
+ * mu. */
+typedef struct mode_leader {
+    char *addr;         /* this node's client port to advertise; NULL: not
+                           competing (the loop sets it once: rb_backend.leader_offer) */
+    bool tls;
+    rb_pg_leader view;  /* the holder as the last lease statement read it
+                           (the maintenance thread writes it) */
+    int64_t view_until; /* wall ms on this node's clock: the view holds until then */
+    bool held;          /* this node holds the lease (it deletes the row when it stops) */
+    /* Maintenance thread only: */
+    int64_t next_ms;    /* the next lease statement (wall ms) */
+    bool failing;       /* the last one failed (logged once) */
+} mode_leader;
+
 /* A write transaction a database thread ran for a PUSH, ACK or FAIL batch:
  * its rows and how long it took, for rb_metrics_commit. */
 typedef struct mode_commit {
@@ -158,6 +178,7 @@ struct rb_pgmode {
     uint64_t prefetch_hits, prefetch_expired; /* INFO's distributed.prefetch */
     uint64_t hand_seq;     /* fetch.c: the last hand-off token */
     int64_t parked_until;  /* fetch.c: this node's rb_parked row lasts until (wall ms) */
+    mode_leader leader;    /* leader.c; guarded by mu */
     bool parked_posting;   /* fetch.c: its refresh is in flight */
 };
 
@@ -257,6 +278,19 @@ bool mode_link_other_back(rb_pgmode *pm, int member);
 /* The link's members: every database thread and the maintenance thread.
  * Before the threads start. */
 void mode_link_init(rb_pgmode *pm);
+
+/* --- the leader lease (leader.c) --- */
+
+/* Takes or renews the lease and reads its holder when due (about every
+ * second, only once the loop offered this node's address). Maintenance
+ * thread, mu not held. */
+void mode_leader_tick(rb_pgmode *pm);
+/* Whether this node forwards and follows a leader whose lease, as last
+ * read, still runs: its maintenance is then the leader's. Takes mu. */
+bool mode_leader_follows(rb_pgmode *pm);
+/* Gives the lease up if this node holds it, and frees its state (the
+ * threads joined; pg: an open engine, or NULL). */
+void mode_leader_release(rb_pgmode *pm, rb_pg *pg);
 
 /* --- the threads, started by mode.c, joined by rb_pgmode_free --- */
 

@@ -58,7 +58,7 @@ bool rb_pg_is_url(const char *url);
 /* The schema version this build creates and requires (rb_pg_migrate): the
  * number of the last migration in src/backend/pg/schema/ (the build checks
  * they agree). */
-#define RB_PG_SCHEMA_VERSION 19
+#define RB_PG_SCHEMA_VERSION 20
 
 /* Job states, flags and per-job outcomes are the engine's
  * (engine/job_state.h), stored as the same numbers (sql_numbers.h lists
@@ -259,6 +259,23 @@ void rb_pg_job_hold(rb_pg *pg, rb_job_view *job, int64_t now);
 /* Lists this engine's node in rb_parked until until_ms (wall ms): a FETCH
  * waits there, the other nodes' pushes notify it. until_ms 0: removes it. */
 int rb_pg_parked(rb_pg *pg, int64_t until_ms, rb_err *err);
+
+/* The leader lease (rb_leader, sql_leader.c). The holder as a lease
+ * statement read it: found false when nobody holds it. */
+typedef struct rb_pg_leader {
+    bool found;
+    bool tls;
+    char node[256], addr[256];
+    int64_t until_ms; /* the lease's end, the database's clock (ms) */
+    int64_t now_ms;   /* the database's clock when the statement ran */
+} rb_pg_leader;
+/* One statement: takes the lease for node (addr, tls) for lease_ms when it
+ * is free or has ended, renews it when node holds it, and reads the
+ * holder into out. 0 or the store's error. */
+int rb_pg_leader_lease(rb_pg *pg, const char *node, const char *addr, bool tls, int64_t lease_ms,
+                       rb_pg_leader *out, rb_err *err);
+/* Gives the lease up when node holds it (a graceful stop). */
+int rb_pg_leader_drop(rb_pg *pg, const char *node, rb_err *err);
 
 /* The same for a push where some job names parents (docs/workflows.md),
  * in one transaction: the parents outside the push read (`FOR SHARE`,
