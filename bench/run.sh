@@ -18,7 +18,7 @@ set -u
 O=${O:-build}
 LG=$O/bench/loadgen
 MICRO=$O/bench/micro
-REBOUND=$O/rebound
+REBOUND=${REBOUND:-$O/rebound} # REBOUND=path: another build's server (A/B runs)
 
 quick=0
 servers="rebound bs-mem bs-binlog bs-fsync"

@@ -13,9 +13,10 @@
 # (/metrics: a FETCH's first claim, a parked FETCH's after a wake, and how
 # many of each found no job).
 # Usage: O=build bench/pg/statements.sh [--jobs N] [--workload lifecycle|retries]
-#        [--push-batch N] [--nodes 1|2] [--forward] [--rebound PATH] [--top N]
+#        [--push-batch N] [--nodes 1|2] [--forward] [--rebound PATH] [--top N] [--groups N]
 # --forward: the nodes run with [storage] forward = true (node 2 relays its
 # clients to node 1, the leader; docs/distributed.md).
+# --groups N: the jobs spread over N groups (custom.group; issue 30)
 set -u
 O=${O:-build}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -27,6 +28,7 @@ pushb=""
 nodes=1
 top=25
 fwd=""
+groups=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --jobs) jobs=$2; shift ;;
@@ -36,12 +38,13 @@ while [ $# -gt 0 ]; do
     --rebound) REBOUND=$2; shift ;;
     --top) top=$2; shift ;;
     --forward) fwd=1 ;;
+    --groups) groups=$2; shift ;;
     -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0"; exit 0 ;;
     *) echo "statements: unknown option '$1'" >&2; exit 2 ;;
   esac
   shift
 done
-case "$jobs$nodes$top${pushb}" in *[!0-9]*)
+case "$jobs$nodes$top${pushb}${groups}" in *[!0-9]*)
   echo "statements: --jobs, --nodes, --top and --push-batch take numbers" >&2; exit 2 ;; esac
 
 . "$here/../../scripts/pg_cluster.sh"
@@ -103,9 +106,9 @@ becpu() { # each backend's clock ticks: pid ticks
     sub(/^.*\) /, "", st); split(st, f, " "); if (f[2] == pm) print pid, f[12] + f[13] }'
 }
 becpu >"$tmp/be0"
-echo "statements: $jobs jobs, $wl, $nodes node(s)${pushb:+, PUSHB $pushb}, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "statements: $jobs jobs, $wl, $nodes node(s)${pushb:+, PUSHB $pushb}${groups:+, $groups groups}, load $(cut -d' ' -f1-3 /proc/loadavg)"
 "$LG" --proto faktory --workload "$wl" --jobs "$jobs" --port "$a" --worker-port "$wports" \
-  --drain-ms 1000 --timeout 600 ${pushb:+--push-batch "$pushb"} >"$tmp/out" 2>"$tmp/err" ||
+  --drain-ms 1000 --timeout 600 ${pushb:+--push-batch "$pushb"} ${groups:+--groups "$groups"} >"$tmp/out" 2>"$tmp/err" ||
   { cat "$tmp/err" >&2; exit 1; }
 becpu >"$tmp/be1"
 psqlc rebound "SELECT pid, coalesce(nullif(application_name, ''), backend_type), CASE

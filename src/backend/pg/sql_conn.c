@@ -105,7 +105,12 @@ static const char *const sql_stmt_text[SQL_STMT_COUNT] = {
      * claim when the round stopped short of its FETCHes while a group it
      * served has another job or it did not see every runnable group (a
      * probe per served group, LATERAL: as a semi join the generic plan
-     * walked the queue's ready index from its first group, session 13) */
+     * walked the queue's ready index from its first group, session 13).
+     * The idle marks and the -2 row's probes are functions (schema 21,
+     * rb_groups_idle, rb_claim_next) called only when there is something
+     * to mark or the round was short: as an UPDATE and sub-plans in the
+     * statement every execution set them up (opened rb_groups' indexes,
+     * began their scans), a fifth of the statement's CPU time */
     [SQL_CLAIMG] = "/* rb_claim_groups, one queue */ WITH a AS MATERIALIZED (SELECT"
                   " ($1::text[])[1] AS q, ($4::text[])[1] AS cur, coalesce(($5::int[])[1], 0) AS"
                   " qc, coalesce(($6::int[])[1], 0) AS qr, cardinality($2::text[]) AS need, EXISTS"
@@ -135,23 +140,21 @@ static const char *const sql_stmt_text[SQL_STMT_COUNT] = {
                   " j.attempts + 1, wid = ($2::text[])[nb.rn], due_ms = $3::bigint + j.reserve_s *"
                   " 1000::bigint, flags = CASE WHEN j.flags & 1 <> 0 THEN 2 ELSE 0 END FROM"
                   " numbered nb WHERE j.jid = nb.jid RETURNING nb.ord, nb.rn - 1 AS slot, j.jid,"
-                  " j.json, j.enq_ms, nb.grp), idled AS (UPDATE rb_groups gg SET ready = false,"
-                  " idle_ms = $3::bigint FROM cand c WHERE gg.queue = ($1::text[])[1] AND gg.grp = c.grp AND c.grp <>"
-                  " '' AND c.ord <= (SELECT CASE WHEN count(*) >= cardinality($2::text[]) THEN"
-                  " max(p.ord) ELSE 2147483647 END FROM picked p) AND NOT EXISTS (SELECT 1 FROM"
-                  " picked p WHERE p.ord = c.ord) AND NOT (SELECT fb.v FROM fb) AND CASE WHEN"
-                  " pg_try_advisory_xact_lock(rb_group_lock(gg.queue, gg.grp)) THEN"
-                  " rb_group_empty(gg.queue, gg.grp) ELSE false END) SELECT u.slot, u.jid, u.json,"
-                  " u.enq_ms, ($1::text[])[1] AS q, u.grp AS g FROM (SELECT * FROM upd ORDER BY"
-                  " upd.ord) u UNION ALL SELECT -1, p.jid, NULL, 0, ($1::text[])[1], p.grp FROM"
-                  " picked p WHERE p.gone UNION ALL SELECT -2, NULL, NULL, x.at, a.q, NULL FROM a,"
-                  " LATERAL (SELECT least( CASE WHEN (SELECT count(*) FROM cand) >= 2 * a.need + 8"
-                  " OR EXISTS (SELECT 1 FROM picked p CROSS JOIN LATERAL (SELECT 1 FROM rb_jobs"
-                  " r WHERE r.queue = a.q AND r.grp = p.grp AND r.state = 2 AND r.jid <> p.jid"
-                  " LIMIT 1) o WHERE NOT p.gone) THEN $3::bigint END, (SELECT min(h.hold_until)"
-                  " FROM rb_groups h WHERE h.queue = a.q AND h.hold <> 0)) AS at) x WHERE NOT a.paused AND NOT (SELECT"
-                  " fb.v FROM fb) AND x.at IS NOT NULL AND (SELECT count(*) FROM picked p WHERE"
-                  " NOT p.gone) < a.need UNION ALL SELECT * FROM rb_claim_groups($1::text[],"
+                  " j.json, j.enq_ms, nb.grp), idled AS MATERIALIZED (SELECT rb_groups_idle(($1::text[])[1],"
+                  " array_agg(c.grp), $3::bigint) AS n FROM cand c WHERE c.grp <> '' AND c.ord <="
+                  " (SELECT CASE WHEN count(*) >= cardinality($2::text[]) THEN max(p.ord) ELSE"
+                  " 2147483647 END FROM picked p) AND NOT EXISTS (SELECT 1 FROM picked p WHERE"
+                  " p.ord = c.ord) AND NOT (SELECT fb.v FROM fb) HAVING count(*) > 0) SELECT"
+                  " u.slot, u.jid, u.json, u.enq_ms, ($1::text[])[1] AS q, u.grp AS g FROM (SELECT"
+                  " * FROM upd ORDER BY upd.ord) u WHERE (SELECT count(*) FROM idled) >= 0 UNION"
+                  " ALL SELECT -1, p.jid, NULL, 0, ($1::text[])[1], p.grp FROM picked p WHERE"
+                  " p.gone UNION ALL SELECT -2, NULL, NULL, x.at, x.q, NULL FROM (SELECT a.q, CASE"
+                  " WHEN NOT a.paused AND NOT (SELECT fb.v FROM fb) AND (SELECT count(*) FROM"
+                  " picked p WHERE NOT p.gone) < a.need THEN rb_claim_next(a.q, ARRAY(SELECT"
+                  " p.grp FROM picked p WHERE NOT p.gone ORDER BY p.ord), ARRAY(SELECT p.jid FROM"
+                  " picked p WHERE NOT p.gone ORDER BY p.ord), (SELECT count(*) FROM cand) >= 2 *"
+                  " a.need + 8, $3::bigint) END AS at FROM a OFFSET 0) x WHERE x.at IS NOT NULL"
+                  " UNION ALL SELECT * FROM rb_claim_groups($1::text[],"
                   " $2::text[], $3::bigint, $4::text[], $5::int[], $6::int[], $7::bigint[],"
                   " $8::int[], $9::bigint[], $10::bigint[]) WHERE (SELECT fb.v FROM fb)",
     /* ACK: schema 14's rb_ack_batch loop as one statement (issue 29), its
@@ -164,13 +167,20 @@ static const char *const sql_stmt_text[SQL_STMT_COUNT] = {
      * A jid given twice is done once, by its first element that may, and
      * missing (1) for the ones after. $1 jids, $2 wids, $3 the counter's
      * shard, $4 now (wall ms). Rows: status, and for a job done its queue
-     * and job type (its first 127 bytes), one per element in order. */
+     * and job type (its first 127 bytes), one per element in order. The
+     * rows are probed one jid at a time (LATERAL, in jid order): as
+     * `jid = ANY ($1)` the generic plan made while rb_jobs was young (every
+     * benchmark's and every new database's first minute, before autovacuum
+     * looks) was a sequential scan, kept for good, that read the whole
+     * table per ACK (376-484 pages per ACK by the end of a 10,000-job run,
+     * issue 30 session 14). */
     [SQL_ACK] = "/* rb_ack */ WITH a AS (SELECT u.jid, u.wid, u.ord FROM unnest("
                 SQL_PLAN_GENERIC("$1::text[]") ", $2::text[]) WITH ORDINALITY AS u(jid, wid, ord)),"
                 " l AS MATERIALIZED (SELECT j.jid, j.state, j.flags, j.wid, j.queue, j.bid, j.trk,"
                 " j.wf OR EXISTS (SELECT 1 FROM rb_edges e WHERE e.parent = j.jid) AS deps,"
-                " j.json::json -> 'jobtype' AS jt FROM rb_jobs j"
-                " WHERE j.jid = ANY(" SQL_PLAN_GENERIC("$1::text[]") "::text[]) ORDER BY j.jid FOR UPDATE),"
+                " j.json::json -> 'jobtype' AS jt FROM (SELECT DISTINCT k.jid FROM unnest("
+                SQL_PLAN_GENERIC("$1::text[]") ") AS k(jid) ORDER BY k.jid) k CROSS JOIN LATERAL"
+                " (SELECT r.* FROM rb_jobs r WHERE r.jid = k.jid FOR UPDATE) j),"
                 " e AS (SELECT a.ord, a.jid, l.queue, l.jt, l.trk, l.deps, l.bid, x.h,"
                 " x.h NOT IN (1, 2) AND (x.h = 0 OR l.flags & 1 <> 0) AS may"
                 " FROM a LEFT JOIN l ON l.jid = a.jid"
