@@ -2914,6 +2914,64 @@ Test(pg, the_ack_probes_its_jobs_by_key_in_a_plan_made_on_an_empty_table)
     PQfinish(a);
 }
 
+/* The same for FAIL's statements and the reaper's writes (the retries
+ * workload) on the work thread's engine (rb_pg_options.keyed, as mode.c
+ * opens work[0]): SQL_LOCK_JOBS locks the failed jobs by jid,
+ * SQL_FAIL_APPLY updates and deletes them by jid; each prepared, planned
+ * generically on an empty rb_jobs, then run on 300 rows, reaches them by
+ * key. (On a session without keyed both plans scanned rb_jobs whole:
+ * `jid = ANY` and the UPDATE's join with unnest as a hash join.) */
+Test(pg, the_work_engine_probes_failed_jobs_by_key_in_plans_made_on_an_empty_table)
+{
+    rb_pg *k = NULL;
+    rb_err err = {0};
+    rb_pg_options o = {.url = url, .seed = 19, .keyed = true};
+    cr_assert_eq(rb_pg_open(&o, &k, &err), 0, "%s", rb_err_msg(&err));
+    PGconn *a = k->conn;
+    cr_assert_not_null(a);
+    char *on = run_on(a, "SELECT current_setting('enable_seqscan') || current_setting('jit')");
+    cr_assert_str_eq(on, "offoff");
+    free(on);
+    free(run_on(a, "SET plan_cache_mode = force_generic_plan"));
+    rb_buf q = {0};
+    rb_buf_printf(&q, "PREPARE lockj(text[]) AS %s", sql_stmt_sql(SQL_LOCK_JOBS));
+    free(run_on(a, q.data));
+    rb_buf_reset(&q);
+    rb_buf_printf(&q, "PREPARE failw(text[], int[], bigint[], int[], text[], text[], text[], int,"
+                      " int) AS %s", sql_stmt_sql(SQL_FAIL_APPLY));
+    free(run_on(a, q.data));
+    rb_buf_release(&q);
+    const char *lock = "EXECUTE lockj('{fl-1,fl-2}')";
+    const char *apply = "EXECUTE failw('{fl-1}', '{4}', '{9}', '{0}', '{\"{}\"}', '{[]}',"
+                        " '{fl-2}', 2, 0)";
+    free(run_on(a, "BEGIN"));
+    free(run_on(a, lock)); /* planned now, on no rows */
+    free(run_on(a, apply));
+    free(run_on(a, "COMMIT"));
+    free(run_on(a, "INSERT INTO rb_jobs (jid, state, queue, priority, due_ms, enq_ms, reserve_s,"
+                   " wid, json) SELECT 'fl-' || i, 3, 'fq', 5, 0, 0, 60, 'w',"
+                   " '{\"jobtype\":\"t\"}' FROM generate_series(0, 299) i"));
+    const char *stmts[] = {lock, apply};
+    for (int i = 0; i < 2; i++) {
+        char sql[300];
+        snprintf(sql, sizeof sql, "EXPLAIN (FORMAT JSON) %s", stmts[i]);
+        json_t *doc;
+        json_t *root = plan_of(a, sql, &doc);
+        cr_assert_eq(nodes_on(root, "Seq Scan", "rb_jobs", NULL), 0,
+                     "a sequential scan of rb_jobs in %s", stmts[i]);
+        json_decref(doc);
+    }
+    free(run_on(a, "BEGIN"));
+    free(run_on(a, lock));
+    free(run_on(a, apply));
+    free(run_on(a, "COMMIT"));
+    char *v = run_on(a, "SELECT count(*) || ':' || (SELECT state FROM rb_jobs WHERE jid = 'fl-1')"
+                        " FROM rb_jobs WHERE queue = 'fq'");
+    cr_assert_str_eq(v, "299:4");
+    free(v);
+    rb_pg_close(k);
+}
+
 /* rb_claim_groups at now for one FETCH of queue rq whose groups have
  * concurrency 1: the job claimed, NULL when none. */
 static char *claim_conc1(PGconn *c, int64_t now)

@@ -75,11 +75,14 @@ static void on_poll(evutil_socket_t fd, short what, void *arg)
     rb_pgmode_wake(eng, NULL, 0);
 }
 
-static int open_engine(rb_eng *eng, bool listen, rb_pg **out, rb_err *err)
+/* Opens one of the node's engines: listen for the listen thread's, keyed
+ * for the work thread whose batches run the job statements (work[0]). */
+static int open_engine(rb_eng *eng, bool listen, bool keyed, rb_pg **out, rb_err *err)
 {
     rb_pg_options o = {.url = eng->cfg->storage.url,
                        .cfg = eng->cfg,
                        .listen = listen,
+                       .keyed = keyed,
                        .io_timeout_ms = eng->cfg->storage.request_timeout_s * 1000,
                        .idle_tx_ms = eng->cfg->storage.idle_in_transaction_timeout_s * 1000};
     int64_t backoff = 100;
@@ -129,7 +132,7 @@ int rb_pgmode_open(rb_eng *eng, rb_err *err)
     pthread_condattr_destroy(&ca);
     eng->be = pm;
     eng->backend = &rb_backend_pg;
-    int rc = open_engine(eng, false, &pm->work[0], err);
+    int rc = open_engine(eng, false, true, &pm->work[0], err);
     if (!rc) {
         rc = rb_pg_check_schema(pm->work[0], err);
         while (rb_pg_lost(rc)) { /* lost between the connect and the check */
@@ -146,16 +149,16 @@ int rb_pgmode_open(rb_eng *eng, rb_err *err)
         nanosleep(&ts, NULL);
     }
     for (int i = 1; !rc && i < RB_PGMODE_THREADS; i++)
-        rc = open_engine(eng, false, &pm->work[i], err);
+        rc = open_engine(eng, false, false, &pm->work[i], err);
     if (!rc)
-        rc = open_engine(eng, false, &pm->maint, err);
+        rc = open_engine(eng, false, false, &pm->maint, err);
     for (int i = 0; !rc && i < RB_PGMODE_THREADS; i++) { /* named in rb_parked (fetch.c) */
         rb_pg_set_node(pm->work[i], rb_pgworkers_node());
         if (i > 0) /* one turn cursor per queue for the node */
             rb_pg_share_turns(pm->work[i], pm->work[0]);
     }
     if (!rc)
-        rc = open_engine(eng, true, &pm->listen, err);
+        rc = open_engine(eng, true, false, &pm->listen, err);
     if (!rc && ((pm->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0 ||
                 pipe(pm->stop_pipe) != 0))
         rc = rb_err_set(err, RB_EIO, "cannot make an eventfd: %s", strerror(errno));

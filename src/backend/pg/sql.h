@@ -90,6 +90,15 @@ typedef struct rb_pg_options {
      * faults"; the URL's own options win). */
     int64_t io_timeout_ms;
     int64_t idle_tx_ms;
+    /* The session plans no sequential scan where an index serves
+     * (enable_seqscan off, and jit off: the penalty of a scan that stays
+     * would pass jit_above_cost): for the work thread, whose statements touch a
+     * few rows by key. Its prepared statements' generic plans, made once
+     * and kept for the connection's life, were otherwise made while
+     * rb_jobs was young (a new database's first minute, before autovacuum
+     * looks) and scanned the whole table for each batch from then on
+     * (bench/RESULTS.md, issue 30 session 14). */
+    bool keyed;
 } rb_pg_options;
 
 /* Connects. On success *out is the engine (rb_pg_close() it); the schema is

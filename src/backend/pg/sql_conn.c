@@ -569,6 +569,10 @@ static PGconn *start_conn(const rb_pg *pg, int64_t *limit_ms)
     if (pg->idle_tx_ms > 0)
         rb_buf_printf(&o, "%s-c idle_in_transaction_session_timeout=%lld", o.len ? " " : "",
                       (long long)pg->idle_tx_ms);
+    if (pg->keyed) /* jit off too: a plan that must still scan (rb_parked) costs
+                      enable_seqscan's penalty, over jit_above_cost, and
+                      compiling it took seconds per statement */
+        rb_buf_printf(&o, "%s-c enable_seqscan=off -c jit=off", o.len ? " " : "");
     if (own && *own)
         rb_buf_printf(&o, "%s%s", o.len ? " " : "", own);
     if (o.len) {
@@ -725,6 +729,7 @@ int rb_pg_open(const rb_pg_options *o, rb_pg **out, rb_err *err)
     pg->listen = o->listen;
     pg->io_timeout_ms = o->io_timeout_ms > 0 ? o->io_timeout_ms : 0;
     pg->idle_tx_ms = o->idle_tx_ms > 0 ? o->idle_tx_ms : 0;
+    pg->keyed = o->keyed;
     if (o->seed)
         rb_rng_seed(&pg->rng, o->seed);
     else

@@ -76,6 +76,7 @@ struct rb_pg {
      * statement outside a transaction): losing it leaves the outcome
      * unknown (RB_EDOUBT) instead of undone (RB_ECONN). */
     int64_t io_timeout_ms, idle_tx_ms, deadline_ms;
+    bool keyed; /* rb_pg_options.keyed */
     bool committing;
     sql_batch_ev *bev;  /* the open transaction's batch events (sql_batch_note) */
     size_t bev_n, bev_cap;
