@@ -460,10 +460,15 @@ void rb_pg_job_hold(rb_pg *pg, rb_job_view *job, int64_t now)
     if (r && PQntuples(r)) {
         rb_group_view v;
         view_fill(sql_cfg(pg), job->queue, r, 0, now, &v);
+        rb_flow_limits lim;
+        rb_config_group_limits(sql_cfg(pg), job->queue, v.has_override ? &v.over : NULL, &lim,
+                               NULL);
+        /* a concurrency hold is stored by the claim that met it and lifted
+         * at its 1 s re-check until the next claim sets it again: the
+         * group's working jobs say whether it holds now */
+        if (v.hold == RB_HOLD_NONE && lim.concurrency > 0 && v.working >= lim.concurrency)
+            v.hold = RB_HOLD_CONCURRENCY;
         if (v.hold != RB_HOLD_NONE) {
-            rb_flow_limits lim;
-            rb_config_group_limits(sql_cfg(pg), job->queue, v.has_override ? &v.over : NULL,
-                                   &lim, NULL);
             job->hold_by = "group";
             job->hold = rb_group_hold_name(v.hold);
             job->hold_until_ms = v.hold_until_ms;
