@@ -367,16 +367,10 @@ out:
 
 bool rb_config_ip_port_valid(const char *addr, bool wildcard_ok)
 {
-    const char *colon = strrchr(addr, ':');
-    if (!colon || colon == addr || colon - addr >= 64 || !colon[1] || strlen(colon + 1) > 5)
+    if (!rb_config_address_valid(addr))
         return false;
-    long port = 0;
-    for (const char *p = colon + 1; *p; p++) {
-        if (*p < '0' || *p > '9')
-            return false;
-        port = port * 10 + (*p - '0');
-    }
-    if (port > 65535)
+    const char *colon = strrchr(addr, ':');
+    if (colon - addr >= 64)
         return false;
     char host[64];
     size_t n = (size_t)(colon - addr);

@@ -168,6 +168,9 @@ void rb_config_release(rb_config *cfg);
 /* Whether addr is "IPV4:PORT" or "[IPV6]:PORT" (port 0 to 65535), and
  * with wildcard_ok false not every interface (0.0.0.0, [::]). */
 bool rb_config_ip_port_valid(const char *addr, bool wildcard_ok);
+/* "host:port" with a port from 0 to 65535 (an IPv6 host in brackets): the
+ * form of server.listen and http_listen (schema.c). */
+bool rb_config_address_valid(const char *s);
 
 /* Loads path (NULL: defaults only) and, when env is non-NULL and non-empty,
  * the overlay rebound.<env>.toml next to it, merged key by key (arrays replaced

@@ -296,7 +296,7 @@ static bool seconds_ms(double s, int64_t *ms)
     return true;
 }
 
-static bool valid_address(const char *s)
+bool rb_config_address_valid(const char *s)
 {
     const char *colon = strrchr(s, ':');
     if (!colon || colon == s || !colon[1] || strlen(colon + 1) > 5)
@@ -364,7 +364,7 @@ int rb_config_key_set(rb_config *cfg, const rb_config_key *k, const rb_toml_valu
             return bad(k, v, NULL, err);
         if (strlen(v->u.str.s) != v->u.str.len)
             return bad(k, v, "contains a NUL character", err);
-        if (k->kind == RB_CFG_ADDRESS && !valid_address(v->u.str.s))
+        if (k->kind == RB_CFG_ADDRESS && !rb_config_address_valid(v->u.str.s))
             return bad(k, v, NULL, err);
         if (k->kind == RB_CFG_STORAGE_URL &&
             (!v->u.str.len || (strstr(v->u.str.s, "://") && strncmp(v->u.str.s, "postgres://", 11) &&
