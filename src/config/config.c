@@ -254,10 +254,10 @@ static int check_metrics_auth(rb_config *cfg, const rb_config_files *f, const rb
 }
 
 /* storage.advertise is "ip:port" (the client listen address's form) or
- * empty, and storage.forward is plain TCP only: a relay to the leader
- * would otherwise carry a TLS client's traffic in clear text. Whether
- * forward has a PostgreSQL storage and a listen address to advertise is
- * checked at start (server/forward.c), after --db and --listen. */
+ * empty. Whether forward has a PostgreSQL storage and a listen address to
+ * advertise is checked at start (server/forward.c), after --db and
+ * --listen; forward goes with tls_cert too (a relay carries a TLS
+ * client's bytes to the leader unchanged, still encrypted). */
 static int check_forward(const rb_config *cfg, const rb_config_files *f, const rb_toml_value *root,
                          rb_err *err)
 {
@@ -269,13 +269,6 @@ static int check_forward(const rb_config *cfg, const rb_config_files *f, const r
                               "storage.advertise", err, RB_EINVAL,
                               "'%s' is not \"ip:port\" (an IPv4 address or a bracketed IPv6 one, "
                               "not every interface)", adv);
-    }
-    if (cfg->storage.forward && cfg->server.tls_cert) {
-        const rb_toml_kv *kv = rb_toml_get_kv(storage, "forward");
-        return rb_config_fail(f, kv ? kv->val->origin : RB_ORIGIN_BASE, kv ? kv->line : 0,
-                              "storage.forward", err, RB_EINVAL,
-                              "is plain TCP only: it cannot be set with 'server.tls_cert' (a "
-                              "relayed TLS client would cross to the leader in clear text)");
     }
     return 0;
 }

@@ -375,10 +375,10 @@ bool rb_eng_leader_supported(const rb_eng *eng)
     return eng->backend && eng->backend->leader;
 }
 
-void rb_eng_leader_offer(rb_eng *eng, const char *addr, bool tls)
+void rb_eng_leader_offer(rb_eng *eng, const char *addr, const char *tls_id)
 {
     if (eng->backend && eng->backend->leader_offer)
-        eng->backend->leader_offer(eng, addr, tls);
+        eng->backend->leader_offer(eng, addr, tls_id);
 }
 
 void rb_eng_leader_of(rb_eng *eng, rb_eng_leader *out)

@@ -389,7 +389,8 @@ typedef struct rb_eng_health {
 typedef struct rb_eng_leader {
     bool known;     /* a holder whose lease has not ended (as far as this node knows) */
     bool self;      /* the holder is this node */
-    bool tls;       /* its client port speaks TLS */
+    char tls_id[80]; /* its client port's certificate ("sha256:" and the hex
+                        digest of its DER); "" when the port is plain TCP */
     char addr[256]; /* its client port, "host:port" */
     char node[256]; /* its name ("host:pid") */
 } rb_eng_leader;
@@ -473,12 +474,13 @@ typedef struct rb_backend {
     /* The leader lease (storage.forward); NULL where the backend has none
      * (SQLite: no leader, every connection served here). leader_offer,
      * once the client port is bound: this node competes for the lease,
-     * advertising addr ("host:port", copied) and tls, from its own thread
+     * advertising addr ("host:port", copied) and tls_id (its certificate's
+     * rb_tls_id, "" for plain TCP; copied), from its own thread
      * about every second, and gives it up when it closes. leader: the
      * holder as last read, at once (no round trip); known is false when
      * this node has not read a holder whose lease is still running. Loop
      * thread. */
-    void (*leader_offer)(rb_eng *eng, const char *addr, bool tls);
+    void (*leader_offer)(rb_eng *eng, const char *addr, const char *tls_id);
     void (*leader)(rb_eng *eng, rb_eng_leader *out);
     /* A worker's HELLO and BEAT (engine/workers.h: the node's connected
      * workers are the engine's; where their beats and signals are kept is
@@ -599,7 +601,7 @@ void rb_eng_health_of(rb_eng *eng, rb_eng_health *h);
 /* Whether the backend keeps a leader lease (rb_backend.leader). */
 bool rb_eng_leader_supported(const rb_eng *eng);
 /* rb_backend.leader_offer; a no-op without one. Loop thread. */
-void rb_eng_leader_offer(rb_eng *eng, const char *addr, bool tls);
+void rb_eng_leader_offer(rb_eng *eng, const char *addr, const char *tls_id);
 /* rb_backend.leader: the current holder, or known false (always without
  * a lease). Loop thread. */
 void rb_eng_leader_of(rb_eng *eng, rb_eng_leader *out);

@@ -26,6 +26,7 @@
 #include "config/config.h"
 #include "engine/engine.h"
 #include "server/srv.h"
+#include "server/tls.h"
 
 /* One client connection relayed to the leader. Until the leader's side
  * connects, the client's socket is only held (cfd: nothing is read from
@@ -45,11 +46,13 @@ typedef struct relay {
 struct rb_forward {
     rb_srv *srv;
     char self_addr[256];  /* what this node advertises ("" until started) */
+    char tls_id[80];      /* its client port's certificate (rb_tls_id), "" for plain TCP */
     rb_list relays;
     uint64_t total, fallbacks;
     char bad_addr[256];   /* a leader address that did not answer, */
     int64_t bad_until;    /* until then (monotonic ms) */
     char logged_addr[256]; /* the leader last logged as forwarded to */
+    char logged_tls[256];  /* the leader last logged as presenting another certificate */
 };
 
 /* --- set-up --- */
@@ -71,8 +74,6 @@ int rb_forward_check(rb_srv *srv, rb_err *err)
         return rb_err_set(err, RB_EINVAL,
                           "storage.forward: needs distributed mode (a postgres:// storage.url); "
                           "this node's storage is %s", srv->eng->backend->name);
-    if (srv->tls) /* the configuration refuses it already (config.c) */
-        return rb_err_set(err, RB_EINVAL, "storage.forward: cannot be set with server.tls_cert");
     const char *adv = srv->cfg.storage.advertise;
     char addr[300];
     normalize(adv ? adv : srv->cfg.server.listen, addr, sizeof addr);
@@ -107,9 +108,10 @@ void rb_forward_start(rb_srv *srv)
         snprintf(colon, sizeof addr - (size_t)(colon - addr), ":%d", port);
     }
     snprintf(fwd->self_addr, sizeof fwd->self_addr, "%s", addr);
-    rb_eng_leader_offer(srv->eng, fwd->self_addr, false);
-    rb_log(RB_LOG_INFO, "forwarding: on; this node's client port is advertised as %s",
-           fwd->self_addr);
+    rb_tls_id(srv->tls, fwd->tls_id, sizeof fwd->tls_id);
+    rb_eng_leader_offer(srv->eng, fwd->self_addr, fwd->tls_id);
+    rb_log(RB_LOG_INFO, "forwarding: on; this node's client port is advertised as %s%s",
+           fwd->self_addr, fwd->tls_id[0] ? " (tls)" : "");
 }
 
 /* "ip:port" or "[ip6]:port" into ss; -1 when it is neither. */
@@ -298,10 +300,25 @@ bool rb_forward_accept(rb_srv *srv, evutil_socket_t fd)
     rb_eng_leader_of(srv->eng, &l);
     /* Served here: no leader known, this node leads (as far as it knows:
      * a node never forwards while it holds the lease, so two nodes cannot
-     * send each other's clients round), a leader on TLS (not relayed in
-     * this version), or an address that is this node's own. */
-    if (!l.known || l.self || l.tls || !strcmp(l.addr, fwd->self_addr))
+     * send each other's clients round), or an address that is this node's
+     * own. */
+    if (!l.known || l.self || !strcmp(l.addr, fwd->self_addr))
         return false;
+    /* The bytes cross unchanged, so a TLS client's session ends at the
+     * leader: relayed only when the leader presents this node's own
+     * certificate (or both speak plain TCP), so the client sees what this
+     * node would have shown it. */
+    if (strcmp(l.tls_id, fwd->tls_id)) {
+        if (strcmp(fwd->logged_tls, l.addr))
+            rb_log(RB_LOG_WARN, "forwarding: the leader at %s %s: serving clients here (give "
+                                "every forwarding node the same server.tls_cert)", l.addr,
+                   !l.tls_id[0] ? "speaks plain TCP and this node TLS"
+                   : !fwd->tls_id[0] ? "speaks TLS and this node plain TCP"
+                                     : "presents another certificate than this node's");
+        snprintf(fwd->logged_tls, sizeof fwd->logged_tls, "%s", l.addr);
+        fwd->fallbacks++;
+        return false;
+    }
     if (!strcmp(l.addr, fwd->bad_addr) && rb_mono_ms() < fwd->bad_until) {
         fwd->fallbacks++;
         return false;

@@ -8,6 +8,7 @@
 #include <event2/bufferevent_ssl.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <openssl/x509.h>
 
 #include "common/buf.h"
 
@@ -58,6 +59,21 @@ rb_tls *rb_tls_new(const char *cert_path, const char *key_path, rb_err *err)
 fail:
     SSL_CTX_free(ctx);
     return NULL;
+}
+
+void rb_tls_id(const rb_tls *t, char *out, size_t n)
+{
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int len = 0;
+    X509 *cert = t ? SSL_CTX_get0_certificate(t->ctx) : NULL;
+    if (!cert || n < 80 || X509_digest(cert, EVP_sha256(), md, &len) != 1) {
+        if (n)
+            out[0] = '\0';
+        return;
+    }
+    size_t at = (size_t)snprintf(out, n, "sha256:");
+    for (unsigned int i = 0; i < len && at + 3 <= n; i++)
+        at += (size_t)snprintf(out + at, n - at, "%02x", md[i]);
 }
 
 void rb_tls_free(rb_tls *t)

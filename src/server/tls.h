@@ -18,6 +18,12 @@ typedef struct rb_tls rb_tls;
  * reason). TLS 1.2 is the oldest version accepted. */
 rb_tls *rb_tls_new(const char *cert_path, const char *key_path, rb_err *err);
 
+/* The certificate t presents, as "sha256:" and the lower-case hex SHA-256
+ * of its DER (71 characters), into out (at least 80 bytes); "" when t is
+ * NULL. Forwarding (server/forward.c) relays a TLS client only to a leader
+ * presenting the same. */
+void rb_tls_id(const rb_tls *t, char *out, size_t n);
+
 /* Frees the context; connections made from it keep their own reference.
  * NULL is a no-op. */
 void rb_tls_free(rb_tls *t);

@@ -10,6 +10,10 @@
  * - a leader nobody answers for: B serves its clients itself at once
  *   (a refused port) or within the connect timeout (no answer), and
  *   counts the fallbacks;
+ * - TLS: a TLS client of B reaches the leader through the relay (the
+ *   bytes cross still encrypted, the session ends at A, which presents the
+ *   same certificate); a node with another certificate, or plain TCP,
+ *   serves its clients itself;
  * - bad settings refused at start with a message naming the key.
  * The lease runs 3 s here (fault pg.leader_lease_ms). Waits poll INFO,
  * /metrics or the database, never sleep blindly. */
@@ -18,7 +22,10 @@
 
 #include <poll.h>
 
-static rbh_server a, b;
+#include "rebound/client.h"
+#include "tls_certs.h"
+
+static rbh_server a, b, c3;
 
 static void init(void)
 {
@@ -27,6 +34,8 @@ static void init(void)
 
 static void fini(void)
 {
+    if (c3.dir[0])
+        rbh_stop(&c3);
     if (b.dir[0])
         rbh_stop(&b);
     if (a.dir[0] && a.pid > 0)
@@ -298,6 +307,126 @@ static int serve_fails(const char *config, const char *db, const char *listen, c
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+/* Starts s on db (NULL: a fresh schema) serving TLS with cert/key, forward
+ * on, no HTTP port (it would be HTTPS: the checks go over the work
+ * protocol). */
+static void start_tls_node(rbh_server *s, const char *db, const char *cert, const char *key)
+{
+    if (db)
+        snprintf(s->db, sizeof s->db, "%s", db);
+    char toml[1200];
+    snprintf(toml, sizeof toml, "[server]\ntls_cert = \"%s\"\ntls_key = \"%s\"\n" FWD_CONFIG, cert,
+             key);
+    rbh_write_file(s, "rebound.toml", toml, s->config, sizeof s->config);
+    cr_assert_eq(rbh_launch(s, NULL), 0, "a TLS node did not start (see %s)", s->log);
+}
+
+/* A TLS client of s trusting ca (NULL with err set when the handshake or
+ * HELLO failed). */
+static rb_client *tls_client(const rbh_server *s, const char *ca, rb_err *e)
+{
+    char url[300];
+    snprintf(url, sizeof url, "tcp+tls://127.0.0.1:%d", s->port);
+    rb_client_opts o = {.tls_ca_file = ca, .timeout_ms = 10000};
+    return rb_client_connect(url, &o, e);
+}
+
+/* INFO over a new TLS connection to s trusting ca: whether the node that
+ * answered leads; -1 when the connection or INFO failed. */
+static int tls_info_leader(const rbh_server *s, const char *ca)
+{
+    rb_err e = {0};
+    rb_client *cl = tls_client(s, ca, &e);
+    if (!cl)
+        return -1;
+    json_t *v = NULL;
+    int r = -1;
+    if (rb_client_info(cl, &v, &e) == 0) {
+        json_t *x = rbh_get(v, "rebound.forward.leader");
+        r = json_is_boolean(x) ? json_is_true(x) : -1;
+    }
+    json_decref(v);
+    rb_client_close(cl);
+    return r;
+}
+
+/* Polls until a TLS client of s (trusting ca) is answered by a node whose
+ * INFO says leader is want (15 s). */
+static bool wait_tls_leader(const rbh_server *s, const char *ca, int want)
+{
+    int64_t until = rbh_now_ms() + 15000;
+    do {
+        if (tls_info_leader(s, ca) == want)
+            return true;
+        rbh_sleep_ms(50);
+    } while (rbh_now_ms() < until);
+    return false;
+}
+
+Test(forward, tls_clients_are_relayed_to_a_leader_with_the_same_certificate)
+{
+    rbh_init(&a);
+    char cert[400], key[400], other[400], other_key[400];
+    cr_assert_eq(rbh_make_cert(a.dir, "cluster", "IP:127.0.0.1", cert, key), 0);
+    cr_assert_eq(rbh_make_cert(a.dir, "other", "IP:127.0.0.1", other, other_key), 0);
+    start_tls_node(&a, NULL, cert, key);
+    cr_assert(wait_tls_leader(&a, cert, 1), "A never led (see %s)", a.log);
+    rbh_init(&b);
+    start_tls_node(&b, a.db, cert, key);
+    /* B's TLS clients complete their handshake with A (the relay copies
+     * the encrypted bytes) and get A's INFO */
+    cr_assert(wait_tls_leader(&b, cert, 1), "B's TLS clients are not served by the leader (see %s)",
+              b.log);
+    rb_err e = {0};
+    rb_client *cl = tls_client(&b, cert, &e);
+    cr_assert_not_null(cl, "%s", e.msg);
+    rb_reply r;
+    cr_assert_eq(rb_client_call(cl, "PUSH {\"jid\":\"tlsfwd-0001\",\"jobtype\":\"t\",\"args\":[],"
+                                    "\"queue\":\"tq\"}", &r, &e),
+                 0, "%s", e.msg);
+    cr_assert_eq(rb_client_call(cl, "FETCH tq", &r, &e), 0, "%s", e.msg);
+    cr_assert(r.type == RB_REPLY_BULK && strstr(r.str, "tlsfwd-0001"), "FETCH through B got %s",
+              r.str ? r.str : "nothing");
+    cr_assert_eq(rb_client_call(cl, "ACK {\"jid\":\"tlsfwd-0001\"}", &r, &e), 0, "%s", e.msg);
+    rb_client_close(cl);
+    char *left = rbh_pg_value(a.db, "SELECT count(*) FROM rb_jobs");
+    cr_assert(left && !strcmp(left, "0"), "%s jobs left", left ? left : "?");
+    free(left);
+    char *id = rbh_pg_value(a.db, "SELECT tls_id FROM rb_leader");
+    cr_assert(id && !strncmp(id, "sha256:", 7) && strlen(id) == 71, "the lease's tls_id: %s",
+              id ? id : "?");
+    free(id);
+
+    /* another certificate: a relay would end the client's session at A,
+     * whose certificate the client does not trust; C serves it itself */
+    rbh_init(&c3);
+    start_tls_node(&c3, a.db, other, other_key);
+    /* until C has read the lease (it says why it serves here), every
+     * client is C's */
+    bool said = false;
+    for (int64_t until = rbh_now_ms() + 15000; !said && rbh_now_ms() < until;) {
+        cr_assert_eq(tls_info_leader(&c3, other), 0,
+                     "a TLS client of a node with another certificate was not served there");
+        char *log = rbh_read_log(&c3);
+        said = log && strstr(log, "presents another certificate");
+        free(log);
+    }
+    cr_assert(said, "C never said why it serves its clients (see %s)", c3.log);
+    cr_assert_eq(tls_info_leader(&c3, other), 0);
+    rbh_stop(&c3);
+    c3.dir[0] = '\0';
+
+    /* plain TCP beside a TLS leader: served there too */
+    int hc;
+    start_node(&c3, a.db, FWD_CONFIG, &hc);
+    for (int64_t until = rbh_now_ms() + 15000;
+         rbh_metric(hc, "rebound_forward_fallbacks_total ") < 1 && rbh_now_ms() < until;)
+        cr_assert_eq(info_leader(&c3), 0, "a plain client was relayed to a TLS leader");
+    cr_assert_geq(rbh_metric(hc, "rebound_forward_fallbacks_total "), 1,
+                  "the plain node never saw the TLS leader (see %s)", c3.log);
+    cr_assert_eq(info_leader(&c3), 0, "a plain client was relayed to a TLS leader");
+}
+
 Test(forward, bad_settings_refused)
 {
     char out[4096];
@@ -318,11 +447,6 @@ Test(forward, bad_settings_refused)
     cr_assert_neq(serve_fails(FWD_CONFIG "advertise = \"0.0.0.0:7419\"\n", a.db, "127.0.0.1:0",
                               out, sizeof out), 0);
     cr_assert(strstr(out, "storage.advertise"), "%s", out);
-    /* TLS: refused in this version */
-    cr_assert_neq(serve_fails("[server]\ntls_cert = \"/nonexistent.pem\"\ntls_key = "
-                              "\"/nonexistent.key\"\n" FWD_CONFIG, a.db, "127.0.0.1:0", out,
-                              sizeof out), 0);
-    cr_assert(strstr(out, "storage.forward") && strstr(out, "tls_cert"), "%s", out);
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", a.dir);
     cr_assert_eq(system(cmd), 0);

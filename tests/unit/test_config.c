@@ -271,10 +271,7 @@ static const struct {
      "c.toml:2: key 'server.metrics_auth': must be true, false or \"auto\", got string \"yes\""},
     {"[server]\nmetrics_auth = 1\n", RB_EINVAL,
      "c.toml:2: key 'server.metrics_auth': must be true, false or \"auto\", got integer 1"},
-    /* storage.forward (server/forward.h): plain TCP only, advertise an ip:port */
-    {"[server]\ntls_cert = \"c.pem\"\ntls_key = \"k.pem\"\n[storage]\nforward = true\n", RB_EINVAL,
-     "c.toml:5: key 'storage.forward': is plain TCP only: it cannot be set with "
-     "'server.tls_cert' (a relayed TLS client would cross to the leader in clear text)"},
+    /* storage.advertise (server/forward.h): an ip:port */
     {"[storage]\nadvertise = \"node-a:7419\"\n", RB_EINVAL,
      "c.toml:2: key 'storage.advertise': 'node-a:7419' is not \"ip:port\" (an IPv4 address or "
      "a bracketed IPv6 one, not every interface)"},

@@ -25,13 +25,14 @@ static int64_t lease_ms(void)
     return ms > 0 ? ms : RB_PGMODE_LEASE_MS;
 }
 
-void rb_pgmode_leader_offer(rb_eng *eng, const char *addr, bool tls)
+void rb_pgmode_leader_offer(rb_eng *eng, const char *addr, const char *tls_id)
 {
     rb_pgmode *pm = rb_pgm_of(eng);
     pthread_mutex_lock(&pm->mu);
     free(pm->leader.addr);
     pm->leader.addr = rb_xstrdup(addr);
-    pm->leader.tls = tls;
+    free(pm->leader.tls_id);
+    pm->leader.tls_id = rb_xstrdup(tls_id ? tls_id : "");
     pm->leader.next_ms = 0; /* at the maintenance thread's next turn */
     pthread_mutex_unlock(&pm->mu);
     mode_maint_due(pm, rb_now_ms());
@@ -46,7 +47,7 @@ void rb_pgmode_leader(rb_eng *eng, rb_eng_leader *out)
     if (l->view.found && rb_now_ms() < l->view_until) {
         out->known = true;
         out->self = !strcmp(l->view.node, rb_pgworkers_node());
-        out->tls = l->view.tls;
+        snprintf(out->tls_id, sizeof out->tls_id, "%s", l->view.tls_id);
         snprintf(out->addr, sizeof out->addr, "%s", l->view.addr);
         snprintf(out->node, sizeof out->node, "%s", l->view.node);
     }
@@ -67,7 +68,7 @@ void mode_leader_tick(rb_pgmode *pm)
     pthread_mutex_lock(&pm->mu);
     mode_leader *l = &pm->leader;
     char *addr = l->addr && rb_now_ms() >= l->next_ms ? rb_xstrdup(l->addr) : NULL;
-    bool tls = l->tls;
+    char *tls_id = addr ? rb_xstrdup(l->tls_id) : NULL;
     pthread_mutex_unlock(&pm->mu);
     if (!addr)
         return;
@@ -76,8 +77,9 @@ void mode_leader_tick(rb_pgmode *pm)
     int64_t before = rb_now_ms();
     rb_pg_leader v;
     rb_err err = {0};
-    int rc = rb_pg_leader_lease(pm->maint, me, addr, tls, len, &v, &err);
+    int rc = rb_pg_leader_lease(pm->maint, me, addr, tls_id, len, &v, &err);
     free(addr);
+    free(tls_id);
     pthread_mutex_lock(&pm->mu);
     l->next_ms = rb_now_ms() + RB_PGMODE_LEASE_EVERY_MS;
     if (rc) {
@@ -91,7 +93,8 @@ void mode_leader_tick(rb_pgmode *pm)
     l->failing = false;
     bool was_self = l->held;
     bool changed = v.found != l->view.found || strcmp(v.node, l->view.node) ||
-                   strcmp(v.addr, l->view.addr) || rb_now_ms() >= l->view_until;
+                   strcmp(v.addr, l->view.addr) || strcmp(v.tls_id, l->view.tls_id) ||
+                   rb_now_ms() >= l->view_until;
     l->view = v;
     /* counted from before the statement ran: never past the real end */
     l->view_until = v.found ? before + (v.until_ms - v.now_ms) : 0;
@@ -102,7 +105,7 @@ void mode_leader_tick(rb_pgmode *pm)
                             "clients here)");
     else if (changed && v.found && !l->held)
         rb_log(RB_LOG_INFO, "leader: %s at %s%s leads the cluster", v.node, v.addr,
-               v.tls ? " (tls)" : "");
+               v.tls_id[0] ? " (tls)" : "");
     else if (was_self && !l->held)
         rb_log(RB_LOG_WARN, "leader: this node no longer leads the cluster");
 }
@@ -118,4 +121,6 @@ void mode_leader_release(rb_pgmode *pm, rb_pg *pg)
     l->held = false;
     free(l->addr);
     l->addr = NULL;
+    free(l->tls_id);
+    l->tls_id = NULL;
 }

@@ -44,7 +44,7 @@ void rb_pgmode_attach(rb_eng *eng);
 void rb_pgmode_free(rb_eng *eng);
 /* The leader lease (leader.c; rb_backend.leader_offer and .leader). Loop
  * thread. */
-void rb_pgmode_leader_offer(rb_eng *eng, const char *addr, bool tls);
+void rb_pgmode_leader_offer(rb_eng *eng, const char *addr, const char *tls_id);
 void rb_pgmode_leader(rb_eng *eng, rb_eng_leader *out);
 
 #endif

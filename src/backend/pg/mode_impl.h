@@ -51,7 +51,7 @@
 typedef struct mode_leader {
     char *addr;         /* this node's client port to advertise; NULL: not
                            competing (the loop sets it once: rb_backend.leader_offer) */
-    bool tls;
+    char *tls_id;       /* its certificate's identity, "" for plain TCP (with addr) */
     rb_pg_leader view;  /* the holder as the last lease statement read it
                            (the maintenance thread writes it) */
     int64_t view_until; /* wall ms on this node's clock: the view holds until then */

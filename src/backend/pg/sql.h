@@ -58,7 +58,7 @@ bool rb_pg_is_url(const char *url);
 /* The schema version this build creates and requires (rb_pg_migrate): the
  * number of the last migration in src/backend/pg/schema/ (the build checks
  * they agree). */
-#define RB_PG_SCHEMA_VERSION 21
+#define RB_PG_SCHEMA_VERSION 22
 
 /* Job states, flags and per-job outcomes are the engine's
  * (engine/job_state.h), stored as the same numbers (sql_numbers.h lists
@@ -273,15 +273,16 @@ int rb_pg_parked(rb_pg *pg, int64_t until_ms, rb_err *err);
  * statement read it: found false when nobody holds it. */
 typedef struct rb_pg_leader {
     bool found;
-    bool tls;
+    char tls_id[80]; /* the holder's certificate ("sha256:…"), "" for plain TCP */
     char node[256], addr[256];
     int64_t until_ms; /* the lease's end, the database's clock (ms) */
     int64_t now_ms;   /* the database's clock when the statement ran */
 } rb_pg_leader;
-/* One statement: takes the lease for node (addr, tls) for lease_ms when it
+/* One statement: takes the lease for node (addr, tls_id) for lease_ms when it
  * is free or has ended, renews it when node holds it, and reads the
  * holder into out. 0 or the store's error. */
-int rb_pg_leader_lease(rb_pg *pg, const char *node, const char *addr, bool tls, int64_t lease_ms,
+int rb_pg_leader_lease(rb_pg *pg, const char *node, const char *addr, const char *tls_id,
+                       int64_t lease_ms,
                        rb_pg_leader *out, rb_err *err);
 /* Gives the lease up when node holds it (a graceful stop). */
 int rb_pg_leader_drop(rb_pg *pg, const char *node, rb_err *err);

@@ -13,17 +13,18 @@
  * upserts are serialized by the row: the loser's WHERE sees the winner's
  * fresh lease, and its read (the statement's snapshot) may not see the
  * row at all: found false for a second. The clock is the database's, so
- * the nodes' clocks need not agree. */
+ * the nodes' clocks need not agree. tls (schema 20) stays written for
+ * readers of the table; tls_id (22) says which certificate. */
 static const char lease_sql[] =
     "WITH c AS (SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS ms),"
-    " up AS (INSERT INTO rb_leader AS l (id, node, addr, tls, until_ms)"
-    " SELECT 1, $1, $2, $3::boolean, c.ms + $4::bigint FROM c"
+    " up AS (INSERT INTO rb_leader AS l (id, node, addr, tls, tls_id, until_ms)"
+    " SELECT 1, $1, $2, $3 <> '', $3, c.ms + $4::bigint FROM c"
     " ON CONFLICT (id) DO UPDATE SET node = excluded.node, addr = excluded.addr,"
-    " tls = excluded.tls, until_ms = excluded.until_ms"
+    " tls = excluded.tls, tls_id = excluded.tls_id, until_ms = excluded.until_ms"
     " WHERE l.node = excluded.node OR l.until_ms < (SELECT ms FROM c)"
-    " RETURNING node, addr, tls, until_ms)"
-    " SELECT node, addr, tls, until_ms, (SELECT ms FROM c) FROM up"
-    " UNION ALL SELECT node, addr, tls, until_ms, (SELECT ms FROM c) FROM rb_leader"
+    " RETURNING node, addr, tls_id, until_ms)"
+    " SELECT node, addr, tls_id, until_ms, (SELECT ms FROM c) FROM up"
+    " UNION ALL SELECT node, addr, tls_id, until_ms, (SELECT ms FROM c) FROM rb_leader"
     " WHERE id = 1 AND NOT EXISTS (SELECT 1 FROM up)";
 
 static void copy_field(char *dst, size_t n, const PGresult *r, int c)
@@ -31,8 +32,8 @@ static void copy_field(char *dst, size_t n, const PGresult *r, int c)
     snprintf(dst, n, "%s", PQgetisnull(r, 0, c) ? "" : PQgetvalue(r, 0, c));
 }
 
-int rb_pg_leader_lease(rb_pg *pg, const char *node, const char *addr, bool tls, int64_t lease_ms,
-                       rb_pg_leader *out, rb_err *err)
+int rb_pg_leader_lease(rb_pg *pg, const char *node, const char *addr, const char *tls_id,
+                       int64_t lease_ms, rb_pg_leader *out, rb_err *err)
 {
     memset(out, 0, sizeof *out);
     int rc = sql_ensure(pg, err);
@@ -40,7 +41,7 @@ int rb_pg_leader_lease(rb_pg *pg, const char *node, const char *addr, bool tls, 
         return rc;
     char ms[32];
     snprintf(ms, sizeof ms, "%" PRId64, lease_ms);
-    const char *p[4] = {node, addr, tls ? "true" : "false", ms};
+    const char *p[4] = {node, addr, tls_id, ms};
     PGresult *r = sql_query(pg, lease_sql, 4, p, err);
     if (!r)
         return err ? err->code : RB_ESTORE;
@@ -48,7 +49,7 @@ int rb_pg_leader_lease(rb_pg *pg, const char *node, const char *addr, bool tls, 
         out->found = true;
         copy_field(out->node, sizeof out->node, r, 0);
         copy_field(out->addr, sizeof out->addr, r, 1);
-        out->tls = !strcmp(PQgetvalue(r, 0, 2), "t");
+        copy_field(out->tls_id, sizeof out->tls_id, r, 2);
         out->until_ms = sql_int(r, 0, 3);
         out->now_ms = sql_int(r, 0, 4);
     }
