@@ -41,12 +41,13 @@
 # bench/pg/node_modules the first time.
 # Usage: O=build bench/pg/run.sh [--jobs N] [--probe N] [--ceiling-secs N]
 #        [--systems "rebound rebound2 rebound2fwd graphile pgboss ceiling"]
-#        [--raw FILE]      (BENCH_PG_JOBS sets the default job count, 10000)
+#        [--raw FILE]      (BENCH_PG_JOBS sets the default job count, 10000;
+#                           REBOUND=path runs another rebound binary)
 set -u
 O=${O:-build}
 here=$(cd "$(dirname "$0")" && pwd)
 LG=$O/bench/loadgen
-REBOUND=$O/rebound
+REBOUND=${REBOUND:-$O/rebound} # REBOUND=path: another build
 jobs=${BENCH_PG_JOBS:-10000}
 probe=200
 csecs=4

@@ -15,7 +15,6 @@
 #include <sys/socket.h>
 
 #include <event2/buffer.h>
-#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/listener.h>
 
@@ -28,19 +27,28 @@
 #include "server/srv.h"
 #include "server/tls.h"
 
+/* One end of a relay: its socket, its events (created once relaying) and
+ * the bytes for it that its socket did not take yet. */
+typedef struct side {
+    evutil_socket_t fd;
+    struct event *rd;    /* readable: bytes go to the other side */
+    struct event *wr;    /* writable, armed while out holds bytes */
+    struct evbuffer *out;
+} side;
+
 /* One client connection relayed to the leader. Until the leader's side
- * connects, the client's socket is only held (cfd: nothing is read from
- * it, so a fallback serves it from its first byte); then both sides are
- * bufferevents and bytes go across unchanged. */
+ * connects, the client's socket is only held (nothing is read from it, so
+ * a fallback serves it from its first byte); then bytes go across
+ * unchanged, written at once where the other socket takes them (one read
+ * and one write per message: no buffering in between, no event changes
+ * while the sockets keep up). */
 typedef struct relay {
-    rb_link link; /* in fwd->relays */
+    rb_link link;         /* in fwd->relays */
     struct rb_forward *fwd;
-    evutil_socket_t cfd;          /* the client's socket while connecting, else -1 */
-    struct bufferevent *client;   /* once relaying */
-    struct bufferevent *up;       /* the connection to the leader */
-    struct event *timer;          /* the connect's deadline */
-    char addr[256];               /* the leader's address */
-    bool closing;                 /* one side ended: the other drains, then both close */
+    side s[2];            /* [0] the client, [1] the leader */
+    char addr[256];       /* the leader's address */
+    bool relaying;        /* the leader's side connected */
+    bool closing;         /* one side ended: the other drains, then both close */
 } relay;
 
 struct rb_forward {
@@ -150,14 +158,17 @@ static int to_sockaddr(const char *addr, struct sockaddr_storage *ss, int *len)
 static void relay_free(relay *r)
 {
     rb_list_remove(&r->fwd->relays, &r->link);
-    if (r->timer)
-        event_free(r->timer);
-    if (r->up)
-        bufferevent_free(r->up);
-    if (r->client)
-        bufferevent_free(r->client);
-    if (r->cfd >= 0)
-        evutil_closesocket(r->cfd);
+    for (int i = 0; i < 2; i++) {
+        side *d = &r->s[i];
+        if (d->rd)
+            event_free(d->rd);
+        if (d->wr)
+            event_free(d->wr);
+        if (d->out)
+            evbuffer_free(d->out);
+        if (d->fd >= 0)
+            evutil_closesocket(d->fd);
+    }
     free(r);
 }
 
@@ -174,8 +185,8 @@ static void relay_fallback(relay *r, const char *why)
     fwd->bad_until = rb_mono_ms() + RB_FORWARD_BACKOFF_MS;
     fwd->logged_addr[0] = '\0';
     fwd->fallbacks++;
-    evutil_socket_t fd = r->cfd;
-    r->cfd = -1;
+    evutil_socket_t fd = r->s[0].fd;
+    r->s[0].fd = -1;
     relay_free(r);
     if (srv->eng->stopping)
         evutil_closesocket(fd);
@@ -183,112 +194,137 @@ static void relay_fallback(relay *r, const char *why)
         rb_conn_serve(srv, fd);
 }
 
-static struct bufferevent *other(const relay *r, const struct bufferevent *bev)
+static bool again(void)
 {
-    return bev == r->client ? r->up : r->client;
+    return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
 }
 
-/* Bytes from one side go to the other's output; a full output stops the
- * reading (on_write resumes it). */
-static void on_read(struct bufferevent *bev, void *arg)
+/* One side ended (to is the other): what to still holds goes on, then
+ * both close; a peer that takes nothing for 5 s is given up. False when r
+ * was freed. */
+static bool relay_close(relay *r, side *to)
 {
-    relay *r = arg;
-    struct bufferevent *to = other(r, bev);
-    struct evbuffer *out = bufferevent_get_output(to);
-    evbuffer_add_buffer(out, bufferevent_get_input(bev));
-    if (evbuffer_get_length(out) >= RB_FORWARD_HIGH)
-        bufferevent_disable(bev, EV_READ);
+    if (evbuffer_get_length(to->out) == 0) {
+        relay_free(r);
+        return false;
+    }
+    r->closing = true;
+    event_del(r->s[0].rd);
+    event_del(r->s[1].rd);
+    struct timeval give_up = {5, 0};
+    event_add(to->wr, &give_up);
+    return true;
 }
 
-/* bev's output drained to the low watermark: its peer may read again;
- * while closing, the side left is freed once it has sent everything. */
-static void on_write(struct bufferevent *bev, void *arg)
+/* Bytes read on one side go to the other: written at once when nothing
+ * waits before them, else queued behind what waits (the writable event
+ * sends it); reading from stops while to holds RB_FORWARD_HIGH or more. */
+static void on_readable(evutil_socket_t fd, short what, void *arg)
 {
+    (void)what;
     relay *r = arg;
-    if (r->closing) {
-        if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+    side *from = &r->s[fd == r->s[0].fd ? 0 : 1], *to = &r->s[fd == r->s[0].fd ? 1 : 0];
+    char buf[65536];
+    ssize_t n = recv(fd, buf, sizeof buf, 0);
+    if (n < 0) {
+        if (!again())
+            relay_free(r); /* a broken side: both close now */
+        return;
+    }
+    if (n == 0) {
+        relay_close(r, to);
+        return;
+    }
+    size_t off = 0;
+    if (evbuffer_get_length(to->out) == 0) {
+        ssize_t w = send(to->fd, buf, (size_t)n, MSG_NOSIGNAL);
+        if (w < 0 && !again()) {
             relay_free(r);
-        return;
+            return;
+        }
+        off = w > 0 ? (size_t)w : 0;
     }
-    struct bufferevent *from = other(r, bev);
-    if (!(bufferevent_get_enabled(from) & EV_READ))
-        bufferevent_enable(from, EV_READ);
+    if (off == (size_t)n)
+        return;
+    evbuffer_add(to->out, buf + off, (size_t)n - off);
+    event_add(to->wr, NULL);
+    if (evbuffer_get_length(to->out) >= RB_FORWARD_HIGH)
+        event_del(from->rd);
 }
 
-static void on_event(struct bufferevent *bev, short what, void *arg)
+/* A side's socket takes bytes again: send what waits; once it holds no
+ * more than RB_FORWARD_LOW its peer reads again; while closing, both close
+ * once it is all sent (or after 5 s without progress). */
+static void on_writable(evutil_socket_t fd, short what, void *arg)
 {
     relay *r = arg;
-    if (r->closing || (what & (BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT))) {
-        relay_free(r); /* a broken side: both close now */
-        return;
-    }
-    if (!(what & BEV_EVENT_EOF))
-        return;
-    /* An orderly end: what it sent goes on, then the other side closes
-     * (a last "-ERR" from the leader, or a client's END). */
-    struct bufferevent *to = other(r, bev);
-    struct evbuffer *out = bufferevent_get_output(to);
-    evbuffer_add_buffer(out, bufferevent_get_input(bev));
-    if (evbuffer_get_length(out) == 0) {
+    side *to = &r->s[fd == r->s[0].fd ? 0 : 1], *from = &r->s[fd == r->s[0].fd ? 1 : 0];
+    if (what & EV_TIMEOUT) {
         relay_free(r);
         return;
     }
-    r->closing = true;
-    bufferevent_disable(bev, EV_READ | EV_WRITE);
-    bufferevent_disable(to, EV_READ);
-    bufferevent_setwatermark(to, EV_WRITE, 0, 0);
-    struct timeval give_up = {5, 0}; /* a peer that never reads */
-    bufferevent_set_timeouts(to, NULL, &give_up);
-    bufferevent_enable(to, EV_WRITE);
+    if (evbuffer_write(to->out, fd) < 0 && !again()) {
+        relay_free(r);
+        return;
+    }
+    size_t left = evbuffer_get_length(to->out);
+    if (left == 0) {
+        if (r->closing) {
+            relay_free(r);
+            return;
+        }
+        event_del(to->wr);
+    }
+    if (!r->closing && left <= RB_FORWARD_LOW && !event_pending(from->rd, EV_READ, NULL))
+        event_add(from->rd, NULL);
 }
 
 /* The leader accepted: relaying starts. */
 static void relay_start(relay *r)
 {
     rb_forward *fwd = r->fwd;
-    rb_srv *srv = fwd->srv;
-    event_free(r->timer);
-    r->timer = NULL;
+    struct event_base *base = fwd->srv->eng->base;
     int one = 1;
-    (void)setsockopt(bufferevent_getfd(r->up), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    r->client = bufferevent_socket_new(srv->eng->base, r->cfd, BEV_OPT_CLOSE_ON_FREE);
-    if (!r->client) {
-        relay_free(r);
-        return;
+    (void)setsockopt(r->s[1].fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    event_free(r->s[1].wr); /* the connect's */
+    r->s[1].wr = NULL;
+    for (int i = 0; i < 2; i++) {
+        side *d = &r->s[i];
+        d->rd = event_new(base, d->fd, EV_READ | EV_PERSIST, on_readable, r);
+        d->wr = event_new(base, d->fd, EV_WRITE | EV_PERSIST, on_writable, r);
+        d->out = evbuffer_new();
+        if (!d->rd || !d->wr || !d->out) {
+            relay_free(r);
+            return;
+        }
     }
-    r->cfd = -1;
+    r->relaying = true;
     fwd->total++;
     if (strcmp(fwd->logged_addr, r->addr)) {
         rb_log(RB_LOG_INFO, "forwarding: clients relayed to the leader at %s", r->addr);
         snprintf(fwd->logged_addr, sizeof fwd->logged_addr, "%s", r->addr);
     }
-    struct bufferevent *b[2] = {r->client, r->up};
-    for (int i = 0; i < 2; i++) {
-        bufferevent_setcb(b[i], on_read, on_write, on_event, r);
-        bufferevent_setwatermark(b[i], EV_WRITE, RB_FORWARD_LOW, 0);
-        bufferevent_setwatermark(b[i], EV_READ, 0, RB_FORWARD_HIGH);
-        bufferevent_enable(b[i], EV_READ | EV_WRITE);
-    }
+    event_add(r->s[0].rd, NULL);
+    event_add(r->s[1].rd, NULL);
 }
 
-static void on_up_event(struct bufferevent *bev, short what, void *arg)
+/* The connect to the leader finished, failed or ran out of time. */
+static void on_connected(evutil_socket_t fd, short what, void *arg)
 {
-    (void)bev;
     relay *r = arg;
-    if (what & BEV_EVENT_CONNECTED) {
-        relay_start(r);
+    if (what & EV_TIMEOUT) {
+        relay_fallback(r, "no answer within 1 s");
         return;
     }
-    char why[160];
-    snprintf(why, sizeof why, "%s", evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
-    relay_fallback(r, why);
-}
-
-static void on_connect_timeout(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd;
-    (void)what;
-    relay_fallback(arg, "no answer within 1 s");
+    int e = 0;
+    socklen_t elen = sizeof e;
+    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &elen) < 0)
+        e = errno;
+    if (e) {
+        relay_fallback(r, strerror(e));
+        return;
+    }
+    relay_start(r);
 }
 
 bool rb_forward_accept(rb_srv *srv, evutil_socket_t fd)
@@ -336,25 +372,29 @@ bool rb_forward_accept(rb_srv *srv, evutil_socket_t fd)
     }
     relay *r = rb_xcalloc(1, sizeof *r);
     r->fwd = fwd;
-    r->cfd = fd;
+    r->s[0].fd = fd;
+    r->s[1].fd = -1;
     snprintf(r->addr, sizeof r->addr, "%s", l.addr);
     rb_list_append(&fwd->relays, &r->link);
     int one = 1;
     (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    r->up = bufferevent_socket_new(srv->eng->base, -1, BEV_OPT_CLOSE_ON_FREE);
-    r->timer = evtimer_new(srv->eng->base, on_connect_timeout, r);
-    if (!r->up || !r->timer) {
+    (void)evutil_make_socket_nonblocking(fd);
+    r->s[1].fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (r->s[1].fd < 0) {
+        relay_fallback(r, strerror(errno));
+        return true;
+    }
+    if (connect(r->s[1].fd, (struct sockaddr *)&ss, (socklen_t)len) < 0 && errno != EINPROGRESS) {
+        relay_fallback(r, strerror(errno)); /* an immediate refusal */
+        return true;
+    }
+    r->s[1].wr = event_new(srv->eng->base, r->s[1].fd, EV_WRITE, on_connected, r);
+    if (!r->s[1].wr) {
         relay_fallback(r, "out of memory");
         return true;
     }
-    bufferevent_setcb(r->up, NULL, NULL, on_up_event, r);
     struct timeval tv = {RB_FORWARD_CONNECT_MS / 1000, (RB_FORWARD_CONNECT_MS % 1000) * 1000};
-    evtimer_add(r->timer, &tv);
-    if (bufferevent_socket_connect(r->up, (struct sockaddr *)&ss, len) < 0) {
-        char why[160];
-        snprintf(why, sizeof why, "%s", strerror(errno));
-        relay_fallback(r, why); /* an immediate refusal */
-    }
+    event_add(r->s[1].wr, &tv);
     return true;
 }
 

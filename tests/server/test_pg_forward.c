@@ -21,6 +21,11 @@
 #include "test_http_harness.h"
 
 #include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
 
 #include "rebound/client.h"
 #include "tls_certs.h"
@@ -163,6 +168,128 @@ Test(forward, client_of_b_is_served_by_the_leader)
         rbh_sleep_ms(20);
     cr_assert_eq(rbh_metric(hb, "rebound_forward_relays "), 0, "the relay outlived its client");
     cr_assert_eq(rbh_metric(hb, "rebound_forward_fallbacks_total "), 0);
+}
+
+/* A stand-in leader for the relay's flow control: accepts one connection
+ * on its listening socket and writes FLOW_BYTES of a known pattern to it
+ * (blocking), counting what the socket took, then closes. */
+#define FLOW_BYTES (48u << 20)
+
+typedef struct fake_leader {
+    int lfd;
+    _Atomic size_t sent;
+    _Atomic bool done;
+} fake_leader;
+
+static unsigned char flow_byte(size_t i)
+{
+    return (unsigned char)((i * 7 + i / 4096) & 0xff);
+}
+
+static void *fake_leader_run(void *arg)
+{
+    fake_leader *f = arg;
+    int fd = accept(f->lfd, NULL, NULL);
+    if (fd >= 0) {
+        unsigned char buf[65536];
+        size_t at = 0;
+        while (at < FLOW_BYTES) {
+            size_t n = FLOW_BYTES - at < sizeof buf ? FLOW_BYTES - at : sizeof buf;
+            for (size_t i = 0; i < n; i++)
+                buf[i] = flow_byte(at + i);
+            ssize_t w = write(fd, buf, n);
+            if (w <= 0)
+                break;
+            at += (size_t)w;
+            f->sent = at;
+        }
+        close(fd);
+    }
+    f->done = true;
+    return NULL;
+}
+
+/* The relay's flow control: a leader that sends far more than the sockets
+ * hold to a client that does not read yet fills them and the relay's
+ * buffer (1 MiB), where the relay stops reading from the leader; as the
+ * client drains, the relay resumes, and every byte arrives in order. It
+ * fails when the relay never resumes (checked) or loses or reorders a
+ * byte. */
+Test(forward, a_client_reading_late_gets_every_byte_in_order)
+{
+    fake_leader f = {.lfd = socket(AF_INET, SOCK_STREAM, 0)};
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    cr_assert(f.lfd >= 0 && bind(f.lfd, (struct sockaddr *)&sa, sizeof sa) == 0 &&
+              listen(f.lfd, 4) == 0);
+    socklen_t sl = sizeof sa;
+    cr_assert_eq(getsockname(f.lfd, (struct sockaddr *)&sa, &sl), 0);
+    pthread_t th;
+    cr_assert_eq(pthread_create(&th, NULL, fake_leader_run, &f), 0);
+    rbh_init(&a); /* only for its schema: no process */
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "INSERT INTO rb_leader (id, node, addr, tls, until_ms) VALUES (1, 'fake:1',"
+             " '127.0.0.1:%d', false, (extract(epoch FROM clock_timestamp()) * 1000)::bigint"
+             " + 60000)", ntohs(sa.sin_port));
+    char *ok = rbh_pg_value(a.db, sql);
+    cr_assert_not_null(ok);
+    free(ok);
+    int hb;
+    start_node(&b, a.db, FWD_CONFIG, &hb);
+    /* once B has read the lease its next client goes to the stand-in (a
+     * client of B itself gets +HI, the stand-in's first byte is not '+') */
+    int fd = -1;
+    for (int64_t until = rbh_now_ms() + 10000; fd < 0 && rbh_now_ms() < until;) {
+        int c = socket(AF_INET, SOCK_STREAM, 0);
+        struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons((uint16_t)b.port),
+                                 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        cr_assert(c >= 0 && connect(c, (struct sockaddr *)&to, sizeof to) == 0);
+        /* relayed: B counts it while it is open (B's own +HI otherwise) */
+        for (int64_t t = rbh_now_ms() + 2000; fd < 0 && rbh_now_ms() < t;) {
+            if (rbh_metric(hb, "rebound_forward_relays ") >= 1)
+                fd = c;
+            else
+                rbh_sleep_ms(20);
+        }
+        if (fd < 0)
+            close(c);
+    }
+    cr_assert_geq(fd, 0, "B never relayed a client to the stand-in leader (see %s)", b.log);
+    /* the stand-in writes until every buffer on the way is full: its count
+     * stops moving well short of the end */
+    size_t last = 0;
+    int64_t still_since = rbh_now_ms();
+    for (int64_t until = rbh_now_ms() + 20000; rbh_now_ms() < until && !f.done;) {
+        size_t now = f.sent;
+        if (now != last)
+            still_since = rbh_now_ms();
+        last = now;
+        if (now > (2u << 20) && rbh_now_ms() - still_since >= 300)
+            break;
+        rbh_sleep_ms(20);
+    }
+    cr_assert(!f.done, "the sockets and the relay took all %u bytes: nothing was held back",
+              FLOW_BYTES);
+    size_t got = 0;
+    unsigned char buf[65536];
+    bool same = true;
+    while (got < FLOW_BYTES) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (poll(&p, 1, 10000) <= 0)
+            break;
+        ssize_t n = read(fd, buf, sizeof buf);
+        if (n <= 0)
+            break;
+        for (ssize_t i = 0; i < n && same; i++)
+            same = buf[i] == flow_byte(got + (size_t)i);
+        got += (size_t)n;
+    }
+    close(fd);
+    pthread_join(th, NULL);
+    close(f.lfd);
+    cr_assert_eq(got, (size_t)FLOW_BYTES, "the client got %zu of %u bytes (the stand-in sent %zu)",
+                 got, FLOW_BYTES, (size_t)f.sent);
+    cr_assert(same, "the bytes arrived out of order or changed");
 }
 
 #define JOBS 60
