@@ -4,7 +4,9 @@
 # settings: fsync and synchronous_commit on), each run in a fresh database of
 # that cluster, the same job count, 4 producers and 8 workers:
 #   rebound   one node: PUSH one at a time, PUSHB 500, and PUSH one at a time
-#             with [storage] prefetch = true (build/bench/loadgen)
+#             and PUSHB 500 with [storage] prefetch = true (build/bench/loadgen)
+#   pushb     one node: PUSHB 500 without and with prefetch alone (issue 29's
+#             PUSHB target; beside graphile500)
 #   rebound2  two nodes on one database: producers on node A, workers split
 #             over A and B, without and with prefetch; then the probe: one
 #             worker on B waiting in FETCH, one producer on A at 50 jobs/s,
@@ -40,7 +42,7 @@
 # The npm packages (bench/pg/package-lock.json) are installed into
 # bench/pg/node_modules the first time.
 # Usage: O=build bench/pg/run.sh [--jobs N] [--probe N] [--ceiling-secs N]
-#        [--systems "rebound rebound2 rebound2fwd graphile pgboss ceiling"]
+#        [--systems "rebound pushb rebound2 rebound2fwd graphile pgboss ceiling"]
 #        [--raw FILE]      (BENCH_PG_JOBS sets the default job count, 10000;
 #                           REBOUND=path runs another rebound binary)
 set -u
@@ -329,7 +331,14 @@ for s in $systems; do
       rebound rebound-pushb500 1 lifecycle --port @A --push-batch 500
       rebound rebound-pushb500 1 retries --port @A --push-batch 500
       rebound rebound-prefetch 1 lifecycle --port @A
-      rebound rebound-prefetch 1 retries --port @A ;;
+      rebound rebound-prefetch 1 retries --port @A
+      rebound rebound-pushb500-prefetch 1 lifecycle --port @A --push-batch 500
+      rebound rebound-pushb500-prefetch 1 retries --port @A --push-batch 500 ;;
+    pushb)
+      rebound rebound-pushb500 1 lifecycle --port @A --push-batch 500
+      rebound rebound-pushb500 1 retries --port @A --push-batch 500
+      rebound rebound-pushb500-prefetch 1 lifecycle --port @A --push-batch 500
+      rebound rebound-pushb500-prefetch 1 retries --port @A --push-batch 500 ;;
     rebound2)
       rebound rebound2-push 2 lifecycle --port @A --worker-port @AB
       rebound rebound2-push 2 retries --port @A --worker-port @AB
@@ -393,13 +402,13 @@ awk '
   }
   END {
     # the rows, in order: run name, system, mode
-    ns = split("rebound-push|rebound-pushb500|rebound2-push|rebound2-fwd|rebound-prefetch|rebound2-prefetch|" \
-               "graphile-addJobs500|graphile-addJob|pgboss-send", id, "|")
+    ns = split("rebound-push|rebound-pushb500|rebound2-push|rebound2-fwd|rebound-prefetch|rebound-pushb500-prefetch|" \
+               "rebound2-prefetch|graphile-addJobs500|graphile-addJob|pgboss-send", id, "|")
     split("Rebound, one node|Rebound, one node|Rebound, two nodes|Rebound, two nodes, forwarding|" \
-          "Rebound, one node, prefetch|" \
+          "Rebound, one node, prefetch|Rebound, one node, prefetch|" \
           "Rebound, two nodes, prefetch|graphile-worker|graphile-worker|pg-boss", sys, "|")
     split("PUSH one at a time|PUSHB 500|PUSH on A, workers on A and B|PUSH on A, workers on A and B (B relays to A)|" \
-          "PUSH one at a time|" \
+          "PUSH one at a time|PUSHB 500|" \
           "PUSH on A, workers on A and B|addJobs(500)|addJob|send + work(batch 100)", mode, "|")
     gl = v["graphile-addJobs500", "lifecycle.jobs_per_s"]; gt = v["graphile-addJobs500", "retries.jobs_per_s"]
     g1t = v["graphile-addJob", "retries.jobs_per_s"]; bt = v["pgboss-send", "retries.jobs_per_s"]
@@ -425,6 +434,16 @@ awk '
         printf "%sPostgreSQL CPU per job, %s ÷ one node (PUSH one at a time): %s (lifecycle), %s (retries)\n",
           (i == 1 ? "\n" : ""), twon[i], r(v[two[i], "lifecycle.cpu_pg_us_per_job"], one_l),
           r(v[two[i], "retries.cpu_pg_us_per_job"], one_t)
+    # one node against graphile-worker addJobs(500) (issue 29: PUSH <= 1.0,
+    # PUSHB 500 <= 0.5), PUSHB 500 without and with prefetch
+    gpl = v["graphile-addJobs500", "lifecycle.cpu_pg_us_per_job"]; gpt = v["graphile-addJobs500", "retries.cpu_pg_us_per_job"]
+    split("rebound-push|rebound-pushb500|rebound-pushb500-prefetch", one, "|")
+    split("one node PUSH one at a time|one node PUSHB 500|one node PUSHB 500, prefetch", onen, "|")
+    for (i = 1; i <= 3 && (gpl != "" || gpt != ""); i++)
+      if (v[one[i], "lifecycle.cpu_pg_us_per_job"] != "" || v[one[i], "retries.cpu_pg_us_per_job"] != "")
+        printf "%sPostgreSQL CPU per job, %s ÷ graphile-worker addJobs(500): %s (lifecycle), %s (retries)\n",
+          (nl++ ? "" : "\n"), onen[i],
+          r(v[one[i], "lifecycle.cpu_pg_us_per_job"], gpl), r(v[one[i], "retries.cpu_pg_us_per_job"], gpt)
     if (v["rebound2-probe", "latency.lat_p50_ms"] != "")
       printf "\nprobe (push on node A, FETCH waiting on node B, %s jobs): p50 %s ms, p99 %s ms, max %s ms\n",
         v["rebound2-probe", "latency.jobs"], v["rebound2-probe", "latency.lat_p50_ms"],
@@ -489,6 +508,14 @@ check "retries >= 2 x graphile addJob retries ($rt vs ${g1t:-–})" "$(judge 'a 
 check "retries >= 2 x pg-boss retries ($rt vs ${bt:-–})" "$(judge 'a >= 2 * b' "$rt" "$bt")"
 check "two nodes >= one node, lifecycle ($r2n: $r2 vs ${rl:-–})" "$(judge 'a >= b' "$r2" "$rl")"
 check "push on A -> FETCH on B p99 <= 10 ms (${p99:-–} ms)" "$(judge 'a <= 10' "$p99" 0)"
+# Issue 29: PUSHB 500 at half graphile-worker's best database CPU per job.
+gcl=$(val graphile-addJobs500 lifecycle.cpu_pg_us_per_job); gct=$(val graphile-addJobs500 retries.cpu_pg_us_per_job)
+for n in rebound-pushb500 rebound-pushb500-prefetch; do
+  bl=$(val $n lifecycle.cpu_pg_us_per_job); bt2=$(val $n retries.cpu_pg_us_per_job)
+  [ -n "$bl$bt2" ] || continue
+  check "$n: PostgreSQL CPU/job <= 0.5 x graphile addJobs ($bl vs ${gcl:-–} µs)" "$(judge 'a <= 0.5 * b' "$bl" "$gcl")"
+  check "  retries ($bt2 vs ${gct:-–} µs)" "$(judge 'a <= 0.5 * b' "$bt2" "$gct")"
+done
 # Issue 29: a second node neutral for the database (forwarding on).
 o1=$(val rebound-push lifecycle.cpu_pg_us_per_job); f2=$(val rebound2-fwd lifecycle.cpu_pg_us_per_job)
 o1t=$(val rebound-push retries.cpu_pg_us_per_job); f2t=$(val rebound2-fwd retries.cpu_pg_us_per_job)

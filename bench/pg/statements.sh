@@ -13,7 +13,9 @@
 # (/metrics: a FETCH's first claim, a parked FETCH's after a wake, and how
 # many of each found no job).
 # Usage: O=build bench/pg/statements.sh [--jobs N] [--workload lifecycle|retries]
-#        [--push-batch N] [--nodes 1|2] [--forward] [--rebound PATH] [--top N] [--groups N]
+#        [--push-batch N] [--nodes 1|2] [--forward] [--prefetch] [--rebound PATH] [--top N]
+#        [--groups N]
+# --prefetch: the nodes run with [storage] prefetch = true.
 # --forward: the nodes run with [storage] forward = true (node 2 relays its
 # clients to node 1, the leader; docs/distributed.md).
 # --groups N: the jobs spread over N groups (custom.group; issue 30)
@@ -28,6 +30,7 @@ pushb=""
 nodes=1
 top=25
 fwd=""
+pre=""
 groups=""
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -38,6 +41,7 @@ while [ $# -gt 0 ]; do
     --rebound) REBOUND=$2; shift ;;
     --top) top=$2; shift ;;
     --forward) fwd=1 ;;
+    --prefetch) pre=1 ;;
     --groups) groups=$2; shift ;;
     -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0"; exit 0 ;;
     *) echo "statements: unknown option '$1'" >&2; exit 2 ;;
@@ -75,8 +79,9 @@ url="postgresql://rebound@/rebound?host=$tmp&port=$port"
 "$REBOUND" migrate --url "$url" >"$tmp/server.log" 2>&1 || { cat "$tmp/server.log" >&2; exit 1; }
 ports=""
 for k in $(seq 1 "$nodes"); do
-  [ -n "$fwd" ] && printf '[storage]\nforward = true\n' >"$tmp/forward.toml"
-  "$REBOUND" serve ${fwd:+--config "$tmp/forward.toml"} --listen 127.0.0.1:0 --http-listen 127.0.0.1:0 --http-port-file "$tmp/http$k" \
+  { echo '[storage]'; [ -n "$fwd" ] && echo 'forward = true'; [ -n "$pre" ] && echo 'prefetch = true'; } \
+    >"$tmp/node.toml"
+  "$REBOUND" serve --config "$tmp/node.toml" --listen 127.0.0.1:0 --http-listen 127.0.0.1:0 --http-port-file "$tmp/http$k" \
     --db "$url&application_name=rebound-n$k" --port-file "$tmp/port$k" \
     >>"$tmp/server.log" 2>&1 &
   pids="$pids $!"
@@ -94,6 +99,7 @@ fi
 wports=$(echo $ports | tr ' ' ',')
 psqlc rebound "SELECT pg_stat_statements_reset()" >/dev/null
 c0=$(psqlc postgres "SELECT xact_commit FROM pg_stat_database WHERE datname = 'rebound'")
+w0=$(psqlc postgres "SELECT wal_sync FROM pg_stat_wal")
 pm=$(head -1 "$tmp/pg/postmaster.pid")
 pgcpu() { # PostgreSQL's clock ticks: the postmaster, its children and those reaped
   cat /proc/[0-9]*/stat 2>/dev/null | awk -v pm="$pm" '{ pid = $1; st = $0; sub(/^.*\) /, "", st)
@@ -106,7 +112,7 @@ becpu() { # each backend's clock ticks: pid ticks
     sub(/^.*\) /, "", st); split(st, f, " "); if (f[2] == pm) print pid, f[12] + f[13] }'
 }
 becpu >"$tmp/be0"
-echo "statements: $jobs jobs, $wl, $nodes node(s)${pushb:+, PUSHB $pushb}${groups:+, $groups groups}, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "statements: $jobs jobs, $wl, $nodes node(s)${pushb:+, PUSHB $pushb}${pre:+, prefetch}${groups:+, $groups groups}, load $(cut -d' ' -f1-3 /proc/loadavg)"
 "$LG" --proto faktory --workload "$wl" --jobs "$jobs" --port "$a" --worker-port "$wports" \
   --drain-ms 1000 --timeout 600 ${pushb:+--push-batch "$pushb"} ${groups:+--groups "$groups"} >"$tmp/out" 2>"$tmp/err" ||
   { cat "$tmp/err" >&2; exit 1; }
@@ -120,17 +126,19 @@ psqlc rebound "SELECT pid, coalesce(nullif(application_name, ''), backend_type),
     ELSE 'other' END, left(regexp_replace(query, '\\s+', ' ', 'g'), 40)
   FROM pg_stat_activity WHERE pid <> pg_backend_pid()" | tr '|' '\t' >"$tmp/roles"
 for k in $(seq 1 "$nodes"); do
-  curl -s "http://127.0.0.1:$(cat "$tmp/http$k")/metrics" | grep -E '^rebound_fetch_claims' |
+  curl -s "http://127.0.0.1:$(cat "$tmp/http$k")/metrics" | grep -E '^rebound_fetch_claims|^rebound_commit_batch_size_(sum|count)' |
     sed "s/^/n$k /" >>"$tmp/claims"
 done
 for p in $pids; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
 pids=""
 t1=$(pgcpu)
 c1=$(psqlc postgres "SELECT xact_commit FROM pg_stat_database WHERE datname = 'rebound'")
+w1=$(psqlc postgres "SELECT wal_sync FROM pg_stat_wal")
 grep -E "jobs_per_s|duplicates|missing" "$tmp/out" | tr '\n' ' '; echo
 hz=$(getconf CLK_TCK 2>/dev/null || echo 100)
-echo "$t0 $t1 $c0 $c1" | awk -v n="$jobs" -v hz="$hz" '{
-  printf "PostgreSQL CPU %.0f us per job; %.2f commits per job\n", ($2 - $1) * 1e6 / hz / n, ($4 - $3) / n }'
+echo "$t0 $t1 $c0 $c1 $w0 $w1" | awk -v n="$jobs" -v hz="$hz" '{
+  printf "PostgreSQL CPU %.0f us per job; %.3f commits per job; %.3f WAL flushes per job\n",
+    ($2 - $1) * 1e6 / hz / n, ($4 - $3) / n, ($6 - $5) / n }'
 echo "per job: calls, exec us, plan us; rows and plannings per call; top: the statement a client sent"
 psqlc rebound "SELECT to_char(calls::float8 / $jobs, 'FM990.000'), to_char(total_exec_time * 1000 / $jobs,
     'FM99990.0'), to_char(total_plan_time * 1000 / $jobs, 'FM99990.0'),
@@ -148,5 +156,7 @@ awk -v n="$jobs" -v hz="$hzr" -F'\t' 'FILENAME ~ /be0$/ { split($0, a, " "); t0[
   END { for (k in s) printf "  %-28s %7.0f us/job  %s\n", k, s[k] * 1e6 / hz / n, w[k]
         printf "  %-28s %7.0f us/job\n", "all backends listed", all * 1e6 / hz / n }' \
   "$tmp/be0" "$tmp/be1" "$tmp/roles"
-echo "claim statements per job (node, counter, trigger):"
-awk -v n="$jobs" '{ printf "  %s %-60s %.3f\n", $1, $2, $3 / n }' "$tmp/claims"
+echo "claim statements per job (node, counter, trigger), the batch transactions' commits and their requests:"
+awk -v n="$jobs" '{ printf "  %s %-60s %.3f\n", $1, $2, $3 / n }
+  $2 ~ /batch_size_sum/ { s[$1] = $3 } $2 ~ /batch_size_count/ { c[$1] = $3 }
+  END { for (k in c) if (c[k] > 0) printf "  %s requests per batch commit %.2f\n", k, s[k] / c[k] }' "$tmp/claims"

@@ -58,7 +58,7 @@ bool rb_pg_is_url(const char *url);
 /* The schema version this build creates and requires (rb_pg_migrate): the
  * number of the last migration in src/backend/pg/schema/ (the build checks
  * they agree). */
-#define RB_PG_SCHEMA_VERSION 22
+#define RB_PG_SCHEMA_VERSION 23
 
 /* Job states, flags and per-job outcomes are the engine's
  * (engine/job_state.h), stored as the same numbers (sql_numbers.h lists
