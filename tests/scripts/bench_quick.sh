@@ -71,6 +71,21 @@ for s in $servers; do
     esac
   done
 done
+# --repeat: the lifecycle and groups1000 rows twice, alternating, each
+# pair's figures and the median ratio the target is judged on.
+rep=$(mktemp "${TMPDIR:-/tmp}/bench-quick.XXXXXX")
+if bench/run.sh --quick --servers rebound --jobs 300 --rows "lifecycle groups1000" --repeat 2 \
+     >"$rep" 2>&1; then
+  [ "$(grep -c '^| rebound | [12] | ' "$rep")" = 2 ] || { echo "bench_quick: --repeat 2: not two pairs"; fail=1; }
+  grep -q '^rebound: groups1000 / lifecycle over 2 pairs: median [0-9]' "$rep" ||
+    { echo "bench_quick: --repeat 2: no median"; fail=1; }
+  grep -q 'lifecycle with 1,000 groups >= 0.8 x without (median of 2 pairs' "$rep" ||
+    { echo "bench_quick: --repeat 2: the target not judged on the median"; fail=1; }
+  [ $fail -eq 0 ] || cat "$rep"
+else
+  cat "$rep"; echo "bench_quick: bench/run.sh --repeat 2 failed"; fail=1
+fi
+rm -f "$rep"
 if [ $fail -ne 0 ]; then
   cat "$out"
   exit 1

@@ -2877,6 +2877,82 @@ Test(pg, the_grouped_claim_marks_idle_groups_through_a_function)
     PQfinish(a);
 }
 
+/* SQL_CLAIMG hands a queue over to rb_claim_groups without running it
+ * (session 15): its generic plan holds no function scan (as a branch of
+ * the statement rb_claim_groups' scan was set up by every execution); a
+ * round that meets a group with limits claims nothing and answers one -4
+ * row of 1, a short round one of 0; the node then claims through
+ * rb_claim_groups, the limit holds, and the queue's next claims go
+ * straight to it for a second (a short round's for 100 ms), then try
+ * SQL_CLAIMG again. */
+Test(pg, the_grouped_claim_hands_queues_with_limits_to_the_node)
+{
+    int64_t now = rb_now_ms();
+    for (int i = 1; i <= 2; i++) {
+        char j[256];
+        snprintf(j, sizeof j,
+                 "{\"jid\":\"lim-%d\",\"jobtype\":\"t\",\"queue\":\"lq\",\"args\":[],"
+                 "\"custom\":{\"group\":\"lim\"}}", i);
+        cr_assert_eq(push_at(eng, j, now), 0);
+        snprintf(j, sizeof j,
+                 "{\"jid\":\"few-%d\",\"jobtype\":\"t\",\"queue\":\"fq\",\"args\":[],"
+                 "\"custom\":{\"group\":\"few\"}}", i);
+        cr_assert_eq(push_at(eng, j, now), 0);
+    }
+    free(sql1("UPDATE rb_groups SET o_conc = 1 WHERE queue = 'lq' AND grp = 'lim'"));
+    PGconn *a = PQconnectdb(url);
+    cr_assert_eq(PQstatus(a), CONNECTION_OK, "%s", PQerrorMessage(a));
+    free(run_on(a, "SET plan_cache_mode = force_generic_plan"));
+    rb_buf q = {0};
+    rb_buf_printf(&q, "PREPARE c(text[], text[], bigint, text[], int[], int[], bigint[], int[],"
+                      " bigint[], bigint[]) AS %s", sql_stmt_sql(SQL_CLAIMG));
+    free(run_on(a, q.data));
+    rb_buf_release(&q);
+    json_t *doc;
+    json_t *root = plan_of(a, "EXPLAIN (FORMAT JSON) EXECUTE c('{lq}', '{w1}', 1000, NULL,"
+                              " '{0}', '{0}', '{0}', '{0}', '{0}', '{0}')", &doc);
+    cr_assert_eq(nodes_on(root, "Function Scan", NULL, NULL), 0, "a function scan");
+    json_decref(doc);
+    const char *exec[2] = {"EXECUTE c('{lq}', '{w1}', 1000, NULL, '{0}', '{0}', '{0}', '{0}',"
+                           " '{0}', '{0}')",
+                           "EXECUTE c('{fq}', '{w1,w2,w3}', 1000, NULL, '{0}', '{0}', '{0}',"
+                           " '{0}', '{0}', '{0}')"};
+    for (int k = 0; k < 2; k++) {
+        PGresult *r = PQexec(a, exec[k]);
+        cr_assert_eq(PQresultStatus(r), PGRES_TUPLES_OK, "%s", PQerrorMessage(a));
+        cr_assert_eq(PQntuples(r), 1, "%s: %d rows", exec[k], PQntuples(r));
+        cr_assert_str_eq(PQgetvalue(r, 0, 0), "-4");
+        cr_assert_str_eq(PQgetvalue(r, 0, 3), k == 0 ? "1" : "0", "%s", exec[k]);
+        PQclear(r);
+    }
+    PQfinish(a);
+    char *v = sql1("SELECT count(*) FROM rb_jobs WHERE state = 3");
+    cr_assert_str_eq(v, "0", "claimed by a round that handed over");
+    free(v);
+    /* the node: through rb_claim_groups, the limit holds */
+    char *j1 = claim_at(eng, "lq", "w1", now, NULL), *j2 = claim_at(eng, "lq", "w2", now, NULL);
+    cr_assert_not_null(j1);
+    cr_assert_null(j2, "a second job of a group of concurrency 1: %s", j2);
+    free(j1);
+    cr_assert_eq(sql_groups_claim_stmt(eng, "lq", now + 999), SQL_CLAIM);
+    cr_assert_eq(sql_groups_claim_stmt(eng, "lq", now + 1000), SQL_CLAIMG);
+    char *f1 = claim_at(eng, "fq", "w3", now, NULL); /* known grouped, a full round */
+    cr_assert_not_null(f1);
+    free(f1);
+    cr_assert_eq(sql_groups_claim_stmt(eng, "fq", now), SQL_CLAIMG);
+    const char *qs[1] = {"fq"}, *wids[3] = {"w4", "w5", "w6"};
+    rb_pg_claimed *c;
+    int n;
+    rb_err err = {0};
+    cr_assert_eq(rb_pg_claim(eng, qs, 1, wids, 3, now, &c, &n, NULL, &err), 0, "claim: %s",
+                 rb_err_msg(&err));
+    cr_assert_eq(n, 1, "the few group's other job");
+    rb_pg_claimed_free(c, n);
+    cr_assert_eq(sql_groups_claim_stmt(eng, "fq", now + 99), SQL_CLAIM);
+    cr_assert_eq(sql_groups_claim_stmt(eng, "fq", now + 100), SQL_CLAIMG);
+    cr_assert_eq(sql_groups_claim_stmt(eng, "nq", now), SQL_CLAIM1, "a queue never claimed");
+}
+
 /* The ACK's rows are probed by key even when its generic plan was made on
  * an empty rb_jobs (a new database, every benchmark's first seconds: as
  * `jid = ANY ($1)` that plan was a sequential scan, kept after the table

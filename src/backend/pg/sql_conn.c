@@ -99,9 +99,14 @@ static const char *const sql_stmt_text[SQL_STMT_COUNT] = {
      * (schema 17, idle_ms 18; same parameters, same rows): one round of the runnable
      * groups after the cursor, the first ready job of each, the groups
      * found empty marked idle (rb_group_empty looks after the try-lock).
-     * rb_claim_groups itself claims when the queue has a [throttles] rate,
-     * a hold due, a group with limits in the round, or fewer runnable
-     * groups than FETCHes (later passes); a -2 row at now asks for another
+     * rb_claim_groups claims when the queue has a [throttles] rate, a hold
+     * due, a group with limits in the round, or fewer runnable groups than
+     * FETCHes (later passes): then the statement claims nothing and answers
+     * one row, slot -4 with 1 as its time when a group with limits was in
+     * the round (else 0), and the node runs rb_claim_groups (SQL_CLAIM)
+     * itself and remembers the queue for a while (sql_groups_claim_stmt;
+     * as a branch of this statement the function's scan was set up by
+     * every execution, 22 of 260 us, session 14); a -2 row at now asks for another
      * claim when the round stopped short of its FETCHes while a group it
      * served has another job or it did not see every runnable group (a
      * probe per served group, LATERAL: as a semi join the generic plan
@@ -117,7 +122,8 @@ static const char *const sql_stmt_text[SQL_STMT_COUNT] = {
                   " (SELECT 1 FROM rb_queues qq WHERE qq.name = ($1::text[])[1] AND qq.paused) AS"
                   " paused, coalesce(($9::bigint[])[1], 0) > 0 OR EXISTS (SELECT 1 FROM rb_groups"
                   " h WHERE h.hold <> 0 AND h.hold_until <= $3::bigint AND h.queue ="
-                  " ($1::text[])[1]) AS busy), cand AS MATERIALIZED (SELECT c.grp, c.lmt,"
+                  " ($1::text[])[1]) AS busy, $7::bigint[] AS u7, $8::int[] AS u8, $10::bigint[] AS"
+                  " u10), cand AS MATERIALIZED (SELECT c.grp, c.lmt,"
                   " (row_number() OVER (ORDER BY c.wrap, c.grp))::int AS ord FROM a, LATERAL"
                   " ((SELECT gg.grp, 0 AS wrap, gg.grp <> '' AND (coalesce(gg.o_conc, a.qc) > 0 OR"
                   " coalesce(gg.o_rate, a.qr) > 0) AS lmt FROM rb_groups gg WHERE gg.queue = a.q"
@@ -128,8 +134,8 @@ static const char *const sql_stmt_text[SQL_STMT_COUNT] = {
                   " gg.ready AND gg.hold = 0 AND gg.grp <= a.cur ORDER BY gg.grp LIMIT 2 * a.need"
                   " + 8)) c WHERE NOT a.paused AND NOT a.busy ORDER BY c.wrap, c.grp LIMIT 2 *"
                   " cardinality($2::text[]) + 8), fb AS MATERIALIZED (SELECT NOT a.paused AND"
-                  " (a.busy OR EXISTS (SELECT 1 FROM cand c WHERE c.lmt) OR (SELECT count(*) FROM"
-                  " cand) < a.need) AS v FROM a), picked AS MATERIALIZED (SELECT c.ord, c.grp,"
+                  " (a.busy OR x.l OR (SELECT count(*) FROM cand) < a.need) AS v, x.l FROM a,"
+                  " LATERAL (SELECT EXISTS (SELECT 1 FROM cand c WHERE c.lmt) AS l) x), picked AS MATERIALIZED (SELECT c.ord, c.grp,"
                   " f.jid, f.gone FROM cand c CROSS JOIN LATERAL ( SELECT r.jid,"
                   " coalesce(r.expires_ms <= $3::bigint, false) AS gone FROM rb_jobs r WHERE"
                   " r.queue = ($1::text[])[1] AND r.grp = c.grp AND r.state = 2 ORDER BY"
@@ -154,9 +160,8 @@ static const char *const sql_stmt_text[SQL_STMT_COUNT] = {
                   " p.grp FROM picked p WHERE NOT p.gone ORDER BY p.ord), ARRAY(SELECT p.jid FROM"
                   " picked p WHERE NOT p.gone ORDER BY p.ord), (SELECT count(*) FROM cand) >= 2 *"
                   " a.need + 8, $3::bigint) END AS at FROM a OFFSET 0) x WHERE x.at IS NOT NULL"
-                  " UNION ALL SELECT * FROM rb_claim_groups($1::text[],"
-                  " $2::text[], $3::bigint, $4::text[], $5::int[], $6::int[], $7::bigint[],"
-                  " $8::int[], $9::bigint[], $10::bigint[]) WHERE (SELECT fb.v FROM fb)",
+                  " UNION ALL SELECT -4, NULL, NULL, CASE WHEN fb.l THEN 1 ELSE 0 END, a.q, NULL"
+                  " FROM a, fb WHERE fb.v",
     /* ACK: schema 14's rb_ack_batch loop as one statement (issue 29), its
      * rules the same: the rows locked in jid order; per element (in order)
      * the holder rule (rb_holder_status) gives 1 missing, 2 another

@@ -25,6 +25,7 @@ struct rb_pg_turns {
     struct turn {
         char *queue;
         char *last; /* NULL: from the first group */
+        int64_t func_until; /* claims run rb_claim_groups before this (wall ms) */
     } *v;
     size_t n, cap;
 };
@@ -87,6 +88,7 @@ void sql_groups_served(rb_pg *pg, const char *queue, const char *grp)
         e = &t->v[t->n++];
         e->queue = rb_xstrdup(queue);
         e->last = NULL;
+        e->func_until = 0;
     }
     if (grp) {
         free(e->last);
@@ -95,11 +97,38 @@ void sql_groups_served(rb_pg *pg, const char *queue, const char *grp)
     pthread_mutex_unlock(&t->mu);
 }
 
-bool sql_groups_claim_needed(rb_pg *pg, const char *queue)
+/* How long a queue's claims go straight to rb_claim_groups after
+ * SQL_CLAIMG handed one over: because a group with limits was in its
+ * round (the limits stay until a GROUP SET lifts them), or for another
+ * reason (a hold due, fewer runnable groups than FETCHes: a queue of few
+ * groups stays so, a due hold is lifted by the claim that meets it). */
+#define FUNC_LIMITS_MS 1000
+#define FUNC_OTHER_MS 100
+
+sql_stmt sql_groups_claim_stmt(rb_pg *pg, const char *queue, int64_t now)
 {
     const rb_config *cfg = sql_cfg(pg);
     const rb_throttle *th = cfg->n_throttles ? rb_config_throttle(cfg, queue) : NULL;
-    return (th && th->rate > 0) || sql_groups_known(pg, queue);
+    if (th && th->rate > 0)
+        return SQL_CLAIM;
+    pthread_mutex_lock(&pg->turns->mu);
+    struct turn *e = turn_of(pg->turns, queue);
+    bool known = e != NULL, func = e && e->func_until > now;
+    pthread_mutex_unlock(&pg->turns->mu);
+    if (!known)
+        return SQL_CLAIM1;
+    rb_flow_limits lim; /* a named group's, without its GROUP SET */
+    rb_config_group_limits(cfg, queue, NULL, &lim, NULL);
+    return func || lim.concurrency > 0 || lim.rate > 0 ? SQL_CLAIM : SQL_CLAIMG;
+}
+
+void sql_groups_handed_over(rb_pg *pg, const char *queue, bool limits, int64_t now)
+{
+    sql_groups_served(pg, queue, NULL);
+    pthread_mutex_lock(&pg->turns->mu);
+    struct turn *e = turn_of(pg->turns, queue);
+    e->func_until = now + (limits ? FUNC_LIMITS_MS : FUNC_OTHER_MS);
+    pthread_mutex_unlock(&pg->turns->mu);
 }
 
 void sql_groups_args(rb_pg *pg, const char *const *queues, int nq, rb_buf a[SQL_GROUP_ARGS])

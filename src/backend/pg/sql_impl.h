@@ -114,9 +114,16 @@ bool sql_groups_known(rb_pg *pg, const char *queue);
 /* A claim of queue served group grp (NULL: met its groups, served none):
  * the queue's cursor moves to it, and the queue is known grouped. */
 void sql_groups_served(rb_pg *pg, const char *queue, const char *grp);
-/* Whether a claim of queue must be rb_claim_groups: known grouped, or a
- * [throttles] rate to apply. */
-bool sql_groups_claim_needed(rb_pg *pg, const char *queue);
+/* The statement a claim of queue alone starts with at now (wall ms):
+ * SQL_CLAIM1 while the queue is not known to have groups; SQL_CLAIM
+ * (rb_claim_groups) for a [throttles] rate, for [groups] limits of the
+ * queue's named groups, or for a while after SQL_CLAIMG handed the queue
+ * over (sql_groups_handed_over); else SQL_CLAIMG. */
+sql_stmt sql_groups_claim_stmt(rb_pg *pg, const char *queue, int64_t now);
+/* SQL_CLAIMG answered -4 for queue at now (limits: a group with limits
+ * was in its round): the queue is known grouped and its claims run
+ * rb_claim_groups for a while. */
+void sql_groups_handed_over(rb_pg *pg, const char *queue, bool limits, int64_t now);
 /* rb_claim_groups' per-queue arrays for queues: cursors, [groups]
  * concurrency, rate, period and burst, [throttles] rate's T and tau
  * (engine/gcra.h); a[] initialised here, released by the caller. */

@@ -181,16 +181,18 @@ int rb_pg_push_hand(rb_pg *pg, const rb_pg_new_job *jobs, size_t n, int64_t now,
 /* The rows of a claim statement: claimed jobs into c[*got..] (their
  * slots as given), expired ones into the array literal expired, the
  * times to claim again (rb_claim_groups' -2 rows) into *wake_at, the
- * groups served into the node's turn cursors. Whether a one-queue claim
- * met a queue with groups (its -4 row). */
-static bool claim_rows(rb_pg *pg, PGresult *r, const int *slots, int n, rb_pg_claimed *c,
-                       int *got, rb_buf *expired, int *n_expired, int64_t *wake_at)
+ * groups served into the node's turn cursors. The value of a -4 row
+ * (SQL_CLAIM1: the queue has groups; SQL_CLAIMG: it is rb_claim_groups'
+ * to claim, 1 for limits in the round), -1 without one. */
+static int claim_rows(rb_pg *pg, PGresult *r, const int *slots, int n, rb_pg_claimed *c,
+                      int *got, rb_buf *expired, int *n_expired, int64_t *wake_at)
 {
-    bool grouped = false, groups = PQnfields(r) >= 6;
+    int handed = -1;
+    bool groups = PQnfields(r) >= 6;
     for (int i = 0; i < PQntuples(r); i++) {
         int64_t slot = sql_int(r, i, 0);
         if (slot == -4) {
-            grouped = true;
+            handed = (int)sql_int(r, i, 3);
         } else if (slot == -2) {
             if (sql_int(r, i, 3) < *wake_at)
                 *wake_at = sql_int(r, i, 3);
@@ -206,14 +208,15 @@ static bool claim_rows(rb_pg *pg, PGresult *r, const int *slots, int n, rb_pg_cl
                 sql_groups_served(pg, PQgetvalue(r, i, 4), PQgetvalue(r, i, 5));
         }
     }
-    return grouped;
+    return handed;
 }
 
-/* One claim statement for the slots of wids, over queues qv (nq of them):
- * one queue's plain statement (SQL_CLAIM1) unless it is known to need
- * rb_claim_groups (SQL_CLAIM; for one queue SQL_CLAIMG, its common case
- * as one statement), which also claims when SQL_CLAIM1 finds that the
- * queue has groups. Rows as claim_rows. */
+/* One claim for the slots of wids, over queues qv (nq of them): for one
+ * queue the statement sql_groups_claim_stmt chooses (the plain SQL_CLAIM1,
+ * SQL_CLAIMG for groups in turn, or rb_claim_groups, SQL_CLAIM), then
+ * SQL_CLAIMG when SQL_CLAIM1 found groups and SQL_CLAIM when SQL_CLAIMG
+ * handed the queue over (its -4 rows); several queues: SQL_CLAIM. Rows as
+ * claim_rows. */
 static int claim_once(rb_pg *pg, const char *const *qv, int nq, const char *const *wids,
                       const int *slots, int n, int64_t now, rb_pg_claimed *c, int *got,
                       rb_buf *expired, int *n_expired, int64_t *wake_at, rb_err *err)
@@ -225,14 +228,15 @@ static int claim_once(rb_pg *pg, const char *const *qv, int nq, const char *cons
     sql_arr_end(&w);
     char nowtxt[24];
     snprintf(nowtxt, sizeof nowtxt, "%lld", (long long)now);
-    bool groups = nq > 1 || sql_groups_claim_needed(pg, qv[0]);
-    if (pg->pipe == SQL_PIPE_TAKE && !pg->pipe_skip && pg->next_sent < pg->n_sent)
-        groups = pg->sent[pg->next_sent].s == SQL_CLAIM || /* the statement sent, whatever */
-                 pg->sent[pg->next_sent].s == SQL_CLAIMG;  /* the turn table said since */
+    sql_stmt s = nq > 1 ? SQL_CLAIM : sql_groups_claim_stmt(pg, qv[0], now);
+    if (pg->pipe == SQL_PIPE_TAKE && !pg->pipe_skip && pg->next_sent < pg->n_sent &&
+        (pg->sent[pg->next_sent].s == SQL_CLAIM1 || pg->sent[pg->next_sent].s == SQL_CLAIMG ||
+         pg->sent[pg->next_sent].s == SQL_CLAIM))
+        s = pg->sent[pg->next_sent].s; /* the statement sent, whatever the turn table says since */
     int rc = 0;
-    for (int pass = 0; pass < 2; pass++) {
+    for (int pass = 0; pass < 3; pass++) {
         PGresult *r;
-        if (!groups) {
+        if (s == SQL_CLAIM1) {
             const char *params[3] = {qv[0], w.data, nowtxt};
             r = sql_run(pg, SQL_CLAIM1, 3, params, err);
         } else {
@@ -246,7 +250,7 @@ static int claim_once(rb_pg *pg, const char *const *qv, int nq, const char *cons
             sql_groups_args(pg, qv, nq, a);
             const char *params[10] = {q.data,    w.data,    nowtxt,    a[0].data, a[1].data,
                                       a[2].data, a[3].data, a[4].data, a[5].data, a[6].data};
-            r = sql_run(pg, nq == 1 ? SQL_CLAIMG : SQL_CLAIM, 10, params, err);
+            r = sql_run(pg, s, 10, params, err);
             rb_buf_release(&q);
             for (int k = 0; k < SQL_GROUP_ARGS; k++)
                 rb_buf_release(&a[k]);
@@ -255,15 +259,18 @@ static int claim_once(rb_pg *pg, const char *const *qv, int nq, const char *cons
             rc = err ? err->code : RB_ESTORE;
             break;
         }
-        bool grouped = claim_rows(pg, r, slots, n, c, got, expired, n_expired, wake_at);
+        int handed = claim_rows(pg, r, slots, n, c, got, expired, n_expired, wake_at);
         PQclear(r);
-        if (groups || !grouped)
+        if (handed < 0 || s == SQL_CLAIM)
             break;
-        /* the queue has groups (known from now on): claimed through them,
-         * outside a pipeline */
-        sql_groups_served(pg, qv[0], NULL);
-        groups = true;
-        rb_pg_tx_pipe_skip(pg, true);
+        if (s == SQL_CLAIM1) { /* the queue has groups (known from now on) */
+            sql_groups_served(pg, qv[0], NULL);
+            s = sql_groups_claim_stmt(pg, qv[0], now);
+        } else { /* SQL_CLAIMG: rb_claim_groups' to claim */
+            sql_groups_handed_over(pg, qv[0], handed > 0, now);
+            s = SQL_CLAIM;
+        }
+        rb_pg_tx_pipe_skip(pg, true); /* the next statement outside a pipeline */
     }
     rb_buf_release(&w);
     return rc;
