@@ -82,8 +82,9 @@ const rb_config_key rb_config_schema[] = {
     {"storage.forward", RB_CFG_BOOL, "false", 0, 0, 0, 0, OFF(storage.forward),
      "distributed mode: relay this node's client connections to the cluster's leader (the node "
      "holding the leader lease among those with forward on), so that one node batches every "
-     "client's requests; served here when no leader is known or it cannot be reached; plain "
-     "TCP only (refused with tls_cert)", false},
+     "client's requests; served here when no leader is known or it cannot be reached; with "
+     "tls_cert, relayed only to a leader presenting the same certificate (the bytes cross still "
+     "encrypted)", false},
     {"storage.advertise", RB_CFG_STRING, "\"\"", 0, 0, 0, 0, OFF(storage.advertise),
      "with forward: the \"ip:port\" other nodes reach this node's client port at; empty means "
      "server.listen (then not every interface); port 0 means the port bound", false},
