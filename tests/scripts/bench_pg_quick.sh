@@ -2,7 +2,8 @@
 # tier: full
 # Runs `make bench-pg` small (bench/pg/run.sh --jobs 300 --probe 50) to prove
 # the harness works end to end: Rebound with one and two nodes (each without
-# and with prefetch), graphile-worker
+# and with prefetch; one node also with PUSHB 500, without and with
+# prefetch), graphile-worker
 # and pg-boss each finish lifecycle and retries on one PostgreSQL cluster with
 # every job completed exactly once, and the table, the probe and the targets
 # are printed with the CPU split per job; the commit ceiling (pgbench, 1 s a step) prints its figures and
@@ -28,7 +29,7 @@ fi
 
 fail=0
 v() { awk -v s="$1" -v m="$2" '$1 == s && $2 == m { print $3 }' "$raw"; }
-for s in rebound-push rebound-pushb500 rebound-prefetch rebound2-push rebound2-prefetch graphile-addJobs500 graphile-addJob pgboss-send; do
+for s in rebound-push rebound-pushb500 rebound-prefetch rebound-pushb500-prefetch rebound2-push rebound2-prefetch graphile-addJobs500 graphile-addJob pgboss-send; do
   for wl in lifecycle retries; do
     # Exactly once: every job completed, none twice, none left behind.
     for m in completed:$jobs duplicates:0 missing:0 left_in_db:0; do
@@ -57,7 +58,9 @@ grep -q '^| pg-boss | send + work(batch 100) | [0-9]* | – | [0-9]* | -*[0-9]* 
   { echo "bench_pg_quick: no CPU row for pg-boss"; fail=1; }
 [ "$(grep -c '^| graphile-worker | addJob | [0-9.]* | [0-9.]* | [0-9]* | [0-9.]* | [0-9.]* | [0-9]* |$' "$out")" = 1 ] ||
   { echo "bench_pg_quick: no PostgreSQL-per-job row for graphile-worker addJob"; fail=1; }
-[ "$(grep -c ' \(PASS\|MISS\)$' "$out")" = 6 ] || { echo "bench_pg_quick: not six targets judged"; fail=1; }
+# six of issue 17, four of issue 29's PUSHB check (PUSHB 500 without and with
+# prefetch, lifecycle and retries)
+[ "$(grep -c ' \(PASS\|MISS\)$' "$out")" = 10 ] || { echo "bench_pg_quick: not ten targets judged"; fail=1; }
 # The ceiling: pgbench's figures in the raw results, its two lines, and the
 # lifecycle target set against it.
 for m in insert_c1.commit_ms insert_c1.commits_per_s insert_c1.pg_cpu_us_per_commit insert_c4.commit_ms insert_c12.commit_ms \
@@ -77,7 +80,7 @@ if bench/pg/run.sh --jobs 100 --systems "rebound pgboss" --dup-seq 7 >"$out.dup"
   echo "bench_pg_quick: a job pushed twice did not fail the run"; fail=1
 fi
 n=$(grep -c '^    \(lifecycle\|retries\)\.duplicates 1$' "$out.dup")
-[ "$n" = 8 ] || { cat "$out.dup"; echo "bench_pg_quick: $n of 8 runs reported the duplicate"; fail=1; }
+[ "$n" = 10 ] || { cat "$out.dup"; echo "bench_pg_quick: $n of 10 runs reported the duplicate"; fail=1; }
 rm -f "$out.dup"
 if [ $fail -ne 0 ]; then
   cat "$out"
