@@ -70,6 +70,12 @@ static atomic_bool stop_push, stop_work;
 
 /* What the clients of each node saw around the fault (monotonic ms). */
 static _Atomic int64_t t_fault, t_heal; /* 0: not yet */
+/* When the heal began: taken before the command that ends the fault (a
+ * node may commit and answer before the command returns and t_heal is
+ * read); 0: not yet. A reply counts as inside the outage only when it was
+ * sent in a later millisecond than t_fault (the fault was in effect) and
+ * received in an earlier one than t_healing. */
+static _Atomic int64_t t_healing;
 static _Atomic int64_t a_first_error;   /* A's first storage error after t_fault */
 static _Atomic int64_t a_worst_write, a_worst_fetch; /* A's slowest replies in the outage */
 static atomic_int a_ok_in_outage;       /* writes A answered +OK inside it: must stay 0 */
@@ -263,12 +269,13 @@ static char *timed(int i, rbh_conn *c, bool fetch, bool ack, const char *line)
     int64_t sent = rbh_now_ms();
     char *r = rbh_cmd(c, "%s", line);
     int64_t got = rbh_now_ms(), fault = atomic_load(&t_fault), heal = atomic_load(&t_heal);
+    int64_t healing = atomic_load(&t_healing);
     bool in_outage = fault && sent >= fault && (!heal || sent < heal);
     if (i == A && in_outage && check_clients) {
         amax(fetch ? &a_worst_fetch : &a_worst_write, got - sent);
         if (storage_error(r))
             amin_set(&a_first_error, got);
-        if (!fetch && r && !strcmp(r, "+OK") && (!heal || got < heal)) {
+        if (!fetch && r && !strcmp(r, "+OK") && sent > fault && (!healing || got < healing)) {
             fprintf(stderr, "faults: A answered +OK in the outage to %.60s\n", line);
             atomic_fetch_add(&a_ok_in_outage, 1);
         }
@@ -549,6 +556,7 @@ typedef struct outage {
 static void begin_fault(void)
 {
     atomic_store(&t_heal, 0);
+    atomic_store(&t_healing, 0);
     atomic_store(&a_first_error, 0);
     atomic_store(&a_recovered, 0);
     atomic_store(&t_fault, rbh_now_ms());
@@ -689,6 +697,7 @@ static void during_blackhole(outage *o, const char *held, int64_t blackhole_ms)
 
 static void heal_with(const char *cmd)
 {
+    atomic_store(&t_healing, rbh_now_ms());
     proxy_ok(cmd);
     atomic_store(&t_heal, rbh_now_ms());
 }
@@ -958,6 +967,7 @@ Test(faults, database_restart)
     cr_assert(rbpg_stop(&pgc), "cannot stop PostgreSQL");
     begin_fault(); /* from here nothing can commit until the restart */
     rbh_sleep_ms(500);
+    atomic_store(&t_healing, rbh_now_ms());
     cr_assert(rbpg_restart(&pgc), "cannot start PostgreSQL again");
     atomic_store(&t_heal, rbh_now_ms());
     o.first_error = atomic_load(&a_first_error) ? atomic_load(&a_first_error) -
