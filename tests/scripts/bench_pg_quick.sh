@@ -3,10 +3,11 @@
 # Runs `make bench-pg` small (bench/pg/run.sh --jobs 300 --probe 50) to prove
 # the harness works end to end: Rebound with one and two nodes (each without
 # and with prefetch; one node also with PUSHB 500, without and with
-# prefetch), graphile-worker
+# prefetch; two nodes also forwarding to a leader), graphile-worker
 # and pg-boss each finish lifecycle and retries on one PostgreSQL cluster with
 # every job completed exactly once, and the table, the probe and the targets
-# are printed with the CPU split per job; the commit ceiling (pgbench, 1 s a step) prints its figures and
+# are printed with the CPU split per job; --repeat 2 runs the systems in two
+# rounds, prints medians and judges the CPU targets on the rounds' ratios; the commit ceiling (pgbench, 1 s a step) prints its figures and
 # is set beside the lifecycle target; and a job pushed twice fails the runs.
 # Asserts no timings. The peers' npm packages are installed into
 # bench/pg/node_modules on the first run.
@@ -19,7 +20,7 @@ export O
 jobs=300
 raw=$(mktemp "${TMPDIR:-/tmp}/bench-pg-quick.XXXXXX")
 out=$(mktemp "${TMPDIR:-/tmp}/bench-pg-quick.XXXXXX")
-trap 'rm -f "$raw" "$out" "$out.dup"' EXIT
+trap 'rm -f "$raw" "$out" "$out.dup" "$raw.rep" "$out.rep"' EXIT
 
 if ! bench/pg/run.sh --jobs $jobs --probe 50 --ceiling-secs 1 --raw "$raw" >"$out" 2>&1; then
   cat "$out"
@@ -29,7 +30,7 @@ fi
 
 fail=0
 v() { awk -v s="$1" -v m="$2" '$1 == s && $2 == m { print $3 }' "$raw"; }
-for s in rebound-push rebound-pushb500 rebound-prefetch rebound-pushb500-prefetch rebound2-push rebound2-prefetch graphile-addJobs500 graphile-addJob pgboss-send; do
+for s in rebound-push rebound-pushb500 rebound-prefetch rebound-pushb500-prefetch rebound2-push rebound2-prefetch rebound2-fwd graphile-addJobs500 graphile-addJob pgboss-send; do
   for wl in lifecycle retries; do
     # Exactly once: every job completed, none twice, none left behind.
     for m in completed:$jobs duplicates:0 missing:0 left_in_db:0; do
@@ -58,9 +59,27 @@ grep -q '^| pg-boss | send + work(batch 100) | [0-9]* | – | [0-9]* | -*[0-9]* 
   { echo "bench_pg_quick: no CPU row for pg-boss"; fail=1; }
 [ "$(grep -c '^| graphile-worker | addJob | [0-9.]* | [0-9.]* | [0-9]* | [0-9.]* | [0-9.]* | [0-9]* |$' "$out")" = 1 ] ||
   { echo "bench_pg_quick: no PostgreSQL-per-job row for graphile-worker addJob"; fail=1; }
-# six of issue 17, four of issue 29's PUSHB check (PUSHB 500 without and with
-# prefetch, lifecycle and retries)
-[ "$(grep -c ' \(PASS\|MISS\)$' "$out")" = 10 ] || { echo "bench_pg_quick: not ten targets judged"; fail=1; }
+[ "$(v rebound2-fwd-probe latency.duplicates)" = 0 ] && [ "$(v rebound2-fwd-probe latency.missing)" = 0 ] ||
+  { echo "bench_pg_quick: the forwarding probe did not complete its jobs exactly once"; fail=1; }
+# six of issue 17; issue 29's nine: PUSH and PUSHB 500 (without and with
+# prefetch) against graphile-worker, two nodes forwarding against one node
+# (lifecycle and retries each) and the forwarding probe
+[ "$(grep -c ' \(PASS\|MISS\)$' "$out")" = 15 ] || { echo "bench_pg_quick: not fifteen targets judged"; fail=1; }
+grep -q '^two nodes forwarding: PostgreSQL CPU/job <= 1.1 x one node ([0-9]* vs [0-9]* µs), ratio [0-9.]* *\(PASS\|MISS\)$' "$out" ||
+  { echo "bench_pg_quick: no two-node forwarding check"; fail=1; }
+# --repeat: the rounds alternate the systems, the figures are medians, the
+# CPU targets are judged on the median of the rounds' ratios.
+if ! bench/pg/run.sh --jobs 100 --probe 20 --systems "rebound rebound2fwd" --repeat 2 --raw "$raw.rep" >"$out.rep" 2>&1; then
+  cat "$out.rep"; echo "bench_pg_quick: bench/pg/run.sh --repeat 2 failed"; fail=1
+fi
+[ "$(grep -c '^bench-pg: round [12] of 2, load ' "$out.rep")" = 2 ] || { echo "bench_pg_quick: not two rounds"; fail=1; }
+[ "$(grep -c '^  rebound2-fwd  *lifecycle .*duplicates=0.*missing=0' "$out.rep")" = 2 ] ||
+  { echo "bench_pg_quick: two nodes forwarding did not run once a round"; fail=1; }
+[ "$(awk '$1 == "rebound2-fwd" && $2 == "lifecycle.completed" { n++ } END { print n + 0 }' "$raw.rep")" = 1 ] ||
+  { echo "bench_pg_quick: the repeated figures are not one median each"; fail=1; }
+grep -q '^two nodes forwarding: PostgreSQL CPU/job <= 1.1 x one node ([0-9]* vs [0-9]* µs), median ratio [0-9.]* of rounds ([0-9.]* [0-9.]*) *\(PASS\|MISS\)$' "$out.rep" ||
+  { cat "$out.rep"; echo "bench_pg_quick: the two-node check is not judged on the rounds"; fail=1; }
+rm -f "$raw.rep" "$out.rep"
 # The ceiling: pgbench's figures in the raw results, its two lines, and the
 # lifecycle target set against it.
 for m in insert_c1.commit_ms insert_c1.commits_per_s insert_c1.pg_cpu_us_per_commit insert_c4.commit_ms insert_c12.commit_ms \
