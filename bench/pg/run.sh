@@ -37,8 +37,10 @@
 # (commits, WAL flushes and bytes, from its statistics), CPU per job split
 # into PostgreSQL's processes, the Rebound nodes, the clients (load
 # generator or Node) and the rest of the machine (/proc; the whole run: a
-# peer's Node start and schema install included, Rebound's nodes are started
-# and migrated before it), the probe, the ceiling, issue 17's targets.
+# peer's Node start included; its schema is installed before, as Rebound's
+# nodes are started and migrated before it), the probe, the ceiling, the
+# targets. Every run starts on a clean cluster (the previous run's database
+# dropped, a checkpoint written: newdb).
 # The npm packages (bench/pg/package-lock.json) are installed into
 # bench/pg/node_modules the first time.
 # Usage: O=build bench/pg/run.sh [--jobs N] [--probe N] [--ceiling-secs N]
@@ -125,8 +127,16 @@ pgport=$_port
 psqlc() { pg_cluster_as "$pg_cluster_bin/psql" -X -q -At -h "$tmp/c" -p "$pgport" -U rebound -d "$1" -c "$2"; }
 pgversion=$(psqlc postgres "SHOW server_version" | cut -d' ' -f1)
 ndb=0
-# A fresh database of the cluster for the next run; sets db and url.
+# A fresh database of the cluster for the next run; sets db and url. The
+# previous run's database is dropped first and a checkpoint written, so
+# that no run pays for another's leftovers (autovacuum visiting an old
+# database's dead rows, a checkpoint of its dirty pages): each starts on a
+# clean cluster, with none of that inside its CPU figures.
 newdb() {
+  if [ "$ndb" -gt 0 ]; then
+    psqlc postgres "DROP DATABASE IF EXISTS bench$ndb WITH (FORCE)" >>"$tmp/pg.out" 2>&1
+    psqlc postgres "CHECKPOINT" >>"$tmp/pg.out" 2>&1
+  fi
   ndb=$((ndb + 1)); db=bench$ndb
   psqlc postgres "CREATE DATABASE $db" >>"$tmp/pg.out" 2>&1 || return 1
   url="postgresql://rebound@/$db?host=$tmp/c&port=$pgport"
@@ -265,6 +275,12 @@ peer() {
   name=$1; sys=$2; wl=$3; shift 3
   dir="$tmp/$name-$wl"; rm -rf "$dir"; mkdir -p "$dir" # (a system listed twice runs twice)
   newdb || { echo "bench-pg: cannot create a database" >&2; failures=$((failures + 1)); return 1; }
+  # its schema first, outside the measured window (as Rebound's migrate)
+  if ! PGHOST="$tmp/c" PGPORT=$pgport PGUSER=rebound PGDATABASE=$db \
+      node "$here/peer.js" --system "$sys" --workload "$wl" --jobs "$jobs" --role setup >"$dir/err" 2>&1; then
+    echo "bench-pg: $name: its schema could not be installed:" >&2; cat "$dir/err" >&2
+    failures=$((failures + 1)); return 1
+  fi
   walsnap; cpu0=$(cpusnap)
   (PGHOST="$tmp/c" PGPORT=$pgport PGUSER=rebound PGDATABASE=$db PEER_DUP_SEQ=$dup \
     node "$here/peer.js" --system "$sys" --workload "$wl" --jobs "$jobs" "$@" >"$dir/out" 2>"$dir/err"
@@ -496,6 +512,25 @@ awk '
         v["ceiling", "insert_c1.commit_ms"], v["ceiling", "ceiling.pushes_per_s"]
     }
   }' secs="$csecs" "$tmp/results"
+
+# With rounds: each round's PostgreSQL CPU per job, system by system (the
+# medians above come from these).
+if [ "$repeat" -gt 1 ]; then
+  printf '\nPostgreSQL CPU µs per job by round (lifecycle / retries):\n\n'
+  for r in $(seq 1 "$repeat"); do awk -v r="$r" '{ print r, $0 }' "$tmp/results.$r"; done |
+    awk -v n="$repeat" '$3 ~ /^(lifecycle|retries)\.cpu_pg_us_per_job$/ { split($3, w, "."); if (!($2 in seen)) { seen[$2] = 1; order[++k] = $2 }
+                         v[$2, $1, w[1]] = $4 }
+      END {
+        printf "| system |"; for (r = 1; r <= n; r++) printf " round %d |", r; print ""
+        printf "|---|"; for (r = 1; r <= n; r++) printf "---:|"; print ""
+        for (i = 1; i <= k; i++) {
+          printf "| %s |", order[i]
+          for (r = 1; r <= n; r++) printf " %s / %s |", (v[order[i], r, "lifecycle"] == "" ? "–" : v[order[i], r, "lifecycle"]),
+                                                        (v[order[i], r, "retries"] == "" ? "–" : v[order[i], r, "retries"])
+          print ""
+        }
+      }'
+fi
 
 # Issue 17's targets, judged on this run.
 val() { awk -v s="$1" -v m="$2" '$1 == s && $2 == m { print $3; exit }' "$tmp/results"; }
