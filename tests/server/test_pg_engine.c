@@ -704,7 +704,7 @@ Test(pg, scheduled_jobs_wait_for_promote)
     cr_assert_null(claim("default", "w"));
     int64_t next;
     rb_err err = {0};
-    cr_assert_eq(rb_pg_next_due(eng, &next, &err), 0);
+    cr_assert_eq(rb_pg_next_due(eng, &next, NULL, &err), 0);
     cr_assert_eq(next, now + 60000);
     int n = -1;
     cr_assert_eq(rb_pg_promote(eng, now + 59999, 100, NULL, &n, &err), 0);
@@ -1598,7 +1598,7 @@ static void *load_work(void *arg)
         if (n == 0) {
             int64_t p, f, next;
             if ((nd->rc = rb_pg_counters(nd->pg, &p, &f, &err)) ||
-                (nd->rc = rb_pg_next_due(nd->pg, &next, &err)))
+                (nd->rc = rb_pg_next_due(nd->pg, &next, NULL, &err)))
                 break;
             rb_pg_info in;
             if ((nd->rc = rb_pg_info_get(nd->pg, &in, &err)))

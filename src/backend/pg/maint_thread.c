@@ -5,7 +5,12 @@
  * progress records past their retention and stale workers, in batches of RB_PGMODE_BATCH on its own engine (pm->maint, the
  * thread's alone; the SKIP LOCKED batches make the nodes' concurrent runs
  * safe), handing what it saw to the loop's /metrics, then sleeps a
- * jittered tick or until the next due time. With storage.forward it also
+ * jittered tick or until the next due time. A wake-up for a due time
+ * before the tick (a retry, a scheduled job) promotes and reads the next
+ * due time, two statements; the reaper's transaction runs once a tick and
+ * when the earliest lease read last has ended (a lease taken since ends
+ * at least a reservation later: it waits for the tick at most, as it
+ * would have without that wake-up). With storage.forward it also
  * keeps the leader lease (leader.c), and a node that follows a live leader
  * leaves the rest to the leader's thread. Maintenance thread only. */
 #include "backend/pg/mode_impl.h"
@@ -94,6 +99,7 @@ void *mode_maint_thread(void *arg)
     maint_bufs *mb = rb_xmalloc(sizeof *mb);
     int64_t workers_due = 0; /* next removal of stale worker rows */
     int64_t housekeeping_due = 0; /* next run of everything but promote and reap */
+    int64_t lease_due = 0; /* the earliest lease's end, as last read (0: unknown) */
     bool groups_started = false;
     for (;;) {
         rb_err err = {0};
@@ -106,10 +112,10 @@ void *mode_maint_thread(void *arg)
          * it resumes when the lease it read ends (leader.c) */
         bool follow = mode_leader_follows(pm);
         int rc = follow ? 0 : promote_all(pm, mb, &promoted, &err);
-        if (!rc && !follow)
-            rc = reap_all(pm, mb, &reaped, &err);
         /* the rest once a tick, not at every deadline a promotion wakes for */
         bool housekeeping = !follow && rb_now_ms() >= housekeeping_due;
+        if (!rc && !follow && (housekeeping || rb_now_ms() >= lease_due))
+            rc = reap_all(pm, mb, &reaped, &err);
         if (!rc && housekeeping)
             housekeeping_due = rb_now_ms() + tick_ms() * 4 / 5;
         if (!rc && housekeeping)
@@ -143,7 +149,9 @@ void *mode_maint_thread(void *arg)
                 workers_due = rb_now_ms() + RB_PGWORKERS_CLEANUP_MS;
         }
         if (!rc && !follow)
-            rc = rb_pg_next_due(pm->maint, &due, &err);
+            rc = rb_pg_next_due(pm->maint, &due, &lease_due, &err);
+        if (rc || follow)
+            lease_due = 0; /* not known: the next wake-up reaps */
         /* a lost connection is the link's to log, once per outage */
         if (rc && !down && !rb_pg_lost(rc))
             rb_log(RB_LOG_WARN, "maintenance: %s (retrying)", rb_err_msg(&err));

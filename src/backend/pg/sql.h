@@ -474,8 +474,10 @@ int rb_pg_cleanup_dead(rb_pg *pg, int64_t now, int limit, int *n, rb_err *err);
  * once). *n (may be NULL) = records deleted. */
 int rb_pg_deps_expire(rb_pg *pg, int64_t now, int limit, int *n, rb_err *err);
 /* The earliest deadline of any scheduled, retrying, working or dead job
- * (INT64_MAX when none): when the timer should next run. */
-int rb_pg_next_due(rb_pg *pg, int64_t *at_ms, rb_err *err);
+ * (INT64_MAX when none): when the timer should next run; lease_ms (may be
+ * NULL) gets the earliest of the working jobs' alone (their leases: when
+ * the reaper has something to do). One statement. */
+int rb_pg_next_due(rb_pg *pg, int64_t *at_ms, int64_t *lease_ms, rb_err *err);
 
 /* --- administration and reads (sql_admin.c, sql_read.c) --- */
 

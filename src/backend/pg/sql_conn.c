@@ -236,10 +236,11 @@ static const char *const sql_stmt_text[SQL_STMT_COUNT] = {
                         " FOR UPDATE SKIP LOCKED)"
                         " DELETE FROM rb_jobs j USING d WHERE j.jid = d.jid RETURNING j.jid,"
                         " j.wf OR EXISTS (SELECT 1 FROM rb_edges e WHERE e.parent = j.jid)",
-    [SQL_NEXT_DUE] = "SELECT least((SELECT min(due_ms) FROM rb_jobs WHERE state = 1),"
-                    " (SELECT min(due_ms) FROM rb_jobs WHERE state = 3),"
+    /* every deadline's earliest, then the leases' (state 3) alone */
+    [SQL_NEXT_DUE] = "SELECT least(l.m, (SELECT min(due_ms) FROM rb_jobs WHERE state = 1),"
                     " (SELECT min(due_ms) FROM rb_jobs WHERE state = 4),"
-                    " (SELECT min(due_ms) FROM rb_jobs WHERE state = 5))",
+                    " (SELECT min(due_ms) FROM rb_jobs WHERE state = 5)), l.m"
+                    " FROM (SELECT min(due_ms) AS m FROM rb_jobs WHERE state = 3) l",
     [SQL_MUTATE_SELECT] = "SELECT jid, json FROM rb_jobs WHERE state = $1::int"
                          " AND ($2::text[] IS NULL OR jid = ANY($2::text[]))"
                          " ORDER BY jid FOR UPDATE",

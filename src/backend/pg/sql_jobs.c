@@ -650,7 +650,7 @@ int rb_pg_cleanup_dead(rb_pg *pg, int64_t now, int limit, int *n, rb_err *err)
     return rc;
 }
 
-int rb_pg_next_due(rb_pg *pg, int64_t *at_ms, rb_err *err)
+int rb_pg_next_due(rb_pg *pg, int64_t *at_ms, int64_t *lease_ms, rb_err *err)
 {
     int rc = sql_ensure(pg, err);
     if (rc)
@@ -659,6 +659,8 @@ int rb_pg_next_due(rb_pg *pg, int64_t *at_ms, rb_err *err)
     if (!r)
         return err ? err->code : RB_ESTORE;
     *at_ms = PQgetisnull(r, 0, 0) ? INT64_MAX : sql_int(r, 0, 0);
+    if (lease_ms)
+        *lease_ms = PQgetisnull(r, 0, 1) ? INT64_MAX : sql_int(r, 0, 1);
     PQclear(r);
     return 0;
 }
