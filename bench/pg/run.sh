@@ -45,7 +45,7 @@
 # bench/pg/node_modules the first time.
 # Usage: O=build bench/pg/run.sh [--jobs N] [--probe N] [--ceiling-secs N]
 #        [--systems "rebound pushb rebound2 rebound2fwd graphile pgboss ceiling"]
-#        [--repeat N] [--raw FILE]
+#        [--repeat N] [--pin] [--raw FILE]
 #        (BENCH_PG_JOBS sets the default job count, 10000; REBOUND=path runs
 #        another rebound binary). --repeat N runs every system N times in
 #        rounds (each round the whole list, so the systems alternate); the
@@ -53,6 +53,10 @@
 #        CPU targets, ratios of two systems, are judged on the median of the
 #        rounds' own ratios (printed round by round): on a shared machine one
 #        run's CPU per job moves by a third between runs of the same build.
+#        --pin: PostgreSQL on the last core alone, everything else (nodes,
+#        load generator, Node) on the others, as a database host of its own
+#        would be: its CPU per job then counts its own work, not what the
+#        other processes' scheduling and interrupts cost it on shared cores.
 set -u
 O=${O:-build}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -63,6 +67,7 @@ probe=200
 csecs=4
 systems="rebound rebound2 rebound2fwd graphile pgboss ceiling"
 repeat=1
+pin=""
 raw=""
 dup=""
 while [ $# -gt 0 ]; do
@@ -73,6 +78,7 @@ while [ $# -gt 0 ]; do
     --systems) systems=$2; shift ;;
     --raw) raw=$2; shift ;;
     --repeat) repeat=$2; shift ;;
+    --pin) pin=1 ;;
     --dup-seq) dup=$2; shift ;; # job N pushed twice: every run must fail
     -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0"; exit 0 ;;
     *) echo "bench-pg: unknown option '$1'" >&2; exit 2 ;;
@@ -124,6 +130,19 @@ failures=0
 pg_cluster_start "$tmp/c" "$tmp/pg.out" ||
   { echo "bench-pg: PostgreSQL did not start:" >&2; cat "$tmp/pg.out" >&2; exit 1; }
 pgport=$_port
+# --pin: the cluster's processes (and the backends the postmaster forks
+# later, which inherit it) on the last core; the rest on the others.
+others=""
+if [ -n "$pin" ]; then
+  ncpu=$(nproc)
+  [ "$ncpu" -ge 2 ] && command -v taskset >/dev/null 2>&1 ||
+    { echo "bench-pg: --pin needs taskset and 2 or more cores" >&2; exit 2; }
+  pm=$(head -1 "$tmp/c/pg/postmaster.pid")
+  kids=$(cat /proc/[0-9]*/stat 2>/dev/null |
+    awk -v pm="$pm" '{ pid = $1; st = $0; sub(/^.*\) /, "", st); split(st, f, " "); if (f[2] == pm) print pid }')
+  for p in $pm $kids; do taskset -pc $((ncpu - 1)) "$p" >/dev/null || exit 1; done
+  others="taskset -c 0-$((ncpu - 2))"
+fi
 psqlc() { pg_cluster_as "$pg_cluster_bin/psql" -X -q -At -h "$tmp/c" -p "$pgport" -U rebound -d "$1" -c "$2"; }
 pgversion=$(psqlc postgres "SHOW server_version" | cut -d' ' -f1)
 ndb=0
@@ -148,7 +167,7 @@ start_nodes() {
   "$REBOUND" migrate --url "$url" >"$dir/server.log" 2>&1 || return 1
   ports=""; lead=""
   for k in $(seq 1 "$1"); do
-    "$REBOUND" serve ${nodecfg:+--config "$nodecfg"} --listen 127.0.0.1:0 --http-listen off --db "$url" \
+    $others "$REBOUND" serve ${nodecfg:+--config "$nodecfg"} --listen 127.0.0.1:0 --http-listen off --db "$url" \
       --port-file "$dir/port$k" >>"$dir/server.log" 2>&1 &
     p=$!; node_pids="$node_pids $p"; lead=${lead:-$p}
     i=0
@@ -252,7 +271,7 @@ rebound() {
   done
   walsnap; cpu0=$(cpusnap)
   # shellcheck disable=SC2086
-  ("$LG" --proto faktory --workload "$wl" --jobs "$jobs" --server-pid "$lead" \
+  ($others "$LG" --proto faktory --workload "$wl" --jobs "$jobs" --server-pid "$lead" \
     --drain-ms 1000 --timeout 600 ${dup:+--dup-seq "$dup"} $args >"$dir/out" 2>"$dir/err"
    st=$?; times >"$dir/times"; exit $st)
   rc=$?
@@ -277,13 +296,13 @@ peer() {
   newdb || { echo "bench-pg: cannot create a database" >&2; failures=$((failures + 1)); return 1; }
   # its schema first, outside the measured window (as Rebound's migrate)
   if ! PGHOST="$tmp/c" PGPORT=$pgport PGUSER=rebound PGDATABASE=$db \
-      node "$here/peer.js" --system "$sys" --workload "$wl" --jobs "$jobs" --role setup >"$dir/err" 2>&1; then
+      $others node "$here/peer.js" --system "$sys" --workload "$wl" --jobs "$jobs" --role setup >"$dir/err" 2>&1; then
     echo "bench-pg: $name: its schema could not be installed:" >&2; cat "$dir/err" >&2
     failures=$((failures + 1)); return 1
   fi
   walsnap; cpu0=$(cpusnap)
   (PGHOST="$tmp/c" PGPORT=$pgport PGUSER=rebound PGDATABASE=$db PEER_DUP_SEQ=$dup \
-    node "$here/peer.js" --system "$sys" --workload "$wl" --jobs "$jobs" "$@" >"$dir/out" 2>"$dir/err"
+    $others node "$here/peer.js" --system "$sys" --workload "$wl" --jobs "$jobs" "$@" >"$dir/out" 2>"$dir/err"
    st=$?; times >"$dir/times"; exit $st)
   rc=$?
   cpu1=$(cpusnap)
@@ -348,7 +367,7 @@ ceiling() {
 : >"$tmp/results"
 start=$(date +%s)
 echo "bench-pg: $(uname -srm), $(nproc) cores, PostgreSQL $pgversion, $(date -u '+%Y-%m-%d %H:%M UTC'), load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
-echo "bench-pg: $jobs jobs a run, 4 producers, 8 workers; probe $probe jobs" >&2
+echo "bench-pg: $jobs jobs a run, 4 producers, 8 workers; probe $probe jobs${pin:+; PostgreSQL pinned to core $((ncpu - 1)), the rest to the others}" >&2
 round=0
 while [ "$round" -lt "$repeat" ]; do
 round=$((round + 1)); : >"$tmp/results.$round"

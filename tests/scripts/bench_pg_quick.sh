@@ -80,6 +80,18 @@ fi
 grep -q '^two nodes forwarding: PostgreSQL CPU/job <= 1.1 x one node ([0-9]* vs [0-9]* µs), median ratio [0-9.]* of rounds ([0-9.]* [0-9.]*) *\(PASS\|MISS\)$' "$out.rep" ||
   { cat "$out.rep"; echo "bench_pg_quick: the two-node check is not judged on the rounds"; fail=1; }
 rm -f "$raw.rep" "$out.rep"
+# --pin: PostgreSQL alone on the last core, the rest on the others; the
+# runs complete as before (nothing is timed).
+if [ "$(nproc)" -ge 2 ]; then
+  if ! bench/pg/run.sh --jobs 100 --probe 20 --systems rebound2fwd --pin >"$out.rep" 2>&1; then
+    cat "$out.rep"; echo "bench_pg_quick: bench/pg/run.sh --pin failed"; fail=1
+  fi
+  grep -q "^bench-pg: 100 jobs a run, .*; PostgreSQL pinned to core $(($(nproc) - 1)), the rest to the others$" "$out.rep" ||
+    { cat "$out.rep"; echo "bench_pg_quick: --pin did not say where PostgreSQL runs"; fail=1; }
+  [ "$(grep -c '^  rebound2-fwd  *\(lifecycle\|retries\) .*duplicates=0.*missing=0' "$out.rep")" = 2 ] ||
+    { cat "$out.rep"; echo "bench_pg_quick: the pinned runs did not complete"; fail=1; }
+  rm -f "$out.rep"
+fi
 # The ceiling: pgbench's figures in the raw results, its two lines, and the
 # lifecycle target set against it.
 for m in insert_c1.commit_ms insert_c1.commits_per_s insert_c1.pg_cpu_us_per_commit insert_c4.commit_ms insert_c12.commit_ms \
