@@ -12,7 +12,7 @@ static const char *const known[] = {"sqlite.fault_file",    "pg.batch_fault",
                                     "pg.tick_ms",           "pg.prefetch_hold_ms",
                                     "pg.claim_pause_ms",    "pg.leader_lease_ms",
                                     "cron.clock_offset_ms", "cron.clock_rate",
-                                    "pg.prefetch_pause_ms"};
+                                    "pg.prefetch_pause_ms", "server.stop_pause_ms"};
 #define N_KNOWN (sizeof known / sizeof *known)
 
 static char *values[N_KNOWN];

@@ -23,6 +23,9 @@
  *                         5000 by default)
  *   cron.clock_offset_ms  added to the cron clock (server/cron.c)
  *   cron.clock_rate       the cron clock runs this many times faster
+ *   server.stop_pause_ms  the server waits that long once its loop is over
+ *                         and the loop's signal events are gone, before
+ *                         the final close (server/server.c)
  *
  * Entries are separated by commas (a value cannot hold one); an unknown
  * name or an entry without "=" is reported on stderr and ignored.

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -15,6 +16,7 @@
 #include <sys/socket.h>
 
 #include "common/buf.h"
+#include "common/fault.h"
 #include "common/timeutil.h"
 #include "engine/engine.h"
 #include "engine/flow.h"
@@ -307,6 +309,13 @@ int rb_server_run(const rb_server_opts *o, rb_err *err)
         goto out;
     signal(SIGPIPE, SIG_IGN);
     signal(SIGXFSZ, SIG_IGN); /* a file size limit is a write error (EFBIG), not death */
+    /* Ignored before the loop's events take SIGTERM and SIGINT: libevent
+     * puts back the disposition it found when they are deleted after the
+     * loop, so a repeat that lands then (a second Ctrl-C, a service
+     * manager's repeat) is ignored rather than killing the final close
+     * half way (a default action there killed a test's server once). */
+    signal(SIGTERM, SIG_IGN);
+    signal(SIGINT, SIG_IGN);
     rb_srv_loop_new(srv);
     srv->sigterm_ev = evsignal_new(srv->eng->base, SIGTERM, on_signal, srv);
     srv->sigint_ev = evsignal_new(srv->eng->base, SIGINT, on_signal, srv);
@@ -326,12 +335,17 @@ int rb_server_run(const rb_server_opts *o, rb_err *err)
     event_base_dispatch(srv->eng->base);
     /* The loop is over: a further SIGTERM or SIGINT (a second Ctrl-C, a
      * service manager's repeat) must not kill the final commit half way.
-     * The events go first: deleting them restores the default action. */
+     * Deleting the events puts back what was there before them: ignored
+     * (set above, before they were added). */
     free_event(srv->sigterm_ev);
     free_event(srv->sigint_ev);
     srv->sigterm_ev = srv->sigint_ev = NULL;
-    signal(SIGTERM, SIG_IGN);
-    signal(SIGINT, SIG_IGN);
+    long long pause_ms = (long long)rb_fault_int("server.stop_pause_ms", 0); /* test hook */
+    if (pause_ms > 0) {
+        struct timespec ts = {(time_t)(pause_ms / 1000), (long)(pause_ms % 1000) * 1000000L};
+        while (nanosleep(&ts, &ts) && errno == EINTR)
+            ;
+    }
 out:
     rb_srv_free(srv);
     if (!rc)
