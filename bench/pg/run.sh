@@ -225,6 +225,10 @@ cpusplit() {
 # record NAME: appends NAME's figures ("NAME workload.metric value") to the
 # round's results.
 record() { awk -v s="$1" 'NF == 2 { print s, $1, $2 }' "$dir/out" >>"$tmp/results.$round"; }
+# allrounds: every round's figures, each line led by its round's number.
+allrounds() { for r in $(seq 1 "$repeat"); do awk -v r="$r" '{ print r, $0 }' "$tmp/results.$r"; done; }
+# val NAME METRIC [FILE]: one figure from FILE (default: the medians).
+val() { awk -v s="$1" -v m="$2" '$1 == s && $2 == m { print $3; exit }' "${3:-$tmp/results}"; }
 
 # report NAME WORKLOAD RC: one progress line, or the failure and its logs.
 report() {
@@ -416,7 +420,7 @@ done
 done
 # Each figure's median over the rounds (the only value with one round; a
 # run that failed in a round is left out of it).
-for r in $(seq 1 "$repeat"); do awk -v r="$r" '{ print r, $0 }' "$tmp/results.$r"; done |
+allrounds |
   awk '{ k = $2 " " $3; if (!(k in n)) order[++nk] = k; v[k, ++n[k]] = $4 }
        END {
          for (i = 1; i <= nk; i++) {
@@ -536,7 +540,7 @@ awk '
 # medians above come from these).
 if [ "$repeat" -gt 1 ]; then
   printf '\nPostgreSQL CPU µs per job by round (lifecycle / retries):\n\n'
-  for r in $(seq 1 "$repeat"); do awk -v r="$r" '{ print r, $0 }' "$tmp/results.$r"; done |
+  allrounds |
     awk -v n="$repeat" '$3 ~ /^(lifecycle|retries)\.cpu_pg_us_per_job$/ { split($3, w, "."); if (!($2 in seen)) { seen[$2] = 1; order[++k] = $2 }
                          v[$2, $1, w[1]] = $4 }
       END {
@@ -552,13 +556,11 @@ if [ "$repeat" -gt 1 ]; then
 fi
 
 # Issue 17's targets, judged on this run.
-val() { awk -v s="$1" -v m="$2" '$1 == s && $2 == m { print $3; exit }' "$tmp/results"; }
 # rounds A B METRIC: each round's ratio A / B of METRIC ("r1 r2 ..."), then
 # their median: "median|r1 r2 ..." (empty when no round measured both).
 rounds() {
   for r in $(seq 1 "$repeat"); do
-    a=$(awk -v s="$1" -v m="$3" '$1 == s && $2 == m { print $3; exit }' "$tmp/results.$r")
-    b=$(awk -v s="$2" -v m="$3" '$1 == s && $2 == m { print $3; exit }' "$tmp/results.$r")
+    a=$(val "$1" "$3" "$tmp/results.$r"); b=$(val "$2" "$3" "$tmp/results.$r")
     [ -n "$a" ] && [ -n "$b" ] && awk -v a="$a" -v b="$b" 'BEGIN { if (b + 0 > 0) printf "%.3f\n", a / b }'
   done | sort -n | awk '{ x[++n] = $1; s = s (n > 1 ? " " : "") sprintf("%.2f", $1) }
     END { if (n) printf "%.3f|%s\n", n % 2 ? x[(n + 1) / 2] : (x[n / 2] + x[n / 2 + 1]) / 2, s }'

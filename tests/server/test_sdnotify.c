@@ -4,8 +4,8 @@
  * what arrives: READY=1 once the port accepts and the stored jobs are
  * recovered, WATCHDOG=1 again and again when $WATCHDOG_USEC asks for it
  * (never when it does not, or when $WATCHDOG_PID names another process),
- * STOPPING=1 on SIGTERM; SIGTERM repeated while it stops never kills it.
- * A malformed $NOTIFY_SOCKET is logged and the server runs as without one. The last tests call rb_sdnotify and
+ * STOPPING=1 on SIGTERM. A malformed $NOTIFY_SOCKET is logged and the
+ * server runs as without one. The last tests call rb_sdnotify and
  * rb_sdnotify_watchdog_usec in this process. */
 #include <criterion/criterion.h>
 
@@ -289,43 +289,4 @@ Test(sdnotify, watchdog_usec_parsing)
         setenv("WATCHDOG_USEC", bad[i], 1);
         cr_assert_eq(rb_sdnotify_watchdog_usec(), 0, "WATCHDOG_USEC='%s'", bad[i]);
     }
-}
-
-/* A service manager may repeat SIGTERM while the server closes. During
- * the loop a second one means "now" (the loop ends at once); after the
- * loop the signals are ignored, so that the final close is never cut half
- * way: the server still exits 0 and logs that it stopped. The fault
- * server.stop_pause_ms holds the server after its loop for a second while
- * the test keeps sending SIGTERM (a default action there would kill it). */
-Test(sdnotify, sigterm_repeated_while_stopping_is_ignored_after_the_loop)
-{
-    rbh_fault_set("server.stop_pause_ms", "1000");
-    rbh_server s;
-    const char *const no_http[] = {"--http-listen", "off", NULL};
-    int started = rbh_start(&s, NULL, no_http);
-    rbh_fault_set("server.stop_pause_ms", NULL);
-    cr_assert(started == 0);
-    /* a client connected: the first SIGTERM gives it a second's grace, so
-     * the next one lands in the loop ("now") and the rest after it */
-    rbh_conn *c = rbh_connect(&s, "w1");
-    cr_assert(c);
-    int st = -1, sent = 0;
-    pid_t pid = s.pid;
-    for (int64_t end = rbh_now_ms() + 30000; rbh_now_ms() < end; rbh_sleep_ms(20)) {
-        kill(pid, SIGTERM);
-        sent++;
-        if (waitpid(pid, &st, WNOHANG) == pid)
-            break;
-    }
-    s.pid = 0;
-    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0,
-              "the server did not exit 0 after %d SIGTERMs (%s %d)", sent,
-              WIFSIGNALED(st) ? "killed by signal" : "status", WIFSIGNALED(st) ? WTERMSIG(st) : st);
-    cr_assert_geq(sent, 3, "fewer SIGTERMs than the pause should have seen: %d", sent);
-    char cmd[400];
-    snprintf(cmd, sizeof cmd, "grep -q 'second signal: exiting now' '%s' && grep -q 'rebound stopped' '%s'",
-             s.log, s.log);
-    cr_assert(system(cmd) == 0, "the log does not show the second signal and the stop");
-    rbh_close(c);
-    cr_assert(rbh_stop(&s) == 0);
 }

@@ -1,7 +1,8 @@
 /* Durability tests: every state, counter and pause survives kill -9 and a
  * restart; jobs in flight come back when their reservations expire; acked
  * jobs never return; a failing disk gives error replies, never a false OK,
- * while reads keep working. */
+ * while reads keep working; SIGTERM repeated while the server stops never
+ * cuts its final close. */
 #include <criterion/criterion.h>
 
 #include "harness.h"
@@ -156,3 +157,42 @@ SERVER_TEST(storage_failure_is_an_error_not_an_ok)
     rbh_close(c);
 }
 #endif
+
+/* A service manager may repeat SIGTERM while the server closes. During
+ * the loop a second one means "now" (the loop ends at once); after the
+ * loop the signals are ignored, so that the final close is never cut half
+ * way: the server still exits 0 and logs that it stopped. The fault
+ * server.stop_pause_ms holds the server after its loop for a second while
+ * the test keeps sending SIGTERM (a default action there would kill it). */
+Test(durability, sigterm_repeated_while_stopping_is_ignored_after_the_loop)
+{
+    rbh_fault_set("server.stop_pause_ms", "1000");
+    rbh_server s;
+    const char *const no_http[] = {"--http-listen", "off", NULL};
+    int started = rbh_start(&s, NULL, no_http);
+    rbh_fault_set("server.stop_pause_ms", NULL);
+    cr_assert(started == 0);
+    /* a client connected: the first SIGTERM gives it a second's grace, so
+     * the next one lands in the loop ("now") and the rest after it */
+    rbh_conn *c = rbh_connect(&s, "w1");
+    cr_assert(c);
+    int st = -1, sent = 0;
+    pid_t pid = s.pid;
+    for (int64_t end = rbh_now_ms() + 30000; rbh_now_ms() < end; rbh_sleep_ms(20)) {
+        kill(pid, SIGTERM);
+        sent++;
+        if (waitpid(pid, &st, WNOHANG) == pid)
+            break;
+    }
+    s.pid = 0;
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+              "the server did not exit 0 after %d SIGTERMs (%s %d)", sent,
+              WIFSIGNALED(st) ? "killed by signal" : "status", WIFSIGNALED(st) ? WTERMSIG(st) : st);
+    cr_assert_geq(sent, 3, "fewer SIGTERMs than the pause should have seen: %d", sent);
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "grep -q 'second signal: exiting now' '%s' && grep -q 'rebound stopped' '%s'",
+             s.log, s.log);
+    cr_assert(system(cmd) == 0, "the log does not show the second signal and the stop");
+    rbh_close(c);
+    cr_assert(rbh_stop(&s) == 0);
+}
