@@ -2935,11 +2935,11 @@ Test(pg, the_grouped_claim_hands_queues_with_limits_to_the_node)
     cr_assert_null(j2, "a second job of a group of concurrency 1: %s", j2);
     free(j1);
     cr_assert_eq(sql_groups_claim_stmt(eng, "lq", now + 999), SQL_CLAIM);
-    cr_assert_eq(sql_groups_claim_stmt(eng, "lq", now + 1000), SQL_CLAIMG);
+    cr_assert_eq(sql_groups_claim_stmt(eng, "lq", now + 1000), SQL_CLAIML);
     char *f1 = claim_at(eng, "fq", "w3", now, NULL); /* known grouped, a full round */
     cr_assert_not_null(f1);
     free(f1);
-    cr_assert_eq(sql_groups_claim_stmt(eng, "fq", now), SQL_CLAIMG);
+    cr_assert_eq(sql_groups_claim_stmt(eng, "fq", now), SQL_CLAIML);
     const char *qs[1] = {"fq"}, *wids[3] = {"w4", "w5", "w6"};
     rb_pg_claimed *c;
     int n;
@@ -2949,8 +2949,125 @@ Test(pg, the_grouped_claim_hands_queues_with_limits_to_the_node)
     cr_assert_eq(n, 1, "the few group's other job");
     rb_pg_claimed_free(c, n);
     cr_assert_eq(sql_groups_claim_stmt(eng, "fq", now + 99), SQL_CLAIM);
-    cr_assert_eq(sql_groups_claim_stmt(eng, "fq", now + 100), SQL_CLAIMG);
+    cr_assert_eq(sql_groups_claim_stmt(eng, "fq", now + 100), SQL_CLAIML);
     cr_assert_eq(sql_groups_claim_stmt(eng, "nq", now), SQL_CLAIM1, "a queue never claimed");
+}
+
+/* The rows of statement s prepared as c on connection a, executed for
+ * queue q, FETCHes wids and cursor cur (NULL: none): "slot:jid:group"
+ * joined by spaces, a -4 row as "-4:time". */
+static char *claim_rows_of(PGconn *a, const char *q, const char *wids, const char *cur)
+{
+    char sql[300];
+    snprintf(sql, sizeof sql,
+             "EXECUTE c('{%s}', '{%s}', 1000, %s%s%s, '{0}', '{0}', '{0}', '{0}', '{0}', '{0}')",
+             q, wids, cur ? "'{" : "", cur ? cur : "NULL", cur ? "}'" : "");
+    PGresult *r = PQexec(a, sql);
+    cr_assert_eq(PQresultStatus(r), PGRES_TUPLES_OK, "%s", PQerrorMessage(a));
+    rb_buf b = {0};
+    for (int i = 0; i < PQntuples(r); i++) {
+        if (!strcmp(PQgetvalue(r, i, 0), "-4"))
+            rb_buf_printf(&b, "%s-4:%s", i ? " " : "", PQgetvalue(r, i, 3));
+        else
+            rb_buf_printf(&b, "%s%s:%s:%s", i ? " " : "", PQgetvalue(r, i, 0),
+                          PQgetvalue(r, i, 1), PQgetvalue(r, i, 5));
+    }
+    PQclear(r);
+    char *out = rb_xstrdup(b.data ? b.data : "");
+    rb_buf_release(&b);
+    return out;
+}
+
+/* SQL_CLAIML (session 17): SQL_CLAIMG's full round alone. Groups a, b, c
+ * of queue rq with two jobs each: FETCHes for two after cursor a take b's
+ * and c's first jobs, in walk order; three take one job of each group,
+ * wrapping; a round that would be short (more FETCHes than runnable
+ * groups), a round with a group with limits, an expired first job, a
+ * paused queue and a hold due each claim nothing and answer one -4 row of
+ * 2, which the node answers with SQL_CLAIMG (and starts the queue's next
+ * claims with it for 100 ms). */
+Test(pg, the_full_round_claim_hands_every_other_round_to_the_grouped_claim)
+{
+    int64_t now = rb_now_ms();
+    const char *gs[3] = {"a", "b", "c"};
+    for (int i = 0; i < 6; i++) {
+        char j[256];
+        snprintf(j, sizeof j,
+                 "{\"jid\":\"fr-%s-%d\",\"jobtype\":\"t\",\"queue\":\"rq\",\"args\":[],"
+                 "\"custom\":{\"group\":\"%s\"}}",
+                 gs[i % 3], i / 3, gs[i % 3]);
+        cr_assert_eq(push_at(eng, j, now), 0);
+    }
+    PGconn *a = PQconnectdb(url);
+    cr_assert_eq(PQstatus(a), CONNECTION_OK, "%s", PQerrorMessage(a));
+    free(run_on(a, "SET plan_cache_mode = force_generic_plan"));
+    rb_buf q = {0};
+    rb_buf_printf(&q, "PREPARE c(text[], text[], bigint, text[], int[], int[], bigint[], int[],"
+                      " bigint[], bigint[]) AS %s", sql_stmt_sql(SQL_CLAIML));
+    free(run_on(a, q.data));
+    rb_buf_release(&q);
+    json_t *doc;
+    json_t *root = plan_of(a, "EXPLAIN (FORMAT JSON) EXECUTE c('{rq}', '{w1}', 1000, NULL,"
+                              " '{0}', '{0}', '{0}', '{0}', '{0}', '{0}')", &doc);
+    cr_assert_eq(nodes_on(root, "Function Scan", NULL, NULL), 0, "a function scan");
+    json_decref(doc);
+    char *v = claim_rows_of(a, "rq", "w1,w2,w3,w4", NULL); /* four FETCHes, three groups */
+    cr_assert_str_eq(v, "-4:2", "%s", v);
+    free(v);
+    v = sql1("SELECT count(*) FROM rb_jobs WHERE state = 3");
+    cr_assert_str_eq(v, "0", "claimed by a round that handed over");
+    free(v);
+    v = claim_rows_of(a, "rq", "w1,w2", "a");
+    cr_assert_str_eq(v, "0:fr-b-0:b 1:fr-c-0:c", "%s", v);
+    free(v);
+    v = claim_rows_of(a, "rq", "w1,w2,w3", "b");
+    cr_assert_str_eq(v, "0:fr-c-1:c 1:fr-a-0:a 2:fr-b-1:b", "%s", v);
+    free(v);
+    /* a's last job: alone it is a full round of one; with limits, expired,
+     * paused or with a hold due it is not */
+    const char *spoil[4][2] = {
+        {"UPDATE rb_groups SET o_conc = 1 WHERE queue = 'rq' AND grp = 'a'",
+         "UPDATE rb_groups SET o_conc = NULL WHERE queue = 'rq' AND grp = 'a'"},
+        {"UPDATE rb_jobs SET expires_ms = 1 WHERE jid = 'fr-a-1'",
+         "UPDATE rb_jobs SET expires_ms = NULL WHERE jid = 'fr-a-1'"},
+        {"INSERT INTO rb_queues (name, paused) VALUES ('rq', true) ON CONFLICT (name) DO UPDATE"
+         " SET paused = true", "UPDATE rb_queues SET paused = false WHERE name = 'rq'"},
+        {"INSERT INTO rb_groups (queue, grp, ready, hold, hold_until) VALUES ('rq', 'h', false,"
+         " 2, 1)", "DELETE FROM rb_groups WHERE queue = 'rq' AND grp = 'h'"}};
+    for (int k = 0; k < 4; k++) {
+        free(sql1(spoil[k][0]));
+        v = claim_rows_of(a, "rq", "w1", NULL);
+        cr_assert_str_eq(v, "-4:2", "%s: %s", spoil[k][0], v);
+        free(v);
+        free(sql1(spoil[k][1]));
+    }
+    v = claim_rows_of(a, "rq", "w1", NULL);
+    cr_assert_str_eq(v, "0:fr-a-1:a", "%s", v);
+    free(v);
+    PQfinish(a);
+    /* the node: a short round goes on with SQL_CLAIMG, which claims */
+    for (int i = 0; i < 2; i++) {
+        char j[256];
+        snprintf(j, sizeof j,
+                 "{\"jid\":\"fr-n-%d\",\"jobtype\":\"t\",\"queue\":\"nq2\",\"args\":[],"
+                 "\"custom\":{\"group\":\"n%d\"}}", i, i);
+        cr_assert_eq(push_at(eng, j, now), 0);
+    }
+    char *j1 = claim_at(eng, "nq2", "w1", now, NULL); /* SQL_CLAIM1 finds groups: a full round */
+    cr_assert_str_eq(j1, "fr-n-0");
+    free(j1);
+    cr_assert_eq(sql_groups_claim_stmt(eng, "nq2", now), SQL_CLAIML);
+    const char *qs[1] = {"nq2"}, *wids[3] = {"w4", "w5", "w6"};
+    rb_pg_claimed *c;
+    int n;
+    rb_err err = {0};
+    cr_assert_eq(rb_pg_claim(eng, qs, 1, wids, 3, now, &c, &n, NULL, &err), 0, "claim: %s",
+                 rb_err_msg(&err));
+    cr_assert_eq(n, 1, "n1's job, by SQL_CLAIMG after SQL_CLAIML handed the round over");
+    cr_assert_str_eq(c[0].jid, "fr-n-1");
+    rb_pg_claimed_free(c, n);
+    cr_assert_neq(sql_groups_claim_stmt(eng, "nq2", now + 99), SQL_CLAIML);
+    cr_assert_eq(sql_groups_claim_stmt(eng, "nq2", now + 100), SQL_CLAIML);
 }
 
 /* The ACK's rows are probed by key even when its generic plan was made on

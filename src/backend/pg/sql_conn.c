@@ -162,6 +162,54 @@ static const char *const sql_stmt_text[SQL_STMT_COUNT] = {
                   " a.need + 8, $3::bigint) END AS at FROM a OFFSET 0) x WHERE x.at IS NOT NULL"
                   " UNION ALL SELECT -4, NULL, NULL, CASE WHEN fb.l THEN 1 ELSE 0 END, a.q, NULL"
                   " FROM a, fb WHERE fb.v",
+    /* SQL_CLAIMG's full round, alone (issue 30, session 17): the next
+     * runnable groups after the cursor (as many as FETCHes) and the first
+     * ready job of each, claimed when every one of them gave a job that has
+     * not expired; else nothing claimed and one row, slot -4 with 2 as its
+     * time, and the node runs SQL_CLAIMG (and starts the queue's claims
+     * with it for a while, sql_groups_handed_over). The queue's ungrouped
+     * jobs ('') take their turn only when there is one (SQL_CLAIMG passes
+     * an empty '' over, never idle). So are a paused queue,
+     * a queue with a hold due or a [throttles] rate, and a round with a
+     * group with limits. SQL_CLAIMG's other work (its hand-over tests, the
+     * idle marks, the expired jobs' rows, the -2 row's probes) set up by
+     * every execution cost 60 us of its 400 (pgbench, 4 FETCHes, 1,000
+     * groups; bench/RESULTS.md) */
+    [SQL_CLAIML] = "/* rb_claim_groups, one queue, a full round */ WITH a AS MATERIALIZED"
+                   " (SELECT ($1::text[])[1] AS q, ($4::text[])[1] AS cur,"
+                   " coalesce(($5::int[])[1], 0) AS qc, coalesce(($6::int[])[1], 0) AS qr,"
+                   " cardinality($2::text[]) AS need, coalesce(($9::bigint[])[1], 0) = 0 AND NOT"
+                   " EXISTS (SELECT 1 FROM rb_queues qq WHERE qq.name = ($1::text[])[1] AND"
+                   " qq.paused) AND NOT EXISTS (SELECT 1 FROM rb_groups h WHERE h.hold <> 0 AND"
+                   " h.hold_until <= $3::bigint AND h.queue = ($1::text[])[1]) AS ok,"
+                   " $7::bigint[] AS u7, $8::int[] AS u8, $10::bigint[] AS u10), cand AS"
+                   " MATERIALIZED (SELECT c.grp, c.lmt, (row_number() OVER (ORDER BY c.wrap,"
+                   " c.grp))::int AS ord FROM a, LATERAL ((SELECT gg.grp, 0 AS wrap, gg.grp <>"
+                   " '' AND (coalesce(gg.o_conc, a.qc) > 0 OR coalesce(gg.o_rate, a.qr) > 0) AS"
+                   " lmt FROM rb_groups gg WHERE gg.queue = a.q AND gg.ready AND gg.hold = 0 AND"
+                   " gg.grp >= coalesce(a.cur, '') AND gg.grp IS DISTINCT FROM a.cur AND (gg.grp"
+                   " <> '' OR EXISTS (SELECT 1 FROM rb_jobs e WHERE e.queue = a.q AND e.grp = ''"
+                   " AND e.state = 2)) ORDER BY gg.grp LIMIT a.need) UNION ALL (SELECT gg.grp,"
+                   " 1, gg.grp <> '' AND (coalesce(gg.o_conc, a.qc) > 0 OR coalesce(gg.o_rate,"
+                   " a.qr) > 0) FROM rb_groups gg WHERE gg.queue = a.q AND gg.ready AND gg.hold"
+                   " = 0 AND gg.grp <= a.cur AND (gg.grp <> '' OR EXISTS (SELECT 1 FROM rb_jobs"
+                   " e WHERE e.queue = a.q AND e.grp = '' AND e.state = 2)) ORDER BY gg.grp"
+                   " LIMIT a.need)) c WHERE a.ok ORDER BY c.wrap, c.grp LIMIT"
+                   " cardinality($2::text[])), picked AS MATERIALIZED (SELECT c.ord, c.grp,"
+                   " f.jid, f.gone FROM cand c CROSS JOIN LATERAL (SELECT r.jid,"
+                   " coalesce(r.expires_ms <= $3::bigint, false) AS gone FROM rb_jobs r WHERE"
+                   " r.queue = ($1::text[])[1] AND r.grp = c.grp AND r.state = 2 ORDER BY"
+                   " r.priority DESC, r.seq LIMIT 1 FOR UPDATE SKIP LOCKED) f WHERE NOT EXISTS"
+                   " (SELECT 1 FROM cand l WHERE l.lmt)), clean AS MATERIALIZED (SELECT count(*)"
+                   " = cardinality($2::text[]) AND coalesce(bool_and(NOT p.gone), true) AS v"
+                   " FROM picked p), upd AS (UPDATE rb_jobs j SET state = 3, attempts ="
+                   " j.attempts + 1, wid = ($2::text[])[p.ord], due_ms = $3::bigint +"
+                   " j.reserve_s * 1000::bigint, flags = CASE WHEN j.flags & 1 <> 0 THEN 2 ELSE"
+                   " 0 END FROM picked p WHERE j.jid = p.jid AND (SELECT clean.v FROM clean)"
+                   " RETURNING p.ord, p.ord - 1 AS slot, j.jid, j.json, j.enq_ms, p.grp) SELECT"
+                   " u.slot, u.jid, u.json, u.enq_ms, ($1::text[])[1] AS q, u.grp AS g FROM"
+                   " (SELECT * FROM upd ORDER BY upd.ord) u UNION ALL SELECT -4, NULL, NULL, 2,"
+                   " ($1::text[])[1], NULL FROM clean WHERE NOT clean.v",
     /* ACK: schema 14's rb_ack_batch loop as one statement (issue 29), its
      * rules the same: the rows locked in jid order; per element (in order)
      * the holder rule (rb_holder_status) gives 1 missing, 2 another

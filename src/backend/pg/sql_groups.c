@@ -26,6 +26,7 @@ struct rb_pg_turns {
         char *queue;
         char *last; /* NULL: from the first group */
         int64_t func_until; /* claims run rb_claim_groups before this (wall ms) */
+        int64_t full_until; /* claims start with SQL_CLAIMG before this (wall ms) */
     } *v;
     size_t n, cap;
 };
@@ -89,6 +90,7 @@ void sql_groups_served(rb_pg *pg, const char *queue, const char *grp)
         e->queue = rb_xstrdup(queue);
         e->last = NULL;
         e->func_until = 0;
+        e->full_until = 0;
     }
     if (grp) {
         free(e->last);
@@ -101,9 +103,13 @@ void sql_groups_served(rb_pg *pg, const char *queue, const char *grp)
  * SQL_CLAIMG handed one over: because a group with limits was in its
  * round (the limits stay until a GROUP SET lifts them), or for another
  * reason (a hold due, fewer runnable groups than FETCHes: a queue of few
- * groups stays so, a due hold is lifted by the claim that meets it). */
+ * groups stays so, a due hold is lifted by the claim that meets it). And
+ * how long they start with SQL_CLAIMG after SQL_CLAIML handed one over
+ * (its round was not full: a queue drained or of few groups stays so for
+ * a while, and SQL_CLAIMG serves it in one statement). */
 #define FUNC_LIMITS_MS 1000
 #define FUNC_OTHER_MS 100
+#define FULL_MS 100
 
 sql_stmt sql_groups_claim_stmt(rb_pg *pg, const char *queue, int64_t now)
 {
@@ -113,22 +119,29 @@ sql_stmt sql_groups_claim_stmt(rb_pg *pg, const char *queue, int64_t now)
         return SQL_CLAIM;
     pthread_mutex_lock(&pg->turns->mu);
     struct turn *e = turn_of(pg->turns, queue);
-    bool known = e != NULL, func = e && e->func_until > now;
+    bool known = e != NULL, func = e && e->func_until > now, full = e && e->full_until > now;
     pthread_mutex_unlock(&pg->turns->mu);
     if (!known)
         return SQL_CLAIM1;
     rb_flow_limits lim; /* a named group's, without its GROUP SET */
     rb_config_group_limits(cfg, queue, NULL, &lim, NULL);
-    return func || lim.concurrency > 0 || lim.rate > 0 ? SQL_CLAIM : SQL_CLAIMG;
+    if (func || lim.concurrency > 0 || lim.rate > 0)
+        return SQL_CLAIM;
+    return full ? SQL_CLAIMG : SQL_CLAIML;
 }
 
-void sql_groups_handed_over(rb_pg *pg, const char *queue, bool limits, int64_t now)
+sql_stmt sql_groups_handed_over(rb_pg *pg, const char *queue, sql_stmt s, bool limits,
+                                int64_t now)
 {
     sql_groups_served(pg, queue, NULL);
     pthread_mutex_lock(&pg->turns->mu);
     struct turn *e = turn_of(pg->turns, queue);
-    e->func_until = now + (limits ? FUNC_LIMITS_MS : FUNC_OTHER_MS);
+    if (s == SQL_CLAIML)
+        e->full_until = now + FULL_MS;
+    else
+        e->func_until = now + (limits ? FUNC_LIMITS_MS : FUNC_OTHER_MS);
     pthread_mutex_unlock(&pg->turns->mu);
+    return s == SQL_CLAIML ? SQL_CLAIMG : SQL_CLAIM;
 }
 
 void sql_groups_args(rb_pg *pg, const char *const *queues, int nq, rb_buf a[SQL_GROUP_ARGS])

@@ -38,6 +38,7 @@ typedef enum sql_stmt {
     SQL_WORKERS_CLEANUP,
     SQL_CLAIM1, /* the statements' numbers name them (rb_sN), tests arm on them: new ones last */
     SQL_CLAIMG,
+    SQL_CLAIML,
     SQL_STMT_COUNT
 } sql_stmt;
 
@@ -118,12 +119,16 @@ void sql_groups_served(rb_pg *pg, const char *queue, const char *grp);
  * SQL_CLAIM1 while the queue is not known to have groups; SQL_CLAIM
  * (rb_claim_groups) for a [throttles] rate, for [groups] limits of the
  * queue's named groups, or for a while after SQL_CLAIMG handed the queue
- * over (sql_groups_handed_over); else SQL_CLAIMG. */
+ * over (sql_groups_handed_over); SQL_CLAIMG for a while after SQL_CLAIML
+ * handed it over; else SQL_CLAIML. */
 sql_stmt sql_groups_claim_stmt(rb_pg *pg, const char *queue, int64_t now);
-/* SQL_CLAIMG answered -4 for queue at now (limits: a group with limits
- * was in its round): the queue is known grouped and its claims run
- * rb_claim_groups for a while. */
-void sql_groups_handed_over(rb_pg *pg, const char *queue, bool limits, int64_t now);
+/* Statement s (SQL_CLAIMG or SQL_CLAIML) answered -4 for queue at now
+ * (limits: SQL_CLAIMG saw a group with limits in its round): the queue is
+ * known grouped and its claims start with the next statement (SQL_CLAIM
+ * after SQL_CLAIMG, SQL_CLAIMG after SQL_CLAIML) for a while; the
+ * statement to run now. */
+sql_stmt sql_groups_handed_over(rb_pg *pg, const char *queue, sql_stmt s, bool limits,
+                                int64_t now);
 /* rb_claim_groups' per-queue arrays for queues: cursors, [groups]
  * concurrency, rate, period and burst, [throttles] rate's T and tau
  * (engine/gcra.h); a[] initialised here, released by the caller. */

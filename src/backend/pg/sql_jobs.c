@@ -183,7 +183,8 @@ int rb_pg_push_hand(rb_pg *pg, const rb_pg_new_job *jobs, size_t n, int64_t now,
  * times to claim again (rb_claim_groups' -2 rows) into *wake_at, the
  * groups served into the node's turn cursors. The value of a -4 row
  * (SQL_CLAIM1: the queue has groups; SQL_CLAIMG: it is rb_claim_groups'
- * to claim, 1 for limits in the round), -1 without one. */
+ * to claim, 1 for limits in the round; SQL_CLAIML: it is SQL_CLAIMG's, 2),
+ * -1 without one. */
 static int claim_rows(rb_pg *pg, PGresult *r, const int *slots, int n, rb_pg_claimed *c,
                       int *got, rb_buf *expired, int *n_expired, int64_t *wake_at)
 {
@@ -213,10 +214,10 @@ static int claim_rows(rb_pg *pg, PGresult *r, const int *slots, int n, rb_pg_cla
 
 /* One claim for the slots of wids, over queues qv (nq of them): for one
  * queue the statement sql_groups_claim_stmt chooses (the plain SQL_CLAIM1,
- * SQL_CLAIMG for groups in turn, or rb_claim_groups, SQL_CLAIM), then
- * SQL_CLAIMG when SQL_CLAIM1 found groups and SQL_CLAIM when SQL_CLAIMG
- * handed the queue over (its -4 rows); several queues: SQL_CLAIM. Rows as
- * claim_rows. */
+ * SQL_CLAIML or SQL_CLAIMG for groups in turn, or rb_claim_groups,
+ * SQL_CLAIM), then the grouped one when SQL_CLAIM1 found groups, SQL_CLAIMG
+ * when SQL_CLAIML handed the queue over and SQL_CLAIM when SQL_CLAIMG did
+ * (their -4 rows); several queues: SQL_CLAIM. Rows as claim_rows. */
 static int claim_once(rb_pg *pg, const char *const *qv, int nq, const char *const *wids,
                       const int *slots, int n, int64_t now, rb_pg_claimed *c, int *got,
                       rb_buf *expired, int *n_expired, int64_t *wake_at, rb_err *err)
@@ -231,10 +232,10 @@ static int claim_once(rb_pg *pg, const char *const *qv, int nq, const char *cons
     sql_stmt s = nq > 1 ? SQL_CLAIM : sql_groups_claim_stmt(pg, qv[0], now);
     if (pg->pipe == SQL_PIPE_TAKE && !pg->pipe_skip && pg->next_sent < pg->n_sent &&
         (pg->sent[pg->next_sent].s == SQL_CLAIM1 || pg->sent[pg->next_sent].s == SQL_CLAIMG ||
-         pg->sent[pg->next_sent].s == SQL_CLAIM))
+         pg->sent[pg->next_sent].s == SQL_CLAIML || pg->sent[pg->next_sent].s == SQL_CLAIM))
         s = pg->sent[pg->next_sent].s; /* the statement sent, whatever the turn table says since */
     int rc = 0;
-    for (int pass = 0; pass < 3; pass++) {
+    for (int pass = 0; pass < 4; pass++) {
         PGresult *r;
         if (s == SQL_CLAIM1) {
             const char *params[3] = {qv[0], w.data, nowtxt};
@@ -266,9 +267,8 @@ static int claim_once(rb_pg *pg, const char *const *qv, int nq, const char *cons
         if (s == SQL_CLAIM1) { /* the queue has groups (known from now on) */
             sql_groups_served(pg, qv[0], NULL);
             s = sql_groups_claim_stmt(pg, qv[0], now);
-        } else { /* SQL_CLAIMG: rb_claim_groups' to claim */
-            sql_groups_handed_over(pg, qv[0], handed > 0, now);
-            s = SQL_CLAIM;
+        } else { /* SQL_CLAIML: SQL_CLAIMG's; SQL_CLAIMG: rb_claim_groups' to claim */
+            s = sql_groups_handed_over(pg, qv[0], s, handed == 1, now);
         }
         rb_pg_tx_pipe_skip(pg, true); /* the next statement outside a pipeline */
     }
