@@ -14,11 +14,14 @@
 # many of each found no job).
 # Usage: O=build bench/pg/statements.sh [--jobs N] [--workload lifecycle|retries]
 #        [--push-batch N] [--nodes 1|2] [--forward] [--prefetch] [--rebound PATH] [--top N]
-#        [--groups N]
+#        [--groups N] [--rate R]
 # --prefetch: the nodes run with [storage] prefetch = true.
 # --forward: the nodes run with [storage] forward = true (node 2 relays its
 # clients to node 1, the leader; docs/distributed.md).
 # --groups N: the jobs spread over N groups (custom.group; issue 30)
+# --rate R: the producers push R jobs per second in all (loadgen --rate),
+# below what the workers take: the queue stays drained, the database's
+# work per job when a cluster is not saturated.
 set -u
 O=${O:-build}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -32,6 +35,7 @@ top=25
 fwd=""
 pre=""
 groups=""
+rate=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --jobs) jobs=$2; shift ;;
@@ -43,13 +47,15 @@ while [ $# -gt 0 ]; do
     --forward) fwd=1 ;;
     --prefetch) pre=1 ;;
     --groups) groups=$2; shift ;;
+    --rate) rate=$2; shift ;;
     -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0"; exit 0 ;;
     *) echo "statements: unknown option '$1'" >&2; exit 2 ;;
   esac
   shift
 done
-case "$jobs$nodes$top${pushb}${groups}" in *[!0-9]*)
-  echo "statements: --jobs, --nodes, --top and --push-batch take numbers" >&2; exit 2 ;; esac
+case "$jobs$nodes$top${pushb}${groups}${rate}" in *[!0-9]*)
+  echo "statements: --jobs, --nodes, --top, --push-batch, --groups and --rate take numbers" >&2
+  exit 2 ;; esac
 
 . "$here/../../scripts/pg_cluster.sh"
 for bin in "$LG" "$REBOUND" "$pg_cluster_bin/initdb"; do
@@ -112,9 +118,9 @@ becpu() { # each backend's clock ticks: pid ticks
     sub(/^.*\) /, "", st); split(st, f, " "); if (f[2] == pm) print pid, f[12] + f[13] }'
 }
 becpu >"$tmp/be0"
-echo "statements: $jobs jobs, $wl, $nodes node(s)${pushb:+, PUSHB $pushb}${pre:+, prefetch}${groups:+, $groups groups}, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "statements: $jobs jobs, $wl, $nodes node(s)${pushb:+, PUSHB $pushb}${pre:+, prefetch}${groups:+, $groups groups}${rate:+, $rate jobs/s}, load $(cut -d' ' -f1-3 /proc/loadavg)"
 "$LG" --proto faktory --workload "$wl" --jobs "$jobs" --port "$a" --worker-port "$wports" \
-  --drain-ms 1000 --timeout 600 ${pushb:+--push-batch "$pushb"} ${groups:+--groups "$groups"} >"$tmp/out" 2>"$tmp/err" ||
+  --drain-ms 1000 --timeout 600 ${pushb:+--push-batch "$pushb"} ${groups:+--groups "$groups"} ${rate:+--rate "$rate"} >"$tmp/out" 2>"$tmp/err" ||
   { cat "$tmp/err" >&2; exit 1; }
 becpu >"$tmp/be1"
 psqlc rebound "SELECT pid, coalesce(nullif(application_name, ''), backend_type), CASE
