@@ -163,18 +163,18 @@ static const char *const sql_stmt_text[SQL_STMT_COUNT] = {
                   " UNION ALL SELECT -4, NULL, NULL, CASE WHEN fb.l THEN 1 ELSE 0 END, a.q, NULL"
                   " FROM a, fb WHERE fb.v",
     /* SQL_CLAIMG's full round, alone (issue 30, session 17): the next
-     * runnable groups after the cursor (as many as FETCHes) and the first
-     * ready job of each, claimed when every one of them gave a job that has
-     * not expired; else nothing claimed and one row, slot -4 with 2 as its
-     * time, and the node runs SQL_CLAIMG (and starts the queue's claims
-     * with it for a while, sql_groups_handed_over). The queue's ungrouped
-     * jobs ('') take their turn only when there is one (SQL_CLAIMG passes
-     * an empty '' over, never idle). So are a paused queue,
-     * a queue with a hold due or a [throttles] rate, and a round with a
-     * group with limits. SQL_CLAIMG's other work (its hand-over tests, the
-     * idle marks, the expired jobs' rows, the -2 row's probes) set up by
-     * every execution cost 60 us of its 400 (pgbench, 4 FETCHes, 1,000
-     * groups; bench/RESULTS.md) */
+     * runnable groups after the cursor, as many as FETCHes (the queue's
+     * ungrouped jobs, '', only when it has one: SQL_CLAIMG passes an empty
+     * '' over, never idle), and the first ready job of each, claimed when
+     * every group gave a job that has not expired. Anything else (a group
+     * empty, with limits or its job expired, fewer runnable groups than
+     * FETCHes, a paused queue, a hold due, a [throttles] rate) claims
+     * nothing and answers one row, slot -4 with 2 as its time: the node
+     * runs SQL_CLAIMG, which deals with each, and starts the queue's claims
+     * with it for a while (sql_groups_handed_over). SQL_CLAIMG's other work
+     * (its hand-over tests, the idle marks, the expired jobs' rows, the -2
+     * row's probes), set up by every execution, cost 60 us of its 400
+     * (pgbench, 4 FETCHes, 1,000 groups; bench/RESULTS.md, session 17) */
     [SQL_CLAIML] = "/* rb_claim_groups, one queue, a full round */ WITH a AS MATERIALIZED"
                    " (SELECT ($1::text[])[1] AS q, ($4::text[])[1] AS cur,"
                    " coalesce(($5::int[])[1], 0) AS qc, coalesce(($6::int[])[1], 0) AS qr,"
