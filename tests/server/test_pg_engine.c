@@ -2877,42 +2877,57 @@ Test(pg, the_grouped_claim_marks_idle_groups_through_a_function)
     PQfinish(a);
 }
 
+/* Job jid of group grp pushed to queue through the engine at now. */
+static void push_grouped(const char *jid, const char *queue, const char *grp, int64_t now)
+{
+    char j[256];
+    snprintf(j, sizeof j,
+             "{\"jid\":\"%s\",\"jobtype\":\"t\",\"queue\":\"%s\",\"args\":[],"
+             "\"custom\":{\"group\":\"%s\"}}", jid, queue, grp);
+    cr_assert_eq(push_at(eng, j, now), 0, "%s", j);
+}
+
+/* A connection with claim statement s prepared as c and planned
+ * generically, as the engine prepares it; its plan for queue has no
+ * function scan (as a branch of the statement, rb_claim_groups' scan was
+ * set up by every execution). */
+static PGconn *prepare_claim(sql_stmt s, const char *queue)
+{
+    PGconn *a = PQconnectdb(url);
+    cr_assert_eq(PQstatus(a), CONNECTION_OK, "%s", PQerrorMessage(a));
+    free(run_on(a, "SET plan_cache_mode = force_generic_plan"));
+    rb_buf q = {0};
+    rb_buf_printf(&q, "PREPARE c(text[], text[], bigint, text[], int[], int[], bigint[], int[],"
+                      " bigint[], bigint[]) AS %s", sql_stmt_sql(s));
+    free(run_on(a, q.data));
+    rb_buf_reset(&q);
+    rb_buf_printf(&q, "EXPLAIN (FORMAT JSON) EXECUTE c('{%s}', '{w1}', 1000, NULL, '{0}', '{0}',"
+                      " '{0}', '{0}', '{0}', '{0}')", queue);
+    json_t *doc;
+    json_t *root = plan_of(a, q.data, &doc);
+    cr_assert_eq(nodes_on(root, "Function Scan", NULL, NULL), 0, "a function scan");
+    json_decref(doc);
+    rb_buf_release(&q);
+    return a;
+}
+
 /* SQL_CLAIMG hands a queue over to rb_claim_groups without running it
  * (session 15): its generic plan holds no function scan (as a branch of
  * the statement rb_claim_groups' scan was set up by every execution); a
  * round that meets a group with limits claims nothing and answers one -4
  * row of 1, a short round one of 0; the node then claims through
  * rb_claim_groups, the limit holds, and the queue's next claims go
- * straight to it for a second (a short round's for 100 ms), then try
- * SQL_CLAIMG again. */
+ * straight to it for a second (a short round's for 100 ms), then start
+ * with SQL_CLAIML again (session 17). */
 Test(pg, the_grouped_claim_hands_queues_with_limits_to_the_node)
 {
     int64_t now = rb_now_ms();
-    for (int i = 1; i <= 2; i++) {
-        char j[256];
-        snprintf(j, sizeof j,
-                 "{\"jid\":\"lim-%d\",\"jobtype\":\"t\",\"queue\":\"lq\",\"args\":[],"
-                 "\"custom\":{\"group\":\"lim\"}}", i);
-        cr_assert_eq(push_at(eng, j, now), 0);
-        snprintf(j, sizeof j,
-                 "{\"jid\":\"few-%d\",\"jobtype\":\"t\",\"queue\":\"fq\",\"args\":[],"
-                 "\"custom\":{\"group\":\"few\"}}", i);
-        cr_assert_eq(push_at(eng, j, now), 0);
-    }
+    push_grouped("lim-1", "lq", "lim", now);
+    push_grouped("few-1", "fq", "few", now);
+    push_grouped("lim-2", "lq", "lim", now);
+    push_grouped("few-2", "fq", "few", now);
     free(sql1("UPDATE rb_groups SET o_conc = 1 WHERE queue = 'lq' AND grp = 'lim'"));
-    PGconn *a = PQconnectdb(url);
-    cr_assert_eq(PQstatus(a), CONNECTION_OK, "%s", PQerrorMessage(a));
-    free(run_on(a, "SET plan_cache_mode = force_generic_plan"));
-    rb_buf q = {0};
-    rb_buf_printf(&q, "PREPARE c(text[], text[], bigint, text[], int[], int[], bigint[], int[],"
-                      " bigint[], bigint[]) AS %s", sql_stmt_sql(SQL_CLAIMG));
-    free(run_on(a, q.data));
-    rb_buf_release(&q);
-    json_t *doc;
-    json_t *root = plan_of(a, "EXPLAIN (FORMAT JSON) EXECUTE c('{lq}', '{w1}', 1000, NULL,"
-                              " '{0}', '{0}', '{0}', '{0}', '{0}', '{0}')", &doc);
-    cr_assert_eq(nodes_on(root, "Function Scan", NULL, NULL), 0, "a function scan");
-    json_decref(doc);
+    PGconn *a = prepare_claim(SQL_CLAIMG, "lq");
     const char *exec[2] = {"EXECUTE c('{lq}', '{w1}', 1000, NULL, '{0}', '{0}', '{0}', '{0}',"
                            " '{0}', '{0}')",
                            "EXECUTE c('{fq}', '{w1,w2,w3}', 1000, NULL, '{0}', '{0}', '{0}',"
@@ -2991,26 +3006,11 @@ Test(pg, the_full_round_claim_hands_every_other_round_to_the_grouped_claim)
     int64_t now = rb_now_ms();
     const char *gs[3] = {"a", "b", "c"};
     for (int i = 0; i < 6; i++) {
-        char j[256];
-        snprintf(j, sizeof j,
-                 "{\"jid\":\"fr-%s-%d\",\"jobtype\":\"t\",\"queue\":\"rq\",\"args\":[],"
-                 "\"custom\":{\"group\":\"%s\"}}",
-                 gs[i % 3], i / 3, gs[i % 3]);
-        cr_assert_eq(push_at(eng, j, now), 0);
+        char jid[32];
+        snprintf(jid, sizeof jid, "fr-%s-%d", gs[i % 3], i / 3);
+        push_grouped(jid, "rq", gs[i % 3], now);
     }
-    PGconn *a = PQconnectdb(url);
-    cr_assert_eq(PQstatus(a), CONNECTION_OK, "%s", PQerrorMessage(a));
-    free(run_on(a, "SET plan_cache_mode = force_generic_plan"));
-    rb_buf q = {0};
-    rb_buf_printf(&q, "PREPARE c(text[], text[], bigint, text[], int[], int[], bigint[], int[],"
-                      " bigint[], bigint[]) AS %s", sql_stmt_sql(SQL_CLAIML));
-    free(run_on(a, q.data));
-    rb_buf_release(&q);
-    json_t *doc;
-    json_t *root = plan_of(a, "EXPLAIN (FORMAT JSON) EXECUTE c('{rq}', '{w1}', 1000, NULL,"
-                              " '{0}', '{0}', '{0}', '{0}', '{0}', '{0}')", &doc);
-    cr_assert_eq(nodes_on(root, "Function Scan", NULL, NULL), 0, "a function scan");
-    json_decref(doc);
+    PGconn *a = prepare_claim(SQL_CLAIML, "rq");
     char *v = claim_rows_of(a, "rq", "w1,w2,w3,w4", NULL); /* four FETCHes, three groups */
     cr_assert_str_eq(v, "-4:2", "%s", v);
     free(v);
@@ -3046,13 +3046,8 @@ Test(pg, the_full_round_claim_hands_every_other_round_to_the_grouped_claim)
     free(v);
     PQfinish(a);
     /* the node: a short round goes on with SQL_CLAIMG, which claims */
-    for (int i = 0; i < 2; i++) {
-        char j[256];
-        snprintf(j, sizeof j,
-                 "{\"jid\":\"fr-n-%d\",\"jobtype\":\"t\",\"queue\":\"nq2\",\"args\":[],"
-                 "\"custom\":{\"group\":\"n%d\"}}", i, i);
-        cr_assert_eq(push_at(eng, j, now), 0);
-    }
+    push_grouped("fr-n-0", "nq2", "n0", now);
+    push_grouped("fr-n-1", "nq2", "n1", now);
     char *j1 = claim_at(eng, "nq2", "w1", now, NULL); /* SQL_CLAIM1 finds groups: a full round */
     cr_assert_str_eq(j1, "fr-n-0");
     free(j1);
