@@ -363,18 +363,35 @@ static bool one_claim(rb_pgreq **by[], const size_t cnt[])
     return true;
 }
 
+/* Whether a claim of the batch is a hand-off of one of its pushes' jobs:
+ * which claims then run a statement depends on the pushes' results
+ * (take_handed), so the claims are sent after those are read. */
+static bool hands_off(rb_pgreq **by[], const size_t cnt[])
+{
+    for (size_t i = 0; i < cnt[RB_PGR_CLAIM]; i++)
+        if (by[RB_PGR_CLAIM][i]->u.claim.hand_tok && cnt[RB_PGR_PUSH])
+            return true;
+    return false;
+}
+
 /* run_units in one transaction: one COMMIT makes every request of the
- * batch durable before any reply. Its first round trip carries BEGIN and
- * the statements of the pushes and ACKs as one pipeline (run_units once to
- * send them, rb_pg_tx_pipe_read, run_units again to take their results and
- * run the rest: FAILs, batch members' ACKs); the second carries the
- * claims' statements with the COMMIT right behind them (rb_pg_tx_commit_
- * send and _read, run_claims twice the same way), so that the rows a claim
- * locked and did not take (SKIP LOCKED re-checks rows another node changed
- * meanwhile, and keeps them locked to the end of the transaction) are
- * released with no round trip in between; what a claim does next (expired
- * jobs' drops, its later rounds, a throttled queue's) runs after the
- * COMMIT, in transactions of its own. When the transaction fails before
+ * batch durable before any reply. A batch without FAILs and hand-offs is
+ * one round trip: BEGIN, the statements of the pushes, ACKs and claims and
+ * the COMMIT as one pipeline (run_units once to send them,
+ * rb_pg_tx_pipe_commit, run_units again to take their results); what a
+ * call does next (workflow jobs' and batch members' ACKs, expired jobs'
+ * drops, a claim's later rounds, a throttled queue's) runs after the
+ * COMMIT, in transactions of its own, as a request that came a moment
+ * later would. Otherwise two: the first carries BEGIN and the statements
+ * of the pushes and ACKs (rb_pg_tx_pipe_read; then the FAILs, which need a
+ * savepoint each, and the ACKs' follow-ups run inside the transaction, and
+ * a hand-off claim learns whether its push inserted its job claimed for
+ * it); the second carries the claims' statements with the COMMIT right
+ * behind them (rb_pg_tx_commit_send and _read, run_claims twice the same
+ * way). Either way a claim's statement is the last before the COMMIT, so
+ * that the rows it locked and did not take (SKIP LOCKED re-checks rows
+ * another node changed meanwhile, and keeps them locked to the end of the
+ * transaction) are released with no round trip in between. When the transaction fails before
  * its COMMIT (a statement error outside a unit aborted it), it is rolled
  * back and the batch runs again a transaction per kind, so that one bad
  * request fails alone; when the COMMIT itself fails the outcome is unknown
@@ -406,6 +423,22 @@ static void run_wrapped(rb_pg *pg, rb_pgreq **by[], size_t cnt[], batch_commits 
     batch_commits inner = {.n = 0}; /* the units' own timings do not count */
     claim_counts sent_cc = {{0}, {0}};
     size_t fails = cnt[RB_PGR_FAIL], claims = cnt[RB_PGR_CLAIM];
+    static _Atomic long turns;
+    int rc;
+    if (!fails && !hands_off(by, cnt)) { /* nothing needs a result first: one round trip */
+        run_units(pg, by, cnt, &inner, &sent_cc); /* sent: each call fails at once */
+        reset_wrapped(by, cnt);
+        if (fault > 0 && ++turns % fault == 0)
+            rb_pg_tx_poison(pg);
+        rc = rb_pg_tx_pipe_commit(pg, &err);
+        if (!rc) { /* their results; what they do next on their own */
+            commit_seen(bc, n_ops, t0);
+            run_units(pg, by, cnt, &inner, cc);
+            rb_pg_tx_taken(pg);
+            return;
+        }
+        goto failed;
+    }
     cnt[RB_PGR_FAIL] = 0; /* a FAIL's first statement needs its savepoint */
     cnt[RB_PGR_CLAIM] = 0; /* the claims go with the COMMIT */
     run_units(pg, by, cnt, &inner, cc); /* sent: each call fails at once */
@@ -417,11 +450,10 @@ static void run_wrapped(rb_pg *pg, rb_pgreq **by[], size_t cnt[], batch_commits 
         return;
     }
     run_units(pg, by, cnt, &inner, cc);
-    static _Atomic long turns;
     if (fault > 0 && ++turns % fault == 0)
         rb_pg_tx_poison(pg);
     cnt[RB_PGR_CLAIM] = claims;
-    int rc = rb_pg_tx_commit_send(pg, &err);
+    rc = rb_pg_tx_commit_send(pg, &err);
     if (!rc) {
         size_t only[RB_PGR_KINDS] = {0}; /* the others keep their results */
         only[RB_PGR_CLAIM] = claims;
@@ -438,6 +470,7 @@ static void run_wrapped(rb_pg *pg, rb_pgreq **by[], size_t cnt[], batch_commits 
         rb_pg_tx_taken(pg);
         return;
     }
+failed:
     if (rc == RB_ESTORE) { /* aborted before COMMIT: nothing applied */
         reset_wrapped(by, cnt);
         run_units(pg, by, cnt, bc, cc);

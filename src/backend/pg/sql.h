@@ -659,6 +659,12 @@ void rb_pg_tx_rollback(rb_pg *pg);
  * of a call that was not sent (a claim's later rounds) as usual. */
 int rb_pg_tx_pipe_send(rb_pg *pg, rb_err *err);
 int rb_pg_tx_pipe_read(rb_pg *pg, rb_err *err);
+/* The whole batch transaction in one round trip: after rb_pg_tx_pipe_send
+ * and the calls that sent their statements, the COMMIT and the Sync, every
+ * result read; the calls made again take their results, committed, and run
+ * what else they need in transactions of their own (rb_pg_tx_taken ends
+ * that). Fails as rb_pg_tx_commit_read does. */
+int rb_pg_tx_pipe_commit(rb_pg *pg, rb_err *err);
 void rb_pg_tx_pipe_skip(rb_pg *pg, bool skip);
 /* Tests only: a statement error that aborts the batch transaction. */
 void rb_pg_tx_poison(rb_pg *pg);

@@ -343,6 +343,7 @@ static void remember_error(rb_pg *pg, const char *msg)
 }
 
 static void sent_clear(rb_pg *pg);
+static void sent_add(rb_pg *pg, sql_stmt s, bool prepare);
 
 /* Closes the connection (the server ends its session when it sees that,
  * or its timeouts do when it cannot) and lets the next call reconnect. */
@@ -959,7 +960,7 @@ void sql_rollback(rb_pg *pg)
     }
 }
 
-static int pipe_read(rb_pg *pg, bool commit, rb_err *err);
+static int pipe_read(rb_pg *pg, bool begin, bool commit, rb_err *err);
 
 int rb_pg_tx_commit_send(rb_pg *pg, rb_err *err)
 {
@@ -990,7 +991,12 @@ int rb_pg_tx_commit_send(rb_pg *pg, rb_err *err)
 
 int rb_pg_tx_commit_read(rb_pg *pg, rb_err *err)
 {
-    return pipe_read(pg, true, err);
+    return pipe_read(pg, false, true, err);
+}
+
+int rb_pg_tx_pipe_commit(rb_pg *pg, rb_err *err)
+{
+    return pipe_read(pg, true, true, err);
 }
 
 void rb_pg_tx_taken(rb_pg *pg)
@@ -1056,12 +1062,13 @@ static PGresult *pipe_result(rb_pg *pg, int64_t deadline, bool *ok, int *io)
 }
 
 /* Ends a pipeline in one round trip: the Sync sent (after a COMMIT when
- * commit: the batch transaction's end, else the pipeline rb_pg_tx_pipe_send
- * began with BEGIN), every result read by the deadline and kept for the
- * calls to take (SQL_PIPE_TAKE). A statement that failed rolls the
- * transaction back (RB_ESTORE: nothing applied); a lost connection or the
- * deadline is RB_ECONN, or RB_EDOUBT when the COMMIT was in flight. */
-static int pipe_read(rb_pg *pg, bool commit, rb_err *err)
+ * commit: the batch transaction's end), every result read by the deadline
+ * (BEGIN's first when begin: the pipeline rb_pg_tx_pipe_send began) and
+ * kept for the calls to take (SQL_PIPE_TAKE). A statement that failed
+ * rolls the transaction back (RB_ESTORE: nothing applied); a lost
+ * connection or the deadline is RB_ECONN, or RB_EDOUBT when the COMMIT was
+ * in flight. */
+static int pipe_read(rb_pg *pg, bool begin, bool commit, rb_err *err)
 {
     bool sent = pg->pipe == SQL_PIPE_SEND, ok = sent, committed = false;
     pg->pipe = SQL_PIPE_OFF;
@@ -1072,12 +1079,12 @@ static int pipe_read(rb_pg *pg, bool commit, rb_err *err)
         PQpipelineSync(pg->conn) != 1)
         ok = false;
     else if ((io = flush_by(pg, deadline)) == IO_OK) {
-        if (!commit)
+        if (begin)
             PQclear(pipe_result(pg, deadline, &ok, &io)); /* BEGIN */
         for (size_t i = 0; i < pg->n_sent; i++) {
             pg->sent[i].r = pipe_result(pg, deadline, &ok, &io);
-            if (!pg->sent[i].r && pg->sent[i].prepare) /* prepared again next time */
-                pg->prepared &= ~(1u << pg->sent[i].s);
+            if (!pg->sent[i].r && pg->sent[i].prepare && pg->sent[i].s < SQL_STMT_COUNT)
+                pg->prepared &= ~(1u << pg->sent[i].s); /* prepared again next time */
         }
         if (commit) { /* after a failed statement it is skipped: ok is false already */
             PGresult *c = pipe_result(pg, deadline, &ok, &io);
@@ -1125,7 +1132,7 @@ static int pipe_read(rb_pg *pg, bool commit, rb_err *err)
 
 int rb_pg_tx_pipe_read(rb_pg *pg, rb_err *err)
 {
-    return pipe_read(pg, false, err);
+    return pipe_read(pg, true, false, err);
 }
 
 void rb_pg_tx_pipe_skip(rb_pg *pg, bool skip)
@@ -1135,8 +1142,18 @@ void rb_pg_tx_pipe_skip(rb_pg *pg, bool skip)
 
 void rb_pg_tx_poison(rb_pg *pg)
 {
-    if (pg->conn)
+    if (!pg->conn)
+        return;
+    if (pg->pipe != SQL_PIPE_SEND) {
         exec_quiet(pg, "SELECT 1/0");
+        return;
+    }
+    /* a pipeline's: sent behind the calls' statements, its result dropped
+     * as a preparation's is */
+    if (PQsendQueryParams(pg->conn, "SELECT 1/0", 0, NULL, NULL, NULL, NULL, 0) == 1)
+        sent_add(pg, SQL_STMT_COUNT, true);
+    else
+        pg->pipe = SQL_PIPE_OFF; /* the read reports it */
 }
 
 void rb_pg_tx_rollback(rb_pg *pg)
