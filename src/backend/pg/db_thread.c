@@ -566,10 +566,10 @@ static bool has_batch(const rb_pgmode *pm, int self)
 }
 
 /* The collection window (as the single node's writer's, docs/design.md
- * "Group commit"): under load (the last batch handed back carried two
+ * "Group commit"): under load (the recent batches handed back carried two
  * requests or more, whose clients send their next ones as soon as they
- * are answered) a thread that finds fewer requests queued than that waits
- * for them, until *until_us (monotonic us, set at the first wait: half
+ * are answered) a thread that finds fewer requests queued than the most a
+ * recent batch carried (window_want, hand_back) waits for them, until *until_us (monotonic us, set at the first wait: half
  * the batches' average time in the database, at most
  * RB_PGMODE_WINDOW_MAX_US). One batch then carries what two or three did:
  * fewer statements and transactions per job. True when it should wait
@@ -654,11 +654,16 @@ static bool wait_or_probe(rb_pgmode *pm, int self, int64_t *probe_at)
 static rb_pgreq *next_batch(rb_pgmode *pm, int self, bool *probe, bool *slow)
 {
     rb_pgreq *list = NULL;
-    int64_t window_until = 0, probe_at = 0;
+    int64_t window_until = 0, probe_at = 0, idle_since = 0;
     *probe = *slow = false;
     pthread_mutex_lock(&pm->mu);
     for (;;) {
         if (has_batch(pm, self)) {
+            /* after a pause longer than any window the clients went
+             * quiet: the next request goes without waiting for others */
+            if (idle_since && mono_us() - idle_since > RB_PGMODE_WINDOW_MAX_US)
+                pm->window_want = 0;
+            idle_since = 0;
             if (window_open(pm, self, &window_until)) {
                 wait_until(pm, window_until);
                 continue;
@@ -676,6 +681,8 @@ static rb_pgreq *next_batch(rb_pgmode *pm, int self, bool *probe, bool *slow)
         }
         if (*probe)
             break;
+        if (!idle_since)
+            idle_since = mono_us();
         *probe = wait_or_probe(pm, self, &probe_at);
     }
     if (list)
@@ -753,7 +760,10 @@ static void hand_back(rb_pgmode *pm, rb_pg *pg, rb_pgreq *list, const batch_comm
     }
     pthread_mutex_lock(&pm->mu);
     if (took_us >= 0) { /* a batch (not the late ones, not a slow request) */
-        pm->window_want = n;
+        /* the most requests a recent batch carried: a short batch (a
+         * client's request a moment late) lowers it by one, not to its own
+         * size, so that the next batches still wait for the others */
+        pm->window_want = n >= pm->window_want ? n : pm->window_want - 1;
         pm->window_avg_us = pm->window_avg_us ? (pm->window_avg_us * 7 + took_us) / 8 : took_us;
     }
     *pm->done_tail = list;

@@ -142,9 +142,10 @@ struct rb_pgmode {
                               since the thread planned its sleep (INT64_MAX: none) */
     mode_link link; /* link.c */
     bool slow_busy; /* a database thread runs a slow request (db_thread.c) */
-    /* The collection window (db_thread.c): the size of the last batch
-     * handed back (the requests whose clients come back next; < 2: idle,
-     * no wait) and the batches' average time in the database (us). */
+    /* The collection window (db_thread.c): the most requests a recent
+     * batch handed back carried (the clients that come back next; lowered
+     * by one per shorter batch, to 0 after a pause; < 2: no wait) and the
+     * batches' average time in the database (us). */
     size_t window_want;
     int64_t window_avg_us;
     bool stop;
