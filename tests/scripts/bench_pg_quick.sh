@@ -8,7 +8,8 @@
 # every job completed exactly once, and the table, the probe and the targets
 # are printed with the CPU split per job; --repeat 2 runs the systems in two
 # rounds, prints medians and judges the CPU targets on the rounds' ratios; the commit ceiling (pgbench, 1 s a step) prints its figures and
-# is set beside the lifecycle target; and a job pushed twice fails the runs.
+# is set beside the lifecycle target; bench/pg/floor.sh prints its two
+# mixes' figures; and a job pushed twice fails the runs.
 # Asserts no timings. The peers' npm packages are installed into
 # bench/pg/node_modules on the first run.
 # Environment: O (build dir, default build), REBOUND_TOP (checkout).
@@ -20,7 +21,7 @@ export O
 jobs=300
 raw=$(mktemp "${TMPDIR:-/tmp}/bench-pg-quick.XXXXXX")
 out=$(mktemp "${TMPDIR:-/tmp}/bench-pg-quick.XXXXXX")
-trap 'rm -f "$raw" "$out" "$out.dup" "$raw.rep" "$out.rep"' EXIT
+trap 'rm -f "$raw" "$out" "$out.dup" "$out.floor" "$raw.rep" "$out.rep"' EXIT
 
 if ! bench/pg/run.sh --jobs $jobs --probe 50 --ceiling-secs 1 --raw "$raw" >"$out" 2>&1; then
   cat "$out"
@@ -105,6 +106,18 @@ grep -q '^ceiling for 4 producers, each PUSH answered after a COMMIT: 4 x 1 / [0
   { echo "bench_pg_quick: no ceiling line"; fail=1; }
 grep -q '^  the target, 2 x [0-9.]* = [0-9]* jobs/s, vs the commit ceiling ([0-9]*) *\(ABOVE\|below\) ([0-9.]* x the ceiling)$' "$out" ||
   { echo "bench_pg_quick: the lifecycle target is not set against the ceiling"; fail=1; }
+# The floor under the PUSHB target (bench/pg/floor.sh): one round prints
+# both mixes' CPU per job and their medians.
+if ! bench/pg/floor.sh --rounds 1 >"$out.floor" 2>&1; then
+  cat "$out.floor"; echo "bench_pg_quick: bench/pg/floor.sh failed"; fail=1
+else
+  for mix in bare schema; do
+    grep -q "^round 1  $mix *[1-9][0-9]* jobs *[1-9][0-9]* us per job$" "$out.floor" &&
+      grep -q "^median  $mix *[1-9][0-9]* us per job ( [0-9]* )$" "$out.floor" ||
+      { cat "$out.floor"; echo "bench_pg_quick: floor.sh printed no $mix figure"; fail=1; }
+  done
+fi
+rm -f "$out.floor"
 # The check itself: job 7 pushed twice (as if the queue ran it twice) must
 # fail every run with one duplicate, for Rebound and for a peer.
 if bench/pg/run.sh --jobs 100 --systems "rebound pgboss" --dup-seq 7 >"$out.dup" 2>&1; then
