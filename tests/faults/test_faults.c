@@ -756,7 +756,8 @@ static long long locked_working_rows(void)
 }
 
 /* The outage begins right after A sent an ACK batch's transaction (BEGIN
- * and the ACK statement, pipelined: statement rb_s3): A's backend is left idle
+ * and the ACK statement, pipelined: statement rb_s3; its COMMIT not yet
+ * sent, as in a batch with FAILs): A's backend is left idle
  * in that transaction, its rows locked, until the server's
  * idle_in_transaction_session_timeout ends the session; then no lock of
  * A's remains, and B's ACKs, FETCHes and reaper go on. */
@@ -766,7 +767,11 @@ Test(faults, outage_inside_an_ack_transaction)
     start_load();
     cr_assert(wait_for(some_jobs_done, 30000), "no job done before the fault");
     outage o = {.name = "outage_inside_an_ack_transaction"};
-    proxy_ok("arm BEGIN rb_s3");
+    /* a batch whose COMMIT is still to come: one with FAILs (jobs whose
+     * id is a multiple of 7 fail once) sends BEGIN and its ACKs first,
+     * the COMMIT in a second round trip; a batch of one round trip sends
+     * its COMMIT with them and is not inside its transaction when cut */
+    proxy_ok("arm BEGIN rb_s3 !COMMIT");
     int64_t armed = rbh_now_ms();
     char *st = NULL;
     while (rbh_now_ms() - armed < 20000) {
@@ -881,6 +886,40 @@ Test(faults, outage_right_after_a_claim)
     begin_fault();
     cr_assert(no_claim_left_open("a claim"), "a claim's transaction stayed open when A was cut off");
     heal_with("heal");
+    check_recovery(&o);
+    finish(&o);
+}
+
+/* The outage begins right after A sent a whole batch in one round trip
+ * (BEGIN, the ACK statement rb_s3 and the COMMIT in one chunk:
+ * db_thread.c's run_wrapped): PostgreSQL commits it and A never hears.
+ * A answers those requests with an error (in doubt: the clients send them
+ * again after the heal, and an ACK sent again finds its job done); its
+ * batch connection is not left in a transaction (nothing of it waits for
+ * the idle timeout), and nothing is lost or run again after an +OK. */
+Test(faults, outage_after_a_whole_batch)
+{
+    check_clients = true;
+    start_load();
+    cr_assert(wait_for(some_jobs_done, 30000), "no job done before the fault");
+    outage o = {.name = "outage_after_a_whole_batch"};
+    cr_assert(cut_after("BEGIN rb_s3 COMMIT", 20000), "no batch went through in one round trip");
+    begin_fault();
+    long long open_acks = 0;
+    for (int64_t end = rbh_now_ms() + 500; rbh_now_ms() < end; rbh_sleep_ms(10)) {
+        long long n = sql_int("SELECT count(*) FROM pg_stat_activity"
+                              " WHERE application_name = 'rebound-a'"
+                              " AND state = 'idle in transaction' AND query LIKE '%rb_ack%'");
+        open_acks = n > open_acks ? n : open_acks;
+    }
+    fprintf(stderr, "faults: cut after a whole batch: %lld of A's backends idle in a transaction"
+                    " after an ACK\n", open_acks);
+    cr_assert_eq(open_acks, 0, "a batch sent whole was left open");
+    for (int64_t end = rbh_now_ms() + REQUEST_TIMEOUT_MS + SLACK_MS;
+         !atomic_load(&a_first_error) && rbh_now_ms() < end;)
+        rbh_sleep_ms(20);
+    heal_with("heal");
+    check_a_answers(&o);
     check_recovery(&o);
     finish(&o);
 }

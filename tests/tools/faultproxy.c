@@ -10,7 +10,8 @@
  *                             buffers, so keepalives and tcp_user_timeout do
  *                             not fire; new connections wait unaccepted.
  *   arm PATTERN...            forward normally until a chunk from a client
- *                             holds every PATTERN, forward that chunk, then
+ *                             holds every PATTERN (and none of those given
+ *                             as !PATTERN), forward that chunk, then
  *                             blackhole both ways (an outage that begins
  *                             right after a given statement was sent)
  *   heal                      forward again (a side that closed meanwhile is
@@ -152,9 +153,12 @@ static void pair_close(pair *p, bool hard)
 
 static bool matches(const char *data, size_t len)
 {
-    for (int i = 0; i < n_patterns; i++)
-        if (!memmem(data, len, patterns[i], strlen(patterns[i])))
+    for (int i = 0; i < n_patterns; i++) {
+        bool not = patterns[i][0] == '!' && patterns[i][1];
+        const char *p = patterns[i] + not;
+        if (!memmem(data, len, p, strlen(p)) != not)
             return false;
+    }
     return true;
 }
 
