@@ -391,11 +391,11 @@ static bool hands_off(rb_pgreq **by[], const size_t cnt[])
  * way). Either way a claim's statement is the last before the COMMIT, so
  * that the rows it locked and did not take (SKIP LOCKED re-checks rows
  * another node changed meanwhile, and keeps them locked to the end of the
- * transaction) are released with no round trip in between. When the transaction fails before
- * its COMMIT (a statement error outside a unit aborted it), it is rolled
- * back and the batch runs again a transaction per kind, so that one bad
- * request fails alone; when the COMMIT itself fails the outcome is unknown
- * and every request fails with that error. */
+ * transaction) are released with no round trip in between. When the
+ * transaction fails before its COMMIT (a statement error outside a unit
+ * aborted it), it is rolled back and the batch runs again a transaction
+ * per kind, so that one bad request fails alone; when the COMMIT itself
+ * fails the outcome is unknown and every request fails with that error. */
 static void run_wrapped(rb_pg *pg, rb_pgreq **by[], size_t cnt[], batch_commits *bc,
                         claim_counts *cc)
 {
@@ -569,11 +569,11 @@ static bool has_batch(const rb_pgmode *pm, int self)
  * "Group commit"): under load (the recent batches handed back carried two
  * requests or more, whose clients send their next ones as soon as they
  * are answered) a thread that finds fewer requests queued than the most a
- * recent batch carried (window_want, hand_back) waits for them, until *until_us (monotonic us, set at the first wait: half
- * the batches' average time in the database, at most
- * RB_PGMODE_WINDOW_MAX_US). One batch then carries what two or three did:
- * fewer statements and transactions per job. True when it should wait
- * (now); mu held. */
+ * recent batch carried (window_want, hand_back) waits for them, until
+ * *until_us (monotonic us, set at the first wait: half the batches'
+ * average time in the database, at most RB_PGMODE_WINDOW_MAX_US). One
+ * batch then carries what two or three did: fewer statements and
+ * transactions per job. True when it should wait (now); mu held. */
 static bool window_open(const rb_pgmode *pm, int self, int64_t *until_us)
 {
     if (pm->stop || pm->window_want < 2 || batch_count(pm, self) >= pm->window_want)
