@@ -15,6 +15,10 @@
 #                             for parallel suites); sets pg_cluster_port
 #   pg_cluster_stop           stops the cluster pg_cluster_start or
 #                             pg_cluster_shared started
+#   pg_cluster_cpu PID        PostgreSQL's clock ticks so far: the
+#                             postmaster PID's own and its children's, those
+#                             it reaped included (bench/pg/statements.sh,
+#                             bench/pg/floor.sh)
 # When run as root, PostgreSQL's tools run as the postgres user (DIR is made
 # theirs). Needs the postgresql package (scripts/deps.sh test or bench).
 
@@ -58,4 +62,10 @@ pg_cluster_shared() {
 pg_cluster_stop() {
   [ -n "$pg_cluster_dir" ] && pg_cluster_as "$pg_cluster_bin/pg_ctl" -D "$pg_cluster_dir" -m fast -w stop >/dev/null 2>&1
   pg_cluster_dir=""
+}
+
+pg_cluster_cpu() {
+  cat /proc/[0-9]*/stat 2>/dev/null | awk -v pm="$1" '{ pid = $1; st = $0; sub(/^.*\) /, "", st)
+    split(st, f, " "); if (pid == pm) t += f[12] + f[13] + f[14] + f[15]
+    else if (f[2] == pm) t += f[12] + f[13] } END { print t + 0 }'
 }

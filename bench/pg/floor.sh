@@ -41,11 +41,6 @@ pg_cluster_start "$tmp" "$tmp/pg.out" || { cat "$tmp/pg.out" >&2; exit 1; }
 port=${pgurl##*port=}
 psqlc() { pg_cluster_as "$pg_cluster_bin/psql" -X -q -At -h "$tmp" -p "$port" -U rebound -d rebound -c "$1"; }
 pm=$(head -1 "$pg_cluster_dir/postmaster.pid")
-pgcpu() {
-  cat /proc/[0-9]*/stat 2>/dev/null | awk -v pm="$pm" '{ pid = $1; st = $0; sub(/^.*\) /, "", st)
-    split(st, f, " "); if (pid == pm) t += f[12] + f[13] + f[14] + f[15]
-    else if (f[2] == pm) t += f[12] + f[13] } END { print t + 0 }'
-}
 body="'{\"jid\":\"' || md5(g::text) || '\",\"jobtype\":\"t\",\"args\":[],\"queue\":\"q\"}'"
 cat >"$tmp/bare.sql" <<EOF
 \\set r random(1, 63)
@@ -86,11 +81,11 @@ for r in $(seq 1 "$rounds"); do
   for mix in bare schema; do
     eval "psqlc \"SET client_min_messages = warning; \$reset_$mix\"" >/dev/null
     psqlc "CHECKPOINT"
-    t0=$(pgcpu)
+    t0=$(pg_cluster_cpu "$pm")
     PGOPTIONS="-c enable_seqscan=off -c jit=off" pg_cluster_as "$pg_cluster_bin/pgbench" -n -M prepared --random-seed=1 \
       -f "$tmp/$mix.sql" -c 1 -t 1290 -h "$tmp" -p "$port" -U rebound rebound >"$tmp/pgbench.out" 2>&1 ||
       { cat "$tmp/pgbench.out" >&2; exit 1; }
-    t1=$(pgcpu)
+    t1=$(pg_cluster_cpu "$pm")
     n=$(eval "psqlc \"\$done_$mix\"")
     echo "$r $mix $n $((t1 - t0))" | awk -v hz="$hz" '{ printf "round %d  %-6s  %5d jobs  %4.0f us per job\n",
       $1, $2, $3, $4 * 1e6 / hz / $3 }' | tee -a "$tmp/rows"

@@ -107,12 +107,7 @@ psqlc rebound "SELECT pg_stat_statements_reset()" >/dev/null
 c0=$(psqlc postgres "SELECT xact_commit FROM pg_stat_database WHERE datname = 'rebound'")
 w0=$(psqlc postgres "SELECT wal_sync FROM pg_stat_wal")
 pm=$(head -1 "$tmp/pg/postmaster.pid")
-pgcpu() { # PostgreSQL's clock ticks: the postmaster, its children and those reaped
-  cat /proc/[0-9]*/stat 2>/dev/null | awk -v pm="$pm" '{ pid = $1; st = $0; sub(/^.*\) /, "", st)
-    split(st, f, " "); if (pid == pm) t += f[12] + f[13] + f[14] + f[15]
-    else if (f[2] == pm) t += f[12] + f[13] } END { print t + 0 }'
-}
-t0=$(pgcpu)
+t0=$(pg_cluster_cpu "$pm")
 becpu() { # each backend's clock ticks: pid ticks
   for f in /proc/[0-9]*/stat; do cat "$f" 2>/dev/null; done | awk -v pm="$pm" '{ pid = $1; st = $0
     sub(/^.*\) /, "", st); split(st, f, " "); if (f[2] == pm) print pid, f[12] + f[13] }'
@@ -137,7 +132,7 @@ for k in $(seq 1 "$nodes"); do
 done
 for p in $pids; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
 pids=""
-t1=$(pgcpu)
+t1=$(pg_cluster_cpu "$pm")
 c1=$(psqlc postgres "SELECT xact_commit FROM pg_stat_database WHERE datname = 'rebound'")
 w1=$(psqlc postgres "SELECT wal_sync FROM pg_stat_wal")
 grep -E "jobs_per_s|duplicates|missing" "$tmp/out" | tr '\n' ' '; echo

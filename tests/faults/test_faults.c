@@ -839,25 +839,32 @@ static bool cut_after(const char *patterns, int64_t ms)
     return hit;
 }
 
-/* Whether, for half a second after A was cut off, none of its backends
- * was left in a transaction whose last statement was a claim (printed
- * with what was seen: another connection of A may be cut off between the
- * round trips of a transaction of its own, which the idle timeout ends). */
-static bool no_claim_left_open(const char *what)
+/* The most of A's backends seen, for half a second after A was cut off,
+ * left in a transaction whose last statement was like `like` (printed with
+ * what was seen: another connection of A may be cut off between the round
+ * trips of a transaction of its own, which the idle timeout ends); and
+ * whether none was after a claim. */
+static long long left_open(const char *what, const char *after, const char *like)
 {
-    long long idle = 0, worst_idle = 0, claims = 0;
+    char q[256];
+    snprintf(q, sizeof q, "SELECT count(*) FROM pg_stat_activity WHERE application_name ="
+                          " 'rebound-a' AND state = 'idle in transaction' AND query LIKE '%s'",
+             like);
+    long long idle = 0, worst_idle = 0, open = 0;
     for (int64_t end = rbh_now_ms() + 500; rbh_now_ms() < end; rbh_sleep_ms(10)) {
         a_locks(&idle);
         worst_idle = idle > worst_idle ? idle : worst_idle;
-        long long n = sql_int("SELECT count(*) FROM pg_stat_activity"
-                              " WHERE application_name = 'rebound-a'"
-                              " AND state = 'idle in transaction'"
-                              " AND query LIKE '%rb_claim_unexpired%'");
-        claims = n > claims ? n : claims;
+        long long n = sql_int(q);
+        open = n > open ? n : open;
     }
     fprintf(stderr, "faults: cut after %s: %lld of A's backends idle in a transaction, %lld of"
-                    " them after a claim\n", what, worst_idle, claims);
-    return claims == 0;
+                    " them after %s\n", what, worst_idle, open, after);
+    return open;
+}
+
+static bool no_claim_left_open(const char *what)
+{
+    return left_open(what, "a claim", "%rb_claim_unexpired%") == 0;
 }
 
 /* The outage begins right after a claim statement of A's was sent (a
@@ -907,16 +914,8 @@ Test(faults, outage_after_a_whole_batch)
     outage o = {.name = "outage_after_a_whole_batch"};
     cr_assert(cut_after("BEGIN rb_s3 COMMIT", 20000), "no batch went through in one round trip");
     begin_fault();
-    long long open_acks = 0;
-    for (int64_t end = rbh_now_ms() + 500; rbh_now_ms() < end; rbh_sleep_ms(10)) {
-        long long n = sql_int("SELECT count(*) FROM pg_stat_activity"
-                              " WHERE application_name = 'rebound-a'"
-                              " AND state = 'idle in transaction' AND query LIKE '%rb_ack%'");
-        open_acks = n > open_acks ? n : open_acks;
-    }
-    fprintf(stderr, "faults: cut after a whole batch: %lld of A's backends idle in a transaction"
-                    " after an ACK\n", open_acks);
-    cr_assert_eq(open_acks, 0, "a batch sent whole was left open");
+    cr_assert_eq(left_open("a whole batch", "an ACK", "%rb_ack%"), 0,
+                 "a batch sent whole was left open");
     /* the batch cut off holds requests sent before the fault (not
      * counted), answered "outcome unknown" at their deadline; A's clients
      * mostly wait on it, so the requests sent after the fault are their

@@ -368,8 +368,8 @@ static bool one_claim(rb_pgreq **by[], const size_t cnt[])
  * (take_handed), so the claims are sent after those are read. */
 static bool hands_off(rb_pgreq **by[], const size_t cnt[])
 {
-    for (size_t i = 0; i < cnt[RB_PGR_CLAIM]; i++)
-        if (by[RB_PGR_CLAIM][i]->u.claim.hand_tok && cnt[RB_PGR_PUSH])
+    for (size_t i = 0; cnt[RB_PGR_PUSH] && i < cnt[RB_PGR_CLAIM]; i++)
+        if (by[RB_PGR_CLAIM][i]->u.claim.hand_tok)
             return true;
     return false;
 }
